@@ -1,0 +1,35 @@
+//! Builds the bundled provider plugins from source (see `plugins/builder`) and embeds them,
+//! so `sluice plugin test openai ...` works from the binary alone.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// The bundled plugins: (name users type, package).
+const BUNDLED: &[(&str, &str)] = &[
+    ("openai", "sluice-plugin-openai"),
+    ("anthropic", "sluice-plugin-anthropic"),
+    ("github", "sluice-plugin-github"),
+    ("stripe", "sluice-plugin-stripe"),
+    ("ietf", "sluice-plugin-ietf"),
+];
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let workspace = manifest.parent().expect("host/ lives in the workspace root");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
+    let packages: Vec<&str> = BUNDLED.iter().map(|(_, p)| *p).collect();
+    let built = sluice_plugin_builder::build(workspace, &packages);
+
+    let mut src = String::from(
+        "/// The plugins built into this binary: (name, component bytes).\n\
+         pub const BUNDLED: &[(&str, &[u8])] = &[\n",
+    );
+    for ((name, _), b) in BUNDLED.iter().zip(&built) {
+        let copy = out.join(format!("{name}.wasm"));
+        std::fs::copy(&b.wasm, &copy).expect("copy the built plugin into OUT_DIR");
+        writeln!(src, "    ({name:?}, include_bytes!({:?})),", copy.display().to_string())
+            .expect("write to a String");
+    }
+    src.push_str("];\n");
+    std::fs::write(out.join("bundled.rs"), src).expect("write bundled.rs");
+}

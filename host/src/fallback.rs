@@ -1,0 +1,190 @@
+//! The built-in conservative policy: what the host answers when a plugin declines, fails or
+//! is quarantined, or when no plugin governs a host.
+//!
+//! It follows generic HTTP semantics (the same rules as the `ietf` plugin, from
+//! `sluice-plugin-sdk`), with one deliberate difference: it **fails closed for writes**. A
+//! write that got anything but a clear answer (a success, or a 4xx that says the request
+//! itself was wrong) is classified `outcome-unknown`, so the host reconciles or escalates
+//! instead of resending. The plugin that knows the provider may be more precise; without
+//! it, the host never guesses that a second send is harmless.
+
+use sluice_plugin_sdk::generic::{self, Kind, Transport};
+use sluice_plugin_sdk::headers::Headers;
+use sluice_plugin_sdk::ratelimit::{self, Unit};
+
+use crate::policy::{
+    Classification, Cost, Dimension, Header, Observation, Outcome, Priority, PriorityClass,
+    ReconcilePlan, Reconciliation, Request, RequestClass, Response, TransportFailure,
+    UncertainWrite, Verdict,
+};
+
+/// The built-in policy. Stateless; every function is total.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Fallback;
+
+impl Fallback {
+    /// Generic classification; writes fail closed (see the module docs).
+    pub fn classify(&self, req: &Request, outcome: &Outcome) -> Classification {
+        let (kind, retry_after_ms) = match outcome {
+            Outcome::Transport(t) => (generic::transport_kind(transport(*t)), None),
+            Outcome::Response(r) => (
+                generic::status_kind(r.status),
+                generic::requested_delay_ms(r.status, &headers(&r.headers), req.now_ms),
+            ),
+        };
+        let is_write = req.class != RequestClass::Read;
+        let surely_not_sent = matches!(outcome, Outcome::Transport(t) if transport(*t).surely_not_sent());
+        let closed = is_write
+            && !surely_not_sent
+            && !matches!(kind, Kind::Success | Kind::ClientError | Kind::AuthError | Kind::QuotaExhausted);
+        Classification {
+            verdict: if closed { Verdict::OutcomeUnknown } else { verdict(kind) },
+            retry_after_ms,
+            error_code: None,
+            should_retry: closed.then_some(false),
+        }
+    }
+
+    /// The IETF rate-limit fields.
+    pub fn parse_quota(&self, _req: &Request, resp: &Response) -> Vec<Observation> {
+        ratelimit::quotas(&headers(&resp.headers))
+            .into_iter()
+            .map(|q| Observation {
+                scope: q.policy,
+                dimension: match q.unit {
+                    Unit::Requests => Dimension::Requests,
+                    Unit::Concurrency => Dimension::Concurrency,
+                    Unit::Other(n) => Dimension::Other(n),
+                },
+                limit: q.limit,
+                remaining: q.remaining,
+                used: None,
+                reset_after_ms: q.reset_after_ms,
+                window_ms: q.window_ms,
+                source: q.source.into(),
+            })
+            .collect()
+    }
+
+    /// Standard class, no tenant, weight 1.
+    pub fn decide_priority(&self, _req: &Request) -> Priority {
+        Priority {
+            class: PriorityClass::Standard,
+            tenant: None,
+            weight: 1,
+            deadline_ms: None,
+        }
+    }
+
+    /// One request.
+    pub fn estimate_cost(&self, _req: &Request) -> Vec<Cost> {
+        vec![Cost {
+            dimension: Dimension::Requests,
+            amount: 1,
+        }]
+    }
+
+    /// Unsupported: without the provider's plugin, only a human can settle a write.
+    pub fn reconcile(&self, _write: &UncertainWrite) -> ReconcilePlan {
+        ReconcilePlan::Unsupported(
+            "no working plugin for this provider: the built-in policy cannot look up writes".into(),
+        )
+    }
+
+    /// Unknown, for the same reason.
+    pub fn read_reconciliation(&self, _write: &UncertainWrite, _resp: &Response) -> Reconciliation {
+        Reconciliation::Unknown("the built-in policy cannot read provider lookups".into())
+    }
+}
+
+fn headers(list: &[Header]) -> Headers<'_> {
+    Headers::new(list.iter().map(|h| (h.name.as_str(), h.value.as_str())))
+}
+
+fn transport(t: TransportFailure) -> Transport {
+    match t {
+        TransportFailure::ConnectFailed => Transport::ConnectFailed,
+        TransportFailure::TimeoutBeforeSend => Transport::TimeoutBeforeSend,
+        TransportFailure::TimeoutAfterSend => Transport::TimeoutAfterSend,
+        TransportFailure::ResetAfterSend => Transport::ResetAfterSend,
+    }
+}
+
+fn verdict(kind: Kind) -> Verdict {
+    match kind {
+        Kind::Success => Verdict::Success,
+        Kind::RateLimited => Verdict::RateLimited,
+        Kind::QuotaExhausted => Verdict::QuotaExhausted,
+        Kind::Overloaded => Verdict::Overloaded,
+        Kind::Transient => Verdict::Transient,
+        Kind::Conflict => Verdict::Conflict,
+        Kind::ClientError => Verdict::ClientError,
+        Kind::AuthError => Verdict::AuthError,
+        Kind::OutcomeUnknown => Verdict::OutcomeUnknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(class: RequestClass) -> Request {
+        Request {
+            method: "POST".into(),
+            url: "https://api.example.com/v1/things".into(),
+            class,
+            headers: vec![],
+            body: vec![],
+            now_ms: 0,
+        }
+    }
+
+    fn status(s: u16, headers: Vec<Header>) -> Outcome {
+        Outcome::Response(Response { status: s, headers, body: vec![] })
+    }
+
+    #[test]
+    fn reads_follow_http_semantics() {
+        let h = vec![Header { name: "Retry-After".into(), value: "10".into() }];
+        let c = Fallback.classify(&req(RequestClass::Read), &status(429, h));
+        assert_eq!(c.verdict, Verdict::RateLimited);
+        assert_eq!(c.retry_after_ms, Some(10_000));
+        assert_eq!(Fallback.classify(&req(RequestClass::Read), &status(503, vec![])).verdict, Verdict::Overloaded);
+    }
+
+    #[test]
+    fn writes_fail_closed() {
+        for class in [RequestClass::UncertainWrite, RequestClass::IdempotentWrite] {
+            for s in [429, 500, 502, 503, 408, 409] {
+                let c = Fallback.classify(&req(class), &status(s, vec![]));
+                assert_eq!(c.verdict, Verdict::OutcomeUnknown, "{class:?} {s}");
+                assert_eq!(c.should_retry, Some(false));
+            }
+            let reset = Outcome::Transport(TransportFailure::ResetAfterSend);
+            assert_eq!(Fallback.classify(&req(class), &reset).verdict, Verdict::OutcomeUnknown);
+        }
+    }
+
+    #[test]
+    fn writes_keep_clear_answers() {
+        let w = req(RequestClass::UncertainWrite);
+        assert_eq!(Fallback.classify(&w, &status(201, vec![])).verdict, Verdict::Success);
+        assert_eq!(Fallback.classify(&w, &status(422, vec![])).verdict, Verdict::ClientError);
+        assert_eq!(Fallback.classify(&w, &status(401, vec![])).verdict, Verdict::AuthError);
+        let not_sent = Outcome::Transport(TransportFailure::ConnectFailed);
+        assert_eq!(Fallback.classify(&w, &not_sent).verdict, Verdict::Transient);
+    }
+
+    #[test]
+    fn cannot_reconcile() {
+        let w = UncertainWrite {
+            method: "POST".into(),
+            url: "https://x/".into(),
+            idempotency_key: Some("k".into()),
+            client_reference: None,
+            operation_id: None,
+            now_ms: 0,
+        };
+        assert!(matches!(Fallback.reconcile(&w), ReconcilePlan::Unsupported(_)));
+    }
+}

@@ -1,0 +1,199 @@
+//! A plugin behind a guard: the policy the rest of the host calls.
+//!
+//! Every call goes to the plugin first. When the plugin declines, the built-in
+//! [`Fallback`] answers that call. When the plugin *fails* (traps, times out, exhausts
+//! memory, returns invalid output), the fallback answers too, the failure is recorded, and
+//! after [`QuarantinePolicy::after_consecutive_failures`] failures in a row the plugin is
+//! quarantined: for [`QuarantinePolicy::duration`] it is not called at all. Then one call
+//! probes it; a success lifts the quarantine, a failure renews it at once.
+//!
+//! A plugin's verdict is advice, never authority over a write: whatever a plugin or the
+//! fallback says, the host's retry engine never resends an outcome-unknown write.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::clock::Clock;
+use crate::fallback::Fallback;
+use crate::plugin::{Plugin, PluginError};
+use crate::policy::{
+    Classification, Cost, Observation, Outcome, Priority, ReconcilePlan, Reconciliation, Request,
+    Response, UncertainWrite, redact_credentials,
+};
+
+/// When to stop calling a failing plugin.
+#[derive(Debug, Clone)]
+pub struct QuarantinePolicy {
+    /// Failures in a row that quarantine the plugin. Default: 3.
+    pub after_consecutive_failures: u32,
+    /// How long a quarantine lasts before one probe call. Default: 60 s.
+    pub duration: Duration,
+}
+
+impl Default for QuarantinePolicy {
+    fn default() -> Self {
+        Self {
+            after_consecutive_failures: 3,
+            duration: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Who answered a call.
+#[derive(Debug, Clone)]
+pub enum AnsweredBy {
+    /// The plugin.
+    Plugin,
+    /// The built-in policy, because the plugin declined or failed (the error says which).
+    Fallback(PluginError),
+    /// The built-in policy, because the plugin is quarantined until the given instant.
+    Quarantined(Instant),
+}
+
+/// An answer and who gave it.
+#[derive(Debug, Clone)]
+pub struct Answer<T> {
+    /// The answer.
+    pub value: T,
+    /// Who gave it.
+    pub by: AnsweredBy,
+}
+
+/// The health of the guarded plugin, for operators and tests.
+#[derive(Debug, Clone, Default)]
+pub struct Health {
+    /// Failures in a row (declines do not count).
+    pub consecutive_failures: u32,
+    /// Failures since the guard was made.
+    pub total_failures: u64,
+    /// Times the plugin was quarantined.
+    pub quarantines: u64,
+    /// Until when it is quarantined, if it is.
+    pub quarantined_until: Option<Instant>,
+    /// The last failure, as text.
+    pub last_failure: Option<String>,
+}
+
+/// A plugin with quarantine and the built-in fallback.
+#[derive(Debug)]
+pub struct GuardedPolicy {
+    plugin: Arc<Plugin>,
+    fallback: Fallback,
+    policy: QuarantinePolicy,
+    clock: Arc<dyn Clock>,
+    health: Mutex<Health>,
+}
+
+impl GuardedPolicy {
+    /// Guards `plugin` under `policy`, reading time from `clock`.
+    pub fn new(plugin: Arc<Plugin>, policy: QuarantinePolicy, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            plugin,
+            fallback: Fallback,
+            policy,
+            clock,
+            health: Mutex::new(Health::default()),
+        }
+    }
+
+    /// The guarded plugin.
+    pub fn plugin(&self) -> &Plugin {
+        &self.plugin
+    }
+
+    /// A snapshot of the plugin's health.
+    pub fn health(&self) -> Health {
+        self.lock().clone()
+    }
+
+    /// Classifies an attempt's outcome.
+    pub fn classify(&self, req: &Request, outcome: &Outcome) -> Answer<Classification> {
+        let req = sanitized(req);
+        self.answer(|p| p.classify(&req, outcome), || self.fallback.classify(&req, outcome))
+    }
+
+    /// Reads a response's quota figures.
+    pub fn parse_quota(&self, req: &Request, resp: &Response) -> Answer<Vec<Observation>> {
+        let req = sanitized(req);
+        self.answer(|p| p.parse_quota(&req, resp), || self.fallback.parse_quota(&req, resp))
+    }
+
+    /// Advises a request's queue placement.
+    pub fn decide_priority(&self, req: &Request) -> Answer<Priority> {
+        let req = sanitized(req);
+        self.answer(|p| p.decide_priority(&req), || self.fallback.decide_priority(&req))
+    }
+
+    /// Estimates a request's cost.
+    pub fn estimate_cost(&self, req: &Request) -> Answer<Vec<Cost>> {
+        let req = sanitized(req);
+        self.answer(|p| p.estimate_cost(&req), || self.fallback.estimate_cost(&req))
+    }
+
+    /// Says how to settle an uncertain write.
+    pub fn reconcile(&self, write: &UncertainWrite) -> Answer<ReconcilePlan> {
+        self.answer(|p| p.reconcile(write), || self.fallback.reconcile(write))
+    }
+
+    /// Reads a status query's answer.
+    pub fn read_reconciliation(&self, write: &UncertainWrite, resp: &Response) -> Answer<Reconciliation> {
+        self.answer(
+            |p| p.read_reconciliation(write, resp),
+            || self.fallback.read_reconciliation(write, resp),
+        )
+    }
+
+    fn answer<T>(
+        &self,
+        call: impl FnOnce(&Plugin) -> Result<T, PluginError>,
+        fallback: impl FnOnce() -> T,
+    ) -> Answer<T> {
+        let now = self.clock.now();
+        if let Some(until) = self.lock().quarantined_until.filter(|u| now < *u) {
+            return Answer { value: fallback(), by: AnsweredBy::Quarantined(until) };
+        }
+        match call(&self.plugin) {
+            Ok(value) => {
+                let mut h = self.lock();
+                h.consecutive_failures = 0;
+                h.quarantined_until = None;
+                Answer { value, by: AnsweredBy::Plugin }
+            }
+            Err(e) => {
+                if e.failure.is_fault() {
+                    self.record_failure(&e, now);
+                }
+                Answer { value: fallback(), by: AnsweredBy::Fallback(e) }
+            }
+        }
+    }
+
+    fn record_failure(&self, e: &PluginError, now: Instant) {
+        let mut h = self.lock();
+        h.consecutive_failures = h.consecutive_failures.saturating_add(1);
+        h.total_failures += 1;
+        h.last_failure = Some(e.to_string());
+        if h.consecutive_failures >= self.policy.after_consecutive_failures {
+            h.quarantined_until = Some(now + self.policy.duration);
+            h.quarantines += 1;
+            tracing::warn!(plugin = %self.plugin.name(), error = %e, until_s = self.policy.duration.as_secs(), "plugin quarantined; the built-in policy answers meanwhile");
+        } else {
+            tracing::warn!(plugin = %self.plugin.name(), error = %e, "plugin call failed; the built-in policy answered");
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The request with credentials redacted; borrowed as is when it has none.
+fn sanitized(req: &Request) -> std::borrow::Cow<'_, Request> {
+    if req.headers.iter().any(|h| crate::policy::is_credential(&h.name)) {
+        let mut r = req.clone();
+        redact_credentials(&mut r.headers);
+        std::borrow::Cow::Owned(r)
+    } else {
+        std::borrow::Cow::Borrowed(req)
+    }
+}

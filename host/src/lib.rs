@@ -1,0 +1,18 @@
+//! sluice: a governor for every outbound API call that AI agents make.
+//!
+//! The host owns quota buckets, the outbound queue and the retry loop. What differs per
+//! provider lives in sandboxed WebAssembly plugins behind the versioned WIT contract
+//! `sluice:policy@0.1.0` (`wit/policy.wit`):
+//!
+//! - [`plugin`] loads and runs plugins under hard limits;
+//! - [`guard`] puts a plugin behind quarantine and the built-in [`fallback`] policy, which
+//!   is what the rest of the host calls;
+//! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`).
+#![warn(missing_docs)]
+
+pub mod clock;
+pub mod fallback;
+pub mod guard;
+pub mod plugin;
+pub mod policy;
+pub mod vectors;

@@ -1,0 +1,304 @@
+//! One loaded plugin: its compiled component, the pre-linked `InstancePre`, and a small pool
+//! of warm instances. Every call runs under an epoch deadline and the store's limits; a call
+//! that fails for any reason discards its instance, so a broken instance is never reused.
+
+use std::sync::Mutex;
+
+use wasmtime::component::Component;
+use wasmtime::component::types::ComponentItem;
+use wasmtime::{Engine, Store, Trap};
+
+use super::bindings::exports::sluice::policy::policy::Guest;
+use super::bindings::{ProviderPolicy, ProviderPolicyPre};
+use super::cache::CacheOutcome;
+use super::error::{Failure, LoadError, PluginError};
+use super::limits::RuntimeConfig;
+use super::state::State;
+use super::validate;
+use crate::policy::{
+    Classification, Cost, Description, Observation, Outcome, PolicyError, Priority,
+    ReconcilePlan, Reconciliation, Request, Response, UncertainWrite,
+};
+
+/// A warm instance and its store.
+struct Warm {
+    store: Store<State>,
+    bindings: ProviderPolicy,
+    calls: u64,
+}
+
+/// A loaded, validated plugin. Cheap to call from many threads: each call takes a warm
+/// instance from the pool (or makes one) and returns it afterwards.
+pub struct Plugin {
+    name: String,
+    description: Description,
+    exports: Vec<String>,
+    engine: Engine,
+    pre: ProviderPolicyPre<State>,
+    config: RuntimeConfig,
+    warm: Mutex<Vec<Warm>>,
+    cache: CacheOutcome,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("version", &self.description.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Plugin {
+    pub(super) fn new(
+        origin: &str,
+        engine: &Engine,
+        component: Component,
+        pre: wasmtime::component::InstancePre<State>,
+        config: RuntimeConfig,
+        cache: CacheOutcome,
+    ) -> Result<Self, LoadError> {
+        let exports = export_names(engine, &component);
+        let pre = ProviderPolicyPre::new(pre).map_err(|e| LoadError::Invalid {
+            origin: origin.to_owned(),
+            message: format!("{e:#}"),
+        })?;
+        let mut plugin = Self {
+            name: origin.to_owned(),
+            description: Description {
+                name: String::new(),
+                version: String::new(),
+                provider: String::new(),
+                hosts: Vec::new(),
+                routes: Vec::new(),
+            },
+            exports,
+            engine: engine.clone(),
+            pre,
+            config,
+            warm: Mutex::new(Vec::new()),
+            cache,
+        };
+        let description = plugin
+            .call("describe", |g, s| g.call_describe(s))
+            .and_then(|d| plugin.check("describe", validate::description(&d, &plugin.config.caps), d))
+            .map_err(|error| LoadError::Describe {
+                origin: origin.to_owned(),
+                error,
+            })?;
+        plugin.name.clone_from(&description.name);
+        plugin.description = description;
+        // Instances made while describing carry the origin as their log name.
+        plugin.lock_warm().clear();
+        Ok(plugin)
+    }
+
+    /// The plugin's name, from its `describe`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the plugin said about itself when it was loaded.
+    pub fn description(&self) -> &Description {
+        &self.description
+    }
+
+    /// The component's exported interfaces and functions, as `interface#function`.
+    pub fn exports(&self) -> &[String] {
+        &self.exports
+    }
+
+    /// The limits its calls run under.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// Whether the compiled code came from the on-disk cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.cache
+    }
+
+    /// Reads one attempt's outcome.
+    ///
+    /// # Errors
+    /// A [`PluginError`] when the plugin traps, times out, runs out of memory, returns
+    /// invalid output, or declines.
+    pub fn classify(&self, req: &Request, outcome: &Outcome) -> Result<Classification, PluginError> {
+        let r = self.call("classify", |g, s| g.call_classify(s, req, outcome))?;
+        let c = self.declined("classify", r)?;
+        self.check("classify", validate::classification(&c, &self.config.caps), c)
+    }
+
+    /// Reads the quota figures of a response.
+    ///
+    /// # Errors
+    /// As [`Plugin::classify`].
+    pub fn parse_quota(&self, req: &Request, resp: &Response) -> Result<Vec<Observation>, PluginError> {
+        let r = self.call("parse-quota", |g, s| g.call_parse_quota(s, req, resp))?;
+        let o = self.declined("parse-quota", r)?;
+        self.check("parse-quota", validate::observations(&o, &self.config.caps), o)
+    }
+
+    /// Advises the queue placement of a request.
+    ///
+    /// # Errors
+    /// As [`Plugin::classify`].
+    pub fn decide_priority(&self, req: &Request) -> Result<Priority, PluginError> {
+        let r = self.call("decide-priority", |g, s| g.call_decide_priority(s, req))?;
+        let p = self.declined("decide-priority", r)?;
+        self.check("decide-priority", validate::priority(&p, &self.config.caps), p)
+    }
+
+    /// Estimates a request's cost before sending.
+    ///
+    /// # Errors
+    /// As [`Plugin::classify`].
+    pub fn estimate_cost(&self, req: &Request) -> Result<Vec<Cost>, PluginError> {
+        let r = self.call("estimate-cost", |g, s| g.call_estimate_cost(s, req))?;
+        let c = self.declined("estimate-cost", r)?;
+        self.check("estimate-cost", validate::costs(&c, &self.config.caps), c)
+    }
+
+    /// Says how to settle an uncertain write.
+    ///
+    /// # Errors
+    /// As [`Plugin::classify`].
+    pub fn reconcile(&self, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
+        let r = self.call("reconcile", |g, s| g.call_reconcile(s, write))?;
+        let p = self.declined("reconcile", r)?;
+        self.check("reconcile", validate::reconcile_plan(&p, &self.config.caps), p)
+    }
+
+    /// Reads the answer to a status query.
+    ///
+    /// # Errors
+    /// As [`Plugin::classify`].
+    pub fn read_reconciliation(
+        &self,
+        write: &UncertainWrite,
+        resp: &Response,
+    ) -> Result<Reconciliation, PluginError> {
+        let r = self.call("read-reconciliation", |g, s| g.call_read_reconciliation(s, write, resp))?;
+        let v = self.declined("read-reconciliation", r)?;
+        self.check("read-reconciliation", validate::reconciliation(&v, &self.config.caps), v)
+    }
+
+    /// Runs `f` on an instance under the deadline; maps every failure to a [`PluginError`].
+    fn call<R>(
+        &self,
+        function: &'static str,
+        f: impl FnOnce(&Guest, &mut Store<State>) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        let mut warm = match self.take_warm() {
+            Some(w) => w,
+            None => self.instantiate().map_err(|e| self.error(function, e, false))?,
+        };
+        warm.store.data_mut().begin_call();
+        warm.store.set_epoch_deadline(self.config.deadline_ticks());
+        match f(warm.bindings.sluice_policy_policy(), &mut warm.store) {
+            Ok(r) => {
+                warm.calls += 1;
+                self.put_warm(warm);
+                Ok(r)
+            }
+            Err(e) => {
+                let denied = warm.store.data().memory_denied;
+                Err(self.error(function, e, denied))
+            }
+        }
+    }
+
+    fn instantiate(&self) -> wasmtime::Result<Warm> {
+        let c = &self.config;
+        let state = State::new(&self.name, c.max_memory_bytes, c.max_table_elements, c.caps.max_log_messages);
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| s);
+        store.epoch_deadline_trap();
+        // Instantiation runs the guest's initializers: give it ten call deadlines.
+        store.set_epoch_deadline(c.deadline_ticks().saturating_mul(10));
+        let bindings = self.pre.instantiate(&mut store)?;
+        store.data_mut().set_plugin_name(&self.name);
+        Ok(Warm {
+            store,
+            bindings,
+            calls: 0,
+        })
+    }
+
+    fn take_warm(&self) -> Option<Warm> {
+        if self.config.reuse_instances {
+            self.lock_warm().pop()
+        } else {
+            None
+        }
+    }
+
+    fn put_warm(&self, w: Warm) {
+        if self.config.reuse_instances && w.calls < self.config.instance_max_calls {
+            let mut pool = self.lock_warm();
+            if pool.len() < self.config.max_warm_instances {
+                pool.push(w);
+            }
+        }
+    }
+
+    fn lock_warm(&self) -> std::sync::MutexGuard<'_, Vec<Warm>> {
+        self.warm.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn error(&self, function: &'static str, e: wasmtime::Error, memory_denied: bool) -> PluginError {
+        let failure = match e.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => Failure::Timeout(self.config.call_deadline),
+            Some(Trap::StackOverflow) => Failure::StackOverflow,
+            _ if memory_denied => Failure::OutOfMemory(self.config.max_memory_bytes),
+            Some(trap) => Failure::Trap(trap.to_string()),
+            // Not a trap: the canonical ABI refused what the plugin returned (bad UTF-8,
+            // an out-of-range discriminant, a pointer outside its memory...).
+            None => Failure::InvalidOutput(format!("{e:#}")),
+        };
+        PluginError {
+            plugin: self.name.clone(),
+            function,
+            failure,
+        }
+    }
+
+    fn declined<T>(&self, function: &'static str, r: Result<T, PolicyError>) -> Result<T, PluginError> {
+        r.map_err(|e| {
+            let reason = match e {
+                PolicyError::Unsupported(m) => format!("unsupported: {m}"),
+                PolicyError::InvalidInput(m) => format!("invalid input: {m}"),
+                PolicyError::Other(m) => m,
+            };
+            PluginError {
+                plugin: self.name.clone(),
+                function,
+                failure: Failure::Declined(validate::truncate(&reason, self.config.caps.max_string_bytes)),
+            }
+        })
+    }
+
+    fn check<T>(&self, function: &'static str, verdict: Result<(), String>, value: T) -> Result<T, PluginError> {
+        verdict.map(|()| value).map_err(|reason| PluginError {
+            plugin: self.name.clone(),
+            function,
+            failure: Failure::InvalidOutput(reason),
+        })
+    }
+}
+
+/// `interface#function` for every function the component exports.
+fn export_names(engine: &Engine, component: &Component) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, item) in component.component_type().exports(engine) {
+        match item.ty {
+            ComponentItem::ComponentInstance(inst) => {
+                for (f, _) in inst.exports(engine) {
+                    out.push(format!("{name}#{f}"));
+                }
+            }
+            _ => out.push(name.to_owned()),
+        }
+    }
+    out
+}

@@ -1,0 +1,102 @@
+//! How much a plugin may use, per call and per instance. Plugins are untrusted code: every
+//! resource they can take is bounded here, and every value they hand back is capped (see
+//! `validate.rs`).
+
+use std::time::Duration;
+
+/// Limits and tuning of the plugin runtime.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Wall time one plugin call may run before it is interrupted. Default: 5 ms.
+    pub call_deadline: Duration,
+    /// The epoch tick: deadlines are enforced to this granularity. Default: 1 ms.
+    pub epoch_tick: Duration,
+    /// Linear memory one plugin instance may grow to. Default: 16 MiB.
+    pub max_memory_bytes: usize,
+    /// Table elements one plugin instance may hold. Default: 10 000.
+    pub max_table_elements: usize,
+    /// Wasm stack one call may use before it traps. Default: 512 KiB.
+    pub max_wasm_stack: usize,
+    /// Caps on every string and list a plugin returns.
+    pub caps: Caps,
+    /// Keep instances warm between calls (the default). When false, every call gets a
+    /// fresh instance: slower, and a plugin can keep no state at all between calls.
+    pub reuse_instances: bool,
+    /// Warm instances kept per plugin. Default: 8.
+    pub max_warm_instances: usize,
+    /// Calls served by one warm instance before it is replaced, so state a plugin leaks
+    /// (memory growth, caches) cannot pile up. Default: 10 000.
+    pub instance_max_calls: u64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            call_deadline: Duration::from_millis(5),
+            epoch_tick: Duration::from_millis(1),
+            max_memory_bytes: 16 << 20,
+            max_table_elements: 10_000,
+            max_wasm_stack: 512 << 10,
+            caps: Caps::default(),
+            reuse_instances: true,
+            max_warm_instances: 8,
+            instance_max_calls: 10_000,
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// The deadline in epoch ticks (at least one, plus one for the tick in progress).
+    pub(crate) fn deadline_ticks(&self) -> u64 {
+        let tick = self.epoch_tick.as_nanos().max(1);
+        let ticks = self.call_deadline.as_nanos().div_ceil(tick);
+        u64::try_from(ticks).unwrap_or(u64::MAX).saturating_add(1)
+    }
+}
+
+/// Caps on data lifted from a plugin. A value over a cap makes the call fail as invalid
+/// output; the host then answers with its built-in policy.
+#[derive(Debug, Clone)]
+pub struct Caps {
+    /// Longest string (error code, scope, source, reason, URL...), in bytes. Default: 2048.
+    pub max_string_bytes: usize,
+    /// Most entries in a list (observations, costs, hosts, headers). Default: 64.
+    pub max_list_len: usize,
+    /// Longest status-query body, in bytes. Default: 64 KiB.
+    pub max_body_bytes: usize,
+    /// Longest delay a plugin may ask for, in milliseconds. Default: one day.
+    pub max_delay_ms: u64,
+    /// Largest quota figure or cost. Default: 10^12.
+    pub max_amount: u64,
+    /// Log messages kept per call; more are dropped. Default: 16.
+    pub max_log_messages: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Self {
+            max_string_bytes: 2048,
+            max_list_len: 64,
+            max_body_bytes: 64 << 10,
+            max_delay_ms: 24 * 60 * 60 * 1000,
+            max_amount: 1_000_000_000_000,
+            max_log_messages: 16,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_rounds_up_and_adds_the_tick_in_progress() {
+        let c = RuntimeConfig::default();
+        assert_eq!(c.deadline_ticks(), 6);
+        let c = RuntimeConfig {
+            call_deadline: Duration::from_micros(1500),
+            ..RuntimeConfig::default()
+        };
+        assert_eq!(c.deadline_ticks(), 3);
+    }
+}

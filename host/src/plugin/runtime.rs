@@ -1,0 +1,164 @@
+//! The plugin runtime: one wasmtime `Engine` for the process, the linker with the host's
+//! imports, the epoch ticker that enforces call deadlines, and the compiled-component cache.
+
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine};
+
+use super::bindings::ProviderPolicy;
+use super::cache::ComponentCache;
+use super::error::LoadError;
+use super::instance::Plugin;
+use super::limits::RuntimeConfig;
+use super::state::State;
+
+/// Loads and runs plugins. Create one per process and share it: every plugin it loads is
+/// compiled once, by one engine, and every call it makes is bounded by [`RuntimeConfig`].
+///
+/// ```no_run
+/// use sluice::plugin::{PluginRuntime, RuntimeConfig, ComponentCache};
+///
+/// let runtime = PluginRuntime::new(RuntimeConfig::default(), ComponentCache::user_default())?;
+/// let openai = runtime.load_bundled("openai")?;
+/// println!("{} governs {:?}", openai.name(), openai.description().hosts);
+/// # Ok::<(), sluice::plugin::LoadError>(())
+/// ```
+pub struct PluginRuntime {
+    engine: Engine,
+    linker: Arc<Linker<State>>,
+    config: RuntimeConfig,
+    cache: ComponentCache,
+    _ticker: EpochTicker,
+}
+
+impl std::fmt::Debug for PluginRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginRuntime")
+            .field("config", &self.config)
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PluginRuntime {
+    /// Starts a runtime with `config` limits, caching compiled plugins in `cache`.
+    ///
+    /// # Errors
+    /// [`LoadError::Runtime`] when the engine or the WASI imports cannot be set up.
+    pub fn new(config: RuntimeConfig, cache: ComponentCache) -> Result<Self, LoadError> {
+        let mut wasm = Config::new();
+        wasm.epoch_interruption(true)
+            .max_wasm_stack(config.max_wasm_stack)
+            .wasm_component_model(true);
+        let engine = Engine::new(&wasm).map_err(|e| LoadError::Runtime(e.to_string()))?;
+        let mut linker = Linker::<State>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| LoadError::Runtime(format!("WASI imports: {e}")))?;
+        ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
+            .map_err(|e| LoadError::Runtime(format!("sluice imports: {e}")))?;
+        let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)
+            .map_err(|e| LoadError::Runtime(format!("cannot start the epoch ticker: {e}")))?;
+        Ok(Self {
+            engine,
+            linker: Arc::new(linker),
+            config,
+            cache,
+            _ticker: ticker,
+        })
+    }
+
+    /// The limits every call runs under.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// Loads a plugin from component bytes; `origin` names it in errors.
+    ///
+    /// # Errors
+    /// [`LoadError::Invalid`] when the bytes are not a component implementing the contract,
+    /// [`LoadError::Describe`] when its `describe` fails.
+    pub fn load(&self, origin: &str, bytes: &[u8]) -> Result<Plugin, LoadError> {
+        let invalid = |e: wasmtime::Error| LoadError::Invalid {
+            origin: origin.to_owned(),
+            message: format!("{e:#}"),
+        };
+        let (component, cached) = self.cache.load(&self.engine, bytes).map_err(invalid)?;
+        let pre = self.linker.instantiate_pre(&component).map_err(invalid)?;
+        Plugin::new(origin, &self.engine, component, pre, self.config.clone(), cached)
+    }
+
+    /// Loads a plugin from a `.wasm` file.
+    ///
+    /// # Errors
+    /// As [`PluginRuntime::load`], plus [`LoadError::Read`] when the file cannot be read.
+    pub fn load_file(&self, path: &std::path::Path) -> Result<Plugin, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        self.load(&path.display().to_string(), &bytes)
+    }
+
+    /// Loads a plugin built into this binary by name (`openai`, `anthropic`, `github`,
+    /// `stripe`, `ietf`).
+    ///
+    /// # Errors
+    /// [`LoadError::UnknownBundled`] for another name.
+    pub fn load_bundled(&self, name: &str) -> Result<Plugin, LoadError> {
+        let bytes = super::bundled::get(name).ok_or_else(|| LoadError::UnknownBundled {
+            name: name.to_owned(),
+            known: super::bundled::names().collect::<Vec<_>>().join(", "),
+        })?;
+        self.load(&format!("bundled plugin `{name}`"), bytes)
+    }
+
+    /// Loads `spec`: a bundled plugin's name, or a path to a `.wasm` file (anything with a
+    /// `/` or ending in `.wasm`).
+    ///
+    /// # Errors
+    /// As [`PluginRuntime::load_bundled`] or [`PluginRuntime::load_file`].
+    pub fn load_spec(&self, spec: &str) -> Result<Plugin, LoadError> {
+        if spec.contains('/') || spec.ends_with(".wasm") {
+            self.load_file(std::path::Path::new(spec))
+        } else {
+            self.load_bundled(spec)
+        }
+    }
+}
+
+/// Advances the engine's epoch every tick, so a plugin call that runs past its deadline
+/// traps at the next check. Stops when dropped.
+#[derive(Debug)]
+struct EpochTicker {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    fn start(engine: Engine, tick: std::time::Duration) -> std::io::Result<Self> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("sluice-epoch".into())
+            .spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
+                    engine.increment_epoch();
+                }
+            })?;
+        Ok(Self {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Generic HTTP semantics (RFC 9110, RFC 6585, the IETF rate-limit fields): the reading of a
+//! response any provider's plugin starts from, and the host's own fallback when a plugin
+//! cannot answer.
+//!
+//! The types here are plain Rust, independent of the WIT bindings, so the host (which has
+//! its own bindings) and plugins share one implementation of the rules.
+
+use crate::headers::Headers;
+use crate::ratelimit;
+use crate::retry_after::retry_after_ms;
+
+/// The kind of outcome (mirrors the WIT `verdict`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The call did what was asked.
+    Success,
+    /// Slow the scope down.
+    RateLimited,
+    /// A periodic quota is used up.
+    QuotaExhausted,
+    /// The provider is overloaded; retry later without shrinking the pace.
+    Overloaded,
+    /// A transient failure worth a bounded retry.
+    Transient,
+    /// A conflict with the resource's state.
+    Conflict,
+    /// The request is wrong; never retried.
+    ClientError,
+    /// Credentials are wrong or lack permission; never retried.
+    AuthError,
+    /// The provider may or may not have acted.
+    OutcomeUnknown,
+}
+
+/// Why an attempt produced no response (mirrors the WIT `transport-failure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Nothing was sent: the connection failed.
+    ConnectFailed,
+    /// Nothing was sent: timed out before writing.
+    TimeoutBeforeSend,
+    /// Bytes were written, then the attempt timed out.
+    TimeoutAfterSend,
+    /// Bytes were written, then the connection was reset.
+    ResetAfterSend,
+}
+
+impl Transport {
+    /// Whether the request surely never reached the provider.
+    pub fn surely_not_sent(self) -> bool {
+        matches!(self, Self::ConnectFailed | Self::TimeoutBeforeSend)
+    }
+}
+
+/// The kind of a transport failure: transient when nothing was sent, unknown otherwise.
+pub fn transport_kind(failure: Transport) -> Kind {
+    if failure.surely_not_sent() {
+        Kind::Transient
+    } else {
+        Kind::OutcomeUnknown
+    }
+}
+
+/// The kind of a status code under generic HTTP semantics.
+pub fn status_kind(status: u16) -> Kind {
+    match status {
+        100..=399 => Kind::Success,
+        401 | 403 | 407 => Kind::AuthError,
+        408 | 425 => Kind::Transient,
+        409 => Kind::Conflict,
+        429 => Kind::RateLimited,
+        400..=499 => Kind::ClientError,
+        503 | 529 => Kind::Overloaded,
+        500..=599 => Kind::Transient,
+        // Outside HTTP's range: nobody knows what happened.
+        _ => Kind::OutcomeUnknown,
+    }
+}
+
+/// The delay a response asks for: `Retry-After` when present; else, on a 429 or 503, the
+/// reset of an exhausted IETF quota.
+pub fn requested_delay_ms(status: u16, headers: &Headers<'_>, now_ms: i64) -> Option<u64> {
+    if let Some(ms) = retry_after_ms(headers, now_ms) {
+        return Some(ms);
+    }
+    if status == 429 || status == 503 {
+        return ratelimit::quotas(headers)
+            .into_iter()
+            .filter(|q| q.remaining == Some(0))
+            .filter_map(|q| q.reset_after_ms)
+            .max();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses() {
+        assert_eq!(status_kind(200), Kind::Success);
+        assert_eq!(status_kind(429), Kind::RateLimited);
+        assert_eq!(status_kind(503), Kind::Overloaded);
+        assert_eq!(status_kind(502), Kind::Transient);
+        assert_eq!(status_kind(404), Kind::ClientError);
+        assert_eq!(status_kind(401), Kind::AuthError);
+        assert_eq!(status_kind(409), Kind::Conflict);
+        assert_eq!(status_kind(999), Kind::OutcomeUnknown);
+    }
+
+    #[test]
+    fn transport() {
+        assert_eq!(transport_kind(Transport::ConnectFailed), Kind::Transient);
+        assert_eq!(transport_kind(Transport::ResetAfterSend), Kind::OutcomeUnknown);
+    }
+
+    #[test]
+    fn delay_from_exhausted_quota_when_no_retry_after() {
+        let h = Headers::new([("RateLimit-Remaining", "0"), ("RateLimit-Reset", "7")]);
+        assert_eq!(requested_delay_ms(429, &h, 0), Some(7000));
+        assert_eq!(requested_delay_ms(200, &h, 0), None);
+        let h = Headers::new([("Retry-After", "3"), ("RateLimit-Remaining", "0"), ("RateLimit-Reset", "7")]);
+        assert_eq!(requested_delay_ms(429, &h, 0), Some(3000), "Retry-After wins");
+    }
+}

@@ -1,0 +1,112 @@
+//! Case-insensitive access to header fields in wire order.
+//!
+//! Providers repeat fields, vary their case and pad their values. Every parser in this crate
+//! reads headers through [`Headers`], so those rules live in one place:
+//!
+//! - names compare ASCII case-insensitively;
+//! - values are trimmed of surrounding whitespace;
+//! - a singleton field (a number, a date) that appears more than once with *different*
+//!   values is malformed, and [`Headers::get`] ignores it rather than guess which is right.
+
+/// A borrowed view of a header list.
+#[derive(Debug, Clone, Default)]
+pub struct Headers<'a> {
+    fields: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Headers<'a> {
+    /// Builds a view over `(name, value)` pairs in wire order.
+    pub fn new(fields: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Self {
+            fields: fields.into_iter().collect(),
+        }
+    }
+
+    /// Every value of the field `name`, trimmed, in wire order.
+    pub fn all<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'a str> + 's {
+        self.fields
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+    }
+
+    /// The value of a singleton field: `None` when it is absent, or when it is repeated with
+    /// values that disagree (a malformed field is ignored, never guessed at).
+    pub fn get(&self, name: &str) -> Option<&'a str> {
+        let mut values = self.all(name);
+        let first = values.next()?;
+        values.all(|v| v == first).then_some(first)
+    }
+
+    /// The singleton field `name` parsed as a non-negative integer. Signs, fractions, junk and
+    /// values beyond `u64` are ignored.
+    pub fn get_u64(&self, name: &str) -> Option<u64> {
+        parse_u64(self.get(name)?)
+    }
+
+    /// Whether any field is present under `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.all(name).next().is_some()
+    }
+
+    /// A field holding a boolean as `true`/`false` (any case). Anything else is ignored.
+    pub fn get_bool(&self, name: &str) -> Option<bool> {
+        let v = self.get(name)?;
+        if v.eq_ignore_ascii_case("true") {
+            Some(true)
+        } else if v.eq_ignore_ascii_case("false") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+/// Parses a plain non-negative decimal integer (digits only, at most `u64::MAX`).
+pub fn parse_u64(value: &str) -> Option<u64> {
+    let v = value.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_case_insensitive_and_values_trimmed() {
+        let h = Headers::new([("X-RateLimit-Limit", " 60 ")]);
+        assert_eq!(h.get("x-ratelimit-limit"), Some("60"));
+        assert_eq!(h.get_u64("X-RATELIMIT-LIMIT"), Some(60));
+    }
+
+    #[test]
+    fn repeated_agreeing_values_are_one_value() {
+        let h = Headers::new([("a", "1"), ("A", "1")]);
+        assert_eq!(h.get("a"), Some("1"));
+    }
+
+    #[test]
+    fn repeated_disagreeing_values_are_ignored() {
+        let h = Headers::new([("a", "1"), ("A", "2")]);
+        assert_eq!(h.get("a"), None);
+        assert_eq!(h.all("a").collect::<Vec<_>>(), vec!["1", "2"]);
+    }
+
+    #[test]
+    fn integers_reject_signs_fractions_and_overflow() {
+        for junk in ["-1", "+1", "1.5", "", "abc", "99999999999999999999999"] {
+            assert_eq!(parse_u64(junk), None, "{junk:?}");
+        }
+        assert_eq!(parse_u64("0"), Some(0));
+    }
+
+    #[test]
+    fn booleans() {
+        let h = Headers::new([("x-should-retry", "TRUE"), ("y", "yes")]);
+        assert_eq!(h.get_bool("x-should-retry"), Some(true));
+        assert_eq!(h.get_bool("y"), None);
+    }
+}

@@ -1,0 +1,75 @@
+//! Reading error codes out of (possibly truncated) JSON bodies.
+//!
+//! The host passes only a prefix of each body. A truncated or non-JSON body simply yields
+//! nothing: a plugin must still classify by status and headers.
+
+/// The string at `path` (object keys) in `body`, if the body is complete JSON and the value
+/// is a string.
+pub fn string_at(body: &[u8], path: &[&str]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let mut cur = &value;
+    for key in path {
+        cur = cur.get(key)?;
+    }
+    cur.as_str().map(str::to_owned)
+}
+
+/// The unsigned integer at `path` in `body`.
+pub fn u64_at(body: &[u8], path: &[&str]) -> Option<u64> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let mut cur = &value;
+    for key in path {
+        cur = cur.get(key)?;
+    }
+    cur.as_u64()
+}
+
+/// The parsed body, when it is complete JSON.
+pub fn parse(body: &[u8]) -> Option<serde_json::Value> {
+    serde_json::from_slice(body).ok()
+}
+
+/// Normalizes a provider error code to lower snake case (`Rate-Limit Exceeded` →
+/// `rate_limit_exceeded`), capped at 128 bytes.
+pub fn normalize_code(code: &str) -> String {
+    let mut out = String::with_capacity(code.len().min(128));
+    for c in code.trim().chars() {
+        if out.len() >= 128 {
+            break;
+        }
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') && !out.is_empty() {
+            out.push('_');
+        }
+    }
+    while out.ends_with('_') {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_string() {
+        let body = br#"{"error":{"code":"rate_limit_exceeded","type":"requests"}}"#;
+        assert_eq!(string_at(body, &["error", "code"]).as_deref(), Some("rate_limit_exceeded"));
+        assert_eq!(string_at(body, &["error", "missing"]), None);
+    }
+
+    #[test]
+    fn truncated_body_yields_nothing() {
+        assert_eq!(string_at(br#"{"error":{"code":"rate_li"#, &["error", "code"]), None);
+        assert_eq!(string_at(b"<html>", &["error"]), None);
+    }
+
+    #[test]
+    fn normalizes() {
+        assert_eq!(normalize_code("Rate-Limit Exceeded!"), "rate_limit_exceeded");
+        assert_eq!(normalize_code("overloaded_error"), "overloaded_error");
+        assert_eq!(normalize_code(&"x".repeat(500)).len(), 128);
+    }
+}

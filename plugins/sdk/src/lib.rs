@@ -1,0 +1,50 @@
+//! Writing a sluice provider plugin.
+//!
+//! A plugin is a WebAssembly component (target `wasm32-wasip2`) that exports the
+//! `sluice:policy/policy@0.1.0` interface. This crate gives a plugin author three things:
+//!
+//! - [`Plugin`]: a trait with a sensible default for every function of the contract, so a
+//!   plugin overrides only what its provider does differently, and [`export_plugin!`], which
+//!   turns an implementation into the component's exports;
+//! - parsers for what providers send: [`headers`] (case, repetition), [`retry_after`],
+//!   [`ratelimit`] (the IETF fields), [`time`] (HTTP-dates, RFC 3339, Go durations) and
+//!   [`json`] (error codes in truncated bodies);
+//! - [`generic`]: the RFC reading of a response, shared with the host's built-in fallback.
+//!
+//! The parsers are plain Rust and work on any target: test a plugin's logic natively with
+//! `cargo test`, then check it against recorded responses with `sluice plugin test`.
+//!
+//! ```
+//! use sluice_plugin_sdk::{Description, Plugin};
+//!
+//! struct Acme;
+//!
+//! impl Plugin for Acme {
+//!     fn describe() -> Description {
+//!         Description {
+//!             name: "acme".into(),
+//!             version: "0.1.0".into(),
+//!             provider: "Acme".into(),
+//!             hosts: vec!["api.acme.example".into()],
+//!             routes: vec!["/v1/*".into()],
+//!         }
+//!     }
+//!     // Every other function keeps its generic default.
+//! }
+//!
+//! sluice_plugin_sdk::export_plugin!(Acme);
+//! # fn main() {}
+//! ```
+#![warn(missing_docs)]
+
+pub mod generic;
+pub mod headers;
+pub mod json;
+pub mod ratelimit;
+pub mod retry_after;
+pub mod time;
+
+#[cfg(feature = "guest")]
+mod guest;
+#[cfg(feature = "guest")]
+pub use guest::*;
