@@ -21,14 +21,21 @@ fn main() {
     let built = sluice_plugin_builder::build(workspace, &packages);
 
     let mut src = String::from(
-        "/// The plugins built into this binary: (name, component bytes).\n\
-         pub const BUNDLED: &[(&str, &[u8])] = &[\n",
+        "/// The plugins built into this binary: (name, component bytes, its test vectors).\n\
+         pub const BUNDLED: &[(&str, &[u8], &str)] = &[\n",
     );
     for ((name, _), b) in BUNDLED.iter().zip(&built) {
         let copy = out.join(format!("{name}.wasm"));
         std::fs::copy(&b.wasm, &copy).expect("copy the built plugin into OUT_DIR");
-        writeln!(src, "    ({name:?}, include_bytes!({:?})),", copy.display().to_string())
-            .expect("write to a String");
+        let vectors = workspace.join("plugins").join(name).join("vectors.json");
+        assert!(vectors.exists(), "plugin {name} has no vectors.json: every plugin ships its test vectors");
+        writeln!(
+            src,
+            "    ({name:?}, include_bytes!({:?}), include_str!({:?})),",
+            copy.display().to_string(),
+            vectors.display().to_string()
+        )
+        .expect("write to a String");
     }
     src.push_str("];\n");
     std::fs::write(out.join("bundled.rs"), src).expect("write bundled.rs");

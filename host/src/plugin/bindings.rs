@@ -5,4 +5,5 @@
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "provider-policy",
+    additional_derives: [PartialEq],
 });

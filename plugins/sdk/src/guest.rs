@@ -9,6 +9,7 @@ pub mod bindings {
         pub_export_macro: true,
         export_macro_name: "export_bindings",
         default_bindings_module: "sluice_plugin_sdk::bindings",
+        additional_derives: [PartialEq],
     });
 }
 
@@ -196,6 +197,34 @@ pub fn observation(dimension: Dimension, source: &str) -> Observation {
         window_ms: None,
         source: source.into(),
     }
+}
+
+/// An observation from a provider's `limit` / `remaining` header pair and an already
+/// computed reset; `None` when neither figure is present (or both are malformed).
+pub fn header_pair(
+    h: &Headers<'_>,
+    dimension: Dimension,
+    limit: &str,
+    remaining: &str,
+    reset_after_ms: Option<u64>,
+) -> Option<Observation> {
+    let lim = h.get_u64(limit);
+    let rem = h.get_u64(remaining);
+    if lim.is_none() && rem.is_none() {
+        return None;
+    }
+    let mut o = observation(dimension, &format!("{limit},{remaining}"));
+    o.limit = lim;
+    o.remaining = rem;
+    o.reset_after_ms = reset_after_ms;
+    Some(o)
+}
+
+/// The `model` named in a JSON request body, as a scope key `model:<name>`.
+pub fn model_scope(req: &Request) -> Option<String> {
+    crate::json::string_at(&req.body, &["model"])
+        .filter(|m| !m.is_empty() && m.len() <= 128)
+        .map(|m| format!("model:{m}"))
 }
 
 /// Writes a message to the host's log (a no-op when not running as a component).

@@ -3,6 +3,8 @@
 //! The host passes only a prefix of each body. A truncated or non-JSON body simply yields
 //! nothing: a plugin must still classify by status and headers.
 
+pub use serde_json::Value;
+
 /// The string at `path` (object keys) in `body`, if the body is complete JSON and the value
 /// is a string.
 pub fn string_at(body: &[u8], path: &[&str]) -> Option<String> {
@@ -27,6 +29,27 @@ pub fn u64_at(body: &[u8], path: &[&str]) -> Option<u64> {
 /// The parsed body, when it is complete JSON.
 pub fn parse(body: &[u8]) -> Option<serde_json::Value> {
     serde_json::from_slice(body).ok()
+}
+
+/// Characters of prompt text in a request body: every string value except those under the
+/// keys in `skip` (such as `model`). A rough but cheap basis for a token estimate before
+/// sending; the host corrects its buckets with the real usage afterwards.
+pub fn text_chars(value: &Value, skip: &[&str]) -> u64 {
+    match value {
+        Value::String(s) => s.chars().count() as u64,
+        Value::Array(a) => a.iter().map(|v| text_chars(v, skip)).sum(),
+        Value::Object(o) => o
+            .iter()
+            .filter(|(k, _)| !skip.contains(&k.as_str()))
+            .map(|(_, v)| text_chars(v, skip))
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// Estimated tokens for `chars` characters of text: about four characters a token, rounded up.
+pub fn tokens_for_chars(chars: u64) -> u64 {
+    chars.div_ceil(4)
 }
 
 /// Normalizes a provider error code to lower snake case (`Rate-Limit Exceeded` →
@@ -64,6 +87,14 @@ mod tests {
     fn truncated_body_yields_nothing() {
         assert_eq!(string_at(br#"{"error":{"code":"rate_li"#, &["error", "code"]), None);
         assert_eq!(string_at(b"<html>", &["error"]), None);
+    }
+
+    #[test]
+    fn counts_prompt_text_but_not_skipped_keys() {
+        let v = parse(br#"{"model":"gpt-4o","messages":[{"role":"user","content":"hello world!"}]}"#).unwrap();
+        assert_eq!(text_chars(&v, &["model", "role"]), 12);
+        assert_eq!(tokens_for_chars(12), 3);
+        assert_eq!(tokens_for_chars(13), 4);
     }
 
     #[test]

@@ -19,6 +19,17 @@ pub fn until(at_ms: i64, now_ms: i64) -> u64 {
     }
 }
 
+/// Milliseconds from `now_ms` until a quota window resets at `at_ms`: zero when the reset is
+/// already past (the window has reset), clamped to [`MAX_DELAY_MS`].
+pub fn reset_after(at_ms: i64, now_ms: i64) -> u64 {
+    let delta = i128::from(at_ms) - i128::from(now_ms);
+    if delta <= 0 {
+        0
+    } else {
+        u64::try_from(delta).map_or(MAX_DELAY_MS, |d| d.min(MAX_DELAY_MS))
+    }
+}
+
 /// Parses an RFC 3339 timestamp (`2026-11-29T12:00:00Z`, offsets and fractions allowed) into
 /// milliseconds since the Unix epoch.
 pub fn parse_rfc3339_ms(value: &str) -> Option<i64> {
@@ -166,6 +177,13 @@ mod tests {
         assert_eq!(parse_http_date_ms("Sunday, 29-Nov-26 12:00:00 GMT"), Some(t));
         assert_eq!(parse_http_date_ms("Sun Nov 29 12:00:00 2026"), Some(t));
         assert_eq!(parse_http_date_ms("yesterday"), None);
+    }
+
+    #[test]
+    fn reset_after_is_zero_once_past() {
+        assert_eq!(reset_after(0, 10), 0);
+        assert_eq!(reset_after(1500, 1000), 500);
+        assert_eq!(reset_after(i64::MAX, 0), MAX_DELAY_MS);
     }
 
     #[test]

@@ -1,0 +1,159 @@
+//! `sluice plugin test` and `sluice plugin inspect`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use sluice::plugin::{CacheOutcome, ComponentCache, Plugin, PluginRuntime, RuntimeConfig, bundled};
+use sluice::vectors::{self, Report, VectorFile};
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Check a plugin against vector files; prints one line per case and `N passed, N failed`.
+    ///
+    /// Exits 1 when a case fails, 2 when a file or the plugin cannot be loaded.
+    Test(TestArgs),
+    /// Show what a plugin says about itself, what it exports and the limits it runs under.
+    Inspect {
+        /// A bundled plugin's name (openai, anthropic, github, stripe, ietf) or a .wasm path.
+        plugin: String,
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    },
+    /// List the bundled plugins.
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// A bundled plugin's name or a .wasm path.
+    #[arg(required_unless_present = "bundled")]
+    plugin: Option<String>,
+    /// Vector files (the format of PLUGIN-VECTORS.md).
+    #[arg(required_unless_present = "bundled")]
+    vectors: Vec<PathBuf>,
+    /// Test every bundled plugin against the vectors it ships with.
+    #[arg(long, conflicts_with_all = ["plugin", "vectors"])]
+    bundled: bool,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RuntimeArgs {
+    /// Wall time one plugin call may take, in milliseconds.
+    #[arg(long, default_value_t = 5, value_name = "MS")]
+    deadline_ms: u64,
+    /// Don't read or write the compiled-plugin cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+impl RuntimeArgs {
+    fn runtime(&self) -> anyhow::Result<PluginRuntime> {
+        if self.deadline_ms == 0 {
+            bail!("--deadline-ms must be at least 1");
+        }
+        let config = RuntimeConfig {
+            call_deadline: Duration::from_millis(self.deadline_ms),
+            ..RuntimeConfig::default()
+        };
+        let cache = if self.no_cache {
+            ComponentCache::new(None)
+        } else {
+            ComponentCache::user_default()
+        };
+        Ok(PluginRuntime::new(config, cache)?)
+    }
+}
+
+pub fn run(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        PluginCommand::Test(args) => test(&args),
+        PluginCommand::Inspect { plugin, runtime } => {
+            let rt = runtime.runtime()?;
+            let p = rt.load_spec(&plugin)?;
+            inspect(&p, &rt);
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginCommand::List => {
+            for name in bundled::names() {
+                println!("{name}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
+    let rt = args.runtime.runtime()?;
+    let mut runs: Vec<(Plugin, Vec<VectorFile>)> = Vec::new();
+    if args.bundled {
+        for name in bundled::names() {
+            let plugin = rt.load_bundled(name)?;
+            let label = PathBuf::from(format!("plugins/{name}/vectors.json"));
+            let text = bundled::vectors(name).context("a bundled plugin without vectors")?;
+            runs.push((plugin, vec![vectors::parse(&label, text)?]));
+        }
+    } else {
+        let spec = args.plugin.as_deref().context("name a plugin")?;
+        let plugin = rt.load_spec(spec)?;
+        let files = args
+            .vectors
+            .iter()
+            .map(|p| vectors::load(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        runs.push((plugin, files));
+    }
+    let (mut passed, mut failed) = (0, 0);
+    for (plugin, files) in &runs {
+        for file in files {
+            let report = vectors::run(plugin, file);
+            print_report(plugin.name(), &report);
+            passed += report.passed();
+            failed += report.failed();
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn print_report(plugin: &str, report: &Report) {
+    for r in &report.results {
+        match &r.failure {
+            None => println!("ok   {plugin} {} :: {}", report.path.display(), r.name),
+            Some(diff) => println!("FAIL {plugin} {} :: {}: {diff}", report.path.display(), r.name),
+        }
+    }
+}
+
+fn inspect(p: &Plugin, rt: &PluginRuntime) {
+    let d = p.description();
+    let c = rt.config();
+    println!("plugin    {} {}", d.name, d.version);
+    println!("provider  {}", d.provider);
+    println!("hosts     {}", d.hosts.join(", "));
+    println!("routes    {}", d.routes.join(", "));
+    println!("exports");
+    for e in p.exports() {
+        println!("  {e}");
+    }
+    println!("limits");
+    println!("  deadline per call   {} ms", c.call_deadline.as_millis());
+    println!("  memory              {} MiB", c.max_memory_bytes >> 20);
+    println!("  table elements      {}", c.max_table_elements);
+    println!("  wasm stack          {} KiB", c.max_wasm_stack >> 10);
+    println!("  strings returned    <= {} bytes", c.caps.max_string_bytes);
+    println!("  lists returned      <= {} entries", c.caps.max_list_len);
+    println!("  delays returned     <= {} s", c.caps.max_delay_ms / 1000);
+    println!("capabilities  none (no files, env, network; clocks frozen; time only via now-ms)");
+    println!(
+        "compiled      {}",
+        match p.cache_outcome() {
+            CacheOutcome::Hit => "loaded from the cache",
+            CacheOutcome::Compiled => "compiled now",
+        }
+    );
+}

@@ -1,0 +1,134 @@
+//! Comparing what a plugin concluded with what a case expects. The first difference is the
+//! one reported: it is the one to fix first.
+
+use super::format::{Expect, ExpectedObservation, dimension_name, verdict_name};
+use crate::policy::{Classification, Observation};
+
+/// The first difference between the classification and the expectation, if any.
+pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {
+    if let Some(v) = e.verdict
+        && v != c.verdict
+    {
+        return Some(format!(
+            "verdict: expected {}, got {}",
+            verdict_name(v),
+            verdict_name(c.verdict)
+        ));
+    }
+    if let Some(want) = e.retry_after_ms
+        && !close(want, c.retry_after_ms, e.tolerance_ms)
+    {
+        return Some(format!(
+            "retry_after_ms: expected {}, got {}{}",
+            show(want),
+            show(c.retry_after_ms),
+            tolerance(e.tolerance_ms)
+        ));
+    }
+    if let Some(want) = &e.error_code
+        && want != &c.error_code
+    {
+        return Some(format!(
+            "error_code: expected {}, got {}",
+            show(want.as_ref()),
+            show(c.error_code.as_ref())
+        ));
+    }
+    None
+}
+
+/// The first difference between the reported observations and the expected ones.
+pub(super) fn observations(got: &[Observation], e: &Expect) -> Option<String> {
+    let want = e.observations.as_ref()?;
+    let mut used = vec![false; got.len()];
+    for (i, w) in want.iter().enumerate() {
+        let tol = w.tolerance_ms.unwrap_or(e.tolerance_ms);
+        let candidates: Vec<usize> = (0..got.len())
+            .filter(|&j| !used[j] && dimension_name(&got[j].dimension) == w.dimension)
+            .filter(|&j| w.scope.as_ref().is_none_or(|s| *s == got[j].scope))
+            .collect();
+        match candidates.iter().find(|&&j| mismatch(&got[j], w, tol).is_none()) {
+            Some(&j) => used[j] = true,
+            None => {
+                let scope = w.scope.as_ref().map_or(String::new(), |s| format!(" scope {}", show(s.as_ref())));
+                return Some(match candidates.first() {
+                    None => format!(
+                        "observations[{i}]: no reported observation for dimension {:?}{scope} (reported: {})",
+                        w.dimension,
+                        summary(got)
+                    ),
+                    Some(&j) => format!(
+                        "observations[{i}] ({}{scope}): {}",
+                        w.dimension,
+                        mismatch(&got[j], w, tol).unwrap_or_default()
+                    ),
+                });
+            }
+        }
+    }
+    if e.observations_exact
+        && let Some(j) = used.iter().position(|u| !u)
+    {
+        return Some(format!(
+            "observations_exact: unexpected reported observation {} ({})",
+            dimension_name(&got[j].dimension),
+            got[j].source
+        ));
+    }
+    None
+}
+
+/// The first field of `w` that `g` does not match.
+fn mismatch(g: &Observation, w: &ExpectedObservation, tol: u64) -> Option<String> {
+    let exact = [("limit", w.limit, g.limit), ("remaining", w.remaining, g.remaining), ("used", w.used, g.used)];
+    for (field, want, got) in exact {
+        if let Some(want) = want
+            && want != got
+        {
+            return Some(format!("{field}: expected {}, got {}", show(want), show(got)));
+        }
+    }
+    let timed = [("reset_after_ms", w.reset_after_ms, g.reset_after_ms), ("window_ms", w.window_ms, g.window_ms)];
+    for (field, want, got) in timed {
+        if let Some(want) = want
+            && !close(want, got, tol)
+        {
+            return Some(format!("{field}: expected {}, got {}{}", show(want), show(got), tolerance(tol)));
+        }
+    }
+    if let Some(src) = &w.source
+        && src != &g.source
+    {
+        return Some(format!("source: expected {src:?}, got {:?}", g.source));
+    }
+    None
+}
+
+fn close(want: Option<u64>, got: Option<u64>, tol: u64) -> bool {
+    match (want, got) {
+        (Some(a), Some(b)) => a.abs_diff(b) <= tol,
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+fn show<T: std::fmt::Debug>(v: Option<T>) -> String {
+    v.map_or_else(|| "null".to_owned(), |x| format!("{x:?}"))
+}
+
+fn tolerance(t: u64) -> String {
+    if t == 0 { String::new() } else { format!(" (tolerance {t} ms)") }
+}
+
+fn summary(got: &[Observation]) -> String {
+    if got.is_empty() {
+        return "none".into();
+    }
+    got.iter()
+        .map(|o| match &o.scope {
+            Some(s) => format!("{}@{s}", dimension_name(&o.dimension)),
+            None => dimension_name(&o.dimension).to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

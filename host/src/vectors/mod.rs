@@ -1,0 +1,174 @@
+//! Test vectors: recorded provider responses and what a plugin must conclude from them
+//! (the format is `PLUGIN-VECTORS.md`). `sluice plugin test` runs them; so does the test
+//! suite, for every bundled plugin.
+//!
+//! ```no_run
+//! use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
+//! use sluice::vectors;
+//!
+//! let runtime = PluginRuntime::new(RuntimeConfig::default(), ComponentCache::user_default())?;
+//! let plugin = runtime.load_bundled("openai")?;
+//! let file = vectors::load(std::path::Path::new("plugins/openai/vectors.json"))?;
+//! let report = vectors::run(&plugin, &file);
+//! assert_eq!(report.failed(), 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod check;
+mod format;
+
+use std::path::{Path, PathBuf};
+
+pub use format::{Case, DEFAULT_NOW_MS, Expect, ExpectedObservation, dimension_name, verdict_name};
+
+use crate::plugin::Plugin;
+use crate::policy::Outcome;
+
+/// A vector file that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum VectorError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not JSON of the vector format.
+    #[error("{path}: {message}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the case and field.
+        message: String,
+    },
+}
+
+/// A parsed vector file.
+#[derive(Debug, Clone)]
+pub struct VectorFile {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Its cases, in file order.
+    pub cases: Vec<Case>,
+}
+
+/// Reads and validates a vector file.
+///
+/// # Errors
+/// [`VectorError::Read`] when the file cannot be read; [`VectorError::Malformed`] when it is
+/// not valid JSON of the format, naming the case (by index and name) and the field.
+pub fn load(path: &Path) -> Result<VectorFile, VectorError> {
+    let text = std::fs::read_to_string(path).map_err(|source| VectorError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+/// Parses vector-file text; `path` names it in errors.
+///
+/// # Errors
+/// As [`load`].
+pub fn parse(path: &Path, text: &str) -> Result<VectorFile, VectorError> {
+    let malformed = |message: String| VectorError::Malformed {
+        path: path.to_owned(),
+        message,
+    };
+    let root: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| malformed(format!("not valid JSON: {e}")))?;
+    let cases = root
+        .get("cases")
+        .and_then(|c| c.as_array())
+        .ok_or_else(|| malformed("missing the top-level \"cases\" array".into()))?;
+    if let Some(extra) = root.as_object().and_then(|o| o.keys().find(|k| *k != "cases")) {
+        return Err(malformed(format!("unknown top-level field {extra:?} (only \"cases\" is allowed)")));
+    }
+    let mut out = Vec::with_capacity(cases.len());
+    for (i, value) in cases.iter().enumerate() {
+        let label = match value.get("name").and_then(|n| n.as_str()) {
+            Some(n) => format!("case {i} ({n:?})"),
+            None => format!("case {i}"),
+        };
+        let raw: format::RawCase = serde_path_to_error::deserialize(value)
+            .map_err(|e| malformed(format!("{label}: field `{}`: {}", e.path(), e.inner())))?;
+        out.push(format::validate(raw).map_err(|m| malformed(format!("{label}: {m}")))?);
+    }
+    if out.is_empty() {
+        return Err(malformed("\"cases\" is empty: a vector file must hold at least one case".into()));
+    }
+    Ok(VectorFile {
+        path: path.to_owned(),
+        cases: out,
+    })
+}
+
+/// The result of one case.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    /// The case's name.
+    pub name: String,
+    /// `None` when it passed; else the first difference (or the plugin's failure).
+    pub failure: Option<String>,
+}
+
+/// The results of one file.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The file.
+    pub path: PathBuf,
+    /// One result per case, in file order.
+    pub results: Vec<CaseResult>,
+}
+
+impl Report {
+    /// Cases that passed.
+    pub fn passed(&self) -> usize {
+        self.results.iter().filter(|r| r.failure.is_none()).count()
+    }
+
+    /// Cases that failed.
+    pub fn failed(&self) -> usize {
+        self.results.len() - self.passed()
+    }
+}
+
+/// Runs every case of `file` against `plugin`, directly (no fallback: a plugin failure
+/// fails the case).
+pub fn run(plugin: &Plugin, file: &VectorFile) -> Report {
+    let results = file
+        .cases
+        .iter()
+        .map(|case| CaseResult {
+            name: case.name.clone(),
+            failure: run_case(plugin, case),
+        })
+        .collect();
+    Report {
+        path: file.path.clone(),
+        results,
+    }
+}
+
+fn run_case(plugin: &Plugin, case: &Case) -> Option<String> {
+    if case.expect.checks_classification() {
+        match plugin.classify(&case.request, &case.outcome) {
+            Ok(c) => {
+                if let Some(diff) = check::classification(&c, &case.expect) {
+                    return Some(diff);
+                }
+            }
+            Err(e) => return Some(e.to_string()),
+        }
+    }
+    if case.expect.observations.is_some()
+        && let Outcome::Response(resp) = &case.outcome
+    {
+        match plugin.parse_quota(&case.request, resp) {
+            Ok(obs) => return check::observations(&obs, &case.expect),
+            Err(e) => return Some(e.to_string()),
+        }
+    }
+    None
+}
