@@ -15,7 +15,9 @@ const BUNDLED: &[(&str, &str)] = &[
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let workspace = manifest.parent().expect("host/ lives in the workspace root");
+    let workspace = manifest
+        .parent()
+        .expect("host/ lives in the workspace root");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
     let packages: Vec<&str> = BUNDLED.iter().map(|(_, p)| *p).collect();
     let built = sluice_plugin_builder::build(workspace, &packages);
@@ -28,7 +30,10 @@ fn main() {
         let copy = out.join(format!("{name}.wasm"));
         std::fs::copy(&b.wasm, &copy).expect("copy the built plugin into OUT_DIR");
         let vectors = workspace.join("plugins").join(name).join("vectors.json");
-        assert!(vectors.exists(), "plugin {name} has no vectors.json: every plugin ships its test vectors");
+        assert!(
+            vectors.exists(),
+            "plugin {name} has no vectors.json: every plugin ships its test vectors"
+        );
         writeln!(
             src,
             "    ({name:?}, include_bytes!({:?}), include_str!({:?})),",

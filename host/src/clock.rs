@@ -19,12 +19,18 @@ pub trait Clock: Send + Sync + Debug {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
-    #[allow(clippy::disallowed_methods, reason = "the one place that reads the real clock")]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the one place that reads the real clock"
+    )]
     fn now(&self) -> Instant {
         Instant::now()
     }
 
-    #[allow(clippy::disallowed_methods, reason = "the one place that reads the real clock")]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the one place that reads the real clock"
+    )]
     fn wall_ms(&self) -> i64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -33,12 +33,20 @@ impl Fallback {
             ),
         };
         let is_write = req.class != RequestClass::Read;
-        let surely_not_sent = matches!(outcome, Outcome::Transport(t) if transport(*t).surely_not_sent());
+        let surely_not_sent =
+            matches!(outcome, Outcome::Transport(t) if transport(*t).surely_not_sent());
         let closed = is_write
             && !surely_not_sent
-            && !matches!(kind, Kind::Success | Kind::ClientError | Kind::AuthError | Kind::QuotaExhausted);
+            && !matches!(
+                kind,
+                Kind::Success | Kind::ClientError | Kind::AuthError | Kind::QuotaExhausted
+            );
         Classification {
-            verdict: if closed { Verdict::OutcomeUnknown } else { verdict(kind) },
+            verdict: if closed {
+                Verdict::OutcomeUnknown
+            } else {
+                verdict(kind)
+            },
             retry_after_ms,
             error_code: None,
             should_retry: closed.then_some(false),
@@ -140,16 +148,28 @@ mod tests {
     }
 
     fn status(s: u16, headers: Vec<Header>) -> Outcome {
-        Outcome::Response(Response { status: s, headers, body: vec![] })
+        Outcome::Response(Response {
+            status: s,
+            headers,
+            body: vec![],
+        })
     }
 
     #[test]
     fn reads_follow_http_semantics() {
-        let h = vec![Header { name: "Retry-After".into(), value: "10".into() }];
+        let h = vec![Header {
+            name: "Retry-After".into(),
+            value: "10".into(),
+        }];
         let c = Fallback.classify(&req(RequestClass::Read), &status(429, h));
         assert_eq!(c.verdict, Verdict::RateLimited);
         assert_eq!(c.retry_after_ms, Some(10_000));
-        assert_eq!(Fallback.classify(&req(RequestClass::Read), &status(503, vec![])).verdict, Verdict::Overloaded);
+        assert_eq!(
+            Fallback
+                .classify(&req(RequestClass::Read), &status(503, vec![]))
+                .verdict,
+            Verdict::Overloaded
+        );
     }
 
     #[test]
@@ -161,16 +181,28 @@ mod tests {
                 assert_eq!(c.should_retry, Some(false));
             }
             let reset = Outcome::Transport(TransportFailure::ResetAfterSend);
-            assert_eq!(Fallback.classify(&req(class), &reset).verdict, Verdict::OutcomeUnknown);
+            assert_eq!(
+                Fallback.classify(&req(class), &reset).verdict,
+                Verdict::OutcomeUnknown
+            );
         }
     }
 
     #[test]
     fn writes_keep_clear_answers() {
         let w = req(RequestClass::UncertainWrite);
-        assert_eq!(Fallback.classify(&w, &status(201, vec![])).verdict, Verdict::Success);
-        assert_eq!(Fallback.classify(&w, &status(422, vec![])).verdict, Verdict::ClientError);
-        assert_eq!(Fallback.classify(&w, &status(401, vec![])).verdict, Verdict::AuthError);
+        assert_eq!(
+            Fallback.classify(&w, &status(201, vec![])).verdict,
+            Verdict::Success
+        );
+        assert_eq!(
+            Fallback.classify(&w, &status(422, vec![])).verdict,
+            Verdict::ClientError
+        );
+        assert_eq!(
+            Fallback.classify(&w, &status(401, vec![])).verdict,
+            Verdict::AuthError
+        );
         let not_sent = Outcome::Transport(TransportFailure::ConnectFailed);
         assert_eq!(Fallback.classify(&w, &not_sent).verdict, Verdict::Transient);
     }
@@ -185,6 +217,9 @@ mod tests {
             operation_id: None,
             now_ms: 0,
         };
-        assert!(matches!(Fallback.reconcile(&w), ReconcilePlan::Unsupported(_)));
+        assert!(matches!(
+            Fallback.reconcile(&w),
+            ReconcilePlan::Unsupported(_)
+        ));
     }
 }

@@ -109,25 +109,37 @@ impl GuardedPolicy {
     /// Classifies an attempt's outcome.
     pub fn classify(&self, req: &Request, outcome: &Outcome) -> Answer<Classification> {
         let req = sanitized(req);
-        self.answer(|p| p.classify(&req, outcome), || self.fallback.classify(&req, outcome))
+        self.answer(
+            |p| p.classify(&req, outcome),
+            || self.fallback.classify(&req, outcome),
+        )
     }
 
     /// Reads a response's quota figures.
     pub fn parse_quota(&self, req: &Request, resp: &Response) -> Answer<Vec<Observation>> {
         let req = sanitized(req);
-        self.answer(|p| p.parse_quota(&req, resp), || self.fallback.parse_quota(&req, resp))
+        self.answer(
+            |p| p.parse_quota(&req, resp),
+            || self.fallback.parse_quota(&req, resp),
+        )
     }
 
     /// Advises a request's queue placement.
     pub fn decide_priority(&self, req: &Request) -> Answer<Priority> {
         let req = sanitized(req);
-        self.answer(|p| p.decide_priority(&req), || self.fallback.decide_priority(&req))
+        self.answer(
+            |p| p.decide_priority(&req),
+            || self.fallback.decide_priority(&req),
+        )
     }
 
     /// Estimates a request's cost.
     pub fn estimate_cost(&self, req: &Request) -> Answer<Vec<Cost>> {
         let req = sanitized(req);
-        self.answer(|p| p.estimate_cost(&req), || self.fallback.estimate_cost(&req))
+        self.answer(
+            |p| p.estimate_cost(&req),
+            || self.fallback.estimate_cost(&req),
+        )
     }
 
     /// Says how to settle an uncertain write.
@@ -136,7 +148,11 @@ impl GuardedPolicy {
     }
 
     /// Reads a status query's answer.
-    pub fn read_reconciliation(&self, write: &UncertainWrite, resp: &Response) -> Answer<Reconciliation> {
+    pub fn read_reconciliation(
+        &self,
+        write: &UncertainWrite,
+        resp: &Response,
+    ) -> Answer<Reconciliation> {
         self.answer(
             |p| p.read_reconciliation(write, resp),
             || self.fallback.read_reconciliation(write, resp),
@@ -150,20 +166,29 @@ impl GuardedPolicy {
     ) -> Answer<T> {
         let now = self.clock.now();
         if let Some(until) = self.lock().quarantined_until.filter(|u| now < *u) {
-            return Answer { value: fallback(), by: AnsweredBy::Quarantined(until) };
+            return Answer {
+                value: fallback(),
+                by: AnsweredBy::Quarantined(until),
+            };
         }
         match call(&self.plugin) {
             Ok(value) => {
                 let mut h = self.lock();
                 h.consecutive_failures = 0;
                 h.quarantined_until = None;
-                Answer { value, by: AnsweredBy::Plugin }
+                Answer {
+                    value,
+                    by: AnsweredBy::Plugin,
+                }
             }
             Err(e) => {
                 if e.failure.is_fault() {
                     self.record_failure(&e, now);
                 }
-                Answer { value: fallback(), by: AnsweredBy::Fallback(e) }
+                Answer {
+                    value: fallback(),
+                    by: AnsweredBy::Fallback(e),
+                }
             }
         }
     }
@@ -189,7 +214,11 @@ impl GuardedPolicy {
 
 /// The request with credentials redacted; borrowed as is when it has none.
 fn sanitized(req: &Request) -> std::borrow::Cow<'_, Request> {
-    if req.headers.iter().any(|h| crate::policy::is_credential(&h.name)) {
+    if req
+        .headers
+        .iter()
+        .any(|h| crate::policy::is_credential(&h.name))
+    {
         let mut r = req.clone();
         redact_credentials(&mut r.headers);
         std::borrow::Cow::Owned(r)

@@ -24,7 +24,9 @@ pub const REDACTED: &str = "[redacted]";
 
 /// Whether `name` is a credential header.
 pub fn is_credential(name: &str) -> bool {
-    CREDENTIAL_HEADERS.iter().any(|c| c.eq_ignore_ascii_case(name))
+    CREDENTIAL_HEADERS
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case(name))
 }
 
 /// Replaces the value of every credential header with [`REDACTED`].
@@ -41,9 +43,18 @@ mod tests {
     #[test]
     fn credentials_are_redacted_whatever_their_case() {
         let mut h = vec![
-            Header { name: "Authorization".into(), value: "Bearer sk-secret".into() },
-            Header { name: "X-Api-Key".into(), value: "k".into() },
-            Header { name: "content-type".into(), value: "application/json".into() },
+            Header {
+                name: "Authorization".into(),
+                value: "Bearer sk-secret".into(),
+            },
+            Header {
+                name: "X-Api-Key".into(),
+                value: "k".into(),
+            },
+            Header {
+                name: "content-type".into(),
+                value: "application/json".into(),
+            },
         ];
         redact_credentials(&mut h);
         assert_eq!(h[0].value, REDACTED);

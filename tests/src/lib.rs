@@ -1,1 +1,78 @@
+//! Shared support for sluice's end-to-end tests: a plugin runtime with a test cache, the
+//! hostile fixture, and request builders.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sluice::plugin::{ComponentCache, Plugin, PluginRuntime, RuntimeConfig};
+use sluice::policy::{Header, Outcome, Request, RequestClass, Response};
+
+/// The hostile fixture's component, built by `build.rs`.
+pub const HOSTILE_WASM: &str = env!("SLUICE_HOSTILE_WASM");
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the workspace root")
+        .to_owned()
+}
+
+/// A compiled-component cache shared by the test processes (content-addressed, so sharing
+/// is safe), under the target directory.
+pub fn test_cache() -> ComponentCache {
+    ComponentCache::new(Some(
+        workspace().join("target").join("test-component-cache"),
+    ))
+}
+
+/// A runtime with the default limits and the test cache.
+pub fn runtime() -> PluginRuntime {
+    runtime_with(RuntimeConfig::default())
+}
+
+/// A runtime with `config` and the test cache.
+///
+/// # Panics
+/// When the runtime cannot start.
+pub fn runtime_with(config: RuntimeConfig) -> PluginRuntime {
+    PluginRuntime::new(config, test_cache()).expect("start the plugin runtime")
+}
+
+/// The hostile fixture, loaded into `rt`.
+///
+/// # Panics
+/// When it does not load.
+pub fn hostile(rt: &PluginRuntime) -> Arc<Plugin> {
+    Arc::new(
+        rt.load_file(Path::new(HOSTILE_WASM))
+            .expect("load the hostile fixture"),
+    )
+}
+
+/// A request to `url` of `class`.
+pub fn request(method: &str, url: &str, class: RequestClass) -> Request {
+    Request {
+        method: method.into(),
+        url: url.into(),
+        class,
+        headers: Vec::new(),
+        body: Vec::new(),
+        now_ms: 1_795_953_600_000,
+    }
+}
+
+/// A response outcome with `status` and headers.
+pub fn response(status: u16, headers: &[(&str, &str)]) -> Outcome {
+    Outcome::Response(Response {
+        status,
+        headers: headers
+            .iter()
+            .map(|(n, v)| Header {
+                name: (*n).into(),
+                value: (*v).into(),
+            })
+            .collect(),
+        body: Vec::new(),
+    })
+}

@@ -51,19 +51,28 @@ impl ComponentCache {
     ///
     /// # Errors
     /// When the bytes are not a valid component.
-    pub fn load(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+    pub fn load(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let Some(path) = self.path_for(engine, bytes) else {
             return Ok((Component::new(engine, bytes)?, CacheOutcome::Compiled));
         };
-        if path.exists() {
-            // SAFETY: the file is an artifact this cache wrote with `Component::serialize`
-            // for this engine's configuration (the key includes the engine's compatibility
-            // hash), in a directory the user owns. Wasmtime checks the header and version;
-            // on any mismatch it returns an error and we recompile.
+        // Read into memory rather than map the file: a cache file rewritten or truncated
+        // by someone else while the component is in use must not crash the process.
+        if let Ok(artifact) = std::fs::read(&path) {
+            // SAFETY: `deserialize` trusts that the bytes are an artifact `Component::serialize`
+            // produced. This file is one this cache wrote for this engine's configuration (the
+            // key includes the engine's compatibility hash), in a directory the user owns.
+            // Wasmtime also checks the header and version, and errors (we then recompile) on
+            // any mismatch or corruption it can see.
             #[allow(unsafe_code, reason = "loading our own compiled artifacts")]
-            match unsafe { Component::deserialize_file(engine, &path) } {
+            match unsafe { Component::deserialize(engine, &artifact) } {
                 Ok(c) => return Ok((c, CacheOutcome::Hit)),
-                Err(e) => tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cached component"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cached component")
+                }
             }
         }
         let component = Component::new(engine, bytes)?;

@@ -59,7 +59,9 @@ pub enum LoadError {
         source: std::io::Error,
     },
     /// No bundled plugin has that name.
-    #[error("no bundled plugin is named `{name}`; bundled plugins: {known}. To load your own, pass the path of its .wasm file")]
+    #[error(
+        "no bundled plugin is named `{name}`; bundled plugins: {known}. To load your own, pass the path of its .wasm file"
+    )]
     UnknownBundled {
         /// The name given.
         name: String,
@@ -67,7 +69,9 @@ pub enum LoadError {
         known: String,
     },
     /// The bytes are not a component, or it does not implement `sluice:policy@0.1.0`.
-    #[error("{origin} is not a usable sluice plugin: {message}. A plugin is a wasm32-wasip2 component exporting sluice:policy/policy@0.1.0 (build it with `cargo build --target wasm32-wasip2`)")]
+    #[error(
+        "{origin} is not a usable sluice plugin: {message}. A plugin is a wasm32-wasip2 component exporting sluice:policy/policy@0.1.0 (build it with `cargo build --target wasm32-wasip2`)"
+    )]
     Invalid {
         /// Where the bytes came from.
         origin: String,

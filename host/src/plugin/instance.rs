@@ -16,8 +16,8 @@ use super::limits::RuntimeConfig;
 use super::state::State;
 use super::validate;
 use crate::policy::{
-    Classification, Cost, Description, Observation, Outcome, PolicyError, Priority,
-    ReconcilePlan, Reconciliation, Request, Response, UncertainWrite,
+    Classification, Cost, Description, Observation, Outcome, PolicyError, Priority, ReconcilePlan,
+    Reconciliation, Request, Response, UncertainWrite,
 };
 
 /// A warm instance and its store.
@@ -81,7 +81,13 @@ impl Plugin {
         };
         let description = plugin
             .call("describe", |g, s| g.call_describe(s))
-            .and_then(|d| plugin.check("describe", validate::description(&d, &plugin.config.caps), d))
+            .and_then(|d| {
+                plugin.check(
+                    "describe",
+                    validate::description(&d, &plugin.config.caps),
+                    d,
+                )
+            })
             .map_err(|error| LoadError::Describe {
                 origin: origin.to_owned(),
                 error,
@@ -123,20 +129,36 @@ impl Plugin {
     /// # Errors
     /// A [`PluginError`] when the plugin traps, times out, runs out of memory, returns
     /// invalid output, or declines.
-    pub fn classify(&self, req: &Request, outcome: &Outcome) -> Result<Classification, PluginError> {
+    pub fn classify(
+        &self,
+        req: &Request,
+        outcome: &Outcome,
+    ) -> Result<Classification, PluginError> {
         let r = self.call("classify", |g, s| g.call_classify(s, req, outcome))?;
         let c = self.declined("classify", r)?;
-        self.check("classify", validate::classification(&c, &self.config.caps), c)
+        self.check(
+            "classify",
+            validate::classification(&c, &self.config.caps),
+            c,
+        )
     }
 
     /// Reads the quota figures of a response.
     ///
     /// # Errors
     /// As [`Plugin::classify`].
-    pub fn parse_quota(&self, req: &Request, resp: &Response) -> Result<Vec<Observation>, PluginError> {
+    pub fn parse_quota(
+        &self,
+        req: &Request,
+        resp: &Response,
+    ) -> Result<Vec<Observation>, PluginError> {
         let r = self.call("parse-quota", |g, s| g.call_parse_quota(s, req, resp))?;
         let o = self.declined("parse-quota", r)?;
-        self.check("parse-quota", validate::observations(&o, &self.config.caps), o)
+        self.check(
+            "parse-quota",
+            validate::observations(&o, &self.config.caps),
+            o,
+        )
     }
 
     /// Advises the queue placement of a request.
@@ -146,7 +168,11 @@ impl Plugin {
     pub fn decide_priority(&self, req: &Request) -> Result<Priority, PluginError> {
         let r = self.call("decide-priority", |g, s| g.call_decide_priority(s, req))?;
         let p = self.declined("decide-priority", r)?;
-        self.check("decide-priority", validate::priority(&p, &self.config.caps), p)
+        self.check(
+            "decide-priority",
+            validate::priority(&p, &self.config.caps),
+            p,
+        )
     }
 
     /// Estimates a request's cost before sending.
@@ -166,7 +192,11 @@ impl Plugin {
     pub fn reconcile(&self, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
         let r = self.call("reconcile", |g, s| g.call_reconcile(s, write))?;
         let p = self.declined("reconcile", r)?;
-        self.check("reconcile", validate::reconcile_plan(&p, &self.config.caps), p)
+        self.check(
+            "reconcile",
+            validate::reconcile_plan(&p, &self.config.caps),
+            p,
+        )
     }
 
     /// Reads the answer to a status query.
@@ -178,9 +208,15 @@ impl Plugin {
         write: &UncertainWrite,
         resp: &Response,
     ) -> Result<Reconciliation, PluginError> {
-        let r = self.call("read-reconciliation", |g, s| g.call_read_reconciliation(s, write, resp))?;
+        let r = self.call("read-reconciliation", |g, s| {
+            g.call_read_reconciliation(s, write, resp)
+        })?;
         let v = self.declined("read-reconciliation", r)?;
-        self.check("read-reconciliation", validate::reconciliation(&v, &self.config.caps), v)
+        self.check(
+            "read-reconciliation",
+            validate::reconciliation(&v, &self.config.caps),
+            v,
+        )
     }
 
     /// Runs `f` on an instance under the deadline; maps every failure to a [`PluginError`].
@@ -191,7 +227,9 @@ impl Plugin {
     ) -> Result<R, PluginError> {
         let mut warm = match self.take_warm() {
             Some(w) => w,
-            None => self.instantiate().map_err(|e| self.error(function, e, false))?,
+            None => self
+                .instantiate()
+                .map_err(|e| self.error(function, e, false))?,
         };
         warm.store.data_mut().begin_call();
         warm.store.set_epoch_deadline(self.config.deadline_ticks());
@@ -210,7 +248,12 @@ impl Plugin {
 
     fn instantiate(&self) -> wasmtime::Result<Warm> {
         let c = &self.config;
-        let state = State::new(&self.name, c.max_memory_bytes, c.max_table_elements, c.caps.max_log_messages);
+        let state = State::new(
+            &self.name,
+            c.max_memory_bytes,
+            c.max_table_elements,
+            c.caps.max_log_messages,
+        );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| s);
         store.epoch_deadline_trap();
@@ -246,7 +289,12 @@ impl Plugin {
         self.warm.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn error(&self, function: &'static str, e: wasmtime::Error, memory_denied: bool) -> PluginError {
+    fn error(
+        &self,
+        function: &'static str,
+        e: wasmtime::Error,
+        memory_denied: bool,
+    ) -> PluginError {
         let failure = match e.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => Failure::Timeout(self.config.call_deadline),
             Some(Trap::StackOverflow) => Failure::StackOverflow,
@@ -263,7 +311,11 @@ impl Plugin {
         }
     }
 
-    fn declined<T>(&self, function: &'static str, r: Result<T, PolicyError>) -> Result<T, PluginError> {
+    fn declined<T>(
+        &self,
+        function: &'static str,
+        r: Result<T, PolicyError>,
+    ) -> Result<T, PluginError> {
         r.map_err(|e| {
             let reason = match e {
                 PolicyError::Unsupported(m) => format!("unsupported: {m}"),
@@ -273,12 +325,20 @@ impl Plugin {
             PluginError {
                 plugin: self.name.clone(),
                 function,
-                failure: Failure::Declined(validate::truncate(&reason, self.config.caps.max_string_bytes)),
+                failure: Failure::Declined(validate::truncate(
+                    &reason,
+                    self.config.caps.max_string_bytes,
+                )),
             }
         })
     }
 
-    fn check<T>(&self, function: &'static str, verdict: Result<(), String>, value: T) -> Result<T, PluginError> {
+    fn check<T>(
+        &self,
+        function: &'static str,
+        verdict: Result<(), String>,
+        value: T,
+    ) -> Result<T, PluginError> {
         verdict.map(|()| value).map_err(|reason| PluginError {
             plugin: self.name.clone(),
             function,

@@ -87,7 +87,14 @@ impl PluginRuntime {
         };
         let (component, cached) = self.cache.load(&self.engine, bytes).map_err(invalid)?;
         let pre = self.linker.instantiate_pre(&component).map_err(invalid)?;
-        Plugin::new(origin, &self.engine, component, pre, self.config.clone(), cached)
+        Plugin::new(
+            origin,
+            &self.engine,
+            component,
+            pre,
+            self.config.clone(),
+            cached,
+        )
     }
 
     /// Loads a plugin from a `.wasm` file.

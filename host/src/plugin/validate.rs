@@ -71,7 +71,11 @@ pub(crate) fn description(d: &Description, caps: &Caps) -> Check {
     if d.name.is_empty() {
         return Err("name is empty".into());
     }
-    for (f, s) in [("name", &d.name), ("version", &d.version), ("provider", &d.provider)] {
+    for (f, s) in [
+        ("name", &d.name),
+        ("version", &d.version),
+        ("provider", &d.provider),
+    ] {
         string(f, s, caps)?;
     }
     list("hosts", &d.hosts, caps)?;
@@ -98,7 +102,11 @@ pub(crate) fn observations(o: &[Observation], caps: &Caps) -> Check {
         if let Some(s) = &ob.scope {
             string("scope", s, caps)?;
         }
-        for (f, v) in [("limit", ob.limit), ("remaining", ob.remaining), ("used", ob.used)] {
+        for (f, v) in [
+            ("limit", ob.limit),
+            ("remaining", ob.remaining),
+            ("used", ob.used),
+        ] {
             amount(f, v, caps.max_amount)?;
         }
         amount("reset-after-ms", ob.reset_after_ms, caps.max_delay_ms)?;
@@ -130,15 +138,25 @@ pub(crate) fn reconcile_plan(p: &ReconcilePlan, caps: &Caps) -> Check {
     match p {
         ReconcilePlan::Query(q) => {
             if q.method.is_empty() || !q.method.bytes().all(|b| b.is_ascii_uppercase()) {
-                return Err(format!("status query method {:?} is not an HTTP method", q.method));
+                return Err(format!(
+                    "status query method {:?} is not an HTTP method",
+                    q.method
+                ));
             }
             if !(q.url.starts_with("https://") || q.url.starts_with("http://")) {
-                return Err(format!("status query URL {:?} is not absolute http(s)", truncate(&q.url, 80)));
+                return Err(format!(
+                    "status query URL {:?} is not absolute http(s)",
+                    truncate(&q.url, 80)
+                ));
             }
             string("status query URL", &q.url, caps)?;
             headers("status query headers", &q.headers, caps)?;
             if q.body.len() > caps.max_body_bytes {
-                return Err(format!("status query body is {} bytes, over the cap of {}", q.body.len(), caps.max_body_bytes));
+                return Err(format!(
+                    "status query body is {} bytes, over the cap of {}",
+                    q.body.len(),
+                    caps.max_body_bytes
+                ));
             }
             Ok(())
         }

@@ -47,10 +47,16 @@ pub(super) fn observations(got: &[Observation], e: &Expect) -> Option<String> {
             .filter(|&j| !used[j] && dimension_name(&got[j].dimension) == w.dimension)
             .filter(|&j| w.scope.as_ref().is_none_or(|s| *s == got[j].scope))
             .collect();
-        match candidates.iter().find(|&&j| mismatch(&got[j], w, tol).is_none()) {
+        match candidates
+            .iter()
+            .find(|&&j| mismatch(&got[j], w, tol).is_none())
+        {
             Some(&j) => used[j] = true,
             None => {
-                let scope = w.scope.as_ref().map_or(String::new(), |s| format!(" scope {}", show(s.as_ref())));
+                let scope = w
+                    .scope
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(" scope {}", show(s.as_ref())));
                 return Some(match candidates.first() {
                     None => format!(
                         "observations[{i}]: no reported observation for dimension {:?}{scope} (reported: {})",
@@ -80,20 +86,36 @@ pub(super) fn observations(got: &[Observation], e: &Expect) -> Option<String> {
 
 /// The first field of `w` that `g` does not match.
 fn mismatch(g: &Observation, w: &ExpectedObservation, tol: u64) -> Option<String> {
-    let exact = [("limit", w.limit, g.limit), ("remaining", w.remaining, g.remaining), ("used", w.used, g.used)];
+    let exact = [
+        ("limit", w.limit, g.limit),
+        ("remaining", w.remaining, g.remaining),
+        ("used", w.used, g.used),
+    ];
     for (field, want, got) in exact {
         if let Some(want) = want
             && want != got
         {
-            return Some(format!("{field}: expected {}, got {}", show(want), show(got)));
+            return Some(format!(
+                "{field}: expected {}, got {}",
+                show(want),
+                show(got)
+            ));
         }
     }
-    let timed = [("reset_after_ms", w.reset_after_ms, g.reset_after_ms), ("window_ms", w.window_ms, g.window_ms)];
+    let timed = [
+        ("reset_after_ms", w.reset_after_ms, g.reset_after_ms),
+        ("window_ms", w.window_ms, g.window_ms),
+    ];
     for (field, want, got) in timed {
         if let Some(want) = want
             && !close(want, got, tol)
         {
-            return Some(format!("{field}: expected {}, got {}{}", show(want), show(got), tolerance(tol)));
+            return Some(format!(
+                "{field}: expected {}, got {}{}",
+                show(want),
+                show(got),
+                tolerance(tol)
+            ));
         }
     }
     if let Some(src) = &w.source
@@ -117,7 +139,11 @@ fn show<T: std::fmt::Debug>(v: Option<T>) -> String {
 }
 
 fn tolerance(t: u64) -> String {
-    if t == 0 { String::new() } else { format!(" (tolerance {t} ms)") }
+    if t == 0 {
+        String::new()
+    } else {
+        format!(" (tolerance {t} ms)")
+    }
 }
 
 fn summary(got: &[Observation]) -> String {

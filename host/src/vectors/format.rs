@@ -139,8 +139,9 @@ impl Expect {
 pub(super) fn validate(raw: RawCase) -> Result<Case, String> {
     let now_ms = match &raw.now {
         None => DEFAULT_NOW_MS,
-        Some(s) => sluice_plugin_sdk::time::parse_rfc3339_ms(s)
-            .ok_or_else(|| format!("now: {s:?} is not an RFC 3339 timestamp (like 2026-11-29T12:00:00Z)"))?,
+        Some(s) => sluice_plugin_sdk::time::parse_rfc3339_ms(s).ok_or_else(|| {
+            format!("now: {s:?} is not an RFC 3339 timestamp (like 2026-11-29T12:00:00Z)")
+        })?,
     };
     let class = match raw.request.class.as_str() {
         "read" => RequestClass::Read,
@@ -176,7 +177,10 @@ pub(super) fn validate(raw: RawCase) -> Result<Case, String> {
     let verdict = raw.expect.verdict.as_deref().map(verdict).transpose()?;
     if let Some(obs) = &raw.expect.observations {
         if matches!(outcome, Outcome::Transport(_)) {
-            return Err("expect.observations: a transport failure has no response to read quotas from".into());
+            return Err(
+                "expect.observations: a transport failure has no response to read quotas from"
+                    .into(),
+            );
         }
         for (i, o) in obs.iter().enumerate() {
             if o.dimension.is_empty() {
@@ -229,7 +233,10 @@ pub(super) fn verdict(name: &str) -> Result<Verdict, String> {
         .map(|(_, v)| *v)
         .ok_or_else(|| {
             let names: Vec<&str> = VERDICTS.iter().map(|(n, _)| *n).collect();
-            format!("expect.verdict: {name:?} is not one of {}", names.join(", "))
+            format!(
+                "expect.verdict: {name:?} is not one of {}",
+                names.join(", ")
+            )
         })
 }
 

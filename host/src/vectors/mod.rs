@@ -82,8 +82,13 @@ pub fn parse(path: &Path, text: &str) -> Result<VectorFile, VectorError> {
         .get("cases")
         .and_then(|c| c.as_array())
         .ok_or_else(|| malformed("missing the top-level \"cases\" array".into()))?;
-    if let Some(extra) = root.as_object().and_then(|o| o.keys().find(|k| *k != "cases")) {
-        return Err(malformed(format!("unknown top-level field {extra:?} (only \"cases\" is allowed)")));
+    if let Some(extra) = root
+        .as_object()
+        .and_then(|o| o.keys().find(|k| *k != "cases"))
+    {
+        return Err(malformed(format!(
+            "unknown top-level field {extra:?} (only \"cases\" is allowed)"
+        )));
     }
     let mut out = Vec::with_capacity(cases.len());
     for (i, value) in cases.iter().enumerate() {
@@ -96,7 +101,9 @@ pub fn parse(path: &Path, text: &str) -> Result<VectorFile, VectorError> {
         out.push(format::validate(raw).map_err(|m| malformed(format!("{label}: {m}")))?);
     }
     if out.is_empty() {
-        return Err(malformed("\"cases\" is empty: a vector file must hold at least one case".into()));
+        return Err(malformed(
+            "\"cases\" is empty: a vector file must hold at least one case".into(),
+        ));
     }
     Ok(VectorFile {
         path: path.to_owned(),

@@ -12,7 +12,7 @@ mod classify;
 mod quota;
 
 use sluice_plugin_sdk::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, Plugin,
+    Classification, Cost, Description, Dimension, Observation, Outcome, Plugin, PolicyError,
     Request, Response, json,
 };
 
@@ -51,12 +51,31 @@ impl Plugin for Anthropic {
         if let Some(body) = json::parse(&req.body) {
             let input = json::tokens_for_chars(json::text_chars(
                 &body,
-                &["model", "role", "type", "max_tokens", "metadata", "stop_sequences"],
+                &[
+                    "model",
+                    "role",
+                    "type",
+                    "max_tokens",
+                    "metadata",
+                    "stop_sequences",
+                ],
             ));
-            let output = body.get("max_tokens").and_then(json::Value::as_u64).unwrap_or(0);
-            costs.push(Cost { dimension: Dimension::InputTokens, amount: input });
-            costs.push(Cost { dimension: Dimension::OutputTokens, amount: output });
-            costs.push(Cost { dimension: Dimension::Tokens, amount: input.saturating_add(output) });
+            let output = body
+                .get("max_tokens")
+                .and_then(json::Value::as_u64)
+                .unwrap_or(0);
+            costs.push(Cost {
+                dimension: Dimension::InputTokens,
+                amount: input,
+            });
+            costs.push(Cost {
+                dimension: Dimension::OutputTokens,
+                amount: output,
+            });
+            costs.push(Cost {
+                dimension: Dimension::Tokens,
+                amount: input.saturating_add(output),
+            });
         }
         Ok(costs)
     }

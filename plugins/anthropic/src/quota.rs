@@ -2,7 +2,9 @@
 
 use sluice_plugin_sdk::headers::Headers;
 use sluice_plugin_sdk::time::{parse_rfc3339_ms, reset_after};
-use sluice_plugin_sdk::{Dimension, Observation, Request, Response, header_pair, headers, model_scope};
+use sluice_plugin_sdk::{
+    Dimension, Observation, Request, Response, header_pair, headers, model_scope,
+};
 
 const DIMENSIONS: [&str; 4] = ["requests", "tokens", "input-tokens", "output-tokens"];
 
@@ -29,7 +31,8 @@ pub fn observations(req: &Request, resp: &Response) -> Vec<Observation> {
                 &format!("anthropic-ratelimit-{d}-remaining"),
                 reset_ms(&h, d, req.now_ms),
             )?;
-            o.source.push_str(&format!(",anthropic-ratelimit-{d}-reset"));
+            o.source
+                .push_str(&format!(",anthropic-ratelimit-{d}-reset"));
             o.scope.clone_from(&scope);
             Some(o)
         })

@@ -44,7 +44,10 @@ pub struct Built {
 /// has no better way to stop, and the message says what to run.
 pub fn build(workspace: &Path, packages: &[&str]) -> Vec<Built> {
     for watched in ["plugins", "wit", "Cargo.lock"] {
-        println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace.join(watched).display()
+        );
     }
     ensure_target();
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
@@ -83,7 +86,11 @@ pub fn build(workspace: &Path, packages: &[&str]) -> Vec<Built> {
                 .join(TARGET)
                 .join("release")
                 .join(format!("{}.wasm", p.replace('-', "_")));
-            assert!(wasm.exists(), "the build of {p} produced no {}", wasm.display());
+            assert!(
+                wasm.exists(),
+                "the build of {p} produced no {}",
+                wasm.display()
+            );
             Built {
                 package: (*p).to_owned(),
                 wasm,

@@ -3,7 +3,9 @@
 use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::retry_after::retry_after_ms;
 use sluice_plugin_sdk::time::until;
-use sluice_plugin_sdk::{Classification, Outcome, Request, default_classify, headers, json, verdict};
+use sluice_plugin_sdk::{
+    Classification, Outcome, Request, default_classify, headers, json, verdict,
+};
 
 use crate::reset_at_ms;
 
@@ -16,17 +18,29 @@ pub fn classify(req: &Request, outcome: &Outcome) -> Classification {
         return default_classify(req, outcome);
     };
     let h = headers(&resp.headers);
-    let message = json::string_at(&resp.body, &["message"]).unwrap_or_default().to_ascii_lowercase();
+    let message = json::string_at(&resp.body, &["message"])
+        .unwrap_or_default()
+        .to_ascii_lowercase();
     let retry_after = retry_after_ms(&h, req.now_ms);
     let exhausted = h.get_u64("x-ratelimit-remaining") == Some(0);
     let limited_status = matches!(resp.status, 403 | 429);
-    let secondary = limited_status && (retry_after.is_some() || message.contains("secondary rate limit"));
-    let primary = limited_status && !secondary && (exhausted || message.contains("rate limit exceeded"));
+    let secondary =
+        limited_status && (retry_after.is_some() || message.contains("secondary rate limit"));
+    let primary =
+        limited_status && !secondary && (exhausted || message.contains("rate limit exceeded"));
     let (kind, delay, code) = if secondary {
-        (Kind::RateLimited, Some(retry_after.unwrap_or(SECONDARY_DEFAULT_MS)), Some("secondary_rate_limit"))
+        (
+            Kind::RateLimited,
+            Some(retry_after.unwrap_or(SECONDARY_DEFAULT_MS)),
+            Some("secondary_rate_limit"),
+        )
     } else if primary {
         let reset = reset_at_ms(&h).map(|at| until(at, req.now_ms));
-        (Kind::RateLimited, retry_after.or(reset), Some("primary_rate_limit"))
+        (
+            Kind::RateLimited,
+            retry_after.or(reset),
+            Some("primary_rate_limit"),
+        )
     } else {
         (generic::status_kind(resp.status), retry_after, None)
     };

@@ -14,7 +14,7 @@ mod classify;
 use sluice_plugin_sdk::headers::Headers;
 use sluice_plugin_sdk::time::reset_after;
 use sluice_plugin_sdk::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, Plugin,
+    Classification, Cost, Description, Dimension, Observation, Outcome, Plugin, PolicyError,
     Request, Response, headers, observation,
 };
 
@@ -38,14 +38,26 @@ impl Plugin for GitHub {
     }
 
     fn parse_quota(req: &Request, resp: &Response) -> Result<Vec<Observation>, PolicyError> {
-        Ok(primary(&headers(&resp.headers), req.now_ms).into_iter().collect())
+        Ok(primary(&headers(&resp.headers), req.now_ms)
+            .into_iter()
+            .collect())
     }
 
     fn estimate_cost(req: &Request) -> Result<Vec<Cost>, PolicyError> {
-        let points = if matches!(req.method.as_str(), "GET" | "HEAD" | "OPTIONS") { 1 } else { 5 };
+        let points = if matches!(req.method.as_str(), "GET" | "HEAD" | "OPTIONS") {
+            1
+        } else {
+            5
+        };
         Ok(vec![
-            Cost { dimension: Dimension::Requests, amount: 1 },
-            Cost { dimension: Dimension::Other("secondary-points".into()), amount: points },
+            Cost {
+                dimension: Dimension::Requests,
+                amount: 1,
+            },
+            Cost {
+                dimension: Dimension::Other("secondary-points".into()),
+                amount: points,
+            },
         ])
     }
 }

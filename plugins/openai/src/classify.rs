@@ -2,7 +2,9 @@
 
 use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::retry_after::retry_after_any_ms;
-use sluice_plugin_sdk::{Classification, Outcome, Request, default_classify, headers, json, verdict};
+use sluice_plugin_sdk::{
+    Classification, Outcome, Request, default_classify, headers, json, verdict,
+};
 
 use crate::quota::exhausted_reset_ms;
 

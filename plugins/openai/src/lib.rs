@@ -15,8 +15,8 @@ mod classify;
 mod quota;
 
 use sluice_plugin_sdk::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, Priority,
-    PriorityClass, Plugin, Request, Response, default_priority, json,
+    Classification, Cost, Description, Dimension, Observation, Outcome, Plugin, PolicyError,
+    Priority, PriorityClass, Request, Response, default_priority, json,
 };
 
 /// Output tokens assumed when a request sets no maximum.
@@ -107,7 +107,9 @@ mod tests {
 
     #[test]
     fn cost_is_prompt_plus_max_tokens() {
-        let r = req(r#"{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":"12345678"}]}"#);
+        let r = req(
+            r#"{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":"12345678"}]}"#,
+        );
         let c = OpenAi::estimate_cost(&r).unwrap();
         assert_eq!(c[0].amount, 1);
         assert_eq!(c[1].dimension, Dimension::Tokens);

@@ -2,27 +2,32 @@
 
 use sluice_plugin_sdk::headers::Headers;
 use sluice_plugin_sdk::time::parse_go_duration_ms;
-use sluice_plugin_sdk::{Dimension, Observation, Request, Response, header_pair, headers, model_scope};
+use sluice_plugin_sdk::{
+    Dimension, Observation, Request, Response, header_pair, headers, model_scope,
+};
 
 /// The observations in a response's headers.
 pub fn observations(req: &Request, resp: &Response) -> Vec<Observation> {
     let h = headers(&resp.headers);
     let scope = model_scope(req);
-    [("requests", Dimension::Requests), ("tokens", Dimension::Tokens)]
-        .into_iter()
-        .filter_map(|(suffix, dim)| {
-            let mut o = header_pair(
-                &h,
-                dim,
-                &format!("x-ratelimit-limit-{suffix}"),
-                &format!("x-ratelimit-remaining-{suffix}"),
-                reset_ms(&h, suffix),
-            )?;
-            o.source.push_str(&format!(",x-ratelimit-reset-{suffix}"));
-            o.scope.clone_from(&scope);
-            Some(o)
-        })
-        .collect()
+    [
+        ("requests", Dimension::Requests),
+        ("tokens", Dimension::Tokens),
+    ]
+    .into_iter()
+    .filter_map(|(suffix, dim)| {
+        let mut o = header_pair(
+            &h,
+            dim,
+            &format!("x-ratelimit-limit-{suffix}"),
+            &format!("x-ratelimit-remaining-{suffix}"),
+            reset_ms(&h, suffix),
+        )?;
+        o.source.push_str(&format!(",x-ratelimit-reset-{suffix}"));
+        o.scope.clone_from(&scope);
+        Some(o)
+    })
+    .collect()
 }
 
 /// `x-ratelimit-reset-{suffix}` as milliseconds.

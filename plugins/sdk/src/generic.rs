@@ -112,7 +112,10 @@ mod tests {
     #[test]
     fn transport() {
         assert_eq!(transport_kind(Transport::ConnectFailed), Kind::Transient);
-        assert_eq!(transport_kind(Transport::ResetAfterSend), Kind::OutcomeUnknown);
+        assert_eq!(
+            transport_kind(Transport::ResetAfterSend),
+            Kind::OutcomeUnknown
+        );
     }
 
     #[test]
@@ -120,7 +123,15 @@ mod tests {
         let h = Headers::new([("RateLimit-Remaining", "0"), ("RateLimit-Reset", "7")]);
         assert_eq!(requested_delay_ms(429, &h, 0), Some(7000));
         assert_eq!(requested_delay_ms(200, &h, 0), None);
-        let h = Headers::new([("Retry-After", "3"), ("RateLimit-Remaining", "0"), ("RateLimit-Reset", "7")]);
-        assert_eq!(requested_delay_ms(429, &h, 0), Some(3000), "Retry-After wins");
+        let h = Headers::new([
+            ("Retry-After", "3"),
+            ("RateLimit-Remaining", "0"),
+            ("RateLimit-Reset", "7"),
+        ]);
+        assert_eq!(
+            requested_delay_ms(429, &h, 0),
+            Some(3000),
+            "Retry-After wins"
+        );
     }
 }

@@ -1,7 +1,12 @@
 //! The guest side: WIT bindings, the [`Plugin`] trait with its defaults, and the export macro.
 
 /// The bindings wit-bindgen generates from `wit/policy.wit`.
-#[allow(missing_docs, unsafe_code, unused_qualifications, missing_debug_implementations)]
+#[allow(
+    missing_docs,
+    unsafe_code,
+    unused_qualifications,
+    missing_debug_implementations
+)]
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../../wit",
@@ -256,7 +261,10 @@ macro_rules! export_plugin {
                 fn classify(req: Request, outcome: Outcome) -> Result<Classification, PolicyError> {
                     <$plugin as $crate::Plugin>::classify(&req, &outcome)
                 }
-                fn parse_quota(req: Request, resp: Response) -> Result<Vec<Observation>, PolicyError> {
+                fn parse_quota(
+                    req: Request,
+                    resp: Response,
+                ) -> Result<Vec<Observation>, PolicyError> {
                     <$plugin as $crate::Plugin>::parse_quota(&req, &resp)
                 }
                 fn decide_priority(req: Request) -> Result<Priority, PolicyError> {
@@ -275,7 +283,7 @@ macro_rules! export_plugin {
                     <$plugin as $crate::Plugin>::read_reconciliation(&write, &resp)
                 }
             }
-            $crate::bindings::export_bindings!(Exported with_types_in $crate::bindings);
+            $crate::bindings::export_bindings! { Exported with_types_in $crate::bindings }
         };
     };
 }

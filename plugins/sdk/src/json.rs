@@ -8,7 +8,7 @@ pub use serde_json::Value;
 /// The string at `path` (object keys) in `body`, if the body is complete JSON and the value
 /// is a string.
 pub fn string_at(body: &[u8], path: &[&str]) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let value: Value = serde_json::from_slice(body).ok()?;
     let mut cur = &value;
     for key in path {
         cur = cur.get(key)?;
@@ -18,7 +18,7 @@ pub fn string_at(body: &[u8], path: &[&str]) -> Option<String> {
 
 /// The unsigned integer at `path` in `body`.
 pub fn u64_at(body: &[u8], path: &[&str]) -> Option<u64> {
-    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let value: Value = serde_json::from_slice(body).ok()?;
     let mut cur = &value;
     for key in path {
         cur = cur.get(key)?;
@@ -27,7 +27,7 @@ pub fn u64_at(body: &[u8], path: &[&str]) -> Option<u64> {
 }
 
 /// The parsed body, when it is complete JSON.
-pub fn parse(body: &[u8]) -> Option<serde_json::Value> {
+pub fn parse(body: &[u8]) -> Option<Value> {
     serde_json::from_slice(body).ok()
 }
 
@@ -79,19 +79,27 @@ mod tests {
     #[test]
     fn nested_string() {
         let body = br#"{"error":{"code":"rate_limit_exceeded","type":"requests"}}"#;
-        assert_eq!(string_at(body, &["error", "code"]).as_deref(), Some("rate_limit_exceeded"));
+        assert_eq!(
+            string_at(body, &["error", "code"]).as_deref(),
+            Some("rate_limit_exceeded")
+        );
         assert_eq!(string_at(body, &["error", "missing"]), None);
     }
 
     #[test]
     fn truncated_body_yields_nothing() {
-        assert_eq!(string_at(br#"{"error":{"code":"rate_li"#, &["error", "code"]), None);
+        assert_eq!(
+            string_at(br#"{"error":{"code":"rate_li"#, &["error", "code"]),
+            None
+        );
         assert_eq!(string_at(b"<html>", &["error"]), None);
     }
 
     #[test]
     fn counts_prompt_text_but_not_skipped_keys() {
-        let v = parse(br#"{"model":"gpt-4o","messages":[{"role":"user","content":"hello world!"}]}"#).unwrap();
+        let v =
+            parse(br#"{"model":"gpt-4o","messages":[{"role":"user","content":"hello world!"}]}"#)
+                .unwrap();
         assert_eq!(text_chars(&v, &["model", "role"]), 12);
         assert_eq!(tokens_for_chars(12), 3);
         assert_eq!(tokens_for_chars(13), 4);
@@ -99,7 +107,10 @@ mod tests {
 
     #[test]
     fn normalizes() {
-        assert_eq!(normalize_code("Rate-Limit Exceeded!"), "rate_limit_exceeded");
+        assert_eq!(
+            normalize_code("Rate-Limit Exceeded!"),
+            "rate_limit_exceeded"
+        );
         assert_eq!(normalize_code("overloaded_error"), "overloaded_error");
         assert_eq!(normalize_code(&"x".repeat(500)).len(), 128);
     }

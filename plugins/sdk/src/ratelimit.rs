@@ -115,7 +115,10 @@ fn structured(headers: &Headers<'_>) -> Vec<Quota> {
         if remaining.is_none() {
             continue; // r is required.
         }
-        match out.iter_mut().find(|q| q.policy.as_deref() == Some(name.as_str())) {
+        match out
+            .iter_mut()
+            .find(|q| q.policy.as_deref() == Some(name.as_str()))
+        {
             Some(q) => {
                 q.remaining = remaining;
                 q.reset_after_ms = reset;
@@ -187,25 +190,37 @@ mod tests {
         ]);
         let q = quotas(&h);
         assert_eq!(q.len(), 1);
-        assert_eq!((q[0].limit, q[0].remaining, q[0].reset_after_ms), (Some(100), Some(7), Some(30_000)));
+        assert_eq!(
+            (q[0].limit, q[0].remaining, q[0].reset_after_ms),
+            (Some(100), Some(7), Some(30_000))
+        );
     }
 
     #[test]
     fn draft_03_limit_with_policy_suffix() {
-        let h = Headers::new([("RateLimit-Limit", "100, 100;w=60"), ("RateLimit-Remaining", "1")]);
+        let h = Headers::new([
+            ("RateLimit-Limit", "100, 100;w=60"),
+            ("RateLimit-Remaining", "1"),
+        ]);
         assert_eq!(quotas(&h)[0].limit, Some(100));
     }
 
     #[test]
     fn structured_fields_join_by_name() {
         let h = Headers::new([
-            ("RateLimit-Policy", r#""burst";q=100;w=60, "day";q=1000;w=86400"#),
+            (
+                "RateLimit-Policy",
+                r#""burst";q=100;w=60, "day";q=1000;w=86400"#,
+            ),
             ("RateLimit", r#""burst";r=50;t=30"#),
         ]);
         let q = quotas(&h);
         assert_eq!(q.len(), 2);
         assert_eq!(q[0].policy.as_deref(), Some("burst"));
-        assert_eq!((q[0].limit, q[0].remaining, q[0].reset_after_ms), (Some(100), Some(50), Some(30_000)));
+        assert_eq!(
+            (q[0].limit, q[0].remaining, q[0].reset_after_ms),
+            (Some(100), Some(50), Some(30_000))
+        );
         assert_eq!(q[0].window_ms, Some(60_000));
         assert_eq!((q[1].limit, q[1].remaining), (Some(1000), None));
     }

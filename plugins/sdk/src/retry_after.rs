@@ -50,7 +50,10 @@ mod tests {
             parse_retry_after("Sunday, 29-Nov-26 12:00:30 GMT", NOW),
             Some(30_000)
         );
-        assert_eq!(parse_retry_after("Sun Nov 29 12:00:30 2026", NOW), Some(30_000));
+        assert_eq!(
+            parse_retry_after("Sun Nov 29 12:00:30 2026", NOW),
+            Some(30_000)
+        );
     }
 
     #[test]
@@ -75,7 +78,11 @@ mod tests {
 
     #[test]
     fn repeated_fields_take_the_longest_valid() {
-        let h = Headers::new([("Retry-After", "5"), ("retry-after", "junk"), ("RETRY-AFTER", "20")]);
+        let h = Headers::new([
+            ("Retry-After", "5"),
+            ("retry-after", "junk"),
+            ("RETRY-AFTER", "20"),
+        ]);
         assert_eq!(retry_after_ms(&h, NOW), Some(20_000));
     }
 

@@ -174,7 +174,10 @@ mod tests {
         assert_eq!(t, 1_795_953_600_000);
         assert_eq!(parse_rfc3339_ms("2026-11-29T13:00:00+01:00"), Some(t));
         assert_eq!(parse_http_date_ms("Sun, 29 Nov 2026 12:00:00 GMT"), Some(t));
-        assert_eq!(parse_http_date_ms("Sunday, 29-Nov-26 12:00:00 GMT"), Some(t));
+        assert_eq!(
+            parse_http_date_ms("Sunday, 29-Nov-26 12:00:00 GMT"),
+            Some(t)
+        );
         assert_eq!(parse_http_date_ms("Sun Nov 29 12:00:00 2026"), Some(t));
         assert_eq!(parse_http_date_ms("yesterday"), None);
     }

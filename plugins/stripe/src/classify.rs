@@ -2,7 +2,9 @@
 
 use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::retry_after::retry_after_ms;
-use sluice_plugin_sdk::{Classification, Outcome, Request, default_classify, headers, json, verdict};
+use sluice_plugin_sdk::{
+    Classification, Outcome, Request, default_classify, headers, json, verdict,
+};
 
 /// Classifies one attempt.
 pub fn classify(req: &Request, outcome: &Outcome) -> Classification {

@@ -17,7 +17,7 @@ mod classify;
 mod reconcile;
 
 use sluice_plugin_sdk::{
-    Classification, Description, Outcome, PolicyError, Plugin, ReconcilePlan, Reconciliation,
+    Classification, Description, Outcome, Plugin, PolicyError, ReconcilePlan, Reconciliation,
     Request, Response, UncertainWrite,
 };
 
@@ -44,7 +44,10 @@ impl Plugin for Stripe {
         reconcile::plan(write)
     }
 
-    fn read_reconciliation(write: &UncertainWrite, resp: &Response) -> Result<Reconciliation, PolicyError> {
+    fn read_reconciliation(
+        write: &UncertainWrite,
+        resp: &Response,
+    ) -> Result<Reconciliation, PolicyError> {
         Ok(reconcile::read(write, resp))
     }
 }

@@ -1,6 +1,8 @@
 //! Settling an uncertain Stripe write.
 
-use sluice_plugin_sdk::{PolicyError, ReconcilePlan, Reconciliation, Response, StatusQuery, UncertainWrite, json};
+use sluice_plugin_sdk::{
+    PolicyError, ReconcilePlan, Reconciliation, Response, StatusQuery, UncertainWrite, json,
+};
 
 /// The metadata key under which the host stores the client's reference.
 pub const REFERENCE_KEY: &str = "client_reference";
@@ -39,7 +41,11 @@ pub fn read(write: &UncertainWrite, resp: &Response) -> Reconciliation {
     match resp.status {
         200 => {
             if let Some(data) = body.get("data").and_then(|d| d.as_array()) {
-                match data.first().and_then(|o| o.get("id")).and_then(|i| i.as_str()) {
+                match data
+                    .first()
+                    .and_then(|o| o.get("id"))
+                    .and_then(|i| i.as_str())
+                {
                     Some(id) => Reconciliation::Found(Some(id.to_owned())),
                     // Search is eventually consistent: an empty page right after a write
                     // does not prove the write never happened.
@@ -52,7 +58,10 @@ pub fn read(write: &UncertainWrite, resp: &Response) -> Reconciliation {
                 }
             } else {
                 Reconciliation::Found(
-                    body.get("id").and_then(|i| i.as_str()).map(str::to_owned).or_else(|| write.operation_id.clone()),
+                    body.get("id")
+                        .and_then(|i| i.as_str())
+                        .map(str::to_owned)
+                        .or_else(|| write.operation_id.clone()),
                 )
             }
         }
@@ -70,18 +79,30 @@ fn collection_url(url: &str) -> Result<String, PolicyError> {
     let path = path.split(['?', '#']).next().unwrap_or_default();
     let mut parts = path.trim_start_matches('/').split('/');
     match (parts.next(), parts.next()) {
-        (Some("v1"), Some(collection)) if is_id(collection) => Ok(format!("https://api.stripe.com/v1/{collection}")),
-        _ => Err(PolicyError::InvalidInput(format!("no /v1/<collection> in {url}"))),
+        (Some("v1"), Some(collection)) if is_id(collection) => {
+            Ok(format!("https://api.stripe.com/v1/{collection}"))
+        }
+        _ => Err(PolicyError::InvalidInput(format!(
+            "no /v1/<collection> in {url}"
+        ))),
     }
 }
 
 /// Stripe ids, collection names and references: letters, digits, `_` and `-`.
 fn is_id(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 255 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !s.is_empty()
+        && s.len() <= 255
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 fn get(url: String) -> StatusQuery {
-    StatusQuery { method: "GET".into(), url, headers: vec![], body: vec![] }
+    StatusQuery {
+        method: "GET".into(),
+        url,
+        headers: vec![],
+        body: vec![],
+    }
 }
 
 fn percent_encode(s: &str) -> String {
@@ -113,13 +134,18 @@ mod tests {
 
     #[test]
     fn by_operation_id_first() {
-        let ReconcilePlan::Query(q) = plan(&write(Some("pi_1"), Some("ref"), Some("k"))).unwrap() else { panic!() };
+        let ReconcilePlan::Query(q) = plan(&write(Some("pi_1"), Some("ref"), Some("k"))).unwrap()
+        else {
+            panic!()
+        };
         assert_eq!(q.url, "https://api.stripe.com/v1/payment_intents/pi_1");
     }
 
     #[test]
     fn by_client_reference_through_search() {
-        let ReconcilePlan::Query(q) = plan(&write(None, Some("act-42"), Some("k"))).unwrap() else { panic!() };
+        let ReconcilePlan::Query(q) = plan(&write(None, Some("act-42"), Some("k"))).unwrap() else {
+            panic!()
+        };
         assert_eq!(
             q.url,
             "https://api.stripe.com/v1/payment_intents/search?query=metadata%5B%27client_reference%27%5D%3A%27act-42%27"
@@ -128,22 +154,44 @@ mod tests {
 
     #[test]
     fn else_resend_with_the_same_key() {
-        assert_eq!(plan(&write(None, None, Some("k"))).unwrap(), ReconcilePlan::ResendSameKey);
-        assert!(matches!(plan(&write(None, None, None)).unwrap(), ReconcilePlan::Unsupported(_)));
+        assert_eq!(
+            plan(&write(None, None, Some("k"))).unwrap(),
+            ReconcilePlan::ResendSameKey
+        );
+        assert!(matches!(
+            plan(&write(None, None, None)).unwrap(),
+            ReconcilePlan::Unsupported(_)
+        ));
     }
 
     #[test]
     fn a_reference_that_could_inject_a_query_is_not_used() {
-        assert_eq!(plan(&write(None, Some("x' OR '1"), Some("k"))).unwrap(), ReconcilePlan::ResendSameKey);
+        assert_eq!(
+            plan(&write(None, Some("x' OR '1"), Some("k"))).unwrap(),
+            ReconcilePlan::ResendSameKey
+        );
     }
 
     #[test]
     fn reads_search_results() {
         let w = write(None, Some("r"), None);
-        let resp = |status, body: &str| Response { status, headers: vec![], body: body.as_bytes().to_vec() };
-        assert_eq!(read(&w, &resp(200, r#"{"data":[{"id":"pi_9"}]}"#)), Reconciliation::Found(Some("pi_9".into())));
-        assert!(matches!(read(&w, &resp(200, r#"{"data":[]}"#)), Reconciliation::Unknown(_)));
+        let resp = |status, body: &str| Response {
+            status,
+            headers: vec![],
+            body: body.as_bytes().to_vec(),
+        };
+        assert_eq!(
+            read(&w, &resp(200, r#"{"data":[{"id":"pi_9"}]}"#)),
+            Reconciliation::Found(Some("pi_9".into()))
+        );
+        assert!(matches!(
+            read(&w, &resp(200, r#"{"data":[]}"#)),
+            Reconciliation::Unknown(_)
+        ));
         let by_id = write(Some("pi_1"), None, None);
-        assert_eq!(read(&by_id, &resp(404, r#"{"error":{}}"#)), Reconciliation::NotFound);
+        assert_eq!(
+            read(&by_id, &resp(404, r#"{"error":{}}"#)),
+            Reconciliation::NotFound
+        );
     }
 }

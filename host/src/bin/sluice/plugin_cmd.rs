@@ -117,14 +117,22 @@ fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
         }
     }
     println!("{passed} passed, {failed} failed");
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn print_report(plugin: &str, report: &Report) {
     for r in &report.results {
         match &r.failure {
             None => println!("ok   {plugin} {} :: {}", report.path.display(), r.name),
-            Some(diff) => println!("FAIL {plugin} {} :: {}: {diff}", report.path.display(), r.name),
+            Some(diff) => println!(
+                "FAIL {plugin} {} :: {}: {diff}",
+                report.path.display(),
+                r.name
+            ),
         }
     }
 }

@@ -1,0 +1,162 @@
+//! The `sluice plugin` commands, run as a user runs them.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn sluice(args: &[&str]) -> Output {
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-cache");
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .expect("run sluice")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write_vectors(name: &str, text: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&path, text).expect("write a vector file");
+    path
+}
+
+fn vectors_of(plugin: &str) -> String {
+    format!(
+        "{}/../plugins/{plugin}/vectors.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn bundled_vectors_all_pass() {
+    let o = sluice(&["plugin", "test", "--bundled"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.ends_with(" passed, 0 failed"), "{last}");
+    assert!(
+        out.lines().filter(|l| l.starts_with("ok   ")).count() >= 50,
+        "{out}"
+    );
+    for name in ["openai", "anthropic", "github", "stripe", "ietf"] {
+        assert!(
+            out.contains(&format!("ok   {name} plugins/{name}/vectors.json :: ")),
+            "{name} missing"
+        );
+    }
+}
+
+#[test]
+fn a_named_plugin_against_a_file() {
+    let o = sluice(&["plugin", "test", "github", &vectors_of("github")]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(
+        stdout(&o)
+            .lines()
+            .last()
+            .unwrap()
+            .ends_with(" passed, 0 failed")
+    );
+}
+
+#[test]
+fn a_wrong_expectation_exits_1_and_names_the_case() {
+    let path = write_vectors(
+        "wrong.json",
+        r#"{"cases":[
+          {"name":"right","request":{"method":"GET","url":"https://api.github.com/","class":"read"},
+           "response":{"status":502},"expect":{"verdict":"transient"}},
+          {"name":"wrong on purpose","request":{"method":"GET","url":"https://api.github.com/","class":"read"},
+           "response":{"status":403,"headers":[["retry-after","9"]]},"expect":{"verdict":"auth-error"}}]}"#,
+    );
+    let o = sluice(&["plugin", "test", "github", path.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("ok   github"), "{out}");
+    assert!(
+        out.contains("FAIL github")
+            && out.contains(":: wrong on purpose: verdict: expected auth-error, got rate-limited"),
+        "{out}"
+    );
+    assert_eq!(out.lines().last(), Some("1 passed, 1 failed"));
+}
+
+#[test]
+fn a_malformed_file_exits_2_naming_file_case_and_field() {
+    let path = write_vectors(
+        "malformed.json",
+        r#"{"cases":[{"name":"typo","request":{"method":"GET","url":"u","class":"read"},
+           "response":{"status":200},"expect":{"retry_after":5}}]}"#,
+    );
+    let o = sluice(&["plugin", "test", "ietf", path.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("malformed.json")
+            && err.contains("case 0 (\"typo\")")
+            && err.contains("expect.retry_after"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_file_or_plugin_exits_2_with_a_clear_error() {
+    let o = sluice(&["plugin", "test", "ietf", "/nonexistent/v.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/v.json"), "{}", stderr(&o));
+
+    let o = sluice(&["plugin", "test", "acme", &vectors_of("ietf")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no bundled plugin is named `acme`"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = sluice(&["plugin", "inspect", "/nonexistent/p.wasm"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot read plugin file /nonexistent/p.wasm"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn inspect_shows_description_exports_and_limits() {
+    let o = sluice(&["plugin", "inspect", "stripe"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("plugin    stripe 0.1.0"), "{out}");
+    assert!(out.contains("hosts     api.stripe.com"), "{out}");
+    for f in [
+        "describe",
+        "classify",
+        "parse-quota",
+        "decide-priority",
+        "estimate-cost",
+        "reconcile",
+        "read-reconciliation",
+    ] {
+        assert!(
+            out.contains(&format!("sluice:policy/policy@0.1.0#{f}")),
+            "{f} missing: {out}"
+        );
+    }
+    assert!(
+        out.contains("deadline per call   5 ms") && out.contains("memory              16 MiB"),
+        "{out}"
+    );
+}
+
+#[test]
+fn list_names_the_bundled_plugins() {
+    let o = sluice(&["plugin", "list"]);
+    assert_eq!(stdout(&o), "openai\nanthropic\ngithub\nstripe\nietf\n");
+}

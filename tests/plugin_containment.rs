@@ -1,0 +1,338 @@
+//! Hostile plugins are contained: every kind of misbehaviour ends in a typed error, the
+//! host stays up, later calls still work, and a plugin that keeps failing is quarantined
+//! while the built-in policy answers (failing closed for writes).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice::clock::ManualClock;
+use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
+use sluice::plugin::{
+    CacheOutcome, ComponentCache, Failure, LoadError, PluginRuntime, RuntimeConfig,
+};
+use sluice::policy::{RequestClass, Verdict};
+use sluice_tests::{hostile, request, response, runtime, runtime_with, test_cache};
+
+fn classify_path(plugin: &sluice::plugin::Plugin, path: &str) -> Result<Verdict, Failure> {
+    let req = request(
+        "GET",
+        &format!("https://hostile.test{path}"),
+        RequestClass::Read,
+    );
+    plugin
+        .classify(&req, &response(200, &[]))
+        .map(|c| c.verdict)
+        .map_err(|e| e.failure)
+}
+
+/// A deadline long enough that, in an unoptimized test build on a busy machine, only a
+/// plugin that never stops can reach it: each case below fails for its own reason.
+const GENEROUS: Duration = Duration::from_millis(500);
+
+/// Each misbehaviour, then a normal call on the same plugin: the host is unharmed.
+#[test]
+fn every_misbehaviour_is_a_typed_error_and_the_next_call_works() {
+    let rt = runtime_with(RuntimeConfig {
+        call_deadline: GENEROUS,
+        ..RuntimeConfig::default()
+    });
+    let p = hostile(&rt);
+    type Expected = fn(&Failure) -> bool;
+    let cases: &[(&str, Expected)] = &[
+        ("/panic", |f| matches!(f, Failure::Trap(_))),
+        ("/trap", |f| matches!(f, Failure::Trap(_))),
+        ("/loop", |f| matches!(f, Failure::Timeout(_))),
+        ("/recurse", |f| matches!(f, Failure::StackOverflow)),
+        ("/oom", |f| matches!(f, Failure::OutOfMemory(_))),
+        (
+            "/oversized",
+            |f| matches!(f, Failure::InvalidOutput(m) if m.contains("error-code")),
+        ),
+        (
+            "/delay",
+            |f| matches!(f, Failure::InvalidOutput(m) if m.contains("retry-after-ms")),
+        ),
+        (
+            "/decline",
+            |f| matches!(f, Failure::Declined(m) if m.contains("not my provider")),
+        ),
+    ];
+    for (path, expected) in cases {
+        let got = classify_path(&p, path);
+        assert!(matches!(&got, Err(f) if expected(f)), "{path}: got {got:?}");
+        assert_eq!(
+            classify_path(&p, "/ok"),
+            Ok(Verdict::Success),
+            "after {path}"
+        );
+    }
+}
+
+#[test]
+fn the_error_names_the_plugin_and_the_function() {
+    let rt = runtime();
+    let p = hostile(&rt);
+    let req = request("GET", "https://hostile.test/loop", RequestClass::Read);
+    let e = p.classify(&req, &response(200, &[])).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("hostile") && text.contains("classify") && text.contains("deadline"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_loop_is_stopped_at_the_configured_deadline() {
+    let rt = runtime_with(RuntimeConfig {
+        call_deadline: Duration::from_millis(20),
+        ..RuntimeConfig::default()
+    });
+    let p = hostile(&rt);
+    assert_eq!(
+        classify_path(&p, "/loop"),
+        Err(Failure::Timeout(Duration::from_millis(20)))
+    );
+}
+
+#[test]
+fn memory_is_capped_at_the_configured_limit() {
+    let rt = runtime_with(RuntimeConfig {
+        max_memory_bytes: 4 << 20,
+        call_deadline: GENEROUS,
+        ..RuntimeConfig::default()
+    });
+    let p = hostile(&rt);
+    assert_eq!(
+        classify_path(&p, "/oom"),
+        Err(Failure::OutOfMemory(4 << 20))
+    );
+    assert_eq!(classify_path(&p, "/ok"), Ok(Verdict::Success));
+}
+
+#[test]
+fn oversized_lists_and_out_of_range_values_are_refused() {
+    let rt = runtime_with(RuntimeConfig {
+        call_deadline: GENEROUS,
+        ..RuntimeConfig::default()
+    });
+    let p = hostile(&rt);
+    let req = request("GET", "https://hostile.test/ok", RequestClass::Read);
+    let sluice::policy::Outcome::Response(resp) = response(200, &[]) else {
+        unreachable!()
+    };
+    let e = p.parse_quota(&req, &resp).unwrap_err();
+    assert!(
+        matches!(&e.failure, Failure::InvalidOutput(m) if m.contains("10000 entries")),
+        "{e}"
+    );
+    let e = p.decide_priority(&req).unwrap_err();
+    assert!(
+        matches!(&e.failure, Failure::InvalidOutput(m) if m.contains("weight")),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_plugin_gets_no_capabilities() {
+    let rt = runtime();
+    let p = hostile(&rt);
+    let req = request("GET", "https://hostile.test/escape", RequestClass::Read);
+    let c = p
+        .classify(&req, &response(200, &[]))
+        .expect("the escape probe answers");
+    assert_eq!(
+        c.error_code.as_deref(),
+        Some("env=0 args=0 clock=0 fs=denied net=denied"),
+        "the sandbox let something through"
+    );
+}
+
+#[test]
+fn fresh_instances_per_call_contain_failures_too() {
+    let rt = runtime_with(RuntimeConfig {
+        reuse_instances: false,
+        call_deadline: GENEROUS,
+        ..RuntimeConfig::default()
+    });
+    let p = hostile(&rt);
+    assert!(matches!(classify_path(&p, "/panic"), Err(Failure::Trap(_))));
+    assert_eq!(classify_path(&p, "/ok"), Ok(Verdict::Success));
+}
+
+fn guarded(clock: &Arc<ManualClock>) -> GuardedPolicy {
+    let rt = runtime();
+    GuardedPolicy::new(hostile(&rt), QuarantinePolicy::default(), clock.clone())
+}
+
+#[test]
+fn a_plugin_that_keeps_failing_is_quarantined_and_the_fallback_answers() {
+    let clock = Arc::new(ManualClock::starting_at(0));
+    let g = guarded(&clock);
+    let trap = request("GET", "https://hostile.test/trap", RequestClass::Read);
+    let limited = response(429, &[("Retry-After", "7")]);
+    for i in 1..=3 {
+        let a = g.classify(&trap, &limited);
+        assert!(
+            matches!(a.by, AnsweredBy::Fallback(_)),
+            "failure {i}: {:?}",
+            a.by
+        );
+        // The fallback still reads the response the generic way.
+        assert_eq!(a.value.verdict, Verdict::RateLimited);
+        assert_eq!(a.value.retry_after_ms, Some(7000));
+    }
+    assert_eq!(g.health().quarantines, 1);
+    // Quarantined: even a call the plugin would answer well goes to the fallback.
+    let ok = request("GET", "https://hostile.test/ok", RequestClass::Read);
+    assert!(matches!(
+        g.classify(&ok, &response(200, &[])).by,
+        AnsweredBy::Quarantined(_)
+    ));
+    // After the quarantine, one probe; it succeeds and the plugin is back.
+    clock.advance(QuarantinePolicy::default().duration + Duration::from_millis(1));
+    assert!(matches!(
+        g.classify(&ok, &response(200, &[])).by,
+        AnsweredBy::Plugin
+    ));
+    assert_eq!(g.health().consecutive_failures, 0);
+    assert!(matches!(
+        g.classify(&ok, &response(200, &[])).by,
+        AnsweredBy::Plugin
+    ));
+}
+
+#[test]
+fn a_failed_probe_renews_the_quarantine_at_once() {
+    let clock = Arc::new(ManualClock::starting_at(0));
+    let g = guarded(&clock);
+    let trap = request("GET", "https://hostile.test/trap", RequestClass::Read);
+    for _ in 0..3 {
+        g.classify(&trap, &response(200, &[]));
+    }
+    clock.advance(Duration::from_secs(61));
+    assert!(matches!(
+        g.classify(&trap, &response(200, &[])).by,
+        AnsweredBy::Fallback(_)
+    ));
+    assert_eq!(g.health().quarantines, 2);
+    assert!(matches!(
+        g.classify(&trap, &response(200, &[])).by,
+        AnsweredBy::Quarantined(_)
+    ));
+}
+
+#[test]
+fn declining_is_not_a_fault() {
+    let clock = Arc::new(ManualClock::starting_at(0));
+    let g = guarded(&clock);
+    let decline = request("GET", "https://hostile.test/decline", RequestClass::Read);
+    for _ in 0..10 {
+        assert!(matches!(
+            g.classify(&decline, &response(200, &[])).by,
+            AnsweredBy::Fallback(_)
+        ));
+    }
+    let h = g.health();
+    assert_eq!((h.total_failures, h.quarantines), (0, 0));
+}
+
+#[test]
+fn the_fallback_fails_closed_for_writes() {
+    let clock = Arc::new(ManualClock::starting_at(0));
+    let g = guarded(&clock);
+    let write = request(
+        "POST",
+        "https://hostile.test/panic",
+        RequestClass::UncertainWrite,
+    );
+    for status in [429, 500, 503] {
+        let a = g.classify(&write, &response(status, &[]));
+        assert!(!matches!(a.by, AnsweredBy::Plugin));
+        assert_eq!(a.value.verdict, Verdict::OutcomeUnknown, "status {status}");
+        assert_eq!(a.value.should_retry, Some(false));
+    }
+}
+
+#[test]
+fn credentials_never_reach_a_plugin() {
+    let clock = Arc::new(ManualClock::starting_at(0));
+    let rt = runtime();
+    let g = GuardedPolicy::new(
+        Arc::new(rt.load_bundled("openai").unwrap()),
+        QuarantinePolicy::default(),
+        clock,
+    );
+    // The openai plugin reads no credential; this checks the guard's redaction directly.
+    let mut req = request(
+        "POST",
+        "https://api.openai.com/v1/chat/completions",
+        RequestClass::Read,
+    );
+    req.headers.push(sluice::policy::Header {
+        name: "Authorization".into(),
+        value: "Bearer sk-live".into(),
+    });
+    let a = g.decide_priority(&req);
+    assert!(matches!(a.by, AnsweredBy::Plugin));
+    let mut h = req.headers.clone();
+    sluice::policy::redact_credentials(&mut h);
+    assert_eq!(h[0].value, sluice::policy::REDACTED);
+}
+
+#[test]
+fn load_errors_name_the_input_and_what_to_do() {
+    let rt = runtime();
+    let e = rt.load("garbage.wasm", b"not a component").unwrap_err();
+    assert!(matches!(e, LoadError::Invalid { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("garbage.wasm") && text.contains("wasm32-wasip2"),
+        "{text}"
+    );
+
+    let e = rt
+        .load_file(std::path::Path::new("/nonexistent/p.wasm"))
+        .unwrap_err();
+    assert!(
+        matches!(e, LoadError::Read { .. }) && e.to_string().contains("/nonexistent/p.wasm"),
+        "{e}"
+    );
+
+    let e = rt.load_bundled("nosuch").unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("nosuch") && text.contains("openai") && text.contains("ietf"),
+        "{text}"
+    );
+}
+
+#[test]
+fn compiled_components_are_cached_across_runtimes() {
+    let dir = std::env::temp_dir().join(format!("sluice-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let make = || {
+        PluginRuntime::new(
+            RuntimeConfig::default(),
+            ComponentCache::new(Some(dir.clone())),
+        )
+        .unwrap()
+    };
+    let first = make().load_bundled("ietf").unwrap();
+    assert_eq!(first.cache_outcome(), CacheOutcome::Compiled);
+    let second = make().load_bundled("ietf").unwrap();
+    assert_eq!(second.cache_outcome(), CacheOutcome::Hit);
+
+    // A corrupted artifact is ignored and replaced, never trusted.
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        std::fs::write(entry.unwrap().path(), b"corrupt").unwrap();
+    }
+    let third = make().load_bundled("ietf").unwrap();
+    assert_eq!(third.cache_outcome(), CacheOutcome::Compiled);
+    let req = request("GET", "https://x.test/", RequestClass::Read);
+    assert_eq!(
+        third.classify(&req, &response(503, &[])).unwrap().verdict,
+        Verdict::Overloaded
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = test_cache();
+}

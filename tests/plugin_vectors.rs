@@ -1,0 +1,175 @@
+//! Every bundled plugin passes the vectors it ships with, and every plugin ships some.
+
+use std::path::Path;
+
+use sluice::plugin::bundled;
+use sluice::vectors;
+use sluice_tests::{runtime, workspace};
+
+/// The fewest cases a bundled plugin's vector file may hold.
+const MIN_CASES: usize = 10;
+
+#[test]
+fn every_bundled_plugin_passes_its_own_vectors() {
+    let rt = runtime();
+    let mut names = 0;
+    for name in bundled::names() {
+        names += 1;
+        let plugin = rt.load_bundled(name).unwrap();
+        let path = workspace().join("plugins").join(name).join("vectors.json");
+        let file = vectors::load(&path).unwrap();
+        assert!(
+            file.cases.len() >= MIN_CASES,
+            "{name} ships only {} cases",
+            file.cases.len()
+        );
+        let report = vectors::run(&plugin, &file);
+        let failures: Vec<String> = report
+            .results
+            .iter()
+            .filter_map(|r| r.failure.as_ref().map(|f| format!("{}: {f}", r.name)))
+            .collect();
+        assert!(failures.is_empty(), "{name}: {failures:#?}");
+    }
+    assert_eq!(names, 5);
+}
+
+#[test]
+fn every_plugin_crate_ships_vectors() {
+    for entry in std::fs::read_dir(workspace().join("plugins")).unwrap() {
+        let dir = entry.unwrap().path();
+        let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if ["sdk", "builder", "fixtures"].contains(&name) {
+            continue;
+        }
+        assert!(
+            dir.join("vectors.json").exists(),
+            "plugin {name} has no vectors.json"
+        );
+        assert!(bundled::get(name).is_some(), "plugin {name} is not bundled");
+    }
+}
+
+#[test]
+fn a_wrong_expectation_fails_and_names_the_difference() {
+    let rt = runtime();
+    let plugin = rt.load_bundled("openai").unwrap();
+    let text = r#"{"cases":[{"name":"wrong on purpose",
+        "request":{"method":"POST","url":"https://api.openai.com/v1/chat/completions","class":"read"},
+        "response":{"status":429,"headers":[["retry-after","20"]]},
+        "expect":{"verdict":"overloaded","retry_after_ms":20000}}]}"#;
+    let file = vectors::parse(Path::new("inline.json"), text).unwrap();
+    let report = vectors::run(&plugin, &file);
+    assert_eq!(report.failed(), 1);
+    let f = report.results[0].failure.as_deref().unwrap();
+    assert_eq!(f, "verdict: expected overloaded, got rate-limited");
+}
+
+#[test]
+fn observation_mismatches_name_the_field() {
+    let rt = runtime();
+    let plugin = rt.load_bundled("ietf").unwrap();
+    let text = r#"{"cases":[{"name":"n",
+        "request":{"method":"GET","url":"https://x.test/","class":"read"},
+        "response":{"status":200,"headers":[["RateLimit-Limit","100"],["RateLimit-Remaining","5"]]},
+        "expect":{"observations":[{"dimension":"requests","remaining":6}]}},
+      {"name":"m",
+        "request":{"method":"GET","url":"https://x.test/","class":"read"},
+        "response":{"status":200,"headers":[["RateLimit-Limit","100"]]},
+        "expect":{"observations":[{"dimension":"tokens"}]}},
+      {"name":"exact",
+        "request":{"method":"GET","url":"https://x.test/","class":"read"},
+        "response":{"status":200,"headers":[["RateLimit-Limit","100"]]},
+        "expect":{"observations":[],"observations_exact":true}}]}"#;
+    let report = vectors::run(&plugin, &vectors::parse(Path::new("t.json"), text).unwrap());
+    let f: Vec<&str> = report
+        .results
+        .iter()
+        .map(|r| r.failure.as_deref().unwrap())
+        .collect();
+    assert_eq!(
+        f[0],
+        "observations[0] (requests): remaining: expected 6, got 5"
+    );
+    assert!(
+        f[1].starts_with("observations[0]: no reported observation for dimension \"tokens\""),
+        "{}",
+        f[1]
+    );
+    assert!(
+        f[2].starts_with("observations_exact: unexpected reported observation requests"),
+        "{}",
+        f[2]
+    );
+}
+
+#[test]
+fn tolerance_allows_date_rounding() {
+    let rt = runtime();
+    let plugin = rt.load_bundled("ietf").unwrap();
+    let case = |tol: u64| {
+        format!(
+            r#"{{"cases":[{{"name":"t","now":"2026-11-29T12:00:00.400Z",
+            "request":{{"method":"GET","url":"https://x.test/","class":"read"}},
+            "response":{{"status":429,"headers":[["Retry-After","Sun, 29 Nov 2026 12:00:10 GMT"]]}},
+            "expect":{{"retry_after_ms":10000,"tolerance_ms":{tol}}}}}]}}"#
+        )
+    };
+    let run = |tol| {
+        vectors::run(
+            &plugin,
+            &vectors::parse(Path::new("t.json"), &case(tol)).unwrap(),
+        )
+        .failed()
+    };
+    assert_eq!(run(0), 1);
+    assert_eq!(run(500), 0);
+}
+
+#[test]
+fn malformed_files_name_the_file_the_case_and_the_field() {
+    let bad = [
+        (
+            r#"{"cases":[{"name":"a","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{"verdcit":"success"}}]}"#,
+            "t.json: case 0 (\"a\"): field `expect.verdcit`",
+        ),
+        (
+            r#"{"cases":[{"name":"b","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{"verdict":"fine"}}]}"#,
+            "t.json: case 0 (\"b\"): expect.verdict: \"fine\" is not one of",
+        ),
+        (
+            r#"{"cases":[{"name":"c","request":{"method":"GET","url":"u","class":"write"},"response":{"status":200},"expect":{}}]}"#,
+            "t.json: case 0 (\"c\"): request.class: \"write\" is not one of",
+        ),
+        (
+            r#"{"cases":[{"name":"d","request":{"method":"GET","url":"u","class":"read"},"expect":{}}]}"#,
+            "t.json: case 0 (\"d\"): response: missing",
+        ),
+        (
+            r#"{"cases":[{"name":"e","request":{"method":"GET","url":"u","class":"read"},"response":{"status":"x"},"expect":{}}]}"#,
+            "t.json: case 0 (\"e\"): field `response.status`",
+        ),
+        (
+            r#"{"cases":[{"name":"f","request":{"method":"GET","url":"u","class":"read"},"transport":"eaten","expect":{}}]}"#,
+            "t.json: case 0 (\"f\"): transport: \"eaten\" is not one of",
+        ),
+        (
+            r#"{"cases":[{"name":"g","now":"noon","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{}}]}"#,
+            "t.json: case 0 (\"g\"): now: \"noon\" is not an RFC 3339",
+        ),
+        (r#"{"cases":[]}"#, "t.json: \"cases\" is empty"),
+        (
+            r#"{"tests":[]}"#,
+            "t.json: missing the top-level \"cases\" array",
+        ),
+        (r#"{"cases":[}"#, "t.json: not valid JSON"),
+    ];
+    for (text, want) in bad {
+        let e = vectors::parse(Path::new("t.json"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(want), "got: {e}\nwant prefix: {want}");
+    }
+}
