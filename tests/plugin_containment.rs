@@ -11,7 +11,7 @@ use sluice::plugin::{
     CacheOutcome, ComponentCache, Failure, LoadError, PluginRuntime, RuntimeConfig,
 };
 use sluice::policy::{RequestClass, Verdict};
-use sluice_tests::{hostile, request, response, runtime, runtime_with, test_cache};
+use sluice_tests::{TEST_DEADLINE, hostile, request, response, runtime, runtime_with, test_cache};
 
 fn classify_path(plugin: &sluice::plugin::Plugin, path: &str) -> Result<Verdict, Failure> {
     let req = request(
@@ -25,15 +25,11 @@ fn classify_path(plugin: &sluice::plugin::Plugin, path: &str) -> Result<Verdict,
         .map_err(|e| e.failure)
 }
 
-/// A deadline long enough that, in an unoptimized test build on a busy machine, only a
-/// plugin that never stops can reach it: each case below fails for its own reason.
-const GENEROUS: Duration = Duration::from_millis(500);
-
 /// Each misbehaviour, then a normal call on the same plugin: the host is unharmed.
 #[test]
 fn every_misbehaviour_is_a_typed_error_and_the_next_call_works() {
     let rt = runtime_with(RuntimeConfig {
-        call_deadline: GENEROUS,
+        call_deadline: TEST_DEADLINE,
         ..RuntimeConfig::default()
     });
     let p = hostile(&rt);
@@ -75,6 +71,7 @@ fn the_error_names_the_plugin_and_the_function() {
     let req = request("GET", "https://hostile.test/loop", RequestClass::Read);
     let e = p.classify(&req, &response(200, &[])).unwrap_err();
     let text = e.to_string();
+    assert!(text.contains("250 ms"), "{text}");
     assert!(
         text.contains("hostile") && text.contains("classify") && text.contains("deadline"),
         "{text}"
@@ -98,7 +95,7 @@ fn a_loop_is_stopped_at_the_configured_deadline() {
 fn memory_is_capped_at_the_configured_limit() {
     let rt = runtime_with(RuntimeConfig {
         max_memory_bytes: 4 << 20,
-        call_deadline: GENEROUS,
+        call_deadline: TEST_DEADLINE,
         ..RuntimeConfig::default()
     });
     let p = hostile(&rt);
@@ -112,7 +109,7 @@ fn memory_is_capped_at_the_configured_limit() {
 #[test]
 fn oversized_lists_and_out_of_range_values_are_refused() {
     let rt = runtime_with(RuntimeConfig {
-        call_deadline: GENEROUS,
+        call_deadline: TEST_DEADLINE,
         ..RuntimeConfig::default()
     });
     let p = hostile(&rt);
@@ -151,7 +148,7 @@ fn a_plugin_gets_no_capabilities() {
 fn fresh_instances_per_call_contain_failures_too() {
     let rt = runtime_with(RuntimeConfig {
         reuse_instances: false,
-        call_deadline: GENEROUS,
+        call_deadline: TEST_DEADLINE,
         ..RuntimeConfig::default()
     });
     let p = hostile(&rt);
@@ -303,6 +300,19 @@ fn load_errors_name_the_input_and_what_to_do() {
     assert!(
         text.contains("nosuch") && text.contains("openai") && text.contains("ietf"),
         "{text}"
+    );
+}
+
+#[test]
+fn a_runtime_compiles_each_component_once() {
+    let rt = PluginRuntime::new(RuntimeConfig::default(), ComponentCache::new(None)).unwrap();
+    assert_eq!(
+        rt.load_bundled("github").unwrap().cache_outcome(),
+        CacheOutcome::Compiled
+    );
+    assert_eq!(
+        rt.load_bundled("github").unwrap().cache_outcome(),
+        CacheOutcome::Hit
     );
 }
 

@@ -26,9 +26,18 @@ pub fn test_cache() -> ComponentCache {
     ))
 }
 
-/// A runtime with the default limits and the test cache.
+/// The per-call deadline of [`runtime`]. The default (5 ms) is right for an optimized host;
+/// an unoptimized test build on a shared two-core machine, with other tests running, can be
+/// descheduled for longer than that in the middle of a perfectly good call. Tests of the
+/// deadline itself set their own.
+pub const TEST_DEADLINE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A runtime with the default limits (but [`TEST_DEADLINE`]) and the test cache.
 pub fn runtime() -> PluginRuntime {
-    runtime_with(RuntimeConfig::default())
+    runtime_with(RuntimeConfig {
+        call_deadline: TEST_DEADLINE,
+        ..RuntimeConfig::default()
+    })
 }
 
 /// A runtime with `config` and the test cache.

@@ -6,14 +6,22 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use sha2::{Digest as _, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+/// The SHA-256 of a component's bytes: its identity in every cache.
+pub type Digest = [u8; 32];
+
+/// The [`Digest`] of `bytes`.
+pub fn digest(bytes: &[u8]) -> Digest {
+    Sha256::digest(bytes).into()
+}
 
 /// Where a component came from on load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheOutcome {
-    /// Loaded a previously compiled artifact.
+    /// Compiled earlier: found in this runtime's memory or in the on-disk cache.
     Hit,
     /// Compiled now (and stored, when a cache directory is set).
     Compiled,
@@ -45,18 +53,19 @@ impl ComponentCache {
         self.dir.as_deref()
     }
 
-    /// Loads `bytes` as a component: from the cache when it holds a compatible artifact,
-    /// else by compiling (and then storing the artifact; a failure to store is logged, not
-    /// fatal).
+    /// Loads `bytes` (whose [`digest`] is `digest`) as a component: from the cache when it
+    /// holds a compatible artifact, else by compiling (and then storing the artifact; a
+    /// failure to store is logged, not fatal).
     ///
     /// # Errors
     /// When the bytes are not a valid component.
     pub fn load(
         &self,
         engine: &Engine,
+        digest: &Digest,
         bytes: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let Some(path) = self.path_for(engine, bytes) else {
+        let Some(path) = self.path_for(engine, digest) else {
             return Ok((Component::new(engine, bytes)?, CacheOutcome::Compiled));
         };
         // Read into memory rather than map the file: a cache file rewritten or truncated
@@ -82,11 +91,10 @@ impl ComponentCache {
         Ok((component, CacheOutcome::Compiled))
     }
 
-    fn path_for(&self, engine: &Engine, bytes: &[u8]) -> Option<PathBuf> {
+    fn path_for(&self, engine: &Engine, digest: &Digest) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
         let mut h = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut h);
-        let digest = Sha256::digest(bytes);
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         Some(dir.join(format!("{hex}-{:016x}.cwasm", h.finish())))
     }

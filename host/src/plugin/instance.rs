@@ -353,11 +353,14 @@ fn export_names(engine: &Engine, component: &Component) -> Vec<String> {
     for (name, item) in component.component_type().exports(engine) {
         match item.ty {
             ComponentItem::ComponentInstance(inst) => {
-                for (f, _) in inst.exports(engine) {
-                    out.push(format!("{name}#{f}"));
+                for (f, item) in inst.exports(engine) {
+                    if matches!(item.ty, ComponentItem::ComponentFunc(_)) {
+                        out.push(format!("{name}#{f}"));
+                    }
                 }
             }
-            _ => out.push(name.to_owned()),
+            ComponentItem::ComponentFunc(_) => out.push(name.to_owned()),
+            _ => {}
         }
     }
     out

@@ -17,7 +17,7 @@ mod runtime;
 mod state;
 mod validate;
 
-pub use cache::{CacheOutcome, ComponentCache};
+pub use cache::{CacheOutcome, ComponentCache, Digest, digest};
 pub use error::{Failure, LoadError, PluginError};
 pub use instance::Plugin;
 pub use limits::{Caps, RuntimeConfig};

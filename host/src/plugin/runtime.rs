@@ -1,15 +1,16 @@
 //! The plugin runtime: one wasmtime `Engine` for the process, the linker with the host's
 //! imports, the epoch ticker that enforces call deadlines, and the compiled-component cache.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
 use super::bindings::ProviderPolicy;
-use super::cache::ComponentCache;
+use super::cache::{self, CacheOutcome, ComponentCache, Digest};
 use super::error::LoadError;
 use super::instance::Plugin;
 use super::limits::RuntimeConfig;
@@ -31,6 +32,8 @@ pub struct PluginRuntime {
     linker: Arc<Linker<State>>,
     config: RuntimeConfig,
     cache: ComponentCache,
+    /// Components this engine compiled or loaded, by digest: each is compiled once.
+    compiled: Mutex<HashMap<Digest, Component>>,
     _ticker: EpochTicker,
 }
 
@@ -66,6 +69,7 @@ impl PluginRuntime {
             linker: Arc::new(linker),
             config,
             cache,
+            compiled: Mutex::new(HashMap::new()),
             _ticker: ticker,
         })
     }
@@ -85,7 +89,27 @@ impl PluginRuntime {
             origin: origin.to_owned(),
             message: format!("{e:#}"),
         };
-        let (component, cached) = self.cache.load(&self.engine, bytes).map_err(invalid)?;
+        let digest = cache::digest(bytes);
+        let memo = self
+            .compiled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&digest)
+            .cloned();
+        let (component, cached) = match memo {
+            Some(c) => (c, CacheOutcome::Hit),
+            None => {
+                let (c, outcome) = self
+                    .cache
+                    .load(&self.engine, &digest, bytes)
+                    .map_err(invalid)?;
+                self.compiled
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(digest, c.clone());
+                (c, outcome)
+            }
+        };
         let pre = self.linker.instantiate_pre(&component).map_err(invalid)?;
         Plugin::new(
             origin,

@@ -48,3 +48,8 @@ pub mod time;
 mod guest;
 #[cfg(feature = "guest")]
 pub use guest::*;
+
+/// The README's plugin example, compiled as a doctest so it stays true.
+#[cfg(all(doctest, feature = "guest"))]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExample;
