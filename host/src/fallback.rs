@@ -8,7 +8,7 @@
 //! instead of resending. The plugin that knows the provider may be more precise; without
 //! it, the host never guesses that a second send is harmless.
 
-use sluice_plugin_sdk::generic::{self, Kind, Transport};
+use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::headers::Headers;
 use sluice_plugin_sdk::ratelimit::{self, Unit};
 
@@ -109,28 +109,7 @@ fn headers(list: &[Header]) -> Headers<'_> {
     Headers::new(list.iter().map(|h| (h.name.as_str(), h.value.as_str())))
 }
 
-fn transport(t: TransportFailure) -> Transport {
-    match t {
-        TransportFailure::ConnectFailed => Transport::ConnectFailed,
-        TransportFailure::TimeoutBeforeSend => Transport::TimeoutBeforeSend,
-        TransportFailure::TimeoutAfterSend => Transport::TimeoutAfterSend,
-        TransportFailure::ResetAfterSend => Transport::ResetAfterSend,
-    }
-}
-
-fn verdict(kind: Kind) -> Verdict {
-    match kind {
-        Kind::Success => Verdict::Success,
-        Kind::RateLimited => Verdict::RateLimited,
-        Kind::QuotaExhausted => Verdict::QuotaExhausted,
-        Kind::Overloaded => Verdict::Overloaded,
-        Kind::Transient => Verdict::Transient,
-        Kind::Conflict => Verdict::Conflict,
-        Kind::ClientError => Verdict::ClientError,
-        Kind::AuthError => Verdict::AuthError,
-        Kind::OutcomeUnknown => Verdict::OutcomeUnknown,
-    }
-}
+sluice_plugin_sdk::wit_conversions!(Verdict, TransportFailure);
 
 #[cfg(test)]
 mod tests {

@@ -172,3 +172,73 @@ pub(crate) fn reconciliation(r: &Reconciliation, caps: &Caps) -> Check {
         Reconciliation::Found(None) | Reconciliation::NotFound => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{PriorityClass, StatusQuery};
+
+    fn caps() -> Caps {
+        Caps::default()
+    }
+
+    #[test]
+    fn weights_must_be_between_one_and_a_thousand() {
+        let p = |weight| Priority {
+            class: PriorityClass::Standard,
+            tenant: None,
+            weight,
+            deadline_ms: None,
+        };
+        assert!(priority(&p(0), &caps()).is_err());
+        assert!(priority(&p(1), &caps()).is_ok());
+        assert!(priority(&p(1001), &caps()).is_err());
+    }
+
+    #[test]
+    fn status_queries_must_be_absolute_http_with_a_method() {
+        let q = |method: &str, url: &str| {
+            ReconcilePlan::Query(StatusQuery {
+                method: method.into(),
+                url: url.into(),
+                headers: vec![],
+                body: vec![],
+            })
+        };
+        assert!(reconcile_plan(&q("GET", "https://api.stripe.com/v1/x"), &caps()).is_ok());
+        assert!(reconcile_plan(&q("get", "https://api.stripe.com/v1/x"), &caps()).is_err());
+        assert!(reconcile_plan(&q("GET", "file:///etc/passwd"), &caps()).is_err());
+        assert!(reconcile_plan(&q("", "https://x"), &caps()).is_err());
+    }
+
+    #[test]
+    fn caps_on_strings_and_delays() {
+        let c = Classification {
+            verdict: crate::policy::Verdict::Success,
+            retry_after_ms: Some(caps().max_delay_ms + 1),
+            error_code: None,
+            should_retry: None,
+        };
+        assert!(
+            classification(&c, &caps())
+                .unwrap_err()
+                .contains("retry-after-ms")
+        );
+        let c = Classification {
+            retry_after_ms: None,
+            error_code: Some("e".repeat(3000)),
+            ..c
+        };
+        assert!(
+            classification(&c, &caps())
+                .unwrap_err()
+                .contains("error-code is 3000 bytes")
+        );
+    }
+
+    #[test]
+    fn truncate_respects_char_boundaries() {
+        assert_eq!(truncate("héllo", 2), "h");
+        assert_eq!(truncate("abc", 10), "abc");
+    }
+}

@@ -77,6 +77,43 @@ pub fn status_kind(status: u16) -> Kind {
     }
 }
 
+/// Defines `verdict(Kind) -> $verdict` and `transport($transport) -> Transport` for one set
+/// of WIT bindings (the guest's, or the host's), whose `verdict` and `transport-failure`
+/// enums mirror [`Kind`] and [`Transport`] case for case.
+#[macro_export]
+macro_rules! wit_conversions {
+    ($vis:vis $verdict:ty, $transport:ty) => {
+        /// The WIT verdict for a generic [`Kind`]($crate::generic::Kind).
+        $vis fn verdict(kind: $crate::generic::Kind) -> $verdict {
+            use $crate::generic::Kind as K;
+            type V = $verdict;
+            match kind {
+                K::Success => V::Success,
+                K::RateLimited => V::RateLimited,
+                K::QuotaExhausted => V::QuotaExhausted,
+                K::Overloaded => V::Overloaded,
+                K::Transient => V::Transient,
+                K::Conflict => V::Conflict,
+                K::ClientError => V::ClientError,
+                K::AuthError => V::AuthError,
+                K::OutcomeUnknown => V::OutcomeUnknown,
+            }
+        }
+
+        /// The generic [`Transport`]($crate::generic::Transport) for a WIT transport failure.
+        $vis fn transport(failure: $transport) -> $crate::generic::Transport {
+            use $crate::generic::Transport as T;
+            type F = $transport;
+            match failure {
+                F::ConnectFailed => T::ConnectFailed,
+                F::TimeoutBeforeSend => T::TimeoutBeforeSend,
+                F::TimeoutAfterSend => T::TimeoutAfterSend,
+                F::ResetAfterSend => T::ResetAfterSend,
+            }
+        }
+    };
+}
+
 /// The delay a response asks for: `Retry-After` when present; else, on a 429 or 503, the
 /// reset of an exhausted IETF quota.
 pub fn requested_delay_ms(status: u16, headers: &Headers<'_>, now_ms: i64) -> Option<u64> {

@@ -25,7 +25,7 @@ pub use bindings::sluice::policy::types::{
     StatusQuery, TransportFailure, UncertainWrite, Verdict,
 };
 
-use crate::generic::{self, Kind, Transport};
+use crate::generic;
 use crate::headers::Headers;
 use crate::ratelimit::{self, Unit};
 
@@ -103,30 +103,7 @@ pub fn headers(list: &[Header]) -> Headers<'_> {
     Headers::new(list.iter().map(|h| (h.name.as_str(), h.value.as_str())))
 }
 
-/// The WIT verdict for a generic [`Kind`].
-pub fn verdict(kind: Kind) -> Verdict {
-    match kind {
-        Kind::Success => Verdict::Success,
-        Kind::RateLimited => Verdict::RateLimited,
-        Kind::QuotaExhausted => Verdict::QuotaExhausted,
-        Kind::Overloaded => Verdict::Overloaded,
-        Kind::Transient => Verdict::Transient,
-        Kind::Conflict => Verdict::Conflict,
-        Kind::ClientError => Verdict::ClientError,
-        Kind::AuthError => Verdict::AuthError,
-        Kind::OutcomeUnknown => Verdict::OutcomeUnknown,
-    }
-}
-
-/// The generic [`Transport`] for a WIT transport failure.
-pub fn transport(failure: TransportFailure) -> Transport {
-    match failure {
-        TransportFailure::ConnectFailed => Transport::ConnectFailed,
-        TransportFailure::TimeoutBeforeSend => Transport::TimeoutBeforeSend,
-        TransportFailure::TimeoutAfterSend => Transport::TimeoutAfterSend,
-        TransportFailure::ResetAfterSend => Transport::ResetAfterSend,
-    }
-}
+crate::wit_conversions!(pub Verdict, TransportFailure);
 
 /// Generic classification: the status decides the verdict, `Retry-After` (or an exhausted
 /// IETF quota's reset on a 429/503) the delay; a transport failure is transient when
