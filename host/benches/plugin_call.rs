@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
-use sluice::policy::{Header, Outcome, Request, RequestClass, Response};
+use sluice::policy::{Outcome, Request, RequestClass, Response, encode_fields};
 use sluice_plugin_openai::OpenAi;
 use sluice_plugin_sdk::Plugin as _;
 
@@ -40,24 +40,22 @@ fn headers(n: usize) -> Vec<(String, String)> {
     h
 }
 
+fn block(pairs: &[(String, String)]) -> String {
+    encode_fields(pairs.iter().map(|(a, b)| (a.as_str(), b.as_str()))).expect("valid headers")
+}
+
 fn host_case(n: usize) -> (Request, Outcome) {
     let req = Request {
         method: "POST".into(),
         url: "https://api.openai.com/v1/chat/completions".into(),
         class: RequestClass::Read,
-        headers: vec![Header {
-            name: "content-type".into(),
-            value: "application/json".into(),
-        }],
+        headers: "content-type:application/json\n".into(),
         body: br#"{"model":"gpt-4o","max_tokens":100}"#.to_vec(),
         now_ms: 1_795_953_600_000,
     };
     let resp = Response {
         status: 429,
-        headers: headers(n)
-            .into_iter()
-            .map(|(name, value)| Header { name, value })
-            .collect(),
+        headers: block(&headers(n)),
         body: BODY.as_bytes().to_vec(),
     };
     (req, Outcome::Response(resp))
@@ -69,19 +67,13 @@ fn guest_case(n: usize) -> (sluice_plugin_sdk::Request, sluice_plugin_sdk::Respo
         method: "POST".into(),
         url: "https://api.openai.com/v1/chat/completions".into(),
         class: g::RequestClass::Read,
-        headers: vec![g::Header {
-            name: "content-type".into(),
-            value: "application/json".into(),
-        }],
+        headers: "content-type:application/json\n".into(),
         body: br#"{"model":"gpt-4o","max_tokens":100}"#.to_vec(),
         now_ms: 1_795_953_600_000,
     };
     let resp = g::Response {
         status: 429,
-        headers: headers(n)
-            .into_iter()
-            .map(|(name, value)| g::Header { name, value })
-            .collect(),
+        headers: block(&headers(n)),
         body: BODY.as_bytes().to_vec(),
     };
     (req, resp)

@@ -13,9 +13,8 @@ use sluice_plugin_sdk::headers::Headers;
 use sluice_plugin_sdk::ratelimit::{self, Unit};
 
 use crate::policy::{
-    Classification, Cost, Dimension, Header, Observation, Outcome, Priority, PriorityClass,
-    ReconcilePlan, Reconciliation, Request, RequestClass, Response, TransportFailure,
-    UncertainWrite, Verdict,
+    Classification, Cost, Dimension, Observation, Outcome, Priority, PriorityClass, ReconcilePlan,
+    Reconciliation, Request, RequestClass, Response, TransportFailure, UncertainWrite, Verdict,
 };
 
 /// The built-in policy. Stateless; every function is total.
@@ -105,8 +104,8 @@ impl Fallback {
     }
 }
 
-fn headers(list: &[Header]) -> Headers<'_> {
-    Headers::new(list.iter().map(|h| (h.name.as_str(), h.value.as_str())))
+fn headers(block: &str) -> Headers<'_> {
+    Headers::parse(block)
 }
 
 sluice_plugin_sdk::wit_conversions!(Verdict, TransportFailure);
@@ -120,32 +119,28 @@ mod tests {
             method: "POST".into(),
             url: "https://api.example.com/v1/things".into(),
             class,
-            headers: vec![],
+            headers: String::new(),
             body: vec![],
             now_ms: 0,
         }
     }
 
-    fn status(s: u16, headers: Vec<Header>) -> Outcome {
+    fn status(s: u16, headers: &str) -> Outcome {
         Outcome::Response(Response {
             status: s,
-            headers,
+            headers: headers.into(),
             body: vec![],
         })
     }
 
     #[test]
     fn reads_follow_http_semantics() {
-        let h = vec![Header {
-            name: "Retry-After".into(),
-            value: "10".into(),
-        }];
-        let c = Fallback.classify(&req(RequestClass::Read), &status(429, h));
+        let c = Fallback.classify(&req(RequestClass::Read), &status(429, "Retry-After:10\n"));
         assert_eq!(c.verdict, Verdict::RateLimited);
         assert_eq!(c.retry_after_ms, Some(10_000));
         assert_eq!(
             Fallback
-                .classify(&req(RequestClass::Read), &status(503, vec![]))
+                .classify(&req(RequestClass::Read), &status(503, ""))
                 .verdict,
             Verdict::Overloaded
         );
@@ -155,7 +150,7 @@ mod tests {
     fn writes_fail_closed() {
         for class in [RequestClass::UncertainWrite, RequestClass::IdempotentWrite] {
             for s in [429, 500, 502, 503, 408, 409] {
-                let c = Fallback.classify(&req(class), &status(s, vec![]));
+                let c = Fallback.classify(&req(class), &status(s, ""));
                 assert_eq!(c.verdict, Verdict::OutcomeUnknown, "{class:?} {s}");
                 assert_eq!(c.should_retry, Some(false));
             }
@@ -171,15 +166,15 @@ mod tests {
     fn writes_keep_clear_answers() {
         let w = req(RequestClass::UncertainWrite);
         assert_eq!(
-            Fallback.classify(&w, &status(201, vec![])).verdict,
+            Fallback.classify(&w, &status(201, "")).verdict,
             Verdict::Success
         );
         assert_eq!(
-            Fallback.classify(&w, &status(422, vec![])).verdict,
+            Fallback.classify(&w, &status(422, "")).verdict,
             Verdict::ClientError
         );
         assert_eq!(
-            Fallback.classify(&w, &status(401, vec![])).verdict,
+            Fallback.classify(&w, &status(401, "")).verdict,
             Verdict::AuthError
         );
         let not_sent = Outcome::Transport(TransportFailure::ConnectFailed);

@@ -214,15 +214,11 @@ impl GuardedPolicy {
 
 /// The request with credentials redacted; borrowed as is when it has none.
 fn sanitized(req: &Request) -> std::borrow::Cow<'_, Request> {
-    if req
-        .headers
-        .iter()
-        .any(|h| crate::policy::is_credential(&h.name))
-    {
-        let mut r = req.clone();
-        redact_credentials(&mut r.headers);
-        std::borrow::Cow::Owned(r)
-    } else {
-        std::borrow::Cow::Borrowed(req)
+    match redact_credentials(&req.headers) {
+        std::borrow::Cow::Borrowed(_) => std::borrow::Cow::Borrowed(req),
+        std::borrow::Cow::Owned(headers) => std::borrow::Cow::Owned(Request {
+            headers,
+            ..req.clone()
+        }),
     }
 }

@@ -2,9 +2,9 @@
 //! host says to a plugin, and hears back, is one of these.
 
 pub use crate::plugin::bindings::sluice::policy::types::{
-    Classification, Cost, Description, Dimension, Header, Observation, Outcome, PolicyError,
-    Priority, PriorityClass, ReconcilePlan, Reconciliation, Request, RequestClass, Response,
-    StatusQuery, TransportFailure, UncertainWrite, Verdict,
+    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, Priority,
+    PriorityClass, ReconcilePlan, Reconciliation, Request, RequestClass, Response, StatusQuery,
+    TransportFailure, UncertainWrite, Verdict,
 };
 
 /// Request headers that carry credentials. Their values never reach a plugin, a log or an
@@ -29,11 +29,22 @@ pub fn is_credential(name: &str) -> bool {
         .any(|c| c.eq_ignore_ascii_case(name))
 }
 
-/// Replaces the value of every credential header with [`REDACTED`].
-pub fn redact_credentials(headers: &mut [Header]) {
-    for h in headers.iter_mut().filter(|h| is_credential(&h.name)) {
-        REDACTED.clone_into(&mut h.value);
+pub use sluice_plugin_sdk::headers::{InvalidField, encode as encode_fields, pairs as field_pairs};
+
+/// `block` (a WIT `fields` block) with the value of every credential header replaced by
+/// [`REDACTED`]; borrowed as is when it holds none.
+pub fn redact_credentials(block: &str) -> std::borrow::Cow<'_, str> {
+    if !field_pairs(block).any(|(name, _)| is_credential(name)) {
+        return std::borrow::Cow::Borrowed(block);
     }
+    let mut out = String::with_capacity(block.len());
+    for (name, value) in field_pairs(block) {
+        out.push_str(name);
+        out.push(':');
+        out.push_str(if is_credential(name) { REDACTED } else { value });
+        out.push('\n');
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -42,23 +53,20 @@ mod tests {
 
     #[test]
     fn credentials_are_redacted_whatever_their_case() {
-        let mut h = vec![
-            Header {
-                name: "Authorization".into(),
-                value: "Bearer sk-secret".into(),
-            },
-            Header {
-                name: "X-Api-Key".into(),
-                value: "k".into(),
-            },
-            Header {
-                name: "content-type".into(),
-                value: "application/json".into(),
-            },
-        ];
-        redact_credentials(&mut h);
-        assert_eq!(h[0].value, REDACTED);
-        assert_eq!(h[1].value, REDACTED);
-        assert_eq!(h[2].value, "application/json");
+        let block = encode_fields([
+            ("Authorization", "Bearer sk-secret"),
+            ("X-Api-Key", "k"),
+            ("content-type", "application/json"),
+        ])
+        .unwrap();
+        let redacted = redact_credentials(&block);
+        assert_eq!(
+            redacted,
+            "Authorization:[redacted]\nX-Api-Key:[redacted]\ncontent-type:application/json\n"
+        );
+        assert!(matches!(
+            redact_credentials("a:1\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

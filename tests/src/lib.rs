@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sluice::plugin::{ComponentCache, Plugin, PluginRuntime, RuntimeConfig};
-use sluice::policy::{Header, Outcome, Request, RequestClass, Response};
+use sluice::policy::{Outcome, Request, RequestClass, Response, encode_fields};
 
 /// The hostile fixture's component, built by `build.rs`.
 pub const HOSTILE_WASM: &str = env!("SLUICE_HOSTILE_WASM");
@@ -65,23 +65,20 @@ pub fn request(method: &str, url: &str, class: RequestClass) -> Request {
         method: method.into(),
         url: url.into(),
         class,
-        headers: Vec::new(),
+        headers: String::new(),
         body: Vec::new(),
         now_ms: 1_795_953_600_000,
     }
 }
 
 /// A response outcome with `status` and headers.
+///
+/// # Panics
+/// When a header is not valid HTTP.
 pub fn response(status: u16, headers: &[(&str, &str)]) -> Outcome {
     Outcome::Response(Response {
         status,
-        headers: headers
-            .iter()
-            .map(|(n, v)| Header {
-                name: (*n).into(),
-                value: (*v).into(),
-            })
-            .collect(),
+        headers: encode_fields(headers.iter().copied()).expect("valid test headers"),
         body: Vec::new(),
     })
 }

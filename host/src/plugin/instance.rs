@@ -13,7 +13,7 @@ use super::bindings::{ProviderPolicy, ProviderPolicyPre};
 use super::cache::CacheOutcome;
 use super::error::{Failure, LoadError, PluginError};
 use super::limits::RuntimeConfig;
-use super::state::State;
+use super::state::{Deadline, State};
 use super::validate;
 use crate::policy::{
     Classification, Cost, Description, Observation, Outcome, PolicyError, Priority, ReconcilePlan,
@@ -248,15 +248,17 @@ impl Plugin {
 
     fn instantiate(&self) -> wasmtime::Result<Warm> {
         let c = &self.config;
+        let deadline = Deadline::new(c.call_deadline, c.deadline_ticks());
         let state = State::new(
             &self.name,
             c.max_memory_bytes,
             c.max_table_elements,
             c.caps.max_log_messages,
+            deadline,
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| s);
-        store.epoch_deadline_trap();
+        store.epoch_deadline_callback(|mut ctx| Ok(ctx.data_mut().deadline_passed()));
         // Instantiation runs the guest's initializers: give it ten call deadlines.
         store.set_epoch_deadline(c.deadline_ticks().saturating_mul(10));
         let bindings = self.pre.instantiate(&mut store)?;

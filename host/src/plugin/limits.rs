@@ -7,7 +7,9 @@ use std::time::Duration;
 /// Limits and tuning of the plugin runtime.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
-    /// Wall time one plugin call may run before it is interrupted. Default: 5 ms.
+    /// How long one plugin call may run. Default: 5 ms. A call still running when it passes
+    /// is given one more such window; if it used at least half of it on the CPU, it is
+    /// interrupted (a call the OS merely descheduled is not blamed; see `state.rs`).
     pub call_deadline: Duration,
     /// The epoch tick: deadlines are enforced to this granularity. Default: 1 ms.
     pub epoch_tick: Duration,

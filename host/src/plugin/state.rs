@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, UpdateDeadline};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::sluice::policy::{log, types};
@@ -21,10 +21,84 @@ pub(crate) struct State {
     plugin: String,
     logged: usize,
     max_log: usize,
+    deadline: Deadline,
+}
+
+/// How a call's deadline is enforced.
+///
+/// The epoch deadline measures wall time, but a call can be descheduled by the operating
+/// system through no fault of its own (a busy machine, a host thread preempted in the
+/// middle of lowering arguments). So when the wall-time deadline passes the first time, the
+/// thread's CPU clock is noted and the call gets one more deadline; when it passes again, the
+/// call is interrupted if it used at least half a deadline of CPU in between — it is running,
+/// not waiting. A runaway plugin is therefore stopped within two deadlines, a preempted one
+/// is not blamed, and after [`Deadline::MAX_WINDOWS`] deadlines a call is stopped whatever
+/// its CPU use (so a loop on a starved machine still ends).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    per_call: Duration,
+    ticks: u64,
+    cpu_mark: Option<Duration>,
+    windows: u32,
+}
+
+impl Deadline {
+    /// Deadlines after which a call is stopped even if it barely ran.
+    pub(crate) const MAX_WINDOWS: u32 = 20;
+
+    pub(crate) fn new(per_call: Duration, ticks: u64) -> Self {
+        Self {
+            per_call,
+            ticks,
+            cpu_mark: None,
+            windows: 0,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.cpu_mark = None;
+        self.windows = 0;
+    }
+
+    fn passed(&mut self) -> UpdateDeadline {
+        self.windows += 1;
+        let Some(cpu) = thread_cpu_time() else {
+            return UpdateDeadline::Interrupt;
+        };
+        match self.cpu_mark.replace(cpu) {
+            Some(mark) if cpu.saturating_sub(mark) >= self.per_call / 2 => {
+                UpdateDeadline::Interrupt
+            }
+            _ if self.windows >= Self::MAX_WINDOWS => UpdateDeadline::Interrupt,
+            _ => UpdateDeadline::Continue(self.ticks),
+        }
+    }
+}
+
+/// CPU time the calling thread has used.
+#[cfg(unix)]
+fn thread_cpu_time() -> Option<Duration> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Some(Duration::new(
+        u64::try_from(t.tv_sec).ok()?,
+        u32::try_from(t.tv_nsec).ok()?,
+    ))
+}
+
+/// Without a per-thread CPU clock, the wall-time deadline is final.
+#[cfg(not(unix))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
 }
 
 impl State {
-    pub(crate) fn new(plugin: &str, max_memory: usize, max_table: usize, max_log: usize) -> Self {
+    pub(crate) fn new(
+        plugin: &str,
+        max_memory: usize,
+        max_table: usize,
+        max_log: usize,
+        deadline: Deadline,
+    ) -> Self {
         Self {
             wasi: capability_free_wasi(),
             table: ResourceTable::new(),
@@ -34,13 +108,20 @@ impl State {
             plugin: plugin.to_owned(),
             logged: 0,
             max_log,
+            deadline,
         }
+    }
+
+    /// Called by the store each time the epoch deadline passes.
+    pub(crate) fn deadline_passed(&mut self) -> UpdateDeadline {
+        self.deadline.passed()
     }
 
     /// Called before each call: per-call counters start over.
     pub(crate) fn begin_call(&mut self) {
         self.logged = 0;
         self.memory_denied = false;
+        self.deadline.reset();
     }
 
     pub(crate) fn set_plugin_name(&mut self, name: &str) {
@@ -133,5 +214,46 @@ impl log::Host for State {
             log::Level::Warn => tracing::warn!(plugin, "{message}"),
             log::Level::Error => tracing::error!(plugin, "{message}"),
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// Burns CPU on this thread until it has used `d` more.
+    fn spin_cpu(d: Duration) {
+        let start = thread_cpu_time().unwrap();
+        while thread_cpu_time().unwrap() - start < d {
+            std::hint::black_box(0u64);
+        }
+    }
+
+    #[test]
+    fn a_call_that_keeps_running_is_interrupted_at_the_second_deadline() {
+        let mut d = Deadline::new(Duration::from_millis(4), 5);
+        assert!(matches!(d.passed(), UpdateDeadline::Continue(5)));
+        spin_cpu(Duration::from_millis(3));
+        assert!(matches!(d.passed(), UpdateDeadline::Interrupt));
+    }
+
+    #[test]
+    fn a_call_that_was_descheduled_is_not_blamed() {
+        let mut d = Deadline::new(Duration::from_millis(4), 5);
+        assert!(matches!(d.passed(), UpdateDeadline::Continue(5)));
+        // Not running: sleeping uses no CPU, as a preempted thread doesn't.
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(matches!(d.passed(), UpdateDeadline::Continue(5)));
+    }
+
+    #[test]
+    fn a_starved_call_still_ends_after_the_last_window() {
+        let mut d = Deadline::new(Duration::from_secs(3600), 5);
+        for _ in 1..Deadline::MAX_WINDOWS {
+            assert!(matches!(d.passed(), UpdateDeadline::Continue(5)));
+        }
+        assert!(matches!(d.passed(), UpdateDeadline::Interrupt));
+        d.reset();
+        assert!(matches!(d.passed(), UpdateDeadline::Continue(5)));
     }
 }

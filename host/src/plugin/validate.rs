@@ -4,7 +4,7 @@
 
 use super::limits::Caps;
 use crate::policy::{
-    Classification, Cost, Description, Dimension, Header, Observation, Priority, ReconcilePlan,
+    Classification, Cost, Description, Dimension, Observation, Priority, ReconcilePlan,
     Reconciliation,
 };
 
@@ -49,13 +49,13 @@ fn dimension(d: &Dimension, caps: &Caps) -> Check {
     Ok(())
 }
 
-fn headers(field: &str, h: &[Header], caps: &Caps) -> Check {
-    list(field, h, caps)?;
-    for hd in h {
-        string("header name", &hd.name, caps)?;
-        string("header value", &hd.value, caps)?;
-    }
-    Ok(())
+fn headers(field: &str, block: &str, caps: &Caps) -> Check {
+    string(field, block, caps)?;
+    let pairs: Vec<(&str, &str)> = crate::policy::field_pairs(block).collect();
+    list(field, &pairs, caps)?;
+    crate::policy::encode_fields(pairs)
+        .map(drop)
+        .map_err(|e| format!("{field}: {e}"))
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary.
@@ -201,7 +201,7 @@ mod tests {
             ReconcilePlan::Query(StatusQuery {
                 method: method.into(),
                 url: url.into(),
-                headers: vec![],
+                headers: String::new(),
                 body: vec![],
             })
         };

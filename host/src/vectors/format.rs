@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::policy::{
-    Dimension, Header, Outcome, Request, RequestClass, Response, TransportFailure, Verdict,
+    Dimension, Outcome, Request, RequestClass, Response, TransportFailure, Verdict,
 };
 
 /// The wall clock a case gets when it names none: the Unix epoch plus one day.
@@ -160,14 +160,14 @@ pub(super) fn validate(raw: RawCase) -> Result<Case, String> {
         method: raw.request.method.to_ascii_uppercase(),
         url: raw.request.url,
         class,
-        headers: headers(raw.request.headers),
+        headers: headers("request.headers", &raw.request.headers)?,
         body: raw.request.body.into_bytes(),
         now_ms,
     };
     let outcome = match (raw.response, raw.transport) {
         (Some(r), None) => Outcome::Response(Response {
             status: r.status,
-            headers: headers(r.headers),
+            headers: headers("response.headers", &r.headers)?,
             body: r.body.into_bytes(),
         }),
         (None, Some(t)) => Outcome::Transport(transport(&t)?),
@@ -203,11 +203,10 @@ pub(super) fn validate(raw: RawCase) -> Result<Case, String> {
     })
 }
 
-fn headers(pairs: Vec<(String, String)>) -> Vec<Header> {
-    pairs
-        .into_iter()
-        .map(|(name, value)| Header { name, value })
-        .collect()
+/// The pairs as a `fields` block; `field` names the JSON field in the error.
+fn headers(field: &str, pairs: &[(String, String)]) -> Result<String, String> {
+    crate::policy::encode_fields(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+        .map_err(|e| format!("{field}: {e}"))
 }
 
 fn transport(t: &str) -> Result<TransportFailure, String> {

@@ -14,8 +14,8 @@ pub fn classify(req: &Request, outcome: &Outcome) -> Classification {
         return default_classify(req, outcome);
     };
     let h = headers(&resp.headers);
-    let code = json::string_at(&resp.body, &["error", "type"])
-        .map(|c| json::normalize_code(&c))
+    let code = json::error_body(&resp.body)
+        .and_then(|e| e.kind().map(json::normalize_code))
         .filter(|c| !c.is_empty());
     let kind = match (resp.status, code.as_deref()) {
         (_, Some("overloaded_error")) | (529, _) => Kind::Overloaded,

@@ -94,7 +94,7 @@ mod tests {
             method: "POST".into(),
             url: "https://api.anthropic.com/v1/messages".into(),
             class: RequestClass::Read,
-            headers: vec![],
+            headers: String::new(),
             body: br#"{"model":"claude","max_tokens":256,"system":"abcd","messages":[{"role":"user","content":"efgh"}]}"#.to_vec(),
             now_ms: 0,
         };

@@ -105,7 +105,7 @@ mod tests {
             method: "POST".into(),
             url: "https://api.github.com/repos/o/r/issues".into(),
             class: RequestClass::UncertainWrite,
-            headers: vec![],
+            headers: String::new(),
             body: vec![],
             now_ms: 0,
         };

@@ -35,8 +35,9 @@ pub fn classify(req: &Request, outcome: &Outcome) -> Classification {
 
 /// `error.code`, else `error.type`, normalized.
 fn error_code(body: &[u8]) -> Option<String> {
-    json::string_at(body, &["error", "code"])
-        .or_else(|| json::string_at(body, &["error", "type"]))
-        .map(|c| json::normalize_code(&c))
+    let e = json::error_body(body)?;
+    e.code()
+        .or(e.kind())
+        .map(json::normalize_code)
         .filter(|c| !c.is_empty())
 }

@@ -99,7 +99,7 @@ mod tests {
             method: "POST".into(),
             url: "https://api.openai.com/v1/chat/completions".into(),
             class: RequestClass::Read,
-            headers: vec![],
+            headers: String::new(),
             body: body.as_bytes().to_vec(),
             now_ms: 0,
         }

@@ -20,9 +20,9 @@ pub mod bindings {
 
 pub use bindings::sluice::policy::log::Level;
 pub use bindings::sluice::policy::types::{
-    Classification, Cost, Description, Dimension, Header, Observation, Outcome, PolicyError,
-    Priority, PriorityClass, ReconcilePlan, Reconciliation, Request, RequestClass, Response,
-    StatusQuery, TransportFailure, UncertainWrite, Verdict,
+    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, Priority,
+    PriorityClass, ReconcilePlan, Reconciliation, Request, RequestClass, Response, StatusQuery,
+    TransportFailure, UncertainWrite, Verdict,
 };
 
 use crate::generic;
@@ -98,9 +98,9 @@ pub trait Plugin {
     }
 }
 
-/// A [`Headers`] view over WIT headers.
-pub fn headers(list: &[Header]) -> Headers<'_> {
-    Headers::new(list.iter().map(|h| (h.name.as_str(), h.value.as_str())))
+/// A [`Headers`] view over a WIT `fields` block.
+pub fn headers(block: &str) -> Headers<'_> {
+    Headers::parse(block)
 }
 
 crate::wit_conversions!(pub Verdict, TransportFailure);
@@ -181,13 +181,13 @@ pub fn observation(dimension: Dimension, source: &str) -> Observation {
     }
 }
 
-/// An observation from a provider's `limit` / `remaining` header pair and an already
-/// computed reset; `None` when neither figure is present (or both are malformed).
+/// An observation from a provider's `limit` / `remaining` headers and an already computed
+/// reset (from the third header named); `None` when neither figure is present (or both are
+/// malformed). Its source names all three headers.
 pub fn header_pair(
     h: &Headers<'_>,
     dimension: Dimension,
-    limit: &str,
-    remaining: &str,
+    [limit, remaining, reset]: [&str; 3],
     reset_after_ms: Option<u64>,
 ) -> Option<Observation> {
     let lim = h.get_u64(limit);
@@ -195,7 +195,7 @@ pub fn header_pair(
     if lim.is_none() && rem.is_none() {
         return None;
     }
-    let mut o = observation(dimension, &format!("{limit},{remaining}"));
+    let mut o = observation(dimension, &[limit, remaining, reset].join(","));
     o.limit = lim;
     o.remaining = rem;
     o.reset_after_ms = reset_after_ms;
@@ -204,7 +204,7 @@ pub fn header_pair(
 
 /// The `model` named in a JSON request body, as a scope key `model:<name>`.
 pub fn model_scope(req: &Request) -> Option<String> {
-    crate::json::string_at(&req.body, &["model"])
+    crate::json::model(&req.body)
         .filter(|m| !m.is_empty() && m.len() <= 128)
         .map(|m| format!("model:{m}"))
 }

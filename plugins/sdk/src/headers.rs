@@ -7,6 +7,69 @@
 //! - values are trimmed of surrounding whitespace;
 //! - a singleton field (a number, a date) that appears more than once with *different*
 //!   values is malformed, and [`Headers::get`] ignores it rather than guess which is right.
+//!
+//! On the wire of the contract, headers travel as one `fields` block (`name:value\n` per
+//! field, see `wit/policy.wit`): [`encode`] writes one, [`Headers::parse`] reads one.
+
+/// A header field that cannot be put in a `fields` block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidField {
+    /// The field's name (possibly the offending part).
+    pub name: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for InvalidField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "header {:?}: {}", self.name, self.reason)
+    }
+}
+
+impl std::error::Error for InvalidField {}
+
+/// Encodes `(name, value)` pairs as a `fields` block.
+///
+/// # Errors
+/// When a name is empty or holds a colon, whitespace, CR or LF, or a value holds CR or LF:
+/// such a field is not valid HTTP and could not be read back unambiguously.
+pub fn encode<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<String, InvalidField> {
+    let mut block = String::new();
+    for (name, value) in pairs {
+        let bad = |reason| InvalidField {
+            name: name.to_owned(),
+            reason,
+        };
+        if name.is_empty() {
+            return Err(bad("the name is empty"));
+        }
+        if name
+            .bytes()
+            .any(|b| b == b':' || b.is_ascii_whitespace() || b.is_ascii_control())
+        {
+            return Err(bad(
+                "the name holds a colon, whitespace or a control character",
+            ));
+        }
+        if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+            return Err(bad("the value holds a line break"));
+        }
+        block.reserve(name.len() + value.len() + 2);
+        block.push_str(name);
+        block.push(':');
+        block.push_str(value);
+        block.push('\n');
+    }
+    Ok(block)
+}
+
+/// The `(name, value)` pairs of a `fields` block, values as received. Lines without a colon
+/// are skipped.
+pub fn pairs(block: &str) -> impl Iterator<Item = (&str, &str)> {
+    block.split('\n').filter_map(|line| line.split_once(':'))
+}
 
 /// A borrowed view of a header list.
 #[derive(Debug, Clone, Default)]
@@ -15,6 +78,11 @@ pub struct Headers<'a> {
 }
 
 impl<'a> Headers<'a> {
+    /// Reads a `fields` block (`name:value\n` per field).
+    pub fn parse(block: &'a str) -> Self {
+        Self::new(pairs(block))
+    }
+
     /// Builds a view over `(name, value)` pairs in wire order.
     pub fn new(fields: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         Self {
@@ -101,6 +169,34 @@ mod tests {
             assert_eq!(parse_u64(junk), None, "{junk:?}");
         }
         assert_eq!(parse_u64("0"), Some(0));
+    }
+
+    #[test]
+    fn blocks_round_trip() {
+        let block = encode([
+            ("Retry-After", "20"),
+            ("x-empty", ""),
+            ("Date", "Sun, 29 Nov 2026 12:00:00 GMT"),
+        ])
+        .unwrap();
+        assert_eq!(
+            block,
+            "Retry-After:20\nx-empty:\nDate:Sun, 29 Nov 2026 12:00:00 GMT\n"
+        );
+        let h = Headers::parse(&block);
+        assert_eq!(h.get("retry-after"), Some("20"));
+        assert_eq!(h.get("x-empty"), Some(""));
+        assert_eq!(h.get("date"), Some("Sun, 29 Nov 2026 12:00:00 GMT"));
+        assert_eq!(pairs(&block).count(), 3);
+    }
+
+    #[test]
+    fn fields_that_would_break_the_block_are_refused() {
+        assert!(encode([("a:b", "1")]).is_err());
+        assert!(encode([("a b", "1")]).is_err());
+        assert!(encode([("", "1")]).is_err());
+        assert!(encode([("a", "1\nb:2")]).is_err());
+        assert!(encode([("a", "1\r")]).is_err());
     }
 
     #[test]

@@ -3,7 +3,64 @@
 //! The host passes only a prefix of each body. A truncated or non-JSON body simply yields
 //! nothing: a plugin must still classify by status and headers.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 pub use serde_json::Value;
+
+/// The error fields providers put in their error bodies: `{"error": {"code", "type",
+/// "message"}}` (OpenAI, Anthropic, Stripe) or a top-level `message` (GitHub).
+#[derive(Debug, Default, Deserialize)]
+pub struct ErrorBody<'a> {
+    /// The nested error object, when there is one.
+    #[serde(borrow, default)]
+    pub error: Option<ErrorObject<'a>>,
+    /// A top-level message, when there is one.
+    #[serde(borrow, default)]
+    pub message: Option<Cow<'a, str>>,
+}
+
+/// The nested `error` object.
+#[derive(Debug, Default, Deserialize)]
+pub struct ErrorObject<'a> {
+    /// `error.code`.
+    #[serde(borrow, default)]
+    pub code: Option<Cow<'a, str>>,
+    /// `error.type`.
+    #[serde(borrow, default, rename = "type")]
+    pub kind: Option<Cow<'a, str>>,
+    /// `error.message`.
+    #[serde(borrow, default)]
+    pub message: Option<Cow<'a, str>>,
+}
+
+impl ErrorBody<'_> {
+    /// `error.code`.
+    pub fn code(&self) -> Option<&str> {
+        self.error.as_ref()?.code.as_deref()
+    }
+
+    /// `error.type`.
+    pub fn kind(&self) -> Option<&str> {
+        self.error.as_ref()?.kind.as_deref()
+    }
+}
+
+/// Reads the error fields of a body in one pass; `None` when the body is not complete JSON
+/// (or not an object).
+pub fn error_body(body: &[u8]) -> Option<ErrorBody<'_>> {
+    serde_json::from_slice(body).ok()
+}
+
+/// The top-level `model` of a JSON request body, read without building the whole document.
+pub fn model(body: &[u8]) -> Option<Cow<'_, str>> {
+    #[derive(Deserialize)]
+    struct Model<'a> {
+        #[serde(borrow, default)]
+        model: Option<Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Model<'_>>(body).ok()?.model
+}
 
 /// The string at `path` (object keys) in `body`, if the body is complete JSON and the value
 /// is a string.
@@ -84,6 +141,22 @@ mod tests {
             Some("rate_limit_exceeded")
         );
         assert_eq!(string_at(body, &["error", "missing"]), None);
+    }
+
+    #[test]
+    fn error_fields_in_one_pass() {
+        let e = error_body(br#"{"error":{"code":null,"type":"insufficient_quota","param":1}}"#)
+            .unwrap();
+        assert_eq!((e.code(), e.kind()), (None, Some("insufficient_quota")));
+        let e = error_body(br#"{"message":"API rate limit exceeded","documentation_url":"x"}"#)
+            .unwrap();
+        assert_eq!(e.message.as_deref(), Some("API rate limit exceeded"));
+        assert!(error_body(b"{\"error\":").is_none());
+        assert_eq!(
+            model(br#"{"messages":[],"model":"gpt-4o"}"#).as_deref(),
+            Some("gpt-4o")
+        );
+        assert_eq!(model(b"[1,2]"), None);
     }
 
     #[test]

@@ -12,12 +12,14 @@ pub fn classify(req: &Request, outcome: &Outcome) -> Classification {
         return default_classify(req, outcome);
     };
     let h = headers(&resp.headers);
-    let err_type = json::string_at(&resp.body, &["error", "type"]);
-    let code = json::string_at(&resp.body, &["error", "code"])
-        .or_else(|| err_type.clone())
-        .map(|c| json::normalize_code(&c))
+    let body = json::error_body(&resp.body).unwrap_or_default();
+    let err_type = body.kind();
+    let code = body
+        .code()
+        .or(err_type)
+        .map(json::normalize_code)
         .filter(|c| !c.is_empty());
-    let kind = match (resp.status, code.as_deref(), err_type.as_deref()) {
+    let kind = match (resp.status, code.as_deref(), err_type) {
         (429, Some("lock_timeout"), _) => Kind::Conflict,
         (409, Some("idempotency_key_in_use"), _) => Kind::Conflict,
         (_, _, Some("card_error")) | (402, _, _) => Kind::ClientError,

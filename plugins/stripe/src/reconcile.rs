@@ -100,7 +100,7 @@ fn get(url: String) -> StatusQuery {
     StatusQuery {
         method: "GET".into(),
         url,
-        headers: vec![],
+        headers: String::new(),
         body: vec![],
     }
 }
@@ -177,7 +177,7 @@ mod tests {
         let w = write(None, Some("r"), None);
         let resp = |status, body: &str| Response {
             status,
-            headers: vec![],
+            headers: String::new(),
             body: body.as_bytes().to_vec(),
         };
         assert_eq!(
