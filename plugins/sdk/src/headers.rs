@@ -78,9 +78,27 @@ pub struct Headers<'a> {
 }
 
 impl<'a> Headers<'a> {
-    /// Reads a `fields` block (`name:value\n` per field).
+    /// Reads a `fields` block (`name:value\n` per field) in one pass over its bytes.
     pub fn parse(block: &'a str) -> Self {
-        Self::new(pairs(block))
+        let bytes = block.as_bytes();
+        let mut fields = Vec::with_capacity(32);
+        let (mut start, mut colon) = (0, None);
+        for (i, &b) in bytes.iter().enumerate() {
+            match b {
+                b':' if colon.is_none() => colon = Some(i),
+                b'\n' => {
+                    if let Some(c) = colon {
+                        fields.push((&block[start..c], &block[c + 1..i]));
+                    }
+                    (start, colon) = (i + 1, None);
+                }
+                _ => {}
+            }
+        }
+        if let Some(c) = colon {
+            fields.push((&block[start..c], &block[c + 1..]));
+        }
+        Self { fields }
     }
 
     /// Builds a view over `(name, value)` pairs in wire order.
@@ -188,6 +206,9 @@ mod tests {
         assert_eq!(h.get("x-empty"), Some(""));
         assert_eq!(h.get("date"), Some("Sun, 29 Nov 2026 12:00:00 GMT"));
         assert_eq!(pairs(&block).count(), 3);
+        let unterminated = Headers::parse("a:1\nno colon\nb:2");
+        assert_eq!((unterminated.get("a"), unterminated.get("b")), (Some("1"), Some("2")));
+        assert_eq!(unterminated.fields.len(), 2);
     }
 
     #[test]
