@@ -207,7 +207,10 @@ mod tests {
         assert_eq!(h.get("date"), Some("Sun, 29 Nov 2026 12:00:00 GMT"));
         assert_eq!(pairs(&block).count(), 3);
         let unterminated = Headers::parse("a:1\nno colon\nb:2");
-        assert_eq!((unterminated.get("a"), unterminated.get("b")), (Some("1"), Some("2")));
+        assert_eq!(
+            (unterminated.get("a"), unterminated.get("b")),
+            (Some("1"), Some("2"))
+        );
         assert_eq!(unterminated.fields.len(), 2);
     }
 
