@@ -1,6 +1,8 @@
 //! One `classify` + `parse-quota` through the OpenAI plugin, against the same logic compiled
 //! natively, for responses with 5, 20 and 50 headers; with a warm instance and with a fresh
-//! instance per call.
+//! instance per call. The `ietf` pair does the same with the generic plugin, whose logic is
+//! lighter: the gap between its plugin and native figures is mostly the cost of crossing
+//! into the sandbox.
 //!
 //! Run: `cargo bench -p sluice --bench plugin_call`
 
@@ -9,6 +11,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
 use sluice::policy::{Outcome, Request, RequestClass, Response, encode_fields};
+use sluice_plugin_ietf::Ietf;
 use sluice_plugin_openai::OpenAi;
 use sluice_plugin_sdk::Plugin as _;
 
@@ -92,6 +95,7 @@ fn bench(c: &mut Criterion) {
     )
     .expect("runtime");
     let fresh = fresh_rt.load_bundled("openai").expect("openai plugin");
+    let ietf = warm_rt.load_bundled("ietf").expect("ietf plugin");
 
     let mut group = c.benchmark_group("classify+parse-quota");
     for n in [5usize, 20, 50] {
@@ -127,6 +131,26 @@ fn bench(c: &mut Criterion) {
                     .classify(black_box(&req), black_box(&outcome))
                     .expect("classify");
                 let q = warm
+                    .parse_quota(black_box(&req), black_box(resp))
+                    .expect("parse-quota");
+                black_box((c, q))
+            });
+        });
+        group.bench_with_input(BenchmarkId::new("ietf-native", n), &n, |b, _| {
+            let out = sluice_plugin_sdk::Outcome::Response(gresp.clone());
+            b.iter(|| {
+                let c = Ietf::classify(black_box(&greq), black_box(&out)).expect("classify");
+                let q =
+                    Ietf::parse_quota(black_box(&greq), black_box(&gresp)).expect("parse-quota");
+                black_box((c, q))
+            });
+        });
+        group.bench_with_input(BenchmarkId::new("ietf-plugin-warm", n), &n, |b, _| {
+            b.iter(|| {
+                let c = ietf
+                    .classify(black_box(&req), black_box(&outcome))
+                    .expect("classify");
+                let q = ietf
                     .parse_quota(black_box(&req), black_box(resp))
                     .expect("parse-quota");
                 black_box((c, q))
