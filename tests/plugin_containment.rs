@@ -340,3 +340,43 @@ fn compiled_components_are_cached_across_runtimes() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = test_cache();
 }
+
+/// Collects what a tracing subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_plugin_cannot_flood_the_log() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || sink.clone())
+        .with_ansi(false)
+        .finish();
+    let verdict = tracing::subscriber::with_default(subscriber, || {
+        let rt = runtime();
+        let p = hostile(&rt);
+        classify_path(&p, "/log")
+    });
+    assert_eq!(verdict, Ok(Verdict::Success));
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("plugin=\"hostile\"") || l.contains("plugin=hostile"))
+        .collect();
+    assert_eq!(lines.len(), 16, "the per-call cap: {}", lines.len());
+    assert!(
+        lines.iter().all(|l| l.len() < 1024),
+        "messages are truncated"
+    );
+}
