@@ -9,11 +9,10 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
+use sluice::plugin::{ComponentCache, Plugin, PluginRuntime, RuntimeConfig};
 use sluice::policy::{Outcome, Request, RequestClass, Response, encode_fields};
 use sluice_plugin_ietf::Ietf;
 use sluice_plugin_openai::OpenAi;
-use sluice_plugin_sdk::Plugin as _;
 
 const BODY: &str = r#"{"error":{"message":"Rate limit reached for gpt-4o in organization org-x on requests per min (RPM): Limit 500, Used 500, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#;
 
@@ -82,6 +81,46 @@ fn guest_case(n: usize) -> (sluice_plugin_sdk::Request, sluice_plugin_sdk::Respo
     (req, resp)
 }
 
+type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
+/// Times `P`'s logic called natively.
+fn native<P: sluice_plugin_sdk::Plugin>(
+    group: &mut Group<'_>,
+    name: &str,
+    n: usize,
+    (req, resp): (&sluice_plugin_sdk::Request, &sluice_plugin_sdk::Response),
+) {
+    let out = sluice_plugin_sdk::Outcome::Response(resp.clone());
+    group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
+        b.iter(|| {
+            let c = P::classify(black_box(req), black_box(&out)).expect("classify");
+            let q = P::parse_quota(black_box(req), black_box(resp)).expect("parse-quota");
+            black_box((c, q))
+        });
+    });
+}
+
+/// Times the same through a loaded plugin.
+fn plugin(
+    group: &mut Group<'_>,
+    name: &str,
+    n: usize,
+    plugin: &Plugin,
+    (req, outcome, resp): (&Request, &Outcome, &Response),
+) {
+    group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
+        b.iter(|| {
+            let c = plugin
+                .classify(black_box(req), black_box(outcome))
+                .expect("classify");
+            let q = plugin
+                .parse_quota(black_box(req), black_box(resp))
+                .expect("parse-quota");
+            black_box((c, q))
+        });
+    });
+}
+
 fn bench(c: &mut Criterion) {
     let warm_rt = PluginRuntime::new(RuntimeConfig::default(), ComponentCache::user_default())
         .expect("runtime");
@@ -105,10 +144,12 @@ fn bench(c: &mut Criterion) {
         };
         // Same answers from both before timing anything.
         let (greq, gresp) = guest_case(n);
-        let native_verdict =
-            OpenAi::classify(&greq, &sluice_plugin_sdk::Outcome::Response(gresp.clone()))
-                .expect("native classify")
-                .retry_after_ms;
+        let native_verdict = <OpenAi as sluice_plugin_sdk::Plugin>::classify(
+            &greq,
+            &sluice_plugin_sdk::Outcome::Response(gresp.clone()),
+        )
+        .expect("native classify")
+        .retry_after_ms;
         assert_eq!(
             warm.classify(&req, &outcome)
                 .expect("plugin classify")
@@ -116,61 +157,13 @@ fn bench(c: &mut Criterion) {
             native_verdict
         );
 
-        group.bench_with_input(BenchmarkId::new("native", n), &n, |b, _| {
-            let out = sluice_plugin_sdk::Outcome::Response(gresp.clone());
-            b.iter(|| {
-                let c = OpenAi::classify(black_box(&greq), black_box(&out)).expect("classify");
-                let q =
-                    OpenAi::parse_quota(black_box(&greq), black_box(&gresp)).expect("parse-quota");
-                black_box((c, q))
-            });
-        });
-        group.bench_with_input(BenchmarkId::new("plugin-warm", n), &n, |b, _| {
-            b.iter(|| {
-                let c = warm
-                    .classify(black_box(&req), black_box(&outcome))
-                    .expect("classify");
-                let q = warm
-                    .parse_quota(black_box(&req), black_box(resp))
-                    .expect("parse-quota");
-                black_box((c, q))
-            });
-        });
-        group.bench_with_input(BenchmarkId::new("ietf-native", n), &n, |b, _| {
-            let out = sluice_plugin_sdk::Outcome::Response(gresp.clone());
-            b.iter(|| {
-                let c = Ietf::classify(black_box(&greq), black_box(&out)).expect("classify");
-                let q =
-                    Ietf::parse_quota(black_box(&greq), black_box(&gresp)).expect("parse-quota");
-                black_box((c, q))
-            });
-        });
-        group.bench_with_input(BenchmarkId::new("ietf-plugin-warm", n), &n, |b, _| {
-            b.iter(|| {
-                let c = ietf
-                    .classify(black_box(&req), black_box(&outcome))
-                    .expect("classify");
-                let q = ietf
-                    .parse_quota(black_box(&req), black_box(resp))
-                    .expect("parse-quota");
-                black_box((c, q))
-            });
-        });
-        group.bench_with_input(
-            BenchmarkId::new("plugin-instance-per-call", n),
-            &n,
-            |b, _| {
-                b.iter(|| {
-                    let c = fresh
-                        .classify(black_box(&req), black_box(&outcome))
-                        .expect("classify");
-                    let q = fresh
-                        .parse_quota(black_box(&req), black_box(resp))
-                        .expect("parse-quota");
-                    black_box((c, q))
-                });
-            },
-        );
+        let guest = (&greq, &gresp);
+        let host = (&req, &outcome, resp);
+        native::<OpenAi>(&mut group, "native", n, guest);
+        plugin(&mut group, "plugin-warm", n, &warm, host);
+        native::<Ietf>(&mut group, "ietf-native", n, guest);
+        plugin(&mut group, "ietf-plugin-warm", n, &ietf, host);
+        plugin(&mut group, "plugin-instance-per-call", n, &fresh, host);
     }
     group.finish();
 }
