@@ -10,6 +10,7 @@
 //! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`).
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod clock;
 pub mod fallback;
 pub mod guard;

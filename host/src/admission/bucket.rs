@@ -1,0 +1,298 @@
+//! One quota dimension as a GCRA bucket (the generic cell rate algorithm), on the
+//! scheduler's clock.
+//!
+//! Why GCRA: it keeps one number per bucket (the *theoretical arrival time*, `tat`), needs no
+//! timer to refill, tells a denied request exactly how long to wait, and bounds what it admits
+//! in **every** window, not just in fixed ones: in any interval of length `t` it admits at
+//! most `burst + t / interval` units.
+//!
+//! Why the burst is the margin: a provider that allows `limit` per `window` is paced at
+//! `paced = margin × limit` (90% by default), one unit every `window / paced`, and the burst
+//! is the rest, `limit − paced + 1`. A window of length `window` then admits at most the burst
+//! plus `paced − 1` paced units, `limit` in all, so the bucket can never by itself push the
+//! provider over its limit, while a quiet scope can still send a small burst at once.
+
+use std::num::NonZeroU64;
+use std::time::Duration;
+
+/// A point on the scheduler's clock: nanoseconds since its origin.
+pub type Nanos = u64;
+
+/// Why a quota cannot become a bucket.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QuotaError {
+    /// The window is zero or too long to count in nanoseconds.
+    #[error("the window must be between 1 ns and 100 years, not {0:?}")]
+    Window(Duration),
+    /// The margin is outside (0, 1].
+    #[error("the margin must be above 0 and at most 1, not {0}")]
+    Margin(f64),
+    /// The pace is so fast that one unit is due more often than every nanosecond.
+    #[error("{limit} per {window:?} is finer than the clock (one unit per nanosecond at most)")]
+    TooFine {
+        /// The limit.
+        limit: u64,
+        /// The window.
+        window: Duration,
+    },
+}
+
+/// Why a bucket refused a cost now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denial {
+    /// The cost fits at the given instant (and not before).
+    Until(Nanos),
+    /// The cost is larger than the bucket can ever hold at once.
+    TooLarge {
+        /// The cost asked for.
+        cost: u64,
+        /// The most the bucket admits at once.
+        capacity: u64,
+    },
+}
+
+/// A GCRA bucket for one dimension of one scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bucket {
+    /// Nanoseconds per unit at the paced rate.
+    interval: Nanos,
+    /// The most units admitted at once.
+    capacity: u64,
+    /// `capacity × interval`: how far `tat` may run ahead of now.
+    tolerance: Nanos,
+    /// The theoretical arrival time of the next unit.
+    tat: Nanos,
+}
+
+impl Bucket {
+    /// A bucket for `limit` units per `window`, paced at `margin` of the limit (at least one
+    /// unit per window), with the rest of the limit as its burst.
+    ///
+    /// # Errors
+    /// [`QuotaError`] for a window that is zero or absurd, a margin outside (0, 1], or a pace
+    /// finer than a nanosecond.
+    pub fn new(limit: NonZeroU64, window: Duration, margin: f64) -> Result<Self, QuotaError> {
+        if !(margin > 0.0 && margin <= 1.0) {
+            return Err(QuotaError::Margin(margin));
+        }
+        let window_ns = u64::try_from(window.as_nanos())
+            .ok()
+            .filter(|w| *w > 0 && *w <= 100 * 365 * 24 * 3600 * 1_000_000_000)
+            .ok_or(QuotaError::Window(window))?;
+        let limit = limit.get();
+        // Truncating toward zero keeps the pace at or below the margin; the float cast
+        // saturates, and the clamp keeps it within the limit.
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "a pace between 1 and the limit"
+        )]
+        let paced = ((limit as f64 * margin) as u64).clamp(1, limit);
+        let capacity = limit - paced + 1;
+        if paced > window_ns {
+            return Err(QuotaError::TooFine { limit, window });
+        }
+        // Rounding up keeps the pace at or below the margin.
+        let interval = window_ns.div_ceil(paced);
+        Ok(Self {
+            interval,
+            capacity,
+            tolerance: capacity.saturating_mul(interval),
+            tat: 0,
+        })
+    }
+
+    /// The most units this bucket admits at once.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Nanoseconds per unit at the paced rate.
+    pub fn interval(&self) -> Nanos {
+        self.interval
+    }
+
+    /// Takes `cost` units at `now` if they fit; else says when they would.
+    ///
+    /// # Errors
+    /// [`Denial::Until`] with the earliest instant the cost fits, or [`Denial::TooLarge`].
+    pub fn check(&mut self, now: Nanos, cost: u64) -> Result<(), Denial> {
+        let at = self.ready_at(now, cost)?;
+        if at > now {
+            return Err(Denial::Until(at));
+        }
+        self.tat = self
+            .tat
+            .max(now)
+            .saturating_add(cost.saturating_mul(self.interval));
+        Ok(())
+    }
+
+    /// The earliest instant at or after `now` when `cost` units fit.
+    ///
+    /// # Errors
+    /// [`Denial::TooLarge`] when they never fit at once.
+    pub fn ready_at(&self, now: Nanos, cost: u64) -> Result<Nanos, Denial> {
+        if cost > self.capacity {
+            return Err(Denial::TooLarge {
+                cost,
+                capacity: self.capacity,
+            });
+        }
+        // Fits when max(tat, t) + cost × interval − t ≤ tolerance.
+        let need = cost.saturating_mul(self.interval);
+        let earliest = self.tat.saturating_add(need).saturating_sub(self.tolerance);
+        Ok(earliest.max(now))
+    }
+
+    /// Gives back `cost` units charged before and not used (the estimate was high).
+    pub fn refund(&mut self, cost: u64) {
+        self.tat = self.tat.saturating_sub(cost.saturating_mul(self.interval));
+    }
+
+    /// Takes `cost` units whether or not they fit (the actual use was higher than the
+    /// estimate): later requests wait for it.
+    pub fn charge(&mut self, now: Nanos, cost: u64) {
+        self.tat = self
+            .tat
+            .max(now)
+            .saturating_add(cost.saturating_mul(self.interval));
+    }
+
+    /// Admits nothing before `until` (a 429, or `remaining: 0` with a reset), and restarts
+    /// from there at the paced rate, with an empty burst.
+    pub fn hold_until(&mut self, until: Nanos) {
+        // At `until` exactly one unit fits: max(tat, until) + interval − until ≤ tolerance.
+        let tat = until
+            .saturating_add(self.tolerance)
+            .saturating_sub(self.interval);
+        self.tat = self.tat.max(tat);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SEC: Nanos = 1_000_000_000;
+
+    fn bucket(limit: u64, window_s: u64) -> Bucket {
+        Bucket::new(
+            NonZeroU64::new(limit).unwrap(),
+            Duration::from_secs(window_s),
+            0.9,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn paces_at_the_margin_with_the_rest_as_burst() {
+        let b = bucket(600, 60);
+        assert_eq!(b.capacity(), 61);
+        assert_eq!(b.interval(), (60 * SEC).div_ceil(540));
+    }
+
+    #[test]
+    fn a_denial_says_when() {
+        let mut b = bucket(10, 10); // 9 per 10 s, burst 2
+        assert_eq!(b.check(0, 2), Ok(()));
+        let Err(Denial::Until(at)) = b.check(0, 1) else {
+            panic!()
+        };
+        assert_eq!(at, b.interval());
+        assert_eq!(b.check(at - 1, 1), Err(Denial::Until(at)));
+        assert_eq!(b.check(at, 1), Ok(()));
+    }
+
+    #[test]
+    fn too_large_is_never_admitted() {
+        let mut b = bucket(100, 1);
+        assert_eq!(
+            b.check(0, 12),
+            Err(Denial::TooLarge {
+                cost: 12,
+                capacity: 11
+            })
+        );
+    }
+
+    #[test]
+    fn refunds_and_charges_move_the_next_admission() {
+        let mut b = bucket(100, 1); // capacity 11
+        assert_eq!(b.check(0, 11), Ok(()));
+        assert!(b.check(0, 5).is_err());
+        b.refund(5);
+        assert_eq!(b.check(0, 5), Ok(()));
+        b.charge(0, 20);
+        // 31 units are charged against a tolerance of 11: the next waits for 21 of them.
+        assert_eq!(b.ready_at(0, 1), Ok(21 * b.interval()));
+    }
+
+    #[test]
+    fn a_hold_admits_nothing_before_and_one_at_the_instant() {
+        let mut b = bucket(600, 60);
+        b.hold_until(10 * SEC);
+        assert_eq!(b.check(10 * SEC - 1, 1), Err(Denial::Until(10 * SEC)));
+        assert_eq!(b.check(10 * SEC, 1), Ok(()));
+        assert!(b.check(10 * SEC, 1).is_err(), "the burst restarts empty");
+    }
+
+    #[test]
+    fn bad_quotas_are_errors() {
+        let one = NonZeroU64::new(1).unwrap();
+        assert!(matches!(
+            Bucket::new(one, Duration::ZERO, 0.9),
+            Err(QuotaError::Window(_))
+        ));
+        assert!(matches!(
+            Bucket::new(one, Duration::from_secs(1), 0.0),
+            Err(QuotaError::Margin(_))
+        ));
+        assert!(matches!(
+            Bucket::new(one, Duration::from_secs(1), 1.5),
+            Err(QuotaError::Margin(_))
+        ));
+        assert!(matches!(
+            Bucket::new(one, Duration::from_secs(1), f64::NAN),
+            Err(QuotaError::Margin(_))
+        ));
+        let huge = NonZeroU64::new(u64::MAX).unwrap();
+        assert!(matches!(
+            Bucket::new(huge, Duration::from_nanos(10), 0.9),
+            Err(QuotaError::TooFine { .. })
+        ));
+    }
+
+    proptest! {
+        /// For any arrival pattern and costs, no window of the quota's length ever admits more
+        /// than the provider's limit.
+        #[test]
+        fn never_more_than_the_limit_in_any_window(
+            limit in 1u64..2000,
+            window_ms in 1u64..120_000,
+            margin in 0.05f64..=1.0,
+            ops in prop::collection::vec((0u64..5_000_000_000, 1u64..50), 1..400),
+        ) {
+            let window = window_ms * 1_000_000;
+            let mut b = Bucket::new(NonZeroU64::new(limit).unwrap(), Duration::from_millis(window_ms), margin).unwrap();
+            let mut now = 0;
+            let mut admitted: Vec<(Nanos, u64)> = Vec::new();
+            for (gap, cost) in ops {
+                now += gap % (2 * window);
+                if b.check(now, cost).is_ok() {
+                    admitted.push((now, cost));
+                }
+            }
+            for (i, &(start, _)) in admitted.iter().enumerate() {
+                let in_window: u64 = admitted[i..]
+                    .iter()
+                    .take_while(|(t, _)| *t < start + window)
+                    .map(|(_, c)| c)
+                    .sum();
+                prop_assert!(in_window <= limit, "{in_window} > {limit} in the window from {start}");
+            }
+        }
+    }
+}
