@@ -10,7 +10,6 @@
 
 use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::headers::Headers;
-use sluice_plugin_sdk::ratelimit::{self, Unit};
 
 use crate::policy::{
     Classification, Cost, Dimension, Observation, Outcome, Priority, PriorityClass, ReconcilePlan,
@@ -54,23 +53,7 @@ impl Fallback {
 
     /// The IETF rate-limit fields.
     pub fn parse_quota(&self, _req: &Request, resp: &Response) -> Vec<Observation> {
-        ratelimit::quotas(&headers(&resp.headers))
-            .into_iter()
-            .map(|q| Observation {
-                scope: q.policy,
-                dimension: match q.unit {
-                    Unit::Requests => Dimension::Requests,
-                    Unit::Concurrency => Dimension::Concurrency,
-                    Unit::Other(n) => Dimension::Other(n),
-                },
-                limit: q.limit,
-                remaining: q.remaining,
-                used: None,
-                reset_after_ms: q.reset_after_ms,
-                window_ms: q.window_ms,
-                source: q.source.into(),
-            })
-            .collect()
+        ietf_observations(&headers(&resp.headers))
     }
 
     /// Standard class, no tenant, weight 1.
@@ -108,7 +91,7 @@ fn headers(block: &str) -> Headers<'_> {
     Headers::parse(block)
 }
 
-sluice_plugin_sdk::wit_conversions!(Verdict, TransportFailure);
+sluice_plugin_sdk::wit_conversions!(Verdict, TransportFailure, Observation, Dimension);
 
 #[cfg(test)]
 mod tests {

@@ -18,9 +18,9 @@ pub fn classify(req: &Request, outcome: &Outcome) -> Classification {
         return default_classify(req, outcome);
     };
     let h = headers(&resp.headers);
-    let message = json::string_at(&resp.body, &["message"])
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let message = json::error_body(&resp.body)
+        .and_then(|e| e.message.map(|m| m.to_ascii_lowercase()))
+        .unwrap_or_default();
     let retry_after = retry_after_ms(&h, req.now_ms);
     let exhausted = h.get_u64("x-ratelimit-remaining") == Some(0);
     let limited_status = matches!(resp.status, 403 | 429);

@@ -77,12 +77,40 @@ pub fn status_kind(status: u16) -> Kind {
     }
 }
 
-/// Defines `verdict(Kind) -> $verdict` and `transport($transport) -> Transport` for one set
-/// of WIT bindings (the guest's, or the host's), whose `verdict` and `transport-failure`
-/// enums mirror [`Kind`] and [`Transport`] case for case.
+/// Defines, for one set of WIT bindings (the guest's, or the host's):
+/// `verdict(Kind) -> $verdict`, `transport($transport) -> Transport`, and
+/// `ietf_observations(&Headers) -> Vec<$observation>` (the IETF rate-limit fields). The
+/// bindings' `verdict`, `transport-failure`, `dimension` and `observation` types mirror the
+/// plain types here case for case, so one definition serves both sides.
 #[macro_export]
 macro_rules! wit_conversions {
-    ($vis:vis $verdict:ty, $transport:ty) => {
+    ($vis:vis $verdict:ty, $transport:ty, $observation:ty, $dimension:ty) => {
+        /// Observations for the IETF rate-limit fields.
+        $vis fn ietf_observations(
+            h: &$crate::headers::Headers<'_>,
+        ) -> ::std::vec::Vec<$observation> {
+            use $crate::ratelimit::Unit;
+            type D = $dimension;
+            type O = $observation;
+            $crate::ratelimit::quotas(h)
+                .into_iter()
+                .map(|q| O {
+                    scope: q.policy,
+                    dimension: match q.unit {
+                        Unit::Requests => D::Requests,
+                        Unit::Concurrency => D::Concurrency,
+                        Unit::Other(name) => D::Other(name),
+                    },
+                    limit: q.limit,
+                    remaining: q.remaining,
+                    used: None,
+                    reset_after_ms: q.reset_after_ms,
+                    window_ms: q.window_ms,
+                    source: q.source.into(),
+                })
+                .collect()
+        }
+
         /// The WIT verdict for a generic [`Kind`]($crate::generic::Kind).
         $vis fn verdict(kind: $crate::generic::Kind) -> $verdict {
             use $crate::generic::Kind as K;

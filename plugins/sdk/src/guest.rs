@@ -27,7 +27,6 @@ pub use bindings::sluice::policy::types::{
 
 use crate::generic;
 use crate::headers::Headers;
-use crate::ratelimit::{self, Unit};
 
 /// A provider policy. Every function but [`Plugin::describe`] has a default that follows
 /// generic HTTP semantics; override what your provider does differently.
@@ -103,7 +102,7 @@ pub fn headers(block: &str) -> Headers<'_> {
     Headers::parse(block)
 }
 
-crate::wit_conversions!(pub Verdict, TransportFailure);
+crate::wit_conversions!(pub Verdict, TransportFailure, Observation, Dimension);
 
 /// Generic classification: the status decides the verdict, `Retry-After` (or an exhausted
 /// IETF quota's reset on a 429/503) the delay; a transport failure is transient when
@@ -126,27 +125,6 @@ pub fn default_classify(req: &Request, outcome: &Outcome) -> Classification {
             }
         }
     }
-}
-
-/// Observations for the IETF rate-limit fields.
-pub fn ietf_observations(h: &Headers<'_>) -> Vec<Observation> {
-    ratelimit::quotas(h)
-        .into_iter()
-        .map(|q| Observation {
-            scope: q.policy,
-            dimension: match q.unit {
-                Unit::Requests => Dimension::Requests,
-                Unit::Concurrency => Dimension::Concurrency,
-                Unit::Other(name) => Dimension::Other(name),
-            },
-            limit: q.limit,
-            remaining: q.remaining,
-            used: None,
-            reset_after_ms: q.reset_after_ms,
-            window_ms: q.window_ms,
-            source: q.source.into(),
-        })
-        .collect()
 }
 
 /// Generic priority: `x-sluice-priority` (`interactive`, `standard`, `background`) and

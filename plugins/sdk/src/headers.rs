@@ -125,11 +125,6 @@ impl<'a> Headers<'a> {
         parse_u64(self.get(name)?)
     }
 
-    /// Whether any field is present under `name`.
-    pub fn contains(&self, name: &str) -> bool {
-        self.all(name).next().is_some()
-    }
-
     /// A field holding a boolean as `true`/`false` (any case). Anything else is ignored.
     pub fn get_bool(&self, name: &str) -> Option<bool> {
         let v = self.get(name)?;

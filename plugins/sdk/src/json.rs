@@ -73,16 +73,6 @@ pub fn string_at(body: &[u8], path: &[&str]) -> Option<String> {
     cur.as_str().map(str::to_owned)
 }
 
-/// The unsigned integer at `path` in `body`.
-pub fn u64_at(body: &[u8], path: &[&str]) -> Option<u64> {
-    let value: Value = serde_json::from_slice(body).ok()?;
-    let mut cur = &value;
-    for key in path {
-        cur = cur.get(key)?;
-    }
-    cur.as_u64()
-}
-
 /// The parsed body, when it is complete JSON.
 pub fn parse(body: &[u8]) -> Option<Value> {
     serde_json::from_slice(body).ok()
