@@ -51,21 +51,20 @@ pub enum Denial {
     },
 }
 
-/// A GCRA bucket for one dimension of one scope.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Bucket {
+/// The constant part of a GCRA bucket: its pace and burst. Scopes configured alike share one
+/// `Rate`; each keeps only its own theoretical arrival time (`tat`), one [`Nanos`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
     /// Nanoseconds per unit at the paced rate.
     interval: Nanos,
     /// The most units admitted at once.
     capacity: u64,
     /// `capacity × interval`: how far `tat` may run ahead of now.
     tolerance: Nanos,
-    /// The theoretical arrival time of the next unit.
-    tat: Nanos,
 }
 
-impl Bucket {
-    /// A bucket for `limit` units per `window`, paced at `margin` of the limit (at least one
+impl Rate {
+    /// The rate for `limit` units per `window`, paced at `margin` of the limit (at least one
     /// unit per window), with the rest of the limit as its burst.
     ///
     /// # Errors
@@ -99,11 +98,10 @@ impl Bucket {
             interval,
             capacity,
             tolerance: capacity.saturating_mul(interval),
-            tat: 0,
         })
     }
 
-    /// The most units this bucket admits at once.
+    /// The most units admitted at once.
     pub fn capacity(&self) -> u64 {
         self.capacity
     }
@@ -111,6 +109,89 @@ impl Bucket {
     /// Nanoseconds per unit at the paced rate.
     pub fn interval(&self) -> Nanos {
         self.interval
+    }
+
+    /// The earliest instant at or after `now` when `cost` units fit, for a bucket whose
+    /// theoretical arrival time is `tat`.
+    ///
+    /// # Errors
+    /// [`Denial::TooLarge`] when they never fit at once.
+    pub fn ready_at(&self, tat: Nanos, now: Nanos, cost: u64) -> Result<Nanos, Denial> {
+        if cost > self.capacity {
+            return Err(Denial::TooLarge {
+                cost,
+                capacity: self.capacity,
+            });
+        }
+        // Fits when max(tat, t) + cost × interval − t ≤ tolerance.
+        Ok(self.estimate(tat, now, 0, cost))
+    }
+
+    /// When `cost` units would fit if `ahead` units queued before them went first: an
+    /// estimate of a queued request's wait (it may exceed the capacity; that is the point).
+    pub fn estimate(&self, tat: Nanos, now: Nanos, ahead: u64, cost: u64) -> Nanos {
+        let need = ahead.saturating_add(cost).saturating_mul(self.interval);
+        tat.saturating_add(need)
+            .saturating_sub(self.tolerance)
+            .max(now)
+    }
+
+    /// Takes `cost` units at `now`, whether or not they fit.
+    pub fn charge(&self, tat: &mut Nanos, now: Nanos, cost: u64) {
+        *tat = (*tat)
+            .max(now)
+            .saturating_add(cost.saturating_mul(self.interval));
+    }
+
+    /// Gives back `cost` units charged before and not used.
+    pub fn refund(&self, tat: &mut Nanos, cost: u64) {
+        *tat = tat.saturating_sub(cost.saturating_mul(self.interval));
+    }
+
+    /// Admits nothing before `until`, and restarts from there at the paced rate, with an
+    /// empty burst.
+    pub fn hold_until(&self, tat: &mut Nanos, until: Nanos) {
+        // At `until` exactly one unit fits: max(tat, until) + interval − until ≤ tolerance.
+        let held = until
+            .saturating_add(self.tolerance)
+            .saturating_sub(self.interval);
+        *tat = (*tat).max(held);
+    }
+}
+
+/// A GCRA bucket for one dimension of one scope: a [`Rate`] and its state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bucket {
+    rate: Rate,
+    /// The theoretical arrival time of the next unit.
+    tat: Nanos,
+}
+
+impl Bucket {
+    /// A bucket for `limit` units per `window`; see [`Rate::new`].
+    ///
+    /// # Errors
+    /// As [`Rate::new`].
+    pub fn new(limit: NonZeroU64, window: Duration, margin: f64) -> Result<Self, QuotaError> {
+        Ok(Self {
+            rate: Rate::new(limit, window, margin)?,
+            tat: 0,
+        })
+    }
+
+    /// The bucket's pace and burst.
+    pub fn rate(&self) -> &Rate {
+        &self.rate
+    }
+
+    /// The most units this bucket admits at once.
+    pub fn capacity(&self) -> u64 {
+        self.rate.capacity
+    }
+
+    /// Nanoseconds per unit at the paced rate.
+    pub fn interval(&self) -> Nanos {
+        self.rate.interval
     }
 
     /// Takes `cost` units at `now` if they fit; else says when they would.
@@ -122,10 +203,7 @@ impl Bucket {
         if at > now {
             return Err(Denial::Until(at));
         }
-        self.tat = self
-            .tat
-            .max(now)
-            .saturating_add(cost.saturating_mul(self.interval));
+        self.rate.charge(&mut self.tat, now, cost);
         Ok(())
     }
 
@@ -134,40 +212,24 @@ impl Bucket {
     /// # Errors
     /// [`Denial::TooLarge`] when they never fit at once.
     pub fn ready_at(&self, now: Nanos, cost: u64) -> Result<Nanos, Denial> {
-        if cost > self.capacity {
-            return Err(Denial::TooLarge {
-                cost,
-                capacity: self.capacity,
-            });
-        }
-        // Fits when max(tat, t) + cost × interval − t ≤ tolerance.
-        let need = cost.saturating_mul(self.interval);
-        let earliest = self.tat.saturating_add(need).saturating_sub(self.tolerance);
-        Ok(earliest.max(now))
+        self.rate.ready_at(self.tat, now, cost)
     }
 
     /// Gives back `cost` units charged before and not used (the estimate was high).
     pub fn refund(&mut self, cost: u64) {
-        self.tat = self.tat.saturating_sub(cost.saturating_mul(self.interval));
+        self.rate.refund(&mut self.tat, cost);
     }
 
     /// Takes `cost` units whether or not they fit (the actual use was higher than the
     /// estimate): later requests wait for it.
     pub fn charge(&mut self, now: Nanos, cost: u64) {
-        self.tat = self
-            .tat
-            .max(now)
-            .saturating_add(cost.saturating_mul(self.interval));
+        self.rate.charge(&mut self.tat, now, cost);
     }
 
     /// Admits nothing before `until` (a 429, or `remaining: 0` with a reset), and restarts
     /// from there at the paced rate, with an empty burst.
     pub fn hold_until(&mut self, until: Nanos) {
-        // At `until` exactly one unit fits: max(tat, until) + interval − until ≤ tolerance.
-        let tat = until
-            .saturating_add(self.tolerance)
-            .saturating_sub(self.interval);
-        self.tat = self.tat.max(tat);
+        self.rate.hold_until(&mut self.tat, until);
     }
 }
 

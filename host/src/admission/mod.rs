@@ -1,6 +1,28 @@
-//! Admission: the buckets that pace every scope below its provider's limits, so calls wait
-//! in the host instead of being refused by the provider.
+//! Admission: every call waits in the host, not at the provider.
+//!
+//! - [`bucket`]: one quota dimension as a GCRA bucket;
+//! - [`scope`]: a provider quota scope — its buckets, concurrency slots, holds and what
+//!   responses said about it;
+//! - [`fair`]: the priority classes and the weighted fair queue between tenants;
+//! - [`scheduler`]: the state machine that admits requests when every scope they charge can
+//!   take them, on the caller's clock;
+//! - [`config`]: the TOML that configures all of it.
 
 pub mod bucket;
+pub mod config;
+pub mod fair;
+pub mod limits;
+pub mod outcome;
+pub mod scheduler;
+pub mod scope;
+pub mod tenant;
+pub mod usage;
 
-pub use bucket::{Bucket, Denial, Nanos, QuotaError};
+pub use bucket::{Bucket, Denial, Nanos, QuotaError, Rate};
+pub use config::{Config, ConfigError};
+pub use fair::{Class, RequestId};
+pub use limits::Limits;
+pub use outcome::{Bound, Event, GrantId, Rejection, Waiting, Why};
+pub use scheduler::{Ask, Route, Scheduler, TaskId, TenantId};
+pub use scope::{Block, Hold, Learned, Origin, Scope, ScopeKey};
+pub use usage::{Dimension, Usage};

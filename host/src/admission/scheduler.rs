@@ -1,0 +1,573 @@
+//! The scheduler: every request waits here, not at the provider, and goes exactly when all
+//! the scopes it charges can take it.
+//!
+//! The scheduler is a plain state machine on the caller's clock (`Nanos`): [`Scheduler::submit`]
+//! queues a request or refuses it at once, [`Scheduler::poll`] admits what may go now and
+//! expires what missed its deadline, and [`Scheduler::next_wake`] says when polling can next
+//! change anything. Nothing sleeps per request: a blocked lane registers with the one scope
+//! that blocks it, and that scope's single timer (or a freed concurrency slot) wakes it.
+//! [`super::Admission`] drives it on tokio with one task.
+//!
+//! Requests that charge the same set of scopes form a *lane*; lanes that share a scope take
+//! turns on it, one admission per turn. Within a lane, classes are strict (interactive, then
+//! standard, then background) and tenants share each class by weight ([`super::fair`]).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use slotmap::SlotMap;
+
+use super::bucket::Nanos;
+use super::config::{self, Config, ConfigError, DEFAULT_TIER};
+use super::fair::{Class, Flow, FlowId, Lane, RequestId};
+use super::limits::Limits;
+use super::outcome::{Bound, GrantId, Rejection, Waiting, Why};
+use super::scope::{Block, Learned, Scope, ScopeKey, Shape};
+use super::tenant::{Tenant, Tier};
+use super::usage::Usage;
+
+/// A task's identity, chosen by the caller: cancelling it removes all its waiting requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TaskId(pub u64);
+
+/// The scopes one request charges, resolved once: see [`Scheduler::route`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Route(u32);
+
+/// A tenant, resolved once: see [`Scheduler::tenant`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TenantId(u32);
+
+/// A request to admit.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask {
+    /// The scopes it charges.
+    pub route: Route,
+    /// The tenant it is billed to.
+    pub tenant: TenantId,
+    /// Its queue class.
+    pub class: Class,
+    /// Its estimated usage.
+    pub usage: Usage,
+    /// The latest instant it may be admitted.
+    pub deadline: Option<Nanos>,
+    /// The task it belongs to.
+    pub task: Option<TaskId>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    flow: FlowId,
+    usage: Usage,
+    /// Fair-share size: occupancy of the lane's scarcest quota over the tenant's weight.
+    size: u64,
+    submitted: Nanos,
+    deadline: Option<Nanos>,
+    task: Option<TaskId>,
+}
+
+#[derive(Debug)]
+struct Grant {
+    lane: u32,
+    tenant: u32,
+    usage: Usage,
+}
+
+/// A scope and the scheduler's bookkeeping for it.
+#[derive(Debug)]
+struct Slot {
+    key: ScopeKey,
+    scope: Scope,
+    /// Lanes blocked on this scope, woken together.
+    waiters: Vec<u32>,
+    /// The instant this scope's timer is armed for.
+    timer: Option<Nanos>,
+    queued: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    Scope(u32),
+    Unpark(FlowId),
+}
+
+#[derive(Debug, Default)]
+struct TaskEntry {
+    requests: Vec<RequestId>,
+    live: u32,
+}
+
+#[derive(Debug)]
+struct Defaults {
+    margin: f64,
+    max_queued_per_scope: u32,
+    max_wait: Nanos,
+    default_tier: u32,
+}
+
+/// The admission scheduler; see the module docs.
+#[derive(Debug)]
+pub struct Scheduler {
+    config: Config,
+    defaults: Defaults,
+    /// The shape of each provider's credential scope and named scopes, built once.
+    shapes: HashMap<(Arc<str>, Option<Arc<str>>), Arc<Shape>>,
+    slots: Vec<Slot>,
+    scope_index: HashMap<ScopeKey, u32>,
+    lanes: Vec<Lane>,
+    lane_index: HashMap<Box<[u32]>, u32>,
+    tiers: Vec<Tier>,
+    tier_index: HashMap<String, u32>,
+    tenants: Vec<Tenant>,
+    tenant_index: HashMap<Arc<str>, u32>,
+    flows: SlotMap<FlowId, Flow>,
+    flow_index: HashMap<(u32, Class, u32), FlowId>,
+    requests: SlotMap<RequestId, Pending>,
+    grants: SlotMap<GrantId, Grant>,
+    tasks: HashMap<TaskId, TaskEntry>,
+    timers: BinaryHeap<Reverse<(Nanos, Timer)>>,
+    deadlines: BinaryHeap<Reverse<(Nanos, RequestId)>>,
+    run: VecDeque<u32>,
+    queued: u32,
+    now: Nanos,
+}
+
+mod run;
+
+impl Scheduler {
+    /// A scheduler for a validated configuration.
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the configuration does not validate.
+    pub fn new(config: Config) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let max_wait = ms_to_nanos(config.queue.max_wait_ms.get());
+        let per_scope = config.queue.max_queued_per_scope.get();
+        let mut shapes = HashMap::new();
+        for (name, p) in &config.providers {
+            let margin = p.margin.unwrap_or(config.margin);
+            let max_queued = p.max_queued.map_or(per_scope, |n| n.get());
+            let wait = p.max_wait_ms.map_or(max_wait, |w| ms_to_nanos(w.get()));
+            let provider: Arc<str> = name.as_str().into();
+            let own = config::shape(name, &p.limits, margin)?.bounded(max_queued, wait);
+            shapes.insert((provider.clone(), None), Arc::new(own));
+            for (scope, limits) in &p.scopes {
+                let s = config::shape(scope, limits, margin)?.bounded(max_queued, wait);
+                shapes.insert((provider.clone(), Some(scope.as_str().into())), Arc::new(s));
+            }
+        }
+        let mut tiers = vec![Tier::weighted(DEFAULT_TIER, std::num::NonZeroU32::MIN)];
+        let mut tier_index = HashMap::from([(DEFAULT_TIER.to_owned(), 0)]);
+        for (name, t) in &config.tiers {
+            let quota = if t.limits.is_empty() {
+                None
+            } else {
+                Some(Arc::new(config::shape(name, &t.limits, config.margin)?))
+            };
+            let tier = Tier {
+                name: name.as_str().into(),
+                weight: t.weight,
+                max_queued: t.max_queued.map(|n| n.get()),
+                max_in_flight: t.max_in_flight.map(|n| n.get()),
+                quota,
+            };
+            if let Some(&i) = tier_index.get(name) {
+                tiers[i as usize] = tier;
+            } else {
+                tier_index.insert(name.clone(), index(tiers.len()));
+                tiers.push(tier);
+            }
+        }
+        let default_tier = tier_index[&config.tenants.default_tier];
+        Ok(Self {
+            defaults: Defaults {
+                margin: config.margin,
+                max_queued_per_scope: per_scope,
+                max_wait,
+                default_tier,
+            },
+            config,
+            shapes,
+            slots: Vec::new(),
+            scope_index: HashMap::new(),
+            lanes: Vec::new(),
+            lane_index: HashMap::new(),
+            tiers,
+            tier_index,
+            tenants: Vec::new(),
+            tenant_index: HashMap::new(),
+            flows: SlotMap::with_key(),
+            flow_index: HashMap::new(),
+            requests: SlotMap::with_key(),
+            grants: SlotMap::with_key(),
+            tasks: HashMap::new(),
+            timers: BinaryHeap::new(),
+            deadlines: BinaryHeap::new(),
+            run: VecDeque::new(),
+            queued: 0,
+            now: 0,
+        })
+    }
+
+    /// The configuration the scheduler was built from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The scope named `key`, created on first use: a configured provider scope gets its
+    /// limits; any other starts unbounded and learns its limits from responses.
+    pub fn scope_id(&mut self, key: &ScopeKey) -> u32 {
+        if let Some(&id) = self.scope_index.get(key) {
+            return id;
+        }
+        let shape = match key {
+            ScopeKey::Provider { provider, name, .. } => self
+                .shapes
+                .get(&(provider.clone(), name.clone()))
+                .cloned()
+                .unwrap_or_else(|| self.unconfigured()),
+            ScopeKey::Tenant(t) => {
+                let tier = self.tier_of(t);
+                self.tiers[tier as usize]
+                    .quota
+                    .clone()
+                    .unwrap_or_else(|| self.unconfigured())
+            }
+        };
+        let id = index(self.slots.len());
+        self.slots.push(Slot {
+            key: key.clone(),
+            scope: Scope::new(shape),
+            waiters: Vec::new(),
+            timer: None,
+            queued: 0,
+        });
+        self.scope_index.insert(key.clone(), id);
+        id
+    }
+
+    fn unconfigured(&mut self) -> Arc<Shape> {
+        let key: (Arc<str>, Option<Arc<str>>) = ("".into(), None);
+        let d = &self.defaults;
+        let (margin, queued, wait) = (d.margin, d.max_queued_per_scope, d.max_wait);
+        self.shapes
+            .entry(key)
+            .or_insert_with(|| {
+                // Validated with the configuration: an empty shape cannot fail.
+                let shape = Shape::new(&Limits::default(), margin).unwrap_or_else(|_| {
+                    unreachable!("an empty set of limits with a validated margin")
+                });
+                Arc::new(shape.bounded(queued, wait))
+            })
+            .clone()
+    }
+
+    /// A scope by id.
+    pub fn scope(&self, id: u32) -> Option<(&ScopeKey, &Scope)> {
+        self.slots.get(id as usize).map(|s| (&s.key, &s.scope))
+    }
+
+    /// The route of requests sent with `credential` to `provider` that also charge the
+    /// narrower scopes `names` (a model, an endpoint family). Every request charges its
+    /// credential's own scope: with no names, all of the credential's workers share it.
+    pub fn route(&mut self, provider: &str, credential: &str, names: &[&str]) -> Route {
+        let provider: Arc<str> = provider.into();
+        let credential: Arc<str> = credential.into();
+        let mut scopes = vec![self.scope_id(&ScopeKey::Provider {
+            provider: provider.clone(),
+            credential: credential.clone(),
+            name: None,
+        })];
+        for name in names {
+            let id = self.scope_id(&ScopeKey::Provider {
+                provider: provider.clone(),
+                credential: credential.clone(),
+                name: Some((*name).into()),
+            });
+            if !scopes.contains(&id) {
+                scopes.push(id);
+            }
+        }
+        scopes[1..].sort_unstable();
+        let scopes = scopes.into_boxed_slice();
+        if let Some(&lane) = self.lane_index.get(&scopes) {
+            return Route(lane);
+        }
+        let lane = index(self.lanes.len());
+        self.lanes.push(Lane::new(scopes.clone()));
+        self.lane_index.insert(scopes, lane);
+        Route(lane)
+    }
+
+    fn tier_of(&self, tenant: &str) -> u32 {
+        self.config
+            .tenants
+            .assign
+            .get(tenant)
+            .and_then(|t| self.tier_index.get(t))
+            .copied()
+            .unwrap_or(self.defaults.default_tier)
+    }
+
+    /// The tenant named `name`, in the tier the configuration assigns it.
+    pub fn tenant(&mut self, name: &str) -> TenantId {
+        if let Some(&id) = self.tenant_index.get(name) {
+            return TenantId(id);
+        }
+        let name: Arc<str> = name.into();
+        let tier = self.tier_of(&name);
+        let quota = self.tiers[tier as usize]
+            .quota
+            .is_some()
+            .then(|| self.scope_id(&ScopeKey::Tenant(name.clone())));
+        let id = index(self.tenants.len());
+        self.tenants.push(Tenant {
+            name: name.clone(),
+            tier,
+            weight: u64::from(self.tiers[tier as usize].weight.get()),
+            queued: 0,
+            in_flight: 0,
+            quota,
+            parked: Vec::new(),
+        });
+        self.tenant_index.insert(name, id);
+        TenantId(id)
+    }
+
+    /// Queues a request, or refuses it at once: a queue bound is full, its deadline cannot
+    /// be met, or it is larger than a quota admits. A queued request is admitted or expired
+    /// by a later [`Scheduler::poll`], which may be at the same `now`.
+    ///
+    /// # Errors
+    /// [`Rejection`] with the reason and the figures behind it.
+    pub fn submit(&mut self, now: Nanos, ask: Ask) -> Result<RequestId, Rejection> {
+        let now = self.now.max(now);
+        let lane_id = ask.route.0;
+        let lane = &self.lanes[lane_id as usize];
+        let tenant = &self.tenants[ask.tenant.0 as usize];
+        let tier = &self.tiers[tenant.tier as usize];
+        if self.queued >= self.config.queue.max_queued.get() {
+            return Err(Rejection::Backpressure(Bound::Global {
+                max_queued: self.config.queue.max_queued.get(),
+            }));
+        }
+        if let Some(max) = tier.max_queued.filter(|m| tenant.queued >= *m) {
+            return Err(Rejection::Backpressure(Bound::Tenant {
+                tenant: tenant.name.clone(),
+                max_queued: max,
+            }));
+        }
+        let ahead = lane.ahead(ask.class);
+        let mut size = 0;
+        for &s in &lane.scopes {
+            let slot = &self.slots[s as usize];
+            if let Some(oversized) = slot.scope.oversized(&ask.usage) {
+                return Err(Rejection::Oversized {
+                    scope: slot.key.clone(),
+                    oversized,
+                });
+            }
+            let shape = slot.scope.shape();
+            if slot.queued >= shape.max_queued {
+                return Err(Rejection::Backpressure(Bound::Scope {
+                    scope: slot.key.clone(),
+                    max_queued: shape.max_queued,
+                }));
+            }
+            let at = slot.scope.estimate(now, &ahead, &ask.usage);
+            if at - now > shape.max_wait {
+                return Err(Rejection::Backpressure(Bound::Wait {
+                    scope: slot.key.clone(),
+                    estimated: Duration::from_nanos(at - now),
+                    max_wait: Duration::from_nanos(shape.max_wait),
+                }));
+            }
+            if let Some(deadline) = ask.deadline.filter(|d| at > *d) {
+                return Err(Rejection::DeadlineUnreachable {
+                    scope: slot.key.clone(),
+                    estimated_wait: Duration::from_nanos(at - now),
+                    late_by: Duration::from_nanos(at - deadline),
+                });
+            }
+            size = size.max(slot.scope.occupancy(&ask.usage));
+        }
+        if let Some(q) = tenant.quota {
+            let slot = &self.slots[q as usize];
+            if let Some(oversized) = slot.scope.oversized(&ask.usage) {
+                return Err(Rejection::Oversized {
+                    scope: slot.key.clone(),
+                    oversized,
+                });
+            }
+        }
+        // A lane with no quota shares by request count.
+        let size = size.max(1_000).div_ceil(tenant.weight);
+        Ok(self.enqueue(now, ask, size))
+    }
+
+    /// When [`Scheduler::poll`] can next admit or expire something, if anything is waiting
+    /// on time. (It may be early: a woken request can find its scope still busy.)
+    pub fn next_wake(&self) -> Option<Nanos> {
+        let timer = self.timers.peek().map(|Reverse((t, _))| *t);
+        // A request expires once its deadline has passed, not at the deadline itself.
+        let deadline = self.deadlines.peek().map(|Reverse((t, _))| t.saturating_add(1));
+        match (timer, deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Requests waiting.
+    pub fn queued(&self) -> u32 {
+        self.queued
+    }
+
+    /// Requests admitted and not yet completed or released.
+    pub fn in_flight(&self) -> usize {
+        self.grants.len()
+    }
+
+    /// Why `request` is still waiting at `now`, or `None` if it is not waiting.
+    pub fn explain(&self, now: Nanos, request: RequestId) -> Option<Why> {
+        let p = self.requests.get(request)?;
+        let flow = &self.flows[p.flow];
+        let lane = &self.lanes[flow.lane as usize];
+        let tenant = &self.tenants[flow.tenant as usize];
+        let now = self.now.max(now);
+        let waiting = self
+            .tenant_block(now, flow.tenant, &p.usage)
+            .map(|block| Waiting::Tenant {
+                tenant: tenant.name.clone(),
+                block,
+            })
+            .or_else(|| {
+                lane.scopes.iter().find_map(|&s| {
+                    let slot = &self.slots[s as usize];
+                    slot.scope.blocked(now, &p.usage).map(|block| Waiting::Scope {
+                        scope: slot.key.clone(),
+                        block,
+                    })
+                })
+            })
+            .unwrap_or_else(|| Waiting::Turn {
+                ahead: lane.classes[..=flow.class.index()]
+                    .iter()
+                    .map(|c| c.count)
+                    .sum::<u32>()
+                    .saturating_sub(1),
+            });
+        Some(Why {
+            class: flow.class,
+            tenant: tenant.name.clone(),
+            waited: Duration::from_nanos(now.saturating_sub(p.submitted)),
+            deadline: p.deadline,
+            waiting,
+        })
+    }
+
+    /// What keeps the tenant from sending `usage` now: its in-flight limit, then its quota.
+    fn tenant_block(&self, now: Nanos, tenant: u32, usage: &Usage) -> Option<Block> {
+        let t = &self.tenants[tenant as usize];
+        if let Some(limit) = self.tiers[t.tier as usize]
+            .max_in_flight
+            .filter(|m| t.in_flight >= *m)
+        {
+            return Some(Block::Concurrency { limit });
+        }
+        t.quota
+            .and_then(|q| self.slots[q as usize].scope.blocked(now, usage))
+    }
+
+    /// Removes every waiting request of `task`; none of them will be admitted. Returns how
+    /// many were removed.
+    pub fn cancel(&mut self, task: TaskId) -> usize {
+        let Some(entry) = self.tasks.remove(&task) else {
+            return 0;
+        };
+        entry
+            .requests
+            .into_iter()
+            .filter(|&r| self.remove(r).is_some())
+            .count()
+    }
+
+    /// Removes one waiting request. Returns `false` if it was not waiting.
+    pub fn withdraw(&mut self, request: RequestId) -> bool {
+        self.remove(request).is_some()
+    }
+
+    /// Completes an admitted request: corrects its charge from the estimate to `actual` (when
+    /// the response said; `None` keeps the estimate) and frees its concurrency slots.
+    /// Returns `false` for a grant already completed.
+    pub fn complete(&mut self, now: Nanos, grant: GrantId, actual: Option<&Usage>) -> bool {
+        let now = self.now.max(now);
+        let Some(g) = self.grants.remove(grant) else {
+            return false;
+        };
+        for i in 0..self.lanes[g.lane as usize].scopes.len() {
+            let s = self.lanes[g.lane as usize].scopes[i];
+            self.slots[s as usize].scope.settle(now, &g.usage, actual);
+            // A freed slot or a refund may let a waiting lane go sooner.
+            self.wake(s);
+        }
+        let tenant = &mut self.tenants[g.tenant as usize];
+        tenant.in_flight = tenant.in_flight.saturating_sub(1);
+        if let Some(q) = tenant.quota {
+            let slot = &mut self.slots[q as usize];
+            slot.scope.settle(now, &g.usage, actual);
+        }
+        let parked = std::mem::take(&mut self.tenants[g.tenant as usize].parked);
+        for flow in parked {
+            self.unpark(flow);
+        }
+        true
+    }
+
+    /// Holds the scope named `key` until `until`: nothing charged to it is admitted before.
+    /// Call it on a 429 *before* scheduling any retry, so every worker of the scope waits.
+    pub fn hold(&mut self, key: &ScopeKey, until: Nanos, reason: &str) {
+        let id = self.scope_id(key);
+        self.slots[id as usize].scope.hold(until, reason);
+    }
+
+    /// Records what a response said about the scope named `key` (see [`Scope::learn`]).
+    pub fn learn(&mut self, now: Nanos, key: &ScopeKey, learned: Learned, window: Option<Duration>) {
+        let now = self.now.max(now);
+        let id = self.scope_id(key);
+        self.slots[id as usize].scope.learn(now, learned, window);
+    }
+
+    /// The scope key of `grant`'s credential, and of a narrower scope `name` of the same
+    /// credential: where a plugin's observation about a response lands.
+    pub fn observed_scope(&self, grant: GrantId, name: Option<&str>) -> Option<ScopeKey> {
+        let g = self.grants.get(grant)?;
+        let first = self.lanes[g.lane as usize].scopes[0];
+        match (&self.slots[first as usize].key, name) {
+            (key, None) => Some(key.clone()),
+            (
+                ScopeKey::Provider {
+                    provider,
+                    credential,
+                    ..
+                },
+                Some(name),
+            ) => Some(ScopeKey::Provider {
+                provider: provider.clone(),
+                credential: credential.clone(),
+                name: Some(name.into()),
+            }),
+            (ScopeKey::Tenant(_), Some(_)) => None,
+        }
+    }
+}
+
+fn ms_to_nanos(ms: u64) -> Nanos {
+    ms.saturating_mul(1_000_000)
+}
+
+/// A table index as the scheduler's compact id.
+fn index(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or_else(|_| panic!("more than 2^32 scopes, lanes or tenants"))
+}

@@ -1,0 +1,311 @@
+//! The scheduler's loop: queueing and removing requests, timers, and the turn each runnable
+//! lane takes.
+
+use std::cmp::Reverse;
+use std::collections::VecDeque;
+
+use super::{Ask, Grant, Pending, Scheduler, Timer};
+use crate::admission::bucket::Nanos;
+use crate::admission::fair::{Flow, FlowId, LaneState, RequestId};
+use crate::admission::outcome::{Event, Waiting};
+use crate::admission::scope::Block;
+
+/// What one turn of a lane did.
+enum Turn {
+    Admitted,
+    /// The lane's next request waits on this scope, until the instant if it is a time.
+    Blocked(u32, Option<Nanos>),
+    Empty,
+}
+
+impl Scheduler {
+    /// Queues a checked request.
+    pub(super) fn enqueue(&mut self, now: Nanos, ask: Ask, size: u64) -> RequestId {
+        let (lane, tenant, class) = (ask.route.0, ask.tenant.0, ask.class);
+        let flow = *self
+            .flow_index
+            .entry((lane, class, tenant))
+            .or_insert_with(|| {
+                let id = self.flows.insert(Flow {
+                    lane,
+                    class,
+                    tenant,
+                    queue: VecDeque::new(),
+                    live: 0,
+                    finish: 0,
+                    parked: false,
+                });
+                self.lanes[lane as usize].classes[class.index()].push(id, 0);
+                id
+            });
+        let id = self.requests.insert(Pending {
+            flow,
+            usage: ask.usage,
+            size,
+            submitted: now,
+            deadline: ask.deadline,
+            task: ask.task,
+        });
+        let f = &mut self.flows[flow];
+        f.queue.push_back(id);
+        f.live += 1;
+        let l = &mut self.lanes[lane as usize];
+        let q = &mut l.classes[class.index()];
+        q.count += 1;
+        q.queued.add(&ask.usage);
+        for &s in &l.scopes {
+            self.slots[s as usize].queued += 1;
+        }
+        self.tenants[tenant as usize].queued += 1;
+        self.queued += 1;
+        if let Some(d) = ask.deadline {
+            self.deadlines.push(Reverse((d, id)));
+        }
+        if let Some(task) = ask.task {
+            let entry = self.tasks.entry(task).or_default();
+            entry.requests.push(id);
+            entry.live += 1;
+        }
+        // A lane waiting for one request may take another (a more urgent one) now.
+        if l.state != LaneState::Runnable {
+            l.state = LaneState::Runnable;
+            self.run.push_back(lane);
+        }
+        id
+    }
+
+    /// Takes a waiting request out of every count. Its id stays in its flow's queue and is
+    /// skipped when it reaches the head.
+    pub(super) fn remove(&mut self, id: RequestId) -> Option<Pending> {
+        let p = self.requests.remove(id)?;
+        self.forget(&p);
+        Some(p)
+    }
+
+    fn forget(&mut self, p: &Pending) {
+        let f = &mut self.flows[p.flow];
+        f.live -= 1;
+        let (lane, class, tenant, live) = (f.lane, f.class, f.tenant, f.live);
+        let l = &mut self.lanes[lane as usize];
+        let q = &mut l.classes[class.index()];
+        q.count -= 1;
+        q.queued.sub(&p.usage);
+        for &s in &l.scopes {
+            self.slots[s as usize].queued -= 1;
+        }
+        self.tenants[tenant as usize].queued -= 1;
+        self.queued -= 1;
+        if let Some(task) = p.task
+            && let Some(entry) = self.tasks.get_mut(&task)
+        {
+            entry.live -= 1;
+            if entry.live == 0 {
+                self.tasks.remove(&task);
+            }
+        }
+        if live == 0 {
+            // Its heap entry, timer or parking spot, if any, is skipped as stale.
+            self.flows.remove(p.flow);
+            self.flow_index.remove(&(lane, class, tenant));
+        }
+    }
+
+    /// Admits every request that may go at `now` and expires every request whose deadline
+    /// has passed, appending what happened to `events`.
+    pub fn poll(&mut self, now: Nanos, events: &mut Vec<Event>) {
+        self.now = self.now.max(now);
+        let now = self.now;
+        while let Some(&Reverse((deadline, id))) = self.deadlines.peek() {
+            if deadline >= now {
+                break;
+            }
+            self.deadlines.pop();
+            if let Some(why) = self.explain(now, id) {
+                self.remove(id);
+                events.push(Event::Expired {
+                    request: id,
+                    why: Box::new(why),
+                });
+            }
+        }
+        while let Some(&Reverse((at, timer))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            match timer {
+                Timer::Scope(s) => {
+                    if self.slots[s as usize].timer == Some(at) {
+                        self.slots[s as usize].timer = None;
+                        self.wake(s);
+                    }
+                }
+                Timer::Unpark(flow) => self.unpark(flow),
+            }
+        }
+        while let Some(lane) = self.run.pop_front() {
+            match self.turn(now, lane, events) {
+                // One admission per turn: lanes that share a scope alternate on it.
+                Turn::Admitted => self.run.push_back(lane),
+                Turn::Blocked(s, until) => {
+                    let l = &mut self.lanes[lane as usize];
+                    l.state = LaneState::Waiting;
+                    let slot = &mut self.slots[s as usize];
+                    if l.waiting_on != Some(s) {
+                        l.waiting_on = Some(s);
+                        slot.waiters.push(lane);
+                    }
+                    if let Some(at) = until
+                        && slot.timer.is_none_or(|armed| at < armed)
+                    {
+                        slot.timer = Some(at);
+                        self.timers.push(Reverse((at, Timer::Scope(s))));
+                    }
+                }
+                Turn::Empty => self.lanes[lane as usize].state = LaneState::Idle,
+            }
+        }
+    }
+
+    /// Moves the lanes waiting on scope `s` to the run queue.
+    pub(super) fn wake(&mut self, s: u32) {
+        for lane in self.slots[s as usize].waiters.drain(..) {
+            let l = &mut self.lanes[lane as usize];
+            if l.waiting_on == Some(s) {
+                l.waiting_on = None;
+            }
+            if l.state == LaneState::Waiting {
+                l.state = LaneState::Runnable;
+                self.run.push_back(lane);
+            }
+        }
+    }
+
+    /// Puts a flow set aside by its tenant's limits back in its queue.
+    pub(super) fn unpark(&mut self, flow: FlowId) {
+        let Some(f) = self.flows.get_mut(flow).filter(|f| f.parked) else {
+            return;
+        };
+        f.parked = false;
+        let l = &mut self.lanes[f.lane as usize];
+        l.classes[f.class.index()].push(flow, f.finish);
+        if l.state == LaneState::Idle {
+            l.state = LaneState::Runnable;
+            self.run.push_back(f.lane);
+        }
+    }
+
+    /// The head request of `flow`, dropping cancelled ids before it.
+    fn head(&mut self, flow: FlowId) -> Option<RequestId> {
+        let f = &mut self.flows[flow];
+        while let Some(&id) = f.queue.front() {
+            if self.requests.contains_key(id) {
+                return Some(id);
+            }
+            f.queue.pop_front();
+        }
+        None
+    }
+
+    /// One turn of a lane: admits its next request, or finds what it waits on.
+    fn turn(&mut self, now: Nanos, lane: u32, events: &mut Vec<Event>) -> Turn {
+        for class in 0..3 {
+            while let Some((tag, flow)) = self.lanes[lane as usize].classes[class].peek() {
+                let live = self.flows.get(flow).is_some_and(|f| !f.parked);
+                let Some(id) = live.then(|| self.head(flow)).flatten() else {
+                    self.lanes[lane as usize].classes[class].pop();
+                    continue;
+                };
+                let usage = self.requests[id].usage;
+                let tenant = self.flows[flow].tenant;
+                if let Some(block) = self.tenant_block(now, tenant, &usage) {
+                    self.lanes[lane as usize].classes[class].pop();
+                    self.flows[flow].parked = true;
+                    match block.until() {
+                        Some(at) => self.timers.push(Reverse((at, Timer::Unpark(flow)))),
+                        None => self.tenants[tenant as usize].parked.push(flow),
+                    }
+                    continue;
+                }
+                let scopes = &self.lanes[lane as usize].scopes;
+                if let Some(&s) = scopes
+                    .iter()
+                    .find(|&&s| !self.slots[s as usize].scope.admits(now, &usage))
+                {
+                    let block = self.slots[s as usize].scope.blocked(now, &usage);
+                    let until = block.as_ref().and_then(Block::until);
+                    if until == Some(Nanos::MAX) {
+                        // A quota learned since submit is smaller than the request.
+                        self.expire(now, id, events);
+                        continue;
+                    }
+                    return Turn::Blocked(s, until);
+                }
+                self.admit(now, lane, class, tag, flow, id, events);
+                return Turn::Admitted;
+            }
+        }
+        Turn::Empty
+    }
+
+    fn expire(&mut self, now: Nanos, id: RequestId, events: &mut Vec<Event>) {
+        if let Some(why) = self.explain(now, id) {
+            self.remove(id);
+            events.push(Event::Expired {
+                request: id,
+                why: Box::new(why),
+            });
+        }
+    }
+
+    #[allow(clippy::too_many_arguments, reason = "one call site, all of them needed")]
+    fn admit(
+        &mut self,
+        now: Nanos,
+        lane: u32,
+        class: usize,
+        tag: u64,
+        flow: FlowId,
+        id: RequestId,
+        events: &mut Vec<Event>,
+    ) {
+        let q = &mut self.lanes[lane as usize].classes[class];
+        q.pop();
+        q.vtime = tag;
+        self.flows[flow].queue.pop_front();
+        let Some(p) = self.requests.remove(id) else {
+            return;
+        };
+        let f = &mut self.flows[flow];
+        f.finish = tag.saturating_add(p.size);
+        let (tenant, finish, live) = (f.tenant, f.finish, f.live);
+        for &s in &self.lanes[lane as usize].scopes {
+            self.slots[s as usize].scope.take(now, &p.usage);
+        }
+        let t = &mut self.tenants[tenant as usize];
+        t.in_flight += 1;
+        if let Some(qs) = t.quota {
+            self.slots[qs as usize].scope.take(now, &p.usage);
+        }
+        if live > 1 {
+            self.lanes[lane as usize].classes[class].push(flow, finish);
+        }
+        self.forget(&p);
+        let grant = self.grants.insert(Grant {
+            lane,
+            tenant,
+            usage: p.usage,
+        });
+        events.push(Event::Admitted { request: id, grant });
+    }
+}
+
+impl Waiting {
+    /// The scope or tenant block behind this wait, if it is not just a turn.
+    pub fn block(&self) -> Option<&Block> {
+        match self {
+            Self::Scope { block, .. } | Self::Tenant { block, .. } => Some(block),
+            Self::Turn { .. } => None,
+        }
+    }
+}

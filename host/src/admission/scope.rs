@@ -1,0 +1,433 @@
+//! One quota scope: the buckets of one provider quota, the concurrency slots, the hold a 429
+//! put on it, and what responses said about it.
+//!
+//! A scope is wider than a request: every worker whose requests charge it shares it, so a 429
+//! seen by one worker holds back all of them ([`Scope::hold`]).
+
+use std::fmt;
+use std::num::NonZeroU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::bucket::{Denial, Nanos, QuotaError, Rate};
+use super::limits::Limits;
+use super::usage::{Dimension, Usage};
+
+/// The name of a scope.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScopeKey {
+    /// A provider quota: the credential's own bucket (`name: None`), or a narrower one the
+    /// configuration or a response names (a model, an endpoint family, GitHub's `search`).
+    Provider {
+        /// The provider, as configured (`openai`).
+        provider: Arc<str>,
+        /// The credential (account, project or key label) the request is sent with.
+        credential: Arc<str>,
+        /// The narrower bucket, if any.
+        name: Option<Arc<str>>,
+    },
+    /// A tenant's own quota, from its tier.
+    Tenant(Arc<str>),
+}
+
+impl fmt::Display for ScopeKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Provider {
+                provider,
+                credential,
+                name: None,
+            } => write!(f, "{provider}/{credential}"),
+            Self::Provider {
+                provider,
+                credential,
+                name: Some(name),
+            } => write!(f, "{provider}/{credential}/{name}"),
+            Self::Tenant(t) => write!(f, "tenant {t}"),
+        }
+    }
+}
+
+/// Where a quota's figures come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The configuration.
+    Configured,
+    /// A response: the header names (or `body`) the plugin read them from.
+    Observed(Box<str>),
+}
+
+/// One rate quota of a scope, as configured or learned.
+#[derive(Debug, Clone)]
+pub(crate) struct QuotaSpec {
+    pub dimension: Dimension,
+    pub window: Duration,
+    pub limit: NonZeroU64,
+    pub origin: Origin,
+    pub rate: Rate,
+}
+
+/// The quotas of a scope without their state. Scopes configured alike share one shape, so
+/// an idle scope costs little more than one theoretical arrival time per quota.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    pub(crate) quotas: Vec<QuotaSpec>,
+    pub(crate) concurrency: Option<u32>,
+    pub(crate) margin: f64,
+    /// The most requests waiting on a scope of this shape.
+    pub(crate) max_queued: u32,
+    /// The longest estimated wait a request is queued for.
+    pub(crate) max_wait: Nanos,
+}
+
+impl Shape {
+    /// The shape of a scope with the configured `limits`, paced at `margin`.
+    ///
+    /// # Errors
+    /// The TOML key of the first quota that cannot be paced, and why.
+    pub fn new(limits: &Limits, margin: f64) -> Result<Self, (String, QuotaError)> {
+        let quotas = limits
+            .quotas()
+            .map(|(dimension, window, limit)| {
+                Rate::new(limit, window, margin)
+                    .map(|rate| QuotaSpec {
+                        dimension,
+                        window,
+                        limit,
+                        origin: Origin::Configured,
+                        rate,
+                    })
+                    .map_err(|e| (Limits::key(dimension, window), e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if quotas.is_empty() && !(margin > 0.0 && margin <= 1.0) {
+            return Err(("margin".into(), QuotaError::Margin(margin)));
+        }
+        Ok(Self {
+            quotas,
+            concurrency: limits.concurrent_requests.map(std::num::NonZeroU32::get),
+            margin,
+            max_queued: u32::MAX,
+            max_wait: Nanos::MAX,
+        })
+    }
+
+    /// The same shape with queue bounds.
+    #[must_use]
+    pub fn bounded(mut self, max_queued: u32, max_wait: Nanos) -> Self {
+        self.max_queued = max_queued;
+        self.max_wait = max_wait;
+        self
+    }
+}
+
+/// What a response last said about one dimension of a scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Learned {
+    /// What the figures count.
+    pub dimension: Dimension,
+    /// The quota's size, if stated.
+    pub limit: Option<u64>,
+    /// What was left, if stated.
+    pub remaining: Option<u64>,
+    /// When the window resets, on the scheduler's clock, if stated.
+    pub reset_at: Option<Nanos>,
+    /// When the response was read.
+    pub seen_at: Nanos,
+    /// The header names (or `body`) the figures came from.
+    pub source: Box<str>,
+}
+
+/// Why a scope admits nothing until a given instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    /// Nothing is admitted before this instant.
+    pub until: Nanos,
+    /// What set the hold (a 429's `Retry-After`, `remaining: 0` with a reset, …).
+    pub reason: Box<str>,
+}
+
+/// Why a scope cannot take a request now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Block {
+    /// A rate quota is spent until `until`.
+    Quota {
+        /// What the quota counts.
+        dimension: Dimension,
+        /// Its window.
+        window: Duration,
+        /// Its limit per window.
+        limit: u64,
+        /// Where the limit comes from.
+        origin: Origin,
+        /// When the request's share fits.
+        until: Nanos,
+    },
+    /// A response put the scope on hold.
+    Held(Hold),
+    /// Every concurrency slot is taken; one frees when a request in flight finishes.
+    Concurrency {
+        /// The number of slots.
+        limit: u32,
+    },
+}
+
+impl Block {
+    /// When the block lifts by itself, if it does.
+    pub fn until(&self) -> Option<Nanos> {
+        match self {
+            Self::Quota { until, .. } => Some(*until),
+            Self::Held(h) => Some(h.until),
+            Self::Concurrency { .. } => None,
+        }
+    }
+}
+
+/// A request larger than a scope's quota can ever admit at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Oversized {
+    /// What the quota counts.
+    pub dimension: Dimension,
+    /// The request's amount.
+    pub amount: u64,
+    /// The most the quota admits at once.
+    pub capacity: u64,
+}
+
+/// One quota scope.
+#[derive(Debug)]
+pub struct Scope {
+    shape: Arc<Shape>,
+    /// One theoretical arrival time per quota of the shape.
+    tats: Box<[Nanos]>,
+    /// Concurrency slots taken.
+    taken: u32,
+    hold: Option<Box<Hold>>,
+    learned: Vec<Learned>,
+}
+
+impl Scope {
+    /// An idle scope of the given shape.
+    pub fn new(shape: Arc<Shape>) -> Self {
+        let tats = vec![0; shape.quotas.len()].into_boxed_slice();
+        Self {
+            shape,
+            tats,
+            taken: 0,
+            hold: None,
+            learned: Vec::new(),
+        }
+    }
+
+    fn quotas(&self) -> impl Iterator<Item = (&QuotaSpec, Nanos)> {
+        self.shape.quotas.iter().zip(self.tats.iter().copied())
+    }
+
+    /// The first quota that `usage` exceeds on its own.
+    pub fn oversized(&self, usage: &Usage) -> Option<Oversized> {
+        self.shape.quotas.iter().find_map(|q| {
+            let amount = usage.get(q.dimension);
+            (amount > q.rate.capacity()).then(|| Oversized {
+                dimension: q.dimension,
+                amount,
+                capacity: q.rate.capacity(),
+            })
+        })
+    }
+
+    /// What keeps `usage` from being admitted at `now`, if anything: the hold first, then
+    /// the quota that lifts last, then concurrency.
+    pub fn blocked(&self, now: Nanos, usage: &Usage) -> Option<Block> {
+        if let Some(hold) = self.held(now) {
+            return Some(Block::Held(hold.clone()));
+        }
+        let mut worst: Option<(&QuotaSpec, Nanos)> = None;
+        for (q, tat) in self.quotas() {
+            let until = match q.rate.ready_at(tat, now, usage.get(q.dimension)) {
+                Ok(at) => at,
+                // Checked at submit; a quota learned since then may be smaller.
+                Err(Denial::TooLarge { .. }) => Nanos::MAX,
+                Err(Denial::Until(at)) => at,
+            };
+            if until > now && worst.is_none_or(|(_, w)| until > w) {
+                worst = Some((q, until));
+            }
+        }
+        if let Some((q, until)) = worst {
+            return Some(Block::Quota {
+                dimension: q.dimension,
+                window: q.window,
+                limit: q.limit.get(),
+                origin: q.origin.clone(),
+                until,
+            });
+        }
+        match self.shape.concurrency {
+            Some(limit) if self.taken >= limit => Some(Block::Concurrency { limit }),
+            _ => None,
+        }
+    }
+
+    /// Whether `usage` may be admitted at `now`: [`Scope::blocked`] without the reason.
+    pub(crate) fn admits(&self, now: Nanos, usage: &Usage) -> bool {
+        self.held(now).is_none()
+            && self.quotas().all(|(q, tat)| {
+                q.rate
+                    .ready_at(tat, now, usage.get(q.dimension))
+                    .is_ok_and(|at| at <= now)
+            })
+            && self.shape.concurrency.is_none_or(|limit| self.taken < limit)
+    }
+
+    /// Takes `usage` from every quota and a concurrency slot. Call only when
+    /// [`Scope::admits`] said yes.
+    pub(crate) fn take(&mut self, now: Nanos, usage: &Usage) {
+        for (q, tat) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
+            q.rate.charge(tat, now, usage.get(q.dimension));
+        }
+        if self.shape.concurrency.is_some() {
+            self.taken += 1;
+        }
+    }
+
+    /// Corrects the charge of a finished request from `estimate` to `actual` (when known),
+    /// and frees its slot.
+    pub(crate) fn settle(&mut self, now: Nanos, estimate: &Usage, actual: Option<&Usage>) {
+        if let Some(actual) = actual {
+            for (q, tat) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
+                let (was, is) = (estimate.get(q.dimension), actual.get(q.dimension));
+                if is > was {
+                    q.rate.charge(tat, now, is - was);
+                } else {
+                    q.rate.refund(tat, was - is);
+                }
+            }
+        }
+        if self.shape.concurrency.is_some() {
+            self.taken = self.taken.saturating_sub(1);
+        }
+    }
+
+    /// Admits nothing before `until`: every request charged to this scope waits.
+    pub fn hold(&mut self, until: Nanos, reason: &str) {
+        if self.hold.as_deref().is_some_and(|h| h.until >= until) {
+            return;
+        }
+        for (q, tat) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
+            q.rate.hold_until(tat, until);
+        }
+        self.hold = Some(Box::new(Hold {
+            until,
+            reason: reason.into(),
+        }));
+    }
+
+    /// Records what a response said about one dimension. `remaining: 0` with a reset holds
+    /// the scope until the reset; a limit with a window, for a dimension the configuration
+    /// did not bound or bound higher, becomes a learned quota.
+    pub fn learn(&mut self, now: Nanos, learned: Learned, window: Option<Duration>) {
+        if let (Some(0), Some(reset)) = (learned.remaining, learned.reset_at) {
+            let reason = format!("{} exhausted ({})", learned.dimension, learned.source);
+            self.hold(reset.max(now), &reason);
+        }
+        if let (Some(limit), Some(window)) = (learned.limit.and_then(NonZeroU64::new), window) {
+            self.learn_quota(now, learned.dimension, window, limit, &learned.source);
+        }
+        match self
+            .learned
+            .iter_mut()
+            .find(|l| l.dimension == learned.dimension)
+        {
+            Some(slot) => *slot = learned,
+            None => self.learned.push(learned),
+        }
+    }
+
+    fn learn_quota(
+        &mut self,
+        now: Nanos,
+        dimension: Dimension,
+        window: Duration,
+        limit: NonZeroU64,
+        source: &str,
+    ) {
+        let at = self
+            .shape
+            .quotas
+            .iter()
+            .position(|q| q.dimension == dimension && q.window == window);
+        // The configuration is a promise about the account; a smaller limit seen on the
+        // wire wins, a larger one does not.
+        if at.is_some_and(|i| self.shape.quotas[i].limit <= limit) {
+            return;
+        }
+        let Ok(rate) = Rate::new(limit, window, self.shape.margin) else {
+            return;
+        };
+        let spec = QuotaSpec {
+            dimension,
+            window,
+            limit,
+            origin: Origin::Observed(source.into()),
+            rate,
+        };
+        // How much was used is not known: start the new quota with an empty burst.
+        let mut tat = 0;
+        rate.hold_until(&mut tat, now);
+        let shape = Arc::make_mut(&mut self.shape);
+        let mut tats = std::mem::take(&mut self.tats).into_vec();
+        match at {
+            Some(i) => {
+                shape.quotas[i] = spec;
+                tats[i] = tat;
+            }
+            None => {
+                shape.quotas.push(spec);
+                tats.push(tat);
+            }
+        }
+        self.tats = tats.into_boxed_slice();
+    }
+
+    /// The scope's shape.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// The hold in force at `now`, if any.
+    pub fn held(&self, now: Nanos) -> Option<&Hold> {
+        self.hold.as_deref().filter(|h| h.until > now)
+    }
+
+    /// What responses said about this scope, one entry per dimension.
+    pub fn learned(&self) -> &[Learned] {
+        &self.learned
+    }
+
+    /// The concurrency limit and the slots taken, when the scope has a limit.
+    pub fn slots(&self) -> Option<(u32, u32)> {
+        self.shape.concurrency.map(|limit| (limit, self.taken))
+    }
+
+    /// How long `usage` occupies this scope's scarcest quota at its paced rate: the
+    /// currency of fair sharing.
+    pub(crate) fn occupancy(&self, usage: &Usage) -> u64 {
+        self.shape
+            .quotas
+            .iter()
+            .map(|q| usage.get(q.dimension).saturating_mul(q.rate.interval()))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// When `usage` would fit after `ahead` of each dimension queued before it.
+    pub(crate) fn estimate(&self, now: Nanos, ahead: &Usage, usage: &Usage) -> Nanos {
+        let held = self.hold.as_deref().map_or(0, |h| h.until);
+        self.quotas()
+            .map(|(q, tat)| {
+                q.rate
+                    .estimate(tat, now, ahead.get(q.dimension), usage.get(q.dimension))
+            })
+            .fold(held.max(now), Nanos::max)
+    }
+}

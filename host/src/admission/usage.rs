@@ -1,0 +1,163 @@
+//! What a quota counts ([`Dimension`]), and how much of each a request uses ([`Usage`]).
+//!
+//! A request is charged its plugin's `estimate-cost` before it is sent and corrected with
+//! its actual usage after the response, so one type carries both.
+
+use std::fmt;
+
+use crate::policy;
+
+/// What a quota bucket counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dimension {
+    /// Requests.
+    Requests,
+    /// Tokens of any kind (input and output together).
+    Tokens,
+    /// Input (prompt) tokens.
+    InputTokens,
+    /// Output (completion) tokens.
+    OutputTokens,
+}
+
+impl Dimension {
+    /// Every dimension, in a fixed order.
+    pub const ALL: [Self; 4] = [
+        Self::Requests,
+        Self::Tokens,
+        Self::InputTokens,
+        Self::OutputTokens,
+    ];
+
+    /// The dimension's name in configuration and explanations.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Requests => "requests",
+            Self::Tokens => "tokens",
+            Self::InputTokens => "input_tokens",
+            Self::OutputTokens => "output_tokens",
+        }
+    }
+}
+
+impl fmt::Display for Dimension {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How much of each dimension one request uses: an estimate before sending, the actual
+/// figures after the response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Usage {
+    /// Requests (one for an ordinary call).
+    pub requests: u64,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Tokens not split into input and output (for providers that report only a total).
+    pub other_tokens: u64,
+}
+
+impl Usage {
+    /// One request that uses no tokens.
+    pub const ONE_REQUEST: Self = Self {
+        requests: 1,
+        input_tokens: 0,
+        output_tokens: 0,
+        other_tokens: 0,
+    };
+
+    /// One request expected to read `input` tokens and write up to `output`.
+    pub const fn tokens(input: u64, output: u64) -> Self {
+        Self {
+            requests: 1,
+            input_tokens: input,
+            output_tokens: output,
+            other_tokens: 0,
+        }
+    }
+
+    /// The amount of `dimension` this usage takes.
+    pub fn get(&self, dimension: Dimension) -> u64 {
+        match dimension {
+            Dimension::Requests => self.requests,
+            Dimension::Tokens => self
+                .input_tokens
+                .saturating_add(self.output_tokens)
+                .saturating_add(self.other_tokens),
+            Dimension::InputTokens => self.input_tokens,
+            Dimension::OutputTokens => self.output_tokens,
+        }
+    }
+
+    /// The usage a plugin's `estimate-cost` describes, for one request. A plugin that names
+    /// only a token total is read as [`Usage::other_tokens`]; concurrency and
+    /// provider-specific dimensions are the host's own business and are ignored.
+    pub fn from_estimate(costs: &[policy::Cost]) -> Self {
+        let mut usage = Self::ONE_REQUEST;
+        let mut total = None;
+        for cost in costs {
+            match cost.dimension {
+                policy::Dimension::Requests => usage.requests = cost.amount,
+                policy::Dimension::Tokens => total = Some(cost.amount),
+                policy::Dimension::InputTokens => usage.input_tokens = cost.amount,
+                policy::Dimension::OutputTokens => usage.output_tokens = cost.amount,
+                policy::Dimension::Concurrency | policy::Dimension::Other(_) => {}
+            }
+        }
+        if let Some(total) = total {
+            let split = usage.input_tokens.saturating_add(usage.output_tokens);
+            usage.other_tokens = total.saturating_sub(split);
+        }
+        usage
+    }
+
+    pub(crate) fn add(&mut self, other: &Self) {
+        self.requests = self.requests.saturating_add(other.requests);
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.other_tokens = self.other_tokens.saturating_add(other.other_tokens);
+    }
+
+    pub(crate) fn sub(&mut self, other: &Self) {
+        self.requests = self.requests.saturating_sub(other.requests);
+        self.input_tokens = self.input_tokens.saturating_sub(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_sub(other.output_tokens);
+        self.other_tokens = self.other_tokens.saturating_sub(other.other_tokens);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_the_sum_of_their_parts() {
+        let u = Usage::tokens(700, 300);
+        assert_eq!(u.get(Dimension::Tokens), 1000);
+        assert_eq!(u.get(Dimension::Requests), 1);
+    }
+
+    #[test]
+    fn an_estimate_with_a_total_and_parts_keeps_the_total() {
+        let u = Usage::from_estimate(&[
+            policy::Cost {
+                dimension: policy::Dimension::InputTokens,
+                amount: 100,
+            },
+            policy::Cost {
+                dimension: policy::Dimension::Tokens,
+                amount: 1_000,
+            },
+            policy::Cost {
+                dimension: policy::Dimension::Concurrency,
+                amount: 9,
+            },
+        ]);
+        assert_eq!(u.get(Dimension::Tokens), 1_000);
+        assert_eq!(u.get(Dimension::InputTokens), 100);
+        assert_eq!(u.requests, 1);
+    }
+}
