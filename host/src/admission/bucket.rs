@@ -42,12 +42,12 @@ pub enum QuotaError {
 pub enum Denial {
     /// The cost fits at the given instant (and not before).
     Until(Nanos),
-    /// The cost is larger than the bucket can ever hold at once.
+    /// The cost is larger than the provider's whole limit per window: it can never be sent.
     TooLarge {
         /// The cost asked for.
         cost: u64,
-        /// The most the bucket admits at once.
-        capacity: u64,
+        /// The limit per window.
+        limit: u64,
     },
 }
 
@@ -57,10 +57,12 @@ pub enum Denial {
 pub struct Rate {
     /// Nanoseconds per unit at the paced rate.
     interval: Nanos,
-    /// The most units admitted at once.
+    /// The burst: the most units of small requests admitted at once.
     capacity: u64,
     /// `capacity × interval`: how far `tat` may run ahead of now.
     tolerance: Nanos,
+    /// The provider's limit per window: the largest single cost ever admitted.
+    limit: u64,
 }
 
 impl Rate {
@@ -98,12 +100,18 @@ impl Rate {
             interval,
             capacity,
             tolerance: capacity.saturating_mul(interval),
+            limit,
         })
     }
 
-    /// The most units admitted at once.
+    /// The burst: the most units of small requests admitted at once.
     pub fn capacity(&self) -> u64 {
         self.capacity
+    }
+
+    /// The provider's limit per window: the largest cost ever admitted.
+    pub fn limit(&self) -> u64 {
+        self.limit
     }
 
     /// Nanoseconds per unit at the paced rate.
@@ -114,13 +122,18 @@ impl Rate {
     /// The earliest instant at or after `now` when `cost` units fit, for a bucket whose
     /// theoretical arrival time is `tat`.
     ///
+    /// A cost larger than the burst fits too, once the bucket has been idle long enough to
+    /// pay for the excess: `tat` must lie `(cost − capacity) × interval` in the past. Any
+    /// window then still admits at most the limit, so a 4 000-token call is not refused by a
+    /// scope whose burst is 3 000 tokens; it waits for a quieter moment.
+    ///
     /// # Errors
-    /// [`Denial::TooLarge`] when they never fit at once.
+    /// [`Denial::TooLarge`] when the cost exceeds the whole limit per window.
     pub fn ready_at(&self, tat: Nanos, now: Nanos, cost: u64) -> Result<Nanos, Denial> {
-        if cost > self.capacity {
+        if cost > self.limit {
             return Err(Denial::TooLarge {
                 cost,
-                capacity: self.capacity,
+                limit: self.limit,
             });
         }
         // Fits when max(tat, t) + cost × interval − t ≤ tolerance.
@@ -184,7 +197,7 @@ impl Bucket {
         &self.rate
     }
 
-    /// The most units this bucket admits at once.
+    /// The burst: the most units of small requests this bucket admits at once.
     pub fn capacity(&self) -> u64 {
         self.rate.capacity
     }
@@ -269,15 +282,24 @@ mod tests {
     }
 
     #[test]
-    fn too_large_is_never_admitted() {
+    fn more_than_the_limit_is_never_admitted() {
         let mut b = bucket(100, 1);
         assert_eq!(
-            b.check(0, 12),
+            b.check(0, 101),
             Err(Denial::TooLarge {
-                cost: 12,
-                capacity: 11
+                cost: 101,
+                limit: 100
             })
         );
+    }
+
+    #[test]
+    fn a_cost_above_the_burst_waits_until_the_bucket_has_been_idle_long_enough() {
+        let mut b = bucket(100, 1); // 90 per second paced, burst 11
+        assert_eq!(b.check(0, 50), Err(Denial::Until(39 * b.interval())));
+        assert_eq!(b.check(39 * b.interval(), 50), Ok(()));
+        // The next unit waits until the excess is paid.
+        assert_eq!(b.ready_at(39 * b.interval(), 1), Ok(79 * b.interval()));
     }
 
     #[test]
@@ -335,7 +357,7 @@ mod tests {
             limit in 1u64..2000,
             window_ms in 1u64..120_000,
             margin in 0.05f64..=1.0,
-            ops in prop::collection::vec((0u64..5_000_000_000, 1u64..50), 1..400),
+            ops in prop::collection::vec((0u64..5_000_000_000, 1u64..2000), 1..400),
         ) {
             let window = window_ms * 1_000_000;
             let mut b = Bucket::new(NonZeroU64::new(limit).unwrap(), Duration::from_millis(window_ms), margin).unwrap();

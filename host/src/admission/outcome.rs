@@ -67,10 +67,10 @@ pub enum Rejection {
         /// How far past the deadline that is.
         late_by: Duration,
     },
-    /// The request is larger than a quota admits at once: split it, or raise the limit.
+    /// The request is larger than a quota's whole limit: split it, or raise the limit.
     #[error(
-        "the request needs {} {} but {scope} admits at most {} at once: split it or raise the limit",
-        .oversized.amount, .oversized.dimension, .oversized.capacity
+        "the request needs {} {} but {scope} allows {} per window: split it or raise the limit",
+        .oversized.amount, .oversized.dimension, .oversized.limit
     )]
     Oversized {
         /// The scope.

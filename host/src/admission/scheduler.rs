@@ -33,11 +33,11 @@ use super::usage::Usage;
 pub struct TaskId(pub u64);
 
 /// The scopes one request charges, resolved once: see [`Scheduler::route`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Route(u32);
 
 /// A tenant, resolved once: see [`Scheduler::tenant`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TenantId(u32);
 
 /// A request to admit.
@@ -73,6 +73,8 @@ struct Grant {
     lane: u32,
     tenant: u32,
     usage: Usage,
+    /// Each charged quota's state after the charge (see `Scope::take`).
+    ends: Vec<Nanos>,
 }
 
 /// A scope and the scheduler's bookkeeping for it.
@@ -506,9 +508,12 @@ impl Scheduler {
         let Some(g) = self.grants.remove(grant) else {
             return false;
         };
+        let mut ends = &g.ends[..];
         for i in 0..self.lanes[g.lane as usize].scopes.len() {
             let s = self.lanes[g.lane as usize].scopes[i];
-            self.slots[s as usize].scope.settle(now, &g.usage, actual);
+            ends = self.slots[s as usize]
+                .scope
+                .settle(now, &g.usage, actual, ends);
             // A freed slot or a refund may let a waiting lane go sooner.
             self.wake(s);
         }
@@ -516,7 +521,7 @@ impl Scheduler {
         tenant.in_flight = tenant.in_flight.saturating_sub(1);
         if let Some(q) = tenant.quota {
             let slot = &mut self.slots[q as usize];
-            slot.scope.settle(now, &g.usage, actual);
+            slot.scope.settle(now, &g.usage, actual, ends);
         }
         let parked = std::mem::take(&mut self.tenants[g.tenant as usize].parked);
         for flow in parked {

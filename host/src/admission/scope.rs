@@ -183,15 +183,15 @@ impl Block {
     }
 }
 
-/// A request larger than a scope's quota can ever admit at once.
+/// A request larger than a scope's whole limit per window: it can never be sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Oversized {
     /// What the quota counts.
     pub dimension: Dimension,
     /// The request's amount.
     pub amount: u64,
-    /// The most the quota admits at once.
-    pub capacity: u64,
+    /// The quota's limit per window.
+    pub limit: u64,
 }
 
 /// One quota scope.
@@ -227,10 +227,10 @@ impl Scope {
     pub fn oversized(&self, usage: &Usage) -> Option<Oversized> {
         self.shape.quotas.iter().find_map(|q| {
             let amount = usage.get(q.dimension);
-            (amount > q.rate.capacity()).then(|| Oversized {
+            (amount > q.rate.limit()).then(|| Oversized {
                 dimension: q.dimension,
                 amount,
-                capacity: q.rate.capacity(),
+                limit: q.rate.limit(),
             })
         })
     }
@@ -280,10 +280,13 @@ impl Scope {
     }
 
     /// Takes `usage` from every quota and a concurrency slot. Call only when
-    /// [`Scope::admits`] said yes.
-    pub(crate) fn take(&mut self, now: Nanos, usage: &Usage) {
+    /// [`Scope::admits`] said yes. Appends to `ends` the number of quotas and each one's
+    /// state after the charge, which [`Scope::settle`] needs.
+    pub(crate) fn take(&mut self, now: Nanos, usage: &Usage, ends: &mut Vec<Nanos>) {
+        ends.push(self.tats.len() as Nanos);
         for (q, tat) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
             q.rate.charge(tat, now, usage.get(q.dimension));
+            ends.push(*tat);
         }
         if self.shape.concurrency.is_some() {
             self.taken += 1;
@@ -291,14 +294,30 @@ impl Scope {
     }
 
     /// Corrects the charge of a finished request from `estimate` to `actual` (when known),
-    /// and frees its slot.
-    pub(crate) fn settle(&mut self, now: Nanos, estimate: &Usage, actual: Option<&Usage>) {
+    /// and frees its slot. `ends` is what [`Scope::take`] appended; returns the rest.
+    ///
+    /// Use above the estimate is charged now. Use below it is given back only to a quota
+    /// that charged nothing since this request: a refund shortens the request's place in the
+    /// quota's schedule, and only the last place can shrink without moving requests admitted
+    /// after it to before their admission, which could put more than the limit in one
+    /// window. An unused estimate in the middle of the schedule stays spent.
+    pub(crate) fn settle<'e>(
+        &mut self,
+        now: Nanos,
+        estimate: &Usage,
+        actual: Option<&Usage>,
+        ends: &'e [Nanos],
+    ) -> &'e [Nanos] {
+        let (count, rest) = ends.split_first().map_or((0, ends), |(n, r)| (*n, r));
+        let count = usize::try_from(count).unwrap_or(0).min(rest.len());
+        let (mine, rest) = rest.split_at(count);
         if let Some(actual) = actual {
-            for (q, tat) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
+            let quotas = self.shape.quotas.iter().zip(self.tats.iter_mut());
+            for ((q, tat), end) in quotas.zip(mine) {
                 let (was, is) = (estimate.get(q.dimension), actual.get(q.dimension));
                 if is > was {
                     q.rate.charge(tat, now, is - was);
-                } else {
+                } else if *tat == *end {
                     q.rate.refund(tat, was - is);
                 }
             }
@@ -306,6 +325,7 @@ impl Scope {
         if self.shape.concurrency.is_some() {
             self.taken = self.taken.saturating_sub(1);
         }
+        rest
     }
 
     /// Admits nothing before `until`: every request charged to this scope waits.

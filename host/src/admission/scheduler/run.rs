@@ -279,13 +279,14 @@ impl Scheduler {
         let f = &mut self.flows[flow];
         f.finish = tag.saturating_add(p.size);
         let (tenant, finish, live) = (f.tenant, f.finish, f.live);
+        let mut ends = Vec::new();
         for &s in &self.lanes[lane as usize].scopes {
-            self.slots[s as usize].scope.take(now, &p.usage);
+            self.slots[s as usize].scope.take(now, &p.usage, &mut ends);
         }
         let t = &mut self.tenants[tenant as usize];
         t.in_flight += 1;
         if let Some(qs) = t.quota {
-            self.slots[qs as usize].scope.take(now, &p.usage);
+            self.slots[qs as usize].scope.take(now, &p.usage, &mut ends);
         }
         if live > 1 {
             self.lanes[lane as usize].classes[class].push(flow, finish);
@@ -295,6 +296,7 @@ impl Scheduler {
             lane,
             tenant,
             usage: p.usage,
+            ends,
         });
         events.push(Event::Admitted { request: id, grant });
     }

@@ -1,0 +1,125 @@
+//! Tenants share a saturated scope by weight: equal weights get equal service, 1:2:4 get
+//! 1:2:4, and a tenant sending a hundred times more gets no more than its share.
+
+use std::collections::BTreeMap;
+
+use sluice::admission::{Class, TenantId, Usage};
+
+use crate::sim::{Arrival, MINUTE, MS, Sim, jain};
+
+const CONFIG: &str = "[queue]\nmax_queued = 1000000\nmax_queued_per_scope = 1000000\nmax_wait_ms = 86400000\n\
+    [providers.p.limits]\nrequests_per_minute = 600\ntokens_per_minute = 200000\n\
+    [tiers.bronze]\nweight = 1\n[tiers.silver]\nweight = 2\n[tiers.gold]\nweight = 4\n\
+    [tenants.assign]\nb = \"bronze\"\ns = \"silver\"\ng = \"gold\"\n";
+
+/// Each tenant sends one request every `every_ms[i]` for `minutes`; returns each tenant's
+/// admitted tokens after the first minute.
+fn service(names: &[&str], every_ms: &[u64], usage: Usage, minutes: u64) -> Vec<f64> {
+    let mut sim = Sim::new(CONFIG);
+    let route = sim.route("p", "acct", &[]);
+    let tenants: Vec<TenantId> = names.iter().map(|n| sim.tenant(n)).collect();
+    let end = (minutes + 1) * MINUTE;
+    let mut arrivals: Vec<Arrival> = Vec::new();
+    for (i, every) in every_ms.iter().enumerate() {
+        let mut at = i as u64; // distinct instants, so no tenant is always first
+        while at < end {
+            arrivals.push(Arrival {
+                at,
+                route,
+                tenant: tenants[i],
+                class: Class::Standard,
+                usage,
+                actual: usage,
+                latency: 100 * MS,
+                deadline: None,
+                task: None,
+            });
+            at += every * MS;
+        }
+    }
+    arrivals.sort_by_key(|a| a.at);
+    sim.run(arrivals, end);
+    assert!(sim.rejected.is_empty(), "{:?}", sim.rejected.first());
+    let mut got: BTreeMap<TenantId, f64> = tenants.iter().map(|t| (*t, 0.0)).collect();
+    for a in sim.admitted.iter().filter(|a| a.at >= MINUTE) {
+        #[allow(clippy::cast_precision_loss)]
+        let tokens = a.actual.get(sluice::admission::Dimension::Tokens) as f64;
+        *got.get_mut(&a.tenant).unwrap() += tokens;
+    }
+    tenants.iter().map(|t| got[t]).collect()
+}
+
+#[test]
+fn equal_weights_get_equal_service() {
+    let names: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    // Every tenant asks for more than a tenth of the scope (540 paced per minute).
+    let got = service(&names, &[50; 10], Usage::tokens(100, 100), 10);
+    let index = jain(&got);
+    assert!(index >= 0.99, "Jain's index {index:.4}: {got:?}");
+}
+
+#[test]
+fn weights_one_two_four_get_one_two_four() {
+    let got = service(&["b", "s", "g"], &[20, 20, 20], Usage::tokens(100, 100), 10);
+    let total: f64 = got.iter().sum();
+    for (share, want) in got.iter().map(|g| g / total).zip([1.0 / 7.0, 2.0 / 7.0, 4.0 / 7.0]) {
+        assert!((share - want).abs() <= 0.05 * want, "share {share:.4}, want {want:.4}: {got:?}");
+    }
+}
+
+#[test]
+fn a_tenant_sending_a_hundred_times_more_gets_no_more_than_its_share() {
+    // Three tenants each ask for a little more than a quarter of the scope; the fourth asks
+    // for a hundred times that.
+    let got = service(&["q1", "q2", "q3", "loud"], &[400, 400, 400, 4], Usage::tokens(100, 100), 10);
+    let total: f64 = got.iter().sum();
+    let loud = got[3] / total;
+    assert!(loud <= 0.25 * 1.05, "the loud tenant got {loud:.4}: {got:?}");
+    for quiet in &got[..3] {
+        assert!(quiet / total >= 0.25 * 0.95, "a quiet tenant got {:.4}: {got:?}", quiet / total);
+    }
+}
+
+#[test]
+fn sizes_count_not_requests() {
+    // One tenant sends requests ten times larger: it gets a tenth as many admitted, and the
+    // same number of tokens.
+    let mut sim = Sim::new(
+        "[queue]\nmax_queued = 1000000\nmax_queued_per_scope = 1000000\nmax_wait_ms = 86400000\n\
+         [providers.p.limits]\nrequests_per_minute = 100000\ntokens_per_minute = 60000\n",
+    );
+    let route = sim.route("p", "acct", &[]);
+    let small = sim.tenant("small");
+    let big = sim.tenant("big");
+    let mut arrivals = Vec::new();
+    for i in 0..20_000u64 {
+        let (tenant, usage) = if i % 2 == 0 {
+            (small, Usage::tokens(100, 0))
+        } else {
+            (big, Usage::tokens(1_000, 0))
+        };
+        arrivals.push(Arrival {
+            at: i * 10 * MS,
+            route,
+            tenant,
+            class: Class::Standard,
+            usage,
+            actual: usage,
+            latency: 100 * MS,
+            deadline: None,
+            task: None,
+        });
+    }
+    sim.run(arrivals, 11 * MINUTE);
+    let tokens = |t| -> u64 {
+        sim.admitted
+            .iter()
+            .filter(|a| a.tenant == t && a.at >= MINUTE)
+            .map(|a| a.actual.input_tokens)
+            .sum()
+    };
+    #[allow(clippy::cast_precision_loss)]
+    let ratio = tokens(big) as f64 / tokens(small) as f64;
+    assert!((0.95..=1.05).contains(&ratio), "token ratio big/small {ratio:.3}");
+}

@@ -1,0 +1,10 @@
+//! Admission on virtual time: every figure here comes from the scheduler's own clock, so the
+//! runs are deterministic and take no wall time to wait.
+
+mod control;
+mod fairness;
+mod holds;
+mod limits;
+mod priority;
+mod sim;
+mod utilization;
