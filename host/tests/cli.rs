@@ -1,4 +1,4 @@
-//! The `sluice plugin` commands, run as a user runs them.
+//! The `sluice plugin` and `sluice config` commands, run as a user runs them.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -166,4 +166,36 @@ fn inspect_shows_description_exports_and_limits() {
 fn list_names_the_bundled_plugins() {
     let o = sluice(&["plugin", "list"]);
     assert_eq!(stdout(&o), "openai\nanthropic\ngithub\nstripe\nietf\n");
+}
+
+#[test]
+fn the_example_admission_configuration_checks() {
+    let example = format!("{}/../examples/admission.toml", env!("CARGO_MANIFEST_DIR"));
+    let o = sluice(&["config", "check", &example]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("valid"), "{out}");
+    assert!(
+        out.contains("requests_per_minute: 500, paced at 450 per 60 s with a burst of 51"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_bad_admission_configuration_exits_2_naming_the_key() {
+    let path = write_vectors("bad-admission.toml", "[providers.openai]\nmargin = 0\n");
+    let o = sluice(&["config", "check", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`providers.openai.margin`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sluice(&["config", "check", "/nonexistent/admission.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("/nonexistent/admission.toml"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -39,7 +39,11 @@ impl Limits {
             (Dimension::Requests, MINUTE, self.requests_per_minute),
             (Dimension::Tokens, MINUTE, self.tokens_per_minute),
             (Dimension::InputTokens, MINUTE, self.input_tokens_per_minute),
-            (Dimension::OutputTokens, MINUTE, self.output_tokens_per_minute),
+            (
+                Dimension::OutputTokens,
+                MINUTE,
+                self.output_tokens_per_minute,
+            ),
             (Dimension::Requests, DAY, self.requests_per_day),
             (Dimension::Tokens, DAY, self.tokens_per_day),
         ]

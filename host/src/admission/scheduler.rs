@@ -11,6 +11,49 @@
 //! Requests that charge the same set of scopes form a *lane*; lanes that share a scope take
 //! turns on it, one admission per turn. Within a lane, classes are strict (interactive, then
 //! standard, then background) and tenants share each class by weight ([`super::fair`]).
+//!
+//! ```
+//! use sluice::admission::{Ask, Class, Config, Event, Scheduler, TaskId, Usage, Waiting};
+//!
+//! let config = Config::from_toml(
+//!     "[providers.openai.limits]\nrequests_per_minute = 60\ntokens_per_minute = 1000000\n",
+//! )?;
+//! let mut s = Scheduler::new(config)?;
+//! let route = s.route("openai", "org-1", &["gpt-4o"]); // the account's scope and the model's
+//! let tenant = s.tenant("acme");
+//! let ask = Ask {
+//!     route,
+//!     tenant,
+//!     class: Class::Interactive,
+//!     usage: Usage::tokens(1_200, 800), // the plugin's estimate-cost
+//!     deadline: None,
+//!     task: Some(TaskId(1)),
+//! };
+//! let mut events = Vec::new();
+//!
+//! // 60 per minute, paced at 54: a burst of 7, then one every 1.11 s.
+//! let ids: Vec<_> = (0..8).map(|_| s.submit(0, ask)).collect::<Result<_, _>>()?;
+//! s.poll(0, &mut events);
+//! assert_eq!(events.len(), 7);
+//!
+//! // The eighth waits, and says why and until when.
+//! let why = s.explain(0, ids[7]).unwrap();
+//! let Waiting::Scope { scope, block } = &why.waiting else { unreachable!() };
+//! assert_eq!(scope.to_string(), "openai/org-1");
+//! let until = block.until().unwrap();
+//! assert_eq!(s.next_wake(), Some(until));
+//!
+//! // The response of the first reports what it used: the estimate is corrected.
+//! let Event::Admitted { grant, .. } = events[0] else { unreachable!() };
+//! s.complete(1_000, grant, Some(&Usage::tokens(1_200, 150)));
+//!
+//! // Cancelling the task removes the eighth before it is admitted.
+//! assert_eq!(s.cancel(TaskId(1)), 1);
+//! events.clear();
+//! s.poll(until, &mut events);
+//! assert!(events.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -109,13 +152,17 @@ struct Defaults {
     default_tier: u32,
 }
 
+/// A provider and one of its named scopes (`None`: the credential's own); the empty provider
+/// names the shape of unconfigured scopes.
+type ShapeKey = (Arc<str>, Option<Arc<str>>);
+
 /// The admission scheduler; see the module docs.
 #[derive(Debug)]
 pub struct Scheduler {
     config: Config,
     defaults: Defaults,
     /// The shape of each provider's credential scope and named scopes, built once.
-    shapes: HashMap<(Arc<str>, Option<Arc<str>>), Arc<Shape>>,
+    shapes: HashMap<ShapeKey, Arc<Shape>>,
     slots: Vec<Slot>,
     scope_index: HashMap<ScopeKey, u32>,
     lanes: Vec<Lane>,
@@ -251,7 +298,7 @@ impl Scheduler {
     }
 
     fn unconfigured(&mut self) -> Arc<Shape> {
-        let key: (Arc<str>, Option<Arc<str>>) = ("".into(), None);
+        let key: ShapeKey = ("".into(), None);
         let d = &self.defaults;
         let (margin, queued, wait) = (d.margin, d.max_queued_per_scope, d.max_wait);
         self.shapes
@@ -414,7 +461,10 @@ impl Scheduler {
     pub fn next_wake(&self) -> Option<Nanos> {
         let timer = self.timers.peek().map(|Reverse((t, _))| *t);
         // A request expires once its deadline has passed, not at the deadline itself.
-        let deadline = self.deadlines.peek().map(|Reverse((t, _))| t.saturating_add(1));
+        let deadline = self
+            .deadlines
+            .peek()
+            .map(|Reverse((t, _))| t.saturating_add(1));
         match (timer, deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -447,10 +497,12 @@ impl Scheduler {
             .or_else(|| {
                 lane.scopes.iter().find_map(|&s| {
                     let slot = &self.slots[s as usize];
-                    slot.scope.blocked(now, &p.usage).map(|block| Waiting::Scope {
-                        scope: slot.key.clone(),
-                        block,
-                    })
+                    slot.scope
+                        .blocked(now, &p.usage)
+                        .map(|block| Waiting::Scope {
+                            scope: slot.key.clone(),
+                            block,
+                        })
                 })
             })
             .unwrap_or_else(|| Waiting::Turn {
@@ -538,7 +590,13 @@ impl Scheduler {
     }
 
     /// Records what a response said about the scope named `key` (see [`Scope::learn`]).
-    pub fn learn(&mut self, now: Nanos, key: &ScopeKey, learned: Learned, window: Option<Duration>) {
+    pub fn learn(
+        &mut self,
+        now: Nanos,
+        key: &ScopeKey,
+        learned: Learned,
+        window: Option<Duration>,
+    ) {
         let now = self.now.max(now);
         let id = self.scope_id(key);
         self.slots[id as usize].scope.learn(now, learned, window);

@@ -276,7 +276,10 @@ impl Scope {
                     .ready_at(tat, now, usage.get(q.dimension))
                     .is_ok_and(|at| at <= now)
             })
-            && self.shape.concurrency.is_none_or(|limit| self.taken < limit)
+            && self
+                .shape
+                .concurrency
+                .is_none_or(|limit| self.taken < limit)
     }
 
     /// Takes `usage` from every quota and a concurrency slot. Call only when

@@ -19,7 +19,8 @@ fn key() -> ScopeKey {
 
 #[test]
 fn cancelling_a_task_removes_its_requests_and_they_never_wake() {
-    let mut sim = Sim::new("[providers.p.limits]\nrequests_per_minute = 60\nconcurrent_requests = 2\n");
+    let mut sim =
+        Sim::new("[providers.p.limits]\nrequests_per_minute = 60\nconcurrent_requests = 2\n");
     let route = sim.route("p", "acct", &[]);
     let t = sim.tenant("t");
     let task = TaskId(7);
@@ -51,7 +52,9 @@ fn cancelling_a_task_removes_its_requests_and_they_never_wake() {
 
 #[test]
 fn a_withdrawn_request_frees_its_queue_place() {
-    let mut sim = Sim::new("[queue]\nmax_queued_per_scope = 1\n[providers.p.limits]\nconcurrent_requests = 1\n");
+    let mut sim = Sim::new(
+        "[queue]\nmax_queued_per_scope = 1\n[providers.p.limits]\nconcurrent_requests = 1\n",
+    );
     let route = sim.route("p", "acct", &[]);
     let t = sim.tenant("t");
     let mut first = call(0, route, t, Class::Standard);
@@ -68,7 +71,10 @@ fn a_withdrawn_request_frees_its_queue_place() {
     assert!(sim.s.submit(0, ask(route, t)).is_ok());
 }
 
-fn ask(route: sluice::admission::Route, tenant: sluice::admission::TenantId) -> sluice::admission::Ask {
+fn ask(
+    route: sluice::admission::Route,
+    tenant: sluice::admission::TenantId,
+) -> sluice::admission::Ask {
     sluice::admission::Ask {
         route,
         tenant,
@@ -93,7 +99,13 @@ fn backpressure_at_every_bound() {
     assert!(r(&mut sim, free).is_ok());
     assert!(r(&mut sim, free).is_ok());
     let e = r(&mut sim, free).unwrap_err();
-    assert!(matches!(&e, Rejection::Backpressure(Bound::Tenant { max_queued: 2, .. })), "{e}");
+    assert!(
+        matches!(
+            &e,
+            Rejection::Backpressure(Bound::Tenant { max_queued: 2, .. })
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("tenant f"), "{e}");
     // The estimated wait: 60 per minute paced at 54, a burst of 7. The queue is bounded by
     // global length first here.
@@ -101,14 +113,16 @@ fn backpressure_at_every_bound() {
         assert!(r(&mut sim, other).is_ok());
     }
     let e = r(&mut sim, other).unwrap_err();
-    assert!(matches!(e, Rejection::Backpressure(Bound::Global { max_queued: 5 })), "{e}");
+    assert!(
+        matches!(e, Rejection::Backpressure(Bound::Global { max_queued: 5 })),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_wait_longer_than_the_bound_is_refused_at_once() {
-    let mut sim = Sim::new(
-        "[queue]\nmax_wait_ms = 10000\n[providers.p.limits]\nrequests_per_minute = 60\n",
-    );
+    let mut sim =
+        Sim::new("[queue]\nmax_wait_ms = 10000\n[providers.p.limits]\nrequests_per_minute = 60\n");
     let route = sim.route("p", "acct", &[]);
     let t = sim.tenant("t");
     let mut refused = None;
@@ -121,7 +135,12 @@ fn a_wait_longer_than_the_bound_is_refused_at_once() {
     let (i, e) = refused.expect("the wait bound refuses");
     // 7 fit at once; 54 per minute paced is one per 1.11 s, so about 9 more within 10 s.
     assert!((15..=18).contains(&i), "refused after {i}");
-    let Rejection::Backpressure(Bound::Wait { estimated, max_wait, .. }) = &e else {
+    let Rejection::Backpressure(Bound::Wait {
+        estimated,
+        max_wait,
+        ..
+    }) = &e
+    else {
         panic!("{e}");
     };
     assert!(*estimated > *max_wait);
@@ -137,7 +156,12 @@ fn an_unreachable_deadline_fails_fast_with_the_estimated_wait() {
     let mut a = ask(route, t);
     a.deadline = Some(10 * SEC);
     let e = sim.s.submit(0, a).unwrap_err();
-    let Rejection::DeadlineUnreachable { estimated_wait, late_by, .. } = &e else {
+    let Rejection::DeadlineUnreachable {
+        estimated_wait,
+        late_by,
+        ..
+    } = &e
+    else {
         panic!("{e}");
     };
     assert_eq!(*estimated_wait, Duration::from_secs(30));
@@ -157,11 +181,21 @@ fn a_deadline_that_passes_while_waiting_expires_with_the_reason() {
     // A 429 arrives after the request was queued and holds the scope past its deadline.
     sim.s.hold(&key(), 20 * SEC, "429 Retry-After: 20");
     a.at = SEC;
-    sim.submit(Arrival { deadline: Some(25 * SEC), ..a.clone() });
-    let id = sim.submit(Arrival { deadline: Some(22 * SEC), ..a.clone() });
+    sim.submit(Arrival {
+        deadline: Some(25 * SEC),
+        ..a.clone()
+    });
+    let id = sim.submit(Arrival {
+        deadline: Some(22 * SEC),
+        ..a.clone()
+    });
     assert!(id.is_some());
     sim.run([], 60 * SEC);
-    assert_eq!(sim.admitted.len(), 2, "both are admitted at the hold's end, within their deadlines");
+    assert_eq!(
+        sim.admitted.len(),
+        2,
+        "both are admitted at the hold's end, within their deadlines"
+    );
 
     let mut sim = Sim::new("[providers.p.limits]\nrequests_per_minute = 60\n");
     let route = sim.route("p", "acct", &[]);
@@ -173,7 +207,11 @@ fn a_deadline_that_passes_while_waiting_expires_with_the_reason() {
     sim.run([], 60 * SEC);
     assert!(sim.admitted.is_empty());
     let (_, why) = &sim.expired[0];
-    let Waiting::Scope { scope, block: Block::Held(hold) } = &why.waiting else {
+    let Waiting::Scope {
+        scope,
+        block: Block::Held(hold),
+    } = &why.waiting
+    else {
         panic!("{why}");
     };
     assert_eq!(scope, &key());
@@ -191,13 +229,31 @@ fn a_waiting_request_explains_which_scope_which_dimension_and_until_when() {
     let route = sim.route("p", "acct", &["m"]);
     let t = sim.tenant("t");
     let big = Usage::tokens(900, 100);
-    sim.submit(Arrival { usage: big, actual: big, ..call(0, route, t, Class::Standard) });
+    sim.submit(Arrival {
+        usage: big,
+        actual: big,
+        ..call(0, route, t, Class::Standard)
+    });
     let id = sim
-        .submit(Arrival { usage: big, actual: big, ..call(0, route, t, Class::Standard) })
+        .submit(Arrival {
+            usage: big,
+            actual: big,
+            ..call(0, route, t, Class::Standard)
+        })
         .unwrap();
     sim.poll();
     let why = sim.s.explain(0, id).unwrap();
-    let Waiting::Scope { scope, block: Block::Quota { dimension, limit, until, .. } } = &why.waiting else {
+    let Waiting::Scope {
+        scope,
+        block:
+            Block::Quota {
+                dimension,
+                limit,
+                until,
+                ..
+            },
+    } = &why.waiting
+    else {
         panic!("{why}");
     };
     assert_eq!(scope.to_string(), "p/acct/m");
@@ -229,23 +285,38 @@ fn a_tenants_in_flight_limit_holds_only_that_tenant() {
     let paid = sim.tenant("p");
     let mut arrivals = Vec::new();
     for _ in 0..3 {
-        arrivals.push(Arrival { latency: 10 * SEC, ..call(0, route, free, Class::Standard) });
-        arrivals.push(Arrival { latency: 10 * SEC, ..call(0, route, paid, Class::Standard) });
+        arrivals.push(Arrival {
+            latency: 10 * SEC,
+            ..call(0, route, free, Class::Standard)
+        });
+        arrivals.push(Arrival {
+            latency: 10 * SEC,
+            ..call(0, route, paid, Class::Standard)
+        });
     }
     sim.run(arrivals, 5 * SEC);
     let admitted = |t| sim.admitted.iter().filter(|a| a.tenant == t).count();
     assert_eq!(admitted(free), 1);
     assert_eq!(admitted(paid), 3);
     sim.run([], 35 * SEC);
-    let admitted = |t| sim.admitted.iter().filter(|a| a.tenant == t).map(|a| a.at / SEC).collect::<Vec<_>>();
-    assert_eq!(admitted(free), vec![0, 10, 20], "one at a time, each when the last finished");
+    let admitted = |t| {
+        sim.admitted
+            .iter()
+            .filter(|a| a.tenant == t)
+            .map(|a| a.at / SEC)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        admitted(free),
+        vec![0, 10, 20],
+        "one at a time, each when the last finished"
+    );
 }
 
 #[test]
 fn a_tenants_own_quota_paces_only_that_tenant() {
-    let mut sim = Sim::new(
-        "[tiers.free.limits]\nrequests_per_minute = 6\n[tenants.assign]\nf = \"free\"\n",
-    );
+    let mut sim =
+        Sim::new("[tiers.free.limits]\nrequests_per_minute = 6\n[tenants.assign]\nf = \"free\"\n");
     let route = sim.route("p", "acct", &[]);
     let free = sim.tenant("f");
     let paid = sim.tenant("p");

@@ -63,8 +63,15 @@ fn equal_weights_get_equal_service() {
 fn weights_one_two_four_get_one_two_four() {
     let got = service(&["b", "s", "g"], &[20, 20, 20], Usage::tokens(100, 100), 10);
     let total: f64 = got.iter().sum();
-    for (share, want) in got.iter().map(|g| g / total).zip([1.0 / 7.0, 2.0 / 7.0, 4.0 / 7.0]) {
-        assert!((share - want).abs() <= 0.05 * want, "share {share:.4}, want {want:.4}: {got:?}");
+    for (share, want) in got
+        .iter()
+        .map(|g| g / total)
+        .zip([1.0 / 7.0, 2.0 / 7.0, 4.0 / 7.0])
+    {
+        assert!(
+            (share - want).abs() <= 0.05 * want,
+            "share {share:.4}, want {want:.4}: {got:?}"
+        );
     }
 }
 
@@ -72,12 +79,24 @@ fn weights_one_two_four_get_one_two_four() {
 fn a_tenant_sending_a_hundred_times_more_gets_no_more_than_its_share() {
     // Three tenants each ask for a little more than a quarter of the scope; the fourth asks
     // for a hundred times that.
-    let got = service(&["q1", "q2", "q3", "loud"], &[400, 400, 400, 4], Usage::tokens(100, 100), 10);
+    let got = service(
+        &["q1", "q2", "q3", "loud"],
+        &[400, 400, 400, 4],
+        Usage::tokens(100, 100),
+        10,
+    );
     let total: f64 = got.iter().sum();
     let loud = got[3] / total;
-    assert!(loud <= 0.25 * 1.05, "the loud tenant got {loud:.4}: {got:?}");
+    assert!(
+        loud <= 0.25 * 1.05,
+        "the loud tenant got {loud:.4}: {got:?}"
+    );
     for quiet in &got[..3] {
-        assert!(quiet / total >= 0.25 * 0.95, "a quiet tenant got {:.4}: {got:?}", quiet / total);
+        assert!(
+            quiet / total >= 0.25 * 0.95,
+            "a quiet tenant got {:.4}: {got:?}",
+            quiet / total
+        );
     }
 }
 
@@ -121,5 +140,8 @@ fn sizes_count_not_requests() {
     };
     #[allow(clippy::cast_precision_loss)]
     let ratio = tokens(big) as f64 / tokens(small) as f64;
-    assert!((0.95..=1.05).contains(&ratio), "token ratio big/small {ratio:.3}");
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "token ratio big/small {ratio:.3}"
+    );
 }

@@ -43,18 +43,43 @@ fn a_429_holds_every_worker_of_the_scope_and_no_other() {
     sim.s.hold(&key("a"), 15 * SEC, "429 Retry-After: 10");
     sim.run(rest, 40 * SEC);
 
-    let on_a: Vec<u64> = sim.admitted.iter().filter(|x| x.route == a).map(|x| x.at).collect();
-    let on_b: Vec<u64> = sim.admitted.iter().filter(|x| x.route != a).map(|x| x.at).collect();
+    let on_a: Vec<u64> = sim
+        .admitted
+        .iter()
+        .filter(|x| x.route == a)
+        .map(|x| x.at)
+        .collect();
+    let on_b: Vec<u64> = sim
+        .admitted
+        .iter()
+        .filter(|x| x.route != a)
+        .map(|x| x.at)
+        .collect();
     assert!(
         !on_a.iter().any(|t| (5 * SEC..15 * SEC).contains(t)),
         "credential a admitted during its hold"
     );
-    assert!(on_a.iter().any(|t| *t >= 15 * SEC), "credential a resumes after the hold");
-    let b_during = on_b.iter().filter(|t| (5 * SEC..15 * SEC).contains(*t)).count();
-    assert!(b_during >= 50, "credential b kept going: {b_during} admitted during a's hold");
+    assert!(
+        on_a.iter().any(|t| *t >= 15 * SEC),
+        "credential a resumes after the hold"
+    );
+    let b_during = on_b
+        .iter()
+        .filter(|t| (5 * SEC..15 * SEC).contains(*t))
+        .count();
+    assert!(
+        b_during >= 50,
+        "credential b kept going: {b_during} admitted during a's hold"
+    );
     // After the hold, credential a restarts at the paced rate: no burst of the backlog.
-    let burst = on_a.iter().filter(|t| (15 * SEC..16 * SEC).contains(*t)).count();
-    assert!(burst <= 10, "{burst} admitted in the first second after the hold");
+    let burst = on_a
+        .iter()
+        .filter(|t| (15 * SEC..16 * SEC).contains(*t))
+        .count();
+    assert!(
+        burst <= 10,
+        "{burst} admitted in the first second after the hold"
+    );
 }
 
 #[test]
@@ -74,11 +99,19 @@ fn remaining_zero_with_a_reset_holds_the_scope_until_the_reset() {
     };
     sim.s.learn(2 * SEC, &key("a"), learned, None);
     sim.run(rest, 30 * SEC);
-    let on_a: Vec<u64> = sim.admitted.iter().filter(|x| x.route == a).map(|x| x.at).collect();
+    let on_a: Vec<u64> = sim
+        .admitted
+        .iter()
+        .filter(|x| x.route == a)
+        .map(|x| x.at)
+        .collect();
     assert!(!on_a.iter().any(|t| (2 * SEC..8 * SEC).contains(t)));
     assert!(on_a.iter().any(|t| *t >= 8 * SEC));
     let (_, scope) = sim.s.scope(0).unwrap();
-    assert_eq!(scope.learned()[0].source.as_ref(), "x-ratelimit-remaining-requests");
+    assert_eq!(
+        scope.learned()[0].source.as_ref(),
+        "x-ratelimit-remaining-requests"
+    );
 }
 
 #[test]
@@ -99,8 +132,14 @@ fn a_learned_limit_smaller_than_configured_paces_the_scope() {
         },
         Some(std::time::Duration::from_secs(60)),
     );
-    let arrivals: Vec<_> = (0..200).map(|i| call(i * 10 * MS, a, w, Class::Standard)).collect();
+    let arrivals: Vec<_> = (0..200)
+        .map(|i| call(i * 10 * MS, a, w, Class::Standard))
+        .collect();
     sim.run(arrivals, 60 * SEC);
-    assert!(sim.admitted.len() <= 60, "{} admitted in a minute under a limit of 60", sim.admitted.len());
+    assert!(
+        sim.admitted.len() <= 60,
+        "{} admitted in a minute under a limit of 60",
+        sim.admitted.len()
+    );
     assert!(sim.admitted.len() >= 50);
 }

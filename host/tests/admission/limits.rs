@@ -108,12 +108,27 @@ fn the_account_and_model_routes_share_the_accounts_concurrency() {
     let model = sim.route("p", "acct", &["m"]);
     let t = sim.tenant("t");
     for i in 0..40 {
-        let mut a = call(0, if i % 2 == 0 { plain } else { model }, t, Class::Standard);
+        let mut a = call(
+            0,
+            if i % 2 == 0 { plain } else { model },
+            t,
+            Class::Standard,
+        );
         a.latency = 10 * SEC;
         sim.submit(a);
     }
     sim.poll();
-    assert_eq!(sim.admitted.len(), CONCURRENCY, "four slots for both routes together");
-    assert!(sim.admitted.iter().any(|a| a.route == model), "the lanes take turns");
-    assert!(sim.admitted.iter().any(|a| a.route == plain), "the lanes take turns");
+    assert_eq!(
+        sim.admitted.len(),
+        CONCURRENCY,
+        "four slots for both routes together"
+    );
+    assert!(
+        sim.admitted.iter().any(|a| a.route == model),
+        "the lanes take turns"
+    );
+    assert!(
+        sim.admitted.iter().any(|a| a.route == plain),
+        "the lanes take turns"
+    );
 }

@@ -55,11 +55,19 @@ fn interactive_p99_wait_stays_bounded_under_background_saturation() {
     };
     let interactive = waits(Class::Interactive);
     let background = waits(Class::Background);
-    assert!(interactive.len() > 500, "{} interactive requests", interactive.len());
+    assert!(
+        interactive.len() > 500,
+        "{} interactive requests",
+        interactive.len()
+    );
     let p99 = interactive[interactive.len() * 99 / 100];
     // One request every 111 ms at the paced rate: an interactive request waits at most for
     // the next slot.
     assert!(p99 <= 112 * MS, "interactive p99 wait {} ms", p99 / MS);
     let median = background[background.len() / 2];
-    assert!(median > 60 * SEC, "background median wait {} ms: not saturated", median / MS);
+    assert!(
+        median > 60 * SEC,
+        "background median wait {} ms: not saturated",
+        median / MS
+    );
 }

@@ -103,8 +103,12 @@ impl Sim {
         for e in events {
             match e {
                 Event::Admitted { request, grant } => {
-                    let a = self.pending.remove(&request).expect("admitted twice or unknown");
-                    self.in_flight.insert((self.now + a.latency, grant), a.actual);
+                    let a = self
+                        .pending
+                        .remove(&request)
+                        .expect("admitted twice or unknown");
+                    self.in_flight
+                        .insert((self.now + a.latency, grant), a.actual);
                     self.admitted.push(Admitted {
                         at: self.now,
                         done: self.now + a.latency,
@@ -116,7 +120,10 @@ impl Sim {
                     });
                 }
                 Event::Expired { request, why } => {
-                    let a = self.pending.remove(&request).expect("expired twice or unknown");
+                    let a = self
+                        .pending
+                        .remove(&request)
+                        .expect("expired twice or unknown");
                     self.expired.push((a, *why));
                 }
             }

@@ -8,7 +8,13 @@ use crate::sim::{Arrival, MINUTE, MS, SEC, Sim};
 /// Runs twenty tenants that each ask for far more than the scope gives, for `minutes`, and
 /// returns the share of `rate_per_minute` of `dimension` that was admitted after the first
 /// minute (whose burst would flatter the figure).
-fn busy(config: &str, usage: Usage, dimension: Dimension, rate_per_minute: f64, minutes: u64) -> f64 {
+fn busy(
+    config: &str,
+    usage: Usage,
+    dimension: Dimension,
+    rate_per_minute: f64,
+    minutes: u64,
+) -> f64 {
     let mut sim = Sim::new(config);
     let a = sim.route("p", "acct", &[]);
     let b = sim.route("p", "acct", &["m"]);
@@ -26,7 +32,10 @@ fn busy(config: &str, usage: Usage, dimension: Dimension, rate_per_minute: f64, 
         task: None,
     });
     sim.run(arrivals, end);
-    assert!(!sim.rejected.is_empty(), "the workload must saturate the queue");
+    assert!(
+        !sim.rejected.is_empty(),
+        "the workload must saturate the queue"
+    );
     let admitted: u64 = sim
         .admitted
         .iter()
@@ -41,7 +50,13 @@ fn busy(config: &str, usage: Usage, dimension: Dimension, rate_per_minute: f64, 
 #[test]
 fn requests_bound_scope_stays_busy_at_the_paced_rate() {
     let config = "[providers.p.limits]\nrequests_per_minute = 600\ntokens_per_minute = 10000000\n";
-    let share = busy(config, Usage::ONE_REQUEST, Dimension::Requests, 0.9 * 600.0, 10);
+    let share = busy(
+        config,
+        Usage::ONE_REQUEST,
+        Dimension::Requests,
+        0.9 * 600.0,
+        10,
+    );
     assert!(share >= 0.97, "{share:.4} of the paced request rate");
     assert!(share <= 1.0 + 1e-9, "{share:.4}: more than the paced rate");
 }
@@ -50,7 +65,13 @@ fn requests_bound_scope_stays_busy_at_the_paced_rate() {
 fn tokens_bound_scope_stays_busy_at_the_paced_rate() {
     let config = "[providers.p.limits]\nrequests_per_minute = 10000\ntokens_per_minute = 90000\n\
                   [providers.p.scopes.m]\ntokens_per_minute = 1000000\n";
-    let share = busy(config, Usage::tokens(600, 400), Dimension::Tokens, 0.9 * 90_000.0, 10);
+    let share = busy(
+        config,
+        Usage::tokens(600, 400),
+        Dimension::Tokens,
+        0.9 * 90_000.0,
+        10,
+    );
     assert!(share >= 0.97, "{share:.4} of the paced token rate");
 }
 

@@ -258,7 +258,10 @@ impl Scheduler {
         }
     }
 
-    #[allow(clippy::too_many_arguments, reason = "one call site, all of them needed")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call site, all of them needed"
+    )]
     fn admit(
         &mut self,
         now: Nanos,

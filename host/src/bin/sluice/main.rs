@@ -1,5 +1,6 @@
 //! `sluice`: the command line of the sluice governor.
 
+mod config_cmd;
 mod plugin_cmd;
 
 use std::process::ExitCode;
@@ -21,6 +22,11 @@ enum Command {
         #[command(subcommand)]
         command: plugin_cmd::PluginCommand,
     },
+    /// Check an admission configuration: scopes, limits, margins, tiers and queue bounds.
+    Config {
+        #[command(subcommand)]
+        command: config_cmd::ConfigCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -34,6 +40,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plugin { command } => plugin_cmd::run(command),
+        Command::Config { command } => config_cmd::run(command),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,86 @@
+//! `sluice config check`: validates an admission configuration and shows how each scope will
+//! be paced.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use sluice::admission::{Config, Limits, Rate};
+
+/// Admission configuration commands.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate an admission configuration (TOML) and print how every scope is paced.
+    Check {
+        /// The configuration file.
+        file: PathBuf,
+    },
+}
+
+pub fn run(command: ConfigCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ConfigCommand::Check { file } => check(&file),
+    }
+}
+
+fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let config = match Config::from_file(file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    println!("{}: valid", file.display());
+    println!(
+        "queue: at most {} waiting ({} per scope), {} s longest wait",
+        config.queue.max_queued,
+        config.queue.max_queued_per_scope,
+        config.queue.max_wait_ms.get() / 1000
+    );
+    for (name, p) in &config.providers {
+        let margin = p.margin.unwrap_or(config.margin);
+        println!("provider {name} (paced at {:.0}%)", margin * 100.0);
+        print_limits("  each credential", &p.limits, margin)?;
+        for (scope, limits) in &p.scopes {
+            print_limits(&format!("  scope {scope}"), limits, margin)?;
+        }
+    }
+    for (name, t) in &config.tiers {
+        let queued = t.max_queued.map_or("no bound".into(), |n| n.to_string());
+        let flying = t.max_in_flight.map_or("no bound".into(), |n| n.to_string());
+        println!(
+            "tier {name}: weight {}, queued {queued}, in flight {flying}",
+            t.weight
+        );
+        print_limits("  each tenant", &t.limits, config.margin)?;
+    }
+    println!(
+        "tenants: {} assigned, others in tier {}",
+        config.tenants.assign.len(),
+        config.tenants.default_tier
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_limits(what: &str, limits: &Limits, margin: f64) -> anyhow::Result<()> {
+    if limits.is_empty() {
+        println!("{what}: no limits (learned from responses)");
+        return Ok(());
+    }
+    println!("{what}:");
+    for (dimension, window, limit) in limits.quotas() {
+        let rate = Rate::new(limit, window, margin)?;
+        let paced = limit.get() - rate.capacity() + 1;
+        println!(
+            "    {}: {limit}, paced at {paced} per {} s with a burst of {}",
+            Limits::key(dimension, window),
+            window.as_secs(),
+            rate.capacity()
+        );
+    }
+    if let Some(n) = limits.concurrent_requests {
+        println!("    concurrent_requests: {n}");
+    }
+    Ok(())
+}
