@@ -194,12 +194,20 @@ pub struct Oversized {
     pub limit: u64,
 }
 
+/// The state of one quota: its theoretical arrival time, and how far refunds have moved the
+/// schedule earlier in all.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tat {
+    tat: Nanos,
+    shifted: Nanos,
+}
+
 /// One quota scope.
 #[derive(Debug)]
 pub struct Scope {
     shape: Arc<Shape>,
-    /// One theoretical arrival time per quota of the shape.
-    tats: Box<[Nanos]>,
+    /// The state of each quota of the shape.
+    tats: Box<[Tat]>,
     /// Concurrency slots taken.
     taken: u32,
     hold: Option<Box<Hold>>,
@@ -209,7 +217,7 @@ pub struct Scope {
 impl Scope {
     /// An idle scope of the given shape.
     pub fn new(shape: Arc<Shape>) -> Self {
-        let tats = vec![0; shape.quotas.len()].into_boxed_slice();
+        let tats = vec![Tat::default(); shape.quotas.len()].into_boxed_slice();
         Self {
             shape,
             tats,
@@ -220,7 +228,10 @@ impl Scope {
     }
 
     fn quotas(&self) -> impl Iterator<Item = (&QuotaSpec, Nanos)> {
-        self.shape.quotas.iter().zip(self.tats.iter().copied())
+        self.shape
+            .quotas
+            .iter()
+            .zip(self.tats.iter().map(|t| t.tat))
     }
 
     /// The first quota that `usage` exceeds on its own.
@@ -287,9 +298,9 @@ impl Scope {
     /// state after the charge, which [`Scope::settle`] needs.
     pub(crate) fn take(&mut self, now: Nanos, usage: &Usage, ends: &mut Vec<Nanos>) {
         ends.push(self.tats.len() as Nanos);
-        for (q, tat) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
-            q.rate.charge(tat, now, usage.get(q.dimension));
-            ends.push(*tat);
+        for (q, t) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
+            q.rate.charge(&mut t.tat, now, usage.get(q.dimension));
+            ends.extend([t.tat, t.shifted]);
         }
         if self.shape.concurrency.is_some() {
             self.taken += 1;
@@ -299,11 +310,13 @@ impl Scope {
     /// Corrects the charge of a finished request from `estimate` to `actual` (when known),
     /// and frees its slot. `ends` is what [`Scope::take`] appended; returns the rest.
     ///
-    /// Use above the estimate is charged now. Use below it is given back only to a quota
-    /// that charged nothing since this request: a refund shortens the request's place in the
-    /// quota's schedule, and only the last place can shrink without moving requests admitted
-    /// after it to before their admission, which could put more than the limit in one
-    /// window. An unused estimate in the middle of the schedule stays spent.
+    /// Use above the estimate is charged now. Use below it is given back by shortening the
+    /// request's place in the quota's schedule and moving every later place earlier, but
+    /// never to before `now`: a request admitted later must not end up scheduled before its
+    /// own admission, or a window could see more than the limit. The request's place ended
+    /// at its recorded end less every refund moved since (an upper bound on how far places
+    /// moved), so what lies between that and `now` is what can be given back; the rest of an
+    /// unused estimate, already in the past, stays spent.
     pub(crate) fn settle<'e>(
         &mut self,
         now: Nanos,
@@ -312,16 +325,22 @@ impl Scope {
         ends: &'e [Nanos],
     ) -> &'e [Nanos] {
         let (count, rest) = ends.split_first().map_or((0, ends), |(n, r)| (*n, r));
-        let count = usize::try_from(count).unwrap_or(0).min(rest.len());
-        let (mine, rest) = rest.split_at(count);
+        let count = usize::try_from(count).unwrap_or(0).min(rest.len() / 2);
+        let (mine, rest) = rest.split_at(count * 2);
         if let Some(actual) = actual {
             let quotas = self.shape.quotas.iter().zip(self.tats.iter_mut());
-            for ((q, tat), end) in quotas.zip(mine) {
+            for ((q, t), end) in quotas.zip(mine.chunks_exact(2)) {
                 let (was, is) = (estimate.get(q.dimension), actual.get(q.dimension));
                 if is > was {
-                    q.rate.charge(tat, now, is - was);
-                } else if *tat == *end {
-                    q.rate.refund(tat, was - is);
+                    q.rate.charge(&mut t.tat, now, is - was);
+                } else if let Some(moved_since) = t.shifted.checked_sub(end[1]) {
+                    let ends_at = end[0].saturating_sub(moved_since);
+                    let back = (was - is)
+                        .saturating_mul(q.rate.interval())
+                        .min(ends_at.saturating_sub(now))
+                        .min(t.tat.saturating_sub(now));
+                    t.tat -= back;
+                    t.shifted += back;
                 }
             }
         }
@@ -336,8 +355,8 @@ impl Scope {
         if self.hold.as_deref().is_some_and(|h| h.until >= until) {
             return;
         }
-        for (q, tat) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
-            q.rate.hold_until(tat, until);
+        for (q, t) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
+            q.rate.hold_until(&mut t.tat, until);
         }
         self.hold = Some(Box::new(Hold {
             until,
@@ -399,14 +418,20 @@ impl Scope {
         rate.hold_until(&mut tat, now);
         let shape = Arc::make_mut(&mut self.shape);
         let mut tats = std::mem::take(&mut self.tats).into_vec();
+        // A fresh `shifted` origin: grants charged before hold ends of the old quota, which
+        // then match nothing and give nothing back.
+        let state = Tat {
+            tat,
+            shifted: u64::MAX / 2,
+        };
         match at {
             Some(i) => {
                 shape.quotas[i] = spec;
-                tats[i] = tat;
+                tats[i] = state;
             }
             None => {
                 shape.quotas.push(spec);
-                tats.push(tat);
+                tats.push(state);
             }
         }
         self.tats = tats.into_boxed_slice();

@@ -15,6 +15,18 @@ fn busy(
     rate_per_minute: f64,
     minutes: u64,
 ) -> f64 {
+    busy_with(config, usage, usage, dimension, rate_per_minute, minutes)
+}
+
+/// As [`busy`], with calls that use `actual` where they were estimated at `usage`.
+fn busy_with(
+    config: &str,
+    usage: Usage,
+    actual: Usage,
+    dimension: Dimension,
+    rate_per_minute: f64,
+    minutes: u64,
+) -> f64 {
     let mut sim = Sim::new(config);
     let a = sim.route("p", "acct", &[]);
     let b = sim.route("p", "acct", &["m"]);
@@ -26,7 +38,7 @@ fn busy(
         tenant: tenants[(i % 20) as usize],
         class: Class::Standard,
         usage,
-        actual: usage,
+        actual,
         latency: 300 * MS,
         deadline: None,
         task: None,
@@ -81,4 +93,29 @@ fn with_no_margin_the_scope_runs_at_its_full_limit() {
     let share = busy(config, Usage::ONE_REQUEST, Dimension::Requests, 300.0, 10);
     assert!(share >= 0.97, "{share:.4} of the provider's limit");
     let _ = SEC;
+}
+
+#[test]
+fn estimates_above_actual_use_are_given_back() {
+    // Each call is estimated at 1 400 tokens (its max_tokens) and uses 800: without refunds
+    // the scope would carry 57% of what it could.
+    let config = "[providers.p.limits]\nrequests_per_minute = 10000\ntokens_per_minute = 90000\n\
+                  [providers.p.scopes.m]\ntokens_per_minute = 1000000\n";
+    let share = busy_with(
+        config,
+        Usage::tokens(600, 800),
+        Usage::tokens(600, 200),
+        Dimension::Tokens,
+        0.9 * 90_000.0,
+        10,
+    );
+    assert!(
+        share >= 0.97,
+        "{share:.4} of the paced token rate in actual use"
+    );
+    // Refunds may let the burst refill; the provider's limit still holds.
+    assert!(
+        share <= 1.0 / 0.9,
+        "{share:.4}: more than the provider's limit"
+    );
 }
