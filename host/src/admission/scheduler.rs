@@ -69,7 +69,8 @@ use super::limits::Limits;
 use super::outcome::{Bound, GrantId, Rejection, Waiting, Why};
 use super::scope::{Block, Learned, Scope, ScopeKey, Shape};
 use super::tenant::{Tenant, Tier};
-use super::usage::Usage;
+use super::usage::{Dimension, Usage};
+use crate::policy::{self, Observation};
 
 /// A task's identity, chosen by the caller: cancelling it removes all its waiting requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -600,6 +601,39 @@ impl Scheduler {
         let now = self.now.max(now);
         let id = self.scope_id(key);
         self.slots[id as usize].scope.learn(now, learned, window);
+    }
+
+    /// Records what a plugin's `parse-quota` read from the response to `grant`: each
+    /// observation lands in the grant's credential scope, or in the narrower scope it names.
+    /// Returns how many were recorded; observations of concurrency or of provider-specific
+    /// dimensions are not rate quotas and are skipped.
+    pub fn observe(&mut self, now: Nanos, grant: GrantId, observations: &[Observation]) -> usize {
+        let mut recorded = 0;
+        for o in observations {
+            let dimension = match o.dimension {
+                policy::Dimension::Requests => Dimension::Requests,
+                policy::Dimension::Tokens => Dimension::Tokens,
+                policy::Dimension::InputTokens => Dimension::InputTokens,
+                policy::Dimension::OutputTokens => Dimension::OutputTokens,
+                policy::Dimension::Concurrency | policy::Dimension::Other(_) => continue,
+            };
+            let Some(key) = self.observed_scope(grant, o.scope.as_deref()) else {
+                continue;
+            };
+            let ms = |v: u64| v.saturating_mul(1_000_000);
+            let learned = Learned {
+                dimension,
+                limit: o.limit,
+                remaining: o.remaining,
+                reset_at: o.reset_after_ms.map(|r| now.saturating_add(ms(r))),
+                seen_at: now,
+                source: o.source.as_str().into(),
+            };
+            let window = o.window_ms.map(Duration::from_millis);
+            self.learn(now, &key, learned, window);
+            recorded += 1;
+        }
+        recorded
     }
 
     /// The scope key of `grant`'s credential, and of a narrower scope `name` of the same

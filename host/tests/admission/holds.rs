@@ -143,3 +143,52 @@ fn a_learned_limit_smaller_than_configured_paces_the_scope() {
     );
     assert!(sim.admitted.len() >= 50);
 }
+
+#[test]
+fn a_plugins_observations_land_in_the_grants_scopes() {
+    use sluice::admission::Event;
+    use sluice::policy::{Dimension as D, Observation};
+
+    let mut sim = Sim::new(CONFIG);
+    let a = sim.route("p", "a", &[]);
+    let w = sim.tenant("w");
+    sim.submit(call(0, a, w, Class::Standard));
+    let mut events = Vec::new();
+    sim.s.poll(0, &mut events);
+    let Event::Admitted { grant, .. } = events[0] else {
+        panic!("{events:?}")
+    };
+    let obs = |scope: Option<&str>, dimension, remaining| Observation {
+        scope: scope.map(str::to_owned),
+        dimension,
+        limit: Some(5_000),
+        remaining: Some(remaining),
+        used: None,
+        reset_after_ms: Some(30_000),
+        window_ms: None,
+        source: "x-ratelimit-remaining".into(),
+    };
+    let recorded = sim.s.observe(
+        SEC,
+        grant,
+        &[
+            obs(None, D::Requests, 4_000),
+            obs(Some("search"), D::Requests, 0),
+            obs(None, D::Concurrency, 1),
+        ],
+    );
+    assert_eq!(recorded, 2, "concurrency is not a rate quota");
+    // GitHub's `search` resource is spent until the reset; the credential's own scope is not.
+    let search = ScopeKey::Provider {
+        provider: "p".into(),
+        credential: "a".into(),
+        name: Some("search".into()),
+    };
+    let s = sim.s.scope_id(&search);
+    let (_, scope) = sim.s.scope(s).unwrap();
+    assert_eq!(scope.held(SEC).map(|h| h.until), Some(31 * SEC));
+    let (_, own) = sim.s.scope(0).unwrap();
+    assert!(own.held(SEC).is_none());
+    assert_eq!(own.learned()[0].remaining, Some(4_000));
+    let _ = Dimension::Requests;
+}
