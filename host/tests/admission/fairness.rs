@@ -145,3 +145,57 @@ fn sizes_count_not_requests() {
         "token ratio big/small {ratio:.3}"
     );
 }
+
+#[test]
+fn a_large_request_is_not_starved_by_small_ones_from_another_lane() {
+    // The account's burst is 1 001 tokens; a 5 000-token call needs the account to be idle
+    // for a while. Small calls on the account alone keep arriving: they must not take every
+    // gap it waits for.
+    let mut sim = Sim::new(
+        "[providers.p.limits]\ntokens_per_minute = 10000\nrequests_per_minute = 100000\n\
+         [providers.p.scopes.m]\ntokens_per_minute = 100000\n",
+    );
+    let plain = sim.route("p", "acct", &[]);
+    let model = sim.route("p", "acct", &["m"]);
+    let small = sim.tenant("small");
+    let big = sim.tenant("big");
+    let mut arrivals: Vec<Arrival> = (0..6_000u64)
+        .map(|i| Arrival {
+            at: i * 100 * MS,
+            route: plain,
+            tenant: small,
+            class: Class::Standard,
+            usage: Usage::tokens(100, 0),
+            actual: Usage::tokens(100, 0),
+            latency: 100 * MS,
+            deadline: None,
+            task: None,
+        })
+        .collect();
+    let large = Usage::tokens(5_000, 0);
+    arrivals.push(Arrival {
+        at: 30 * 1_000 * MS,
+        route: model,
+        tenant: big,
+        usage: large,
+        actual: large,
+        ..arrivals[0].clone()
+    });
+    arrivals.sort_by_key(|a| a.at);
+    sim.run(arrivals, 10 * MINUTE);
+    assert!(
+        sim.rejected.iter().all(|(a, _)| a.tenant != big),
+        "{:?}",
+        sim.rejected.iter().find(|(a, _)| a.tenant == big)
+    );
+    let admitted = sim.admitted.iter().find(|a| a.tenant == big);
+    let waited = admitted.map(|a| (a.at - a.submitted) / MS);
+    // Its share of 9 000 tokens a minute: 5 000 tokens take about 33 s of the scope.
+    assert!(
+        waited.is_some_and(|w| w <= 90_000),
+        "the large call waited {waited:?} ms; {:?}",
+        sim.why_waiting()
+            .iter()
+            .find(|w| w.tenant.as_ref() == "big")
+    );
+}

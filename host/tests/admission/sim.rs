@@ -215,3 +215,13 @@ pub fn peak_in_flight<'a>(admitted: impl IntoIterator<Item = &'a Admitted>) -> u
     }
     usize::try_from(peak).unwrap_or(0)
 }
+
+impl Sim {
+    /// Why each request still waiting waits.
+    pub fn why_waiting(&self) -> Vec<sluice::admission::Why> {
+        self.pending
+            .keys()
+            .filter_map(|id| self.s.explain(self.now, *id))
+            .collect()
+    }
+}

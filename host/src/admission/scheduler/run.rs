@@ -241,11 +241,34 @@ impl Scheduler {
                     }
                     return Turn::Blocked(s, until);
                 }
+                if let Some(s) = self.queued_behind(lane) {
+                    return Turn::Blocked(s, self.slots[s as usize].timer);
+                }
                 self.admit(now, lane, class, tag, flow, id, events);
                 return Turn::Admitted;
             }
         }
         Turn::Empty
+    }
+
+    /// A scope of `lane` that another lane waits on ahead of it: the lane queues behind
+    /// rather than take what that lane waits for. Without this, a large request waiting for
+    /// its scope to be idle long enough would starve while another lane's small requests
+    /// kept taking every gap.
+    fn queued_behind(&self, lane: u32) -> Option<u32> {
+        let l = &self.lanes[lane as usize];
+        l.scopes.iter().copied().find(|&s| {
+            for &w in &self.slots[s as usize].waiters {
+                if w == lane {
+                    return false;
+                }
+                let other = &self.lanes[w as usize];
+                if other.state == LaneState::Waiting && other.waiting_on == Some(s) {
+                    return true;
+                }
+            }
+            false
+        })
     }
 
     fn expire(&mut self, now: Nanos, id: RequestId, events: &mut Vec<Event>) {
