@@ -38,6 +38,34 @@ impl Clock for SystemClock {
     }
 }
 
+/// The clock tokio's timers run on: the machine's monotonic clock, or tokio's paused clock in
+/// tests (`#[tokio::test(start_paused = true)]`), which moves only as timers fire. Code that
+/// sleeps on tokio timers until instants it computes from a [`Clock`] (the admission handle,
+/// [`crate::admission::Admission`]) needs this one, so that both agree on what time it is.
+/// Its wall clock is the machine's.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TokioClock;
+
+impl Clock for TokioClock {
+    fn now(&self) -> Instant {
+        tokio_now().into_std()
+    }
+
+    fn wall_ms(&self) -> i64 {
+        SystemClock.wall_ms()
+    }
+}
+
+/// Tokio's now: the machine's monotonic clock, or tokio's paused clock in tests. For code that
+/// measures tokio timers (tests of timing); host logic takes a [`Clock`] instead.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the one place that reads tokio's clock"
+)]
+pub fn tokio_now() -> tokio::time::Instant {
+    tokio::time::Instant::now()
+}
+
 /// A clock that moves only when told to: for tests and virtual-time runs.
 #[derive(Debug)]
 pub struct ManualClock {
@@ -91,5 +119,12 @@ mod tests {
         c.advance(Duration::from_millis(250));
         assert_eq!(c.wall_ms(), 1_250);
         assert_eq!(c.now() - t0, Duration::from_millis(250));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tokio_clock_follows_tokio_paused_time() {
+        let t0 = TokioClock.now();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(TokioClock.now() - t0, Duration::from_secs(3));
     }
 }

@@ -71,7 +71,7 @@ pub(crate) struct Flow {
 /// The flows of one class of one lane, by start tag.
 #[derive(Debug, Default)]
 pub(crate) struct ClassQueue {
-    heap: BinaryHeap<Reverse<(u64, u64, FlowId)>>,
+    pub(crate) heap: BinaryHeap<Reverse<(u64, u64, FlowId)>>,
     seq: u64,
     /// The virtual time: the start tag of the request served last.
     pub vtime: u64,
@@ -79,6 +79,8 @@ pub(crate) struct ClassQueue {
     pub count: u32,
     /// Their total usage, for estimates of the wait behind them.
     pub queued: Usage,
+    /// Heap entries whose flow was removed by withdrawals.
+    pub stale: u32,
 }
 
 impl ClassQueue {
@@ -92,6 +94,16 @@ impl ClassQueue {
     /// The flow to serve next, and its start tag.
     pub fn peek(&self) -> Option<(u64, FlowId)> {
         self.heap.peek().map(|Reverse((tag, _, f))| (*tag, *f))
+    }
+
+    /// Counts one more stale entry, and sweeps them all when they outnumber the live ones;
+    /// `live` says whether a flow still belongs in the heap.
+    pub fn stale(&mut self, live: impl Fn(FlowId) -> bool) {
+        self.stale += 1;
+        if self.stale as usize > 16 && 2 * self.stale as usize > self.heap.len() {
+            self.heap.retain(|Reverse((_, _, f))| live(*f));
+            self.stale = 0;
+        }
     }
 
     /// Removes the flow [`ClassQueue::peek`] returned.

@@ -6,11 +6,14 @@
 //! - [`fair`]: the priority classes and the weighted fair queue between tenants;
 //! - [`scheduler`]: the state machine that admits requests when every scope they charge can
 //!   take them, on the caller's clock;
-//! - [`config`]: the TOML that configures all of it.
+//! - [`config`]: the TOML that configures all of it;
+//! - [`coalesce`]: identical immutable reads in flight, shared when the caller says so.
 
 pub mod bucket;
+pub mod coalesce;
 pub mod config;
 pub mod fair;
+pub mod handle;
 pub mod limits;
 pub mod outcome;
 pub mod scheduler;
@@ -21,6 +24,7 @@ pub mod usage;
 pub use bucket::{Bucket, Denial, Nanos, QuotaError, Rate};
 pub use config::{Config, ConfigError};
 pub use fair::{Class, RequestId};
+pub use handle::{Acquire, Admission, Permit, Refused, Ticket};
 pub use limits::Limits;
 pub use outcome::{Bound, Event, GrantId, Rejection, Waiting, Why};
 pub use scheduler::{Ask, Route, Scheduler, TaskId, TenantId};

@@ -60,6 +60,9 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
 use slotmap::SlotMap;
 
 use super::bucket::Nanos;
@@ -117,8 +120,9 @@ struct Grant {
     lane: u32,
     tenant: u32,
     usage: Usage,
-    /// Each charged quota's state after the charge (see `Scope::take`).
-    ends: Vec<Nanos>,
+    /// Each charged quota's state after the charge (see `Scope::take`); inline for the
+    /// usual two scopes of two quotas, so an admission does not allocate for it.
+    ends: Ends,
 }
 
 /// A scope and the scheduler's bookkeeping for it.
@@ -126,12 +130,16 @@ struct Grant {
 struct Slot {
     key: ScopeKey,
     scope: Scope,
-    /// Lanes blocked on this scope, woken together.
-    waiters: Vec<u32>,
-    /// The instant this scope's timer is armed for.
-    timer: Option<Nanos>,
+    /// The instant this scope's timer is armed for, or [`NO_TIMER`].
+    timer: Nanos,
     queued: u32,
 }
+
+/// What `Scope::take` records for a grant.
+type Ends = smallvec::SmallVec<[Nanos; 10]>;
+
+/// A scope's timer that is not armed.
+const NO_TIMER: Nanos = Nanos::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
@@ -165,7 +173,11 @@ pub struct Scheduler {
     /// The shape of each provider's credential scope and named scopes, built once.
     shapes: HashMap<ShapeKey, Arc<Shape>>,
     slots: Vec<Slot>,
-    scope_index: HashMap<ScopeKey, u32>,
+    /// Scope ids by their slot's key (the key is kept once, in the slot).
+    scope_index: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+    /// Lanes blocked on a scope, by scope, in the order they blocked; woken together.
+    waiters: HashMap<u32, Vec<u32>>,
     lanes: Vec<Lane>,
     lane_index: HashMap<Box<[u32]>, u32>,
     tiers: Vec<Tier>,
@@ -241,7 +253,9 @@ impl Scheduler {
             config,
             shapes,
             slots: Vec::new(),
-            scope_index: HashMap::new(),
+            scope_index: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
+            waiters: HashMap::new(),
             lanes: Vec::new(),
             lane_index: HashMap::new(),
             tiers,
@@ -269,7 +283,12 @@ impl Scheduler {
     /// The scope named `key`, created on first use: a configured provider scope gets its
     /// limits; any other starts unbounded and learns its limits from responses.
     pub fn scope_id(&mut self, key: &ScopeKey) -> u32 {
-        if let Some(&id) = self.scope_index.get(key) {
+        let hash = self.hasher.hash_one(key);
+        let slots = &self.slots;
+        if let Some(&id) = self
+            .scope_index
+            .find(hash, |&id| slots[id as usize].key == *key)
+        {
             return id;
         }
         let shape = match key {
@@ -290,11 +309,12 @@ impl Scheduler {
         self.slots.push(Slot {
             key: key.clone(),
             scope: Scope::new(shape),
-            waiters: Vec::new(),
-            timer: None,
+            timer: NO_TIMER,
             queued: 0,
         });
-        self.scope_index.insert(key.clone(), id);
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.scope_index
+            .insert_unique(hash, id, |&i| hasher.hash_one(&slots[i as usize].key));
         id
     }
 

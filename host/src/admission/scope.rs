@@ -211,7 +211,12 @@ pub struct Scope {
     /// Concurrency slots taken.
     taken: u32,
     hold: Option<Box<Hold>>,
-    learned: Vec<Learned>,
+    /// Boxed: most scopes never learn anything, and an idle scope should stay small.
+    #[allow(
+        clippy::box_collection,
+        reason = "one pointer for the common empty case, where a Vec would take three words"
+    )]
+    learned: Option<Box<Vec<Learned>>>,
 }
 
 impl Scope {
@@ -223,7 +228,7 @@ impl Scope {
             tats,
             taken: 0,
             hold: None,
-            learned: Vec::new(),
+            learned: None,
         }
     }
 
@@ -296,8 +301,8 @@ impl Scope {
     /// Takes `usage` from every quota and a concurrency slot. Call only when
     /// [`Scope::admits`] said yes. Appends to `ends` the number of quotas and each one's
     /// state after the charge, which [`Scope::settle`] needs.
-    pub(crate) fn take(&mut self, now: Nanos, usage: &Usage, ends: &mut Vec<Nanos>) {
-        ends.push(self.tats.len() as Nanos);
+    pub(crate) fn take(&mut self, now: Nanos, usage: &Usage, ends: &mut impl Extend<Nanos>) {
+        ends.extend([self.tats.len() as Nanos]);
         for (q, t) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
             q.rate.charge(&mut t.tat, now, usage.get(q.dimension));
             ends.extend([t.tat, t.shifted]);
@@ -375,13 +380,10 @@ impl Scope {
         if let (Some(limit), Some(window)) = (learned.limit.and_then(NonZeroU64::new), window) {
             self.learn_quota(now, learned.dimension, window, limit, &learned.source);
         }
-        match self
-            .learned
-            .iter_mut()
-            .find(|l| l.dimension == learned.dimension)
-        {
+        let all = self.learned.get_or_insert_default();
+        match all.iter_mut().find(|l| l.dimension == learned.dimension) {
             Some(slot) => *slot = learned,
-            None => self.learned.push(learned),
+            None => all.push(learned),
         }
     }
 
@@ -449,7 +451,7 @@ impl Scope {
 
     /// What responses said about this scope, one entry per dimension.
     pub fn learned(&self) -> &[Learned] {
-        &self.learned
+        self.learned.as_deref().map_or(&[], Vec::as_slice)
     }
 
     /// The concurrency limit and the slots taken, when the scope has a limit.

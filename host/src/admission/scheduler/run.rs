@@ -78,14 +78,30 @@ impl Scheduler {
     /// skipped when it reaches the head.
     pub(super) fn remove(&mut self, id: RequestId) -> Option<Pending> {
         let p = self.requests.remove(id)?;
-        self.forget(&p);
+        let lane = self.flows[p.flow].lane;
+        self.forget(&p, true);
+        // It may have been what its lane waited for: the next request gets a turn at the
+        // next poll instead of sleeping until the removed one's time.
+        let l = &mut self.lanes[lane as usize];
+        if l.state == LaneState::Waiting {
+            l.state = LaneState::Runnable;
+            self.run.push_back(lane);
+        }
         Some(p)
     }
 
-    fn forget(&mut self, p: &Pending) {
+    /// Takes a request that left the queue out of every count: `withdrawn` (cancelled,
+    /// expired) or admitted. Entries a withdrawal leaves behind in heaps and lists are
+    /// skipped lazily, and swept when they outnumber the live ones, so a blocked scope under
+    /// submit-and-cancel churn does not grow without bound.
+    fn forget(&mut self, p: &Pending, withdrawn: bool) {
         let f = &mut self.flows[p.flow];
         f.live -= 1;
-        let (lane, class, tenant, live) = (f.lane, f.class, f.tenant, f.live);
+        let (lane, class, tenant, live, parked) = (f.lane, f.class, f.tenant, f.live, f.parked);
+        if withdrawn && f.queue.len() > 2 * live as usize + 16 {
+            let requests = &self.requests;
+            f.queue.retain(|id| requests.contains_key(*id));
+        }
         let l = &mut self.lanes[lane as usize];
         let q = &mut l.classes[class.index()];
         q.count -= 1;
@@ -101,12 +117,20 @@ impl Scheduler {
             entry.live -= 1;
             if entry.live == 0 {
                 self.tasks.remove(&task);
+            } else if entry.requests.len() > 2 * entry.live as usize + 16 {
+                let requests = &self.requests;
+                entry.requests.retain(|id| requests.contains_key(*id));
             }
         }
         if live == 0 {
             // Its heap entry, timer or parking spot, if any, is skipped as stale.
             self.flows.remove(p.flow);
             self.flow_index.remove(&(lane, class, tenant));
+            if withdrawn && !parked {
+                let flows = &self.flows;
+                self.lanes[lane as usize].classes[class.index()]
+                    .stale(|f| flows.get(f).is_some_and(|f| !f.parked));
+            }
         }
     }
 
@@ -115,7 +139,17 @@ impl Scheduler {
     pub fn poll(&mut self, now: Nanos, events: &mut Vec<Event>) {
         self.now = self.now.max(now);
         let now = self.now;
+        if self.deadlines.len() > 2 * self.requests.len() + 64 {
+            let requests = &self.requests;
+            self.deadlines
+                .retain(|Reverse((_, id))| requests.contains_key(*id));
+        }
         while let Some(&Reverse((deadline, id))) = self.deadlines.peek() {
+            if !self.requests.contains_key(id) {
+                // Admitted or withdrawn: its deadline no longer matters.
+                self.deadlines.pop();
+                continue;
+            }
             if deadline >= now {
                 break;
             }
@@ -135,8 +169,8 @@ impl Scheduler {
             self.timers.pop();
             match timer {
                 Timer::Scope(s) => {
-                    if self.slots[s as usize].timer == Some(at) {
-                        self.slots[s as usize].timer = None;
+                    if self.slots[s as usize].timer == at {
+                        self.slots[s as usize].timer = super::NO_TIMER;
                         self.wake(s);
                     }
                 }
@@ -150,26 +184,34 @@ impl Scheduler {
                 Turn::Blocked(s, until) => {
                     let l = &mut self.lanes[lane as usize];
                     l.state = LaneState::Waiting;
-                    let slot = &mut self.slots[s as usize];
                     if l.waiting_on != Some(s) {
                         l.waiting_on = Some(s);
-                        slot.waiters.push(lane);
+                        self.waiters.entry(s).or_default().push(lane);
                     }
+                    let slot = &mut self.slots[s as usize];
                     if let Some(at) = until
-                        && slot.timer.is_none_or(|armed| at < armed)
+                        && at < slot.timer
                     {
-                        slot.timer = Some(at);
+                        slot.timer = at;
                         self.timers.push(Reverse((at, Timer::Scope(s))));
                     }
                 }
                 Turn::Empty => self.lanes[lane as usize].state = LaneState::Idle,
             }
         }
+        // Requests admitted just now leave their deadlines behind; the top must be live for
+        // `next_wake` to be true.
+        while let Some(&Reverse((_, id))) = self.deadlines.peek() {
+            if self.requests.contains_key(id) {
+                break;
+            }
+            self.deadlines.pop();
+        }
     }
 
     /// Moves the lanes waiting on scope `s` to the run queue.
     pub(super) fn wake(&mut self, s: u32) {
-        for lane in self.slots[s as usize].waiters.drain(..) {
+        for lane in self.waiters.remove(&s).unwrap_or_default() {
             let l = &mut self.lanes[lane as usize];
             if l.waiting_on == Some(s) {
                 l.waiting_on = None;
@@ -213,7 +255,11 @@ impl Scheduler {
             while let Some((tag, flow)) = self.lanes[lane as usize].classes[class].peek() {
                 let live = self.flows.get(flow).is_some_and(|f| !f.parked);
                 let Some(id) = live.then(|| self.head(flow)).flatten() else {
-                    self.lanes[lane as usize].classes[class].pop();
+                    let q = &mut self.lanes[lane as usize].classes[class];
+                    q.pop();
+                    if !self.flows.contains_key(flow) {
+                        q.stale = q.stale.saturating_sub(1);
+                    }
                     continue;
                 };
                 let usage = self.requests[id].usage;
@@ -242,7 +288,8 @@ impl Scheduler {
                     return Turn::Blocked(s, until);
                 }
                 if let Some(s) = self.queued_behind(lane) {
-                    return Turn::Blocked(s, self.slots[s as usize].timer);
+                    let armed = self.slots[s as usize].timer;
+                    return Turn::Blocked(s, (armed != super::NO_TIMER).then_some(armed));
                 }
                 self.admit(now, lane, class, tag, flow, id, events);
                 return Turn::Admitted;
@@ -258,7 +305,7 @@ impl Scheduler {
     fn queued_behind(&self, lane: u32) -> Option<u32> {
         let l = &self.lanes[lane as usize];
         l.scopes.iter().copied().find(|&s| {
-            for &w in &self.slots[s as usize].waiters {
+            for &w in self.waiters.get(&s).map_or(&[][..], Vec::as_slice) {
                 if w == lane {
                     return false;
                 }
@@ -305,7 +352,7 @@ impl Scheduler {
         let f = &mut self.flows[flow];
         f.finish = tag.saturating_add(p.size);
         let (tenant, finish, live) = (f.tenant, f.finish, f.live);
-        let mut ends = Vec::new();
+        let mut ends = super::Ends::new();
         for &s in &self.lanes[lane as usize].scopes {
             self.slots[s as usize].scope.take(now, &p.usage, &mut ends);
         }
@@ -317,7 +364,7 @@ impl Scheduler {
         if live > 1 {
             self.lanes[lane as usize].classes[class].push(flow, finish);
         }
-        self.forget(&p);
+        self.forget(&p, false);
         let grant = self.grants.insert(Grant {
             lane,
             tenant,
@@ -335,5 +382,134 @@ impl Waiting {
             Self::Scope { block, .. } | Self::Tenant { block, .. } => Some(block),
             Self::Turn { .. } => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Ask, Scheduler, TaskId};
+    use crate::admission::{Class, Config, Event, ScopeKey, Usage};
+
+    /// Regression: when the request its lane waited for was withdrawn, the next one slept
+    /// until the withdrawn one's time although it fitted at once.
+    #[test]
+    fn withdrawing_the_blocking_request_lets_the_next_one_go() {
+        let c = Config::from_toml("[providers.p.limits]\ntokens_per_minute = 6000\n").unwrap();
+        let mut s = Scheduler::new(c).unwrap();
+        let (route, tenant) = (s.route("p", "k", &[]), s.tenant("t"));
+        let ask = |tokens| Ask {
+            route,
+            tenant,
+            class: Class::Standard,
+            usage: Usage::tokens(tokens, 0),
+            deadline: None,
+            task: None,
+        };
+        let mut events = Vec::new();
+        s.submit(0, ask(601)).unwrap();
+        s.poll(0, &mut events);
+        events.clear();
+        let big = s.submit(0, ask(600)).unwrap();
+        let small = s.submit(0, ask(10)).unwrap();
+        s.poll(0, &mut events);
+        assert!(events.is_empty());
+        assert!(s.withdraw(big));
+        s.poll(1_000_000_000, &mut events);
+        assert!(
+            matches!(events[..], [Event::Admitted { request, .. }] if request == small),
+            "{events:?}"
+        );
+    }
+
+    fn scheduler() -> Scheduler {
+        let config = "[providers.p.limits]\nrequests_per_minute = 60\n";
+        Scheduler::new(Config::from_toml(config).unwrap()).unwrap()
+    }
+
+    /// Regression: deadlines of admitted requests stayed in the heap, so `next_wake` named
+    /// instants when nothing could happen and memory grew with every request.
+    #[test]
+    fn deadlines_of_admitted_requests_are_forgotten() {
+        let mut s = scheduler();
+        let route = s.route("p", "k", &[]);
+        let tenant = s.tenant("t");
+        let mut events = Vec::new();
+        for i in 0..200u64 {
+            let ask = Ask {
+                route,
+                tenant,
+                class: Class::Standard,
+                usage: Usage::ONE_REQUEST,
+                deadline: Some(i * 2_000_000_000 + 60_000_000_000),
+                task: None,
+            };
+            s.submit(i * 2_000_000_000, ask).unwrap();
+            s.poll(i * 2_000_000_000, &mut events);
+        }
+        assert_eq!(events.len(), 200);
+        assert_eq!(s.queued(), 0);
+        assert_eq!(s.next_wake(), None);
+        assert!(
+            s.deadlines.len() <= 64 + 1,
+            "{} deadlines kept",
+            s.deadlines.len()
+        );
+    }
+
+    /// Regression: submitting and cancelling while a scope was held left every cancelled
+    /// entry in the heaps and lists until the hold ended.
+    #[test]
+    fn churn_on_a_held_scope_stays_bounded() {
+        let mut s = scheduler();
+        let route = s.route("p", "k", &[]);
+        let key = ScopeKey::Provider {
+            provider: "p".into(),
+            credential: "k".into(),
+            name: None,
+        };
+        s.hold(&key, 60_000_000_000, "429");
+        let tenants = [s.tenant("a"), s.tenant("b")];
+        let waiting = s
+            .submit(
+                0,
+                Ask {
+                    route,
+                    tenant: tenants[0],
+                    class: Class::Standard,
+                    usage: Usage::ONE_REQUEST,
+                    deadline: None,
+                    task: None,
+                },
+            )
+            .unwrap();
+        let mut events = Vec::new();
+        for i in 0..20_000u64 {
+            let ask = Ask {
+                route,
+                tenant: tenants[(i % 2) as usize],
+                class: Class::Standard,
+                usage: Usage::ONE_REQUEST,
+                deadline: Some(120_000_000_000),
+                task: Some(TaskId(1)),
+            };
+            s.submit(i, ask).unwrap();
+            assert_eq!(s.cancel(TaskId(1)), 1);
+            s.poll(i, &mut events);
+        }
+        assert!(events.is_empty());
+        let heap: usize = s.lanes[0].classes.iter().map(|c| c.heap.len()).sum();
+        assert!(heap <= 40, "{heap} flow entries for two tenants");
+        let queued: usize = s.flows.values().map(|f| f.queue.len()).sum();
+        assert!(
+            queued <= 40,
+            "{queued} request entries for one waiting request"
+        );
+        assert!(
+            s.deadlines.len() <= 64 + 4,
+            "{} deadlines",
+            s.deadlines.len()
+        );
+        s.poll(60_000_000_000, &mut events);
+        assert!(matches!(events[..], [Event::Admitted { request, .. }] if request == waiting));
     }
 }
