@@ -1,0 +1,67 @@
+//! What the provider saw and stored: every attempt, every write, and the scripts still to
+//! play. Tests assert on this, never on the client's own counters.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::script::Fault;
+use crate::window::Window;
+
+/// One attempt as the provider received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// When it arrived, since the provider started (on tokio's clock).
+    pub at: Duration,
+    /// Its method.
+    pub method: String,
+    /// Its path, without the query.
+    pub path: String,
+    /// Its `Idempotency-Key`, if it had one.
+    pub idempotency_key: Option<String>,
+    /// The status answered; `None` if the connection was dropped or the attempt hangs.
+    pub status: Option<u16>,
+}
+
+/// A write the provider stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// The id the provider gave it.
+    pub id: String,
+    /// The idempotency key it was stored under, if any.
+    pub idempotency_key: Option<String>,
+    /// The path it was written to.
+    pub path: String,
+    /// Its body.
+    pub body: Bytes,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Ledger {
+    pub attempts: Vec<Attempt>,
+    pub stored: Vec<Stored>,
+    pub by_key: HashMap<String, usize>,
+    pub scripts: HashMap<String, VecDeque<Fault>>,
+    pub window: Window,
+}
+
+impl Ledger {
+    /// Stores a write, or finds the one stored under the same key: `(index, replayed)`.
+    pub fn store(&mut self, key: Option<&str>, path: &str, body: Bytes) -> (usize, bool) {
+        if let Some(&i) = key.and_then(|k| self.by_key.get(k)) {
+            return (i, true);
+        }
+        let i = self.stored.len();
+        self.stored.push(Stored {
+            id: format!("obj_{:06}", i + 1),
+            idempotency_key: key.map(str::to_owned),
+            path: path.to_owned(),
+            body,
+        });
+        if let Some(k) = key {
+            self.by_key.insert(k.to_owned(), i);
+        }
+        (i, false)
+    }
+}

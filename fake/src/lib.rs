@@ -1,0 +1,188 @@
+//! A fake API provider on loopback, for tests and the demo: real HTTP, its own limits, real
+//! providers' quota headers, scripted faults, and a ledger of every attempt it received.
+//!
+//! Failure paths are tested at the wire: a retry loop is judged by what the provider saw
+//! (how many attempts, when, with which idempotency key, how many writes it stored), never by
+//! the client's own counters. So the fake:
+//!
+//! - enforces requests and tokens per minute itself, with an exact sliding log of the last
+//!   minute ([`window`]), and answers 429 with `Retry-After` when they are exceeded;
+//! - speaks one provider's dialect ([`Style`]): its quota headers, its `Retry-After` forms,
+//!   its error bodies;
+//! - plays scripted [`Fault`]s on the next attempts of a route: 429s, 503s, any status,
+//!   slowness, a write stored and then the connection dropped, a hang;
+//! - stores writes idempotently by `Idempotency-Key`, and answers `GET /v1/objects/<id>` and
+//!   `GET /v1/objects?idempotency_key=<key>` so a write can be looked up;
+//! - runs on tokio's clock, so tests on paused time see its limits move with virtual time.
+//!
+//! ```
+//! use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(600)).await?;
+//! fake.script("/v1/chat/completions", [Fault::RateLimited { retry_after: Some(RetryAfter::Seconds(10)) }]);
+//! // ... point a client at fake.url("/v1/chat/completions") ...
+//! assert_eq!(fake.attempts_on("/v1/chat/completions"), 0);
+//! # Ok(())
+//! # }
+//! ```
+
+mod ledger;
+mod script;
+mod server;
+mod style;
+pub mod window;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+pub use ledger::{Attempt, Stored};
+pub use script::{Fault, RetryAfter};
+pub use style::Style;
+
+use server::Shared;
+
+/// How the fake provider behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FakeConfig {
+    /// Which provider it impersonates.
+    pub style: Style,
+    /// Requests per minute it allows; `None`: unlimited.
+    pub rpm: Option<u64>,
+    /// Tokens per minute it allows (body bytes / 4 + `max_tokens`); `None`: unlimited.
+    pub tpm: Option<u64>,
+}
+
+impl FakeConfig {
+    /// A provider of `style` with no limits.
+    pub fn new(style: Style) -> Self {
+        Self {
+            style,
+            rpm: None,
+            tpm: None,
+        }
+    }
+
+    /// Allows `rpm` requests per minute.
+    #[must_use]
+    pub fn rpm(mut self, rpm: u64) -> Self {
+        self.rpm = Some(rpm);
+        self
+    }
+
+    /// Allows `tpm` tokens per minute.
+    #[must_use]
+    pub fn tpm(mut self, tpm: u64) -> Self {
+        self.tpm = Some(tpm);
+        self
+    }
+}
+
+/// A running fake provider on `127.0.0.1`. It stops when dropped.
+#[derive(Debug)]
+pub struct FakeProvider {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: JoinHandle<()>,
+}
+
+impl FakeProvider {
+    /// Starts a provider on a free loopback port.
+    ///
+    /// # Errors
+    /// The bind failed.
+    pub async fn start(config: FakeConfig) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            config,
+            ledger: Mutex::default(),
+            started: server::now(),
+        });
+        let serving = shared.clone();
+        let accept = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                connections.spawn(server::serve(serving.clone(), stream));
+                // Reap finished connections so the set does not grow.
+                while connections.try_join_next().is_some() {}
+            }
+        });
+        Ok(Self {
+            addr,
+            shared,
+            accept,
+        })
+    }
+
+    /// Its address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The absolute URL of `path` on it.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Queues `faults` for the next attempts on `path`, one per attempt, after any already
+    /// queued; attempts beyond them are answered normally.
+    pub fn script(&self, path: &str, faults: impl IntoIterator<Item = Fault>) {
+        self.shared
+            .ledger()
+            .scripts
+            .entry(path.to_owned())
+            .or_default()
+            .extend(faults);
+    }
+
+    /// Every attempt received, in order.
+    pub fn attempts(&self) -> Vec<Attempt> {
+        self.shared.ledger().attempts.clone()
+    }
+
+    /// Attempts received on `path`.
+    pub fn attempts_on(&self, path: &str) -> usize {
+        self.shared
+            .ledger()
+            .attempts
+            .iter()
+            .filter(|a| a.path == path)
+            .count()
+    }
+
+    /// Attempts received with `Idempotency-Key: key`.
+    pub fn attempts_with_key(&self, key: &str) -> usize {
+        self.shared
+            .ledger()
+            .attempts
+            .iter()
+            .filter(|a| a.idempotency_key.as_deref() == Some(key))
+            .count()
+    }
+
+    /// Attempts answered with `status`.
+    pub fn answered(&self, status: u16) -> usize {
+        self.shared
+            .ledger()
+            .attempts
+            .iter()
+            .filter(|a| a.status == Some(status))
+            .count()
+    }
+
+    /// Every write stored, in order (a replay under the same key stores nothing new).
+    pub fn stored(&self) -> Vec<Stored> {
+        self.shared.ledger().stored.clone()
+    }
+}
+
+impl Drop for FakeProvider {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}

@@ -1,0 +1,223 @@
+//! The HTTP side: one hyper connection task per client connection, one answer per attempt.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use tokio::time::Instant;
+
+use crate::FakeConfig;
+use crate::ledger::{Attempt, Ledger};
+use crate::script::{Fault, RetryAfter};
+use crate::style::{Headers, Quota, Style};
+
+/// What the connection task shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: FakeConfig,
+    pub ledger: Mutex<Ledger>,
+    pub started: Instant,
+}
+
+impl Shared {
+    pub fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The connection is dropped without an answer.
+#[derive(Debug, thiserror::Error)]
+#[error("the fake provider dropped the connection on purpose")]
+pub(crate) struct Dropped;
+
+/// The provider's wall clock, for dates in headers. It stands in for a remote server, which
+/// has its own clock.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a stand-in server keeps its own wall clock"
+)]
+fn wall() -> SystemTime {
+    SystemTime::now()
+}
+
+/// Its monotonic clock: tokio's, so tests on paused time see the limits move with it.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a stand-in server keeps its own clock"
+)]
+pub(crate) fn now() -> Instant {
+    Instant::now()
+}
+
+fn respond(status: u16, headers: Headers, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = r.headers_mut();
+    h.insert(
+        "content-type",
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    for (name, value) in headers {
+        if let (Ok(n), Ok(v)) = (
+            hyper::header::HeaderName::from_bytes(name.as_bytes()),
+            hyper::header::HeaderValue::from_str(&value),
+        ) {
+            h.append(n, v);
+        }
+    }
+    r
+}
+
+/// Tokens an attempt is charged: its body at four bytes a token, plus its `max_tokens`.
+fn tokens_of(body: &[u8]) -> (u64, u64) {
+    let input = body.len() as u64 / 4;
+    let output = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("max_tokens").and_then(serde_json::Value::as_u64))
+        .unwrap_or(0);
+    (input, output)
+}
+
+pub(crate) async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Dropped> {
+    let (parts, body) = req.into_parts();
+    let body = body.collect().await.map_err(|_| Dropped)?.to_bytes();
+    let method = parts.method.as_str().to_owned();
+    let path = parts.uri.path().to_owned();
+    let query = parts.uri.query().unwrap_or("").to_owned();
+    let key = parts
+        .headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let write = !matches!(method.as_str(), "GET" | "HEAD");
+    let style = shared.config.style;
+
+    let (index, fault) = {
+        let mut ledger = shared.ledger();
+        let fault = ledger
+            .scripts
+            .get_mut(&path)
+            .and_then(std::collections::VecDeque::pop_front);
+        ledger.attempts.push(Attempt {
+            at: now().duration_since(shared.started),
+            method,
+            path: path.clone(),
+            idempotency_key: key.clone(),
+            status: None,
+        });
+        (ledger.attempts.len() - 1, fault)
+    };
+    let answer = |status: u16, headers: Headers, body: String| {
+        shared.ledger().attempts[index].status = Some(status);
+        Ok(respond(status, headers, body))
+    };
+    let retry = |ra: Option<RetryAfter>| {
+        ra.map(|ra| Style::retry_after_headers(ra, wall()))
+            .unwrap_or_default()
+    };
+
+    match fault {
+        Some(Fault::Hang) => std::future::pending().await,
+        Some(Fault::Slow(d)) => tokio::time::sleep(d).await,
+        Some(Fault::StoreThenDrop) => {
+            shared.ledger().store(key.as_deref(), &path, body);
+            return Err(Dropped);
+        }
+        Some(Fault::RateLimited { retry_after }) => {
+            let body = style.error_body(429, style.rate_limit_code());
+            return answer(429, retry(retry_after), body);
+        }
+        Some(Fault::Unavailable { retry_after }) => {
+            let status = style.overloaded_status();
+            return answer(
+                status,
+                retry(retry_after),
+                style.error_body(status, "overloaded"),
+            );
+        }
+        Some(Fault::Status { status, code }) => {
+            return answer(status, Headers::new(), style.error_body(status, code));
+        }
+        None => {}
+    }
+
+    let (input, output) = tokens_of(&body);
+    let (rpm, tpm) = (shared.config.rpm, shared.config.tpm);
+    let t = now();
+    let (taken, quota) = {
+        let mut ledger = shared.ledger();
+        let taken = ledger.window.take(t, input + output, rpm, tpm);
+        let (remaining_requests, remaining_tokens) = ledger.window.remaining(t, rpm, tpm);
+        let quota = Quota {
+            rpm,
+            tpm,
+            remaining_requests,
+            remaining_tokens,
+            reset_after: ledger.window.reset_after(t),
+        };
+        (taken, quota)
+    };
+    let mut headers = style.quota_headers(&quota, wall());
+    if let Err(exceeded) = taken {
+        let secs =
+            exceeded.retry_after.as_secs() + u64::from(exceeded.retry_after.subsec_nanos() > 0);
+        headers.extend(Style::retry_after_headers(
+            RetryAfter::Seconds(secs.max(1)),
+            wall(),
+        ));
+        if style == Style::OpenAi {
+            let ms = u64::try_from(exceeded.retry_after.as_millis()).unwrap_or(u64::MAX);
+            headers.push(("retry-after-ms".into(), ms.max(1).to_string()));
+        }
+        return answer(429, headers, style.error_body(429, style.rate_limit_code()));
+    }
+
+    if !write {
+        if let Some(id) = path.strip_prefix("/v1/objects/") {
+            let found = shared
+                .ledger()
+                .stored
+                .iter()
+                .find(|s| s.id == id)
+                .map(|s| s.id.clone());
+            return match found {
+                Some(id) => answer(200, headers, style.success_body(&id, 0, 0)),
+                None => answer(404, headers, style.error_body(404, "resource_missing")),
+            };
+        }
+        if path == "/v1/objects" {
+            let wanted = query.strip_prefix("idempotency_key=").unwrap_or("");
+            let ids: Vec<String> = shared
+                .ledger()
+                .stored
+                .iter()
+                .filter(|s| s.idempotency_key.as_deref() == Some(wanted))
+                .map(|s| s.id.clone())
+                .collect();
+            return answer(200, headers, serde_json::json!({ "data": ids }).to_string());
+        }
+        return answer(200, headers, style.success_body("read", input, output / 2));
+    }
+    let (i, replayed) = shared.ledger().store(key.as_deref(), &path, body);
+    let id = shared.ledger().stored[i].id.clone();
+    if replayed {
+        headers.push(("idempotent-replayed".into(), "true".into()));
+    }
+    answer(200, headers, style.success_body(&id, input, output / 2))
+}
+
+/// Serves one accepted connection until the client closes it or an attempt drops it.
+pub(crate) async fn serve(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let service = hyper::service::service_fn(move |req| handle(shared.clone(), req));
+    // An error here is a dropped connection (on purpose or by the client): nothing to do.
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(io, service)
+        .await;
+}

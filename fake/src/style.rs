@@ -1,0 +1,214 @@
+//! How each provider dresses its answers: quota headers, `Retry-After` forms, error bodies.
+//! The shapes follow the providers' documentation and the recorded responses in
+//! `plugins/*/vectors.json`, so the bundled plugins read them as they read the real ones.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
+use crate::script::RetryAfter;
+
+/// Which provider the fake impersonates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, Go-duration resets,
+    /// `retry-after-ms`.
+    OpenAi,
+    /// `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`, RFC 3339 resets,
+    /// 529 when overloaded.
+    Anthropic,
+    /// `x-ratelimit-{limit,remaining,used,reset,resource}`, epoch-second resets.
+    GitHub,
+    /// No quota headers; `Idempotency-Key` replays marked `Idempotent-Replayed: true`.
+    Stripe,
+    /// `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, `RateLimit-Policy`.
+    Ietf,
+}
+
+/// What the window says after an attempt, for the quota headers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Quota {
+    pub rpm: Option<u64>,
+    pub tpm: Option<u64>,
+    pub remaining_requests: u64,
+    pub remaining_tokens: u64,
+    pub reset_after: Duration,
+}
+
+pub(crate) type Headers = Vec<(String, String)>;
+
+fn go_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1_000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{}s", d.as_secs_f64())
+    } else {
+        format!("{}m{}s", ms / 60_000, (ms % 60_000) as f64 / 1_000.0)
+    }
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    time::OffsetDateTime::from(t)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+fn epoch_secs(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Style {
+    /// The quota headers of every answer.
+    pub(crate) fn quota_headers(self, q: &Quota, wall: SystemTime) -> Headers {
+        let mut h = Headers::new();
+        let reset_at = wall + q.reset_after;
+        match self {
+            Self::OpenAi => {
+                if let Some(rpm) = q.rpm {
+                    h.push(("x-ratelimit-limit-requests".into(), rpm.to_string()));
+                    h.push((
+                        "x-ratelimit-remaining-requests".into(),
+                        q.remaining_requests.to_string(),
+                    ));
+                    h.push((
+                        "x-ratelimit-reset-requests".into(),
+                        go_duration(q.reset_after),
+                    ));
+                }
+                if let Some(tpm) = q.tpm {
+                    h.push(("x-ratelimit-limit-tokens".into(), tpm.to_string()));
+                    h.push((
+                        "x-ratelimit-remaining-tokens".into(),
+                        q.remaining_tokens.to_string(),
+                    ));
+                    h.push((
+                        "x-ratelimit-reset-tokens".into(),
+                        go_duration(q.reset_after),
+                    ));
+                }
+            }
+            Self::Anthropic => {
+                if let Some(rpm) = q.rpm {
+                    h.push(("anthropic-ratelimit-requests-limit".into(), rpm.to_string()));
+                    h.push((
+                        "anthropic-ratelimit-requests-remaining".into(),
+                        q.remaining_requests.to_string(),
+                    ));
+                    h.push((
+                        "anthropic-ratelimit-requests-reset".into(),
+                        rfc3339(reset_at),
+                    ));
+                }
+                if let Some(tpm) = q.tpm {
+                    h.push(("anthropic-ratelimit-tokens-limit".into(), tpm.to_string()));
+                    h.push((
+                        "anthropic-ratelimit-tokens-remaining".into(),
+                        q.remaining_tokens.to_string(),
+                    ));
+                    h.push(("anthropic-ratelimit-tokens-reset".into(), rfc3339(reset_at)));
+                }
+            }
+            Self::GitHub => {
+                if let Some(rpm) = q.rpm {
+                    h.push(("x-ratelimit-limit".into(), rpm.to_string()));
+                    h.push((
+                        "x-ratelimit-remaining".into(),
+                        q.remaining_requests.to_string(),
+                    ));
+                    h.push((
+                        "x-ratelimit-used".into(),
+                        (rpm - q.remaining_requests.min(rpm)).to_string(),
+                    ));
+                    h.push(("x-ratelimit-reset".into(), epoch_secs(reset_at).to_string()));
+                    h.push(("x-ratelimit-resource".into(), "core".into()));
+                }
+            }
+            Self::Stripe => {}
+            Self::Ietf => {
+                if let Some(rpm) = q.rpm {
+                    h.push(("ratelimit-limit".into(), rpm.to_string()));
+                    h.push((
+                        "ratelimit-remaining".into(),
+                        q.remaining_requests.to_string(),
+                    ));
+                    h.push((
+                        "ratelimit-reset".into(),
+                        q.reset_after.as_secs().to_string(),
+                    ));
+                    h.push(("ratelimit-policy".into(), format!("{rpm};w=60")));
+                }
+            }
+        }
+        h
+    }
+
+    /// The headers that say when to come back.
+    pub(crate) fn retry_after_headers(ra: RetryAfter, wall: SystemTime) -> Headers {
+        match ra {
+            RetryAfter::Seconds(s) => vec![("retry-after".into(), s.to_string())],
+            RetryAfter::Millis(ms) => vec![("retry-after-ms".into(), ms.to_string())],
+            RetryAfter::Date(offset) => {
+                let at = if offset >= 0 {
+                    wall + Duration::from_secs(offset.unsigned_abs())
+                } else {
+                    wall - Duration::from_secs(offset.unsigned_abs())
+                };
+                vec![("retry-after".into(), httpdate::fmt_http_date(at))]
+            }
+            RetryAfter::Raw(v) => vec![("retry-after".into(), v.into())],
+        }
+    }
+
+    /// The status an overloaded provider answers with.
+    pub(crate) fn overloaded_status(self) -> u16 {
+        match self {
+            Self::Anthropic => 529,
+            _ => 503,
+        }
+    }
+
+    /// The provider's error code for its rate limit.
+    pub(crate) fn rate_limit_code(self) -> &'static str {
+        match self {
+            Self::OpenAi => "rate_limit_exceeded",
+            Self::Anthropic => "rate_limit_error",
+            Self::GitHub => "rate_limited",
+            Self::Stripe => "rate_limit",
+            Self::Ietf => "rate_limited",
+        }
+    }
+
+    /// An error body carrying `code`.
+    pub(crate) fn error_body(self, status: u16, code: &str) -> String {
+        let message = format!("fake provider: {code} ({status})");
+        match self {
+            Self::OpenAi => json!({"error": {"message": message, "type": code, "code": code}}),
+            Self::Anthropic => {
+                json!({"type": "error", "error": {"type": code, "message": message}})
+            }
+            Self::GitHub => {
+                json!({"message": message, "documentation_url": "https://docs.github.com/rest"})
+            }
+            Self::Stripe => {
+                json!({"error": {"type": "api_error", "code": code, "message": message}})
+            }
+            Self::Ietf => json!({"type": "about:blank", "title": code, "status": status}),
+        }
+        .to_string()
+    }
+
+    /// A success body for a stored or read object.
+    pub(crate) fn success_body(self, id: &str, input_tokens: u64, output_tokens: u64) -> String {
+        match self {
+            Self::OpenAi => json!({"id": id, "object": "chat.completion",
+                "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                          "total_tokens": input_tokens + output_tokens}}),
+            Self::Anthropic => json!({"id": id, "type": "message",
+                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}),
+            _ => json!({"id": id}),
+        }
+        .to_string()
+    }
+}

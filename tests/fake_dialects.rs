@@ -1,0 +1,108 @@
+//! The fake provider speaks each provider's dialect well enough that the bundled plugins read
+//! its answers as they read the real ones: a 429 from its own limit is `rate-limited` with
+//! the wait it named, and its quota headers become observations.
+
+use sluice::policy::{Dimension, Outcome, RequestClass, Response, Verdict, encode_fields};
+use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
+use sluice_tests::{request, runtime};
+
+/// Sends `n` calls to `path`; returns the answers.
+async fn answers(fake: &FakeProvider, path: &str, n: usize) -> Vec<Response> {
+    let client = reqwest::Client::new();
+    let mut all = Vec::new();
+    for _ in 0..n {
+        let r = client
+            .post(fake.url(path))
+            .body(r#"{"model":"m","max_tokens":50}"#)
+            .send()
+            .await
+            .expect("the fake answers");
+        let status = r.status().as_u16();
+        let headers: Vec<(String, String)> = r
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+            .collect();
+        let body = r.bytes().await.expect("a body").to_vec();
+        let headers = encode_fields(headers.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            .expect("valid headers");
+        all.push(Response {
+            status,
+            headers,
+            body,
+        });
+    }
+    all
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn bundled_plugins_read_the_fakes_429s_and_quota_headers() {
+    let rt = runtime();
+    for (style, plugin, path) in [
+        (Style::OpenAi, "openai", "/v1/chat/completions"),
+        (Style::Anthropic, "anthropic", "/v1/messages"),
+        (Style::GitHub, "github", "/repos/o/r/issues"),
+        (Style::Ietf, "ietf", "/v1/things"),
+    ] {
+        let fake = FakeProvider::start(FakeConfig::new(style).rpm(1))
+            .await
+            .unwrap();
+        // The provider allows one a minute: the second is refused by its own limit.
+        let resp = answers(&fake, path, 2).await.remove(1);
+        assert_eq!(resp.status, 429, "{plugin}");
+        let p = rt.load_bundled(plugin).expect("a bundled plugin");
+        let mut req = request("POST", &fake.url(path), RequestClass::Read);
+        req.now_ms = now_ms();
+        let c = p
+            .classify(&req, &Outcome::Response(resp.clone()))
+            .expect("classify");
+        assert_eq!(c.verdict, Verdict::RateLimited, "{plugin}");
+        let wait = c.retry_after_ms.expect("the 429 names a wait");
+        assert!((55_000..=61_000).contains(&wait), "{plugin}: {wait} ms");
+        let obs = p.parse_quota(&req, &resp).expect("parse-quota");
+        let requests = obs
+            .iter()
+            .find(|o| o.dimension == Dimension::Requests)
+            .unwrap_or_else(|| panic!("{plugin}: no request quota in {obs:?}"));
+        assert_eq!(requests.limit, Some(1), "{plugin}");
+        assert_eq!(requests.remaining, Some(0), "{plugin}");
+        assert_eq!(fake.attempts_on(path), 2);
+    }
+
+    // Stripe sends no quota headers: a scripted 429, then a normal answer.
+    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
+        .await
+        .unwrap();
+    fake.script(
+        "/v1/charges",
+        [Fault::RateLimited {
+            retry_after: Some(RetryAfter::Seconds(2)),
+        }],
+    );
+    let mut two = answers(&fake, "/v1/charges", 2).await;
+    let p = rt.load_bundled("stripe").unwrap();
+    let req = request(
+        "POST",
+        &fake.url("/v1/charges"),
+        RequestClass::IdempotentWrite,
+    );
+    let second = two.remove(1);
+    let c = p.classify(&req, &Outcome::Response(two.remove(0))).unwrap();
+    assert_eq!(
+        (c.verdict, c.retry_after_ms),
+        (Verdict::RateLimited, Some(2_000))
+    );
+    let c = p.classify(&req, &Outcome::Response(second)).unwrap();
+    assert_eq!(c.verdict, Verdict::Success);
+}
+
+/// The wall clock the fake's dates are relative to, for the plugins' `now-ms`.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the fake provider runs on the real clock"
+)]
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
