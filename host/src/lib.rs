@@ -16,4 +16,6 @@ pub mod fallback;
 pub mod guard;
 pub mod plugin;
 pub mod policy;
+pub mod retry;
+pub mod transport;
 pub mod vectors;

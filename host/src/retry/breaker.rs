@@ -1,0 +1,158 @@
+//! A circuit breaker per path: repeated identical failures stop the path for a while.
+//!
+//! The key is a sanitized fingerprint — method, route template (ids and numbers replaced by
+//! `{}`), provider error code — never a secret, a query string or a volatile header. Only
+//! identical failures in a row count: a different error, or a success, resets the count.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The sanitized path of a call: method and route template.
+pub fn route_template(method: &str, url: &str) -> String {
+    let path = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest.find('/').map_or("/", |i| &rest[i..]));
+    let path = path.split(['?', '#']).next().unwrap_or("/");
+    let segments: Vec<&str> = path
+        .split('/')
+        .map(|s| {
+            // A number, or a long token with digits in it, is an id; `v1` is not.
+            let digits = s.chars().any(|c| c.is_ascii_digit());
+            let volatile = (!s.is_empty() && s.chars().all(|c| c.is_ascii_digit()))
+                || (digits && s.len() >= 8);
+            if volatile { "{}" } else { s }
+        })
+        .collect();
+    format!("{method} {}", segments.join("/"))
+}
+
+#[derive(Debug)]
+struct Path {
+    code: String,
+    failures: u32,
+    open_until: Option<Instant>,
+}
+
+/// Why a breaker refuses a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Open {
+    /// The path.
+    pub route: String,
+    /// The failure that repeated.
+    pub error: String,
+    /// How many times in a row.
+    pub failures: u32,
+    /// How long until the path is tried again.
+    pub retry_in: Duration,
+}
+
+/// Breakers for every path.
+#[derive(Debug)]
+pub struct Breakers {
+    threshold: u32,
+    open_for: Duration,
+    paths: Mutex<HashMap<String, Path>>,
+}
+
+impl Breakers {
+    /// Breakers that open after `threshold` identical failures in a row, for `open_for`.
+    pub fn new(threshold: u32, open_for: Duration) -> Self {
+        Self {
+            threshold: threshold.max(1),
+            open_for,
+            paths: Mutex::default(),
+        }
+    }
+
+    fn paths(&self) -> std::sync::MutexGuard<'_, HashMap<String, Path>> {
+        self.paths
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `route` may be tried at `now`.
+    ///
+    /// # Errors
+    /// [`Open`] while the path's breaker is open.
+    pub fn check(&self, route: &str, now: Instant) -> Result<(), Open> {
+        match self.paths().get(route) {
+            Some(p) if p.open_until.is_some_and(|t| t > now) => Err(Open {
+                route: route.to_owned(),
+                error: p.code.clone(),
+                failures: p.failures,
+                retry_in: p.open_until.map_or(Duration::ZERO, |t| t - now),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records a success on `route`.
+    pub fn success(&self, route: &str) {
+        self.paths().remove(route);
+    }
+
+    /// Records a failure with `code` (status and provider error code) on `route`.
+    pub fn failure(&self, route: &str, code: &str, now: Instant) {
+        let mut paths = self.paths();
+        let p = paths.entry(route.to_owned()).or_insert_with(|| Path {
+            code: code.to_owned(),
+            failures: 0,
+            open_until: None,
+        });
+        if p.code == code {
+            p.failures += 1;
+        } else {
+            p.code = code.to_owned();
+            p.failures = 1;
+        }
+        if p.failures >= self.threshold {
+            p.open_until = Some(now + self.open_for);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_drop_ids_queries_and_hosts() {
+        assert_eq!(
+            route_template("GET", "https://api.github.com/repos/o/r/issues/1234?page=2"),
+            "GET /repos/o/r/issues/{}"
+        );
+        assert_eq!(
+            route_template(
+                "POST",
+                "https://api.stripe.com/v1/charges/ch_3MmlLrLkdIwHu7ix0snN0B15/capture"
+            ),
+            "POST /v1/charges/{}/capture"
+        );
+    }
+
+    #[test]
+    fn identical_failures_in_a_row_open_the_path() {
+        let b = Breakers::new(3, Duration::from_secs(30));
+        #[allow(clippy::disallowed_methods, reason = "an anchor for offsets in a test")]
+        let t = Instant::now();
+        b.failure("GET /x", "401 invalid_api_key", t);
+        b.failure("GET /x", "404 not_found", t);
+        b.failure("GET /x", "401 invalid_api_key", t);
+        b.failure("GET /x", "401 invalid_api_key", t);
+        assert!(
+            b.check("GET /x", t).is_ok(),
+            "a different error reset the count"
+        );
+        b.failure("GET /x", "401 invalid_api_key", t);
+        let open = b.check("GET /x", t).unwrap_err();
+        assert_eq!(open.failures, 3);
+        assert!(b.check("GET /y", t).is_ok(), "other paths go on");
+        assert!(
+            b.check("GET /x", t + Duration::from_secs(31)).is_ok(),
+            "it closes after a while"
+        );
+        b.success("GET /x");
+        assert!(b.check("GET /x", t).is_ok());
+    }
+}

@@ -1,0 +1,14 @@
+//! The retry machinery, split the way tower splits it: the plugin classifies, [`decide`]
+//! weighs the class's budget, [`backoff`] spaces the attempts, [`breaker`] stops a path that
+//! keeps failing the same way. The executor ([`crate::execute`]) runs them around the
+//! admission queue and the transport.
+
+pub mod backoff;
+pub mod breaker;
+pub mod classes;
+pub mod decide;
+
+pub use backoff::Backoff;
+pub use breaker::{Breakers, Open, route_template};
+pub use classes::{ClassBudget, RetryConfig};
+pub use decide::{Next, Plan, Spent, Stop, decide};
