@@ -17,7 +17,7 @@ pub enum RetryAfter {
 }
 
 /// What the provider does with one attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     /// 429 in the provider's style, whatever its own limits say.
     RateLimited {

@@ -12,6 +12,7 @@
 
 pub mod admission;
 pub mod clock;
+pub mod execute;
 pub mod fallback;
 pub mod guard;
 pub mod plugin;

@@ -1,0 +1,319 @@
+//! The retry engine at the wire: every claim here is checked against what the fake provider
+//! received — attempts, their instants, their idempotency keys — not against the host's own
+//! counters. These tests run on real time (the fake provider and the host share a loopback
+//! socket), with waits of a few seconds at most, but for the 10-second `Retry-After`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice::admission::{Admission, Config};
+use sluice::clock::{SystemClock, TokioClock};
+use sluice::execute::{Call, Executor, NextAction, Outcome, Reason, Terminal};
+use sluice::guard::{GuardedPolicy, QuarantinePolicy};
+use sluice::policy::RequestClass;
+use sluice::retry::{RetryConfig, Stop};
+use sluice::transport::{Timeouts, Transport};
+use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
+use sluice_tests::runtime;
+
+const CHAT: &str = "/v1/chat/completions";
+
+/// An executor in front of `fake`, reading it with the bundled `plugin`.
+fn executor(plugin: &str, retry: RetryConfig, attempt_timeout: Duration) -> Executor {
+    let rt = runtime();
+    let guarded = GuardedPolicy::new(
+        Arc::new(rt.load_bundled(plugin).expect("a bundled plugin")),
+        QuarantinePolicy::default(),
+        Arc::new(SystemClock),
+    );
+    let admission = Admission::new(
+        Config::from_toml("[providers.openai.limits]\nrequests_per_minute = 6000\n").unwrap(),
+        Arc::new(TokioClock),
+    )
+    .unwrap();
+    let transport = Transport::new(Timeouts {
+        connect: Duration::from_secs(2),
+        attempt: attempt_timeout,
+    })
+    .unwrap();
+    Executor::new(
+        admission,
+        HashMap::from([(plugin.to_owned(), Arc::new(guarded))]),
+        transport,
+        retry,
+        Arc::new(SystemClock),
+        42,
+    )
+}
+
+fn call(fake: &FakeProvider, provider: &str, path: &str, class: RequestClass) -> Call {
+    Call {
+        provider: provider.into(),
+        credential: "team-key".into(),
+        scopes: Vec::new(),
+        tenant: "t".into(),
+        task: None,
+        priority: None,
+        class,
+        method: if class == RequestClass::Read {
+            "GET"
+        } else {
+            "POST"
+        }
+        .into(),
+        url: fake.url(path),
+        headers: vec![("content-type".into(), "application/json".into())],
+        secrets: vec![("authorization".into(), "Bearer sk-test".into())],
+        body: br#"{"model":"gpt-4o","max_tokens":16}"#.to_vec(),
+        deadline: None,
+    }
+}
+
+fn ended(o: Outcome) -> Terminal {
+    match o {
+        Outcome::Ended(t) => *t,
+        Outcome::Succeeded { .. } => panic!("expected a terminal outcome"),
+    }
+}
+
+fn fast_retry() -> RetryConfig {
+    RetryConfig {
+        backoff_base_ms: 200,
+        backoff_cap_ms: 2_000,
+        ..RetryConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_429_holds_the_whole_scope_and_the_retries_are_spread_by_jitter() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    let ten = Some(RetryAfter::Seconds(10));
+    fake.script(CHAT, [Fault::RateLimited { retry_after: ten }; 1]);
+    let ex = executor("openai", fast_retry(), Duration::from_secs(5));
+    let c = call(&fake, "openai", CHAT, RequestClass::Read);
+    // The first worker meets the 429; two more of the same scope start just after it.
+    let first = ex.execute(&c);
+    let later = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::join!(ex.execute(&c), ex.execute(&c))
+    };
+    let (a, (b, d)) = tokio::join!(first, later);
+    for o in [a, b, d] {
+        assert!(matches!(o, Outcome::Succeeded { .. }), "{o:?}");
+    }
+    let attempts = fake.attempts();
+    assert_eq!(attempts.len(), 4, "three calls, one retry: {attempts:?}");
+    let limited = attempts[0].at;
+    assert_eq!(attempts[0].status, Some(429));
+    for a in &attempts[1..] {
+        assert!(
+            a.at >= limited + Duration::from_secs(10),
+            "an attempt {:?} after the 429, inside its Retry-After: 10",
+            a.at - limited
+        );
+    }
+    // Not one wave: the admitted attempts after the hold are spread out.
+    let spread = attempts[3].at - attempts[1].at;
+    assert!(spread >= Duration::from_millis(50), "{spread:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_503_is_honoured_without_slowing_the_scope() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    fake.script(
+        "/a",
+        [Fault::Unavailable {
+            retry_after: Some(RetryAfter::Seconds(1)),
+        }],
+    );
+    let ex = executor("openai", fast_retry(), Duration::from_secs(5));
+    let a = call(&fake, "openai", "/a", RequestClass::Read);
+    let b = call(&fake, "openai", "/b", RequestClass::Read);
+    let other = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        ex.execute(&b).await
+    };
+    let (ra, rb) = tokio::join!(ex.execute(&a), other);
+    assert!(
+        matches!(ra, Outcome::Succeeded { attempts: 2, .. }),
+        "{ra:?}"
+    );
+    assert!(
+        matches!(rb, Outcome::Succeeded { attempts: 1, .. }),
+        "{rb:?}"
+    );
+    let log = fake.attempts();
+    let first_a = log.iter().find(|x| x.path == "/a").unwrap().at;
+    let retry_a = log.iter().filter(|x| x.path == "/a").nth(1).unwrap().at;
+    let on_b = log.iter().find(|x| x.path == "/b").unwrap().at;
+    assert!(
+        retry_a - first_a >= Duration::from_secs(1),
+        "Retry-After: 1 honoured"
+    );
+    assert!(
+        on_b - first_a < Duration::from_millis(900),
+        "the scope was not held: {:?}",
+        on_b - first_a
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn client_errors_are_sent_once_and_a_repeated_one_trips_the_breaker() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    for (path, status, code) in [
+        ("/401", 401, "invalid_api_key"),
+        ("/403", 403, "forbidden"),
+        ("/404", 404, "not_found"),
+        ("/422", 422, "invalid_request"),
+    ] {
+        fake.script(path, [Fault::Status { status, code }]);
+        let ex = executor("openai", fast_retry(), Duration::from_secs(5));
+        let t = ended(
+            ex.execute(&call(&fake, "openai", path, RequestClass::Read))
+                .await,
+        );
+        assert_eq!(t.reason, Reason::Stopped(Stop::NeverRetry), "{path}");
+        assert_eq!((t.attempts, t.last_status), (1, Some(status)));
+        assert_eq!(fake.attempts_on(path), 1, "{path} attempted once");
+        let want = if status == 401 || status == 403 {
+            NextAction::Reauthenticate
+        } else {
+            NextAction::FixRequest
+        };
+        assert_eq!(t.next_action, want, "{path}");
+    }
+
+    let retry = RetryConfig {
+        breaker_threshold: 3,
+        ..fast_retry()
+    };
+    let ex = executor("openai", retry, Duration::from_secs(5));
+    fake.script(
+        "/v1/models/gpt-x",
+        [Fault::Status {
+            status: 404,
+            code: "model_not_found",
+        }; 5],
+    );
+    let c = call(&fake, "openai", "/v1/models/gpt-x", RequestClass::Read);
+    for _ in 0..3 {
+        assert_eq!(
+            ended(ex.execute(&c).await).reason,
+            Reason::Stopped(Stop::NeverRetry)
+        );
+    }
+    for _ in 0..2 {
+        let t = ended(ex.execute(&c).await);
+        assert!(matches!(t.reason, Reason::BreakerOpen(_)), "{t:?}");
+        assert!(!t.sent);
+    }
+    assert_eq!(
+        fake.attempts_on("/v1/models/gpt-x"),
+        3,
+        "the breaker stopped the path"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_read_that_keeps_getting_429_stops_at_its_budget() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    fake.script(
+        CHAT,
+        [Fault::RateLimited {
+            retry_after: Some(RetryAfter::Millis(300)),
+        }; 10],
+    );
+    let ex = executor("openai", fast_retry(), Duration::from_secs(5));
+    let t = ended(
+        ex.execute(&call(&fake, "openai", CHAT, RequestClass::Read))
+            .await,
+    );
+    assert_eq!(t.reason, Reason::Stopped(Stop::AttemptsExhausted));
+    assert_eq!(t.attempts, 4, "read: four attempts");
+    assert_eq!(fake.attempts_on(CHAT), 4, "the provider saw four");
+    assert!(t.sent && t.response_received);
+    assert_eq!(t.last_status, Some(429));
+    assert!(t.waited >= Duration::from_millis(900), "{:?}", t.waited);
+    assert!(matches!(t.next_action, NextAction::RetryLater(_)));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn ten_calls_retrying_on_one_scope_never_exceed_its_delayed_bound() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    fake.script(
+        CHAT,
+        [Fault::RateLimited {
+            retry_after: Some(RetryAfter::Millis(400)),
+        }; 30],
+    );
+    let retry = RetryConfig {
+        max_delayed_requests: 3,
+        ..fast_retry()
+    };
+    let ex = Arc::new(executor("openai", retry, Duration::from_secs(5)));
+    let c = call(&fake, "openai", CHAT, RequestClass::Read);
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let (ex, c) = (ex.clone(), c.clone());
+        set.spawn(async move { ex.execute(&c).await });
+    }
+    let calls = set.join_all();
+    let watch = async {
+        let mut most = 0;
+        for _ in 0..400 {
+            most = most.max(ex.delayed("openai", "team-key"));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        most
+    };
+    let (outcomes, most) = tokio::join!(calls, watch);
+    assert!(most <= 3, "{most} calls waiting to retry at once");
+    let full = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Ended(t) if matches!(t.reason, Reason::ScopeRetriesFull { .. })))
+        .count();
+    assert!(full >= 1, "the bound turned calls away: {outcomes:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_that_times_out_after_it_was_sent_is_not_resent() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
+        .await
+        .unwrap();
+    fake.script("/v1/charges", [Fault::Hang]);
+    let ex = executor("stripe", fast_retry(), Duration::from_millis(400));
+    let mut c = call(
+        &fake,
+        "stripe",
+        "/v1/charges",
+        RequestClass::IdempotentWrite,
+    );
+    c.headers
+        .push(("idempotency-key".into(), "charge-7".into()));
+    let t = ended(ex.execute(&c).await);
+    assert_eq!(t.reason, Reason::Stopped(Stop::OutcomeUnknown), "{t:?}");
+    assert_eq!(t.next_action, NextAction::Reconcile);
+    assert!(t.sent && !t.response_received);
+    assert_eq!(fake.attempts_with_key("charge-7"), 1, "never resent");
+
+    // The same with the write stored and the connection dropped.
+    fake.script("/v1/charges", [Fault::StoreThenDrop]);
+    c.headers.pop();
+    c.headers
+        .push(("idempotency-key".into(), "charge-8".into()));
+    let t = ended(ex.execute(&c).await);
+    assert_eq!(t.reason, Reason::Stopped(Stop::OutcomeUnknown), "{t:?}");
+    assert_eq!(fake.attempts_with_key("charge-8"), 1);
+    assert_eq!(fake.stored().len(), 1, "one charge, not two");
+}
