@@ -317,3 +317,86 @@ async fn a_write_that_times_out_after_it_was_sent_is_not_resent() {
     assert_eq!(fake.attempts_with_key("charge-8"), 1);
     assert_eq!(fake.stored().len(), 1, "one charge, not two");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn odd_retry_after_values_never_make_a_tight_loop() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    let ex = executor("openai", fast_retry(), Duration::from_secs(5));
+    // A date in the past, a negative number, junk: each waits at least a second (the
+    // plugin's floor for a past instant) or a backoff window, never nothing.
+    for (path, ra) in [
+        ("/past", RetryAfter::Date(-30)),
+        ("/negative", RetryAfter::Raw("-5")),
+        ("/junk", RetryAfter::Raw("soon-ish")),
+    ] {
+        fake.script(
+            path,
+            [Fault::RateLimited {
+                retry_after: Some(ra),
+            }],
+        );
+        let o = ex
+            .execute(&call(&fake, "openai", path, RequestClass::Read))
+            .await;
+        assert!(
+            matches!(o, Outcome::Succeeded { attempts: 2, .. }),
+            "{path}: {o:?}"
+        );
+        let on: Vec<_> = fake
+            .attempts()
+            .into_iter()
+            .filter(|a| a.path == path)
+            .collect();
+        let gap = on[1].at - on[0].at;
+        assert!(
+            gap >= Duration::from_millis(200),
+            "{path}: retried after {gap:?}"
+        );
+    }
+    // A huge wait is beyond the read's 90 s budget: the call ends at once instead of sleeping.
+    fake.script(
+        "/huge",
+        [Fault::RateLimited {
+            retry_after: Some(RetryAfter::Raw("99999999999")),
+        }],
+    );
+    let before = fake.attempts().len();
+    let t = ended(
+        ex.execute(&call(&fake, "openai", "/huge", RequestClass::Read))
+            .await,
+    );
+    assert!(
+        matches!(t.reason, Reason::Stopped(Stop::WaitBudgetExhausted { .. })),
+        "{t:?}"
+    );
+    assert_eq!(fake.attempts().len(), before + 1);
+    assert!(t.waited.is_zero());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_tasks_budget_counts_every_attempt_of_all_its_calls() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    fake.script(CHAT, [Fault::Unavailable { retry_after: None }; 3]);
+    let retry = RetryConfig {
+        task_max_attempts: 4,
+        ..fast_retry()
+    };
+    let ex = executor("openai", retry, Duration::from_secs(5));
+    let mut c = call(&fake, "openai", CHAT, RequestClass::Read);
+    c.task = Some(sluice::admission::TaskId(9));
+    // The first call spends four attempts (three 503s, then a success); the second has none.
+    assert!(matches!(
+        ex.execute(&c).await,
+        Outcome::Succeeded { attempts: 4, .. }
+    ));
+    let t = ended(ex.execute(&c).await);
+    assert_eq!(t.reason, Reason::TaskBudgetExhausted { max_attempts: 4 });
+    assert_eq!((t.attempts, t.sent), (0, false));
+    assert_eq!(fake.attempts_on(CHAT), 4);
+    ex.forget_task(sluice::admission::TaskId(9));
+    assert!(matches!(ex.execute(&c).await, Outcome::Succeeded { .. }));
+}

@@ -59,7 +59,9 @@ async fn lone_agent(url: String, jitter: bool, seed: u64) -> usize {
             }
             let window = Duration::from_secs(1u64 << n.min(5));
             let wait = if jitter {
-                Duration::from_nanos(rng.u64(0..=u64::try_from(window.as_nanos()).unwrap_or(u64::MAX)))
+                Duration::from_nanos(
+                    rng.u64(0..=u64::try_from(window.as_nanos()).unwrap_or(u64::MAX)),
+                )
             } else {
                 window
             };
@@ -71,7 +73,9 @@ async fn lone_agent(url: String, jitter: bool, seed: u64) -> usize {
 }
 
 async fn lone(name: &'static str, jitter: bool) -> Run {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(RPM)).await.unwrap();
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(RPM))
+        .await
+        .unwrap();
     let clock = SystemClock;
     let start = clock.now();
     let mut set = tokio::task::JoinSet::new();
@@ -89,7 +93,9 @@ async fn lone(name: &'static str, jitter: bool) -> Run {
 }
 
 async fn governed() -> Run {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(RPM)).await.unwrap();
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(RPM))
+        .await
+        .unwrap();
     let rt = PluginRuntime::new(RuntimeConfig::default(), ComponentCache::user_default())
         .expect("the plugin runtime");
     let policy = GuardedPolicy::new(

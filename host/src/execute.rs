@@ -84,6 +84,11 @@ pub enum Reason {
         /// The scope's bound.
         max_delayed_requests: u32,
     },
+    /// The task has sent all the attempts its budget allows.
+    TaskBudgetExhausted {
+        /// The task's budget.
+        max_attempts: u32,
+    },
     /// No plugin is configured for the provider.
     UnknownProvider(String),
 }
@@ -135,6 +140,8 @@ pub struct Executor {
     breakers: Breakers,
     rng: Mutex<fastrand::Rng>,
     delayed: Mutex<HashMap<(String, String), u32>>,
+    /// Attempts sent per task, against `RetryConfig::task_max_attempts`.
+    task_attempts: Mutex<HashMap<TaskId, u32>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -175,6 +182,7 @@ impl Executor {
             breakers,
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             delayed: Mutex::default(),
+            task_attempts: Mutex::default(),
             clock,
         }
     }
@@ -226,6 +234,14 @@ impl Executor {
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();
         loop {
+            // Counted before queueing, so a task out of budget takes no queue place.
+            if !self.count_task_attempt(call.task) {
+                let max_attempts = self.retry.task_max_attempts;
+                return t.end(
+                    Reason::TaskBudgetExhausted { max_attempts },
+                    NextAction::RetryLater(None),
+                );
+            }
             let elapsed = self.clock.now().saturating_duration_since(started);
             let left = call.deadline.map(|d| d.saturating_sub(elapsed));
             let mut acquire = Acquire::new(&call.provider, &call.credential)
@@ -334,6 +350,34 @@ impl Executor {
                 }
             }
         }
+    }
+
+    /// Counts one attempt of `task`; `false` when its budget is spent.
+    fn count_task_attempt(&self, task: Option<TaskId>) -> bool {
+        let (Some(task), max) = (task, self.retry.task_max_attempts) else {
+            return true;
+        };
+        if max == 0 {
+            return true;
+        }
+        let mut map = self
+            .task_attempts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let n = map.entry(task).or_default();
+        if *n >= max {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    /// Forgets what `task` spent: call it when the task ends.
+    pub fn forget_task(&self, task: TaskId) {
+        self.task_attempts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&task);
     }
 
     /// A place among the scope's delayed retries, if one is free.

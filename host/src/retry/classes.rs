@@ -39,6 +39,8 @@ pub struct RetryConfig {
     pub backoff_cap_ms: u64,
     /// The most calls of one scope waiting to retry at once; beyond it a failed call ends.
     pub max_delayed_requests: u32,
+    /// The most attempts one task may send, over all its calls; `0`: no task budget.
+    pub task_max_attempts: u32,
     /// Identical failures in a row on one path that open its circuit breaker.
     pub breaker_threshold: u32,
     /// How long an open breaker refuses calls on its path, in milliseconds.
@@ -67,6 +69,7 @@ impl Default for RetryConfig {
             backoff_base_ms: 500,
             backoff_cap_ms: 30_000,
             max_delayed_requests: 64,
+            task_max_attempts: 0,
             breaker_threshold: 5,
             breaker_open_ms: 30_000,
         }
