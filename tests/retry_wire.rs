@@ -400,3 +400,26 @@ async fn a_tasks_budget_counts_every_attempt_of_all_its_calls() {
     ex.forget_task(sluice::admission::TaskId(9));
     assert!(matches!(ex.execute(&c).await, Outcome::Succeeded { .. }));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn rate_limits_slow_the_scope_but_never_trip_the_breaker() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    let limited = Fault::RateLimited {
+        retry_after: Some(RetryAfter::Millis(100)),
+    };
+    fake.script(CHAT, [limited; 6]);
+    let retry = RetryConfig {
+        breaker_threshold: 2,
+        ..fast_retry()
+    };
+    let ex = executor("openai", retry, Duration::from_secs(5));
+    let c = call(&fake, "openai", CHAT, RequestClass::Read);
+    let t = ended(ex.execute(&c).await);
+    assert_eq!(t.reason, Reason::Stopped(Stop::AttemptsExhausted));
+    // Two more 429s, then a success: the path was never closed.
+    let o = ex.execute(&c).await;
+    assert!(matches!(o, Outcome::Succeeded { attempts: 3, .. }), "{o:?}");
+    assert_eq!(fake.attempts_on(CHAT), 7);
+}

@@ -16,7 +16,7 @@ use crate::admission::{Acquire, Admission, Class, Refused, TaskId, Usage};
 use crate::clock::Clock;
 use crate::guard::GuardedPolicy;
 use crate::policy::{
-    Outcome as Wire, Request, RequestClass, Response, TransportFailure, encode_fields,
+    Outcome as Wire, Request, RequestClass, Response, TransportFailure, Verdict, encode_fields,
 };
 use crate::retry::{Breakers, Next, Open, RetryConfig, Spent, Stop, decide, route_template};
 use crate::transport::Transport;
@@ -306,6 +306,9 @@ impl Executor {
                 permit.hold_scope(None, hold, &format!("{} {}", status.unwrap_or(429), route));
             }
             permit.complete(None);
+            // A 429 or a spent quota is a scheduling signal about the scope, not a broken
+            // path: it holds the scope and never trips the path's breaker.
+            let breaks = !matches!(c.verdict, Verdict::RateLimited | Verdict::QuotaExhausted);
             let failure = format!(
                 "{} {}",
                 status.map_or_else(|| "transport".to_owned(), |s| s.to_string()),
@@ -324,12 +327,16 @@ impl Executor {
                     };
                 }
                 Next::Stop(stop) => {
-                    self.breakers.failure(&route, &failure, self.clock.now());
+                    if breaks {
+                        self.breakers.failure(&route, &failure, self.clock.now());
+                    }
                     let next = next_action(&stop, c.retry_after_ms);
                     return t.end(Reason::Stopped(stop), next);
                 }
                 Next::Retry { delay } => {
-                    self.breakers.failure(&route, &failure, self.clock.now());
+                    if breaks {
+                        self.breakers.failure(&route, &failure, self.clock.now());
+                    }
                     if let Err(open) = self.breakers.check(&route, self.clock.now()) {
                         let after = open.retry_in;
                         return t.end(
