@@ -76,7 +76,59 @@ impl Default for RetryConfig {
     }
 }
 
+/// A retry configuration that does not parse or does not make sense.
+#[derive(Debug, thiserror::Error)]
+#[error("retry configuration: {0}")]
+pub struct RetryConfigError(String);
+
 impl RetryConfig {
+    /// Parses a retry configuration: the keys of [`RetryConfig`], with `[classes.<name>]`
+    /// tables; what is left out keeps its default.
+    ///
+    /// ```
+    /// let c = sluice::retry::RetryConfig::from_toml(
+    ///     "max_delayed_requests = 8\n[classes.read]\nmax_attempts = 2\nmax_wait_ms = 5000\nretry_statuses = [429, 503]\n",
+    /// )?;
+    /// assert_eq!(c.budget(sluice::policy::RequestClass::Read).max_attempts, 2);
+    /// assert_eq!(c.budget(sluice::policy::RequestClass::UncertainWrite).max_attempts, 1);
+    /// # Ok::<(), sluice::retry::RetryConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`RetryConfigError`] naming the key: unknown keys, wrong types, a class other than
+    /// `read`, `idempotent_write` and `uncertain_write`, zero attempts, or an
+    /// `uncertain_write` allowed more than one attempt (its outcome must be reconciled, never
+    /// resent).
+    pub fn from_toml(text: &str) -> Result<Self, RetryConfigError> {
+        let mut config = Self::default();
+        let given: Self = toml::from_str(text).map_err(|e| RetryConfigError(e.to_string()))?;
+        for (name, budget) in &given.classes {
+            if !["read", "idempotent_write", "uncertain_write"].contains(&name.as_str()) {
+                return Err(RetryConfigError(format!(
+                    "`classes.{name}`: the classes are read, idempotent_write and uncertain_write"
+                )));
+            }
+            if budget.max_attempts == 0 {
+                return Err(RetryConfigError(format!(
+                    "`classes.{name}.max_attempts`: at least 1 (the first attempt counts)"
+                )));
+            }
+            if name == "uncertain_write" && budget.max_attempts > 1 {
+                return Err(RetryConfigError(
+                    "`classes.uncertain_write.max_attempts`: must be 1; a write that may have \
+                     happened is reconciled, never resent"
+                        .into(),
+                ));
+            }
+        }
+        let classes = std::mem::take(&mut config.classes);
+        config = Self {
+            classes: classes.into_iter().chain(given.classes.clone()).collect(),
+            ..given
+        };
+        Ok(config)
+    }
+
     /// The budget of `class`; a class the configuration leaves out gets no retries.
     pub fn budget(&self, class: RequestClass) -> ClassBudget {
         let name = match class {
@@ -97,5 +149,33 @@ impl RetryConfig {
             base: Duration::from_millis(self.backoff_base_ms),
             cap: Duration::from_millis(self.backoff_cap_ms),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_retry_configurations_name_the_key() {
+        for (text, key) in [
+            (
+                "[classes.write]\nmax_attempts = 2\nmax_wait_ms = 1\nretry_statuses = []\n",
+                "classes.write",
+            ),
+            (
+                "[classes.read]\nmax_attempts = 0\nmax_wait_ms = 1\nretry_statuses = []\n",
+                "classes.read.max_attempts",
+            ),
+            (
+                "[classes.uncertain_write]\nmax_attempts = 2\nmax_wait_ms = 1\nretry_statuses = []\n",
+                "classes.uncertain_write.max_attempts",
+            ),
+            ("max_delayed = 3\n", "max_delayed"),
+        ] {
+            let e = RetryConfig::from_toml(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
+        assert_eq!(RetryConfig::from_toml("").unwrap(), RetryConfig::default());
     }
 }

@@ -10,5 +10,5 @@ pub mod decide;
 
 pub use backoff::Backoff;
 pub use breaker::{Breakers, Open, route_template};
-pub use classes::{ClassBudget, RetryConfig};
+pub use classes::{ClassBudget, RetryConfig, RetryConfigError};
 pub use decide::{Next, Plan, Spent, Stop, decide};
