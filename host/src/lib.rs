@@ -15,6 +15,7 @@ pub mod clock;
 pub mod execute;
 pub mod fallback;
 pub mod guard;
+pub mod journal;
 pub mod plugin;
 pub mod policy;
 pub mod retry;
