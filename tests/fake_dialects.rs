@@ -2,35 +2,23 @@
 //! its answers as they read the real ones: a 429 from its own limit is `rate-limited` with
 //! the wait it named, and its quota headers become observations.
 
-use sluice::policy::{Dimension, Outcome, RequestClass, Response, Verdict, encode_fields};
+use sluice::clock::{Clock, SystemClock};
+use sluice::policy::{Dimension, Outcome, RequestClass, Response, Verdict};
+use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 use sluice_tests::{request, runtime};
 
-/// Sends `n` calls to `path`; returns the answers.
+/// Sends `n` calls to `path` through the host's own transport; returns the answers.
 async fn answers(fake: &FakeProvider, path: &str, n: usize) -> Vec<Response> {
-    let client = reqwest::Client::new();
+    let transport = Transport::new(Timeouts::default()).expect("a transport");
+    let mut req = request("POST", &fake.url(path), RequestClass::Read);
+    req.body = br#"{"model":"m","max_tokens":50}"#.to_vec();
     let mut all = Vec::new();
     for _ in 0..n {
-        let r = client
-            .post(fake.url(path))
-            .body(r#"{"model":"m","max_tokens":50}"#)
-            .send()
-            .await
-            .expect("the fake answers");
-        let status = r.status().as_u16();
-        let headers: Vec<(String, String)> = r
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
-            .collect();
-        let body = r.bytes().await.expect("a body").to_vec();
-        let headers = encode_fields(headers.iter().map(|(n, v)| (n.as_str(), v.as_str())))
-            .expect("valid headers");
-        all.push(Response {
-            status,
-            headers,
-            body,
-        });
+        match transport.send(&req, &[]).await {
+            Outcome::Response(r) => all.push(r),
+            Outcome::Transport(f) => panic!("the fake did not answer: {f:?}"),
+        }
     }
     all
 }
@@ -52,7 +40,8 @@ async fn bundled_plugins_read_the_fakes_429s_and_quota_headers() {
         assert_eq!(resp.status, 429, "{plugin}");
         let p = rt.load_bundled(plugin).expect("a bundled plugin");
         let mut req = request("POST", &fake.url(path), RequestClass::Read);
-        req.now_ms = now_ms();
+        // The fake's dates are on the real clock.
+        req.now_ms = SystemClock.wall_ms();
         let c = p
             .classify(&req, &Outcome::Response(resp.clone()))
             .expect("classify");
@@ -94,15 +83,4 @@ async fn bundled_plugins_read_the_fakes_429s_and_quota_headers() {
     );
     let c = p.classify(&req, &Outcome::Response(second)).unwrap();
     assert_eq!(c.verdict, Verdict::Success);
-}
-
-/// The wall clock the fake's dates are relative to, for the plugins' `now-ms`.
-#[allow(
-    clippy::disallowed_methods,
-    reason = "the fake provider runs on the real clock"
-)]
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -70,6 +70,18 @@ fn call(fake: &FakeProvider, provider: &str, path: &str, class: RequestClass) ->
     }
 }
 
+/// A fake provider of `style` with no limits of its own.
+async fn fake(style: Style) -> FakeProvider {
+    FakeProvider::start(FakeConfig::new(style)).await.unwrap()
+}
+
+/// A 429 that asks for `ms` milliseconds.
+fn limited(ms: u64) -> Fault {
+    Fault::RateLimited {
+        retry_after: Some(RetryAfter::Millis(ms)),
+    }
+}
+
 fn ended(o: Outcome) -> Terminal {
     match o {
         Outcome::Ended(t) => *t,
@@ -87,9 +99,7 @@ fn fast_retry() -> RetryConfig {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_429_holds_the_whole_scope_and_the_retries_are_spread_by_jitter() {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
+    let fake = fake(Style::OpenAi).await;
     let ten = Some(RetryAfter::Seconds(10));
     fake.script(CHAT, [Fault::RateLimited { retry_after: ten }; 1]);
     let ex = executor("openai", fast_retry(), Duration::from_secs(5));
@@ -122,9 +132,7 @@ async fn a_429_holds_the_whole_scope_and_the_retries_are_spread_by_jitter() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_503_is_honoured_without_slowing_the_scope() {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
+    let fake = fake(Style::OpenAi).await;
     fake.script(
         "/a",
         [Fault::Unavailable {
@@ -164,9 +172,7 @@ async fn a_503_is_honoured_without_slowing_the_scope() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn client_errors_are_sent_once_and_a_repeated_one_trips_the_breaker() {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
+    let fake = fake(Style::OpenAi).await;
     for (path, status, code) in [
         ("/401", 401, "invalid_api_key"),
         ("/403", 403, "forbidden"),
@@ -223,15 +229,8 @@ async fn client_errors_are_sent_once_and_a_repeated_one_trips_the_breaker() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_read_that_keeps_getting_429_stops_at_its_budget() {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
-    fake.script(
-        CHAT,
-        [Fault::RateLimited {
-            retry_after: Some(RetryAfter::Millis(300)),
-        }; 10],
-    );
+    let fake = fake(Style::OpenAi).await;
+    fake.script(CHAT, [limited(300); 10]);
     let ex = executor("openai", fast_retry(), Duration::from_secs(5));
     let t = ended(
         ex.execute(&call(&fake, "openai", CHAT, RequestClass::Read))
@@ -248,15 +247,8 @@ async fn a_read_that_keeps_getting_429_stops_at_its_budget() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn ten_calls_retrying_on_one_scope_never_exceed_its_delayed_bound() {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
-    fake.script(
-        CHAT,
-        [Fault::RateLimited {
-            retry_after: Some(RetryAfter::Millis(400)),
-        }; 30],
-    );
+    let fake = fake(Style::OpenAi).await;
+    fake.script(CHAT, [limited(400); 30]);
     let retry = RetryConfig {
         max_delayed_requests: 3,
         ..fast_retry()
@@ -288,9 +280,7 @@ async fn ten_calls_retrying_on_one_scope_never_exceed_its_delayed_bound() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_write_that_times_out_after_it_was_sent_is_not_resent() {
-    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
-        .await
-        .unwrap();
+    let fake = fake(Style::Stripe).await;
     fake.script("/v1/charges", [Fault::Hang]);
     let ex = executor("stripe", fast_retry(), Duration::from_millis(400));
     let mut c = call(
@@ -320,9 +310,7 @@ async fn a_write_that_times_out_after_it_was_sent_is_not_resent() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn odd_retry_after_values_never_make_a_tight_loop() {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
+    let fake = fake(Style::OpenAi).await;
     let ex = executor("openai", fast_retry(), Duration::from_secs(5));
     // A date in the past, a negative number, junk: each waits at least a second (the
     // plugin's floor for a past instant) or a backoff window, never nothing.
@@ -377,9 +365,7 @@ async fn odd_retry_after_values_never_make_a_tight_loop() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_tasks_budget_counts_every_attempt_of_all_its_calls() {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
+    let fake = fake(Style::OpenAi).await;
     fake.script(CHAT, [Fault::Unavailable { retry_after: None }; 3]);
     let retry = RetryConfig {
         task_max_attempts: 4,
@@ -403,13 +389,8 @@ async fn a_tasks_budget_counts_every_attempt_of_all_its_calls() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn rate_limits_slow_the_scope_but_never_trip_the_breaker() {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
-    let limited = Fault::RateLimited {
-        retry_after: Some(RetryAfter::Millis(100)),
-    };
-    fake.script(CHAT, [limited; 6]);
+    let fake = fake(Style::OpenAi).await;
+    fake.script(CHAT, [limited(100); 6]);
     let retry = RetryConfig {
         breaker_threshold: 2,
         ..fast_retry()

@@ -330,7 +330,7 @@ impl Executor {
                     if breaks {
                         self.breakers.failure(&route, &failure, self.clock.now());
                     }
-                    let next = next_action(&stop, c.retry_after_ms);
+                    let next = next_action(&stop, c.retry_after_ms, status);
                     return t.end(Reason::Stopped(stop), next);
                 }
                 Next::Retry { delay } => {
@@ -411,9 +411,13 @@ impl Executor {
     }
 }
 
-fn next_action(stop: &Stop, retry_after_ms: Option<u64>) -> NextAction {
+fn next_action(stop: &Stop, retry_after_ms: Option<u64>, status: Option<u16>) -> NextAction {
     let after = retry_after_ms.map(Duration::from_millis);
     match stop {
+        // An auth failure is a credential problem, not the request's.
+        Stop::NeverRetry | Stop::StatusNotRetried(_) if matches!(status, Some(401 | 403)) => {
+            NextAction::Reauthenticate
+        }
         Stop::NeverRetry | Stop::StatusNotRetried(_) => NextAction::FixRequest,
         Stop::Conflict => NextAction::ResolveConflict,
         Stop::QuotaExhausted { reset_after } => NextAction::WaitForQuota(*reset_after),
@@ -438,11 +442,6 @@ struct Tally {
 
 impl Tally {
     fn end(&self, reason: Reason, next_action: NextAction) -> Outcome {
-        // An auth failure is a credential problem, whatever the stop says.
-        let next_action = match (self.last_status, &next_action) {
-            (Some(401 | 403), NextAction::FixRequest) => NextAction::Reauthenticate,
-            _ => next_action,
-        };
         Outcome::Ended(Box::new(Terminal {
             reason,
             sent: self.sent,

@@ -69,11 +69,10 @@ use super::bucket::Nanos;
 use super::config::{self, Config, ConfigError, DEFAULT_TIER};
 use super::fair::{Class, Flow, FlowId, Lane, RequestId};
 use super::limits::Limits;
-use super::outcome::{Bound, GrantId, Rejection, Waiting, Why};
-use super::scope::{Block, Learned, Scope, ScopeKey, Shape};
+use super::outcome::{Bound, GrantId, Rejection};
+use super::scope::{Scope, ScopeKey, Shape};
 use super::tenant::{Tenant, Tier};
-use super::usage::{Dimension, Usage};
-use crate::policy::{self, Observation};
+use super::usage::Usage;
 
 /// A task's identity, chosen by the caller: cancelling it removes all its waiting requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -196,6 +195,8 @@ pub struct Scheduler {
     now: Nanos,
 }
 
+mod explain;
+mod observe;
 mod run;
 
 impl Scheduler {
@@ -502,59 +503,6 @@ impl Scheduler {
         self.grants.len()
     }
 
-    /// Why `request` is still waiting at `now`, or `None` if it is not waiting.
-    pub fn explain(&self, now: Nanos, request: RequestId) -> Option<Why> {
-        let p = self.requests.get(request)?;
-        let flow = &self.flows[p.flow];
-        let lane = &self.lanes[flow.lane as usize];
-        let tenant = &self.tenants[flow.tenant as usize];
-        let now = self.now.max(now);
-        let waiting = self
-            .tenant_block(now, flow.tenant, &p.usage)
-            .map(|block| Waiting::Tenant {
-                tenant: tenant.name.clone(),
-                block,
-            })
-            .or_else(|| {
-                lane.scopes.iter().find_map(|&s| {
-                    let slot = &self.slots[s as usize];
-                    slot.scope
-                        .blocked(now, &p.usage)
-                        .map(|block| Waiting::Scope {
-                            scope: slot.key.clone(),
-                            block,
-                        })
-                })
-            })
-            .unwrap_or_else(|| Waiting::Turn {
-                ahead: lane.classes[..=flow.class.index()]
-                    .iter()
-                    .map(|c| c.count)
-                    .sum::<u32>()
-                    .saturating_sub(1),
-            });
-        Some(Why {
-            class: flow.class,
-            tenant: tenant.name.clone(),
-            waited: Duration::from_nanos(now.saturating_sub(p.submitted)),
-            deadline: p.deadline,
-            waiting,
-        })
-    }
-
-    /// What keeps the tenant from sending `usage` now: its in-flight limit, then its quota.
-    fn tenant_block(&self, now: Nanos, tenant: u32, usage: &Usage) -> Option<Block> {
-        let t = &self.tenants[tenant as usize];
-        if let Some(limit) = self.tiers[t.tier as usize]
-            .max_in_flight
-            .filter(|m| t.in_flight >= *m)
-        {
-            return Some(Block::Concurrency { limit });
-        }
-        t.quota
-            .and_then(|q| self.slots[q as usize].scope.blocked(now, usage))
-    }
-
     /// Removes every waiting request of `task`; none of them will be admitted. Returns how
     /// many were removed.
     pub fn cancel(&mut self, task: TaskId) -> usize {
@@ -601,82 +549,6 @@ impl Scheduler {
             self.unpark(flow);
         }
         true
-    }
-
-    /// Holds the scope named `key` until `until`: nothing charged to it is admitted before.
-    /// Call it on a 429 *before* scheduling any retry, so every worker of the scope waits.
-    pub fn hold(&mut self, key: &ScopeKey, until: Nanos, reason: &str) {
-        let id = self.scope_id(key);
-        self.slots[id as usize].scope.hold(until, reason);
-    }
-
-    /// Records what a response said about the scope named `key` (see [`Scope::learn`]).
-    pub fn learn(
-        &mut self,
-        now: Nanos,
-        key: &ScopeKey,
-        learned: Learned,
-        window: Option<Duration>,
-    ) {
-        let now = self.now.max(now);
-        let id = self.scope_id(key);
-        self.slots[id as usize].scope.learn(now, learned, window);
-    }
-
-    /// Records what a plugin's `parse-quota` read from the response to `grant`: each
-    /// observation lands in the grant's credential scope, or in the narrower scope it names.
-    /// Returns how many were recorded; observations of concurrency or of provider-specific
-    /// dimensions are not rate quotas and are skipped.
-    pub fn observe(&mut self, now: Nanos, grant: GrantId, observations: &[Observation]) -> usize {
-        let mut recorded = 0;
-        for o in observations {
-            let dimension = match o.dimension {
-                policy::Dimension::Requests => Dimension::Requests,
-                policy::Dimension::Tokens => Dimension::Tokens,
-                policy::Dimension::InputTokens => Dimension::InputTokens,
-                policy::Dimension::OutputTokens => Dimension::OutputTokens,
-                policy::Dimension::Concurrency | policy::Dimension::Other(_) => continue,
-            };
-            let Some(key) = self.observed_scope(grant, o.scope.as_deref()) else {
-                continue;
-            };
-            let ms = |v: u64| v.saturating_mul(1_000_000);
-            let learned = Learned {
-                dimension,
-                limit: o.limit,
-                remaining: o.remaining,
-                reset_at: o.reset_after_ms.map(|r| now.saturating_add(ms(r))),
-                seen_at: now,
-                source: o.source.as_str().into(),
-            };
-            let window = o.window_ms.map(Duration::from_millis);
-            self.learn(now, &key, learned, window);
-            recorded += 1;
-        }
-        recorded
-    }
-
-    /// The scope key of `grant`'s credential, and of a narrower scope `name` of the same
-    /// credential: where a plugin's observation about a response lands.
-    pub fn observed_scope(&self, grant: GrantId, name: Option<&str>) -> Option<ScopeKey> {
-        let g = self.grants.get(grant)?;
-        let first = self.lanes[g.lane as usize].scopes[0];
-        match (&self.slots[first as usize].key, name) {
-            (key, None) => Some(key.clone()),
-            (
-                ScopeKey::Provider {
-                    provider,
-                    credential,
-                    ..
-                },
-                Some(name),
-            ) => Some(ScopeKey::Provider {
-                provider: provider.clone(),
-                credential: credential.clone(),
-                name: Some(name.into()),
-            }),
-            (ScopeKey::Tenant(_), Some(_)) => None,
-        }
     }
 }
 

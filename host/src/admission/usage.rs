@@ -29,6 +29,18 @@ impl Dimension {
         Self::OutputTokens,
     ];
 
+    /// The host's dimension for a plugin's, if it is a rate quota's (concurrency and
+    /// provider-specific dimensions are not).
+    pub fn from_policy(d: &policy::Dimension) -> Option<Self> {
+        match d {
+            policy::Dimension::Requests => Some(Self::Requests),
+            policy::Dimension::Tokens => Some(Self::Tokens),
+            policy::Dimension::InputTokens => Some(Self::InputTokens),
+            policy::Dimension::OutputTokens => Some(Self::OutputTokens),
+            policy::Dimension::Concurrency | policy::Dimension::Other(_) => None,
+        }
+    }
+
     /// The dimension's name in configuration and explanations.
     pub fn name(self) -> &'static str {
         match self {
@@ -99,12 +111,12 @@ impl Usage {
         let mut usage = Self::ONE_REQUEST;
         let mut total = None;
         for cost in costs {
-            match cost.dimension {
-                policy::Dimension::Requests => usage.requests = cost.amount,
-                policy::Dimension::Tokens => total = Some(cost.amount),
-                policy::Dimension::InputTokens => usage.input_tokens = cost.amount,
-                policy::Dimension::OutputTokens => usage.output_tokens = cost.amount,
-                policy::Dimension::Concurrency | policy::Dimension::Other(_) => {}
+            match Dimension::from_policy(&cost.dimension) {
+                Some(Dimension::Requests) => usage.requests = cost.amount,
+                Some(Dimension::Tokens) => total = Some(cost.amount),
+                Some(Dimension::InputTokens) => usage.input_tokens = cost.amount,
+                Some(Dimension::OutputTokens) => usage.output_tokens = cost.amount,
+                None => {}
             }
         }
         if let Some(total) = total {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use sluice::admission::{Class, TenantId, Usage};
 
-use crate::sim::{Arrival, MINUTE, MS, Sim, jain};
+use crate::sim::{Arrival, MINUTE, MS, Sim, call, jain};
 
 const CONFIG: &str = "[queue]\nmax_queued = 1000000\nmax_queued_per_scope = 1000000\nmax_wait_ms = 86400000\n\
     [providers.p.limits]\nrequests_per_minute = 600\ntokens_per_minute = 200000\n\
@@ -24,15 +24,10 @@ fn service(names: &[&str], every_ms: &[u64], usage: Usage, minutes: u64) -> Vec<
         let mut at = i as u64; // distinct instants, so no tenant is always first
         while at < end {
             arrivals.push(Arrival {
-                at,
-                route,
-                tenant: tenants[i],
-                class: Class::Standard,
                 usage,
                 actual: usage,
                 latency: 100 * MS,
-                deadline: None,
-                task: None,
+                ..call(at, route, tenants[i], Class::Standard)
             });
             at += every * MS;
         }
@@ -119,15 +114,10 @@ fn sizes_count_not_requests() {
             (big, Usage::tokens(1_000, 0))
         };
         arrivals.push(Arrival {
-            at: i * 10 * MS,
-            route,
-            tenant,
-            class: Class::Standard,
             usage,
             actual: usage,
             latency: 100 * MS,
-            deadline: None,
-            task: None,
+            ..call(i * 10 * MS, route, tenant, Class::Standard)
         });
     }
     sim.run(arrivals, 11 * MINUTE);

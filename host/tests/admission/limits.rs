@@ -34,8 +34,17 @@ fn busiest_window(admitted: &[&Admitted], window: u64, amount: impl Fn(&Admitted
     most
 }
 
+/// 64 cases, or `PROPTEST_CASES`.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(64)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    // `PROPTEST_CASES=3000` runs more, as proptest's own setting does.
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn no_scope_admits_more_than_its_limit_in_any_window(

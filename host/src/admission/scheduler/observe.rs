@@ -1,0 +1,85 @@
+//! What responses say about scopes: holds after a 429, and the figures a plugin's
+//! `parse-quota` read, landed in the scopes they are about.
+
+use std::time::Duration;
+
+use super::Scheduler;
+use crate::admission::bucket::Nanos;
+use crate::admission::outcome::GrantId;
+use crate::admission::scope::{Learned, ScopeKey};
+use crate::admission::usage::Dimension;
+use crate::policy::Observation;
+
+impl Scheduler {
+    /// Holds the scope named `key` until `until`: nothing charged to it is admitted before.
+    /// Call it on a 429 *before* scheduling any retry, so every worker of the scope waits.
+    pub fn hold(&mut self, key: &ScopeKey, until: Nanos, reason: &str) {
+        let id = self.scope_id(key);
+        self.slots[id as usize].scope.hold(until, reason);
+    }
+
+    /// Records what a response said about the scope named `key` (see [`crate::admission::Scope::learn`]).
+    pub fn learn(
+        &mut self,
+        now: Nanos,
+        key: &ScopeKey,
+        learned: Learned,
+        window: Option<Duration>,
+    ) {
+        let now = self.now.max(now);
+        let id = self.scope_id(key);
+        self.slots[id as usize].scope.learn(now, learned, window);
+    }
+
+    /// Records what a plugin's `parse-quota` read from the response to `grant`: each
+    /// observation lands in the grant's credential scope, or in the narrower scope it names.
+    /// Returns how many were recorded; observations of concurrency or of provider-specific
+    /// dimensions are not rate quotas and are skipped.
+    pub fn observe(&mut self, now: Nanos, grant: GrantId, observations: &[Observation]) -> usize {
+        let mut recorded = 0;
+        for o in observations {
+            let Some(dimension) = Dimension::from_policy(&o.dimension) else {
+                continue;
+            };
+            let Some(key) = self.observed_scope(grant, o.scope.as_deref()) else {
+                continue;
+            };
+            let ms = |v: u64| v.saturating_mul(1_000_000);
+            let learned = Learned {
+                dimension,
+                limit: o.limit,
+                remaining: o.remaining,
+                reset_at: o.reset_after_ms.map(|r| now.saturating_add(ms(r))),
+                seen_at: now,
+                source: o.source.as_str().into(),
+            };
+            let window = o.window_ms.map(Duration::from_millis);
+            self.learn(now, &key, learned, window);
+            recorded += 1;
+        }
+        recorded
+    }
+
+    /// The scope key of `grant`'s credential, and of a narrower scope `name` of the same
+    /// credential: where a plugin's observation about a response lands.
+    pub fn observed_scope(&self, grant: GrantId, name: Option<&str>) -> Option<ScopeKey> {
+        let g = self.grants.get(grant)?;
+        let first = self.lanes[g.lane as usize].scopes[0];
+        match (&self.slots[first as usize].key, name) {
+            (key, None) => Some(key.clone()),
+            (
+                ScopeKey::Provider {
+                    provider,
+                    credential,
+                    ..
+                },
+                Some(name),
+            ) => Some(ScopeKey::Provider {
+                provider: provider.clone(),
+                credential: credential.clone(),
+                name: Some(name.into()),
+            }),
+            (ScopeKey::Tenant(_), Some(_)) => None,
+        }
+    }
+}
