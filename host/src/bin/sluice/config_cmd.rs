@@ -23,6 +23,14 @@ pub fn run(command: ConfigCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Appends a line to the report.
+macro_rules! outln {
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
 fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     let config = match Config::from_file(file) {
         Ok(c) => c,
@@ -31,8 +39,12 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    println!("{}: valid", file.display());
-    println!(
+    // The report is printed in one write: a reader that stops early (`| head`) is not an
+    // error.
+    let mut out = String::new();
+    outln!(out, "{}: valid", file.display());
+    outln!(
+        out,
         "queue: at most {} waiting ({} per scope), {} s longest wait",
         config.queue.max_queued,
         config.queue.max_queued_per_scope,
@@ -40,39 +52,46 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     );
     for (name, p) in &config.providers {
         let margin = p.margin.unwrap_or(config.margin);
-        println!("provider {name} (paced at {:.0}%)", margin * 100.0);
-        print_limits("  each credential", &p.limits, margin)?;
+        outln!(out, "provider {name} (paced at {:.0}%)", margin * 100.0);
+        print_limits(&mut out, "  each credential", &p.limits, margin)?;
         for (scope, limits) in &p.scopes {
-            print_limits(&format!("  scope {scope}"), limits, margin)?;
+            print_limits(&mut out, &format!("  scope {scope}"), limits, margin)?;
         }
     }
     for (name, t) in &config.tiers {
         let queued = t.max_queued.map_or("no bound".into(), |n| n.to_string());
         let flying = t.max_in_flight.map_or("no bound".into(), |n| n.to_string());
-        println!(
+        outln!(
+            out,
             "tier {name}: weight {}, queued {queued}, in flight {flying}",
             t.weight
         );
-        print_limits("  each tenant", &t.limits, config.margin)?;
+        print_limits(&mut out, "  each tenant", &t.limits, config.margin)?;
     }
-    println!(
+    outln!(
+        out,
         "tenants: {} assigned, others in tier {}",
         config.tenants.assign.len(),
         config.tenants.default_tier
     );
-    Ok(ExitCode::SUCCESS)
+    let mut stdout = std::io::stdout().lock();
+    match std::io::Write::write_all(&mut stdout, out.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }
 
-fn print_limits(what: &str, limits: &Limits, margin: f64) -> anyhow::Result<()> {
+fn print_limits(out: &mut String, what: &str, limits: &Limits, margin: f64) -> anyhow::Result<()> {
     if limits.is_empty() {
-        println!("{what}: no limits (learned from responses)");
+        outln!(out, "{what}: no limits (learned from responses)");
         return Ok(());
     }
-    println!("{what}:");
+    outln!(out, "{what}:");
     for (dimension, window, limit) in limits.quotas() {
         let rate = Rate::new(limit, window, margin)?;
         let paced = limit.get() - rate.capacity() + 1;
-        println!(
+        outln!(
+            out,
             "    {}: {limit}, paced at {paced} per {} s with a burst of {}",
             Limits::key(dimension, window),
             window.as_secs(),
@@ -80,7 +99,7 @@ fn print_limits(what: &str, limits: &Limits, margin: f64) -> anyhow::Result<()> 
         );
     }
     if let Some(n) = limits.concurrent_requests {
-        println!("    concurrent_requests: {n}");
+        outln!(out, "    concurrent_requests: {n}");
     }
     Ok(())
 }
