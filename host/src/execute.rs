@@ -12,11 +12,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::admission::{Acquire, Admission, Class, Refused, TaskId, Usage};
+use crate::admission::{Acquire, Admission, Class, Refused, Rejection, TaskId, Usage};
 use crate::clock::Clock;
 use crate::guard::GuardedPolicy;
 use crate::policy::{
-    Outcome as Wire, Request, RequestClass, Response, TransportFailure, Verdict, encode_fields,
+    Classification, Outcome as Wire, Request, RequestClass, Response, TransportFailure, Verdict,
+    encode_fields,
 };
 use crate::retry::{Breakers, Next, Open, RetryConfig, Spent, Stop, decide, route_template};
 use crate::transport::Transport;
@@ -74,9 +75,12 @@ pub enum NextAction {
 pub enum Reason {
     /// The retry policy stopped it.
     Stopped(Stop),
-    /// The admission queue refused it, or its deadline passed while it waited, or its task
-    /// was cancelled.
+    /// The admission queue refused it (backpressure, an oversized request).
     Refused(String),
+    /// Its deadline passed while it waited, or cannot be met: the time budget is spent.
+    OutOfTime(String),
+    /// Its task was cancelled.
+    Cancelled,
     /// The path's circuit breaker is open.
     BreakerOpen(Open),
     /// Too many calls of the scope are already waiting to retry.
@@ -91,6 +95,8 @@ pub enum Reason {
     },
     /// No plugin is configured for the provider.
     UnknownProvider(String),
+    /// The observer refused to let an attempt go out (the journal could not record it).
+    NotRecorded(String),
 }
 
 /// A call that ended without success, and everything known about it.
@@ -110,8 +116,48 @@ pub struct Terminal {
     pub last_status: Option<u16>,
     /// The provider's last error code.
     pub error_code: Option<String>,
+    /// The last answer, if any came back (a status query's 404 is read, not discarded).
+    pub last_response: Option<Response>,
     /// The next safe action.
     pub next_action: NextAction,
+}
+
+/// Sees each attempt of a call: the journal and the audit log hang here.
+pub trait Observer: Send {
+    /// Just before attempt `attempt` (from 1) is sent. An error stops the call with nothing
+    /// sent for this attempt: a write whose `sent` mark cannot be made durable must not go
+    /// out.
+    ///
+    /// # Errors
+    /// Why the attempt must not be sent.
+    fn before_send(&mut self, attempt: u32) -> Result<(), String>;
+    /// After attempt `attempt`: the answer's status (`None`: no answer) and how it was read.
+    fn after_attempt(&mut self, attempt: u32, status: Option<u16>, read: &Classification);
+    /// A retry of the call is scheduled after `delay`.
+    fn retry_scheduled(&mut self, attempt: u32, delay: Duration);
+}
+
+/// An observer that sees nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unobserved;
+
+impl Observer for Unobserved {
+    fn before_send(&mut self, _attempt: u32) -> Result<(), String> {
+        Ok(())
+    }
+    fn after_attempt(&mut self, _attempt: u32, _status: Option<u16>, _read: &Classification) {}
+    fn retry_scheduled(&mut self, _attempt: u32, _delay: Duration) {}
+}
+
+impl Terminal {
+    /// Whether the call's time budget ran out (in the queue or before a retry).
+    pub fn out_of_time(&self) -> bool {
+        matches!(
+            self.reason,
+            Reason::OutOfTime(_)
+                | Reason::Stopped(Stop::DeadlinePassed { .. } | Stop::WaitBudgetExhausted { .. })
+        )
+    }
 }
 
 /// How a call ended.
@@ -142,6 +188,8 @@ pub struct Executor {
     delayed: Mutex<HashMap<(String, String), u32>>,
     /// Attempts sent per task, against `RetryConfig::task_max_attempts`.
     task_attempts: Mutex<HashMap<TaskId, u32>>,
+    /// Cancelled tasks: none of their calls sends again.
+    cancelled: Mutex<std::collections::HashSet<TaskId>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -183,6 +231,7 @@ impl Executor {
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             delayed: Mutex::default(),
             task_attempts: Mutex::default(),
+            cancelled: Mutex::default(),
             clock,
         }
     }
@@ -194,6 +243,16 @@ impl Executor {
 
     /// Runs `call` to its outcome.
     pub async fn execute(&self, call: &Call) -> Outcome {
+        self.execute_observed(call, &mut Unobserved).await
+    }
+
+    /// The policy that reads `provider`'s answers, if one is configured.
+    pub fn policy(&self, provider: &str) -> Option<&Arc<GuardedPolicy>> {
+        self.policies.get(provider)
+    }
+
+    /// Runs `call` to its outcome, telling `observer` about each attempt.
+    pub async fn execute_observed(&self, call: &Call, observer: &mut dyn Observer) -> Outcome {
         let started = self.clock.now();
         let mut t = Tally::default();
         let Some(policy) = self.policies.get(&call.provider) else {
@@ -234,6 +293,11 @@ impl Executor {
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();
         loop {
+            // Checked before every attempt, so a retry that was asleep when its task was
+            // cancelled wakes to nothing.
+            if call.task.is_some_and(|task| self.is_cancelled(task)) {
+                return t.end(Reason::Cancelled, NextAction::FixRequest);
+            }
             // Counted before queueing, so a task out of budget takes no queue place.
             if !self.count_task_attempt(call.task) {
                 let max_attempts = self.retry.task_max_attempts;
@@ -260,14 +324,25 @@ impl Executor {
             let permit = match self.admission.acquire(acquire).await {
                 Ok(p) => p,
                 Err(refused) => {
-                    let next = match &refused {
-                        Refused::Cancelled => NextAction::FixRequest,
+                    let reason = match &refused {
+                        Refused::Cancelled => Reason::Cancelled,
+                        Refused::Expired(_)
+                        | Refused::Rejected(Rejection::DeadlineUnreachable { .. }) => {
+                            Reason::OutOfTime(refused.to_string())
+                        }
+                        Refused::Rejected(_) => Reason::Refused(refused.to_string()),
+                    };
+                    let next = match reason {
+                        Reason::Cancelled => NextAction::FixRequest,
                         _ => NextAction::RetryLater(None),
                     };
-                    return t.end(Reason::Refused(refused.to_string()), next);
+                    return t.end(reason, next);
                 }
             };
             req.now_ms = self.clock.wall_ms();
+            if let Err(why) = observer.before_send(t.attempts + 1) {
+                return t.end(Reason::NotRecorded(why), NextAction::RetryLater(None));
+            }
             t.attempts += 1;
             let wire = self.transport.send(&req, &secrets).await;
             let (status, sent) = match &wire {
@@ -282,10 +357,12 @@ impl Executor {
             };
             t.sent |= sent;
             let c = policy.classify(&req, &wire).value;
+            observer.after_attempt(t.attempts, status, &c);
             if let Wire::Response(r) = &wire {
                 t.response_received = true;
                 t.last_status = Some(r.status);
                 permit.observe(&policy.parse_quota(&req, r).value);
+                t.last_response = Some(r.clone());
             }
             t.error_code.clone_from(&c.error_code);
             let spent = Spent {
@@ -352,6 +429,7 @@ impl Executor {
                             NextAction::RetryLater(Some(delay)),
                         );
                     };
+                    observer.retry_scheduled(t.attempts, delay);
                     tokio::time::sleep(delay).await;
                     t.waited += delay;
                 }
@@ -377,6 +455,32 @@ impl Executor {
         }
         *n += 1;
         true
+    }
+
+    /// Cancels `task`: its waiting calls are refused at once, and a retry of it that is
+    /// asleep sends nothing when it wakes. Returns how many waiting calls were removed.
+    pub fn cancel_task(&self, task: TaskId) -> usize {
+        self.cancelled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(task);
+        self.admission.cancel(task)
+    }
+
+    /// Lets a cancelled `task` send again (a person approved its continued access).
+    pub fn resume_task(&self, task: TaskId) {
+        self.cancelled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&task);
+    }
+
+    /// Whether `task` was cancelled.
+    pub fn is_cancelled(&self, task: TaskId) -> bool {
+        self.cancelled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&task)
     }
 
     /// Forgets what `task` spent: call it when the task ends.
@@ -438,6 +542,7 @@ struct Tally {
     waited: Duration,
     last_status: Option<u16>,
     error_code: Option<String>,
+    last_response: Option<Response>,
 }
 
 impl Tally {
@@ -450,6 +555,7 @@ impl Tally {
             waited: self.waited,
             last_status: self.last_status,
             error_code: self.error_code.clone(),
+            last_response: self.last_response.clone(),
             next_action,
         }))
     }

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod audit;
 pub mod clock;
 pub mod execute;
 pub mod fallback;
@@ -21,3 +22,4 @@ pub mod policy;
 pub mod retry;
 pub mod transport;
 pub mod vectors;
+pub mod writes;

@@ -1,6 +1,8 @@
 //! Shared support for sluice's end-to-end tests: a plugin runtime with a test cache, the
 //! hostile fixture, and request builders.
 
+pub mod stack;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

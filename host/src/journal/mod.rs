@@ -9,9 +9,14 @@
 //! key for it would make the provider answer for the first body.
 //!
 //! States: `pending` (intent committed, nothing sent) → `sent` → `succeeded` | `failed` |
-//! `uncertain` (sent, outcome unknown) → `reconciling` → `succeeded` | `escalated`; any
-//! unfinished state → `cancelled`. `succeeded`, `failed`, `escalated` and `cancelled` are
-//! final.
+//! `uncertain` (sent, outcome unknown) → `reconciling` → `succeeded` | `sent` (a resend with
+//! the same key) | `escalated`; any unfinished state → `cancelled`. `succeeded`, `failed`
+//! and `cancelled` are final; `escalated` waits for a person's decision, which moves it to
+//! `reconciling`, `sent` or `cancelled` ([`escalations`]).
+//!
+//! Cancelling a task ([`Journal::cancel_task`]) cancels its actions that sent nothing and
+//! refuses new ones; an action that may already have happened is still settled by
+//! reconciliation, which never resends for a cancelled task.
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -72,10 +77,7 @@ impl State {
 
     /// Whether nothing more happens to the action.
     pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            Self::Succeeded | Self::Failed | Self::Escalated | Self::Cancelled
-        )
+        matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled)
     }
 
     /// Whether the journal allows moving from `self` to `to`.
@@ -88,6 +90,11 @@ impl State {
             (S::Sent, S::Sent | S::Succeeded | S::Failed | S::Uncertain) => true,
             (S::Uncertain, S::Reconciling | S::Escalated) => true,
             (S::Reconciling, S::Succeeded | S::Sent | S::Escalated | S::Reconciling) => true,
+            // A person's decision: query again, or resend with the same key.
+            (S::Escalated, S::Reconciling | S::Sent) => true,
+            // Nothing happened (nothing went out, or every answer refused it) and a person
+            // must decide: a spent time budget.
+            (S::Pending | S::Sent, S::Escalated) => true,
             _ => false,
         }
     }
@@ -111,6 +118,11 @@ pub struct Intent {
     pub class: String,
     /// The request body, stored for replay with the same key.
     pub body: Vec<u8>,
+    /// What a restarted host needs to send the request again (URL, headers that are not
+    /// credentials, scope, tenant), opaque to the journal. Never holds a credential.
+    pub request: String,
+    /// The task's goal, in words, shown to whoever resolves an escalation.
+    pub goal: String,
 }
 
 /// A recorded action.
@@ -140,6 +152,12 @@ pub struct Action {
     pub attempts: u32,
     /// The provider's operation id, once one came back.
     pub operation_id: Option<String>,
+    /// The request as stored for a resend (see [`Intent::request`]).
+    pub request: String,
+    /// The task's goal.
+    pub goal: String,
+    /// The body's SHA-256, hex: the action's fingerprint, shown instead of the body.
+    pub body_sha256: String,
 }
 
 /// What recording an intent found.
@@ -187,6 +205,37 @@ pub enum JournalError {
     /// No such action.
     #[error("no action {0} in the journal")]
     Missing(i64),
+    /// The task was cancelled: none of its actions may start.
+    #[error("task `{0}` was cancelled: its actions never start")]
+    TaskCancelled(String),
+    /// No such escalation.
+    #[error("no escalation {0}: `sluice escalations list` shows the open ones")]
+    NoEscalation(i64),
+    /// The escalation was resolved before.
+    #[error("escalation {0} is already resolved")]
+    AlreadyResolved(i64),
+    /// A decision that is not one of the escalation's options.
+    #[error("`{choice}` is not an option for escalation {id} ({kind}): choose one of {options}")]
+    NotAnOption {
+        /// The escalation.
+        id: i64,
+        /// The choice made.
+        choice: &'static str,
+        /// The escalation's kind.
+        kind: &'static str,
+        /// The valid choices.
+        options: String,
+    },
+    /// A stored record could not be read back.
+    #[error("the journal at {path} holds an unreadable {what}: {why}")]
+    Corrupt {
+        /// The journal file.
+        path: String,
+        /// What was being read.
+        what: &'static str,
+        /// Why it could not be read.
+        why: String,
+    },
 }
 
 /// The journal.
@@ -212,13 +261,61 @@ CREATE TABLE IF NOT EXISTS actions (
     state TEXT NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
     operation_id TEXT,
+    request TEXT NOT NULL,
+    goal TEXT NOT NULL,
     UNIQUE (task, action)
 );
 CREATE INDEX IF NOT EXISTS actions_state ON actions (state);
+CREATE TABLE IF NOT EXISTS cancelled_tasks (
+    task TEXT PRIMARY KEY,
+    at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    action_id INTEGER NOT NULL REFERENCES actions (id),
+    attempt INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    status INTEGER,
+    retry_after_ms INTEGER,
+    note TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_action ON attempts (action_id);
+CREATE TABLE IF NOT EXISTS escalations (
+    id INTEGER PRIMARY KEY,
+    action_id INTEGER REFERENCES actions (id),
+    task TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    case_json TEXT NOT NULL,
+    resolved_ms INTEGER,
+    applied INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS approvals (
+    id INTEGER PRIMARY KEY,
+    escalation_id INTEGER NOT NULL REFERENCES escalations (id),
+    kind TEXT NOT NULL,
+    task TEXT NOT NULL,
+    action_id INTEGER,
+    option TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    operation_id TEXT,
+    note TEXT NOT NULL,
+    audited INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS disclosures (
+    id INTEGER PRIMARY KEY,
+    escalation_id INTEGER NOT NULL,
+    action_id INTEGER NOT NULL,
+    task TEXT NOT NULL,
+    asked_by TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    audited INTEGER NOT NULL DEFAULT 0
+);
 ";
 
 const COLUMNS: &str = "id, task, action, provider, method, route, class, idempotency_key, \
-                       client_reference, state, attempts, operation_id";
+                       client_reference, state, attempts, operation_id, request, goal, \
+                       body_sha256";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Action> {
     let state: String = r.get(9)?;
@@ -235,7 +332,25 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Action> {
         state: State::parse(&state).unwrap_or(State::Escalated),
         attempts: r.get(10)?,
         operation_id: r.get(11)?,
+        request: r.get(12)?,
+        goal: r.get(13)?,
+        body_sha256: hex(&r.get::<_, Vec<u8>>(14)?),
     })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// The client reference of action `action` of task `task`: derived from the names, so a
+/// caller can put it in the body (provider metadata) before the action is recorded.
+pub fn client_reference(task: &str, action: &str) -> String {
+    let digest = Sha256::digest(format!("{task}\n{action}"));
+    format!("sluice-{}", &hex(&digest)[..24])
 }
 
 impl Journal {
@@ -296,6 +411,13 @@ impl Journal {
             )
             .optional()
             .map_err(|e| self.sqlite(e))?;
+        let cancelled: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM cancelled_tasks WHERE task = ?1)",
+                [&intent.task],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sqlite(e))?;
         if let Some((existing, id)) = found {
             if existing != digest {
                 return Err(JournalError::BodyMismatch {
@@ -312,13 +434,15 @@ impl Journal {
                 .map_err(|e| self.sqlite(e))?;
             return Ok(Recorded::Existing(action));
         }
+        if cancelled {
+            return Err(JournalError::TaskCancelled(intent.task.clone()));
+        }
         let key = format!("sluice-{:032x}", fastrand::u128(..));
-        let digest_of_name = Sha256::digest(format!("{}\n{}", intent.task, intent.action));
-        let reference = format!("sluice:{}", &format!("{digest_of_name:x}")[..24]);
+        let reference = client_reference(&intent.task, &intent.action);
         tx.execute(
             "INSERT INTO actions (task, action, provider, method, route, class, body, \
-             body_sha256, idempotency_key, client_reference, state) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending')",
+             body_sha256, idempotency_key, client_reference, state, request, goal) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?12)",
             params![
                 intent.task,
                 intent.action,
@@ -329,7 +453,9 @@ impl Journal {
                 intent.body,
                 digest,
                 key,
-                reference
+                reference,
+                intent.request,
+                intent.goal
             ],
         )
         .map_err(|e| self.sqlite(e))?;
@@ -427,20 +553,66 @@ impl Journal {
         rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
     }
 
-    /// Cancels every unfinished action of `task`; returns how many.
+    /// Cancels `task`: its actions that sent nothing are cancelled, and it can record no
+    /// new ones. Returns how many actions were cancelled. Actions that may already have
+    /// happened stay to be settled (reconciliation reads; it never resends for a cancelled
+    /// task).
     ///
     /// # Errors
     /// A SQLite failure.
-    pub fn cancel_task(&self, task: &str) -> Result<usize, JournalError> {
-        self.conn()
+    pub fn cancel_task(&self, task: &str, at_ms: i64) -> Result<usize, JournalError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.sqlite(e))?;
+        tx.execute(
+            "INSERT OR IGNORE INTO cancelled_tasks (task, at_ms) VALUES (?1, ?2)",
+            params![task, at_ms],
+        )
+        .map_err(|e| self.sqlite(e))?;
+        let n = tx
             .execute(
                 "UPDATE actions SET state = 'cancelled' WHERE task = ?1 \
-                 AND state IN ('pending', 'sent', 'uncertain', 'reconciling')",
+                 AND state IN ('pending', 'escalated') AND attempts = 0",
                 [task],
+            )
+            .map_err(|e| self.sqlite(e))?;
+        tx.commit().map_err(|e| self.sqlite(e))?;
+        Ok(n)
+    }
+
+    /// Whether `task` was cancelled.
+    ///
+    /// # Errors
+    /// A SQLite failure.
+    pub fn is_cancelled(&self, task: &str) -> Result<bool, JournalError> {
+        self.conn()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM cancelled_tasks WHERE task = ?1)",
+                [task],
+                |r| r.get(0),
             )
             .map_err(|e| self.sqlite(e))
     }
+
+    /// Every action, oldest first (for operators' listings).
+    ///
+    /// # Errors
+    /// A SQLite failure.
+    pub fn all(&self) -> Result<Vec<Action>, JournalError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(&format!("SELECT {COLUMNS} FROM actions ORDER BY id"))
+            .map_err(|e| self.sqlite(e))?;
+        let rows = stmt.query_map([], row).map_err(|e| self.sqlite(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+    }
 }
+
+mod attempts;
+pub mod escalations;
+
+pub use attempts::AttemptRecord;
 
 #[cfg(test)]
 mod tests;

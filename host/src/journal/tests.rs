@@ -11,6 +11,8 @@ fn intent(action: &str, body: &str) -> Intent {
         route: "POST /v1/charges".into(),
         class: "idempotent_write".into(),
         body: body.as_bytes().to_vec(),
+        request: "{}".into(),
+        goal: "pay invoice 42".into(),
     }
 }
 
@@ -104,7 +106,7 @@ fn states_move_only_forward_and_final_states_stay() {
 }
 
 #[test]
-fn cancelling_a_task_ends_its_unfinished_actions() {
+fn cancelling_a_task_ends_its_unsent_actions_and_refuses_new_ones() {
     let dir = tempfile::tempdir().unwrap();
     let j = journal(&dir);
     let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
@@ -115,17 +117,106 @@ fn cancelling_a_task_ends_its_unfinished_actions() {
     };
     j.advance(b.id, State::Sent, None).unwrap();
     j.advance(b.id, State::Succeeded, None).unwrap();
-    assert_eq!(j.cancel_task("task-1").unwrap(), 1);
+    let Recorded::New(c) = j.record(&intent("c", "z")).unwrap() else {
+        panic!()
+    };
+    j.advance(c.id, State::Sent, None).unwrap();
+    j.advance(c.id, State::Uncertain, None).unwrap();
+    assert_eq!(j.cancel_task("task-1", 0).unwrap(), 1);
     assert_eq!(j.get(a.id).unwrap().state, State::Cancelled);
     assert_eq!(
         j.get(b.id).unwrap().state,
         State::Succeeded,
         "a finished action stays"
     );
-    assert!(
-        j.unfinished().unwrap().is_empty(),
-        "cancelled work never wakes"
+    assert_eq!(
+        j.unfinished().unwrap(),
+        vec![j.get(c.id).unwrap()],
+        "only the action that may have happened stays, to be settled"
     );
+    assert!(j.is_cancelled("task-1").unwrap());
+    assert!(matches!(
+        j.record(&intent("d", "w")),
+        Err(JournalError::TaskCancelled(_))
+    ));
+    // A second submit of an action recorded before still finds it.
+    assert!(matches!(
+        j.record(&intent("a", "x")).unwrap(),
+        Recorded::Existing(_)
+    ));
+}
+
+#[test]
+fn decisions_are_approval_records_of_one_action_or_of_access() {
+    use escalations::{Choice, Decision, Kind};
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
+        panic!()
+    };
+    j.advance(a.id, State::Sent, None).unwrap();
+    j.advance(a.id, State::Uncertain, None).unwrap();
+    let e = j
+        .escalate(Some(a.id), "task-1", Kind::UncertainWrite, "{}", 5)
+        .unwrap();
+    assert_eq!(j.get(a.id).unwrap().state, State::Escalated);
+    assert_eq!(j.escalations(true).unwrap().len(), 1);
+    let decide = |choice| Decision {
+        choice,
+        decided_by: "ops@example".into(),
+        operation_id: None,
+        note: String::new(),
+    };
+    let refused = j
+        .resolve(e, &decide(Choice::ContinueAccess), 6)
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("query-existing, retry-same-key"),
+        "{refused}"
+    );
+    let approval = j.resolve(e, &decide(Choice::RetrySameKey), 7).unwrap();
+    assert_eq!((approval.kind, approval.action_id), ("action", Some(a.id)));
+    assert!(matches!(
+        j.resolve(e, &decide(Choice::Cancel), 8),
+        Err(JournalError::AlreadyResolved(_))
+    ));
+    assert_eq!(j.undone_decisions().unwrap(), vec![approval.clone()]);
+    j.decision_done(e).unwrap();
+    assert!(j.undone_decisions().unwrap().is_empty());
+
+    // A spent time budget: continued access is its own kind of record.
+    let Recorded::New(b) = j.record(&intent("b", "y")).unwrap() else {
+        panic!()
+    };
+    let e = j
+        .escalate(Some(b.id), "task-1", Kind::TimeBudget, "{}", 9)
+        .unwrap();
+    let access = j.resolve(e, &decide(Choice::ContinueAccess), 10).unwrap();
+    assert_eq!((access.kind, access.action_id), ("access", None));
+    assert_eq!(j.approvals("task-1").unwrap(), vec![approval, access]);
+    let (unaudited, _) = j.unaudited().unwrap();
+    assert_eq!(unaudited.len(), 2);
+}
+
+#[test]
+fn showing_a_body_is_recorded_first() {
+    use escalations::Kind;
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let Recorded::New(a) = j.record(&intent("a", "amount=100")).unwrap() else {
+        panic!()
+    };
+    let e = j
+        .escalate(Some(a.id), "task-1", Kind::TimeBudget, "{}", 1)
+        .unwrap();
+    assert_eq!(j.disclose_body(e, "ops@example", 2).unwrap(), b"amount=100");
+    let (_, disclosures) = j.unaudited().unwrap();
+    assert_eq!(disclosures.len(), 1);
+    assert_eq!(disclosures[0].asked_by, "ops@example");
+    j.audited(&[], &[disclosures[0].id]).unwrap();
+    assert!(j.unaudited().unwrap().1.is_empty());
 }
 
 #[test]

@@ -131,16 +131,14 @@ impl RetryConfig {
 
     /// The budget of `class`; a class the configuration leaves out gets no retries.
     pub fn budget(&self, class: RequestClass) -> ClassBudget {
-        let name = match class {
-            RequestClass::Read => "read",
-            RequestClass::IdempotentWrite => "idempotent_write",
-            RequestClass::UncertainWrite => "uncertain_write",
-        };
-        self.classes.get(name).cloned().unwrap_or(ClassBudget {
-            max_attempts: 1,
-            max_wait_ms: 0,
-            retry_statuses: Vec::new(),
-        })
+        self.classes
+            .get(class_name(class))
+            .cloned()
+            .unwrap_or(ClassBudget {
+                max_attempts: 1,
+                max_wait_ms: 0,
+                retry_statuses: Vec::new(),
+            })
     }
 
     /// The backoff.
@@ -150,6 +148,26 @@ impl RetryConfig {
             cap: Duration::from_millis(self.backoff_cap_ms),
         }
     }
+}
+
+/// A request class's name in configuration and in the journal.
+pub fn class_name(class: RequestClass) -> &'static str {
+    match class {
+        RequestClass::Read => "read",
+        RequestClass::IdempotentWrite => "idempotent_write",
+        RequestClass::UncertainWrite => "uncertain_write",
+    }
+}
+
+/// The request class named `name` (see [`class_name`]).
+pub fn class_named(name: &str) -> Option<RequestClass> {
+    [
+        RequestClass::Read,
+        RequestClass::IdempotentWrite,
+        RequestClass::UncertainWrite,
+    ]
+    .into_iter()
+    .find(|c| class_name(*c) == name)
 }
 
 #[cfg(test)]

@@ -7,14 +7,20 @@ use sluice_plugin_sdk::{
 /// The metadata key under which the host stores the client's reference.
 pub const REFERENCE_KEY: &str = "client_reference";
 
-/// How to settle `write`.
+/// How to settle `write`: by its operation id when one came back; else by a resend with
+/// the same idempotency key, which Stripe answers with the first request's result for at
+/// least 24 hours (the host reconciles as soon as a write becomes uncertain); else by a
+/// search for the client reference in the object's metadata.
 ///
 /// # Errors
-/// `invalid-input` when the write's URL is not a Stripe API URL.
+/// `invalid-input` when the write's URL has no `/v1/<collection>` path.
 pub fn plan(write: &UncertainWrite) -> Result<ReconcilePlan, PolicyError> {
     let collection = collection_url(&write.url)?;
     if let Some(id) = write.operation_id.as_deref().filter(|i| is_id(i)) {
         return Ok(ReconcilePlan::Query(get(format!("{collection}/{id}"))));
+    }
+    if write.idempotency_key.is_some() {
+        return Ok(ReconcilePlan::ResendSameKey);
     }
     if let Some(reference) = write.client_reference.as_deref().filter(|r| is_id(r)) {
         let query = format!("metadata['{REFERENCE_KEY}']:'{reference}'");
@@ -22,9 +28,6 @@ pub fn plan(write: &UncertainWrite) -> Result<ReconcilePlan, PolicyError> {
             "{collection}/search?query={}",
             percent_encode(&query)
         ))));
-    }
-    if write.idempotency_key.is_some() {
-        return Ok(ReconcilePlan::ResendSameKey);
     }
     Ok(ReconcilePlan::Unsupported(
         "the write has no operation id, no client reference and no idempotency key: only a \
@@ -71,16 +74,21 @@ pub fn read(write: &UncertainWrite, resp: &Response) -> Reconciliation {
 }
 
 /// `https://api.stripe.com/v1/payment_intents` for a write to that collection (or to an
-/// object or action below it).
+/// object or action below it), on the write's own origin (the host sends the query only
+/// there).
 fn collection_url(url: &str) -> Result<String, PolicyError> {
-    let path = url
-        .strip_prefix("https://api.stripe.com")
-        .ok_or_else(|| PolicyError::InvalidInput(format!("not a Stripe API URL: {url}")))?;
+    let bad = || PolicyError::InvalidInput(format!("not an http(s) URL: {url}"));
+    let (scheme, rest) = url.split_once("://").ok_or_else(bad)?;
+    if !matches!(scheme, "https" | "http") {
+        return Err(bad());
+    }
+    let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (host, path) = rest.split_at(split);
     let path = path.split(['?', '#']).next().unwrap_or_default();
     let mut parts = path.trim_start_matches('/').split('/');
     match (parts.next(), parts.next()) {
         (Some("v1"), Some(collection)) if is_id(collection) => {
-            Ok(format!("https://api.stripe.com/v1/{collection}"))
+            Ok(format!("{scheme}://{host}/v1/{collection}"))
         }
         _ => Err(PolicyError::InvalidInput(format!(
             "no /v1/<collection> in {url}"
@@ -142,8 +150,20 @@ mod tests {
     }
 
     #[test]
+    fn on_the_write_s_own_origin() {
+        let mut w = write(Some("pi_1"), None, None);
+        w.url = "http://127.0.0.1:4242/v1/payment_intents".into();
+        let ReconcilePlan::Query(q) = plan(&w).unwrap() else {
+            panic!()
+        };
+        assert_eq!(q.url, "http://127.0.0.1:4242/v1/payment_intents/pi_1");
+        w.url = "ftp://x/v1/a".into();
+        assert!(plan(&w).is_err());
+    }
+
+    #[test]
     fn by_client_reference_through_search() {
-        let ReconcilePlan::Query(q) = plan(&write(None, Some("act-42"), Some("k"))).unwrap() else {
+        let ReconcilePlan::Query(q) = plan(&write(None, Some("act-42"), None)).unwrap() else {
             panic!()
         };
         assert_eq!(
@@ -166,10 +186,10 @@ mod tests {
 
     #[test]
     fn a_reference_that_could_inject_a_query_is_not_used() {
-        assert_eq!(
-            plan(&write(None, Some("x' OR '1"), Some("k"))).unwrap(),
-            ReconcilePlan::ResendSameKey
-        );
+        assert!(matches!(
+            plan(&write(None, Some("x' OR '1"), None)).unwrap(),
+            ReconcilePlan::Unsupported(_)
+        ));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! `sluice`: the command line of the sluice governor.
 
+mod audit_cmd;
 mod config_cmd;
+mod escalations_cmd;
 mod plugin_cmd;
 
 use std::process::ExitCode;
@@ -27,6 +29,16 @@ enum Command {
         #[command(subcommand)]
         command: config_cmd::ConfigCommand,
     },
+    /// List, show and resolve escalations: the decisions a person must make.
+    Escalations {
+        #[command(subcommand)]
+        command: escalations_cmd::EscalationsCommand,
+    },
+    /// Make audit signing keys and verify audit logs offline.
+    Audit {
+        #[command(subcommand)]
+        command: audit_cmd::AuditCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -41,6 +53,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Plugin { command } => plugin_cmd::run(command),
         Command::Config { command } => config_cmd::run(command),
+        Command::Audit { command } => audit_cmd::run(command),
+        Command::Escalations { command } => escalations_cmd::run(command),
     };
     match result {
         Ok(code) => code,

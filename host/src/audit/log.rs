@@ -1,0 +1,343 @@
+//! The writer: appends records durably, chains them, and signs a checkpoint every so often.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use super::keys::AuditKey;
+use super::record::{Checkpoint, Record, checkpoint_message, encode, line_for, parse_line, to_hex};
+use super::reopen::{open_witness, read_tail};
+use super::{AuditError, Event, EventKind};
+
+/// How a log is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// A signed checkpoint follows every this many records (64 by default). Fewer means a
+    /// shorter unsigned tail after a crash, at one signature and one witness line each.
+    pub checkpoint_every: NonZeroU32,
+    /// How long records are kept; `None` keeps everything. Applied when the log is opened.
+    pub retention: Option<Duration>,
+    /// Where a copy of every checkpoint line goes: a file kept apart from the log (next to the
+    /// secret key, say), so that deleting the log's tail can be seen. `None` writes none.
+    pub witness: Option<PathBuf>,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        const EVERY: NonZeroU32 = NonZeroU32::new(64).unwrap();
+        Self {
+            checkpoint_every: EVERY,
+            retention: None,
+            witness: None,
+        }
+    }
+}
+
+/// An append-only, hash-chained, checkpoint-signed audit log. One writer per file.
+///
+/// `Send + Sync`: callers share it (in an `Arc`) and [`AuditLog::append`] from any thread;
+/// appends are serialized inside.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    key: AuditKey,
+    settings: AuditSettings,
+    state: Mutex<State>,
+}
+
+/// Where the chain is.
+#[derive(Debug)]
+struct State {
+    file: File,
+    /// The bytes of whole records in the file.
+    len: u64,
+    /// The seq of the last record, 0 for an empty log.
+    seq: u64,
+    /// The hash of the last record, 32 zero bytes for an empty log.
+    head: [u8; 32],
+    /// Records written since the last checkpoint.
+    since_checkpoint: u32,
+    witness: Option<File>,
+}
+
+impl AuditLog {
+    /// Opens the log at `path`, creating it if needed, and continues its chain. A torn last
+    /// line (a crash mid-write) is cut away with a warning. With
+    /// [`AuditSettings::retention`], records older than `now_ms - retention` are then
+    /// pruned ([`AuditLog::prune`]).
+    ///
+    /// # Errors
+    /// [`AuditError::Io`] naming the file; [`AuditError::Malformed`] naming the line when the
+    /// last whole record is not a well-formed record.
+    pub fn open(
+        path: &Path,
+        key: AuditKey,
+        settings: AuditSettings,
+        now_ms: i64,
+    ) -> Result<Self, AuditError> {
+        let io = |source| AuditError::Io {
+            path: path.into(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(io)?;
+        let tail = read_tail(&mut file, path)?;
+        if tail.torn > 0 {
+            tracing::warn!(
+                file = %path.display(),
+                line = tail.lines + 1,
+                bytes = tail.torn,
+                "the audit log ends in a torn line (a crash mid-write); cutting it away"
+            );
+            file.set_len(tail.len).map_err(io)?;
+            file.sync_all().map_err(io)?;
+        }
+        let witness = match &settings.witness {
+            Some(w) => Some(open_witness(w)?),
+            None => None,
+        };
+        let log = Self {
+            path: path.into(),
+            key,
+            state: Mutex::new(State {
+                file,
+                len: tail.len,
+                seq: tail.seq,
+                head: tail.head,
+                since_checkpoint: tail.since_checkpoint,
+                witness,
+            }),
+            settings,
+        };
+        if let Some(keep) = log.settings.retention {
+            let keep = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+            log.prune(now_ms.saturating_sub(keep))?;
+        }
+        Ok(log)
+    }
+
+    /// The log's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The seq of the last record written, 0 for an empty log.
+    pub fn last_seq(&self) -> u64 {
+        self.state().seq
+    }
+
+    /// Appends `event` and returns its seq once the line is on disk. Every
+    /// [`AuditSettings::checkpoint_every`] records, a signed checkpoint follows it.
+    ///
+    /// # Errors
+    /// [`AuditError::CheckpointEvent`] for a checkpoint event; [`AuditError::Io`] when the
+    /// line could not be written and synced (nothing of it is left in the log) or the
+    /// checkpoint after it could not (the event itself is then on disk).
+    pub fn append(&self, event: &Event) -> Result<u64, AuditError> {
+        if event.kind == EventKind::Checkpoint {
+            return Err(AuditError::CheckpointEvent);
+        }
+        let mut s = self.state();
+        let record = Record {
+            seq: s.seq + 1,
+            time_ms: event.time_ms,
+            prev: to_hex(&s.head),
+            event: event.kind,
+            task: event.task.clone(),
+            action: event.action.clone(),
+            attempt: event.attempt,
+            idempotency_key: event.idempotency_key.clone(),
+            status: event.status,
+            retry_after_ms: event.retry_after_ms,
+            scope: event.scope.clone(),
+            due_ms: event.due_ms,
+            detail: event.detail.clone(),
+            checkpoint: None,
+        };
+        self.write(&mut s, &record)?;
+        let seq = s.seq;
+        s.since_checkpoint += 1;
+        if s.since_checkpoint >= self.settings.checkpoint_every.get() {
+            self.write_checkpoint(&mut s, event.time_ms)?;
+        }
+        Ok(seq)
+    }
+
+    /// Appends a signed checkpoint covering the last record now, and returns its seq.
+    ///
+    /// # Errors
+    /// [`AuditError::Io`] naming the log or the witness file.
+    pub fn checkpoint(&self, time_ms: i64) -> Result<u64, AuditError> {
+        self.write_checkpoint(&mut self.state(), time_ms)
+    }
+
+    /// Closes the log with a final checkpoint (unless its last record is one already), so that
+    /// it verifies without `--allow-open-tail`. Returns the last seq.
+    ///
+    /// # Errors
+    /// [`AuditError::Io`] naming the log or the witness file.
+    pub fn close(self, time_ms: i64) -> Result<u64, AuditError> {
+        let mut s = self.state();
+        if s.since_checkpoint > 0 || s.seq == 0 {
+            self.write_checkpoint(&mut s, time_ms)?;
+        }
+        Ok(s.seq)
+    }
+
+    /// Drops old records, keeping the log verifiable; returns how many were dropped.
+    ///
+    /// Precisely: let R be the first record whose `time_ms` is at or after `before_ms` (or
+    /// the end of the log). The kept log starts at the last checkpoint record at or before R
+    /// — its anchor — and keeps everything from there on. So no record at or after
+    /// `before_ms` is ever dropped, every dropped record is older than `before_ms`, and up to
+    /// [`AuditSettings::checkpoint_every`] older records may be kept before R. Without such a
+    /// checkpoint (other than the log's first record) nothing is dropped. A record that does
+    /// not parse stops the scan: nothing at or after it is dropped.
+    ///
+    /// The file is rewritten whole (a temporary file, synced, renamed over the log), with
+    /// appends held meanwhile. The witness file is never pruned.
+    ///
+    /// # Errors
+    /// [`AuditError::Io`] naming the file.
+    pub fn prune(&self, before_ms: i64) -> Result<u64, AuditError> {
+        let mut s = self.state();
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| AuditError::Io { path, source }
+        };
+        let data = std::fs::read(&self.path).map_err(io(&self.path))?;
+        let mut anchor = None;
+        let mut offset = 0;
+        for (index, line) in data.split_inclusive(|&b| b == b'\n').enumerate() {
+            let Ok(parsed) = parse_line(line.strip_suffix(b"\n").unwrap_or(line)) else {
+                tracing::warn!(
+                    file = %self.path.display(),
+                    line = index + 1,
+                    "an audit record does not parse; pruning stops before it"
+                );
+                break;
+            };
+            if parsed.record.checkpoint.is_some() && index > 0 {
+                anchor = Some((index, offset));
+            }
+            if parsed.record.time_ms >= before_ms {
+                break;
+            }
+            offset += line.len();
+        }
+        let Some((dropped, start)) = anchor else {
+            return Ok(0);
+        };
+        let mut tmp_name = self.path.as_os_str().to_owned();
+        tmp_name.push(".prune");
+        let tmp = PathBuf::from(tmp_name);
+        let mut out = File::create(&tmp).map_err(io(&tmp))?;
+        out.write_all(&data[start..]).map_err(io(&tmp))?;
+        out.sync_all().map_err(io(&tmp))?;
+        drop(out);
+        std::fs::rename(&tmp, &self.path).map_err(io(&self.path))?;
+        sync_dir(&self.path).map_err(io(&self.path))?;
+        s.file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(io(&self.path))?;
+        s.len = (data.len() - start) as u64;
+        tracing::info!(
+            file = %self.path.display(),
+            dropped,
+            "pruned the audit log to a checkpoint anchor"
+        );
+        Ok(dropped as u64)
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes `record` after the head and syncs it; returns the line written. On failure
+    /// nothing of the line is left in the log (best effort) and the head does not move.
+    fn write(&self, s: &mut State, record: &Record) -> Result<Vec<u8>, AuditError> {
+        let (line, hash) = line_for(&s.head, &encode(record));
+        let written = s.file.write_all(&line).and_then(|()| s.file.sync_data());
+        if let Err(source) = written {
+            let _ = s.file.set_len(s.len);
+            return Err(AuditError::Io {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        s.len += line.len() as u64;
+        s.seq = record.seq;
+        s.head = hash;
+        Ok(line)
+    }
+
+    /// Signs the head, appends the checkpoint to the log and then to the witness.
+    fn write_checkpoint(&self, s: &mut State, time_ms: i64) -> Result<u64, AuditError> {
+        let signature = self.key.sign(&checkpoint_message(s.seq, &s.head));
+        let head = to_hex(&s.head);
+        let record = Record {
+            seq: s.seq + 1,
+            time_ms,
+            prev: head.clone(),
+            event: EventKind::Checkpoint,
+            task: None,
+            action: None,
+            attempt: None,
+            idempotency_key: None,
+            status: None,
+            retry_after_ms: None,
+            scope: None,
+            due_ms: None,
+            detail: None,
+            checkpoint: Some(Checkpoint {
+                covers: s.seq,
+                head,
+                key_id: self.key.key_id(),
+                sig: to_hex(&signature.to_bytes()),
+            }),
+        };
+        // The log first: a witness line the log lacks would read as a deleted tail.
+        let line = self.write(s, &record)?;
+        s.since_checkpoint = 0;
+        if let (Some(witness), Some(path)) = (&mut s.witness, &self.settings.witness) {
+            let before = witness.metadata().map(|m| m.len());
+            let written = witness.write_all(&line).and_then(|()| witness.sync_data());
+            if let Err(source) = written {
+                if let Ok(before) = before {
+                    let _ = witness.set_len(before);
+                }
+                return Err(AuditError::Io {
+                    path: path.clone(),
+                    source,
+                });
+            }
+        }
+        Ok(s.seq)
+    }
+}
+
+/// Makes a rename in `file`'s directory durable.
+fn sync_dir(file: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let dir = match file.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        Ok(())
+    }
+}

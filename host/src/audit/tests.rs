@@ -1,0 +1,381 @@
+//! The audit log on real files: format, chaining, checkpoints, crash repair, pruning, keys and
+//! the verifier's findings.
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+
+fn key(n: u8) -> AuditKey {
+    AuditKey::from_bytes(&[n; 32])
+}
+
+fn settings(every: u32, witness: Option<PathBuf>) -> AuditSettings {
+    AuditSettings {
+        checkpoint_every: NonZeroU32::new(every).unwrap(),
+        retention: None,
+        witness,
+    }
+}
+
+/// Appends `n` events at times `t0, t0 + 1000, ...`.
+fn fill(log: &AuditLog, n: u64, t0: i64) {
+    for i in 0..n {
+        let t = t0 + 1000 * i as i64;
+        let e = Event::new(EventKind::ActionResult, t)
+            .task("task-1")
+            .action(format!("a-{i}"))
+            .status(200);
+        log.append(&e).unwrap();
+    }
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn finding(result: Result<Report, VerifyError>) -> Finding {
+    match result {
+        Err(VerifyError::Tampered(f)) => f,
+        other => panic!("expected a finding, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_record_is_canonical_json_without_absent_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let log = AuditLog::open(&path, key(1), settings(64, None), 0).unwrap();
+    let e = Event::new(EventKind::ActionSent, 5).task("t").attempt(2);
+    assert_eq!(log.append(&e).unwrap(), 1);
+    let line = &lines(&path)[0];
+    let (hash, json) = line.split_once(' ').unwrap();
+    let zeros = "0".repeat(64);
+    assert_eq!(
+        json,
+        format!(
+            r#"{{"seq":1,"time_ms":5,"prev":"{zeros}","event":"action_sent","task":"t","attempt":2}}"#
+        )
+    );
+    // SHA-256(32 zero bytes || the stored JSON).
+    let expected = record::record_hash(&[0; 32], json.as_bytes());
+    assert_eq!(hash, record::to_hex(&expected));
+}
+
+#[test]
+fn a_signed_checkpoint_follows_every_n_records_and_goes_to_the_witness() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, witness) = (dir.path().join("audit.log"), dir.path().join("witness"));
+    let log = AuditLog::open(&path, key(1), settings(2, Some(witness.clone())), 0).unwrap();
+    fill(&log, 5, 0);
+    assert_eq!(log.close(9_000).unwrap(), 8);
+    let all = lines(&path);
+    let kinds: Vec<bool> = all
+        .iter()
+        .map(|l| l.contains(r#""checkpoint":{"#))
+        .collect();
+    assert_eq!(kinds, [false, false, true, false, false, true, false, true]);
+    assert!(all[2].contains(r#""covers":2"#), "{}", all[2]);
+    assert_eq!(lines(&witness), [all[2].as_str(), &all[5], &all[7]]);
+    let report = verify(&path, &key(1).verifying_key(), Some(&witness), false).unwrap();
+    assert_eq!(
+        (report.records, report.checkpoints, report.witnessed),
+        (8, 3, Some(3))
+    );
+}
+
+#[test]
+fn reopening_continues_the_chain_and_its_checkpoint_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    fill(
+        &AuditLog::open(&path, key(1), settings(4, None), 0).unwrap(),
+        3,
+        0,
+    );
+    let log = AuditLog::open(&path, key(1), settings(4, None), 0).unwrap();
+    assert_eq!(log.last_seq(), 3);
+    fill(&log, 1, 5_000);
+    assert!(
+        lines(&path)[4].contains(r#""covers":4"#),
+        "a checkpoint after 4 records"
+    );
+    log.close(9_000).unwrap();
+    let report = verify(&path, &key(1).verifying_key(), None, false).unwrap();
+    assert_eq!((report.records, report.checkpoints), (5, 1));
+}
+
+#[test]
+fn a_torn_last_line_is_cut_away_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    fill(
+        &AuditLog::open(&path, key(1), settings(64, None), 0).unwrap(),
+        3,
+        0,
+    );
+    let whole = std::fs::read(&path).unwrap();
+    let mut torn = whole.clone();
+    torn.extend_from_slice(br#"ab12 {"seq":4,"time"#);
+    std::fs::write(&path, &torn).unwrap();
+    let f = finding(verify(&path, &key(1).verifying_key(), None, false));
+    assert!(
+        f.to_string()
+            .starts_with("line 4: the last line is incomplete"),
+        "{f}"
+    );
+    let log = AuditLog::open(&path, key(1), settings(64, None), 0).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), whole);
+    assert_eq!(log.append(&Event::new(EventKind::Cancelled, 9)).unwrap(), 4);
+    log.close(10).unwrap();
+    verify(&path, &key(1).verifying_key(), None, false).unwrap();
+}
+
+#[test]
+fn a_malformed_last_record_is_refused_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    fill(
+        &AuditLog::open(&path, key(1), settings(64, None), 0).unwrap(),
+        3,
+        0,
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace(r#""status":200}"#, r#""status":201}"#)).unwrap();
+    let err = AuditLog::open(&path, key(1), settings(64, None), 0).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("audit.log, line 3: its hash does not match"),
+        "{msg}"
+    );
+    std::fs::write(&path, format!("{text}not a record\n")).unwrap();
+    let msg = AuditLog::open(&path, key(1), settings(64, None), 0)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("line 4: not a record"), "{msg}");
+}
+
+#[test]
+fn checkpoint_events_come_only_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::open(&dir.path().join("a"), key(1), settings(64, None), 0).unwrap();
+    let err = log.append(&Event::new(EventKind::Checkpoint, 0));
+    assert!(matches!(err, Err(AuditError::CheckpointEvent)));
+    assert_eq!(log.last_seq(), 0);
+}
+
+#[test]
+fn the_verifier_names_the_first_broken_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let log = AuditLog::open(&path, key(1), settings(4, None), 0).unwrap();
+    fill(&log, 10, 0);
+    log.close(20_000).unwrap();
+    let good = lines(&path);
+    let pk = key(1).verifying_key();
+    let check = |edit: &dyn Fn(&mut Vec<String>)| {
+        let mut l = good.clone();
+        edit(&mut l);
+        std::fs::write(&path, l.join("\n") + "\n").unwrap();
+        finding(verify(&path, &pk, None, false)).to_string()
+    };
+    let edited = check(&|l| l[6] = l[6].replace("a-5", "a-9"));
+    assert_eq!(
+        edited,
+        "record 7 (line 7): its hash does not match its contents (edited?)"
+    );
+    let deleted = check(&|l| {
+        l.remove(6);
+    });
+    assert!(
+        deleted.starts_with("record 8 (line 7): expected record 7 here"),
+        "{deleted}"
+    );
+    let swapped = check(&|l| l.swap(6, 7));
+    assert!(
+        swapped.starts_with("record 8 (line 7): expected record 7 here"),
+        "{swapped}"
+    );
+    let open_tail = check(&|l| l.truncate(12));
+    assert!(
+        open_tail.starts_with(
+            "record 12 (line 12): the log ends 2 records after its last checkpoint (record 10)"
+        ),
+        "{open_tail}"
+    );
+    std::fs::write(&path, good.join("\n") + "\n").unwrap();
+    let wrong_key = finding(verify(&path, &key(2).verifying_key(), None, false)).to_string();
+    assert!(
+        wrong_key.starts_with(
+            "record 5 (line 5): checkpoint signature does not verify with the given key"
+        ),
+        "{wrong_key}"
+    );
+    std::fs::write(&path, "").unwrap();
+    assert_eq!(
+        finding(verify(&path, &pk, None, false)).to_string(),
+        "the log is empty: it holds no record"
+    );
+}
+
+#[test]
+fn an_open_tail_is_allowed_for_a_live_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let log = AuditLog::open(&path, key(1), settings(4, None), 0).unwrap();
+    fill(&log, 6, 0);
+    let pk = key(1).verifying_key();
+    let report = verify(&path, &pk, None, true).unwrap();
+    assert_eq!((report.records, report.unsigned_tail), (7, 2));
+    assert!(verify(&path, &pk, None, false).is_err());
+}
+
+#[test]
+fn the_witness_shows_a_tail_cut_at_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, witness) = (dir.path().join("audit.log"), dir.path().join("witness"));
+    let log = AuditLog::open(&path, key(1), settings(4, Some(witness.clone())), 0).unwrap();
+    fill(&log, 10, 0);
+    log.close(20_000).unwrap();
+    let all = lines(&path);
+    std::fs::write(&path, all[..10].join("\n") + "\n").unwrap();
+    let pk = key(1).verifying_key();
+    verify(&path, &pk, None, false).expect("without the witness the cut cannot be seen");
+    assert_eq!(
+        finding(verify(&path, &pk, Some(&witness), false)).to_string(),
+        "witness line 3: the log lacks checkpoint covering record 12 recorded in the \
+         witness: its tail was deleted"
+    );
+}
+
+#[test]
+fn prune_keeps_a_verifiable_log_from_an_anchor_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, witness) = (dir.path().join("audit.log"), dir.path().join("witness"));
+    let log = AuditLog::open(&path, key(1), settings(4, Some(witness.clone())), 0).unwrap();
+    // Records 1-4 at 0..3 s, checkpoint 5, records 6-9 at 4..7 s, checkpoint 10, 11-12 at 8, 9 s.
+    fill(&log, 10, 0);
+    // The first record at or after 5 s is record 7; the last checkpoint before it is 5.
+    assert_eq!(log.prune(5_000).unwrap(), 4);
+    assert!(lines(&path)[0].contains(r#""seq":5,"#));
+    assert_eq!(log.prune(5_000).unwrap(), 0, "already at its anchor");
+    fill(&log, 1, 10_000);
+    log.close(11_000).unwrap();
+    let report = verify(&path, &key(1).verifying_key(), Some(&witness), false).unwrap();
+    assert_eq!(report.pruned_before, Some(5));
+    assert_eq!((report.first_seq, report.last_seq), (5, 14));
+    // Dropping the anchor as well leaves a log that cannot vouch for its start.
+    let all = lines(&path);
+    std::fs::write(&path, all[1..].join("\n") + "\n").unwrap();
+    let f = finding(verify(&path, &key(1).verifying_key(), None, false));
+    assert!(f.why.contains("is not a checkpoint"), "{f}");
+}
+
+#[test]
+fn prune_without_a_checkpoint_keeps_everything_and_retention_prunes_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let log = AuditLog::open(&path, key(1), settings(4, None), 0).unwrap();
+    fill(&log, 3, 0);
+    assert_eq!(log.prune(i64::MAX).unwrap(), 0);
+    fill(&log, 7, 3_000);
+    drop(log);
+    let keep = AuditSettings {
+        retention: Some(Duration::from_secs(5)),
+        ..settings(4, None)
+    };
+    // Now 10 s: keep what is at or after 5 s.
+    let log = AuditLog::open(&path, key(1), keep, 10_000).unwrap();
+    assert!(lines(&path)[0].contains(r#""seq":5,"#));
+    log.close(11_000).unwrap();
+    let report = verify(&path, &key(1).verifying_key(), None, false).unwrap();
+    assert_eq!(report.pruned_before, Some(5));
+}
+
+#[test]
+fn the_log_is_shared_across_threads_and_keeps_one_chain() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<AuditLog>();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let log = Arc::new(AuditLog::open(&path, key(1), settings(5, None), 0).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for i in 0..10 {
+                    log.append(&Event::new(EventKind::ActionSent, t * 100 + i))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    Arc::into_inner(log).unwrap().close(1_000).unwrap();
+    let report = verify(&path, &key(1).verifying_key(), None, false).unwrap();
+    assert_eq!((report.records, report.checkpoints), (48, 8));
+}
+
+#[test]
+fn detail_is_sanitized_and_cut() {
+    let e = Event::new(EventKind::Decision, 0).detail("approved\nby\ton-call");
+    assert_eq!(e.detail.as_deref(), Some("approved by on-call"));
+    let long = "x".repeat(500);
+    let e = Event::new(EventKind::Decision, 0).detail(&long);
+    assert_eq!(e.detail.unwrap().chars().count(), MAX_DETAIL_CHARS);
+}
+
+#[test]
+fn key_files_round_trip_and_are_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, public) = (dir.path().join("audit.key"), dir.path().join("audit.pub"));
+    let made = generate(&secret, &public).unwrap();
+    let loaded = load_signing(&secret).unwrap();
+    assert_eq!(loaded.key_id(), made.key_id());
+    assert_eq!(load_verifying(&public).unwrap(), made.verifying_key());
+    assert!(
+        std::fs::read_to_string(&public)
+            .unwrap()
+            .starts_with("sluice-audit-public-v1 ")
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&secret).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let again = generate(&secret, &dir.path().join("other.pub")).unwrap_err();
+    assert!(matches!(again, KeyError::Exists { .. }), "{again}");
+    assert!(!dir.path().join("other.pub").exists());
+    assert_eq!(load_signing(&secret).unwrap().key_id(), made.key_id());
+}
+
+#[test]
+fn key_file_errors_name_the_file_and_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, public) = (dir.path().join("audit.key"), dir.path().join("audit.pub"));
+    generate(&secret, &public).unwrap();
+    let msg = load_verifying(&secret).unwrap_err().to_string();
+    assert!(msg.contains("audit.key: it holds the secret key"), "{msg}");
+    let msg = load_signing(&public).unwrap_err().to_string();
+    assert!(msg.contains("audit.pub: it holds a public key"), "{msg}");
+    let short = dir.path().join("short.pub");
+    std::fs::write(&short, "sluice-audit-public-v1 abcd\n").unwrap();
+    let msg = load_verifying(&short).unwrap_err().to_string();
+    assert!(
+        msg.contains("short.pub: after `sluice-audit-public-v1` it must hold 64 hex"),
+        "{msg}"
+    );
+    let msg = load_verifying(&dir.path().join("missing.pub"))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("missing.pub"), "{msg}");
+}

@@ -1,0 +1,455 @@
+//! Safe writes: a write is journaled before it is sent, sent only with its one idempotency
+//! key, and never sent again blindly.
+//!
+//! [`Writes::write`] records the logical action (its intent, body and key committed to the
+//! [`Journal`] before any byte goes out), marks each attempt `sent` durably before sending
+//! it, and writes the audit log before each send and after each result. What happens next
+//! depends on what is known:
+//!
+//! - success: the action is `succeeded`, with the provider's operation id;
+//! - a certain refusal (every attempt answered, and the answer says the write was not
+//!   done): `failed`;
+//! - nothing sent (the queue refused it, the task was cancelled): the action stays
+//!   `pending`; a spent time budget raises a [`Kind::TimeBudget`] escalation and cancels
+//!   the task's waiting work, which never wakes;
+//! - anything else after a send: `uncertain`, and [`settle`](Writes::settle) asks the
+//!   provider's plugin how to find out — a status query through the normal admission
+//!   path, or a resend with the same key where the provider suppresses duplicates — and
+//!   escalates to a person when the plugin cannot tell.
+//!
+//! [`Writes::recover`] resumes a restarted host's unfinished actions with their original
+//! keys: a `pending` action sent nothing and is sent; any other is settled, never resent
+//! blindly. [`Writes::apply_decisions`] carries out people's decisions on escalations.
+
+mod case;
+mod recover;
+mod request;
+mod send;
+mod settle;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::watch;
+
+use crate::admission::TaskId;
+use crate::audit::{AuditLog, Event, EventKind};
+use crate::clock::Clock;
+use crate::execute::{Call, Executor, Terminal};
+use crate::journal::escalations::Kind;
+use crate::journal::{Action, Journal, JournalError, State};
+
+pub use case::{Case, Choice as CaseOption};
+pub use request::StoredRequest;
+
+/// One logical write of a task.
+#[derive(Debug, Clone)]
+pub struct Write {
+    /// The task's stable name: the same across retries and restarts.
+    pub task: String,
+    /// The action's stable name within the task (for example `charge-invoice-42`).
+    pub action: String,
+    /// The task's goal, in words, for whoever resolves an escalation.
+    pub goal: String,
+    /// The request. Its `task` is set from [`Write::task`]; its credential headers are
+    /// used for this run only and never stored.
+    pub call: Call,
+}
+
+/// How a write ended (for now).
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOutcome {
+    /// The provider did it, once. `action.operation_id` holds its id when one came back.
+    Succeeded {
+        /// The action as journaled.
+        action: Action,
+    },
+    /// The provider refused it, and nothing of it happened.
+    Failed {
+        /// The action as journaled.
+        action: Action,
+        /// The call's end, when this run made the call.
+        terminal: Option<Box<Terminal>>,
+    },
+    /// A person must decide.
+    Escalated {
+        /// The action as journaled.
+        action: Action,
+        /// The escalation's id (`sluice escalations show ID`).
+        escalation: i64,
+    },
+    /// The action, or its task, was cancelled; nothing more is sent for it.
+    Cancelled {
+        /// The action as journaled.
+        action: Action,
+    },
+    /// Nothing was sent and the action waits, `pending`, to be sent later with its key.
+    Deferred {
+        /// The action as journaled.
+        action: Action,
+        /// Why this run sent nothing, when this run made the call.
+        terminal: Option<Box<Terminal>>,
+    },
+}
+
+impl WriteOutcome {
+    /// The action.
+    pub fn action(&self) -> &Action {
+        match self {
+            Self::Succeeded { action }
+            | Self::Failed { action, .. }
+            | Self::Escalated { action, .. }
+            | Self::Cancelled { action }
+            | Self::Deferred { action, .. } => action,
+        }
+    }
+}
+
+/// A write that could not be carried out safely.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The journal refused it or failed (a body that differs from the recorded one, a
+    /// cancelled task, a SQLite error).
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The audit log could not be written; nothing is sent without it.
+    #[error("the audit log: {0}")]
+    Audit(String),
+    /// The journal holds a request this host cannot read back.
+    #[error("action {id}: its stored request is unreadable: {why}")]
+    StoredRequest {
+        /// The action.
+        id: i64,
+        /// Why.
+        why: String,
+    },
+}
+
+/// A point in a write's life, reported to a [`Writes::on_step`] listener (for progress
+/// displays, metrics, and tests that stop the process at each point).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// About to commit the intent.
+    Recording,
+    /// The intent and its key are committed; nothing is sent.
+    IntentCommitted,
+    /// Attempt `n` is marked `sent`; its bytes go out next.
+    SentCommitted(u32),
+    /// Attempt `n` was answered (or failed in transport) and is about to be recorded.
+    Answered(u32),
+    /// The action's new state is committed.
+    ResultCommitted(State),
+    /// The action is `reconciling`; its status query goes out next.
+    Reconciling,
+    /// The status query was answered; what it revealed is about to be committed.
+    QueryAnswered,
+}
+
+impl Step {
+    /// A short name (`sent-1`, `result-succeeded`).
+    pub fn name(self) -> String {
+        match self {
+            Self::Recording => "recording".into(),
+            Self::IntentCommitted => "intent-committed".into(),
+            Self::SentCommitted(n) => format!("sent-{n}"),
+            Self::Answered(n) => format!("answered-{n}"),
+            Self::ResultCommitted(s) => format!("result-{}", s.name()),
+            Self::Reconciling => "reconciling".into(),
+            Self::QueryAnswered => "query-answered".into(),
+        }
+    }
+}
+
+/// Credential headers for a provider's credential label: asked for at send time, never
+/// stored, so a restarted host resends with the credentials it has now.
+pub trait Credentials: Send + Sync {
+    /// The headers that carry `credential` of `provider`.
+    fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)>;
+}
+
+impl<F> Credentials for F
+where
+    F: Fn(&str, &str) -> Vec<(String, String)> + Send + Sync,
+{
+    fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)> {
+        self(provider, credential)
+    }
+}
+
+type Listener = Arc<dyn Fn(Step) + Send + Sync>;
+
+/// The safe-write engine: an executor, a journal and an audit log together.
+pub struct Writes {
+    executor: Arc<Executor>,
+    journal: Arc<Journal>,
+    audit: Arc<AuditLog>,
+    credentials: Arc<dyn Credentials>,
+    clock: Arc<dyn Clock>,
+    listener: Option<Listener>,
+    /// Actions being written by this host: a second submit of one waits for the first.
+    inflight: Mutex<HashMap<i64, watch::Receiver<bool>>>,
+}
+
+impl std::fmt::Debug for Writes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writes").finish_non_exhaustive()
+    }
+}
+
+/// The admission task id of a task name: one per name, stable across restarts.
+pub fn task_id(task: &str) -> TaskId {
+    // FNV-1a: stable across builds and processes, unlike the std hasher.
+    let hash = task.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    TaskId(hash)
+}
+
+/// Marks an action as no longer in flight when the run that owns it ends.
+struct InFlight<'a> {
+    writes: &'a Writes,
+    id: i64,
+    done: watch::Sender<bool>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.writes
+            .inflight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+        let _ = self.done.send(true);
+    }
+}
+
+impl Writes {
+    /// A write engine.
+    pub fn new(
+        executor: Arc<Executor>,
+        journal: Arc<Journal>,
+        audit: Arc<AuditLog>,
+        credentials: Arc<dyn Credentials>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            executor,
+            journal,
+            audit,
+            credentials,
+            clock,
+            listener: None,
+            inflight: Mutex::default(),
+        }
+    }
+
+    /// Reports each [`Step`] of every write to `listener`, synchronously.
+    #[must_use]
+    pub fn on_step(mut self, listener: impl Fn(Step) + Send + Sync + 'static) -> Self {
+        self.listener = Some(Arc::new(listener));
+        self
+    }
+
+    /// The journal.
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// The executor.
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    fn step(&self, step: Step) {
+        if let Some(l) = &self.listener {
+            l(step);
+        }
+    }
+
+    fn audit(&self, event: Event) -> Result<(), WriteError> {
+        self.audit
+            .append(&event)
+            .map(|_| ())
+            .map_err(|e| WriteError::Audit(e.to_string()))
+    }
+
+    fn event(&self, kind: EventKind, action: &Action) -> Event {
+        Event::new(kind, self.clock.wall_ms())
+            .task(&action.task)
+            .action(&action.action)
+            .idempotency_key(&action.idempotency_key)
+    }
+
+    /// Performs `write` once, whatever happens: see the module's documentation.
+    ///
+    /// # Errors
+    /// [`WriteError::Journal`] when the action was recorded before with another body
+    /// ([`JournalError::BodyMismatch`]) or its task was cancelled, or when the journal or
+    /// the audit log cannot be written — in which case nothing more was sent.
+    pub async fn write(&self, write: &Write) -> Result<WriteOutcome, WriteError> {
+        let stored = StoredRequest::of(&write.call);
+        let intent = stored.intent(write);
+        self.step(Step::Recording);
+        let (recorded, owner) = {
+            // Recording and claiming the action happen under one lock, so a second submit
+            // in this host either finds the first in flight or finds it finished.
+            let mut inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
+            let recorded = self.journal.record(&intent)?;
+            let action = match &recorded {
+                crate::journal::Recorded::New(a) | crate::journal::Recorded::Existing(a) => a,
+            };
+            let owner = match inflight.get(&action.id) {
+                Some(rx) => Err(rx.clone()),
+                None => {
+                    let (tx, rx) = watch::channel(false);
+                    inflight.insert(action.id, rx);
+                    Ok(tx)
+                }
+            };
+            (recorded, owner)
+        };
+        let done = match owner {
+            Ok(done) => done,
+            Err(mut rx) => {
+                let _ = rx.wait_for(|d| *d).await;
+                let id = match &recorded {
+                    crate::journal::Recorded::New(a) | crate::journal::Recorded::Existing(a) => {
+                        a.id
+                    }
+                };
+                return self.outcome_of(&self.journal.get(id)?);
+            }
+        };
+        match recorded {
+            crate::journal::Recorded::New(action) => {
+                let _guard = InFlight {
+                    writes: self,
+                    id: action.id,
+                    done,
+                };
+                self.audit(
+                    self.event(EventKind::ActionRequested, &action)
+                        .scope(&write.call.credential)
+                        .detail(&format!(
+                            "{} {} {}",
+                            action.method, action.route, action.class
+                        )),
+                )?;
+                self.step(Step::IntentCommitted);
+                self.send(&action, &write.call, "send").await
+            }
+            crate::journal::Recorded::Existing(action) => {
+                let _guard = InFlight {
+                    writes: self,
+                    id: action.id,
+                    done,
+                };
+                self.resume(action).await
+            }
+        }
+    }
+
+    /// Carries an action found in the journal on from its state, with its original key.
+    async fn resume(&self, action: Action) -> Result<WriteOutcome, WriteError> {
+        match action.state {
+            // Nothing went out: send it, unless its task was cancelled.
+            State::Pending => {
+                if self.journal.is_cancelled(&action.task)? {
+                    return self.cancel_action(&action);
+                }
+                let stored = StoredRequest::load(&action)?;
+                let secrets = self
+                    .credentials
+                    .headers(&action.provider, &stored.credential);
+                let call = stored.call(&action, self.journal.body(action.id)?, secrets);
+                self.send(&action, &call, "send").await
+            }
+            // Something may have gone out: find out, never resend blindly.
+            State::Sent | State::Uncertain | State::Reconciling => self.settle(action).await,
+            _ => self.outcome_of(&action),
+        }
+    }
+
+    /// Cancels `task`: its waiting calls are refused at once and never wake, its actions
+    /// that sent nothing are cancelled, and it can start no new ones. Actions that may
+    /// already have happened are still settled (by reading, never by resending). Returns
+    /// how many actions were cancelled.
+    ///
+    /// # Errors
+    /// The journal or the audit log failed.
+    pub fn cancel_task(&self, task: &str) -> Result<usize, WriteError> {
+        self.executor.cancel_task(task_id(task));
+        let n = self.journal.cancel_task(task, self.clock.wall_ms())?;
+        self.audit(
+            Event::new(EventKind::Cancelled, self.clock.wall_ms())
+                .task(task)
+                .detail(&format!("task cancelled; {n} unsent action(s) cancelled")),
+        )?;
+        Ok(n)
+    }
+
+    fn cancel_action(&self, action: &Action) -> Result<WriteOutcome, WriteError> {
+        let action = self.journal.advance(action.id, State::Cancelled, None)?;
+        self.audit(self.event(EventKind::Cancelled, &action))?;
+        Ok(WriteOutcome::Cancelled { action })
+    }
+
+    /// What the journal says of an action nobody in this host is working on.
+    fn outcome_of(&self, action: &Action) -> Result<WriteOutcome, WriteError> {
+        let action = action.clone();
+        Ok(match action.state {
+            State::Succeeded => WriteOutcome::Succeeded { action },
+            State::Failed => WriteOutcome::Failed {
+                action,
+                terminal: None,
+            },
+            State::Cancelled => WriteOutcome::Cancelled { action },
+            State::Escalated => {
+                let escalation = self
+                    .journal
+                    .escalations(false)?
+                    .into_iter()
+                    .rev()
+                    .find(|e| e.action_id == Some(action.id))
+                    .map_or(0, |e| e.id);
+                WriteOutcome::Escalated { action, escalation }
+            }
+            State::Pending | State::Sent | State::Uncertain | State::Reconciling => {
+                WriteOutcome::Deferred {
+                    action,
+                    terminal: None,
+                }
+            }
+        })
+    }
+
+    /// Raises an escalation about `action` (moving it to `escalated`), audited.
+    fn escalate(
+        &self,
+        action: &Action,
+        kind: Kind,
+        reason: &str,
+        terminal: Option<&Terminal>,
+        query: Option<String>,
+    ) -> Result<WriteOutcome, WriteError> {
+        let case = case::build(self, action, kind, reason, terminal, query)?;
+        let json = serde_json::to_string_pretty(&case).unwrap_or_default();
+        let id = self.journal.escalate(
+            Some(action.id),
+            &action.task,
+            kind,
+            &json,
+            self.clock.wall_ms(),
+        )?;
+        self.audit(
+            self.event(EventKind::Escalated, action)
+                .attempt(action.attempts)
+                .detail(&format!("escalation {id} ({}): {reason}", kind.name())),
+        )?;
+        let action = self.journal.get(action.id)?;
+        Ok(WriteOutcome::Escalated {
+            action,
+            escalation: id,
+        })
+    }
+}

@@ -1,0 +1,177 @@
+//! A restarted host's first work, and people's decisions carried out.
+
+use super::request::StoredRequest;
+use super::send::RESEND;
+use super::{InFlight, WriteError, WriteOutcome, Writes, task_id};
+use crate::audit::{Event, EventKind};
+use crate::journal::escalations::{Approval, Choice};
+use crate::journal::{Intent, Recorded, State};
+
+impl Writes {
+    /// Claims action `id` for this run, unless this host is already working on it.
+    fn claim(&self, id: i64) -> Option<InFlight<'_>> {
+        let mut inflight = self
+            .inflight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if inflight.contains_key(&id) {
+            return None;
+        }
+        let (done, rx) = tokio::sync::watch::channel(false);
+        inflight.insert(id, rx);
+        Some(InFlight {
+            writes: self,
+            id,
+            done,
+        })
+    }
+
+    /// Resumes every unfinished action with its original key, then carries out decisions
+    /// people made while no host ran. A `pending` action sent nothing and is sent; a
+    /// `sent`, `uncertain` or `reconciling` one is settled by asking the provider, never
+    /// resent blindly; a cancelled task's actions never wake.
+    ///
+    /// # Errors
+    /// The journal or the audit log failed; what was done before stays done.
+    pub async fn recover(&self) -> Result<Vec<WriteOutcome>, WriteError> {
+        self.audit_decisions()?;
+        let mut outcomes = Vec::new();
+        for action in self.journal.unfinished()? {
+            let Some(_claim) = self.claim(action.id) else {
+                continue;
+            };
+            outcomes.push(self.resume(action).await?);
+        }
+        outcomes.extend(self.apply_decisions().await?);
+        Ok(outcomes)
+    }
+
+    /// Copies decisions and body disclosures recorded in the journal (by the CLI, or the
+    /// library) into the audit log.
+    ///
+    /// # Errors
+    /// The journal or the audit log failed.
+    pub fn audit_decisions(&self) -> Result<(), WriteError> {
+        let (approvals, disclosures) = self.journal.unaudited()?;
+        for a in &approvals {
+            let kind = if a.kind == "access" {
+                EventKind::AccessApproved
+            } else {
+                EventKind::Decision
+            };
+            let mut event = Event::new(kind, a.at_ms).task(&a.task).detail(&format!(
+                "escalation {}: {} approval `{}` by {}{}",
+                a.escalation_id,
+                a.kind,
+                a.decision.choice.name(),
+                a.decision.decided_by,
+                if a.decision.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", a.decision.note)
+                }
+            ));
+            if let Some(id) = a.action_id
+                && let Ok(action) = self.journal.get(id)
+            {
+                event = event
+                    .action(&action.action)
+                    .idempotency_key(&action.idempotency_key);
+            }
+            self.audit(event)?;
+        }
+        for d in &disclosures {
+            self.audit(
+                Event::new(EventKind::BodyDisclosed, d.at_ms)
+                    .task(&d.task)
+                    .detail(&format!(
+                        "escalation {}: the body of action {} was shown to {}",
+                        d.escalation_id, d.action_id, d.asked_by
+                    )),
+            )?;
+        }
+        let approvals: Vec<i64> = approvals.iter().map(|a| a.id).collect();
+        let disclosures: Vec<i64> = disclosures.iter().map(|d| d.id).collect();
+        self.journal.audited(&approvals, &disclosures)?;
+        Ok(())
+    }
+
+    /// Carries out the decisions people made on escalations and not yet carried out.
+    ///
+    /// # Errors
+    /// The journal or the audit log failed.
+    pub async fn apply_decisions(&self) -> Result<Vec<WriteOutcome>, WriteError> {
+        self.audit_decisions()?;
+        let mut outcomes = Vec::new();
+        for approval in self.journal.undone_decisions()? {
+            if let Some(outcome) = self.apply(&approval).await? {
+                outcomes.push(outcome);
+            }
+            self.journal.decision_done(approval.escalation_id)?;
+        }
+        Ok(outcomes)
+    }
+
+    async fn apply(&self, approval: &Approval) -> Result<Option<WriteOutcome>, WriteError> {
+        let escalation = self.journal.escalation(approval.escalation_id)?;
+        let Some(id) = escalation.action_id else {
+            return Ok(None);
+        };
+        let action = self.journal.get(id)?;
+        if action.state != State::Escalated {
+            return Ok(None);
+        }
+        let Some(_claim) = self.claim(id) else {
+            return Ok(None);
+        };
+        let stored = StoredRequest::load(&action)?;
+        let secrets = self
+            .credentials
+            .headers(&action.provider, &stored.credential);
+        let outcome = match approval.decision.choice {
+            Choice::QueryExisting => {
+                let action = self.journal.advance(id, State::Reconciling, None)?;
+                self.settle_with(action, false, approval.decision.operation_id.clone())
+                    .await?
+            }
+            Choice::RetrySameKey => {
+                let call = stored.call(&action, self.journal.body(id)?, secrets);
+                self.send(&action, &call, RESEND).await?
+            }
+            Choice::ContinueAccess => {
+                self.executor.resume_task(task_id(&action.task));
+                let call = stored.call(&action, self.journal.body(id)?, secrets);
+                self.send(&action, &call, "send").await?
+            }
+            Choice::SendAsNew => {
+                let body = self.journal.body(id)?;
+                let intent = Intent {
+                    task: action.task.clone(),
+                    action: format!("{}~new-{}", action.action, approval.id),
+                    provider: action.provider.clone(),
+                    method: action.method.clone(),
+                    route: action.route.clone(),
+                    class: action.class.clone(),
+                    body: body.clone(),
+                    request: action.request.clone(),
+                    goal: action.goal.clone(),
+                };
+                self.journal.advance(id, State::Cancelled, None)?;
+                let (Recorded::New(fresh) | Recorded::Existing(fresh)) =
+                    self.journal.record(&intent)?;
+                self.audit(
+                    self.event(EventKind::ActionRequested, &fresh)
+                        .detail(&format!(
+                            "sent as a new operation in place of `{}` by decision: may create a \
+                         second side effect",
+                            action.action
+                        )),
+                )?;
+                let call = stored.call(&fresh, body, secrets);
+                self.send(&fresh, &call, "send as new").await?
+            }
+            Choice::Cancel => return Ok(None),
+        };
+        Ok(Some(outcome))
+    }
+}

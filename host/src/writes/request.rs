@@ -1,0 +1,114 @@
+//! What the journal keeps of a write's request so a restarted host can send it again:
+//! everything but the credentials, which are asked for at send time.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Write, WriteError, task_id};
+use crate::execute::Call;
+use crate::journal::{Action, Intent};
+use crate::policy::RequestClass;
+use crate::retry::{class_name, class_named, route_template};
+
+/// The idempotency key's header.
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+/// A write's request as journaled: no credential, no body (the body has its own column).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredRequest {
+    /// The absolute URL.
+    pub url: String,
+    /// The credential's label (not the credential).
+    pub credential: String,
+    /// Narrower scopes it charges.
+    pub scopes: Vec<String>,
+    /// The tenant.
+    pub tenant: String,
+    /// Headers plugins may see (never credentials; the idempotency key is added per send).
+    pub headers: Vec<(String, String)>,
+    /// The call's time budget, in milliseconds.
+    pub deadline_ms: Option<u64>,
+}
+
+impl StoredRequest {
+    /// What to keep of `call`.
+    pub fn of(call: &Call) -> Self {
+        Self {
+            url: call.url.clone(),
+            credential: call.credential.clone(),
+            scopes: call.scopes.clone(),
+            tenant: call.tenant.clone(),
+            headers: call
+                .headers
+                .iter()
+                .filter(|(n, _)| !n.eq_ignore_ascii_case(IDEMPOTENCY_KEY))
+                .cloned()
+                .collect(),
+            deadline_ms: call
+                .deadline
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+
+    /// The journal's intent for `write`.
+    pub(super) fn intent(&self, write: &Write) -> Intent {
+        Intent {
+            task: write.task.clone(),
+            action: write.action.clone(),
+            provider: write.call.provider.clone(),
+            method: write.call.method.clone(),
+            route: route_template(&write.call.method, &write.call.url),
+            class: class_name(write.call.class).to_owned(),
+            body: write.call.body.clone(),
+            request: serde_json::to_string(self).unwrap_or_default(),
+            goal: write.goal.clone(),
+        }
+    }
+
+    /// Reads back what `action` stored.
+    ///
+    /// # Errors
+    /// [`WriteError::StoredRequest`] naming the action.
+    pub fn load(action: &Action) -> Result<Self, WriteError> {
+        serde_json::from_str(&action.request).map_err(|e| WriteError::StoredRequest {
+            id: action.id,
+            why: e.to_string(),
+        })
+    }
+
+    /// The call that sends `action` again, with its body and the credentials of now.
+    pub(super) fn call(
+        &self,
+        action: &Action,
+        body: Vec<u8>,
+        secrets: Vec<(String, String)>,
+    ) -> Call {
+        Call {
+            provider: action.provider.clone(),
+            credential: self.credential.clone(),
+            scopes: self.scopes.clone(),
+            tenant: self.tenant.clone(),
+            task: Some(task_id(&action.task)),
+            priority: None,
+            class: class_named(&action.class).unwrap_or(RequestClass::UncertainWrite),
+            method: action.method.clone(),
+            url: self.url.clone(),
+            headers: self.headers.clone(),
+            secrets,
+            body,
+            deadline: self.deadline_ms.map(Duration::from_millis),
+        }
+    }
+}
+
+/// `call` as `action` sends it: its task, and its one idempotency key on every attempt.
+pub(super) fn keyed(action: &Action, call: &Call) -> Call {
+    let mut call = call.clone();
+    call.task = Some(task_id(&action.task));
+    call.headers
+        .retain(|(n, _)| !n.eq_ignore_ascii_case(IDEMPOTENCY_KEY));
+    call.headers
+        .push((IDEMPOTENCY_KEY.to_owned(), action.idempotency_key.clone()));
+    call
+}

@@ -1,0 +1,237 @@
+//! Sending a journaled write: every attempt marked `sent` durably and audited before its
+//! bytes go out, every answer recorded, and the outcome sorted into what is known.
+
+use std::time::Duration;
+
+use super::request::keyed;
+use super::{Step, WriteError, WriteOutcome, Writes, task_id};
+use crate::audit::EventKind;
+use crate::execute::{Call, Observer, Outcome, Reason, Terminal};
+use crate::journal::escalations::Kind;
+use crate::journal::{Action, AttemptRecord, State};
+use crate::policy::{Classification, Response, Verdict};
+
+/// The note of a resend with the same key.
+pub(super) const RESEND: &str = "resend with the same key";
+
+/// Journals and audits each attempt of one action.
+struct Recorder<'a> {
+    writes: &'a Writes,
+    action: &'a Action,
+    /// Attempts the action had before this run: the journal counts across runs.
+    before: u32,
+    note: &'static str,
+    /// Whether some attempt of this run got no answer.
+    unanswered: bool,
+    /// Whether every answer of this run refused the write outright (429, a spent quota, a
+    /// client or auth error): then nothing of it happened.
+    refused_every_time: bool,
+    /// The first journal or audit failure after a send, reported when the call ends.
+    error: Option<String>,
+}
+
+impl Recorder<'_> {
+    fn keep(&mut self, result: Result<(), WriteError>) {
+        if let Err(e) = result {
+            tracing::error!(action = self.action.id, "{e}");
+            self.error.get_or_insert(e.to_string());
+        }
+    }
+}
+
+impl Observer for Recorder<'_> {
+    fn before_send(&mut self, attempt: u32) -> Result<(), String> {
+        let w = self.writes;
+        w.journal
+            .advance(self.action.id, State::Sent, None)
+            .map_err(|e| e.to_string())?;
+        w.audit(
+            w.event(EventKind::ActionSent, self.action)
+                .attempt(self.before + attempt)
+                .detail(self.note),
+        )
+        .map_err(|e| e.to_string())?;
+        w.step(Step::SentCommitted(self.before + attempt));
+        Ok(())
+    }
+
+    fn after_attempt(&mut self, attempt: u32, status: Option<u16>, read: &Classification) {
+        let w = self.writes;
+        let n = self.before + attempt;
+        w.step(Step::Answered(n));
+        self.unanswered |= status.is_none();
+        self.refused_every_time &= status.is_some()
+            && matches!(
+                read.verdict,
+                Verdict::RateLimited
+                    | Verdict::QuotaExhausted
+                    | Verdict::ClientError
+                    | Verdict::AuthError
+            );
+        let record = AttemptRecord {
+            attempt: n,
+            at_ms: w.clock.wall_ms(),
+            status,
+            retry_after_ms: read.retry_after_ms,
+            note: format!("{}: {:?}", self.note, read.verdict),
+        };
+        let logged = w.journal.log_attempt(self.action.id, &record);
+        self.keep(logged.map_err(WriteError::from));
+        let mut event = w
+            .event(EventKind::ActionResult, self.action)
+            .attempt(n)
+            .detail(&format!("{:?}", read.verdict));
+        if let Some(s) = status {
+            event = event.status(s);
+        }
+        if let Some(ms) = read.retry_after_ms {
+            event = event.retry_after_ms(ms);
+        }
+        let audited = w.audit(event);
+        self.keep(audited);
+    }
+
+    fn retry_scheduled(&mut self, attempt: u32, delay: Duration) {
+        let w = self.writes;
+        let due = w
+            .clock
+            .wall_ms()
+            .saturating_add(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX));
+        let audited = w.audit(
+            w.event(EventKind::RetryScheduled, self.action)
+                .attempt(self.before + attempt)
+                .due_ms(due),
+        );
+        self.keep(audited);
+    }
+}
+
+/// The provider's id for what a write created: the answer's top-level JSON `id`.
+pub(super) fn operation_id(response: &Response) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(&response.body).ok()?;
+    let id = v.get("id")?.as_str()?;
+    (!id.is_empty() && id.len() <= 255).then(|| id.to_owned())
+}
+
+impl Writes {
+    /// Sends `action` (as `call`, with the action's key) and sorts out what is known.
+    pub(super) async fn send(
+        &self,
+        action: &Action,
+        call: &Call,
+        note: &'static str,
+    ) -> Result<WriteOutcome, WriteError> {
+        let call = keyed(action, call);
+        let mut recorder = Recorder {
+            writes: self,
+            action,
+            before: action.attempts,
+            note,
+            unanswered: false,
+            refused_every_time: true,
+            error: None,
+        };
+        let outcome = self.executor.execute_observed(&call, &mut recorder).await;
+        // A refusal proves nothing happened only if no earlier attempt may have acted: a
+        // 429 to a resend says nothing of the first send.
+        let (refused, error) = (
+            action.attempts == 0 && !recorder.unanswered && recorder.refused_every_time,
+            recorder.error,
+        );
+        if let Some(e) = error {
+            // The journal or the log missed a result: leave the action as it is (`sent`),
+            // so it is settled by reading, never resent.
+            return Err(WriteError::Audit(e));
+        }
+        match outcome {
+            Outcome::Succeeded { response, .. } => {
+                let op = operation_id(&response);
+                let done = self
+                    .journal
+                    .advance(action.id, State::Succeeded, op.as_deref())?;
+                self.audit(
+                    self.event(EventKind::ActionResult, &done)
+                        .status(response.status)
+                        .detail(&format!(
+                            "succeeded; operation {}",
+                            op.as_deref().unwrap_or("unknown")
+                        )),
+                )?;
+                self.step(Step::ResultCommitted(State::Succeeded));
+                Ok(WriteOutcome::Succeeded { action: done })
+            }
+            Outcome::Ended(t) => self.after_failure(action, t, refused, note).await,
+        }
+    }
+
+    async fn after_failure(
+        &self,
+        action: &Action,
+        t: Box<Terminal>,
+        refused: bool,
+        note: &'static str,
+    ) -> Result<WriteOutcome, WriteError> {
+        let now = self.journal.get(action.id)?;
+        if now.state != State::Sent {
+            // This run sent nothing.
+            if t.reason == Reason::Cancelled || self.journal.is_cancelled(&now.task)? {
+                if now.state.may_become(State::Cancelled) && now.attempts == 0 {
+                    return self.cancel_action(&now);
+                }
+                return self.outcome_of(&now);
+            }
+            if t.out_of_time() && now.state == State::Pending {
+                // The time budget is spent: a person decides whether the task goes on;
+                // its waiting work is cancelled now and never wakes.
+                self.executor.cancel_task(task_id(&now.task));
+                let reason = format!("the task's time budget is spent: {}", describe(&t));
+                return self.escalate(&now, Kind::TimeBudget, &reason, Some(&t), None);
+            }
+            return Ok(WriteOutcome::Deferred {
+                action: now,
+                terminal: Some(t),
+            });
+        }
+        if refused && t.out_of_time() {
+            // Every answer refused it, and waiting for the next chance would pass the
+            // budget: nothing happened, and a person decides whether the task goes on.
+            self.executor.cancel_task(task_id(&now.task));
+            let reason = format!("the task's time budget is spent: {}", describe(&t));
+            return self.escalate(&now, Kind::TimeBudget, &reason, Some(&t), None);
+        }
+        if refused {
+            let failed = self.journal.advance(action.id, State::Failed, None)?;
+            self.audit(
+                self.event(EventKind::ActionResult, &failed)
+                    .detail(&format!("failed: {}", describe(&t))),
+            )?;
+            self.step(Step::ResultCommitted(State::Failed));
+            return Ok(WriteOutcome::Failed {
+                action: failed,
+                terminal: Some(t),
+            });
+        }
+        let uncertain = self.journal.advance(action.id, State::Uncertain, None)?;
+        self.audit(
+            self.event(EventKind::ReconciliationRequired, &uncertain)
+                .attempt(uncertain.attempts)
+                .detail(&describe(&t)),
+        )?;
+        self.step(Step::ResultCommitted(State::Uncertain));
+        // A resend that did not settle it goes to a person, not round again.
+        Box::pin(self.settle_with(uncertain, note != RESEND, None)).await
+    }
+}
+
+/// A short, sanitized account of how a call ended.
+pub(super) fn describe(t: &Terminal) -> String {
+    let status = t
+        .last_status
+        .map_or_else(|| "no answer".to_owned(), |s| format!("last status {s}"));
+    format!(
+        "{:?} after {} attempt(s), {status}, waited {} ms",
+        t.reason,
+        t.attempts,
+        t.waited.as_millis()
+    )
+}
