@@ -203,8 +203,8 @@ async fn a_certain_refusal_fails_the_action_without_a_second_send() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn a_write_no_plugin_can_check_is_escalated_with_a_sanitized_case_and_a_decision_settles_it()
-{
+async fn a_write_the_plugin_cannot_settle_is_escalated_with_a_sanitized_case_and_a_decision_settles_it()
+ {
     let fake = stripe().await;
     // Stored and dropped, then the resend with the same key is dropped too: the plugin's
     // one safe move did not settle it, so a person decides.
@@ -448,4 +448,34 @@ async fn a_restarted_host_settles_a_sent_write_with_its_original_key() {
     assert_eq!(action.idempotency_key, key, "the original key");
     assert_eq!(fake.attempts_with_key(&key), 2);
     assert_eq!(fake.stored().len(), 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_provider_without_reconcile_support_goes_to_a_person_not_to_a_resend() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::Ietf))
+        .await
+        .unwrap();
+    fake.script(OBJECTS, [Fault::StoreThenDrop]);
+    let dir = tempfile::tempdir().unwrap();
+    let (writes, paths) = stack("ietf", &dir);
+    let url = fake.url(OBJECTS);
+    let w = write(
+        "ietf",
+        "t",
+        "post",
+        &url,
+        RequestClass::UncertainWrite,
+        "x=1",
+    );
+    let outcome = writes.write(&w).await.unwrap();
+    let WriteOutcome::Escalated { escalation, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(fake.attempts().len(), 1, "never resent");
+    let case = writes.journal().escalation(escalation).unwrap().case_json;
+    assert!(case.contains("cannot check this write"), "{case}");
+    audited(
+        &paths,
+        &["action_sent", "reconciliation_required", "escalated"],
+    );
 }
