@@ -479,3 +479,65 @@ async fn a_provider_without_reconcile_support_goes_to_a_person_not_to_a_resend()
         &["action_sent", "reconciliation_required", "escalated"],
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn continued_access_sends_the_escalated_write_once_with_its_key() {
+    let fake = stripe().await;
+    fake.script(
+        OBJECTS,
+        [Fault::RateLimited {
+            retry_after: Some(RetryAfter::Seconds(1)),
+        }],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (writes, paths) = stack("stripe", &dir);
+    let url = fake.url(OBJECTS);
+    let mut w = write(
+        "stripe",
+        "t",
+        "charge",
+        &url,
+        RequestClass::IdempotentWrite,
+        "a=1",
+    );
+    w.call.deadline = Some(Duration::from_millis(200));
+    let WriteOutcome::Escalated { action, escalation } = writes.write(&w).await.unwrap() else {
+        panic!("a spent budget escalates")
+    };
+    assert!(fake.stored().is_empty(), "the 429 stored nothing");
+    let approval = writes
+        .journal()
+        .resolve(
+            escalation,
+            &Decision {
+                choice: Choice::ContinueAccess,
+                decided_by: "ops@example".into(),
+                operation_id: None,
+                note: String::new(),
+            },
+            0,
+        )
+        .unwrap();
+    assert_eq!((approval.kind, approval.action_id), ("access", None));
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let applied = writes.apply_decisions().await.unwrap();
+    let [WriteOutcome::Succeeded { action: done }] = &applied[..] else {
+        panic!("{applied:?}")
+    };
+    assert_eq!(done.id, action.id);
+    assert_eq!(fake.stored().len(), 1);
+    assert_eq!(fake.attempts_with_key(&action.idempotency_key), 2);
+    assert!(
+        writes.apply_decisions().await.unwrap().is_empty(),
+        "applied once"
+    );
+    audited(
+        &paths,
+        &[
+            "escalated",
+            "access_approved",
+            "action_sent",
+            "action_result",
+        ],
+    );
+}
