@@ -24,82 +24,6 @@ use std::sync::{Mutex, PoisonError};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
 
-/// Where an action is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum State {
-    /// The intent is committed; nothing was sent.
-    Pending,
-    /// An attempt went out.
-    Sent,
-    /// The provider did it.
-    Succeeded,
-    /// The provider refused it, for sure.
-    Failed,
-    /// An attempt went out and no trustworthy answer came back.
-    Uncertain,
-    /// A status query is under way.
-    Reconciling,
-    /// A person must decide.
-    Escalated,
-    /// Its task was cancelled before it finished.
-    Cancelled,
-}
-
-impl State {
-    const ALL: [Self; 8] = [
-        Self::Pending,
-        Self::Sent,
-        Self::Succeeded,
-        Self::Failed,
-        Self::Uncertain,
-        Self::Reconciling,
-        Self::Escalated,
-        Self::Cancelled,
-    ];
-
-    /// The state's name in the journal.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Sent => "sent",
-            Self::Succeeded => "succeeded",
-            Self::Failed => "failed",
-            Self::Uncertain => "uncertain",
-            Self::Reconciling => "reconciling",
-            Self::Escalated => "escalated",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|st| st.name() == s)
-    }
-
-    /// Whether nothing more happens to the action.
-    pub fn is_final(self) -> bool {
-        matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled)
-    }
-
-    /// Whether the journal allows moving from `self` to `to`.
-    pub fn may_become(self, to: Self) -> bool {
-        use State as S;
-        match (self, to) {
-            (from, _) if from.is_final() => false,
-            (_, S::Cancelled) => true,
-            (S::Pending, S::Sent | S::Failed) => true,
-            (S::Sent, S::Sent | S::Succeeded | S::Failed | S::Uncertain) => true,
-            (S::Uncertain, S::Reconciling | S::Escalated) => true,
-            (S::Reconciling, S::Succeeded | S::Sent | S::Escalated | S::Reconciling) => true,
-            // A person's decision: query again, or resend with the same key.
-            (S::Escalated, S::Reconciling | S::Sent) => true,
-            // Nothing happened (nothing went out, or every answer refused it) and a person
-            // must decide: a spent time budget.
-            (S::Pending | S::Sent, S::Escalated) => true,
-            _ => false,
-        }
-    }
-}
-
 /// A logical action to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Intent {
@@ -611,8 +535,10 @@ impl Journal {
 
 mod attempts;
 pub mod escalations;
+mod state;
 
 pub use attempts::AttemptRecord;
+pub use state::State;
 
 #[cfg(test)]
 mod tests;
