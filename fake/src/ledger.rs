@@ -22,6 +22,9 @@ pub struct Attempt {
     pub idempotency_key: Option<String>,
     /// The status answered; `None` if the connection was dropped or the attempt hangs.
     pub status: Option<u16>,
+    /// Tokens the attempt was charged against the provider's tokens per minute (0 when it
+    /// was refused or never reached the limiter).
+    pub tokens: u64,
 }
 
 /// A write the provider stored.

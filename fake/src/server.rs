@@ -71,11 +71,24 @@ fn respond(status: u16, headers: Headers, body: String) -> Response<Full<Bytes>>
     r
 }
 
-/// Tokens an attempt is charged: its body at four bytes a token, plus its `max_tokens`.
+/// Tokens an attempt is charged: its prompt — the characters of its messages' `content`,
+/// four to a token, rounded up, or without messages its body at four bytes a token — plus
+/// its `max_tokens`, reserved whole as providers do.
 fn tokens_of(body: &[u8]) -> (u64, u64) {
-    let input = body.len() as u64 / 4;
-    let output = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
+    let parsed = serde_json::from_slice::<serde_json::Value>(body).ok();
+    let content: Option<u64> = parsed
+        .as_ref()
+        .and_then(|v| v.get("messages"))
+        .and_then(serde_json::Value::as_array)
+        .map(|messages| {
+            messages
+                .iter()
+                .filter_map(|m| m.get("content").and_then(serde_json::Value::as_str))
+                .map(|c| c.chars().count() as u64)
+                .sum()
+        });
+    let input = content.map_or(body.len() as u64 / 4, |chars| chars.div_ceil(4));
+    let output = parsed
         .and_then(|v| v.get("max_tokens").and_then(serde_json::Value::as_u64))
         .unwrap_or(0);
     (input, output)
@@ -110,6 +123,7 @@ pub(crate) async fn handle(
             path: path.clone(),
             idempotency_key: key.clone(),
             status: None,
+            tokens: 0,
         });
         (ledger.attempts.len() - 1, fault)
     };
@@ -164,6 +178,9 @@ pub(crate) async fn handle(
         (taken, quota)
     };
     let mut headers = style.quota_headers(&quota, wall());
+    if taken.is_ok() {
+        shared.ledger().attempts[index].tokens = input + output;
+    }
     if let Err(exceeded) = taken {
         let secs =
             exceeded.retry_after.as_secs() + u64::from(exceeded.retry_after.subsec_nanos() > 0);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sluice::admission::{Admission, Config};
 use sluice::audit::{AuditKey, AuditLog, AuditSettings};
-use sluice::clock::{SystemClock, TokioClock};
+use sluice::clock::TokioClock;
 use sluice::execute::{Call, Executor};
 use sluice::guard::{GuardedPolicy, QuarantinePolicy};
 use sluice::journal::Journal;
@@ -50,7 +50,8 @@ pub fn audit_key() -> AuditKey {
     AuditKey::from_bytes(&[7; 32])
 }
 
-/// A host in front of a provider, reading it with the bundled `plugin` (also the provider's
+/// A host in front of a provider (on tokio's clock, so a test on a paused clock runs the
+/// host on virtual time), reading it with the bundled `plugin` (also the provider's
 /// name), keeping its state at `paths`.
 ///
 /// # Panics
@@ -60,7 +61,7 @@ pub fn host(plugin: &str, paths: &Paths, retry: RetryConfig, attempt_timeout: Du
     let guarded = GuardedPolicy::new(
         Arc::new(rt.load_bundled(plugin).expect("a bundled plugin")),
         QuarantinePolicy::default(),
-        Arc::new(SystemClock),
+        Arc::new(TokioClock),
     );
     let config = format!("[providers.{plugin}.limits]\nrequests_per_minute = 6000\n");
     let admission = Admission::new(Config::from_toml(&config).unwrap(), Arc::new(TokioClock))
@@ -75,7 +76,7 @@ pub fn host(plugin: &str, paths: &Paths, retry: RetryConfig, attempt_timeout: Du
         HashMap::from([(plugin.to_owned(), Arc::new(guarded))]),
         transport,
         retry,
-        Arc::new(SystemClock),
+        Arc::new(TokioClock),
         42,
     );
     let journal = Journal::open(&paths.journal).expect("journal");
@@ -83,12 +84,11 @@ pub fn host(plugin: &str, paths: &Paths, retry: RetryConfig, attempt_timeout: Du
         witness: Some(paths.witness.clone()),
         ..AuditSettings::default()
     };
-    let clock = SystemClock;
     let audit = AuditLog::open(
         &paths.audit,
         audit_key(),
         settings,
-        sluice::clock::Clock::wall_ms(&clock),
+        sluice::clock::Clock::wall_ms(&TokioClock),
     )
     .expect("audit log");
     Writes::new(
@@ -96,7 +96,7 @@ pub fn host(plugin: &str, paths: &Paths, retry: RetryConfig, attempt_timeout: Du
         Arc::new(journal),
         Arc::new(audit),
         Arc::new(|_: &str, _: &str| vec![("authorization".to_owned(), SECRET.to_owned())]),
-        Arc::new(SystemClock),
+        Arc::new(TokioClock),
     )
 }
 

@@ -30,9 +30,9 @@ pub struct Spent {
     pub waited_ms: u64,
     /// The call's time budget, in milliseconds.
     pub time_budget_ms: Option<u64>,
-    /// Whether the last call sent anything.
+    /// Whether any attempt was sent.
     pub sent: bool,
-    /// Whether the last call got any answer.
+    /// Whether any attempt got an answer.
     pub answered: bool,
 }
 
@@ -113,6 +113,7 @@ pub(super) fn build(
                 .collect()
         })
         .unwrap_or_default();
+    let attempts = writes.journal.attempts_of(action.id)?;
     Ok(Case {
         kind: kind.name().to_owned(),
         reason: reason.to_owned(),
@@ -129,17 +130,17 @@ pub(super) fn build(
         client_reference: action.client_reference.clone(),
         operation_id: action.operation_id.clone(),
         reconciliation_query: query,
-        attempts: writes.journal.attempts_of(action.id)?,
-        limit_headers,
         spent: Spent {
             attempts: action.attempts,
             waited_ms: terminal.map_or(0, |t| {
                 u64::try_from(t.waited.as_millis()).unwrap_or(u64::MAX)
             }),
             time_budget_ms: stored.deadline_ms,
-            sent: terminal.is_some_and(|t| t.sent),
-            answered: terminal.is_some_and(|t| t.response_received),
+            sent: action.attempts > 0,
+            answered: attempts.iter().any(|a| a.status.is_some()),
         },
+        attempts,
+        limit_headers,
         options: kind
             .options()
             .iter()

@@ -2,6 +2,7 @@
 
 mod audit_cmd;
 mod config_cmd;
+mod demo;
 mod escalations_cmd;
 mod plugin_cmd;
 
@@ -29,6 +30,9 @@ enum Command {
         #[command(subcommand)]
         command: config_cmd::ConfigCommand,
     },
+    /// Run a reference workload on embedded fake providers, through sluice and through a
+    /// naive client side by side, and report what each achieved.
+    Demo(demo::DemoArgs),
     /// List, show and resolve escalations: the decisions a person must make.
     Escalations {
         #[command(subcommand)]
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
         Command::Config { command } => config_cmd::run(command),
         Command::Audit { command } => audit_cmd::run(command),
         Command::Escalations { command } => escalations_cmd::run(command),
+        Command::Demo(args) => demo::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,67 @@
+//! `sluice demo`, run as the README runs it: its JSON report must show what sluice promises —
+//! no duplicate effect, the account used to at least 95%, at most 0.5% of attempts answered
+//! 429, equal tenants treated equally — and the audit log verified.
+
+use std::process::Command;
+
+#[test]
+fn the_demo_report_holds_sluice_to_its_promises() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("demo.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["demo", "--seed", "7", "--json"])
+        .arg(&json)
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .output()
+        .expect("run sluice demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("checks on sluice"), "{stdout}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let s = &r["sluice"];
+    let w = &s["writes"];
+    assert!(w["logical_actions"].as_u64().unwrap() > 0, "{w}");
+    assert!(w["dropped_after_storing"].as_u64().unwrap() > 0, "{w}");
+    assert_eq!(w["duplicate_effects"], 0, "{w}");
+    assert_eq!(w["effects_stored"], w["succeeded"], "{w}");
+    assert_eq!(
+        w["reconciliations"], w["dropped_after_storing"],
+        "each drop settled by reconciliation: {w}"
+    );
+    let p = &s["provider"];
+    let utilization = p["tpm_utilization"]
+        .as_f64()
+        .unwrap()
+        .max(p["rpm_utilization"].as_f64().unwrap());
+    assert!(utilization >= 0.95, "{p}");
+    assert!(utilization <= 1.0, "never past the account's limit: {p}");
+    assert!(p["rate_limited_share"].as_f64().unwrap() <= 0.005, "{p}");
+    assert!(s["fairness_equal_tenants"].as_f64().unwrap() >= 0.95, "{s}");
+    assert_eq!(s["audit"]["verified"], true, "{s}");
+    // The noisy tenant, with nearly twice the agents of any other, gets no more than an
+    // equal tenant.
+    let share = |t: &str| {
+        s["tenants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["tenant"] == t)
+            .unwrap()["share_of_capacity"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(share("noisy") <= share("acme"), "{s}");
+    // The naive client ran the same agents beside it.
+    assert!(r["naive"]["provider"]["attempts"].as_u64().unwrap() > 0);
+    assert!(
+        r["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["passed"] == true)
+    );
+}
