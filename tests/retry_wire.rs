@@ -3,49 +3,16 @@
 //! counters. These tests run on real time (the fake provider and the host share a loopback
 //! socket), with waits of a few seconds at most, but for the 10-second `Retry-After`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice::admission::{Admission, Config};
-use sluice::clock::{SystemClock, TokioClock};
-use sluice::execute::{Call, Executor, NextAction, Outcome, Reason, Terminal};
-use sluice::guard::{GuardedPolicy, QuarantinePolicy};
+use sluice::execute::{Call, NextAction, Outcome, Reason, Terminal};
 use sluice::policy::RequestClass;
 use sluice::retry::{RetryConfig, Stop};
-use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
-use sluice_tests::runtime;
+use sluice_tests::stack::executor;
 
 const CHAT: &str = "/v1/chat/completions";
-
-/// An executor in front of `fake`, reading it with the bundled `plugin`.
-fn executor(plugin: &str, retry: RetryConfig, attempt_timeout: Duration) -> Executor {
-    let rt = runtime();
-    let guarded = GuardedPolicy::new(
-        Arc::new(rt.load_bundled(plugin).expect("a bundled plugin")),
-        QuarantinePolicy::default(),
-        Arc::new(SystemClock),
-    );
-    let admission = Admission::new(
-        Config::from_toml("[providers.openai.limits]\nrequests_per_minute = 6000\n").unwrap(),
-        Arc::new(TokioClock),
-    )
-    .unwrap();
-    let transport = Transport::new(Timeouts {
-        connect: Duration::from_secs(2),
-        attempt: attempt_timeout,
-    })
-    .unwrap();
-    Executor::new(
-        admission,
-        HashMap::from([(plugin.to_owned(), Arc::new(guarded))]),
-        transport,
-        retry,
-        Arc::new(SystemClock),
-        42,
-    )
-}
 
 fn call(fake: &FakeProvider, provider: &str, path: &str, class: RequestClass) -> Call {
     Call {

@@ -362,7 +362,6 @@ impl Executor {
                 t.response_received = true;
                 t.last_status = Some(r.status);
                 permit.observe(&policy.parse_quota(&req, r).value);
-                t.last_response = Some(r.clone());
             }
             t.error_code.clone_from(&c.error_code);
             let spent = Spent {
@@ -404,6 +403,7 @@ impl Executor {
                     };
                 }
                 Next::Stop(stop) => {
+                    t.keep_answer(wire);
                     if breaks {
                         self.breakers.failure(&route, &failure, self.clock.now());
                     }
@@ -411,6 +411,7 @@ impl Executor {
                     return t.end(Reason::Stopped(stop), next);
                 }
                 Next::Retry { delay } => {
+                    t.keep_answer(wire);
                     if breaks {
                         self.breakers.failure(&route, &failure, self.clock.now());
                     }
@@ -546,7 +547,15 @@ struct Tally {
 }
 
 impl Tally {
-    fn end(&self, reason: Reason, next_action: NextAction) -> Outcome {
+    /// Keeps a failed attempt's answer for the call's [`Terminal`] (moved, not copied: a
+    /// success never pays for it).
+    fn keep_answer(&mut self, wire: Wire) {
+        if let Wire::Response(r) = wire {
+            self.last_response = Some(r);
+        }
+    }
+
+    fn end(self, reason: Reason, next_action: NextAction) -> Outcome {
         Outcome::Ended(Box::new(Terminal {
             reason,
             sent: self.sent,
@@ -554,8 +563,8 @@ impl Tally {
             attempts: self.attempts,
             waited: self.waited,
             last_status: self.last_status,
-            error_code: self.error_code.clone(),
-            last_response: self.last_response.clone(),
+            error_code: self.error_code,
+            last_response: self.last_response,
             next_action,
         }))
     }

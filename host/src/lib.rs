@@ -16,6 +16,7 @@ pub mod clock;
 pub mod execute;
 pub mod fallback;
 pub mod guard;
+mod hex;
 pub mod journal;
 pub mod plugin;
 pub mod policy;

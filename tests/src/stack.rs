@@ -50,13 +50,12 @@ pub fn audit_key() -> AuditKey {
     AuditKey::from_bytes(&[7; 32])
 }
 
-/// A host in front of a provider (on tokio's clock, so a test on a paused clock runs the
-/// host on virtual time), reading it with the bundled `plugin` (also the provider's
-/// name), keeping its state at `paths`.
+/// An executor in front of a provider, reading it with the bundled `plugin` (also the
+/// provider's name; its credentials get 6 000 requests a minute), on tokio's clock.
 ///
 /// # Panics
 /// When a part does not start.
-pub fn host(plugin: &str, paths: &Paths, retry: RetryConfig, attempt_timeout: Duration) -> Writes {
+pub fn executor(plugin: &str, retry: RetryConfig, attempt_timeout: Duration) -> Executor {
     let rt = runtime();
     let guarded = GuardedPolicy::new(
         Arc::new(rt.load_bundled(plugin).expect("a bundled plugin")),
@@ -71,14 +70,24 @@ pub fn host(plugin: &str, paths: &Paths, retry: RetryConfig, attempt_timeout: Du
         attempt: attempt_timeout,
     })
     .expect("transport");
-    let executor = Executor::new(
+    Executor::new(
         admission,
         HashMap::from([(plugin.to_owned(), Arc::new(guarded))]),
         transport,
         retry,
         Arc::new(TokioClock),
         42,
-    );
+    )
+}
+
+/// A host in front of a provider (on tokio's clock, so a test on a paused clock runs the
+/// host on virtual time), reading it with the bundled `plugin` (also the provider's name),
+/// keeping its state at `paths`.
+///
+/// # Panics
+/// When a part does not start.
+pub fn host(plugin: &str, paths: &Paths, retry: RetryConfig, attempt_timeout: Duration) -> Writes {
+    let executor = executor(plugin, retry, attempt_timeout);
     let journal = Journal::open(&paths.journal).expect("journal");
     let settings = AuditSettings {
         witness: Some(paths.witness.clone()),

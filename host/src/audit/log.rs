@@ -145,22 +145,7 @@ impl AuditLog {
             return Err(AuditError::CheckpointEvent);
         }
         let mut s = self.state();
-        let record = Record {
-            seq: s.seq + 1,
-            time_ms: event.time_ms,
-            prev: to_hex(&s.head),
-            event: event.kind,
-            task: event.task.clone(),
-            action: event.action.clone(),
-            attempt: event.attempt,
-            idempotency_key: event.idempotency_key.clone(),
-            status: event.status,
-            retry_after_ms: event.retry_after_ms,
-            scope: event.scope.clone(),
-            due_ms: event.due_ms,
-            detail: event.detail.clone(),
-            checkpoint: None,
-        };
+        let record = Record::new(s.seq + 1, to_hex(&s.head), event, None);
         self.write(&mut s, &record)?;
         let seq = s.seq;
         s.since_checkpoint += 1;
@@ -284,27 +269,17 @@ impl AuditLog {
     fn write_checkpoint(&self, s: &mut State, time_ms: i64) -> Result<u64, AuditError> {
         let signature = self.key.sign(&checkpoint_message(s.seq, &s.head));
         let head = to_hex(&s.head);
-        let record = Record {
-            seq: s.seq + 1,
-            time_ms,
-            prev: head.clone(),
-            event: EventKind::Checkpoint,
-            task: None,
-            action: None,
-            attempt: None,
-            idempotency_key: None,
-            status: None,
-            retry_after_ms: None,
-            scope: None,
-            due_ms: None,
-            detail: None,
-            checkpoint: Some(Checkpoint {
+        let record = Record::new(
+            s.seq + 1,
+            head.clone(),
+            &Event::new(EventKind::Checkpoint, time_ms),
+            Some(Checkpoint {
                 covers: s.seq,
                 head,
                 key_id: self.key.key_id(),
                 sig: to_hex(&signature.to_bytes()),
             }),
-        };
+        );
         // The log first: a witness line the log lacks would read as a deleted tail.
         let line = self.write(s, &record)?;
         s.since_checkpoint = 0;

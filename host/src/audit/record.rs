@@ -8,7 +8,9 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::EventKind;
+pub(crate) use crate::hex::{from_hex, to_hex};
+
+use super::{Event, EventKind};
 
 /// The `prev` of the first record of a log: 32 zero bytes.
 pub(crate) const GENESIS: [u8; 32] = [0; 32];
@@ -45,6 +47,29 @@ pub(crate) struct Record {
     pub detail: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<Checkpoint>,
+}
+
+impl Record {
+    /// Record `seq`, chained to `prev` (hex), stating `event`'s facts and, for a checkpoint,
+    /// its signed statement.
+    pub fn new(seq: u64, prev: String, event: &Event, checkpoint: Option<Checkpoint>) -> Self {
+        Self {
+            seq,
+            time_ms: event.time_ms,
+            prev,
+            event: event.kind,
+            task: event.task.clone(),
+            action: event.action.clone(),
+            attempt: event.attempt,
+            idempotency_key: event.idempotency_key.clone(),
+            status: event.status,
+            retry_after_ms: event.retry_after_ms,
+            scope: event.scope.clone(),
+            due_ms: event.due_ms,
+            detail: event.detail.clone(),
+            checkpoint,
+        }
+    }
 }
 
 /// A checkpoint's signed statement: "record `covers` has hash `head`".
@@ -132,36 +157,4 @@ pub(crate) fn checkpoint_message(covers: u64, head: &[u8; 32]) -> Vec<u8> {
     m.extend_from_slice(&covers.to_be_bytes());
     m.extend_from_slice(head);
     m
-}
-
-/// Lower-case hex.
-pub(crate) fn to_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    s
-}
-
-/// Exactly `N` bytes from `2 * N` hex digits (either case), or `None`.
-pub(crate) fn from_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
-    fn digit(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        }
-    }
-    let s = s.as_bytes();
-    if s.len() != 2 * N {
-        return None;
-    }
-    let mut out = [0; N];
-    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
-        *o = (digit(pair[0])? << 4) | digit(pair[1])?;
-    }
-    Some(out)
 }

@@ -173,6 +173,27 @@ pub struct Approval {
     pub at_ms: i64,
 }
 
+impl Approval {
+    /// `action approval `retry-same-key` by ops@example`: what was approved, by whom.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} approval `{}` by {}",
+            self.kind,
+            self.decision.choice.name(),
+            self.decision.decided_by
+        )
+    }
+
+    /// The decider's note after `sep`, or nothing when there is none.
+    pub fn note_after(&self, sep: &str) -> String {
+        if self.decision.note.is_empty() {
+            String::new()
+        } else {
+            format!("{sep}{}", self.decision.note)
+        }
+    }
+}
+
 /// A recorded request to see an action's body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Disclosure {
@@ -323,6 +344,20 @@ impl Journal {
             .ok_or(JournalError::NoEscalation(id))
     }
 
+    /// The latest escalation about action `action`, if any.
+    ///
+    /// # Errors
+    /// A SQLite failure.
+    pub fn escalation_of(&self, action: i64) -> Result<Option<i64>, JournalError> {
+        self.conn()
+            .query_row(
+                "SELECT MAX(id) FROM escalations WHERE action_id = ?1",
+                [action],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sqlite(e))
+    }
+
     /// Resolves escalation `id` with `decision`, storing the approval record. A cancel is
     /// applied here at once (it sends nothing; for a spent time budget it cancels the whole
     /// task); the other choices wait for a host to apply them
@@ -462,7 +497,7 @@ impl Journal {
     /// Shows the body of escalation `id`'s action, recording who asked, when, first.
     ///
     /// # Errors
-    /// [`JournalError::NoEscalation`], an escalation about no action, or a SQLite failure.
+    /// [`JournalError::NoEscalation`], [`JournalError::NoBody`] or a SQLite failure.
     pub fn disclose_body(
         &self,
         id: i64,
@@ -470,11 +505,7 @@ impl Journal {
         at_ms: i64,
     ) -> Result<Vec<u8>, JournalError> {
         let e = self.escalation(id)?;
-        let action = e.action_id.ok_or_else(|| JournalError::Corrupt {
-            path: self.path.clone(),
-            what: "escalation",
-            why: format!("escalation {id} is about a task, not an action: it has no body"),
-        })?;
+        let action = e.action_id.ok_or(JournalError::NoBody(id))?;
         self.conn()
             .execute(
                 "INSERT INTO disclosures (escalation_id, action_id, task, asked_by, at_ms) \

@@ -24,6 +24,8 @@ use std::sync::{Mutex, PoisonError};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
 
+use crate::hex::to_hex;
+
 /// A logical action to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Intent {
@@ -94,6 +96,15 @@ pub enum Recorded {
     Existing(Action),
 }
 
+impl Recorded {
+    /// The action, new or found.
+    pub fn action(&self) -> &Action {
+        match self {
+            Self::New(a) | Self::Existing(a) => a,
+        }
+    }
+}
+
 /// A journal failure.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
@@ -135,6 +146,9 @@ pub enum JournalError {
     /// No such escalation.
     #[error("no escalation {0}: `sluice escalations list` shows the open ones")]
     NoEscalation(i64),
+    /// The escalation is about a task, not an action: there is no body to show.
+    #[error("escalation {0} is about a task, not an action: it has no body")]
+    NoBody(i64),
     /// The escalation was resolved before.
     #[error("escalation {0} is already resolved")]
     AlreadyResolved(i64),
@@ -149,16 +163,6 @@ pub enum JournalError {
         kind: &'static str,
         /// The valid choices.
         options: String,
-    },
-    /// A stored record could not be read back.
-    #[error("the journal at {path} holds an unreadable {what}: {why}")]
-    Corrupt {
-        /// The journal file.
-        path: String,
-        /// What was being read.
-        what: &'static str,
-        /// Why it could not be read.
-        why: String,
     },
 }
 
@@ -258,15 +262,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Action> {
         operation_id: r.get(11)?,
         request: r.get(12)?,
         goal: r.get(13)?,
-        body_sha256: hex(&r.get::<_, Vec<u8>>(14)?),
-    })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
+        body_sha256: to_hex(&r.get::<_, Vec<u8>>(14)?),
     })
 }
 
@@ -274,7 +270,7 @@ fn hex(bytes: &[u8]) -> String {
 /// caller can put it in the body (provider metadata) before the action is recorded.
 pub fn client_reference(task: &str, action: &str) -> String {
     let digest = Sha256::digest(format!("{task}\n{action}"));
-    format!("sluice-{}", &hex(&digest)[..24])
+    format!("sluice-{}", &to_hex(&digest)[..24])
 }
 
 impl Journal {

@@ -37,10 +37,11 @@ use crate::audit::{AuditLog, Event, EventKind};
 use crate::clock::Clock;
 use crate::execute::{Call, Executor, Terminal};
 use crate::journal::escalations::Kind;
-use crate::journal::{Action, Journal, JournalError, State};
+use crate::journal::{Action, Journal, JournalError, Recorded, State};
 
 pub use case::{Case, Choice as CaseOption};
 pub use request::StoredRequest;
+pub use send::is_reconciliation;
 
 /// One logical write of a task.
 #[derive(Debug, Clone)]
@@ -115,6 +116,10 @@ pub enum WriteError {
     /// The audit log could not be written; nothing is sent without it.
     #[error("the audit log: {0}")]
     Audit(String),
+    /// An attempt went out but its result could not be recorded; the action stays `sent`,
+    /// so it is settled by reading, never resent.
+    #[error("an attempt's result could not be recorded (the action stays `sent`): {0}")]
+    NotRecorded(String),
     /// The journal holds a request this host cannot read back.
     #[error("action {id}: its stored request is unreadable: {why}")]
     StoredRequest {
@@ -205,6 +210,14 @@ pub fn task_id(task: &str) -> TaskId {
     TaskId(hash)
 }
 
+/// Who works on an action in this host.
+enum Claim<'a> {
+    /// This run: the guard gives the action back when dropped.
+    Mine(InFlight<'a>),
+    /// Another run: this one waits for it to finish.
+    Theirs(watch::Receiver<bool>),
+}
+
 /// Marks an action as no longer in flight when the run that owns it ends.
 struct InFlight<'a> {
     writes: &'a Writes,
@@ -240,6 +253,33 @@ impl Writes {
             clock,
             listener: None,
             inflight: Mutex::default(),
+        }
+    }
+
+    /// Claims action `id` in `inflight` (the locked map), unless another run has it.
+    fn claim_locked(
+        &self,
+        inflight: &mut HashMap<i64, watch::Receiver<bool>>,
+        id: i64,
+    ) -> Claim<'_> {
+        if let Some(rx) = inflight.get(&id) {
+            return Claim::Theirs(rx.clone());
+        }
+        let (done, rx) = watch::channel(false);
+        inflight.insert(id, rx);
+        Claim::Mine(InFlight {
+            writes: self,
+            id,
+            done,
+        })
+    }
+
+    /// Claims action `id` for this run, unless this host is already working on it.
+    fn claim(&self, id: i64) -> Option<InFlight<'_>> {
+        let mut inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
+        match self.claim_locked(&mut inflight, id) {
+            Claim::Mine(guard) => Some(guard),
+            Claim::Theirs(_) => None,
         }
     }
 
@@ -290,43 +330,23 @@ impl Writes {
         let stored = StoredRequest::of(&write.call);
         let intent = stored.intent(write);
         self.step(Step::Recording);
-        let (recorded, owner) = {
+        let (recorded, claim) = {
             // Recording and claiming the action happen under one lock, so a second submit
             // in this host either finds the first in flight or finds it finished.
             let mut inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
             let recorded = self.journal.record(&intent)?;
-            let action = match &recorded {
-                crate::journal::Recorded::New(a) | crate::journal::Recorded::Existing(a) => a,
-            };
-            let owner = match inflight.get(&action.id) {
-                Some(rx) => Err(rx.clone()),
-                None => {
-                    let (tx, rx) = watch::channel(false);
-                    inflight.insert(action.id, rx);
-                    Ok(tx)
-                }
-            };
-            (recorded, owner)
+            let claim = self.claim_locked(&mut inflight, recorded.action().id);
+            (recorded, claim)
         };
-        let done = match owner {
-            Ok(done) => done,
-            Err(mut rx) => {
+        let _guard = match claim {
+            Claim::Mine(guard) => guard,
+            Claim::Theirs(mut rx) => {
                 let _ = rx.wait_for(|d| *d).await;
-                let id = match &recorded {
-                    crate::journal::Recorded::New(a) | crate::journal::Recorded::Existing(a) => {
-                        a.id
-                    }
-                };
-                return self.outcome_of(&self.journal.get(id)?);
+                return self.outcome_of(&self.journal.get(recorded.action().id)?);
             }
         };
         match recorded {
-            crate::journal::Recorded::New(action) => {
-                let _guard = InFlight {
-                    writes: self,
-                    id: action.id,
-                    done,
-                };
+            Recorded::New(action) => {
                 self.audit(
                     self.event(EventKind::ActionRequested, &action)
                         .scope(&write.call.credential)
@@ -338,14 +358,7 @@ impl Writes {
                 self.step(Step::IntentCommitted);
                 self.send(&action, &write.call, "send").await
             }
-            crate::journal::Recorded::Existing(action) => {
-                let _guard = InFlight {
-                    writes: self,
-                    id: action.id,
-                    done,
-                };
-                self.resume(action).await
-            }
+            Recorded::Existing(action) => self.resume(action).await,
         }
     }
 
@@ -405,13 +418,7 @@ impl Writes {
             },
             State::Cancelled => WriteOutcome::Cancelled { action },
             State::Escalated => {
-                let escalation = self
-                    .journal
-                    .escalations(false)?
-                    .into_iter()
-                    .rev()
-                    .find(|e| e.action_id == Some(action.id))
-                    .map_or(0, |e| e.id);
+                let escalation = self.journal.escalation_of(action.id)?.unwrap_or(0);
                 WriteOutcome::Escalated { action, escalation }
             }
             State::Pending | State::Sent | State::Uncertain | State::Reconciling => {

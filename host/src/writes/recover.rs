@@ -2,30 +2,12 @@
 
 use super::request::StoredRequest;
 use super::send::RESEND;
-use super::{InFlight, WriteError, WriteOutcome, Writes, task_id};
+use super::{WriteError, WriteOutcome, Writes, task_id};
 use crate::audit::{Event, EventKind};
 use crate::journal::escalations::{Approval, Choice};
-use crate::journal::{Intent, Recorded, State};
+use crate::journal::{Intent, State};
 
 impl Writes {
-    /// Claims action `id` for this run, unless this host is already working on it.
-    fn claim(&self, id: i64) -> Option<InFlight<'_>> {
-        let mut inflight = self
-            .inflight
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if inflight.contains_key(&id) {
-            return None;
-        }
-        let (done, rx) = tokio::sync::watch::channel(false);
-        inflight.insert(id, rx);
-        Some(InFlight {
-            writes: self,
-            id,
-            done,
-        })
-    }
-
     /// Resumes every unfinished action with its original key, then carries out decisions
     /// people made while no host ran. A `pending` action sent nothing and is sent; a
     /// `sent`, `uncertain` or `reconciling` one is settled by asking the provider, never
@@ -34,7 +16,6 @@ impl Writes {
     /// # Errors
     /// The journal or the audit log failed; what was done before stays done.
     pub async fn recover(&self) -> Result<Vec<WriteOutcome>, WriteError> {
-        self.audit_decisions()?;
         let mut outcomes = Vec::new();
         for action in self.journal.unfinished()? {
             let Some(_claim) = self.claim(action.id) else {
@@ -60,16 +41,10 @@ impl Writes {
                 EventKind::Decision
             };
             let mut event = Event::new(kind, a.at_ms).task(&a.task).detail(&format!(
-                "escalation {}: {} approval `{}` by {}{}",
+                "escalation {}: {}{}",
                 a.escalation_id,
-                a.kind,
-                a.decision.choice.name(),
-                a.decision.decided_by,
-                if a.decision.note.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", a.decision.note)
-                }
+                a.summary(),
+                a.note_after(": ")
             ));
             if let Some(id) = a.action_id
                 && let Ok(action) = self.journal.get(id)
@@ -157,8 +132,7 @@ impl Writes {
                     goal: action.goal.clone(),
                 };
                 self.journal.advance(id, State::Cancelled, None)?;
-                let (Recorded::New(fresh) | Recorded::Existing(fresh)) =
-                    self.journal.record(&intent)?;
+                let fresh = self.journal.record(&intent)?.action().clone();
                 self.audit(
                     self.event(EventKind::ActionRequested, &fresh)
                         .detail(&format!(

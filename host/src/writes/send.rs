@@ -13,6 +13,14 @@ use crate::policy::{Classification, Response, Verdict};
 
 /// The note of a resend with the same key.
 pub(super) const RESEND: &str = "resend with the same key";
+/// The note of a status query.
+pub(super) const STATUS_QUERY: &str = "status query";
+
+/// Whether `attempt` was part of settling an uncertain write (a status query, or a resend
+/// with the same key).
+pub fn is_reconciliation(attempt: &AttemptRecord) -> bool {
+    attempt.note.starts_with(RESEND) || attempt.note.starts_with(STATUS_QUERY)
+}
 
 /// Journals and audits each attempt of one action.
 struct Recorder<'a> {
@@ -141,25 +149,16 @@ impl Writes {
         if let Some(e) = error {
             // The journal or the log missed a result: leave the action as it is (`sent`),
             // so it is settled by reading, never resent.
-            return Err(WriteError::Audit(e));
+            return Err(WriteError::NotRecorded(e));
         }
         match outcome {
-            Outcome::Succeeded { response, .. } => {
-                let op = operation_id(&response);
-                let done = self
-                    .journal
-                    .advance(action.id, State::Succeeded, op.as_deref())?;
-                self.audit(
-                    self.event(EventKind::ActionResult, &done)
-                        .status(response.status)
-                        .detail(&format!(
-                            "succeeded; operation {}",
-                            op.as_deref().unwrap_or("unknown")
-                        )),
-                )?;
-                self.step(Step::ResultCommitted(State::Succeeded));
-                Ok(WriteOutcome::Succeeded { action: done })
-            }
+            Outcome::Succeeded { response, .. } => self.succeeded(
+                action,
+                operation_id(&response),
+                EventKind::ActionResult,
+                response.status,
+                "succeeded",
+            ),
             Outcome::Ended(t) => self.after_failure(action, t, refused, note).await,
         }
     }
@@ -220,6 +219,28 @@ impl Writes {
         self.step(Step::ResultCommitted(State::Uncertain));
         // A resend that did not settle it goes to a person, not round again.
         Box::pin(self.settle_with(uncertain, note != RESEND, None)).await
+    }
+}
+
+impl Writes {
+    /// Records that `action` happened — the journal, then the audit log — and says so.
+    pub(super) fn succeeded(
+        &self,
+        action: &Action,
+        op: Option<String>,
+        kind: EventKind,
+        status: u16,
+        how: &str,
+    ) -> Result<WriteOutcome, WriteError> {
+        let done = self
+            .journal
+            .advance(action.id, State::Succeeded, op.as_deref())?;
+        self.audit(self.event(kind, &done).status(status).detail(&format!(
+            "{how}; operation {}",
+            op.as_deref().unwrap_or("unknown")
+        )))?;
+        self.step(Step::ResultCommitted(State::Succeeded));
+        Ok(WriteOutcome::Succeeded { action: done })
     }
 }
 

@@ -3,7 +3,7 @@
 //! to a person.
 
 use super::request::StoredRequest;
-use super::send::RESEND;
+use super::send::{RESEND, STATUS_QUERY};
 use super::{Step, WriteError, WriteOutcome, Writes};
 use crate::audit::EventKind;
 use crate::execute::{Call, Outcome};
@@ -101,21 +101,13 @@ impl Writes {
             return self.escalate(&action, Kind::UncertainWrite, &why, None, Some(shown));
         };
         match policy.read_reconciliation(&write, &response).value {
-            Reconciliation::Found(op) => {
-                let done = self
-                    .journal
-                    .advance(action.id, State::Succeeded, op.as_deref())?;
-                self.audit(
-                    self.event(EventKind::Reconciled, &done)
-                        .status(response.status)
-                        .detail(&format!(
-                            "found: the write happened; operation {}",
-                            op.as_deref().unwrap_or("unknown")
-                        )),
-                )?;
-                self.step(Step::ResultCommitted(State::Succeeded));
-                Ok(WriteOutcome::Succeeded { action: done })
-            }
+            Reconciliation::Found(op) => self.succeeded(
+                &action,
+                op,
+                EventKind::Reconciled,
+                response.status,
+                "found: the write happened",
+            ),
             Reconciliation::NotFound if cancelled => {
                 self.audit(
                     self.event(EventKind::Reconciled, &action)
@@ -211,14 +203,14 @@ impl Writes {
                 status,
                 retry_after_ms: None,
                 note: format!(
-                    "status query {} {} ({attempts} attempt(s))",
+                    "{STATUS_QUERY} {} {} ({attempts} attempt(s))",
                     q.method, q.url
                 ),
             },
         )?;
         let mut event = self
             .event(EventKind::Reconciled, action)
-            .detail(&format!("status query {} {}", q.method, q.url));
+            .detail(&format!("{STATUS_QUERY} {} {}", q.method, q.url));
         if let Some(s) = status {
             event = event.status(s);
         }

@@ -51,7 +51,7 @@ pub fn run(command: AuditCommand) -> anyhow::Result<ExitCode> {
 
 fn keygen(secret: &Path, public: &Path) -> anyhow::Result<ExitCode> {
     let key = audit::generate(secret, public)?;
-    print(&format!(
+    crate::print_once(&format!(
         "wrote the secret key to {} (keep it apart from the log) and the public key to {} \
          (key id {})\n",
         secret.display(),
@@ -70,7 +70,7 @@ fn verify(
     let report = match audit::verify(log, &key, witness, allow_open_tail) {
         Ok(report) => report,
         Err(VerifyError::Tampered(finding)) => {
-            print(&format!("tampered: {finding}\n"))?;
+            crate::print_once(&format!("tampered: {finding}\n"))?;
             return Ok(ExitCode::from(1));
         }
         Err(e @ VerifyError::Unreadable { .. }) => return Err(e.into()),
@@ -92,15 +92,6 @@ fn verify(
         out.push_str(&format!("; {n} witness checkpoints found in the log"));
     }
     out.push('\n');
-    print(&out)?;
+    crate::print_once(&out)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Prints in one write: a reader that stops early (`| head`) is not an error.
-fn print(text: &str) -> anyhow::Result<ExitCode> {
-    let mut stdout = std::io::stdout().lock();
-    match std::io::Write::write_all(&mut stdout, text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
-    }
 }

@@ -74,11 +74,7 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         config.tenants.assign.len(),
         config.tenants.default_tier
     );
-    let mut stdout = std::io::stdout().lock();
-    match std::io::Write::write_all(&mut stdout, out.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    crate::print_once(&out)
 }
 
 fn print_limits(out: &mut String, what: &str, limits: &Limits, margin: f64) -> anyhow::Result<()> {

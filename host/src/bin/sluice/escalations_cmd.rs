@@ -3,7 +3,6 @@
 //! decision. Decisions are written to the journal; the host carries them out and copies them
 //! into the audit log (`Writes::apply_decisions`, and at every start).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -108,11 +107,6 @@ fn open(path: &Path) -> anyhow::Result<Journal> {
     Ok(Journal::open(path)?)
 }
 
-/// Prints `text` in one write: a reader that stops early is not an error.
-fn emit(text: &str) {
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-}
-
 fn list(journal: &Journal, all: bool) -> anyhow::Result<ExitCode> {
     let mut out = String::new();
     let escalations = journal.escalations(!all)?;
@@ -140,8 +134,7 @@ fn list(journal: &Journal, all: bool) -> anyhow::Result<ExitCode> {
             case["reason"].as_str().unwrap_or("")
         ));
     }
-    emit(&out);
-    Ok(ExitCode::SUCCESS)
+    crate::print_once(&out)
 }
 
 fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<ExitCode> {
@@ -162,15 +155,9 @@ fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<
         .filter(|a| a.escalation_id == id)
     {
         out.push_str(&format!(
-            "decision: {} approval `{}` by {}{}\n",
-            a.kind,
-            a.decision.choice.name(),
-            a.decision.decided_by,
-            if a.decision.note.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", a.decision.note)
-            }
+            "decision: {}{}\n",
+            a.summary(),
+            a.note_after(": ")
         ));
     }
     if let Some(by) = body_for {
@@ -180,8 +167,7 @@ fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<
         out.push_str(&String::from_utf8_lossy(&body));
         out.push('\n');
     }
-    emit(&out);
-    Ok(ExitCode::SUCCESS)
+    crate::print_once(&out)
 }
 
 fn resolve(journal: &Journal, id: i64, decision: &Decision) -> anyhow::Result<ExitCode> {
@@ -195,11 +181,8 @@ fn resolve(journal: &Journal, id: i64, decision: &Decision) -> anyhow::Result<Ex
     } else {
         ""
     };
-    emit(&format!(
-        "escalation {id}: {} approval `{}` by {} {next}{warning}\n",
-        approval.kind,
-        decision.choice.name(),
-        decision.decided_by
-    ));
-    Ok(ExitCode::SUCCESS)
+    crate::print_once(&format!(
+        "escalation {id}: {} {next}{warning}\n",
+        approval.summary()
+    ))
 }

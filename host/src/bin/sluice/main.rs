@@ -45,6 +45,16 @@ enum Command {
     },
 }
 
+/// Prints `text` to stdout in one write. A reader that stops early (`| head`) closes the pipe:
+/// that is not an error, and a report printed in one write never panics on it.
+fn print_once(text: &str) -> anyhow::Result<ExitCode> {
+    let mut stdout = std::io::stdout().lock();
+    match std::io::Write::write_all(&mut stdout, text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(

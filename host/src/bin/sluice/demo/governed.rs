@@ -162,10 +162,9 @@ pub async fn run(
     let reconciliations = actions
         .iter()
         .filter(|a| {
-            journal.attempts_of(a.id).is_ok_and(|at| {
-                at.iter()
-                    .any(|r| r.note.contains("same key") || r.note.contains("status query"))
-            })
+            journal
+                .attempts_of(a.id)
+                .is_ok_and(|at| at.iter().any(sluice::writes::is_reconciliation))
         })
         .count();
     let writes = WriteRun {

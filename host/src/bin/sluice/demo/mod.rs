@@ -137,7 +137,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         Side::of(naive, duration),
     );
     let text = report.render();
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    crate::print_once(&text)?;
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, json).with_context(|| format!("write {}", path.display()))?;
