@@ -65,3 +65,35 @@ fn the_demo_report_holds_sluice_to_its_promises() {
             .all(|c| c["passed"] == true)
     );
 }
+
+#[test]
+fn bad_options_are_named_and_an_earlier_run_is_never_mixed_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let sluice = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("demo")
+            .args(args)
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .output()
+            .expect("run sluice demo")
+    };
+    let few = sluice(&["--agents", "3"]);
+    assert_eq!(few.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&few.stderr).contains("--agents 3 is too few"));
+
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::write(state.join("journal.sqlite"), b"an earlier run").unwrap();
+    let used = sluice(&["--duration", "60", "--state-dir", state.to_str().unwrap()]);
+    assert_eq!(used.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&used.stderr);
+    assert!(
+        err.contains(state.to_str().unwrap()) && err.contains("not empty"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(state.join("journal.sqlite")).unwrap(),
+        b"an earlier run",
+        "nothing overwritten"
+    );
+}

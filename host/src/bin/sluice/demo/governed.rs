@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use sluice::admission::{Admission, Class, Config};
-use sluice::audit::{AuditKey, AuditLog, AuditSettings, verify};
+use sluice::audit::{AuditLog, AuditSettings, verify};
 use sluice::clock::{Clock, TokioClock};
 use sluice::execute::{Call, Executor, Outcome};
 use sluice::guard::{GuardedPolicy, QuarantinePolicy};
@@ -91,15 +91,19 @@ fn call(agent: &Agent, provider: &str, url: String, class: RequestClass, body: S
     }
 }
 
-/// Runs the workload through one sluice host; its journal and audit log go under `state`.
+/// Runs the workload through one sluice host; its journal, audit log, witness and public key
+/// go under `state`, its audit signing key under `keys`.
 pub async fn run(
     agents: &[Agent],
     duration: Duration,
     chat: &FakeProvider,
     payments: &FakeProvider,
     state: &Path,
+    keys: &Path,
 ) -> anyhow::Result<Raw> {
-    let key = AuditKey::generate()?;
+    // The signing key is kept apart from the log (and dropped with its directory); the
+    // public key stays beside the log, for `sluice audit verify`.
+    let key = sluice::audit::generate(&keys.join("audit.key"), &state.join("audit.pub"))?;
     let public = key.verifying_key();
     let (log, witness) = (state.join("audit.log"), state.join("audit.witness"));
     let audit = Arc::new(

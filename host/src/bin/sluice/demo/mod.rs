@@ -48,7 +48,8 @@ pub struct DemoArgs {
     /// Run on the wall clock instead of virtual time.
     #[arg(long)]
     real_time: bool,
-    /// Keep the journal and the audit log here (default: a temporary directory, removed).
+    /// Keep the journal, the audit log, its witness and public key in this new or empty
+    /// directory (default: a temporary directory, removed).
     #[arg(long)]
     state_dir: Option<PathBuf>,
 }
@@ -90,6 +91,14 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if args.duration == 0 {
         anyhow::bail!("--duration must be at least 1 second");
     }
+    if args.agents < workload::MIN_AGENTS {
+        anyhow::bail!(
+            "--agents {} is too few: the workload needs at least {} (an interactive and a \
+             background agent for each of the three equal tenants, and a noisy one)",
+            args.agents,
+            workload::MIN_AGENTS
+        );
+    }
     let duration = Duration::from_secs(args.duration);
     let agents = workload::agents(args.agents, args.seed);
     let drops = workload::drops(duration, args.seed);
@@ -104,6 +113,19 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("create the state directory {}", dir.display()))?;
+            // A journal from an earlier run would answer this run's actions as done: never
+            // mix runs, never overwrite one.
+            let used = std::fs::read_dir(dir)
+                .with_context(|| format!("read the state directory {}", dir.display()))?
+                .next()
+                .is_some();
+            if used {
+                anyhow::bail!(
+                    "the state directory {} is not empty (an earlier run's journal and audit \
+                     log?): give a new or empty directory",
+                    dir.display()
+                );
+            }
             dir.clone()
         }
         None => {
@@ -123,7 +145,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     );
     let (sluice, naive) = rt.block_on(async {
         let (chat, payments) = providers(&drops).await?;
-        let sluice = governed::run(&agents, duration, &chat, &payments, &state).await?;
+        let keys = tempfile::tempdir().context("make a directory for the audit key")?;
+        let sluice =
+            governed::run(&agents, duration, &chat, &payments, &state, keys.path()).await?;
         let (chat, payments) = providers(&drops).await?;
         let naive = naive::run(&agents, duration, &chat, &payments).await;
         anyhow::Ok((sluice, naive))

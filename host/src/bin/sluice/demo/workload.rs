@@ -48,10 +48,13 @@ pub enum Op {
     },
 }
 
-/// The agents for `n` in all: the noisy tenant gets three eighths of them, all background;
+/// The fewest agents the workload runs with.
+pub const MIN_AGENTS: usize = EQUAL_TENANTS.len() * 2 + 1;
+
+/// The agents for `n` in all (at least [`MIN_AGENTS`]): the noisy tenant gets three eighths of them, all background;
 /// each equal tenant one interactive agent and its share of the rest.
 pub fn agents(n: usize, seed: u64) -> Vec<Agent> {
-    let n = n.max(EQUAL_TENANTS.len() * 2 + 1);
+    let n = n.max(MIN_AGENTS);
     let noisy = n * 3 / 8;
     let per_tenant = (n - noisy) / EQUAL_TENANTS.len();
     let mut out = Vec::new();
