@@ -67,7 +67,8 @@ pub fn executor(plugin: &str, retry: RetryConfig, attempt_timeout: Duration) -> 
         .expect("admission");
     let transport = Transport::new(Timeouts {
         connect: Duration::from_secs(2),
-        attempt: attempt_timeout,
+        first_byte: attempt_timeout,
+        idle: attempt_timeout,
     })
     .expect("transport");
     Executor::new(

@@ -9,8 +9,16 @@
 //! What cannot be told apart is counted as sent: a timeout after the connection opened, or
 //! a connection that broke mid-exchange, may have delivered the request, so a write that
 //! ends that way is `outcome-unknown` and goes to reconciliation, never to a blind resend.
+//!
+//! An attempt is not limited in total, because a long generation streams for minutes: it
+//! must show its first byte within [`Timeouts::first_byte`], and then never go quiet for
+//! longer than [`Timeouts::idle`] between chunks.
+
+mod client;
 
 use std::time::Duration;
+
+use bytes::Bytes;
 
 use crate::policy::{Outcome, Request, Response, TransportFailure, encode_fields, field_pairs};
 
@@ -24,44 +32,80 @@ pub struct TransportError(#[from] reqwest::Error);
 pub struct Timeouts {
     /// Opening the connection (TCP and TLS). Failing here sent nothing.
     pub connect: Duration,
-    /// The whole attempt, from sending to the last byte of the response.
-    pub attempt: Duration,
+    /// From sending the request to the response's status line and headers.
+    pub first_byte: Duration,
+    /// The longest silence between two chunks of a response body.
+    pub idle: Duration,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
         Self {
             connect: Duration::from_secs(5),
-            attempt: Duration::from_secs(60),
+            first_byte: Duration::from_secs(120),
+            idle: Duration::from_secs(30),
         }
     }
+}
+
+/// Why an attempt got no (whole) answer: the failure as the contract sorts it, and what the
+/// HTTP client said, for people (it names a refused certificate, a refused connection...).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{detail}")]
+pub struct Fault {
+    /// Whether the request may have reached the provider.
+    pub failure: TransportFailure,
+    /// The client's error and its causes, one line.
+    pub detail: String,
 }
 
 /// The HTTP client the host sends with.
 #[derive(Debug, Clone)]
 pub struct Transport {
     client: reqwest::Client,
+    timeouts: Timeouts,
+}
+
+/// An attempt whose status line and headers arrived; its body is read chunk by chunk.
+#[derive(Debug)]
+pub struct Started {
+    /// The status.
+    pub status: u16,
+    /// The headers, as a WIT `fields` block.
+    pub headers: String,
+    body: reqwest::Response,
+    idle: Duration,
 }
 
 impl Transport {
-    /// A client with `timeouts`, no redirects and no retries.
-    ///
-    /// # Errors
-    /// [`TransportError`] when the client cannot be built.
-    pub fn new(timeouts: Timeouts) -> Result<Self, TransportError> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(timeouts.connect)
-            .timeout(timeouts.attempt)
-            .build()?;
-        Ok(Self { client })
+    /// The timeouts attempts run under.
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
     }
 
     /// Sends `req` once, with `secrets` (credential headers, kept out of `req` so that
-    /// plugins never see them) added.
+    /// plugins never see them) added, and reads the whole answer.
     pub async fn send(&self, req: &Request, secrets: &[(&str, &str)]) -> Outcome {
+        let started = match self.start(req, secrets).await {
+            Ok(s) => s,
+            Err(f) => return Outcome::Transport(f.failure),
+        };
+        match started.collect().await {
+            Ok(r) => Outcome::Response(r),
+            Err(f) => Outcome::Transport(f.failure),
+        }
+    }
+
+    /// Sends `req` once and waits for the status line and headers.
+    ///
+    /// # Errors
+    /// A [`Fault`] when no answer began within [`Timeouts::first_byte`] or the exchange broke.
+    pub async fn start(&self, req: &Request, secrets: &[(&str, &str)]) -> Result<Started, Fault> {
         let Ok(method) = reqwest::Method::from_bytes(req.method.as_bytes()) else {
-            return Outcome::Transport(TransportFailure::ConnectFailed);
+            return Err(Fault {
+                failure: TransportFailure::ConnectFailed,
+                detail: format!("`{}` is not an HTTP method", req.method),
+            });
         };
         let mut builder = self.client.request(method, &req.url);
         for (name, value) in field_pairs(&req.headers).chain(secrets.iter().copied()) {
@@ -70,32 +114,88 @@ impl Transport {
         if !req.body.is_empty() {
             builder = builder.body(req.body.clone());
         }
-        match builder.send().await {
-            Ok(resp) => read(resp).await,
-            Err(e) => Outcome::Transport(failure(&e)),
-        }
+        let sent = tokio::time::timeout(self.timeouts.first_byte, builder.send()).await;
+        let resp = match sent {
+            Ok(Ok(resp)) => resp,
+            Ok(Err(e)) => return Err(fault(&e, failure(&e))),
+            Err(_) => {
+                return Err(Fault {
+                    failure: TransportFailure::TimeoutAfterSend,
+                    detail: format!(
+                        "no answer within {:?} of sending",
+                        self.timeouts.first_byte
+                    ),
+                });
+            }
+        };
+        let pairs: Vec<(String, String)> = resp
+            .headers()
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect();
+        let headers =
+            encode_fields(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str()))).unwrap_or_default();
+        Ok(Started {
+            status: resp.status().as_u16(),
+            headers,
+            body: resp,
+            idle: self.timeouts.idle,
+        })
     }
 }
 
-async fn read(resp: reqwest::Response) -> Outcome {
-    let status = resp.status().as_u16();
-    let pairs: Vec<(String, String)> = resp
-        .headers()
-        .iter()
-        .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
-        .collect();
-    let headers =
-        encode_fields(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str()))).unwrap_or_default();
-    match resp.bytes().await {
-        Ok(body) => Outcome::Response(Response {
-            status,
-            headers,
-            body: body.to_vec(),
-        }),
-        // The status line arrived, so the request did: what it did is not known.
-        Err(e) if e.is_timeout() => Outcome::Transport(TransportFailure::TimeoutAfterSend),
-        Err(_) => Outcome::Transport(TransportFailure::ResetAfterSend),
+impl Started {
+    /// The next chunk of the body; `None` at its end.
+    ///
+    /// # Errors
+    /// A [`Fault`] (always *after send*: the request arrived) when the body broke off or went
+    /// quiet for longer than the idle limit.
+    pub async fn chunk(&mut self) -> Result<Option<Bytes>, Fault> {
+        match tokio::time::timeout(self.idle, self.body.chunk()).await {
+            Ok(Ok(chunk)) => Ok(chunk),
+            Ok(Err(e)) => {
+                let f = if e.is_timeout() {
+                    TransportFailure::TimeoutAfterSend
+                } else {
+                    TransportFailure::ResetAfterSend
+                };
+                Err(fault(&e, f))
+            }
+            Err(_) => Err(Fault {
+                failure: TransportFailure::TimeoutAfterSend,
+                detail: format!("the body went quiet for {:?}", self.idle),
+            }),
+        }
     }
+
+    /// Reads the whole body.
+    ///
+    /// # Errors
+    /// As [`Started::chunk`]: the status line arrived, so the request did, and what it did
+    /// is not known.
+    pub async fn collect(mut self) -> Result<Response, Fault> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.chunk().await? {
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Response {
+            status: self.status,
+            headers: self.headers,
+            body,
+        })
+    }
+}
+
+/// A [`Fault`] of `failure` with the error's whole chain of causes.
+fn fault(e: &reqwest::Error, failure: TransportFailure) -> Fault {
+    let mut detail = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
+        source = s.source();
+    }
+    Fault { failure, detail }
 }
 
 /// Sorts a failed attempt by whether the request may have reached the provider.

@@ -57,7 +57,8 @@ fn executor() -> anyhow::Result<Executor> {
     let admission = Admission::new(Config::from_toml(&admission_config())?, clock.clone())?;
     let transport = Transport::new(Timeouts {
         connect: Duration::from_secs(2),
-        attempt: Duration::from_secs(30),
+        first_byte: Duration::from_secs(30),
+        idle: Duration::from_secs(30),
     })?;
     Ok(Executor::new(
         admission,
