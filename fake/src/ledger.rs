@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::bucket::Buckets;
 use crate::script::Fault;
 use crate::window::Window;
 
@@ -25,6 +26,12 @@ pub struct Attempt {
     /// Tokens the attempt was charged against the provider's tokens per minute (0 when it
     /// was refused or never reached the limiter).
     pub tokens: u64,
+    /// Output tokens the answer actually produced (and its usage reports); for a stream, set
+    /// when it ends, in proportion to the events delivered if it was cut.
+    pub output_tokens: u64,
+    /// For a streamed answer: `Some(true)` once delivered whole, `Some(false)` if it was cut
+    /// or abandoned, `None` while it runs (or for an answer that is not a stream).
+    pub stream: Option<bool>,
 }
 
 /// A write the provider stored.
@@ -47,6 +54,7 @@ pub(crate) struct Ledger {
     pub by_key: HashMap<String, usize>,
     pub scripts: HashMap<String, VecDeque<Fault>>,
     pub window: Window,
+    pub buckets: Buckets,
 }
 
 impl Ledger {

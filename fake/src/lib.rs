@@ -28,20 +28,24 @@
 //! # }
 //! ```
 
+pub mod bucket;
 mod ledger;
 mod script;
 mod server;
+mod stream;
 mod style;
 pub mod window;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use ledger::{Attempt, Stored};
 pub use script::{Fault, RetryAfter};
+pub use stream::Cut;
 pub use style::Style;
 
 use server::Shared;
@@ -53,8 +57,18 @@ pub struct FakeConfig {
     pub style: Style,
     /// Requests per minute it allows; `None`: unlimited.
     pub rpm: Option<u64>,
-    /// Tokens per minute it allows (body bytes / 4 + `max_tokens`); `None`: unlimited.
+    /// Tokens per minute it allows (body bytes / 4 + `max_tokens`), counted when a request
+    /// is admitted (as OpenAI counts); `None`: unlimited.
     pub tpm: Option<u64>,
+    /// Input tokens per minute, a continuously refilled bucket (as Anthropic's); `None`:
+    /// unlimited.
+    pub itpm: Option<u64>,
+    /// Output tokens per minute, a continuously refilled bucket that reserves `max_tokens`
+    /// when a request starts and takes back what it did not produce when it ends (as
+    /// Anthropic's); `None`: unlimited.
+    pub otpm: Option<u64>,
+    /// The pause between two events of a streamed answer.
+    pub stream_gap: Duration,
 }
 
 impl FakeConfig {
@@ -64,6 +78,9 @@ impl FakeConfig {
             style,
             rpm: None,
             tpm: None,
+            itpm: None,
+            otpm: None,
+            stream_gap: Duration::from_millis(20),
         }
     }
 
@@ -78,6 +95,27 @@ impl FakeConfig {
     #[must_use]
     pub fn tpm(mut self, tpm: u64) -> Self {
         self.tpm = Some(tpm);
+        self
+    }
+
+    /// Allows `itpm` input tokens per minute (a token bucket).
+    #[must_use]
+    pub fn itpm(mut self, itpm: u64) -> Self {
+        self.itpm = Some(itpm);
+        self
+    }
+
+    /// Allows `otpm` output tokens per minute (a token bucket charged by actual output).
+    #[must_use]
+    pub fn otpm(mut self, otpm: u64) -> Self {
+        self.otpm = Some(otpm);
+        self
+    }
+
+    /// Pauses `gap` between two events of a streamed answer.
+    #[must_use]
+    pub fn stream_gap(mut self, gap: Duration) -> Self {
+        self.stream_gap = gap;
         self
     }
 }

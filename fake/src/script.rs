@@ -43,4 +43,10 @@ pub enum Fault {
     StoreThenDrop,
     /// Never answers; the connection stays open until the client gives up.
     Hang,
+    /// Answers a streamed request normally, then breaks the connection after this many
+    /// events, as a provider does when it fails mid-generation.
+    CutStream {
+        /// Events delivered before the cut.
+        after_events: u32,
+    },
 }

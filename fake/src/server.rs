@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
@@ -12,7 +13,11 @@ use tokio::time::Instant;
 use crate::FakeConfig;
 use crate::ledger::{Attempt, Ledger};
 use crate::script::{Fault, RetryAfter};
+use crate::stream::{self, Cut, SseBody};
 use crate::style::{Headers, Quota, Style};
+
+/// An answer's body: whole, or a stream of events.
+pub(crate) type Body = BoxBody<Bytes, Cut>;
 
 /// What the connection task shares.
 #[derive(Debug)]
@@ -52,13 +57,23 @@ pub(crate) fn now() -> Instant {
     Instant::now()
 }
 
-fn respond(status: u16, headers: Headers, body: String) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+fn respond(status: u16, headers: Headers, body: String) -> Response<Body> {
+    let whole = Full::new(Bytes::from(body)).map_err(|never| match never {});
+    with_headers(status, headers, whole.boxed(), "application/json")
+}
+
+fn with_headers(
+    status: u16,
+    headers: Headers,
+    body: Body,
+    content_type: &'static str,
+) -> Response<Body> {
+    let mut r = Response::new(body);
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();
     h.insert(
         "content-type",
-        hyper::header::HeaderValue::from_static("application/json"),
+        hyper::header::HeaderValue::from_static(content_type),
     );
     for (name, value) in headers {
         if let (Ok(n), Ok(v)) = (
@@ -71,10 +86,24 @@ fn respond(status: u16, headers: Headers, body: String) -> Response<Full<Bytes>>
     r
 }
 
-/// Tokens an attempt is charged: its prompt — the characters of its messages' `content`,
-/// four to a token, rounded up, or without messages its body at four bytes a token — plus
-/// its `max_tokens`, reserved whole as providers do.
-fn tokens_of(body: &[u8]) -> (u64, u64) {
+/// What an attempt asks for.
+#[derive(Debug, Clone, Copy)]
+struct Asked {
+    /// Its prompt: the characters of its messages' `content`, four to a token, rounded up,
+    /// or without messages its body at four bytes a token.
+    input: u64,
+    /// Its `max_tokens`, reserved whole as providers do.
+    max_output: u64,
+    /// `"stream": true`.
+    stream: bool,
+    /// `"stream_options": {"include_usage": true}`.
+    include_usage: bool,
+    /// What the model would write: a share of `max_tokens` (10% to 59%) fixed by the body,
+    /// as a real answer is usually shorter than its maximum.
+    output: u64,
+}
+
+fn asked(body: &[u8]) -> Asked {
     let parsed = serde_json::from_slice::<serde_json::Value>(body).ok();
     let content: Option<u64> = parsed
         .as_ref()
@@ -88,16 +117,38 @@ fn tokens_of(body: &[u8]) -> (u64, u64) {
                 .sum()
         });
     let input = content.map_or(body.len() as u64 / 4, |chars| chars.div_ceil(4));
-    let output = parsed
-        .and_then(|v| v.get("max_tokens").and_then(serde_json::Value::as_u64))
+    let field = |k: &str| parsed.as_ref().and_then(|v| v.get(k));
+    let max_output = field("max_tokens")
+        .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
-    (input, output)
+    let stream = field("stream").and_then(serde_json::Value::as_bool) == Some(true);
+    let include_usage = field("stream_options")
+        .and_then(|o| o.get("include_usage"))
+        .and_then(serde_json::Value::as_bool)
+        == Some(true);
+    // FNV-1a over the body: the same request always gets the same length of answer.
+    let hash = body.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let share = 10 + hash % 50;
+    let output = if max_output == 0 {
+        0
+    } else {
+        (max_output * share / 100).max(1)
+    };
+    Asked {
+        input,
+        max_output,
+        stream,
+        include_usage,
+        output,
+    }
 }
 
 pub(crate) async fn handle(
     shared: Arc<Shared>,
     req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Dropped> {
+) -> Result<Response<Body>, Dropped> {
     let (parts, body) = req.into_parts();
     let body = body.collect().await.map_err(|_| Dropped)?.to_bytes();
     let method = parts.method.as_str().to_owned();
@@ -124,6 +175,8 @@ pub(crate) async fn handle(
             idempotency_key: key.clone(),
             status: None,
             tokens: 0,
+            output_tokens: 0,
+            stream: None,
         });
         (ledger.attempts.len() - 1, fault)
     };
@@ -136,7 +189,11 @@ pub(crate) async fn handle(
             .unwrap_or_default()
     };
 
+    let mut cut_after = None;
     match fault {
+        Some(Fault::CutStream { after_events }) => {
+            cut_after = Some(usize::try_from(after_events).unwrap_or(usize::MAX));
+        }
         Some(Fault::Hang) => std::future::pending().await,
         Some(Fault::Slow(d)) => tokio::time::sleep(d).await,
         Some(Fault::StoreThenDrop) => {
@@ -161,12 +218,21 @@ pub(crate) async fn handle(
         None => {}
     }
 
-    let (input, output) = tokens_of(&body);
+    let asked = asked(&body);
     let (rpm, tpm) = (shared.config.rpm, shared.config.tpm);
     let t = now();
     let (taken, quota) = {
         let mut ledger = shared.ledger();
-        let taken = ledger.window.take(t, input + output, rpm, tpm);
+        let ledger = &mut *ledger;
+        let taken = ledger
+            .buckets
+            .take(&shared.config, t, asked.input, asked.max_output)
+            .and_then(|()| {
+                ledger
+                    .window
+                    .take(t, asked.input + asked.max_output, rpm, tpm)
+                    .inspect_err(|_| ledger.buckets.give_back(t, asked.input, asked.max_output))
+            });
         let (remaining_requests, remaining_tokens) = ledger.window.remaining(t, rpm, tpm);
         let quota = Quota {
             rpm,
@@ -174,12 +240,14 @@ pub(crate) async fn handle(
             remaining_requests,
             remaining_tokens,
             reset_after: ledger.window.reset_after(t),
+            input: ledger.buckets.input.as_mut().map(|b| b.figures(t)),
+            output: ledger.buckets.output.as_mut().map(|b| b.figures(t)),
         };
         (taken, quota)
     };
     let mut headers = style.quota_headers(&quota, wall());
     if taken.is_ok() {
-        shared.ledger().attempts[index].tokens = input + output;
+        shared.ledger().attempts[index].tokens = asked.input + asked.max_output;
     }
     if let Err(exceeded) = taken {
         let secs =
@@ -219,14 +287,73 @@ pub(crate) async fn handle(
                 .collect();
             return answer(200, headers, serde_json::json!({ "data": ids }).to_string());
         }
-        return answer(200, headers, style.success_body("read", input, output / 2));
+    }
+    if asked.stream {
+        return Ok(streamed(&shared, index, asked, cut_after, headers));
+    }
+    produced(&shared, index, t, &asked, asked.output);
+    if !write {
+        return answer(
+            200,
+            headers,
+            style.success_body("read", asked.input, asked.output),
+        );
     }
     let (i, replayed) = shared.ledger().store(key.as_deref(), &path, body);
     let id = shared.ledger().stored[i].id.clone();
     if replayed {
         headers.push(("idempotent-replayed".into(), "true".into()));
     }
-    answer(200, headers, style.success_body(&id, input, output / 2))
+    answer(
+        200,
+        headers,
+        style.success_body(&id, asked.input, asked.output),
+    )
+}
+
+/// Records what an attempt produced, and gives its reservation's unused part back.
+fn produced(shared: &Shared, index: usize, at: Instant, asked: &Asked, output: u64) {
+    let mut ledger = shared.ledger();
+    ledger
+        .buckets
+        .finish(at, asked.max_output.saturating_sub(output));
+    ledger.attempts[index].output_tokens = output;
+}
+
+/// A streamed answer: its output reservation is held until the stream ends, and what it
+/// produced is counted then (in proportion to the events delivered, if it was cut).
+fn streamed(
+    shared: &Arc<Shared>,
+    index: usize,
+    asked: Asked,
+    cut_after: Option<usize>,
+    headers: Headers,
+) -> Response<Body> {
+    let plan = stream::Plan {
+        style: shared.config.style,
+        input_tokens: asked.input,
+        output_tokens: asked.output,
+        include_usage: asked.include_usage,
+        cut_after,
+        gap: shared.config.stream_gap,
+    };
+    let total = stream::events(&plan, "x").len().max(1) as u64;
+    let on_end = {
+        let shared = shared.clone();
+        Box::new(move |delivered: usize, whole: bool| {
+            let output = if whole {
+                asked.output
+            } else {
+                asked.output * (delivered as u64).min(total) / total
+            };
+            produced(&shared, index, now(), &asked, output);
+            shared.ledger().attempts[index].stream = Some(whole);
+        })
+    };
+    shared.ledger().attempts[index].status = Some(200);
+    let id = format!("stream_{index:06}");
+    let body = SseBody::new(&plan, &id, on_end);
+    with_headers(200, headers, body.boxed(), "text/event-stream")
 }
 
 /// Serves one accepted connection until the client closes it or an attempt drops it.

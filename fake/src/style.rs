@@ -33,6 +33,10 @@ pub(crate) struct Quota {
     pub remaining_requests: u64,
     pub remaining_tokens: u64,
     pub reset_after: Duration,
+    /// The input-token bucket's limit, remaining and time until full, when it has one.
+    pub input: Option<(u64, u64, Duration)>,
+    /// The output-token bucket's, likewise.
+    pub output: Option<(u64, u64, Duration)>,
 }
 
 pub(crate) type Headers = Vec<(String, String)>;
@@ -108,6 +112,14 @@ impl Style {
                         q.remaining_tokens.to_string(),
                     ));
                     h.push(("anthropic-ratelimit-tokens-reset".into(), rfc3339(reset_at)));
+                }
+                for (name, figures) in [("input-tokens", q.input), ("output-tokens", q.output)] {
+                    if let Some((limit, remaining, until_full)) = figures {
+                        let p = format!("anthropic-ratelimit-{name}");
+                        h.push((format!("{p}-limit"), limit.to_string()));
+                        h.push((format!("{p}-remaining"), remaining.to_string()));
+                        h.push((format!("{p}-reset"), rfc3339(wall + until_full)));
+                    }
                 }
             }
             Self::GitHub => {

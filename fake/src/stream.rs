@@ -1,0 +1,165 @@
+//! Streamed answers (`"stream": true`): server-sent events in the provider's own shape,
+//! one event at a time with a pause between them, so a client can be seen passing a
+//! stream through chunk by chunk. A stream can be cut midway (a scripted fault): the
+//! connection breaks after some events, as a provider's does when it fails mid-generation.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame};
+use serde_json::json;
+use tokio::time::Sleep;
+
+use crate::style::Style;
+
+/// A stream the provider broke off on purpose.
+#[derive(Debug, thiserror::Error)]
+#[error("the fake provider cut the stream on purpose")]
+pub struct Cut;
+
+/// Called once when a stream ends: with the number of content events delivered, and whether
+/// the stream was delivered whole.
+pub(crate) type OnEnd = Box<dyn FnOnce(usize, bool) + Send + Sync>;
+
+/// What a streamed answer carries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plan {
+    pub style: Style,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Whether the final usage event is sent (OpenAI: only with `include_usage`).
+    pub include_usage: bool,
+    /// Break the connection after this many events.
+    pub cut_after: Option<usize>,
+    pub gap: Duration,
+}
+
+/// Content events in a stream: one per token up to 16.
+pub(crate) fn content_events(output_tokens: u64) -> usize {
+    usize::try_from(output_tokens.clamp(1, 16)).unwrap_or(16)
+}
+
+fn sse(event: Option<&str>, data: &str) -> Bytes {
+    match event {
+        Some(e) => Bytes::from(format!("event: {e}\ndata: {data}\n\n")),
+        None => Bytes::from(format!("data: {data}\n\n")),
+    }
+}
+
+/// The events of a streamed answer, in order.
+pub(crate) fn events(plan: &Plan, id: &str) -> Vec<Bytes> {
+    let n = content_events(plan.output_tokens);
+    let (i, o) = (plan.input_tokens, plan.output_tokens);
+    let mut out = Vec::with_capacity(n + 6);
+    match plan.style {
+        Style::Anthropic => {
+            let start = json!({"type": "message_start", "message": {"id": id, "type": "message",
+                "role": "assistant", "model": "fake", "content": [],
+                "usage": {"input_tokens": i, "output_tokens": 1}}});
+            out.push(sse(Some("message_start"), &start.to_string()));
+            let block = json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}});
+            out.push(sse(Some("content_block_start"), &block.to_string()));
+            for k in 0..n {
+                let delta = json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": format!("tok{k} ")}});
+                out.push(sse(Some("content_block_delta"), &delta.to_string()));
+            }
+            let stop = json!({"type": "content_block_stop", "index": 0});
+            out.push(sse(Some("content_block_stop"), &stop.to_string()));
+            let delta = json!({"type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                "usage": {"output_tokens": o}});
+            out.push(sse(Some("message_delta"), &delta.to_string()));
+            out.push(sse(Some("message_stop"), r#"{"type":"message_stop"}"#));
+        }
+        _ => {
+            for k in 0..n {
+                let chunk = json!({"id": id, "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": {"content": format!("tok{k} ")},
+                                 "finish_reason": null}]});
+                out.push(sse(None, &chunk.to_string()));
+            }
+            if plan.include_usage {
+                let usage = json!({"id": id, "object": "chat.completion.chunk", "choices": [],
+                    "usage": {"prompt_tokens": i, "completion_tokens": o,
+                              "total_tokens": i + o}});
+                out.push(sse(None, &usage.to_string()));
+            }
+            out.push(sse(None, "[DONE]"));
+        }
+    }
+    out
+}
+
+/// A streamed body: the events, a pause before each after the first, an optional cut.
+pub(crate) struct SseBody {
+    events: VecDeque<Bytes>,
+    gap: Duration,
+    sleep: Option<Pin<Box<Sleep>>>,
+    cut_after: Option<usize>,
+    sent: usize,
+    on_end: Option<OnEnd>,
+}
+
+impl SseBody {
+    pub(crate) fn new(plan: &Plan, id: &str, on_end: OnEnd) -> Self {
+        Self {
+            events: events(plan, id).into(),
+            gap: plan.gap,
+            sleep: None,
+            cut_after: plan.cut_after,
+            sent: 0,
+            on_end: Some(on_end),
+        }
+    }
+
+    fn end(&mut self, whole: bool) {
+        if let Some(f) = self.on_end.take() {
+            f(self.sent, whole);
+        }
+    }
+}
+
+impl Body for SseBody {
+    type Data = Bytes;
+    type Error = Cut;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Cut>>> {
+        if self.cut_after == Some(self.sent) {
+            self.end(false);
+            return Poll::Ready(Some(Err(Cut)));
+        }
+        if self.events.is_empty() {
+            self.end(true);
+            return Poll::Ready(None);
+        }
+        if let Some(sleep) = self.sleep.as_mut() {
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.sleep = None;
+        }
+        let Some(event) = self.events.pop_front() else {
+            return Poll::Ready(None);
+        };
+        self.sent += 1;
+        if !self.gap.is_zero() {
+            self.sleep = Some(Box::pin(tokio::time::sleep(self.gap)));
+        }
+        Poll::Ready(Some(Ok(Frame::data(event))))
+    }
+}
+
+impl Drop for SseBody {
+    fn drop(&mut self) {
+        // The client went away before the end: what was produced so far is what counts.
+        self.end(false);
+    }
+}
