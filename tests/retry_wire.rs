@@ -19,7 +19,7 @@ fn call(fake: &FakeProvider, provider: &str, path: &str, class: RequestClass) ->
         provider: provider.into(),
         credential: "team-key".into(),
         scopes: Vec::new(),
-        tenant: "t".into(),
+        tenant: Some("t".into()),
         task: None,
         priority: None,
         class,
@@ -34,6 +34,7 @@ fn call(fake: &FakeProvider, provider: &str, path: &str, class: RequestClass) ->
         secrets: vec![("authorization".into(), "Bearer sk-test".into())],
         body: br#"{"model":"gpt-4o","max_tokens":16}"#.to_vec(),
         deadline: None,
+        coalesce: false,
     }
 }
 

@@ -123,7 +123,7 @@ async fn governed() -> Run {
         provider: "openai".into(),
         credential: "org".into(),
         scopes: Vec::new(),
-        tenant: "agents".into(),
+        tenant: Some("agents".into()),
         task: None,
         priority: None,
         class: RequestClass::Read,
@@ -133,6 +133,7 @@ async fn governed() -> Run {
         secrets: Vec::new(),
         body: BODY.as_bytes().to_vec(),
         deadline: None,
+        coalesce: false,
     };
     let clock = SystemClock;
     let start = clock.now();

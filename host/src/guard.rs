@@ -142,6 +142,47 @@ impl GuardedPolicy {
         )
     }
 
+    /// Plans a request: its class, tenant, deadline, cost and scopes.
+    pub fn plan_request(&self, req: &Request) -> Answer<crate::policy::RequestPlan> {
+        let p = self.decide_priority(req);
+        let c = self.estimate_cost(req);
+        let scopes = sluice_plugin_sdk::json::model(&req.body)
+            .map(|m| vec![format!("model:{m}")])
+            .unwrap_or_default();
+        Answer {
+            value: crate::policy::RequestPlan {
+                class: p.value.class,
+                tenant: p.value.tenant,
+                deadline_ms: p.value.deadline_ms,
+                cost: c.value,
+                scopes,
+            },
+            by: p.by,
+        }
+    }
+
+    /// Reads one attempt's outcome.
+    pub fn read_response(
+        &self,
+        req: &Request,
+        outcome: &Outcome,
+        _part: crate::policy::ResponsePart,
+    ) -> Answer<crate::policy::Reading> {
+        let c = self.classify(req, outcome);
+        let observations = match outcome {
+            Outcome::Response(r) => self.parse_quota(req, r).value,
+            Outcome::Transport(_) => Vec::new(),
+        };
+        Answer {
+            value: crate::policy::Reading {
+                classification: c.value,
+                observations,
+                usage: Vec::new(),
+            },
+            by: c.by,
+        }
+    }
+
     /// Says how to settle an uncertain write.
     pub fn reconcile(&self, write: &UncertainWrite) -> Answer<ReconcilePlan> {
         self.answer(|p| p.reconcile(write), || self.fallback.reconcile(write))

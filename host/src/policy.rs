@@ -70,3 +70,40 @@ mod tests {
         ));
     }
 }
+
+/// Where a request belongs and what it will use (the 0.2.0 contract's `request-plan`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestPlan {
+    /// Queue class advice.
+    pub class: PriorityClass,
+    /// The tenant the request names.
+    pub tenant: Option<String>,
+    /// An absolute deadline the request carries, ms since the epoch.
+    pub deadline_ms: Option<i64>,
+    /// Expected use per dimension.
+    pub cost: Vec<Cost>,
+    /// Narrower quota scopes the request counts in.
+    pub scopes: Vec<String>,
+}
+
+/// Which part of a response is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponsePart {
+    /// The whole answer.
+    Complete,
+    /// A streamed answer has begun.
+    StreamStart,
+    /// A streamed answer was delivered whole.
+    StreamEnd,
+}
+
+/// Everything one attempt's outcome says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// The verdict and delay.
+    pub classification: Classification,
+    /// Quota figures.
+    pub observations: Vec<Observation>,
+    /// Actual usage.
+    pub usage: Vec<Cost>,
+}

@@ -56,21 +56,39 @@ pub fn audit_key() -> AuditKey {
 /// # Panics
 /// When a part does not start.
 pub fn executor(plugin: &str, retry: RetryConfig, attempt_timeout: Duration) -> Executor {
-    let rt = runtime();
-    let guarded = GuardedPolicy::new(
-        Arc::new(rt.load_bundled(plugin).expect("a bundled plugin")),
-        QuarantinePolicy::default(),
-        Arc::new(TokioClock),
-    );
     let config = format!("[providers.{plugin}.limits]\nrequests_per_minute = 6000\n");
-    let admission = Admission::new(Config::from_toml(&config).unwrap(), Arc::new(TokioClock))
-        .expect("admission");
     let transport = Transport::new(Timeouts {
         connect: Duration::from_secs(2),
         first_byte: attempt_timeout,
         idle: attempt_timeout,
     })
     .expect("transport");
+    executor_with(plugin, &config, retry, transport)
+}
+
+/// An executor in front of a provider, reading it with the bundled `plugin` (also the
+/// provider's name), admitting by the admission configuration `admission` (TOML), sending
+/// with `transport`, on tokio's clock.
+///
+/// # Panics
+/// When a part does not start or the configuration is invalid.
+pub fn executor_with(
+    plugin: &str,
+    admission: &str,
+    retry: RetryConfig,
+    transport: Transport,
+) -> Executor {
+    let rt = runtime();
+    let guarded = GuardedPolicy::new(
+        Arc::new(rt.load_bundled(plugin).expect("a bundled plugin")),
+        QuarantinePolicy::default(),
+        Arc::new(TokioClock),
+    );
+    let admission = Admission::new(
+        Config::from_toml(admission).expect("an admission configuration"),
+        Arc::new(TokioClock),
+    )
+    .expect("admission");
     Executor::new(
         admission,
         HashMap::from([(plugin.to_owned(), Arc::new(guarded))]),
@@ -128,7 +146,7 @@ pub fn write(
             provider: provider.into(),
             credential: "team-key".into(),
             scopes: Vec::new(),
-            tenant: "acme".into(),
+            tenant: Some("acme".into()),
             task: None,
             priority: None,
             class,
@@ -141,6 +159,7 @@ pub fn write(
             secrets: vec![("authorization".into(), SECRET.into())],
             body: body.as_bytes().to_vec(),
             deadline: None,
+            coalesce: false,
         },
     }
 }

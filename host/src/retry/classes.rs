@@ -45,6 +45,9 @@ pub struct RetryConfig {
     pub breaker_threshold: u32,
     /// How long an open breaker refuses calls on its path, in milliseconds.
     pub breaker_open_ms: u64,
+    /// How long a spent quota (a billing or daily quota, `quota-exhausted`) holds its scope
+    /// when the provider does not say when it resets, in milliseconds.
+    pub quota_exhausted_hold_ms: u64,
 }
 
 impl Default for RetryConfig {
@@ -72,6 +75,7 @@ impl Default for RetryConfig {
             task_max_attempts: 0,
             breaker_threshold: 5,
             breaker_open_ms: 30_000,
+            quota_exhausted_hold_ms: 15 * 60_000,
         }
     }
 }

@@ -38,7 +38,7 @@ impl StoredRequest {
             url: call.url.clone(),
             credential: call.credential.clone(),
             scopes: call.scopes.clone(),
-            tenant: call.tenant.clone(),
+            tenant: call.tenant.clone().unwrap_or_default(),
             headers: call
                 .headers
                 .iter()
@@ -88,7 +88,7 @@ impl StoredRequest {
             provider: action.provider.clone(),
             credential: self.credential.clone(),
             scopes: self.scopes.clone(),
-            tenant: self.tenant.clone(),
+            tenant: Some(self.tenant.clone()).filter(|t| !t.is_empty()),
             task: Some(task_id(&action.task)),
             priority: None,
             class: class_named(&action.class).unwrap_or(RequestClass::UncertainWrite),
@@ -98,6 +98,7 @@ impl StoredRequest {
             secrets,
             body,
             deadline: self.deadline_ms.map(Duration::from_millis),
+            coalesce: false,
         }
     }
 }

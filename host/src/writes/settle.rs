@@ -169,7 +169,7 @@ impl Writes {
             provider: action.provider.clone(),
             credential: stored.credential.clone(),
             scopes: stored.scopes.clone(),
-            tenant: stored.tenant.clone(),
+            tenant: Some(stored.tenant.clone()).filter(|t| !t.is_empty()),
             // A read that settles what happened runs even for a cancelled task.
             task: None,
             priority: None,
@@ -184,6 +184,8 @@ impl Writes {
                 .headers(&action.provider, &stored.credential),
             body: q.body.clone(),
             deadline: None,
+            // A status query must be fresh: never shared.
+            coalesce: false,
         };
         let at_ms = self.clock.wall_ms();
         let (response, attempts, status) = match self.executor.execute(&call).await {

@@ -75,7 +75,7 @@ fn call(agent: &Agent, provider: &str, url: String, class: RequestClass, body: S
         provider: provider.into(),
         credential: "team-key".into(),
         scopes: Vec::new(),
-        tenant: agent.tenant.into(),
+        tenant: Some(agent.tenant.into()),
         task: None,
         priority: Some(if agent.interactive {
             Class::Interactive
@@ -89,6 +89,7 @@ fn call(agent: &Agent, provider: &str, url: String, class: RequestClass, body: S
         secrets: vec![("authorization".into(), "Bearer sk-demo".into())],
         body: body.into_bytes(),
         deadline: None,
+        coalesce: false,
     }
 }
 

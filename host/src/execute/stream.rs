@@ -1,0 +1,211 @@
+//! A streamed answer handed to the caller chunk by chunk.
+//!
+//! Once the provider has begun to answer and the first chunk has arrived, the call belongs
+//! to the caller: the chunks pass through as they come, and nothing is ever sent again for
+//! it. A stream that breaks after that point is a [`PartialStream`], never a silent retry —
+//! the caller has already shown part of an answer (and a model has already spent the
+//! tokens). The stream keeps its admission permit while it runs (its concurrency slot is
+//! taken for as long as it streams) and, when it ends whole, the provider's plugin reads its
+//! first and last bytes for the usage it reports, which corrects the charge.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::Terminal;
+use super::usage::corrected;
+use crate::admission::{Permit, Usage};
+use crate::guard::GuardedPolicy;
+use crate::policy::{Outcome as Wire, Request, Response, ResponsePart, TransportFailure, Verdict};
+use crate::transport::Started;
+
+/// How much of a stream's start and of its end the plugin reads at its end.
+const KEEP: usize = 32 * 1024;
+
+/// How a streamed call began.
+#[derive(Debug)]
+pub enum StreamOutcome {
+    /// The provider is answering: read the chunks from the [`Stream`].
+    Streaming(Stream),
+    /// The call ended without a stream (refused, failed, out of budget), as any call ends.
+    Ended(Box<Terminal>),
+}
+
+/// A stream that ended before its end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the stream broke off after {delivered} bytes: {detail}")]
+pub struct PartialStream {
+    /// Bytes handed to the caller before the break.
+    pub delivered: u64,
+    /// How it broke, when the connection did (`None`: the provider reported an error in the
+    /// stream itself).
+    pub failure: Option<TransportFailure>,
+    /// The provider's error code, when the stream carried one.
+    pub error_code: Option<String>,
+    /// What happened, for people.
+    pub detail: String,
+}
+
+/// A streamed answer. Read it with [`Stream::next`] until `None`.
+#[derive(Debug)]
+pub struct Stream {
+    /// The status.
+    pub status: u16,
+    /// The response headers, as a WIT `fields` block.
+    pub headers: String,
+    /// Attempts the call sent (the last one is streaming).
+    pub attempts: u32,
+    /// Time the call waited between attempts.
+    pub waited: Duration,
+    first: Option<Bytes>,
+    body: Started,
+    permit: Option<Permit>,
+    policy: Arc<GuardedPolicy>,
+    req: Request,
+    estimate: Usage,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    dropped: bool,
+    delivered: u64,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+pub(super) struct Opened {
+    pub body: Started,
+    pub first: Option<Bytes>,
+    pub permit: Permit,
+    pub policy: Arc<GuardedPolicy>,
+    pub req: Request,
+    pub estimate: Usage,
+    pub attempts: u32,
+    pub waited: Duration,
+}
+
+impl Stream {
+    pub(super) fn new(o: Opened) -> Self {
+        Self {
+            status: o.body.status,
+            headers: o.body.headers.clone(),
+            attempts: o.attempts,
+            waited: o.waited,
+            first: o.first,
+            body: o.body,
+            permit: Some(o.permit),
+            policy: o.policy,
+            req: o.req,
+            estimate: o.estimate,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            dropped: false,
+            delivered: 0,
+            usage: None,
+            done: false,
+        }
+    }
+
+    /// The next chunk as the provider sent it; `None` once the stream has ended whole.
+    ///
+    /// # Errors
+    /// A [`PartialStream`], once, when the stream broke off or carried an error: nothing is
+    /// sent again for it.
+    pub async fn next(&mut self) -> Option<Result<Bytes, PartialStream>> {
+        if let Some(first) = self.first.take() {
+            self.keep(&first);
+            return Some(Ok(first));
+        }
+        if self.done {
+            return None;
+        }
+        match self.body.chunk().await {
+            Ok(Some(chunk)) => {
+                self.keep(&chunk);
+                Some(Ok(chunk))
+            }
+            Ok(None) => self.finish().map(Err),
+            Err(fault) => {
+                self.done = true;
+                // The estimate stays charged: what a broken stream used is not known.
+                self.permit.take();
+                Some(Err(PartialStream {
+                    delivered: self.delivered,
+                    failure: Some(fault.failure),
+                    error_code: None,
+                    detail: fault.detail,
+                }))
+            }
+        }
+    }
+
+    /// What the call was charged in the end: the provider's usage read at the stream's end,
+    /// or `None` before the end or when the stream reported none (the estimate stands).
+    pub fn usage(&self) -> Option<Usage> {
+        self.usage
+    }
+
+    /// Bytes handed to the caller so far.
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    fn keep(&mut self, chunk: &[u8]) {
+        self.delivered += chunk.len() as u64;
+        let room = KEEP.saturating_sub(self.head.len());
+        let (head, rest) = chunk.split_at(room.min(chunk.len()));
+        self.head.extend_from_slice(head);
+        self.tail.extend(rest);
+        if self.tail.len() > KEEP {
+            self.tail.drain(..self.tail.len() - KEEP);
+            self.dropped = true;
+        }
+    }
+
+    /// The stream's first and last bytes, joined at an event boundary when the middle was
+    /// dropped.
+    fn ends(&mut self) -> Vec<u8> {
+        let mut body = std::mem::take(&mut self.head);
+        let tail: Vec<u8> = self.tail.drain(..).collect();
+        if self.dropped {
+            let from = tail
+                .windows(2)
+                .position(|w| w == b"\n\n")
+                .map_or(tail.len(), |i| i + 2);
+            body.extend_from_slice(b"\n\n");
+            body.extend_from_slice(&tail[from..]);
+        } else {
+            body.extend_from_slice(&tail);
+        }
+        body
+    }
+
+    /// The stream ended whole: read its usage, correct the charge, and report an error the
+    /// stream itself carried.
+    fn finish(&mut self) -> Option<PartialStream> {
+        self.done = true;
+        let resp = Response {
+            status: self.status,
+            headers: std::mem::take(&mut self.headers),
+            body: self.ends(),
+        };
+        let reading = self
+            .policy
+            .read_response(&self.req, &Wire::Response(resp), ResponsePart::StreamEnd)
+            .value;
+        self.usage = corrected(self.estimate, &reading.usage);
+        if let Some(permit) = self.permit.take() {
+            permit.complete(self.usage);
+        }
+        let c = reading.classification;
+        (c.verdict != Verdict::Success).then(|| PartialStream {
+            delivered: self.delivered,
+            failure: None,
+            detail: format!(
+                "the provider ended the stream with an error ({})",
+                c.error_code.as_deref().unwrap_or("no code")
+            ),
+            error_code: c.error_code,
+        })
+    }
+}

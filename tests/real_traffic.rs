@@ -1,0 +1,320 @@
+//! Real provider traffic at the wire: streamed answers, breakers per credential, spent
+//! quotas, shared reads — each judged by what the fake provider received.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice::execute::{Call, NextAction, Outcome, Reason, StreamOutcome, Terminal};
+use sluice::policy::{RequestClass, TransportFailure};
+use sluice::retry::{RetryConfig, Stop};
+use sluice::transport::{Timeouts, Transport};
+use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
+use sluice_tests::stack::executor_with;
+use tokio::time::Instant;
+
+const CHAT: &str = "/v1/chat/completions";
+
+fn transport() -> Transport {
+    Transport::new(Timeouts {
+        connect: Duration::from_secs(2),
+        first_byte: Duration::from_secs(30),
+        idle: Duration::from_secs(10),
+    })
+    .expect("a transport")
+}
+
+fn chat(fake: &FakeProvider, credential: &str, body: &serde_json::Value) -> Call {
+    Call {
+        provider: "openai".into(),
+        credential: credential.into(),
+        scopes: Vec::new(),
+        tenant: Some("acme".into()),
+        task: None,
+        priority: None,
+        class: RequestClass::Read,
+        method: "POST".into(),
+        url: fake.url(CHAT),
+        headers: vec![("content-type".into(), "application/json".into())],
+        secrets: vec![("authorization".into(), format!("Bearer sk-{credential}"))],
+        body: body.to_string().into_bytes(),
+        deadline: None,
+        coalesce: false,
+    }
+}
+
+fn ended(o: Outcome) -> Terminal {
+    match o {
+        Outcome::Ended(t) => *t,
+        Outcome::Succeeded { .. } => panic!("expected the call to end without success"),
+    }
+}
+
+fn streamed_body(max_tokens: u64) -> serde_json::Value {
+    serde_json::json!({
+        "model": "gpt-4o",
+        "max_tokens": max_tokens,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "messages": [{"role": "user", "content": "tell me a long story"}],
+    })
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_stream_passes_through_chunk_by_chunk_and_its_usage_corrects_the_charge() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    // One token a millisecond, paced at the whole limit: a request's charge is how long
+    // it holds the scope.
+    let config = "margin = 1.0\n[providers.openai.limits]\ntokens_per_minute = 60000\n";
+    let ex = executor_with("openai", config, RetryConfig::default(), transport());
+    let call = chat(&fake, "team-key", &streamed_body(6_000));
+
+    let StreamOutcome::Streaming(mut stream) = ex.execute_stream(&call).await else {
+        panic!("the stream should begin");
+    };
+    assert_eq!(stream.status, 200);
+    let mut arrivals = Vec::new();
+    let mut text = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.expect("the stream is delivered whole");
+        arrivals.push(Instant::now());
+        text.extend_from_slice(&chunk);
+    }
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    assert!(arrivals.len() >= 10, "{} chunks", arrivals.len());
+    // The first chunk reached the caller long before the last left the provider.
+    let spread = *arrivals.last().unwrap() - arrivals[0];
+    assert!(spread >= Duration::from_millis(15 * 20), "{spread:?}");
+
+    // The provider's usage corrected the charge: from prompt + 6 000 to what it produced.
+    let attempt = &fake.attempts()[0];
+    let usage = stream.usage().expect("the stream's end reports usage");
+    assert_eq!(usage.output_tokens, attempt.output_tokens);
+    let charged = usage.input_tokens + usage.output_tokens + usage.other_tokens;
+    assert!(
+        charged < 4_000,
+        "charged {charged} of an estimate over 6 000"
+    );
+
+    // So the next request of the same size waits what was used, not what was estimated.
+    let before = Instant::now();
+    let again = ex
+        .execute(&chat(&fake, "team-key", &streamed_body(6_000)))
+        .await;
+    assert!(matches!(again, Outcome::Succeeded { .. }), "{again:?}");
+    let waited = Instant::now() - before;
+    assert!(
+        waited <= Duration::from_millis(charged + 50),
+        "waited {waited:?} after a charge of {charged} tokens"
+    );
+    assert_eq!(fake.attempts_on(CHAT), 2);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_stream_cut_midway_is_a_partial_outcome_and_is_never_sent_again() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    fake.script(CHAT, [Fault::CutStream { after_events: 4 }]);
+    let config = "[providers.openai.limits]\nrequests_per_minute = 600\n";
+    let ex = executor_with("openai", config, RetryConfig::default(), transport());
+
+    let StreamOutcome::Streaming(mut stream) = ex
+        .execute_stream(&chat(&fake, "team-key", &streamed_body(500)))
+        .await
+    else {
+        panic!("the stream should begin");
+    };
+    let mut chunks = 0;
+    let partial = loop {
+        match stream.next().await {
+            Some(Ok(_)) => chunks += 1,
+            Some(Err(partial)) => break partial,
+            None => panic!("a cut stream must not end as if whole"),
+        }
+    };
+    assert!(chunks >= 1, "bytes were delivered before the cut");
+    assert_eq!(partial.delivered, stream.delivered());
+    assert!(partial.delivered > 0);
+    assert!(matches!(
+        partial.failure,
+        Some(TransportFailure::ResetAfterSend | TransportFailure::TimeoutAfterSend)
+    ));
+    assert!(stream.next().await.is_none(), "a partial stream ends there");
+    assert_eq!(stream.usage(), None, "a broken stream keeps its estimate");
+
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(fake.attempts_on(CHAT), 1, "no second attempt, ever");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_breaker_opened_by_one_credential_leaves_another_credentials_calls_alone() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    fake.script(
+        CHAT,
+        [
+            Fault::Status {
+                status: 401,
+                code: "invalid_api_key",
+            },
+            Fault::Status {
+                status: 401,
+                code: "invalid_api_key",
+            },
+        ],
+    );
+    let retry = RetryConfig {
+        breaker_threshold: 2,
+        ..RetryConfig::default()
+    };
+    let config = "[providers.openai.limits]\nrequests_per_minute = 600\n";
+    let ex = executor_with("openai", config, retry, transport());
+    let body = serde_json::json!({"model": "gpt-4o", "max_tokens": 10, "messages": []});
+
+    for _ in 0..2 {
+        let t = ended(ex.execute(&chat(&fake, "revoked", &body)).await);
+        assert_eq!(t.next_action, NextAction::Reauthenticate);
+    }
+    let t = ended(ex.execute(&chat(&fake, "revoked", &body)).await);
+    assert!(matches!(t.reason, Reason::BreakerOpen(_)), "{:?}", t.reason);
+    assert!(!t.sent);
+    assert_eq!(fake.attempts_on(CHAT), 2, "the open breaker sent nothing");
+
+    let other = ex.execute(&chat(&fake, "healthy", &body)).await;
+    assert!(matches!(other, Outcome::Succeeded { .. }), "{other:?}");
+    assert_eq!(fake.attempts_on(CHAT), 3);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_spent_quota_holds_its_scope_until_the_configured_time() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    fake.script(
+        CHAT,
+        [Fault::Status {
+            status: 429,
+            code: "insufficient_quota",
+        }],
+    );
+    let retry = RetryConfig {
+        quota_exhausted_hold_ms: 60_000,
+        ..RetryConfig::default()
+    };
+    let config = "[providers.openai.limits]\nrequests_per_minute = 600\n";
+    let ex = Arc::new(executor_with("openai", config, retry, transport()));
+    let body = serde_json::json!({"model": "gpt-4o", "max_tokens": 10, "messages": []});
+
+    let t = ended(ex.execute(&chat(&fake, "team-key", &body)).await);
+    assert!(matches!(
+        t.reason,
+        Reason::Stopped(Stop::QuotaExhausted { .. })
+    ));
+    assert!(matches!(t.next_action, NextAction::WaitForQuota(_)));
+
+    // Every other worker of the scope waits; none of them reaches the provider.
+    let mut workers = Vec::new();
+    for _ in 0..3 {
+        let (ex, mut call) = (ex.clone(), chat(&fake, "team-key", &body));
+        call.deadline = Some(Duration::from_secs(10));
+        workers.push(tokio::spawn(async move { ex.execute(&call).await }));
+    }
+    for w in workers {
+        let t = ended(w.await.unwrap());
+        assert!(t.out_of_time(), "{:?}", t.reason);
+        assert!(!t.sent);
+    }
+    assert_eq!(fake.attempts_on(CHAT), 1);
+
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let after = ex.execute(&chat(&fake, "team-key", &body)).await;
+    assert!(matches!(after, Outcome::Succeeded { .. }), "{after:?}");
+    assert_eq!(fake.attempts_on(CHAT), 2);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn identical_reads_in_flight_share_one_attempt_only_when_they_opt_in() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    const MODELS: &str = "/v1/models";
+    fake.script(MODELS, [Fault::Slow(Duration::from_secs(1))]);
+    let config = "[providers.openai.limits]\nrequests_per_minute = 600\n";
+    let ex = Arc::new(executor_with(
+        "openai",
+        config,
+        RetryConfig::default(),
+        transport(),
+    ));
+    let read = |coalesce: bool| Call {
+        method: "GET".into(),
+        url: fake.url(MODELS),
+        body: Vec::new(),
+        coalesce,
+        ..chat(&fake, "team-key", &serde_json::json!({}))
+    };
+
+    let shared: Vec<_> = (0..3)
+        .map(|_| {
+            let (ex, call) = (ex.clone(), read(true));
+            tokio::spawn(async move { ex.execute(&call).await })
+        })
+        .collect();
+    for s in shared {
+        assert!(matches!(s.await.unwrap(), Outcome::Succeeded { .. }));
+    }
+    assert_eq!(
+        fake.attempts_on(MODELS),
+        1,
+        "three shared reads, one attempt"
+    );
+
+    fake.script(MODELS, [Fault::Slow(Duration::from_secs(1))]);
+    let own: Vec<_> = (0..2)
+        .map(|_| {
+            let (ex, call) = (ex.clone(), read(false));
+            tokio::spawn(async move { ex.execute(&call).await })
+        })
+        .collect();
+    for o in own {
+        assert!(matches!(o.await.unwrap(), Outcome::Succeeded { .. }));
+    }
+    assert_eq!(
+        fake.attempts_on(MODELS),
+        3,
+        "reads that did not opt in go alone"
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_plugins_plan_names_the_tenant_when_the_call_does_not() {
+    // A tenant with a tight per-tenant quota, named only by the request's `user` field.
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    let config = "[providers.openai.limits]\nrequests_per_minute = 6000\n\
+                  [tiers.free.limits]\nrequests_per_minute = 1\n\
+                  [tenants.assign]\nslow-tenant = \"free\"\n";
+    let ex = executor_with("openai", config, RetryConfig::default(), transport());
+    let body = serde_json::json!({"model": "gpt-4o", "max_tokens": 5, "user": "slow-tenant",
+                                  "messages": []});
+    let mut call = chat(&fake, "team-key", &body);
+    call.tenant = None;
+    call.deadline = Some(Duration::from_secs(5));
+    assert!(matches!(ex.execute(&call).await, Outcome::Succeeded { .. }));
+    // The tenant's one request a minute is spent: the next cannot meet its deadline.
+    let t = ended(ex.execute(&call).await);
+    assert!(t.out_of_time(), "{:?}", t.reason);
+    assert_eq!(fake.attempts_on(CHAT), 1);
+    // Another tenant is not held back.
+    let mut other = call.clone();
+    other.tenant = Some("acme".into());
+    assert!(matches!(
+        ex.execute(&other).await,
+        Outcome::Succeeded { .. }
+    ));
+}
