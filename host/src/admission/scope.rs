@@ -369,6 +369,16 @@ impl Scope {
         }));
     }
 
+    /// Lifts the hold (a person says the provider's quota was raised): the scope admits
+    /// again at once, at its pace, with no burst saved up while it was held.
+    pub fn lift(&mut self, now: Nanos) {
+        if self.hold.take().is_some() {
+            for t in self.tats.iter_mut() {
+                t.tat = t.tat.min(now);
+            }
+        }
+    }
+
     /// Records what a response said about one dimension. `remaining: 0` with a reset holds
     /// the scope until the reset; a limit with a window, for a dimension the configuration
     /// did not bound or bound higher, becomes a learned quota.

@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::admission::coalesce::{Coalescer, Joined};
-use crate::admission::{Acquire, Admission, Class, Permit, Refused, Rejection, TaskId, Usage};
+use crate::admission::{
+    Acquire, Admission, Class, Hold, Permit, Refused, Rejection, ScopeKey, TaskId, Usage,
+};
 use crate::clock::Clock;
 use crate::guard::GuardedPolicy;
 use crate::policy::{
@@ -596,7 +598,7 @@ impl Executor {
         };
         if let Some(hold) = hold {
             let why = match c.verdict {
-                Verdict::QuotaExhausted => "quota exhausted",
+                Verdict::QuotaExhausted => QUOTA_EXHAUSTED,
                 _ => "rate limited",
             };
             let code = c.error_code.as_deref().unwrap_or("");
@@ -678,6 +680,22 @@ impl Executor {
         }
     }
 
+    /// The hold a spent quota put on `provider`/`credential`'s scope, if one is in force.
+    pub fn quota_hold(&self, provider: &str, credential: &str) -> Option<Hold> {
+        let key = credential_scope(provider, credential);
+        let now = self.admission.now();
+        self.admission
+            .with_scheduler(|s| s.hold_of(now, &key))
+            .filter(|h| h.reason.starts_with(QUOTA_EXHAUSTED))
+    }
+
+    /// Lifts the hold on `provider`/`credential`'s scope: a person raised the quota.
+    pub fn lift_hold(&self, provider: &str, credential: &str) {
+        let key = credential_scope(provider, credential);
+        let now = self.admission.now();
+        self.admission.with_scheduler(|s| s.lift(now, &key));
+    }
+
     /// Counts one attempt of `task`; `false` when its budget is spent.
     fn count_task_attempt(&self, task: Option<TaskId>) -> bool {
         let (Some(task), max) = (task, self.retry.task_max_attempts) else {
@@ -753,6 +771,17 @@ impl Executor {
         map.get(&(provider.to_owned(), credential.to_owned()))
             .copied()
             .unwrap_or(0)
+    }
+}
+
+/// How the hold of a spent quota's scope begins its reason.
+pub const QUOTA_EXHAUSTED: &str = "quota exhausted";
+
+fn credential_scope(provider: &str, credential: &str) -> ScopeKey {
+    ScopeKey::Provider {
+        provider: provider.into(),
+        credential: credential.into(),
+        name: None,
     }
 }
 

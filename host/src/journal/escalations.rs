@@ -23,6 +23,9 @@ pub enum Kind {
     UncertainWrite,
     /// The task's time budget ran out before the action was sent.
     TimeBudget,
+    /// The provider's quota (a billing or daily one) is spent: the write was refused, or
+    /// could not be sent before it resets.
+    QuotaExhausted,
 }
 
 impl Kind {
@@ -31,11 +34,12 @@ impl Kind {
         match self {
             Self::UncertainWrite => "uncertain_write",
             Self::TimeBudget => "time_budget",
+            Self::QuotaExhausted => "quota_exhausted",
         }
     }
 
     fn parse(s: &str) -> Option<Self> {
-        [Self::UncertainWrite, Self::TimeBudget]
+        [Self::UncertainWrite, Self::TimeBudget, Self::QuotaExhausted]
             .into_iter()
             .find(|k| k.name() == s)
     }
@@ -50,6 +54,12 @@ impl Kind {
                 Choice::SendAsNew,
             ],
             Self::TimeBudget => &[Choice::ContinueAccess, Choice::Cancel],
+            Self::QuotaExhausted => &[
+                Choice::Wait,
+                Choice::RaiseQuota,
+                Choice::ChangePlan,
+                Choice::Cancel,
+            ],
         }
     }
 }
@@ -68,6 +78,13 @@ pub enum Choice {
     SendAsNew,
     /// Let the task go on: an approval of continued access, not of any one action.
     ContinueAccess,
+    /// Send it with the same key once the quota is back (the scope's hold paces it).
+    Wait,
+    /// The quota was raised at the provider: lift the scope's hold and send it now, with the
+    /// same key.
+    RaiseQuota,
+    /// Give this action up; the task goes on another way.
+    ChangePlan,
 }
 
 impl Choice {
@@ -79,6 +96,9 @@ impl Choice {
             Self::Cancel => "cancel",
             Self::SendAsNew => "send-as-new",
             Self::ContinueAccess => "continue-access",
+            Self::Wait => "wait",
+            Self::RaiseQuota => "raise-quota",
+            Self::ChangePlan => "change-plan",
         }
     }
 
@@ -90,6 +110,9 @@ impl Choice {
             Self::Cancel,
             Self::SendAsNew,
             Self::ContinueAccess,
+            Self::Wait,
+            Self::RaiseQuota,
+            Self::ChangePlan,
         ]
         .into_iter()
         .find(|c| c.name() == s)
@@ -108,6 +131,11 @@ impl Choice {
                 "send as a new operation with a new key: MAY CREATE A SECOND SIDE EFFECT"
             }
             Self::ContinueAccess => "let the task continue: approves access, not any one action",
+            Self::Wait => "send it with the same key once the quota is back",
+            Self::RaiseQuota => {
+                "you raised the quota at the provider: send it now, with the same key"
+            }
+            Self::ChangePlan => "give this action up; the task goes on another way",
         }
     }
 
@@ -384,7 +412,7 @@ impl Journal {
         } else {
             ("action", e.action_id)
         };
-        let applied_now = decision.choice == Choice::Cancel;
+        let applied_now = matches!(decision.choice, Choice::Cancel | Choice::ChangePlan);
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -399,7 +427,9 @@ impl Journal {
         if changed == 0 {
             return Err(JournalError::AlreadyResolved(id));
         }
-        if decision.choice == Choice::Cancel && e.kind == Kind::TimeBudget {
+        if decision.choice == Choice::Cancel
+            && matches!(e.kind, Kind::TimeBudget | Kind::QuotaExhausted)
+        {
             // Out of time and given up: the whole task ends, and none of it wakes later.
             tx.execute(
                 "INSERT OR IGNORE INTO cancelled_tasks (task, at_ms) VALUES (?1, ?2)",
@@ -413,7 +443,7 @@ impl Journal {
             )
             .map_err(|e| self.sqlite(e))?;
         }
-        if decision.choice == Choice::Cancel
+        if matches!(decision.choice, Choice::Cancel | Choice::ChangePlan)
             && let Some(action) = e.action_id
         {
             tx.execute(

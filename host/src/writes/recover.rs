@@ -113,6 +113,17 @@ impl Writes {
                 let call = stored.call(&action, self.journal.body(id)?, secrets);
                 self.send(&action, &call, RESEND).await?
             }
+            // Refused by a spent quota: nothing happened, so it is sent as it first was.
+            Choice::Wait => {
+                let call = stored.call(&action, self.journal.body(id)?, secrets);
+                self.send(&action, &call, "send").await?
+            }
+            Choice::RaiseQuota => {
+                self.executor
+                    .lift_hold(&action.provider, &stored.credential);
+                let call = stored.call(&action, self.journal.body(id)?, secrets);
+                self.send(&action, &call, "send").await?
+            }
             Choice::ContinueAccess => {
                 self.executor.resume_task(task_id(&action.task));
                 let call = stored.call(&action, self.journal.body(id)?, secrets);
@@ -144,7 +155,7 @@ impl Writes {
                 let call = stored.call(&fresh, body, secrets);
                 self.send(&fresh, &call, "send as new").await?
             }
-            Choice::Cancel => return Ok(None),
+            Choice::Cancel | Choice::ChangePlan => return Ok(None),
         };
         Ok(Some(outcome))
     }

@@ -10,6 +10,7 @@ use crate::execute::{Call, Observer, Outcome, Reason, Terminal};
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, AttemptRecord, State};
 use crate::policy::{Classification, Response, Verdict};
+use crate::retry::Stop;
 
 /// The note of a resend with the same key.
 pub(super) const RESEND: &str = "resend with the same key";
@@ -179,6 +180,16 @@ impl Writes {
                 }
                 return self.outcome_of(&now);
             }
+            if now.state == State::Pending
+                && matches!(t.reason, Reason::OutOfTime(_) | Reason::Refused(_))
+                && let Some(hold) = self.quota_hold(&now)?
+            {
+                // The scope is held for a spent quota past what the write may wait (its
+                // deadline, or the queue's bound): a person decides (wait, raise the quota,
+                // change the plan, cancel).
+                let reason = format!("the provider's quota is spent ({})", hold.reason);
+                return self.escalate(&now, Kind::QuotaExhausted, &reason, Some(&t), None);
+            }
             if t.out_of_time() && now.state == State::Pending {
                 // The time budget is spent: a person decides whether the task goes on;
                 // its waiting work is cancelled now and never wakes.
@@ -190,6 +201,12 @@ impl Writes {
                 action: now,
                 terminal: Some(t),
             });
+        }
+        if refused && matches!(t.reason, Reason::Stopped(Stop::QuotaExhausted { .. })) {
+            // Refused outright by a spent quota: nothing happened, and it is not a short
+            // wait. A person decides (wait, raise the quota, change the plan, cancel).
+            let reason = format!("the provider's quota is spent: {}", describe(&t));
+            return self.escalate(&now, Kind::QuotaExhausted, &reason, Some(&t), None);
         }
         if refused && t.out_of_time() {
             // Every answer refused it, and waiting for the next chance would pass the
@@ -223,6 +240,14 @@ impl Writes {
 }
 
 impl Writes {
+    /// The hold a spent quota put on the scope `action` is sent through, if one is in force.
+    fn quota_hold(&self, action: &Action) -> Result<Option<crate::admission::Hold>, WriteError> {
+        let stored = super::request::StoredRequest::load(action)?;
+        Ok(self
+            .executor
+            .quota_hold(&action.provider, &stored.credential))
+    }
+
     /// Records that `action` happened — the journal, then the audit log — and says so.
     pub(super) fn succeeded(
         &self,

@@ -18,6 +18,18 @@ impl Scheduler {
         self.slots[id as usize].scope.hold(until, reason);
     }
 
+    /// Lifts the hold on the scope named `key` (see [`crate::admission::Scope::lift`]).
+    pub fn lift(&mut self, now: Nanos, key: &ScopeKey) {
+        let id = self.scope_id(key);
+        self.slots[id as usize].scope.lift(now);
+    }
+
+    /// The hold in force on the scope named `key` at `now`, if any.
+    pub fn hold_of(&mut self, now: Nanos, key: &ScopeKey) -> Option<crate::admission::Hold> {
+        let id = self.scope_id(key);
+        self.slots[id as usize].scope.held(now).cloned()
+    }
+
     /// Records what a response said about the scope named `key` (see [`crate::admission::Scope::learn`]).
     pub fn learn(
         &mut self,

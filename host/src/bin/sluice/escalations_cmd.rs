@@ -173,7 +173,7 @@ fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<
 fn resolve(journal: &Journal, id: i64, decision: &Decision) -> anyhow::Result<ExitCode> {
     let approval = journal.resolve(id, decision, SystemClock.wall_ms())?;
     let next = match decision.choice {
-        Choice::Cancel => "applied: nothing more is sent for it",
+        Choice::Cancel | Choice::ChangePlan => "applied: nothing more is sent for it",
         _ => "recorded: the host carries it out (at once if it runs, else at its next start)",
     };
     let warning = if decision.choice.may_duplicate() {
