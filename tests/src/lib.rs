@@ -2,6 +2,7 @@
 //! hostile fixture, and request builders.
 
 pub mod stack;
+pub mod usage_workload;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

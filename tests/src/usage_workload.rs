@@ -1,0 +1,206 @@
+//! The usage-correction workload: agents writing answers through an Anthropic-style account
+//! whose output-token limit is charged by what each answer actually produced (it reserves
+//! `max_tokens` when a request starts and gives the unused part back when it ends).
+//!
+//! The same agents run through sluice or through a naive client (SDK-style: two retries,
+//! `retry-after` honoured, nothing shared), each against a fresh provider, on tokio's
+//! clock: on a paused runtime the whole run takes virtual time. The provider's ledger is the
+//! referee: what it produced, and what it answered 429.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice::execute::{Call, Outcome};
+use sluice::policy::RequestClass;
+use sluice::retry::RetryConfig;
+use sluice::transport::{Timeouts, Transport};
+use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
+use tokio::time::Instant;
+
+use crate::stack::executor_with;
+
+const PATH: &str = "/v1/messages";
+
+/// The run's shape.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    /// Agents sending at once.
+    pub agents: usize,
+    /// The account's output tokens per minute.
+    pub otpm: u64,
+    /// How long the agents send.
+    pub duration: Duration,
+    /// The seed of the agents' prompts and `max_tokens`.
+    pub seed: u64,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Self {
+            agents: 24,
+            otpm: 80_000,
+            duration: Duration::from_secs(120),
+            seed: 1,
+        }
+    }
+}
+
+/// What the provider saw.
+#[derive(Debug, Clone, Copy)]
+pub struct Figures {
+    /// Output tokens produced by attempts that began within the run, over the account's
+    /// output tokens per minute times the run's minutes.
+    pub utilization: f64,
+    /// Attempts received.
+    pub attempts: usize,
+    /// Attempts answered 429.
+    pub limited: usize,
+    /// Answers delivered.
+    pub answered: usize,
+}
+
+impl Figures {
+    /// 429s as a share of attempts.
+    #[allow(clippy::cast_precision_loss, reason = "counts far below 2^52")]
+    pub fn limited_share(&self) -> f64 {
+        self.limited as f64 / self.attempts.max(1) as f64
+    }
+}
+
+/// An agent's next request: a prompt of 200 to 1 000 characters and a `max_tokens` of
+/// 1 000 to 4 000.
+fn body(rng: &mut fastrand::Rng) -> Vec<u8> {
+    let prompt = "lorem ipsum ".repeat(rng.usize(17..=83));
+    serde_json::json!({
+        "model": "claude-sonnet",
+        "max_tokens": rng.u64(1_000..=4_000),
+        "messages": [{"role": "user", "content": prompt}],
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[allow(clippy::cast_precision_loss, reason = "token counts far below 2^52")]
+fn figures(fake: &FakeProvider, w: &Workload) -> Figures {
+    let attempts = fake.attempts();
+    let produced: u64 = attempts
+        .iter()
+        .filter(|a| a.at < w.duration && a.status == Some(200))
+        .map(|a| a.output_tokens)
+        .sum();
+    let minutes = w.duration.as_secs_f64() / 60.0;
+    Figures {
+        utilization: produced as f64 / (w.otpm as f64 * minutes),
+        attempts: attempts.len(),
+        limited: fake.answered(429),
+        answered: fake.answered(200),
+    }
+}
+
+async fn provider(w: &Workload) -> FakeProvider {
+    FakeProvider::start(FakeConfig::new(Style::Anthropic).otpm(w.otpm))
+        .await
+        .expect("the fake provider starts")
+}
+
+/// The agents through sluice: the `anthropic` plugin, the account's output tokens per minute
+/// configured and paced at 95%.
+///
+/// # Panics
+/// When a part does not start.
+pub async fn through_sluice(w: Workload) -> Figures {
+    let fake = provider(&w).await;
+    let config = format!(
+        "margin = 0.95\n[queue]\nmax_wait_ms = 3600000\n\
+         [providers.anthropic.limits]\noutput_tokens_per_minute = {}\n",
+        w.otpm
+    );
+    let transport = Transport::new(Timeouts::default()).expect("a transport");
+    let ex = Arc::new(executor_with(
+        "anthropic",
+        &config,
+        RetryConfig::default(),
+        transport,
+    ));
+    let start = Instant::now();
+    let mut agents = tokio::task::JoinSet::new();
+    for a in 0..w.agents {
+        let (ex, url) = (ex.clone(), fake.url(PATH));
+        let mut rng = fastrand::Rng::with_seed(w.seed.wrapping_mul(1_000) + a as u64);
+        agents.spawn(async move {
+            loop {
+                let left = w.duration.saturating_sub(start.elapsed());
+                if left.is_zero() {
+                    break;
+                }
+                let call = Call {
+                    provider: "anthropic".into(),
+                    credential: "org-key".into(),
+                    scopes: Vec::new(),
+                    tenant: Some(format!("agent-{a}")),
+                    task: None,
+                    priority: None,
+                    class: RequestClass::Read,
+                    method: "POST".into(),
+                    url: url.clone(),
+                    headers: vec![("content-type".into(), "application/json".into())],
+                    secrets: vec![("x-api-key".into(), "sk-ant-test".into())],
+                    body: body(&mut rng),
+                    deadline: Some(left),
+                    coalesce: false,
+                };
+                if let Outcome::Ended(t) = ex.execute(&call).await
+                    && t.out_of_time()
+                {
+                    break;
+                }
+            }
+        });
+    }
+    agents.join_all().await;
+    figures(&fake, &w)
+}
+
+/// The agents through a naive client: an SDK's two retries after `retry-after` (at most a
+/// minute), else 0.5 s doubling; nothing shared between agents.
+///
+/// # Panics
+/// When the provider does not start.
+pub async fn naive(w: Workload) -> Figures {
+    let fake = provider(&w).await;
+    let start = Instant::now();
+    let mut agents = tokio::task::JoinSet::new();
+    for a in 0..w.agents {
+        let url = fake.url(PATH);
+        let mut rng = fastrand::Rng::with_seed(w.seed.wrapping_mul(1_000) + a as u64);
+        agents.spawn(async move {
+            let client = reqwest::Client::new();
+            while start.elapsed() < w.duration {
+                let body = body(&mut rng);
+                for retry in 0..=2u32 {
+                    let sent = client
+                        .post(&url)
+                        .header("content-type", "application/json")
+                        .body(body.clone())
+                        .send()
+                        .await;
+                    let Ok(resp) = sent else { break };
+                    if resp.status().is_success() {
+                        break;
+                    }
+                    let asked = resp
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .filter(|s| *s <= 60)
+                        .map(Duration::from_secs);
+                    let backoff = Duration::from_millis(500 << retry);
+                    tokio::time::sleep(asked.unwrap_or(backoff)).await;
+                }
+            }
+        });
+    }
+    agents.join_all().await;
+    figures(&fake, &w)
+}
