@@ -4,13 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice::clock::{Clock, TokioClock};
 use sluice::execute::{Call, NextAction, Outcome, Reason, StreamOutcome, Terminal};
 use sluice::policy::{RequestClass, TransportFailure};
 use sluice::retry::{RetryConfig, Stop};
 use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
 use sluice_tests::stack::executor_with;
-use tokio::time::Instant;
 
 const CHAT: &str = "/v1/chat/completions";
 
@@ -78,7 +78,7 @@ async fn a_stream_passes_through_chunk_by_chunk_and_its_usage_corrects_the_charg
     let mut text = Vec::new();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.expect("the stream is delivered whole");
-        arrivals.push(Instant::now());
+        arrivals.push(TokioClock.now());
         text.extend_from_slice(&chunk);
     }
     let text = String::from_utf8(text).unwrap();
@@ -99,12 +99,12 @@ async fn a_stream_passes_through_chunk_by_chunk_and_its_usage_corrects_the_charg
     );
 
     // So the next request of the same size waits what was used, not what was estimated.
-    let before = Instant::now();
+    let before = TokioClock.now();
     let again = ex
         .execute(&chat(&fake, "team-key", &streamed_body(6_000)))
         .await;
     assert!(matches!(again, Outcome::Succeeded { .. }), "{again:?}");
-    let waited = Instant::now() - before;
+    let waited = TokioClock.now() - before;
     assert!(
         waited <= Duration::from_millis(charged + 50),
         "waited {waited:?} after a charge of {charged} tokens"

@@ -140,7 +140,7 @@ async fn governed() -> Run {
     let mut set = tokio::task::JoinSet::new();
     for a in 0..AGENTS {
         let (ex, mut call) = (ex.clone(), call.clone());
-        call.tenant = format!("agent-{a}");
+        call.tenant = Some(format!("agent-{a}"));
         set.spawn(async move {
             let mut ok = 0;
             for _ in 0..PER_AGENT {

@@ -10,12 +10,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice::clock::{Clock, TokioClock};
 use sluice::execute::{Call, Outcome};
 use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
-use tokio::time::Instant;
 
 use crate::stack::executor_with;
 
@@ -122,14 +122,14 @@ pub async fn through_sluice(w: Workload) -> Figures {
         RetryConfig::default(),
         transport,
     ));
-    let start = Instant::now();
+    let start = TokioClock.now();
     let mut agents = tokio::task::JoinSet::new();
     for a in 0..w.agents {
         let (ex, url) = (ex.clone(), fake.url(PATH));
         let mut rng = fastrand::Rng::with_seed(w.seed.wrapping_mul(1_000) + a as u64);
         agents.spawn(async move {
             loop {
-                let left = w.duration.saturating_sub(start.elapsed());
+                let left = w.duration.saturating_sub(TokioClock.now() - start);
                 if left.is_zero() {
                     break;
                 }
@@ -168,14 +168,14 @@ pub async fn through_sluice(w: Workload) -> Figures {
 /// When the provider does not start.
 pub async fn naive(w: Workload) -> Figures {
     let fake = provider(&w).await;
-    let start = Instant::now();
+    let start = TokioClock.now();
     let mut agents = tokio::task::JoinSet::new();
     for a in 0..w.agents {
         let url = fake.url(PATH);
         let mut rng = fastrand::Rng::with_seed(w.seed.wrapping_mul(1_000) + a as u64);
         agents.spawn(async move {
             let client = reqwest::Client::new();
-            while start.elapsed() < w.duration {
+            while TokioClock.now() - start < w.duration {
                 let body = body(&mut rng);
                 for retry in 0..=2u32 {
                     let sent = client

@@ -28,7 +28,7 @@ const KEEP: usize = 32 * 1024;
 #[derive(Debug)]
 pub enum StreamOutcome {
     /// The provider is answering: read the chunks from the [`Stream`].
-    Streaming(Stream),
+    Streaming(Box<Stream>),
     /// The call ended without a stream (refused, failed, out of budget), as any call ends.
     Ended(Box<Terminal>),
 }

@@ -1,0 +1,193 @@
+//! A call, how it ends, and who watches its attempts.
+
+use std::time::Duration;
+
+use crate::admission::{Class, TaskId};
+use crate::policy::{Classification, RequestClass, Response};
+use crate::retry::{Open, Stop};
+
+/// One logical call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The provider, as configured (`openai`); its plugin reads the answers.
+    pub provider: String,
+    /// The credential's label: the scope every worker of it shares.
+    pub credential: String,
+    /// Narrower scopes the call also charges (a model, an endpoint family).
+    pub scopes: Vec<String>,
+    /// The tenant it is billed to; `None`: the tenant the request names (its plugin's plan),
+    /// else `default`.
+    pub tenant: Option<String>,
+    /// The task it belongs to, for cancellation.
+    pub task: Option<TaskId>,
+    /// Its queue class; `None`: the plugin's advice.
+    pub priority: Option<Class>,
+    /// How it may be retried.
+    pub class: RequestClass,
+    /// The HTTP method.
+    pub method: String,
+    /// The absolute URL.
+    pub url: String,
+    /// Headers plugins may see.
+    pub headers: Vec<(String, String)>,
+    /// Credential headers: sent, never shown to a plugin.
+    pub secrets: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+    /// The longest the whole call may take, waits included; `None`: the deadline the
+    /// request carries (its plugin's plan), if any.
+    pub deadline: Option<Duration>,
+    /// Share one attempt with identical reads of the same credential in flight (opt in only
+    /// for reads whose answer may be shared: never a balance or an approval state). Ignored
+    /// for writes.
+    pub coalesce: bool,
+}
+
+/// What to do after a call that ended without success.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NextAction {
+    /// Fix the request; sending it again as it is will fail the same way.
+    FixRequest,
+    /// Renew the credential or its permissions.
+    Reauthenticate,
+    /// Try later, after this long if known.
+    RetryLater(Option<Duration>),
+    /// Find out whether the write happened before anything else is sent for it.
+    Reconcile,
+    /// Wait for the quota's reset, or raise the quota.
+    WaitForQuota(Option<Duration>),
+    /// Resolve the conflict (a lock, a version, a duplicate) first.
+    ResolveConflict,
+}
+
+/// Why a call ended without success.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reason {
+    /// The retry policy stopped it.
+    Stopped(Stop),
+    /// The admission queue refused it (backpressure, an oversized request).
+    Refused(String),
+    /// Its deadline passed while it waited, or cannot be met: the time budget is spent.
+    OutOfTime(String),
+    /// Its task was cancelled.
+    Cancelled,
+    /// The path's circuit breaker is open.
+    BreakerOpen(Open),
+    /// Too many calls of the scope are already waiting to retry.
+    ScopeRetriesFull {
+        /// The scope's bound.
+        max_delayed_requests: u32,
+    },
+    /// The task has sent all the attempts its budget allows.
+    TaskBudgetExhausted {
+        /// The task's budget.
+        max_attempts: u32,
+    },
+    /// No plugin is configured for the provider.
+    UnknownProvider(String),
+    /// The observer refused to let an attempt go out (the journal could not record it).
+    NotRecorded(String),
+}
+
+/// A call that ended without success, and everything known about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Terminal {
+    /// Why it ended.
+    pub reason: Reason,
+    /// Whether any attempt may have reached the provider.
+    pub sent: bool,
+    /// Whether any answer came back.
+    pub response_received: bool,
+    /// Attempts sent.
+    pub attempts: u32,
+    /// Time waited between attempts.
+    pub waited: Duration,
+    /// The last status, if any answer came back.
+    pub last_status: Option<u16>,
+    /// The provider's last error code.
+    pub error_code: Option<String>,
+    /// The last answer, if any came back (a status query's 404 is read, not discarded).
+    pub last_response: Option<Response>,
+    /// What the HTTP client said about the last attempt that got no answer (a refused
+    /// certificate, a refused connection, a timeout...).
+    pub transport_error: Option<String>,
+    /// The next safe action.
+    pub next_action: NextAction,
+}
+
+/// Sees each attempt of a call: the journal and the audit log hang here.
+pub trait Observer: Send {
+    /// Just before attempt `attempt` (from 1) is sent. An error stops the call with nothing
+    /// sent for this attempt: a write whose `sent` mark cannot be made durable must not go
+    /// out.
+    ///
+    /// # Errors
+    /// Why the attempt must not be sent.
+    fn before_send(&mut self, attempt: u32) -> Result<(), String>;
+    /// After attempt `attempt`: the answer's status (`None`: no answer) and how it was read.
+    fn after_attempt(&mut self, attempt: u32, status: Option<u16>, read: &Classification);
+    /// A retry of the call is scheduled after `delay`.
+    fn retry_scheduled(&mut self, attempt: u32, delay: Duration);
+}
+
+/// An observer that sees nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unobserved;
+
+impl Observer for Unobserved {
+    fn before_send(&mut self, _attempt: u32) -> Result<(), String> {
+        Ok(())
+    }
+    fn after_attempt(&mut self, _attempt: u32, _status: Option<u16>, _read: &Classification) {}
+    fn retry_scheduled(&mut self, _attempt: u32, _delay: Duration) {}
+}
+
+impl Terminal {
+    /// Whether the call's time budget ran out (in the queue or before a retry).
+    pub fn out_of_time(&self) -> bool {
+        matches!(
+            self.reason,
+            Reason::OutOfTime(_)
+                | Reason::Stopped(Stop::DeadlinePassed { .. } | Stop::WaitBudgetExhausted { .. })
+        )
+    }
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The provider did what was asked.
+    Succeeded {
+        /// Its answer.
+        response: Response,
+        /// Attempts sent.
+        attempts: u32,
+        /// Time waited between attempts.
+        waited: Duration,
+    },
+    /// The call ended without success.
+    Ended(Box<Terminal>),
+}
+
+/// What makes two reads the same read: the credential, and every byte of the request.
+pub(super) fn read_key(call: &Call) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for part in [
+        call.provider.as_bytes(),
+        call.credential.as_bytes(),
+        call.method.as_bytes(),
+        call.url.as_bytes(),
+    ] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    for (n, v) in &call.headers {
+        h.update((n.len() as u64).to_le_bytes());
+        h.update(n.as_bytes());
+        h.update((v.len() as u64).to_le_bytes());
+        h.update(v.as_bytes());
+    }
+    h.update(&call.body);
+    crate::hex::to_hex(&h.finalize())
+}
