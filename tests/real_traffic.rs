@@ -318,3 +318,56 @@ async fn the_plugins_plan_names_the_tenant_when_the_call_does_not() {
         Outcome::Succeeded { .. }
     ));
 }
+
+fn slow_stream_executor(gap: Duration) -> (FakeConfig, sluice::execute::Executor) {
+    let config = FakeConfig::new(Style::OpenAi).stream_gap(gap);
+    let transport = Transport::new(Timeouts {
+        connect: Duration::from_secs(2),
+        first_byte: Duration::from_secs(2),
+        idle: Duration::from_secs(1),
+    })
+    .expect("a transport");
+    let admission = "[providers.openai.limits]\nrequests_per_minute = 600\n";
+    (
+        config,
+        executor_with("openai", admission, RetryConfig::default(), transport),
+    )
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_attempt_has_no_total_timeout_only_a_first_byte_and_an_idle_limit() {
+    // 18 events half a second apart: nine seconds in all, far past the first-byte limit.
+    let (config, ex) = slow_stream_executor(Duration::from_millis(500));
+    let fake = FakeProvider::start(config).await.unwrap();
+    let StreamOutcome::Streaming(mut stream) = ex
+        .execute_stream(&chat(&fake, "team-key", &streamed_body(100)))
+        .await
+    else {
+        panic!("the stream should begin");
+    };
+    let started = TokioClock.now();
+    while let Some(chunk) = stream.next().await {
+        chunk.expect("a stream that never goes quiet for a second is delivered whole");
+    }
+    assert!(TokioClock.now() - started >= Duration::from_secs(8));
+    assert_eq!(fake.attempts()[0].stream, Some(true));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_stream_quiet_for_longer_than_the_idle_limit_is_a_partial_outcome() {
+    let (config, ex) = slow_stream_executor(Duration::from_millis(1_500));
+    let fake = FakeProvider::start(config).await.unwrap();
+    let StreamOutcome::Streaming(mut stream) = ex
+        .execute_stream(&chat(&fake, "team-key", &streamed_body(100)))
+        .await
+    else {
+        panic!("the first event comes at once");
+    };
+    assert!(matches!(stream.next().await, Some(Ok(_))));
+    let Some(Err(partial)) = stream.next().await else {
+        panic!("the second event comes after the idle limit")
+    };
+    assert_eq!(partial.failure, Some(TransportFailure::TimeoutAfterSend));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(fake.attempts_on(CHAT), 1, "never sent again");
+}
