@@ -1,6 +1,16 @@
-//! The guest side: WIT bindings, the [`Plugin`] trait with its defaults, and the export macro.
+//! The guest side: WIT bindings of `sluice:policy@0.2.0`, the [`Plugin`] trait with its
+//! defaults, the helpers they are made of, and the export macro.
 
-/// The bindings wit-bindgen generates from `wit/policy.wit`.
+mod export;
+mod plugin;
+
+pub use plugin::{Plugin, Priority, default_plan_request, default_read_response};
+
+/// The bindings wit-bindgen generates from `wit/` (`sluice:policy@0.2.0`).
+///
+/// `wit/deps/` also holds the frozen `sluice:policy@0.1.0`, so two versions of one package
+/// are loaded and wit-bindgen names the module of each with its version:
+/// `sluice::policy0_2_0`. Plugin code names the types through this crate's re-exports.
 #[allow(
     missing_docs,
     unsafe_code,
@@ -18,84 +28,15 @@ pub mod bindings {
     });
 }
 
-pub use bindings::sluice::policy::log::Level;
-pub use bindings::sluice::policy::types::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, Priority,
-    PriorityClass, ReconcilePlan, Reconciliation, Request, RequestClass, Response, StatusQuery,
-    TransportFailure, UncertainWrite, Verdict,
+pub use bindings::sluice::policy0_2_0::log::Level;
+pub use bindings::sluice::policy0_2_0::types::{
+    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, PriorityClass,
+    Reading, ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan, Response,
+    ResponsePart, StatusQuery, TransportFailure, UncertainWrite, Verdict,
 };
 
 use crate::generic;
 use crate::headers::Headers;
-
-/// A provider policy. Every function but [`Plugin::describe`] has a default that follows
-/// generic HTTP semantics; override what your provider does differently.
-pub trait Plugin {
-    /// Names the plugin and the traffic it governs.
-    fn describe() -> Description;
-
-    /// Reads one attempt's outcome. Default: [`default_classify`].
-    ///
-    /// # Errors
-    /// A [`PolicyError`] makes the host use its built-in policy for this call.
-    fn classify(req: &Request, outcome: &Outcome) -> Result<Classification, PolicyError> {
-        Ok(default_classify(req, outcome))
-    }
-
-    /// Reads the quota figures of a response. Default: the IETF rate-limit fields.
-    ///
-    /// # Errors
-    /// A [`PolicyError`] makes the host use its built-in policy for this call.
-    fn parse_quota(req: &Request, resp: &Response) -> Result<Vec<Observation>, PolicyError> {
-        let _ = req;
-        Ok(ietf_observations(&headers(&resp.headers)))
-    }
-
-    /// Advises where a request belongs in the queue. Default: [`default_priority`].
-    ///
-    /// # Errors
-    /// A [`PolicyError`] makes the host use its built-in policy for this call.
-    fn decide_priority(req: &Request) -> Result<Priority, PolicyError> {
-        Ok(default_priority(req))
-    }
-
-    /// Estimates a request's cost before sending. Default: one request.
-    ///
-    /// # Errors
-    /// A [`PolicyError`] makes the host use its built-in policy for this call.
-    fn estimate_cost(req: &Request) -> Result<Vec<Cost>, PolicyError> {
-        let _ = req;
-        Ok(vec![Cost {
-            dimension: Dimension::Requests,
-            amount: 1,
-        }])
-    }
-
-    /// Says how to settle an uncertain write. Default: unsupported, so the host escalates.
-    ///
-    /// # Errors
-    /// A [`PolicyError`] makes the host use its built-in policy for this call.
-    fn reconcile(write: &UncertainWrite) -> Result<ReconcilePlan, PolicyError> {
-        let _ = write;
-        Ok(ReconcilePlan::Unsupported(
-            "this plugin cannot look up writes".into(),
-        ))
-    }
-
-    /// Reads the answer to the status query from [`Plugin::reconcile`]. Default: unknown.
-    ///
-    /// # Errors
-    /// A [`PolicyError`] makes the host use its built-in policy for this call.
-    fn read_reconciliation(
-        write: &UncertainWrite,
-        resp: &Response,
-    ) -> Result<Reconciliation, PolicyError> {
-        let _ = (write, resp);
-        Ok(Reconciliation::Unknown(
-            "this plugin cannot read lookups".into(),
-        ))
-    }
-}
 
 /// A [`Headers`] view over a WIT `fields` block.
 pub fn headers(block: &str) -> Headers<'_> {
@@ -128,8 +69,8 @@ pub fn default_classify(req: &Request, outcome: &Outcome) -> Classification {
 }
 
 /// Generic priority: `x-sluice-priority` (`interactive`, `standard`, `background`) and
-/// `x-sluice-tenant` request headers when the caller set them; else standard, no tenant,
-/// weight 1.
+/// `x-sluice-tenant` request headers when the caller set them; else standard, no tenant, no
+/// deadline.
 pub fn default_priority(req: &Request) -> Priority {
     let h = headers(&req.headers);
     let class = match h.get("x-sluice-priority") {
@@ -139,10 +80,25 @@ pub fn default_priority(req: &Request) -> Priority {
     };
     Priority {
         class,
-        tenant: h.get("x-sluice-tenant").map(str::to_owned),
-        weight: 1,
+        tenant: h
+            .get("x-sluice-tenant")
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned),
         deadline_ms: None,
     }
+}
+
+/// One request: the cost of any request, before what a provider counts besides.
+pub fn one_request() -> Cost {
+    Cost {
+        dimension: Dimension::Requests,
+        amount: 1,
+    }
+}
+
+/// An amount of `dimension` (a planned cost, or usage reported).
+pub fn amount(dimension: Dimension, amount: u64) -> Cost {
+    Cost { dimension, amount }
 }
 
 /// An observation with only its dimension and source set; fill in the rest.
@@ -190,55 +146,7 @@ pub fn model_scope(req: &Request) -> Option<String> {
 /// Writes a message to the host's log (a no-op when not running as a component).
 pub fn log(level: Level, message: &str) {
     #[cfg(target_arch = "wasm32")]
-    bindings::sluice::policy::log::log(level, message);
+    bindings::sluice::policy0_2_0::log::log(level, message);
     #[cfg(not(target_arch = "wasm32"))]
     let _ = (level, message);
-}
-
-/// Exports a [`Plugin`] implementation as the component's `sluice:policy/policy` interface.
-///
-/// Expands to nothing outside `wasm32`, so the same crate builds natively for unit tests.
-#[macro_export]
-macro_rules! export_plugin {
-    ($plugin:ty) => {
-        #[cfg(target_arch = "wasm32")]
-        const _: () = {
-            use $crate::bindings::exports::sluice::policy::policy::Guest;
-            use $crate::{
-                Classification, Cost, Description, Observation, Outcome, PolicyError, Priority,
-                ReconcilePlan, Reconciliation, Request, Response, UncertainWrite,
-            };
-            struct Exported;
-            impl Guest for Exported {
-                fn describe() -> Description {
-                    <$plugin as $crate::Plugin>::describe()
-                }
-                fn classify(req: Request, outcome: Outcome) -> Result<Classification, PolicyError> {
-                    <$plugin as $crate::Plugin>::classify(&req, &outcome)
-                }
-                fn parse_quota(
-                    req: Request,
-                    resp: Response,
-                ) -> Result<Vec<Observation>, PolicyError> {
-                    <$plugin as $crate::Plugin>::parse_quota(&req, &resp)
-                }
-                fn decide_priority(req: Request) -> Result<Priority, PolicyError> {
-                    <$plugin as $crate::Plugin>::decide_priority(&req)
-                }
-                fn estimate_cost(req: Request) -> Result<Vec<Cost>, PolicyError> {
-                    <$plugin as $crate::Plugin>::estimate_cost(&req)
-                }
-                fn reconcile(write: UncertainWrite) -> Result<ReconcilePlan, PolicyError> {
-                    <$plugin as $crate::Plugin>::reconcile(&write)
-                }
-                fn read_reconciliation(
-                    write: UncertainWrite,
-                    resp: Response,
-                ) -> Result<Reconciliation, PolicyError> {
-                    <$plugin as $crate::Plugin>::read_reconciliation(&write, &resp)
-                }
-            }
-            $crate::bindings::export_bindings! { Exported with_types_in $crate::bindings }
-        };
-    };
 }
