@@ -16,8 +16,8 @@ use crate::admission::{Acquire, Admission, Class, Refused, Rejection, TaskId, Us
 use crate::clock::Clock;
 use crate::guard::GuardedPolicy;
 use crate::policy::{
-    Classification, Outcome as Wire, Request, RequestClass, Response, TransportFailure, Verdict,
-    encode_fields,
+    Classification, Outcome as Wire, Request, RequestClass, Response, ResponsePart,
+    TransportFailure, Verdict, encode_fields,
 };
 use crate::retry::{Breakers, Next, Open, RetryConfig, Spent, Stop, decide, route_template};
 use crate::transport::Transport;
@@ -281,10 +281,9 @@ impl Executor {
             body: call.body.clone(),
             now_ms: self.clock.wall_ms(),
         };
-        let usage = Usage::from_estimate(&policy.estimate_cost(&req).value);
-        let class = call
-            .priority
-            .unwrap_or_else(|| policy.decide_priority(&req).value.class.into());
+        let plan = policy.plan_request(&req).value;
+        let usage = Usage::from_estimate(&plan.cost);
+        let class = call.priority.unwrap_or_else(|| plan.class.into());
         let budget = self.retry.budget(call.class);
         let backoff = self.retry.backoff();
         let secrets: Vec<(&str, &str)> = call
@@ -356,12 +355,15 @@ impl Executor {
                 ),
             };
             t.sent |= sent;
-            let c = policy.classify(&req, &wire).value;
+            let reading = policy
+                .read_response(&req, &wire, ResponsePart::Complete)
+                .value;
+            let c = reading.classification;
             observer.after_attempt(t.attempts, status, &c);
             if let Wire::Response(r) = &wire {
                 t.response_received = true;
                 t.last_status = Some(r.status);
-                permit.observe(&policy.parse_quota(&req, r).value);
+                permit.observe(&reading.observations);
             }
             t.error_code.clone_from(&c.error_code);
             let spent = Spent {

@@ -1,10 +1,11 @@
-//! The vocabulary of the plugin contract (`wit/policy.wit`), as host types. Everything the
-//! host says to a plugin, and hears back, is one of these.
+//! The vocabulary of the plugin contract (`wit/policy.wit`, `sluice:policy@0.2.0`), as host
+//! types. Everything the host says to a plugin, and hears back, is one of these; a plugin
+//! built against the frozen 0.1.0 is translated to and from them (`plugin/v1.rs`).
 
-pub use crate::plugin::bindings::sluice::policy::types::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, Priority,
-    PriorityClass, ReconcilePlan, Reconciliation, Request, RequestClass, Response, StatusQuery,
-    TransportFailure, UncertainWrite, Verdict,
+pub use crate::plugin::bindings::sluice::policy0_2_0::types::{
+    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, PriorityClass,
+    Reading, ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan, Response,
+    ResponsePart, StatusQuery, TransportFailure, UncertainWrite, Verdict,
 };
 
 /// Request headers that carry credentials. Their values never reach a plugin, a log or an

@@ -121,10 +121,7 @@ impl Transport {
             Err(_) => {
                 return Err(Fault {
                     failure: TransportFailure::TimeoutAfterSend,
-                    detail: format!(
-                        "no answer within {:?} of sending",
-                        self.timeouts.first_byte
-                    ),
+                    detail: format!("no answer within {:?} of sending", self.timeouts.first_byte),
                 });
             }
         };
