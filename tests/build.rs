@@ -1,4 +1,5 @@
-//! Builds the hostile test fixture from source (`plugins/fixtures/hostile`).
+//! Builds the test fixtures from source: the hostile plugin (`plugins/fixtures/hostile`) and
+//! the plugin built against the frozen contract 0.1.0 (`plugins/fixtures/v1`).
 
 fn main() {
     let manifest =
@@ -6,9 +7,16 @@ fn main() {
     let workspace = manifest
         .parent()
         .expect("tests/ lives in the workspace root");
-    let built = sluice_plugin_builder::build(workspace, &["sluice-plugin-hostile"]);
+    let built = sluice_plugin_builder::build(
+        workspace,
+        &["sluice-plugin-hostile", "sluice-plugin-legacy"],
+    );
     println!(
         "cargo:rustc-env=SLUICE_HOSTILE_WASM={}",
         built[0].wasm.display()
+    );
+    println!(
+        "cargo:rustc-env=SLUICE_LEGACY_WASM={}",
+        built[1].wasm.display()
     );
 }

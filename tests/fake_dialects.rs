@@ -3,7 +3,7 @@
 //! the wait it named, and its quota headers become observations.
 
 use sluice::clock::{Clock, SystemClock};
-use sluice::policy::{Dimension, Outcome, RequestClass, Response, Verdict};
+use sluice::policy::{Dimension, Outcome, RequestClass, Response, ResponsePart, Verdict};
 use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 use sluice_tests::{request, runtime};
@@ -42,13 +42,14 @@ async fn bundled_plugins_read_the_fakes_429s_and_quota_headers() {
         let mut req = request("POST", &fake.url(path), RequestClass::Read);
         // The fake's dates are on the real clock.
         req.now_ms = SystemClock.wall_ms();
-        let c = p
-            .classify(&req, &Outcome::Response(resp.clone()))
-            .expect("classify");
+        let reading = p
+            .read_response(&req, &Outcome::Response(resp), ResponsePart::Complete)
+            .expect("read-response");
+        let c = reading.classification;
         assert_eq!(c.verdict, Verdict::RateLimited, "{plugin}");
         let wait = c.retry_after_ms.expect("the 429 names a wait");
         assert!((55_000..=61_000).contains(&wait), "{plugin}: {wait} ms");
-        let obs = p.parse_quota(&req, &resp).expect("parse-quota");
+        let obs = reading.observations;
         let requests = obs
             .iter()
             .find(|o| o.dimension == Dimension::Requests)
@@ -76,11 +77,50 @@ async fn bundled_plugins_read_the_fakes_429s_and_quota_headers() {
         RequestClass::IdempotentWrite,
     );
     let second = two.remove(1);
-    let c = p.classify(&req, &Outcome::Response(two.remove(0))).unwrap();
+    let classify = |resp: Response| {
+        p.read_response(&req, &Outcome::Response(resp), ResponsePart::Complete)
+            .unwrap()
+            .classification
+    };
+    let c = classify(two.remove(0));
     assert_eq!(
         (c.verdict, c.retry_after_ms),
         (Verdict::RateLimited, Some(2_000))
     );
-    let c = p.classify(&req, &Outcome::Response(second)).unwrap();
+    let c = classify(second);
     assert_eq!(c.verdict, Verdict::Success);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn bundled_plugins_read_the_usage_in_the_fakes_answers() {
+    let rt = runtime();
+    let transport = Transport::new(Timeouts::default()).expect("a transport");
+    // 40 characters of prompt (10 tokens as the fake counts) and up to 50 output tokens, of
+    // which the fake's answers use half: the usage read is the answer's, not the estimate.
+    let body = br#"{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"0123456789012345678901234567890123456789"}]}"#;
+    for (style, plugin, path) in [
+        (Style::OpenAi, "openai", "/v1/chat/completions"),
+        (Style::Anthropic, "anthropic", "/v1/messages"),
+    ] {
+        let fake = FakeProvider::start(FakeConfig::new(style)).await.unwrap();
+        let mut req = request("POST", &fake.url(path), RequestClass::Read);
+        req.body = body.to_vec();
+        let outcome = transport.send(&req, &[]).await;
+        let p = rt.load_bundled(plugin).expect("a bundled plugin");
+        let reading = p
+            .read_response(&req, &outcome, ResponsePart::Complete)
+            .expect("read-response");
+        assert_eq!(reading.classification.verdict, Verdict::Success, "{plugin}");
+        let used = |d: Dimension| {
+            reading
+                .usage
+                .iter()
+                .find(|c| c.dimension == d)
+                .map(|c| c.amount)
+        };
+        assert_eq!(used(Dimension::InputTokens), Some(10), "{plugin}");
+        assert_eq!(used(Dimension::OutputTokens), Some(25), "{plugin}");
+        assert_eq!(used(Dimension::Tokens), Some(35), "{plugin}");
+        assert_eq!(fake.attempts_on(path), 1, "{plugin}");
+    }
 }

@@ -10,9 +10,10 @@ use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
 use sluice::plugin::{
     CacheOutcome, ComponentCache, Failure, LoadError, PluginRuntime, RuntimeConfig,
 };
-use sluice::policy::{RequestClass, Verdict};
+use sluice::policy::{Classification, Outcome, Request, RequestClass, ResponsePart, Verdict};
 use sluice_tests::{TEST_DEADLINE, hostile, request, response, runtime, runtime_with, test_cache};
 
+/// What the plugin reads from a 200 to `path`: its verdict, or how the call failed.
 fn classify_path(plugin: &sluice::plugin::Plugin, path: &str) -> Result<Verdict, Failure> {
     let req = request(
         "GET",
@@ -20,9 +21,15 @@ fn classify_path(plugin: &sluice::plugin::Plugin, path: &str) -> Result<Verdict,
         RequestClass::Read,
     );
     plugin
-        .classify(&req, &response(200, &[]))
-        .map(|c| c.verdict)
+        .read_response(&req, &response(200, &[]), ResponsePart::Complete)
+        .map(|r| r.classification.verdict)
         .map_err(|e| e.failure)
+}
+
+/// The guarded reading of a complete `outcome`: its classification and who gave it.
+fn classify(g: &GuardedPolicy, req: &Request, outcome: &Outcome) -> (Classification, AnsweredBy) {
+    let a = g.read_response(req, outcome, ResponsePart::Complete);
+    (a.value.classification, a.by)
 }
 
 /// Each misbehaviour, then a normal call on the same plugin: the host is unharmed.
@@ -69,11 +76,13 @@ fn the_error_names_the_plugin_and_the_function() {
     let rt = runtime();
     let p = hostile(&rt);
     let req = request("GET", "https://hostile.test/loop", RequestClass::Read);
-    let e = p.classify(&req, &response(200, &[])).unwrap_err();
+    let e = p
+        .read_response(&req, &response(200, &[]), ResponsePart::Complete)
+        .unwrap_err();
     let text = e.to_string();
     assert!(text.contains("250 ms"), "{text}");
     assert!(
-        text.contains("hostile") && text.contains("classify") && text.contains("deadline"),
+        text.contains("hostile") && text.contains("read-response") && text.contains("deadline"),
         "{text}"
     );
 }
@@ -113,20 +122,29 @@ fn oversized_lists_and_out_of_range_values_are_refused() {
         ..RuntimeConfig::default()
     });
     let p = hostile(&rt);
-    let req = request("GET", "https://hostile.test/ok", RequestClass::Read);
-    let sluice::policy::Outcome::Response(resp) = response(200, &[]) else {
-        unreachable!()
+    let at = |path: &str| {
+        request(
+            "GET",
+            &format!("https://hostile.test{path}"),
+            RequestClass::Read,
+        )
     };
-    let e = p.parse_quota(&req, &resp).unwrap_err();
-    assert!(
-        matches!(&e.failure, Failure::InvalidOutput(m) if m.contains("10000 entries")),
-        "{e}"
-    );
-    let e = p.decide_priority(&req).unwrap_err();
-    assert!(
-        matches!(&e.failure, Failure::InvalidOutput(m) if m.contains("weight")),
-        "{e}"
-    );
+    let read = |path: &str| {
+        p.read_response(&at(path), &response(200, &[]), ResponsePart::Complete)
+            .unwrap_err()
+    };
+    let invalid = |e: &sluice::plugin::PluginError, what: &str| matches!(&e.failure, Failure::InvalidOutput(m) if m.contains(what));
+    let e = read("/flood");
+    assert!(invalid(&e, "10000 entries"), "{e}");
+    let e = read("/usage");
+    assert!(invalid(&e, "usage is 18446744073709551615"), "{e}");
+    let e = p.plan_request(&at("/scopes")).unwrap_err();
+    assert!(invalid(&e, "scopes has 1000 entries"), "{e}");
+    let e = p.plan_request(&at("/tenant")).unwrap_err();
+    assert!(invalid(&e, "tenant is 4096 bytes"), "{e}");
+    // The same plugin plans an ordinary request well.
+    let plan = p.plan_request(&at("/ok")).unwrap();
+    assert!(plan.scopes.is_empty() && plan.tenant.is_none());
 }
 
 #[test]
@@ -135,8 +153,9 @@ fn a_plugin_gets_no_capabilities() {
     let p = hostile(&rt);
     let req = request("GET", "https://hostile.test/escape", RequestClass::Read);
     let c = p
-        .classify(&req, &response(200, &[]))
-        .expect("the escape probe answers");
+        .read_response(&req, &response(200, &[]), ResponsePart::Complete)
+        .expect("the escape probe answers")
+        .classification;
     assert_eq!(
         c.error_code.as_deref(),
         Some("env=0 args=0 clock=0 fs=denied net=denied"),
@@ -168,32 +187,30 @@ fn a_plugin_that_keeps_failing_is_quarantined_and_the_fallback_answers() {
     let trap = request("GET", "https://hostile.test/trap", RequestClass::Read);
     let limited = response(429, &[("Retry-After", "7")]);
     for i in 1..=3 {
-        let a = g.classify(&trap, &limited);
-        assert!(
-            matches!(a.by, AnsweredBy::Fallback(_)),
-            "failure {i}: {:?}",
-            a.by
-        );
+        let (c, by) = classify(&g, &trap, &limited);
+        assert!(matches!(by, AnsweredBy::Fallback(_)), "failure {i}: {by:?}");
         // The fallback still reads the response the generic way.
-        assert_eq!(a.value.verdict, Verdict::RateLimited);
-        assert_eq!(a.value.retry_after_ms, Some(7000));
+        assert_eq!(c.verdict, Verdict::RateLimited);
+        assert_eq!(c.retry_after_ms, Some(7000));
     }
     assert_eq!(g.health().quarantines, 1);
     // Quarantined: even a call the plugin would answer well goes to the fallback.
     let ok = request("GET", "https://hostile.test/ok", RequestClass::Read);
     assert!(matches!(
-        g.classify(&ok, &response(200, &[])).by,
+        classify(&g, &ok, &response(200, &[])).1,
         AnsweredBy::Quarantined(_)
     ));
+    // Every call of the plugin is quarantined, planning too.
+    assert!(matches!(g.plan_request(&ok).by, AnsweredBy::Quarantined(_)));
     // After the quarantine, one probe; it succeeds and the plugin is back.
     clock.advance(QuarantinePolicy::default().duration + Duration::from_millis(1));
     assert!(matches!(
-        g.classify(&ok, &response(200, &[])).by,
+        classify(&g, &ok, &response(200, &[])).1,
         AnsweredBy::Plugin
     ));
     assert_eq!(g.health().consecutive_failures, 0);
     assert!(matches!(
-        g.classify(&ok, &response(200, &[])).by,
+        classify(&g, &ok, &response(200, &[])).1,
         AnsweredBy::Plugin
     ));
 }
@@ -204,16 +221,16 @@ fn a_failed_probe_renews_the_quarantine_at_once() {
     let g = guarded(&clock);
     let trap = request("GET", "https://hostile.test/trap", RequestClass::Read);
     for _ in 0..3 {
-        g.classify(&trap, &response(200, &[]));
+        classify(&g, &trap, &response(200, &[]));
     }
     clock.advance(Duration::from_secs(61));
     assert!(matches!(
-        g.classify(&trap, &response(200, &[])).by,
+        classify(&g, &trap, &response(200, &[])).1,
         AnsweredBy::Fallback(_)
     ));
     assert_eq!(g.health().quarantines, 2);
     assert!(matches!(
-        g.classify(&trap, &response(200, &[])).by,
+        classify(&g, &trap, &response(200, &[])).1,
         AnsweredBy::Quarantined(_)
     ));
 }
@@ -225,12 +242,28 @@ fn declining_is_not_a_fault() {
     let decline = request("GET", "https://hostile.test/decline", RequestClass::Read);
     for _ in 0..10 {
         assert!(matches!(
-            g.classify(&decline, &response(200, &[])).by,
+            classify(&g, &decline, &response(200, &[])).1,
             AnsweredBy::Fallback(_)
         ));
     }
     let h = g.health();
     assert_eq!((h.total_failures, h.quarantines), (0, 0));
+}
+
+#[test]
+fn an_invalid_plan_is_replaced_by_the_built_in_one() {
+    let clock = Arc::new(ManualClock::starting_at(0));
+    let g = guarded(&clock);
+    let req = request("GET", "https://hostile.test/scopes", RequestClass::Read);
+    let a = g.plan_request(&req);
+    assert!(
+        matches!(&a.by, AnsweredBy::Fallback(e) if matches!(e.failure, Failure::InvalidOutput(_))),
+        "{:?}",
+        a.by
+    );
+    assert!(a.value.scopes.is_empty(), "no scope from an invalid plan");
+    assert_eq!(a.value.cost.len(), 1, "the built-in plan: one request");
+    assert_eq!(g.health().total_failures, 1);
 }
 
 #[test]
@@ -243,10 +276,10 @@ fn the_fallback_fails_closed_for_writes() {
         RequestClass::UncertainWrite,
     );
     for status in [429, 500, 503] {
-        let a = g.classify(&write, &response(status, &[]));
-        assert!(!matches!(a.by, AnsweredBy::Plugin));
-        assert_eq!(a.value.verdict, Verdict::OutcomeUnknown, "status {status}");
-        assert_eq!(a.value.should_retry, Some(false));
+        let (c, by) = classify(&g, &write, &response(status, &[]));
+        assert!(!matches!(by, AnsweredBy::Plugin));
+        assert_eq!(c.verdict, Verdict::OutcomeUnknown, "status {status}");
+        assert_eq!(c.should_retry, Some(false));
     }
 }
 
@@ -261,9 +294,9 @@ fn credentials_never_reach_a_plugin() {
         ("x-api-key", "key-secret"),
     ])
     .unwrap();
-    let a = g.classify(&req, &response(200, &[]));
-    assert!(matches!(a.by, AnsweredBy::Plugin), "{:?}", a.by);
-    let seen = a.value.error_code.unwrap_or_default();
+    let (c, by) = classify(&g, &req, &response(200, &[]));
+    assert!(matches!(by, AnsweredBy::Plugin), "{by:?}");
+    let seen = c.error_code.unwrap_or_default();
     assert_eq!(
         seen,
         "content-type:application/json\nAuthorization:[redacted]\nx-api-key:[redacted]\n"
@@ -334,7 +367,11 @@ fn compiled_components_are_cached_across_runtimes() {
     assert_eq!(third.cache_outcome(), CacheOutcome::Compiled);
     let req = request("GET", "https://x.test/", RequestClass::Read);
     assert_eq!(
-        third.classify(&req, &response(503, &[])).unwrap().verdict,
+        third
+            .read_response(&req, &response(503, &[]), ResponsePart::Complete)
+            .unwrap()
+            .classification
+            .verdict,
         Verdict::Overloaded
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -106,6 +106,78 @@ fn observation_mismatches_name_the_field() {
 }
 
 #[test]
+fn usage_and_plan_mismatches_name_the_field() {
+    let rt = runtime();
+    let plugin = rt.load_bundled("openai").unwrap();
+    let case = |part: &str, body: &str, expect: &str| {
+        format!(
+            r#"{{"name":"{part}","part":"{part}",
+            "request":{{"method":"POST","url":"https://api.openai.com/v1/chat/completions","class":"read",
+              "body":"{{\"model\":\"gpt-4o\",\"max_tokens\":10}}"}},
+            "response":{{"status":200,"body":{body}}},
+            "expect":{expect}}}"#
+        )
+    };
+    let whole = r#""{\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"total_tokens\":7}}""#;
+    let stream = r#""data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"total_tokens\":7}}\n\ndata: [DONE]\n\n""#;
+    let text = format!(
+        r#"{{"cases":[{},{},{},{},{},{},{}]}}"#,
+        case(
+            "complete",
+            whole,
+            r#"{"usage":{"input-tokens":3,"output-tokens":4,"tokens":7},"usage_exact":true}"#
+        ),
+        case("stream-end", stream, r#"{"usage":{"output-tokens":5}}"#),
+        case("stream-start", stream, r#"{"usage":{"tokens":7}}"#),
+        case(
+            "complete",
+            whole,
+            r#"{"usage":{"tokens":7},"usage_exact":true}"#
+        ),
+        case(
+            "complete",
+            whole,
+            r#"{"plan":{"class":"standard","tenant":null,"scopes":["model:gpt-4o"],"cost":{"requests":1}}}"#
+        ),
+        case("complete", whole, r#"{"plan":{"scopes":["model:gpt-4"]}}"#),
+        case(
+            "complete",
+            whole,
+            r#"{"plan":{"cost":{"requests":1},"cost_exact":true}}"#
+        ),
+    );
+    let report = vectors::run(
+        &plugin,
+        &vectors::parse(Path::new("t.json"), &text).unwrap(),
+    );
+    let f: Vec<Option<&str>> = report
+        .results
+        .iter()
+        .map(|r| r.failure.as_deref())
+        .collect();
+    assert_eq!(f[0], None);
+    assert_eq!(f[1], Some("usage.output-tokens: expected 5, got 4"));
+    assert_eq!(
+        f[2],
+        Some("usage: no reported amount of \"tokens\" (reported: none)")
+    );
+    assert_eq!(
+        f[3],
+        Some("usage_exact: unexpected reported amount 3 of input-tokens")
+    );
+    assert_eq!(f[4], None);
+    assert_eq!(
+        f[5],
+        Some(r#"plan.scopes: expected ["model:gpt-4"], got ["model:gpt-4o"]"#)
+    );
+    assert!(
+        f[6].is_some_and(|m| m.starts_with("plan.cost_exact: unexpected reported amount")),
+        "{:?}",
+        f[6]
+    );
+}
+
+#[test]
 fn tolerance_allows_date_rounding() {
     let rt = runtime();
     let plugin = rt.load_bundled("ietf").unwrap();
@@ -158,6 +230,26 @@ fn malformed_files_name_the_file_the_case_and_the_field() {
         (
             r#"{"cases":[{"name":"g","now":"noon","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{}}]}"#,
             "t.json: case 0 (\"g\"): now: \"noon\" is not an RFC 3339",
+        ),
+        (
+            r#"{"cases":[{"name":"h","part":"stream-middle","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{}}]}"#,
+            "t.json: case 0 (\"h\"): part: \"stream-middle\" is not one of",
+        ),
+        (
+            r#"{"cases":[{"name":"i","part":"stream-end","request":{"method":"GET","url":"u","class":"read"},"transport":"connect-failed","expect":{}}]}"#,
+            "t.json: case 0 (\"i\"): part: a transport failure is read as complete",
+        ),
+        (
+            r#"{"cases":[{"name":"j","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{"plan":{"class":"urgent"}}}]}"#,
+            "t.json: case 0 (\"j\"): expect.plan.class: \"urgent\" is not one of",
+        ),
+        (
+            r#"{"cases":[{"name":"k","request":{"method":"GET","url":"u","class":"read"},"transport":"reset-after-send","expect":{"usage":{}}}]}"#,
+            "t.json: case 0 (\"k\"): expect.usage: a transport failure has no response",
+        ),
+        (
+            r#"{"cases":[{"name":"l","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{"usage":{"tokens":-1}}}]}"#,
+            "t.json: case 0 (\"l\"): field `expect.usage.tokens`",
         ),
         (r#"{"cases":[]}"#, "t.json: \"cases\" is empty"),
         (

@@ -81,9 +81,10 @@ async fn a_stream_passes_through_chunk_by_chunk_and_its_usage_corrects_the_charg
     let fake = FakeProvider::start(FakeConfig::new(Style::Anthropic))
         .await
         .unwrap();
-    // One output token a millisecond, paced at the whole limit: a request's charge is how
-    // long it holds the scope.
-    let config = "margin = 1.0\n[providers.anthropic.limits]\noutput_tokens_per_minute = 60000\n";
+    // 60 000 output tokens a minute paced at 90%: one token every 1.111 ms, and a burst of
+    // 6 001 tokens, so a 6 000-token request fits an idle scope at once and the next waits
+    // for what the first was charged.
+    let config = "[providers.anthropic.limits]\noutput_tokens_per_minute = 60000\n";
     let ex = executor_with("anthropic", config, RetryConfig::default(), transport());
 
     let StreamOutcome::Streaming(mut stream) = ex.execute_stream(&message(&fake, 6_000)).await
@@ -118,8 +119,9 @@ async fn a_stream_passes_through_chunk_by_chunk_and_its_usage_corrects_the_charg
         panic!("the second stream should begin");
     };
     let waited = TokioClock.now() - before;
+    // Uncorrected, it would wait for all 6 000 tokens (6.7 s, less the first stream's time).
     assert!(
-        waited <= Duration::from_millis(usage.output_tokens + 50),
+        waited <= Duration::from_micros(usage.output_tokens * 1_112) + Duration::from_millis(50),
         "waited {waited:?} after a charge of {} output tokens",
         usage.output_tokens
     );

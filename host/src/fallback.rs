@@ -12,8 +12,9 @@ use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::headers::Headers;
 
 use crate::policy::{
-    Classification, Cost, Dimension, Observation, Outcome, Priority, PriorityClass, ReconcilePlan,
-    Reconciliation, Request, RequestClass, Response, TransportFailure, UncertainWrite, Verdict,
+    Classification, Cost, Dimension, Observation, Outcome, PriorityClass, Reading, ReconcilePlan,
+    Reconciliation, Request, RequestClass, RequestPlan, Response, ResponsePart, TransportFailure,
+    UncertainWrite, Verdict,
 };
 
 /// The built-in policy. Stateless; every function is total.
@@ -21,57 +22,35 @@ use crate::policy::{
 pub struct Fallback;
 
 impl Fallback {
-    /// Generic classification; writes fail closed (see the module docs).
-    pub fn classify(&self, req: &Request, outcome: &Outcome) -> Classification {
-        let (kind, retry_after_ms) = match outcome {
-            Outcome::Transport(t) => (generic::transport_kind(transport(*t)), None),
-            Outcome::Response(r) => (
-                generic::status_kind(r.status),
-                generic::requested_delay_ms(r.status, &headers(&r.headers), req.now_ms),
-            ),
-        };
-        let is_write = req.class != RequestClass::Read;
-        let surely_not_sent =
-            matches!(outcome, Outcome::Transport(t) if transport(*t).surely_not_sent());
-        let closed = is_write
-            && !surely_not_sent
-            && !matches!(
-                kind,
-                Kind::Success | Kind::ClientError | Kind::AuthError | Kind::QuotaExhausted
-            );
-        Classification {
-            verdict: if closed {
-                Verdict::OutcomeUnknown
-            } else {
-                verdict(kind)
-            },
-            retry_after_ms,
-            error_code: None,
-            should_retry: closed.then_some(false),
-        }
-    }
-
-    /// The IETF rate-limit fields.
-    pub fn parse_quota(&self, _req: &Request, resp: &Response) -> Vec<Observation> {
-        ietf_observations(&headers(&resp.headers))
-    }
-
-    /// Standard class, no tenant, weight 1.
-    pub fn decide_priority(&self, _req: &Request) -> Priority {
-        Priority {
+    /// Standard class, no tenant, no deadline, one request, no scopes.
+    pub fn plan_request(&self, _req: &Request) -> RequestPlan {
+        RequestPlan {
             class: PriorityClass::Standard,
             tenant: None,
-            weight: 1,
             deadline_ms: None,
+            cost: vec![Cost {
+                dimension: Dimension::Requests,
+                amount: 1,
+            }],
+            scopes: Vec::new(),
         }
     }
 
-    /// One request.
-    pub fn estimate_cost(&self, _req: &Request) -> Vec<Cost> {
-        vec![Cost {
-            dimension: Dimension::Requests,
-            amount: 1,
-        }]
+    /// Generic classification, where writes fail closed (see the module docs); the IETF
+    /// rate-limit fields when the headers are read (a whole answer, or a stream's start);
+    /// no usage.
+    pub fn read_response(&self, req: &Request, outcome: &Outcome, part: ResponsePart) -> Reading {
+        let observations = match (outcome, part) {
+            (Outcome::Response(r), ResponsePart::Complete | ResponsePart::StreamStart) => {
+                ietf_observations(&headers(&r.headers))
+            }
+            _ => Vec::new(),
+        };
+        Reading {
+            classification: classify(req, outcome),
+            observations,
+            usage: Vec::new(),
+        }
     }
 
     /// Unsupported: without the provider's plugin, only a human can settle a write.
@@ -84,6 +63,36 @@ impl Fallback {
     /// Unknown, for the same reason.
     pub fn read_reconciliation(&self, _write: &UncertainWrite, _resp: &Response) -> Reconciliation {
         Reconciliation::Unknown("the built-in policy cannot read provider lookups".into())
+    }
+}
+
+/// Generic classification; writes fail closed.
+fn classify(req: &Request, outcome: &Outcome) -> Classification {
+    let (kind, retry_after_ms) = match outcome {
+        Outcome::Transport(t) => (generic::transport_kind(transport(*t)), None),
+        Outcome::Response(r) => (
+            generic::status_kind(r.status),
+            generic::requested_delay_ms(r.status, &headers(&r.headers), req.now_ms),
+        ),
+    };
+    let is_write = req.class != RequestClass::Read;
+    let surely_not_sent =
+        matches!(outcome, Outcome::Transport(t) if transport(*t).surely_not_sent());
+    let closed = is_write
+        && !surely_not_sent
+        && !matches!(
+            kind,
+            Kind::Success | Kind::ClientError | Kind::AuthError | Kind::QuotaExhausted
+        );
+    Classification {
+        verdict: if closed {
+            Verdict::OutcomeUnknown
+        } else {
+            verdict(kind)
+        },
+        retry_after_ms,
+        error_code: None,
+        should_retry: closed.then_some(false),
     }
 }
 
@@ -108,6 +117,12 @@ mod tests {
         }
     }
 
+    fn classify(req: &Request, outcome: &Outcome) -> Classification {
+        Fallback
+            .read_response(req, outcome, ResponsePart::Complete)
+            .classification
+    }
+
     fn status(s: u16, headers: &str) -> Outcome {
         Outcome::Response(Response {
             status: s,
@@ -118,13 +133,11 @@ mod tests {
 
     #[test]
     fn reads_follow_http_semantics() {
-        let c = Fallback.classify(&req(RequestClass::Read), &status(429, "Retry-After:10\n"));
+        let c = classify(&req(RequestClass::Read), &status(429, "Retry-After:10\n"));
         assert_eq!(c.verdict, Verdict::RateLimited);
         assert_eq!(c.retry_after_ms, Some(10_000));
         assert_eq!(
-            Fallback
-                .classify(&req(RequestClass::Read), &status(503, ""))
-                .verdict,
+            classify(&req(RequestClass::Read), &status(503, "")).verdict,
             Verdict::Overloaded
         );
     }
@@ -133,13 +146,13 @@ mod tests {
     fn writes_fail_closed() {
         for class in [RequestClass::UncertainWrite, RequestClass::IdempotentWrite] {
             for s in [429, 500, 502, 503, 408, 409] {
-                let c = Fallback.classify(&req(class), &status(s, ""));
+                let c = classify(&req(class), &status(s, ""));
                 assert_eq!(c.verdict, Verdict::OutcomeUnknown, "{class:?} {s}");
                 assert_eq!(c.should_retry, Some(false));
             }
             let reset = Outcome::Transport(TransportFailure::ResetAfterSend);
             assert_eq!(
-                Fallback.classify(&req(class), &reset).verdict,
+                classify(&req(class), &reset).verdict,
                 Verdict::OutcomeUnknown
             );
         }
@@ -148,20 +161,40 @@ mod tests {
     #[test]
     fn writes_keep_clear_answers() {
         let w = req(RequestClass::UncertainWrite);
-        assert_eq!(
-            Fallback.classify(&w, &status(201, "")).verdict,
-            Verdict::Success
-        );
-        assert_eq!(
-            Fallback.classify(&w, &status(422, "")).verdict,
-            Verdict::ClientError
-        );
-        assert_eq!(
-            Fallback.classify(&w, &status(401, "")).verdict,
-            Verdict::AuthError
-        );
+        assert_eq!(classify(&w, &status(201, "")).verdict, Verdict::Success);
+        assert_eq!(classify(&w, &status(422, "")).verdict, Verdict::ClientError);
+        assert_eq!(classify(&w, &status(401, "")).verdict, Verdict::AuthError);
         let not_sent = Outcome::Transport(TransportFailure::ConnectFailed);
-        assert_eq!(Fallback.classify(&w, &not_sent).verdict, Verdict::Transient);
+        assert_eq!(classify(&w, &not_sent).verdict, Verdict::Transient);
+    }
+
+    #[test]
+    fn reads_ietf_quotas_from_headers_but_not_again_at_a_stream_s_end() {
+        let r = req(RequestClass::Read);
+        let limited = status(200, "RateLimit-Limit:10\nRateLimit-Remaining:3\n");
+        for (part, expected) in [
+            (ResponsePart::Complete, 1),
+            (ResponsePart::StreamStart, 1),
+            (ResponsePart::StreamEnd, 0),
+        ] {
+            let reading = Fallback.read_response(&r, &limited, part);
+            assert_eq!(reading.observations.len(), expected, "{part:?}");
+            assert!(reading.usage.is_empty());
+        }
+    }
+
+    #[test]
+    fn plans_one_request_in_no_scope() {
+        let plan = Fallback.plan_request(&req(RequestClass::Read));
+        assert_eq!(plan.class, PriorityClass::Standard);
+        assert!(plan.scopes.is_empty() && plan.tenant.is_none());
+        assert_eq!(
+            plan.cost,
+            vec![Cost {
+                dimension: Dimension::Requests,
+                amount: 1
+            }]
+        );
     }
 
     #[test]

@@ -17,8 +17,8 @@ use crate::clock::Clock;
 use crate::fallback::Fallback;
 use crate::plugin::{Plugin, PluginError};
 use crate::policy::{
-    Classification, Cost, Observation, Outcome, Priority, ReconcilePlan, Reconciliation, Request,
-    Response, UncertainWrite, redact_credentials,
+    Outcome, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan, Response, ResponsePart,
+    UncertainWrite, redact_credentials,
 };
 
 /// When to stop calling a failing plugin.
@@ -106,81 +106,29 @@ impl GuardedPolicy {
         self.lock().clone()
     }
 
-    /// Classifies an attempt's outcome.
-    pub fn classify(&self, req: &Request, outcome: &Outcome) -> Answer<Classification> {
+    /// Plans a request before it is queued: class, tenant, deadline, expected cost and the
+    /// scopes it counts in. The built-in plan is one request, standard class, no scope.
+    pub fn plan_request(&self, req: &Request) -> Answer<RequestPlan> {
         let req = sanitized(req);
         self.answer(
-            |p| p.classify(&req, outcome),
-            || self.fallback.classify(&req, outcome),
+            |p| p.plan_request(&req),
+            || self.fallback.plan_request(&req),
         )
     }
 
-    /// Reads a response's quota figures.
-    pub fn parse_quota(&self, req: &Request, resp: &Response) -> Answer<Vec<Observation>> {
-        let req = sanitized(req);
-        self.answer(
-            |p| p.parse_quota(&req, resp),
-            || self.fallback.parse_quota(&req, resp),
-        )
-    }
-
-    /// Advises a request's queue placement.
-    pub fn decide_priority(&self, req: &Request) -> Answer<Priority> {
-        let req = sanitized(req);
-        self.answer(
-            |p| p.decide_priority(&req),
-            || self.fallback.decide_priority(&req),
-        )
-    }
-
-    /// Estimates a request's cost.
-    pub fn estimate_cost(&self, req: &Request) -> Answer<Vec<Cost>> {
-        let req = sanitized(req);
-        self.answer(
-            |p| p.estimate_cost(&req),
-            || self.fallback.estimate_cost(&req),
-        )
-    }
-
-    /// Plans a request: its class, tenant, deadline, cost and scopes.
-    pub fn plan_request(&self, req: &Request) -> Answer<crate::policy::RequestPlan> {
-        let p = self.decide_priority(req);
-        let c = self.estimate_cost(req);
-        let scopes = sluice_plugin_sdk::json::model(&req.body)
-            .map(|m| vec![format!("model:{m}")])
-            .unwrap_or_default();
-        Answer {
-            value: crate::policy::RequestPlan {
-                class: p.value.class,
-                tenant: p.value.tenant,
-                deadline_ms: p.value.deadline_ms,
-                cost: c.value,
-                scopes,
-            },
-            by: p.by,
-        }
-    }
-
-    /// Reads one attempt's outcome.
+    /// Reads an attempt's outcome (or one part of a streamed answer) in one plugin call:
+    /// its classification, the quota observations and the usage it reports.
     pub fn read_response(
         &self,
         req: &Request,
         outcome: &Outcome,
-        _part: crate::policy::ResponsePart,
-    ) -> Answer<crate::policy::Reading> {
-        let c = self.classify(req, outcome);
-        let observations = match outcome {
-            Outcome::Response(r) => self.parse_quota(req, r).value,
-            Outcome::Transport(_) => Vec::new(),
-        };
-        Answer {
-            value: crate::policy::Reading {
-                classification: c.value,
-                observations,
-                usage: Vec::new(),
-            },
-            by: c.by,
-        }
+        part: ResponsePart,
+    ) -> Answer<Reading> {
+        let req = sanitized(req);
+        self.answer(
+            |p| p.read_response(&req, outcome, part),
+            || self.fallback.read_response(&req, outcome, part),
+        )
     }
 
     /// Says how to settle an uncertain write.

@@ -2,7 +2,9 @@
 //!
 //! The host owns quota buckets, the outbound queue and the retry loop. What differs per
 //! provider lives in sandboxed WebAssembly plugins behind the versioned WIT contract
-//! `sluice:policy@0.1.0` (`wit/policy.wit`):
+//! `sluice:policy@0.2.0` (`wit/policy.wit`; plugins built against the frozen 0.1.0 still
+//! load), which the host calls once before a request is queued (`plan-request`) and once per
+//! attempt (`read-response`):
 //!
 //! - [`plugin`] loads and runs plugins under hard limits;
 //! - [`guard`] puts a plugin behind quarantine and the built-in [`fallback`] policy, which

@@ -1,10 +1,11 @@
-//! The vocabulary of the plugin contract (`wit/policy.wit`), as host types. Everything the
-//! host says to a plugin, and hears back, is one of these.
+//! The vocabulary of the plugin contract (`wit/policy.wit`, `sluice:policy@0.2.0`), as host
+//! types. Everything the host says to a plugin, and hears back, is one of these; a plugin
+//! built against the frozen 0.1.0 is translated to and from them (`plugin/v1.rs`).
 
-pub use crate::plugin::bindings::sluice::policy::types::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, Priority,
-    PriorityClass, ReconcilePlan, Reconciliation, Request, RequestClass, Response, StatusQuery,
-    TransportFailure, UncertainWrite, Verdict,
+pub use crate::plugin::bindings::sluice::policy0_2_0::types::{
+    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, PriorityClass,
+    Reading, ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan, Response,
+    ResponsePart, StatusQuery, TransportFailure, UncertainWrite, Verdict,
 };
 
 /// Request headers that carry credentials. Their values never reach a plugin, a log or an
@@ -69,41 +70,4 @@ mod tests {
             std::borrow::Cow::Borrowed(_)
         ));
     }
-}
-
-/// Where a request belongs and what it will use (the 0.2.0 contract's `request-plan`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RequestPlan {
-    /// Queue class advice.
-    pub class: PriorityClass,
-    /// The tenant the request names.
-    pub tenant: Option<String>,
-    /// An absolute deadline the request carries, ms since the epoch.
-    pub deadline_ms: Option<i64>,
-    /// Expected use per dimension.
-    pub cost: Vec<Cost>,
-    /// Narrower quota scopes the request counts in.
-    pub scopes: Vec<String>,
-}
-
-/// Which part of a response is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResponsePart {
-    /// The whole answer.
-    Complete,
-    /// A streamed answer has begun.
-    StreamStart,
-    /// A streamed answer was delivered whole.
-    StreamEnd,
-}
-
-/// Everything one attempt's outcome says.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reading {
-    /// The verdict and delay.
-    pub classification: Classification,
-    /// Quota figures.
-    pub observations: Vec<Observation>,
-    /// Actual usage.
-    pub usage: Vec<Cost>,
 }

@@ -1,5 +1,6 @@
 //! Shared support for sluice's end-to-end tests: a plugin runtime with a test cache, the
-//! hostile fixture, and request builders.
+//! test fixtures (the hostile plugin, the plugin built against the frozen contract 0.1.0),
+//! and request builders.
 
 pub mod stack;
 pub mod usage_workload;
@@ -12,6 +13,10 @@ use sluice::policy::{Outcome, Request, RequestClass, Response, encode_fields};
 
 /// The hostile fixture's component, built by `build.rs`.
 pub const HOSTILE_WASM: &str = env!("SLUICE_HOSTILE_WASM");
+
+/// The component of the fixture built against the frozen `sluice:policy@0.1.0`, built by
+/// `build.rs`.
+pub const LEGACY_WASM: &str = env!("SLUICE_LEGACY_WASM");
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
@@ -62,6 +67,15 @@ pub fn hostile(rt: &PluginRuntime) -> Arc<Plugin> {
     )
 }
 
+/// The fixture built against the frozen contract 0.1.0, loaded into `rt`.
+///
+/// # Panics
+/// When it does not load.
+pub fn legacy(rt: &PluginRuntime) -> Plugin {
+    rt.load_file(Path::new(LEGACY_WASM))
+        .expect("load the 0.1.0 fixture")
+}
+
 /// A request to `url` of `class`.
 pub fn request(method: &str, url: &str, class: RequestClass) -> Request {
     Request {
@@ -74,14 +88,22 @@ pub fn request(method: &str, url: &str, class: RequestClass) -> Request {
     }
 }
 
+/// A response with `status` and headers (no body).
+///
+/// # Panics
+/// When a header is not valid HTTP.
+pub fn plain_response(status: u16, headers: &[(&str, &str)]) -> Response {
+    Response {
+        status,
+        headers: encode_fields(headers.iter().copied()).expect("valid test headers"),
+        body: Vec::new(),
+    }
+}
+
 /// A response outcome with `status` and headers.
 ///
 /// # Panics
 /// When a header is not valid HTTP.
 pub fn response(status: u16, headers: &[(&str, &str)]) -> Outcome {
-    Outcome::Response(Response {
-        status,
-        headers: encode_fields(headers.iter().copied()).expect("valid test headers"),
-        body: Vec::new(),
-    })
+    Outcome::Response(plain_response(status, headers))
 }

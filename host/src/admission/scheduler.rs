@@ -25,7 +25,7 @@
 //!     route,
 //!     tenant,
 //!     class: Class::Interactive,
-//!     usage: Usage::tokens(1_200, 800), // the plugin's estimate-cost
+//!     usage: Usage::tokens(1_200, 800), // the cost of the plugin's plan
 //!     deadline: None,
 //!     task: Some(TaskId(1)),
 //! };

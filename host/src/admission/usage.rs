@@ -1,7 +1,8 @@
 //! What a quota counts ([`Dimension`]), and how much of each a request uses ([`Usage`]).
 //!
-//! A request is charged its plugin's `estimate-cost` before it is sent and corrected with
-//! its actual usage after the response, so one type carries both.
+//! A request is charged the cost its plugin's plan estimates (`plan-request`) before it is
+//! sent and corrected with its actual usage (`read-response`) after the response, so one type
+//! carries both.
 
 use std::fmt;
 
@@ -104,7 +105,7 @@ impl Usage {
         }
     }
 
-    /// The usage a plugin's `estimate-cost` describes, for one request. A plugin that names
+    /// The usage a plugin's plan (`plan-request`) estimates for one request. A plugin that names
     /// only a token total is read as [`Usage::other_tokens`]; concurrency and
     /// provider-specific dimensions are the host's own business and are ignored.
     pub fn from_estimate(costs: &[policy::Cost]) -> Self {

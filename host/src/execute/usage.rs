@@ -3,24 +3,29 @@
 use crate::admission::{Dimension, Usage};
 use crate::policy::Cost;
 
-/// The usage to charge once the provider has reported `reported`: the estimate, with its
-/// token figures replaced by the provider's when it reported any token dimension (a total
-/// beyond its input and output parts counts as unsplit tokens), and its requests kept.
-/// `None` when the provider reported nothing: the estimate stands.
+/// The usage to charge once the provider has reported `reported`, as the contract says
+/// (`reading.usage`): each dimension named there replaces the estimate's, and a dimension
+/// not named keeps its estimate (a token total beyond the input and output parts counts as
+/// unsplit tokens). `None` when nothing the host counts was reported: the estimate stands.
 pub(super) fn corrected(estimate: Usage, reported: &[Cost]) -> Option<Usage> {
-    let tokens = reported.iter().any(|c| {
-        matches!(
-            Dimension::from_policy(&c.dimension),
-            Some(Dimension::Tokens | Dimension::InputTokens | Dimension::OutputTokens)
-        )
-    });
-    if !tokens {
+    let amount = |d: Dimension| {
+        reported
+            .iter()
+            .rev()
+            .find(|c| Dimension::from_policy(&c.dimension) == Some(d))
+            .map(|c| c.amount)
+    };
+    if Dimension::ALL.iter().all(|d| amount(*d).is_none()) {
         return None;
     }
-    let actual = Usage::from_estimate(reported);
+    let input_tokens = amount(Dimension::InputTokens).unwrap_or(estimate.input_tokens);
+    let output_tokens = amount(Dimension::OutputTokens).unwrap_or(estimate.output_tokens);
+    let total = amount(Dimension::Tokens).unwrap_or_else(|| estimate.get(Dimension::Tokens));
     Some(Usage {
-        requests: estimate.requests,
-        ..actual
+        requests: amount(Dimension::Requests).unwrap_or(estimate.requests),
+        input_tokens,
+        output_tokens,
+        other_tokens: total.saturating_sub(input_tokens.saturating_add(output_tokens)),
     })
 }
 
@@ -34,32 +39,46 @@ mod tests {
     }
 
     #[test]
-    fn a_report_replaces_every_token_figure_and_keeps_the_requests() {
-        // OpenAI's estimate: prompt + max_tokens as unsplit tokens.
+    fn every_reported_dimension_replaces_the_estimate() {
+        // An estimate of prompt + max_tokens, split.
+        let estimate = Usage::tokens(100, 1_000);
+        let got = corrected(
+            estimate,
+            &[
+                cost(D::InputTokens, 120),
+                cost(D::OutputTokens, 250),
+                cost(D::Tokens, 370),
+            ],
+        )
+        .unwrap();
+        assert_eq!(got, Usage::tokens(120, 250));
+        assert_eq!(got.get(Dimension::Tokens), 370);
+    }
+
+    #[test]
+    fn a_dimension_not_reported_keeps_its_estimate() {
+        // OpenAI's estimate is unsplit tokens; its report counts them at admission.
         let estimate = Usage {
             requests: 1,
             input_tokens: 0,
             output_tokens: 0,
             other_tokens: 1_100,
         };
-        let got = corrected(
-            estimate,
-            &[
-                cost(D::InputTokens, 100),
-                cost(D::OutputTokens, 250),
-                cost(D::Tokens, 350),
-            ],
-        )
-        .unwrap();
-        assert_eq!(got, Usage::tokens(100, 250));
-        assert_eq!(got.get(Dimension::Tokens), 350);
+        let got = corrected(estimate, &[cost(D::OutputTokens, 250)]).unwrap();
+        assert_eq!(got.output_tokens, 250);
+        assert_eq!(
+            got.get(Dimension::Tokens),
+            1_100,
+            "the total keeps its estimate"
+        );
+        assert_eq!(got.requests, 1);
     }
 
     #[test]
     fn no_report_keeps_the_estimate() {
         assert_eq!(corrected(Usage::tokens(1, 2), &[]), None);
         assert_eq!(
-            corrected(Usage::tokens(1, 2), &[cost(D::Requests, 1)]),
+            corrected(Usage::tokens(1, 2), &[cost(D::Concurrency, 1)]),
             None
         );
     }

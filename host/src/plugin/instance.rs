@@ -1,6 +1,7 @@
-//! One loaded plugin: its compiled component, the pre-linked `InstancePre`, and a small pool
-//! of warm instances. Every call runs under an epoch deadline and the store's limits; a call
-//! that fails for any reason discards its instance, so a broken instance is never reused.
+//! One loaded plugin: its compiled component, the pre-linked `InstancePre` bound to the
+//! contract version it exports, and a small pool of warm instances. Every call runs under an
+//! epoch deadline and the store's limits; a call that fails for any reason discards its
+//! instance, so a broken instance is never reused.
 
 use std::sync::Mutex;
 
@@ -8,22 +9,21 @@ use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::{Engine, Store, Trap};
 
-use super::bindings::exports::sluice::policy::policy::Guest;
-use super::bindings::{ProviderPolicy, ProviderPolicyPre};
 use super::cache::CacheOutcome;
+use super::contract::{Bindings, Contract, Pre};
 use super::error::{Failure, LoadError, PluginError};
 use super::limits::RuntimeConfig;
 use super::state::{Deadline, State};
-use super::validate;
+use super::{v1, validate};
 use crate::policy::{
-    Classification, Cost, Description, Observation, Outcome, PolicyError, Priority, ReconcilePlan,
-    Reconciliation, Request, Response, UncertainWrite,
+    Description, Outcome, PolicyError, Reading, ReconcilePlan, Reconciliation, Request,
+    RequestPlan, Response, ResponsePart, UncertainWrite,
 };
 
 /// A warm instance and its store.
 struct Warm {
     store: Store<State>,
-    bindings: ProviderPolicy,
+    bindings: Bindings,
     calls: u64,
 }
 
@@ -34,7 +34,7 @@ pub struct Plugin {
     description: Description,
     exports: Vec<String>,
     engine: Engine,
-    pre: ProviderPolicyPre<State>,
+    pre: Pre,
     config: RuntimeConfig,
     warm: Mutex<Vec<Warm>>,
     cache: CacheOutcome,
@@ -45,6 +45,7 @@ impl std::fmt::Debug for Plugin {
         f.debug_struct("Plugin")
             .field("name", &self.name)
             .field("version", &self.description.version)
+            .field("contract", &self.contract())
             .finish_non_exhaustive()
     }
 }
@@ -59,7 +60,7 @@ impl Plugin {
         cache: CacheOutcome,
     ) -> Result<Self, LoadError> {
         let exports = export_names(engine, &component);
-        let pre = ProviderPolicyPre::new(pre).map_err(|e| LoadError::Invalid {
+        let pre = Pre::new(pre).map_err(|e| LoadError::Invalid {
             origin: origin.to_owned(),
             message: format!("{e:#}"),
         })?;
@@ -79,19 +80,21 @@ impl Plugin {
             warm: Mutex::new(Vec::new()),
             cache,
         };
-        let description = plugin
-            .call("describe", |g, s| g.call_describe(s))
-            .and_then(|d| {
-                plugin.check(
-                    "describe",
-                    validate::description(&d, &plugin.config.caps),
-                    d,
-                )
-            })
-            .map_err(|error| LoadError::Describe {
-                origin: origin.to_owned(),
-                error,
-            })?;
+        let description = match plugin.contract() {
+            Contract::V0_2 => plugin.call("describe", |b, s| b.current()?.call_describe(s)),
+            Contract::V0_1 => v1::describe(&plugin),
+        }
+        .and_then(|d| {
+            plugin.check(
+                "describe",
+                validate::description(&d, &plugin.config.caps),
+                d,
+            )
+        })
+        .map_err(|error| LoadError::Describe {
+            origin: origin.to_owned(),
+            error,
+        })?;
         plugin.name.clone_from(&description.name);
         plugin.description = description;
         // Instances made while describing carry the origin as their log name.
@@ -124,74 +127,66 @@ impl Plugin {
         self.cache
     }
 
-    /// Reads one attempt's outcome.
+    /// Which version of the contract the plugin speaks.
+    pub fn contract(&self) -> Contract {
+        self.pre.contract()
+    }
+
+    /// Plans a request before it is queued: class, tenant, deadline, expected cost, scopes.
+    /// A 0.1.0 plugin answers with `decide-priority` and `estimate-cost` (and no scopes).
     ///
     /// # Errors
     /// A [`PluginError`] when the plugin traps, times out, runs out of memory, returns
     /// invalid output, or declines.
-    pub fn classify(
+    pub fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
+        const F: &str = "plan-request";
+        let plan = match self.contract() {
+            Contract::V0_2 => {
+                let r = self.call(F, |b, s| b.current()?.call_plan_request(s, req))?;
+                self.declined(F, r)?
+            }
+            Contract::V0_1 => v1::plan_request(self, req)?,
+        };
+        self.check(F, validate::request_plan(&plan, &self.config.caps), plan)
+    }
+
+    /// Reads one attempt's outcome, or one part of a streamed answer, in one call: the
+    /// classification, the quota observations and the usage reported. A 0.1.0 plugin
+    /// answers with `classify` and `parse-quota` (and no usage).
+    ///
+    /// # Errors
+    /// As [`Plugin::plan_request`].
+    pub fn read_response(
         &self,
         req: &Request,
         outcome: &Outcome,
-    ) -> Result<Classification, PluginError> {
-        let r = self.call("classify", |g, s| g.call_classify(s, req, outcome))?;
-        let c = self.declined("classify", r)?;
-        self.check(
-            "classify",
-            validate::classification(&c, &self.config.caps),
-            c,
-        )
-    }
-
-    /// Reads the quota figures of a response.
-    ///
-    /// # Errors
-    /// As [`Plugin::classify`].
-    pub fn parse_quota(
-        &self,
-        req: &Request,
-        resp: &Response,
-    ) -> Result<Vec<Observation>, PluginError> {
-        let r = self.call("parse-quota", |g, s| g.call_parse_quota(s, req, resp))?;
-        let o = self.declined("parse-quota", r)?;
-        self.check(
-            "parse-quota",
-            validate::observations(&o, &self.config.caps),
-            o,
-        )
-    }
-
-    /// Advises the queue placement of a request.
-    ///
-    /// # Errors
-    /// As [`Plugin::classify`].
-    pub fn decide_priority(&self, req: &Request) -> Result<Priority, PluginError> {
-        let r = self.call("decide-priority", |g, s| g.call_decide_priority(s, req))?;
-        let p = self.declined("decide-priority", r)?;
-        self.check(
-            "decide-priority",
-            validate::priority(&p, &self.config.caps),
-            p,
-        )
-    }
-
-    /// Estimates a request's cost before sending.
-    ///
-    /// # Errors
-    /// As [`Plugin::classify`].
-    pub fn estimate_cost(&self, req: &Request) -> Result<Vec<Cost>, PluginError> {
-        let r = self.call("estimate-cost", |g, s| g.call_estimate_cost(s, req))?;
-        let c = self.declined("estimate-cost", r)?;
-        self.check("estimate-cost", validate::costs(&c, &self.config.caps), c)
+        part: ResponsePart,
+    ) -> Result<Reading, PluginError> {
+        const F: &str = "read-response";
+        let reading = match self.contract() {
+            Contract::V0_2 => {
+                let r = self.call(F, |b, s| {
+                    b.current()?.call_read_response(s, req, outcome, part)
+                })?;
+                self.declined(F, r)?
+            }
+            Contract::V0_1 => v1::read_response(self, req, outcome, part)?,
+        };
+        self.check(F, validate::reading(&reading, &self.config.caps), reading)
     }
 
     /// Says how to settle an uncertain write.
     ///
     /// # Errors
-    /// As [`Plugin::classify`].
+    /// As [`Plugin::plan_request`].
     pub fn reconcile(&self, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
-        let r = self.call("reconcile", |g, s| g.call_reconcile(s, write))?;
-        let p = self.declined("reconcile", r)?;
+        let p = match self.contract() {
+            Contract::V0_2 => {
+                let r = self.call("reconcile", |b, s| b.current()?.call_reconcile(s, write))?;
+                self.declined("reconcile", r)?
+            }
+            Contract::V0_1 => v1::reconcile(self, write)?,
+        };
         self.check(
             "reconcile",
             validate::reconcile_plan(&p, &self.config.caps),
@@ -202,16 +197,21 @@ impl Plugin {
     /// Reads the answer to a status query.
     ///
     /// # Errors
-    /// As [`Plugin::classify`].
+    /// As [`Plugin::plan_request`].
     pub fn read_reconciliation(
         &self,
         write: &UncertainWrite,
         resp: &Response,
     ) -> Result<Reconciliation, PluginError> {
-        let r = self.call("read-reconciliation", |g, s| {
-            g.call_read_reconciliation(s, write, resp)
-        })?;
-        let v = self.declined("read-reconciliation", r)?;
+        let v = match self.contract() {
+            Contract::V0_2 => {
+                let r = self.call("read-reconciliation", |b, s| {
+                    b.current()?.call_read_reconciliation(s, write, resp)
+                })?;
+                self.declined("read-reconciliation", r)?
+            }
+            Contract::V0_1 => v1::read_reconciliation(self, write, resp)?,
+        };
         self.check(
             "read-reconciliation",
             validate::reconciliation(&v, &self.config.caps),
@@ -220,10 +220,10 @@ impl Plugin {
     }
 
     /// Runs `f` on an instance under the deadline; maps every failure to a [`PluginError`].
-    fn call<R>(
+    pub(super) fn call<R>(
         &self,
         function: &'static str,
-        f: impl FnOnce(&Guest, &mut Store<State>) -> wasmtime::Result<R>,
+        f: impl FnOnce(&Bindings, &mut Store<State>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         let mut warm = match self.take_warm() {
             Some(w) => w,
@@ -233,7 +233,7 @@ impl Plugin {
         };
         warm.store.data_mut().begin_call();
         warm.store.set_epoch_deadline(self.config.deadline_ticks());
-        match f(warm.bindings.sluice_policy_policy(), &mut warm.store) {
+        match f(&warm.bindings, &mut warm.store) {
             Ok(r) => {
                 warm.calls += 1;
                 self.put_warm(warm);
@@ -313,13 +313,15 @@ impl Plugin {
         }
     }
 
-    fn declined<T>(
+    /// The answer, or the plugin's `policy-error` (of either contract version) as a
+    /// [`Failure::Declined`].
+    pub(super) fn declined<T, E: Into<PolicyError>>(
         &self,
         function: &'static str,
-        r: Result<T, PolicyError>,
+        r: Result<T, E>,
     ) -> Result<T, PluginError> {
         r.map_err(|e| {
-            let reason = match e {
+            let reason = match e.into() {
                 PolicyError::Unsupported(m) => format!("unsupported: {m}"),
                 PolicyError::InvalidInput(m) => format!("invalid input: {m}"),
                 PolicyError::Other(m) => m,
@@ -335,7 +337,7 @@ impl Plugin {
         })
     }
 
-    fn check<T>(
+    pub(super) fn check<T>(
         &self,
         function: &'static str,
         verdict: Result<(), String>,

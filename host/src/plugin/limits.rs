@@ -60,15 +60,20 @@ impl RuntimeConfig {
 /// output; the host then answers with its built-in policy.
 #[derive(Debug, Clone)]
 pub struct Caps {
-    /// Longest string (error code, scope, source, reason, URL...), in bytes. Default: 2048.
+    /// Longest string (error code, source, reason, URL...), in bytes. Default: 2048.
     pub max_string_bytes: usize,
-    /// Most entries in a list (observations, costs, hosts, headers). Default: 64.
+    /// Longest name of a tenant or a quota scope (in a plan or an observation), in bytes.
+    /// Default: 256.
+    pub max_name_bytes: usize,
+    /// Most entries in a list (observations, costs, usage, hosts, headers). Default: 64.
     pub max_list_len: usize,
+    /// Most scopes one request plan may name. Default: 16.
+    pub max_scopes: usize,
     /// Longest status-query body, in bytes. Default: 64 KiB.
     pub max_body_bytes: usize,
     /// Longest delay a plugin may ask for, in milliseconds. Default: one day.
     pub max_delay_ms: u64,
-    /// Largest quota figure or cost. Default: 10^12.
+    /// Largest quota figure, cost or usage amount. Default: 10^12.
     pub max_amount: u64,
     /// Log messages kept per call; more are dropped. Default: 16.
     pub max_log_messages: usize,
@@ -78,7 +83,9 @@ impl Default for Caps {
     fn default() -> Self {
         Self {
             max_string_bytes: 2048,
+            max_name_bytes: 256,
             max_list_len: 64,
+            max_scopes: 16,
             max_body_bytes: 64 << 10,
             max_delay_ms: 24 * 60 * 60 * 1000,
             max_amount: 1_000_000_000_000,

@@ -6,18 +6,25 @@
 //! grants nothing. Whatever a plugin does — trap, loop, recurse, exhaust memory, return
 //! garbage — the call ends in a typed [`PluginError`] and the host carries on; see
 //! [`crate::guard`] for quarantine and the built-in fallback.
+//!
+//! A component is bound to the contract version it exports ([`Contract`]): the current
+//! `sluice:policy@0.2.0`, or the frozen `0.1.0`, whose functions answer the current API
+//! through `v1.rs`. Every answer is checked against the caps in `validate.rs` either way.
 
 pub mod bindings;
 pub mod bundled;
 mod cache;
+mod contract;
 mod error;
 mod instance;
 mod limits;
 mod runtime;
 mod state;
+mod v1;
 mod validate;
 
 pub use cache::{CacheOutcome, ComponentCache, Digest, digest};
+pub use contract::Contract;
 pub use error::{Failure, LoadError, PluginError};
 pub use instance::Plugin;
 pub use limits::{Caps, RuntimeConfig};

@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
-use super::bindings::ProviderPolicy;
+use super::bindings::{ProviderPolicy, v0_1};
 use super::cache::{self, CacheOutcome, ComponentCache, Digest};
 use super::error::LoadError;
 use super::instance::Plugin;
@@ -60,8 +60,12 @@ impl PluginRuntime {
         let mut linker = Linker::<State>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| LoadError::Runtime(format!("WASI imports: {e}")))?;
+        // Both versions' imports: a component built against the frozen 0.1.0 imports
+        // `sluice:policy/log@0.1.0`, a current one `@0.2.0`.
         ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Runtime(format!("sluice imports: {e}")))?;
+        v0_1::ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
+            .map_err(|e| LoadError::Runtime(format!("sluice 0.1.0 imports: {e}")))?;
         let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)
             .map_err(|e| LoadError::Runtime(format!("cannot start the epoch ticker: {e}")))?;
         Ok(Self {

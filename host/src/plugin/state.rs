@@ -7,7 +7,8 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, UpdateDeadline};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::sluice::policy::{log, types};
+use super::bindings::sluice::policy0_2_0::{log, types};
+use super::bindings::v0_1::sluice::policy::{log as log_v0_1, types as types_v0_1};
 
 /// Per-instance state.
 pub(crate) struct State {
@@ -200,8 +201,29 @@ impl ResourceLimiter for State {
 
 impl types::Host for State {}
 
+impl types_v0_1::Host for State {}
+
 impl log::Host for State {
     fn log(&mut self, level: log::Level, message: String) {
+        self.write_log(level, &message);
+    }
+}
+
+impl log_v0_1::Host for State {
+    fn log(&mut self, level: log_v0_1::Level, message: String) {
+        let level = match level {
+            log_v0_1::Level::Debug => log::Level::Debug,
+            log_v0_1::Level::Info => log::Level::Info,
+            log_v0_1::Level::Warn => log::Level::Warn,
+            log_v0_1::Level::Error => log::Level::Error,
+        };
+        self.write_log(level, &message);
+    }
+}
+
+impl State {
+    /// A plugin's message into the host's log, within the per-call cap and truncated.
+    fn write_log(&mut self, level: log::Level, message: &str) {
         self.logged += 1;
         if self.logged > self.max_log {
             return;

@@ -1,11 +1,12 @@
 //! Checks on everything a plugin returns. The canonical ABI already guarantees types; these
 //! checks add the caps and ranges the host relies on, so a plugin cannot hand the scheduler
-//! a year-long delay, a zero weight or a megabyte error code.
+//! a year-long delay, a hundred scopes to charge, an absurd token count or a megabyte error
+//! code.
 
 use super::limits::Caps;
 use crate::policy::{
-    Classification, Cost, Description, Dimension, Observation, Priority, ReconcilePlan,
-    Reconciliation,
+    Classification, Cost, Description, Dimension, Observation, Reading, ReconcilePlan,
+    Reconciliation, RequestPlan,
 };
 
 type Check = Result<(), String>;
@@ -86,7 +87,7 @@ pub(crate) fn description(d: &Description, caps: &Caps) -> Check {
     Ok(())
 }
 
-pub(crate) fn classification(c: &Classification, caps: &Caps) -> Check {
+fn classification(c: &Classification, caps: &Caps) -> Check {
     amount("retry-after-ms", c.retry_after_ms, caps.max_delay_ms)?;
     if let Some(code) = &c.error_code {
         string("error-code", code, caps)?;
@@ -94,13 +95,28 @@ pub(crate) fn classification(c: &Classification, caps: &Caps) -> Check {
     Ok(())
 }
 
-pub(crate) fn observations(o: &[Observation], caps: &Caps) -> Check {
+/// A tenant's or a scope's name: not empty, at most [`Caps::max_name_bytes`].
+fn name(field: &str, s: &str, caps: &Caps) -> Check {
+    if s.is_empty() {
+        return Err(format!("{field} is empty"));
+    }
+    if s.len() > caps.max_name_bytes {
+        return Err(format!(
+            "{field} is {} bytes, over the cap of {}",
+            s.len(),
+            caps.max_name_bytes
+        ));
+    }
+    Ok(())
+}
+
+fn observations(o: &[Observation], caps: &Caps) -> Check {
     list("observations", o, caps)?;
     for ob in o {
         dimension(&ob.dimension, caps)?;
         string("source", &ob.source, caps)?;
         if let Some(s) = &ob.scope {
-            string("scope", s, caps)?;
+            name("observation scope", s, caps)?;
         }
         for (f, v) in [
             ("limit", ob.limit),
@@ -115,23 +131,56 @@ pub(crate) fn observations(o: &[Observation], caps: &Caps) -> Check {
     Ok(())
 }
 
-pub(crate) fn priority(p: &Priority, caps: &Caps) -> Check {
-    if p.weight == 0 || p.weight > 1000 {
-        return Err(format!("weight is {}, must be 1 to 1000", p.weight));
-    }
-    if let Some(t) = &p.tenant {
-        string("tenant", t, caps)?;
+/// Amounts per dimension (a plan's cost, a reading's usage): each dimension at most once,
+/// each amount within [`Caps::max_amount`].
+fn costs(field: &str, c: &[Cost], caps: &Caps) -> Check {
+    list(field, c, caps)?;
+    for (i, cost) in c.iter().enumerate() {
+        dimension(&cost.dimension, caps)?;
+        amount(field, Some(cost.amount), caps.max_amount)?;
+        if c[..i]
+            .iter()
+            .any(|earlier| earlier.dimension == cost.dimension)
+        {
+            return Err(format!(
+                "{field} names the dimension {:?} twice",
+                cost.dimension
+            ));
+        }
     }
     Ok(())
 }
 
-pub(crate) fn costs(c: &[Cost], caps: &Caps) -> Check {
-    list("costs", c, caps)?;
-    for cost in c {
-        dimension(&cost.dimension, caps)?;
-        amount("amount", Some(cost.amount), caps.max_amount)?;
+pub(crate) fn request_plan(p: &RequestPlan, caps: &Caps) -> Check {
+    if let Some(t) = &p.tenant {
+        name("tenant", t, caps)?;
+    }
+    if let Some(d) = p.deadline_ms
+        && d < 0
+    {
+        return Err(format!("deadline-ms is {d}, before the Unix epoch"));
+    }
+    costs("cost", &p.cost, caps)?;
+    if p.scopes.len() > caps.max_scopes {
+        return Err(format!(
+            "scopes has {} entries, over the cap of {}",
+            p.scopes.len(),
+            caps.max_scopes
+        ));
+    }
+    for (i, s) in p.scopes.iter().enumerate() {
+        name("scope", s, caps)?;
+        if p.scopes[..i].contains(s) {
+            return Err(format!("scope {s:?} is named twice"));
+        }
     }
     Ok(())
+}
+
+pub(crate) fn reading(r: &Reading, caps: &Caps) -> Check {
+    classification(&r.classification, caps)?;
+    observations(&r.observations, caps)?;
+    costs("usage", &r.usage, caps)
 }
 
 pub(crate) fn reconcile_plan(p: &ReconcilePlan, caps: &Caps) -> Check {
@@ -182,17 +231,101 @@ mod tests {
         Caps::default()
     }
 
-    #[test]
-    fn weights_must_be_between_one_and_a_thousand() {
-        let p = |weight| Priority {
+    fn plan() -> RequestPlan {
+        RequestPlan {
             class: PriorityClass::Standard,
-            tenant: None,
-            weight,
-            deadline_ms: None,
+            tenant: Some("acme".into()),
+            deadline_ms: Some(1),
+            cost: vec![Cost {
+                dimension: Dimension::Requests,
+                amount: 1,
+            }],
+            scopes: vec!["model:gpt-4o".into()],
+        }
+    }
+
+    #[test]
+    fn a_plan_names_few_short_distinct_scopes() {
+        assert!(request_plan(&plan(), &caps()).is_ok());
+        let p = RequestPlan {
+            scopes: (0..17).map(|i| format!("s{i}")).collect(),
+            ..plan()
         };
-        assert!(priority(&p(0), &caps()).is_err());
-        assert!(priority(&p(1), &caps()).is_ok());
-        assert!(priority(&p(1001), &caps()).is_err());
+        assert!(
+            request_plan(&p, &caps())
+                .unwrap_err()
+                .contains("scopes has 17 entries")
+        );
+        let p = RequestPlan {
+            scopes: vec!["m".repeat(257)],
+            ..plan()
+        };
+        assert!(
+            request_plan(&p, &caps())
+                .unwrap_err()
+                .contains("scope is 257 bytes")
+        );
+        let p = RequestPlan {
+            scopes: vec!["a".into(), "a".into()],
+            ..plan()
+        };
+        assert!(request_plan(&p, &caps()).unwrap_err().contains("twice"));
+        let p = RequestPlan {
+            scopes: vec![String::new()],
+            ..plan()
+        };
+        assert!(request_plan(&p, &caps()).unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn a_plan_s_tenant_deadline_and_cost_are_bounded() {
+        let p = RequestPlan {
+            tenant: Some("t".repeat(300)),
+            ..plan()
+        };
+        assert!(request_plan(&p, &caps()).unwrap_err().contains("tenant"));
+        let p = RequestPlan {
+            deadline_ms: Some(-5),
+            ..plan()
+        };
+        assert!(request_plan(&p, &caps()).unwrap_err().contains("deadline"));
+        let p = RequestPlan {
+            cost: vec![Cost {
+                dimension: Dimension::Tokens,
+                amount: caps().max_amount + 1,
+            }],
+            ..plan()
+        };
+        assert!(request_plan(&p, &caps()).unwrap_err().contains("cost is"));
+    }
+
+    #[test]
+    fn usage_amounts_are_capped_and_name_each_dimension_once() {
+        let reading = |usage: Vec<Cost>| Reading {
+            classification: Classification {
+                verdict: crate::policy::Verdict::Success,
+                retry_after_ms: None,
+                error_code: None,
+                should_retry: None,
+            },
+            observations: vec![],
+            usage,
+        };
+        let tokens = |amount| Cost {
+            dimension: Dimension::Tokens,
+            amount,
+        };
+        assert!(super::reading(&reading(vec![tokens(10)]), &caps()).is_ok());
+        assert!(
+            super::reading(&reading(vec![tokens(u64::MAX)]), &caps())
+                .unwrap_err()
+                .contains("usage is")
+        );
+        assert!(
+            super::reading(&reading(vec![tokens(1), tokens(2)]), &caps())
+                .unwrap_err()
+                .contains("twice")
+        );
     }
 
     #[test]

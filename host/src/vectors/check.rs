@@ -1,8 +1,11 @@
 //! Comparing what a plugin concluded with what a case expects. The first difference is the
 //! one reported: it is the one to fix first.
 
-use super::format::{Expect, ExpectedObservation, dimension_name, verdict_name};
-use crate::policy::{Classification, Observation};
+use std::collections::BTreeMap;
+
+use super::expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
+use super::format::dimension_name;
+use crate::policy::{Classification, Cost, Observation, RequestPlan};
 
 /// The first difference between the classification and the expectation, if any.
 pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {
@@ -35,6 +38,103 @@ pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {
         ));
     }
     None
+}
+
+/// The first difference between the reported usage and the expected one.
+pub(super) fn usage(got: &[Cost], e: &Expect) -> Option<String> {
+    amounts("usage", got, e.usage.as_ref()?, e.usage_exact)
+}
+
+/// The first difference between the plan and the expected one.
+pub(super) fn plan(p: &RequestPlan, want: &ExpectedPlan) -> Option<String> {
+    if let Some(class) = want.class
+        && class != p.class
+    {
+        return Some(format!(
+            "plan.class: expected {}, got {}",
+            class_name(class),
+            class_name(p.class)
+        ));
+    }
+    if let Some(tenant) = &want.tenant
+        && tenant != &p.tenant
+    {
+        return Some(format!(
+            "plan.tenant: expected {}, got {}",
+            show(tenant.as_ref()),
+            show(p.tenant.as_ref())
+        ));
+    }
+    if let Some(deadline) = want.deadline_ms
+        && deadline != p.deadline_ms
+    {
+        return Some(format!(
+            "plan.deadline_ms: expected {}, got {}",
+            show(deadline),
+            show(p.deadline_ms)
+        ));
+    }
+    if let Some(cost) = &want.cost
+        && let Some(diff) = amounts("plan.cost", &p.cost, cost, want.cost_exact)
+    {
+        return Some(diff);
+    }
+    if let Some(scopes) = &want.scopes {
+        let mut expected: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let mut got: Vec<&str> = p.scopes.iter().map(String::as_str).collect();
+        expected.sort_unstable();
+        got.sort_unstable();
+        if expected != got {
+            return Some(format!("plan.scopes: expected {expected:?}, got {got:?}"));
+        }
+    }
+    None
+}
+
+/// The first difference between reported amounts and expected ones, per dimension name.
+fn amounts(field: &str, got: &[Cost], want: &BTreeMap<String, u64>, exact: bool) -> Option<String> {
+    for (dimension, amount) in want {
+        match got
+            .iter()
+            .find(|c| dimension_name(&c.dimension) == dimension)
+        {
+            None => {
+                return Some(format!(
+                    "{field}: no reported amount of {dimension:?} (reported: {})",
+                    summary_amounts(got)
+                ));
+            }
+            Some(c) if c.amount != *amount => {
+                return Some(format!(
+                    "{field}.{dimension}: expected {amount}, got {}",
+                    c.amount
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    if exact
+        && let Some(extra) = got
+            .iter()
+            .find(|c| !want.contains_key(dimension_name(&c.dimension)))
+    {
+        return Some(format!(
+            "{field}_exact: unexpected reported amount {} of {}",
+            extra.amount,
+            dimension_name(&extra.dimension)
+        ));
+    }
+    None
+}
+
+fn summary_amounts(got: &[Cost]) -> String {
+    if got.is_empty() {
+        return "none".into();
+    }
+    got.iter()
+        .map(|c| format!("{}={}", dimension_name(&c.dimension), c.amount))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The first difference between the reported observations and the expected ones.

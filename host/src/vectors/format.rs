@@ -1,10 +1,12 @@
-//! The vector file format (`PLUGIN-VECTORS.md`), read strictly: an unknown field, a wrong
-//! type or an unknown verdict is an error that names the file, the case and the field.
+//! The vector file format (`docs/PLUGIN-VECTORS.md`), read strictly: an unknown field, a
+//! wrong type or an unknown verdict is an error that names the file, the case and the field.
+//! The case itself is here; what it expects is in `expect.rs`.
 
 use serde::Deserialize;
 
+use super::expect::{self, Expect, RawExpect};
 use crate::policy::{
-    Dimension, Outcome, Request, RequestClass, Response, TransportFailure, Verdict,
+    Dimension, Outcome, Request, RequestClass, Response, ResponsePart, TransportFailure,
 };
 
 /// The wall clock a case gets when it names none: the Unix epoch plus one day.
@@ -18,6 +20,7 @@ pub(super) struct RawCase {
     pub request: RawRequest,
     pub response: Option<RawResponse>,
     pub transport: Option<String>,
+    pub part: Option<String>,
     pub expect: RawExpect,
     pub tolerance_ms: Option<u64>,
 }
@@ -44,60 +47,6 @@ pub(super) struct RawResponse {
     pub body: String,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawExpect {
-    pub verdict: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub retry_after_ms: Option<Option<u64>>,
-    #[serde(default, deserialize_with = "present")]
-    pub error_code: Option<Option<String>>,
-    pub observations: Option<Vec<ExpectedObservation>>,
-    #[serde(default)]
-    pub observations_exact: bool,
-    pub tolerance_ms: Option<u64>,
-}
-
-/// One expected observation: only the fields present are checked.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExpectedObservation {
-    /// The dimension's name (`requests`, `tokens`, `input-tokens`, ...).
-    pub dimension: String,
-    /// The scope, when checked (`null` expects none).
-    #[serde(default, deserialize_with = "present")]
-    pub scope: Option<Option<String>>,
-    /// The limit, when checked.
-    #[serde(default, deserialize_with = "present")]
-    pub limit: Option<Option<u64>>,
-    /// The remaining amount, when checked.
-    #[serde(default, deserialize_with = "present")]
-    pub remaining: Option<Option<u64>>,
-    /// The used amount, when checked.
-    #[serde(default, deserialize_with = "present")]
-    pub used: Option<Option<u64>>,
-    /// Milliseconds until reset, when checked.
-    #[serde(default, deserialize_with = "present")]
-    pub reset_after_ms: Option<Option<u64>>,
-    /// The window length, when checked.
-    #[serde(default, deserialize_with = "present")]
-    pub window_ms: Option<Option<u64>>,
-    /// The source, when checked.
-    pub source: Option<String>,
-    /// Allowed difference for durations, overriding the case's.
-    pub tolerance_ms: Option<u64>,
-}
-
-/// A field that is present (even as `null`) deserializes to `Some(value)`; an absent one
-/// stays `None` through `#[serde(default)]`.
-fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
-}
-
 /// A case, validated and turned into the host's types.
 #[derive(Debug, Clone)]
 pub struct Case {
@@ -107,32 +56,10 @@ pub struct Case {
     pub request: Request,
     /// The outcome of the attempt.
     pub outcome: Outcome,
+    /// Which part of the answer the plugin reads (`complete` unless the case says).
+    pub part: ResponsePart,
     /// What must be concluded.
     pub expect: Expect,
-}
-
-/// A case's expectations.
-#[derive(Debug, Clone, Default)]
-pub struct Expect {
-    /// The verdict, when checked.
-    pub verdict: Option<Verdict>,
-    /// The requested delay, when checked (`Some(None)`: none expected).
-    pub retry_after_ms: Option<Option<u64>>,
-    /// The error code, when checked (`Some(None)`: none expected).
-    pub error_code: Option<Option<String>>,
-    /// Expected observations, when checked.
-    pub observations: Option<Vec<ExpectedObservation>>,
-    /// Whether reported observations beyond the expected ones fail the case.
-    pub observations_exact: bool,
-    /// Allowed difference for durations computed from dates.
-    pub tolerance_ms: u64,
-}
-
-impl Expect {
-    /// Whether `classify` must be called.
-    pub fn checks_classification(&self) -> bool {
-        self.verdict.is_some() || self.retry_after_ms.is_some() || self.error_code.is_some()
-    }
 }
 
 /// Turns a raw case into a [`Case`], or names the field that is wrong.
@@ -174,32 +101,29 @@ pub(super) fn validate(raw: RawCase) -> Result<Case, String> {
         (Some(_), Some(_)) => return Err("response and transport: give one, not both".into()),
         (None, None) => return Err("response: missing (or give transport)".into()),
     };
-    let verdict = raw.expect.verdict.as_deref().map(verdict).transpose()?;
-    if let Some(obs) = &raw.expect.observations {
-        if matches!(outcome, Outcome::Transport(_)) {
-            return Err(
-                "expect.observations: a transport failure has no response to read quotas from"
-                    .into(),
-            );
+    let part = match raw.part.as_deref() {
+        None | Some("complete") => ResponsePart::Complete,
+        Some("stream-start") => ResponsePart::StreamStart,
+        Some("stream-end") => ResponsePart::StreamEnd,
+        Some(other) => {
+            return Err(format!(
+                "part: {other:?} is not one of complete, stream-start, stream-end"
+            ));
         }
-        for (i, o) in obs.iter().enumerate() {
-            if o.dimension.is_empty() {
-                return Err(format!("expect.observations[{i}].dimension: empty"));
-            }
-        }
+    };
+    let has_response = matches!(outcome, Outcome::Response(_));
+    if !has_response && part != ResponsePart::Complete {
+        return Err(
+            "part: a transport failure is read as complete (a stream needs a response)".into(),
+        );
     }
+    let expect = expect::validate(raw.expect, has_response, raw.tolerance_ms)?;
     Ok(Case {
         name: raw.name,
         request,
         outcome,
-        expect: Expect {
-            verdict,
-            retry_after_ms: raw.expect.retry_after_ms,
-            error_code: raw.expect.error_code,
-            observations: raw.expect.observations,
-            observations_exact: raw.expect.observations_exact,
-            tolerance_ms: raw.expect.tolerance_ms.or(raw.tolerance_ms).unwrap_or(0),
-        },
+        part,
+        expect,
     })
 }
 
@@ -222,42 +146,6 @@ fn transport(t: &str) -> Result<TransportFailure, String> {
             ));
         }
     })
-}
-
-/// The verdict named `name` in the vector format.
-pub(super) fn verdict(name: &str) -> Result<Verdict, String> {
-    VERDICTS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| *v)
-        .ok_or_else(|| {
-            let names: Vec<&str> = VERDICTS.iter().map(|(n, _)| *n).collect();
-            format!(
-                "expect.verdict: {name:?} is not one of {}",
-                names.join(", ")
-            )
-        })
-}
-
-/// Vector names of the verdicts.
-pub(super) const VERDICTS: &[(&str, Verdict)] = &[
-    ("success", Verdict::Success),
-    ("rate-limited", Verdict::RateLimited),
-    ("quota-exhausted", Verdict::QuotaExhausted),
-    ("overloaded", Verdict::Overloaded),
-    ("transient", Verdict::Transient),
-    ("conflict", Verdict::Conflict),
-    ("client-error", Verdict::ClientError),
-    ("auth-error", Verdict::AuthError),
-    ("outcome-unknown", Verdict::OutcomeUnknown),
-];
-
-/// The vector name of a verdict.
-pub fn verdict_name(v: Verdict) -> &'static str {
-    VERDICTS
-        .iter()
-        .find(|(_, x)| *x == v)
-        .map_or("?", |(n, _)| *n)
 }
 
 /// The vector name of a dimension.

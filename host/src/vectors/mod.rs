@@ -1,6 +1,8 @@
 //! Test vectors: recorded provider responses and what a plugin must conclude from them
-//! (the format is `PLUGIN-VECTORS.md`). `sluice plugin test` runs them; so does the test
-//! suite, for every bundled plugin.
+//! (the format is `docs/PLUGIN-VECTORS.md`). `sluice plugin test` runs them; so does the
+//! test suite, for every bundled plugin. Each case costs the plugin what an attempt costs
+//! it in production: one `read-response` call (and one `plan-request` call when the case
+//! expects a plan).
 //!
 //! ```no_run
 //! use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
@@ -15,14 +17,15 @@
 //! ```
 
 mod check;
+mod expect;
 mod format;
 
 use std::path::{Path, PathBuf};
 
-pub use format::{Case, DEFAULT_NOW_MS, Expect, ExpectedObservation, dimension_name, verdict_name};
+pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
+pub use format::{Case, DEFAULT_NOW_MS, dimension_name};
 
 use crate::plugin::Plugin;
-use crate::policy::Outcome;
 
 /// A vector file that could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -159,23 +162,20 @@ pub fn run(plugin: &Plugin, file: &VectorFile) -> Report {
 }
 
 fn run_case(plugin: &Plugin, case: &Case) -> Option<String> {
-    if case.expect.checks_classification() {
-        match plugin.classify(&case.request, &case.outcome) {
-            Ok(c) => {
-                if let Some(diff) = check::classification(&c, &case.expect) {
-                    return Some(diff);
-                }
-            }
-            Err(e) => return Some(e.to_string()),
-        }
+    let reading = match plugin.read_response(&case.request, &case.outcome, case.part) {
+        Ok(r) => r,
+        Err(e) => return Some(e.to_string()),
+    };
+    let e = &case.expect;
+    let diff = check::classification(&reading.classification, e)
+        .or_else(|| check::observations(&reading.observations, e))
+        .or_else(|| check::usage(&reading.usage, e));
+    if diff.is_some() {
+        return diff;
     }
-    if case.expect.observations.is_some()
-        && let Outcome::Response(resp) = &case.outcome
-    {
-        match plugin.parse_quota(&case.request, resp) {
-            Ok(obs) => return check::observations(&obs, &case.expect),
-            Err(e) => return Some(e.to_string()),
-        }
+    let want = e.plan.as_ref()?;
+    match plugin.plan_request(&case.request) {
+        Ok(plan) => check::plan(&plan, want),
+        Err(e) => Some(e.to_string()),
     }
-    None
 }

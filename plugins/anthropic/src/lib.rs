@@ -2,18 +2,26 @@
 //!
 //! - Quotas: `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,
 //!   remaining,reset}`, resets as RFC 3339 timestamps (relative to the host's `now`). They
-//!   describe the limits of the model the request named: scope `model:<name>`.
+//!   describe the limits of the model the request named: scope `model:<name>`, which every
+//!   request's plan names too.
 //! - Delays: `retry-after` (seconds), else on a 429 the reset of the exhausted dimension.
 //! - 529 `overloaded_error` is the provider being overloaded: retry later, but the client's
 //!   pace is not the cause. `x-should-retry` is passed on.
 //! - Cost: one request; input tokens estimated from the prompt; output tokens = `max_tokens`.
+//! - Usage: input (uncached plus cache writes; cache reads do not count toward input
+//!   limits) and output tokens, from the answer or from the stream's `message_start` and
+//!   last `message_delta` (see `usage.rs`).
+//! - A stream can fail after its 200: an `error` event (for example `overloaded_error`)
+//!   makes the reading of its end say so, with the error's type as the code.
 
 mod classify;
 mod quota;
+mod usage;
 
 use sluice_plugin_sdk::{
     Classification, Cost, Description, Dimension, Observation, Outcome, Plugin, PolicyError,
-    Request, Response, json,
+    Reading, Request, Response, ResponsePart, default_read_response, json, model_scope,
+    one_request,
 };
 
 /// The Anthropic policy.
@@ -43,11 +51,49 @@ impl Plugin for Anthropic {
         Ok(quota::observations(req, resp))
     }
 
+    fn usage(req: &Request, resp: &Response, part: ResponsePart) -> Result<Vec<Cost>, PolicyError> {
+        let _ = req;
+        if !(200..300).contains(&resp.status) {
+            return Ok(Vec::new());
+        }
+        Ok(match part {
+            ResponsePart::Complete => usage::of_body(&resp.body),
+            ResponsePart::StreamStart => Vec::new(),
+            ResponsePart::StreamEnd => usage::of_stream(&resp.body).usage,
+        })
+    }
+
+    /// The default composition, but the end of a stream is read in one pass for both its
+    /// usage and an error event that overrides the success status.
+    fn read_response(
+        req: &Request,
+        outcome: &Outcome,
+        part: ResponsePart,
+    ) -> Result<Reading, PolicyError> {
+        match (outcome, part) {
+            (Outcome::Response(resp), ResponsePart::StreamEnd) => {
+                let end = usage::of_stream(&resp.body);
+                let mut classification = classify::classify(req, outcome);
+                if let Some(error) = &end.error {
+                    classification = classify::stream_error(classification, error);
+                }
+                let success = (200..300).contains(&resp.status);
+                Ok(Reading {
+                    classification,
+                    observations: Vec::new(),
+                    usage: if success { end.usage } else { Vec::new() },
+                })
+            }
+            _ => default_read_response::<Self>(req, outcome, part),
+        }
+    }
+
+    fn scopes(req: &Request) -> Result<Vec<String>, PolicyError> {
+        Ok(model_scope(req).into_iter().collect())
+    }
+
     fn estimate_cost(req: &Request) -> Result<Vec<Cost>, PolicyError> {
-        let mut costs = vec![Cost {
-            dimension: Dimension::Requests,
-            amount: 1,
-        }];
+        let mut costs = vec![one_request()];
         if let Some(body) = json::parse(&req.body) {
             let input = json::tokens_for_chars(json::text_chars(
                 &body,
@@ -86,7 +132,7 @@ sluice_plugin_sdk::export_plugin!(Anthropic);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_plugin_sdk::RequestClass;
+    use sluice_plugin_sdk::{RequestClass, Verdict};
 
     #[test]
     fn cost_splits_input_and_output() {
@@ -98,10 +144,67 @@ mod tests {
             body: br#"{"model":"claude","max_tokens":256,"system":"abcd","messages":[{"role":"user","content":"efgh"}]}"#.to_vec(),
             now_ms: 0,
         };
-        let c = Anthropic::estimate_cost(&r).unwrap();
+        let plan = Anthropic::plan_request(&r).unwrap();
+        let c = plan.cost;
         let amount = |d: Dimension| c.iter().find(|x| x.dimension == d).map(|x| x.amount);
         assert_eq!(amount(Dimension::InputTokens), Some(2));
         assert_eq!(amount(Dimension::OutputTokens), Some(256));
         assert_eq!(amount(Dimension::Tokens), Some(258));
+        assert_eq!(plan.scopes, vec!["model:claude".to_owned()]);
+    }
+
+    fn stream_end(body: &str) -> Reading {
+        let r = Request {
+            method: "POST".into(),
+            url: "https://api.anthropic.com/v1/messages".into(),
+            class: RequestClass::Read,
+            headers: String::new(),
+            body: br#"{"model":"claude","stream":true}"#.to_vec(),
+            now_ms: 0,
+        };
+        let resp = Response {
+            status: 200,
+            headers: "anthropic-ratelimit-requests-remaining:5\n".into(),
+            body: body.as_bytes().to_vec(),
+        };
+        Anthropic::read_response(&r, &Outcome::Response(resp), ResponsePart::StreamEnd).unwrap()
+    }
+
+    #[test]
+    fn an_overloaded_error_after_the_200_makes_the_stream_s_end_overloaded() {
+        let reading = stream_end(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":7}}}\n\n\
+             event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+        );
+        assert_eq!(reading.classification.verdict, Verdict::Overloaded);
+        assert_eq!(
+            reading.classification.error_code.as_deref(),
+            Some("overloaded_error")
+        );
+        assert_eq!(reading.usage.len(), 1, "the input was used all the same");
+        assert!(
+            reading.observations.is_empty(),
+            "headers are read at the start"
+        );
+    }
+
+    #[test]
+    fn a_stream_that_ended_well_is_a_success_with_its_usage() {
+        let reading = stream_end(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":7}}}\n\n\
+             event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":3}}\n\n\
+             event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        );
+        assert_eq!(reading.classification.verdict, Verdict::Success);
+        assert_eq!(reading.classification.error_code, None);
+        assert_eq!(reading.usage.len(), 3);
+    }
+
+    #[test]
+    fn an_api_error_mid_stream_is_transient() {
+        let reading = stream_end(
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\"}}\n\n",
+        );
+        assert_eq!(reading.classification.verdict, Verdict::Transient);
     }
 }

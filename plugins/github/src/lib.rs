@@ -8,8 +8,11 @@
 //!   delay is its reset; a secondary limit without `retry-after` waits a minute, as GitHub
 //!   asks.
 //! - Cost: one request, and GitHub's secondary-limit points (1 for a read, 5 for a write).
+//! - Scopes: the resource a request counts in (`core`, `search`, `code_search`, `graphql`,
+//!   ...), predicted from its route: the same name its response's observation carries.
 
 mod classify;
+mod resource;
 
 use sluice_plugin_sdk::headers::Headers;
 use sluice_plugin_sdk::time::reset_after;
@@ -41,6 +44,10 @@ impl Plugin for GitHub {
         Ok(primary(&headers(&resp.headers), req.now_ms)
             .into_iter()
             .collect())
+    }
+
+    fn scopes(req: &Request) -> Result<Vec<String>, PolicyError> {
+        Ok(vec![resource::of(&req.method, &req.url).to_owned()])
     }
 
     fn estimate_cost(req: &Request) -> Result<Vec<Cost>, PolicyError> {
@@ -97,7 +104,7 @@ sluice_plugin_sdk::export_plugin!(GitHub);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_plugin_sdk::RequestClass;
+    use sluice_plugin_sdk::{RequestClass, ResponsePart};
 
     #[test]
     fn writes_cost_five_secondary_points() {
@@ -111,6 +118,30 @@ mod tests {
         };
         let c = GitHub::estimate_cost(&r).unwrap();
         assert_eq!(c[1].amount, 5);
+    }
+
+    #[test]
+    fn a_search_counts_in_the_scope_its_response_reports() {
+        let r = Request {
+            method: "GET".into(),
+            url: "https://api.github.com/search/issues?q=bug".into(),
+            class: RequestClass::Read,
+            headers: String::new(),
+            body: vec![],
+            now_ms: 0,
+        };
+        let plan = GitHub::plan_request(&r).unwrap();
+        let resp = Response {
+            status: 200,
+            headers:
+                "x-ratelimit-limit:30\nx-ratelimit-remaining:29\nx-ratelimit-resource:search\n"
+                    .into(),
+            body: vec![],
+        };
+        let reading =
+            GitHub::read_response(&r, &Outcome::Response(resp), ResponsePart::Complete).unwrap();
+        assert_eq!(plan.scopes, vec!["search".to_owned()]);
+        assert_eq!(reading.observations[0].scope.as_deref(), Some("search"));
     }
 
     #[test]

@@ -2,21 +2,36 @@
 //!
 //! - Quotas: `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, with resets written as
 //!   Go durations (`1s`, `6m0s`, `12ms`, `2m59.56s`). They describe the limits of the model
-//!   the request named, so observations carry the scope `model:<name>`.
+//!   the request named, so observations carry the scope `model:<name>`, and every request's
+//!   plan names the same scope: what a request is charged and what the headers report meet
+//!   in one bucket.
 //! - Delays: `retry-after-ms` and `retry-after`, else on a 429 the reset of the exhausted
 //!   dimension.
-//! - A 429 is not always a short wait: `insufficient_quota` means the billing quota is used
-//!   up (quota-exhausted), while `rate_limit_exceeded` is a rate limit.
+//! - A 429 is not always a short wait: a billing error (`insufficient_quota` as the type or
+//!   the code, or the codes that say which limit: `credit_balance_exhausted`,
+//!   `organization_spend_limit_exceeded`, `project_spend_limit_exceeded`,
+//!   `organization_usage_limit_exceeded`) means credits or a spend or usage limit are used
+//!   up (quota-exhausted), while `rate_limit_exceeded` or `slow_down` is a rate limit.
 //! - `x-should-retry` is the provider's own advice, passed on.
 //! - Cost: one request, and tokens = a prompt estimate + `max_tokens` (or
 //!   `max_completion_tokens` / `max_output_tokens`; 1024 when none is set).
+//! - Usage: the answer's `usage` (see `usage.rs`), streamed or not, as OpenAI counts it:
+//!   the tokens-per-minute limit is charged when a request is admitted (its prompt and its
+//!   whole `max_tokens`) and nothing is given back when the answer is shorter, so the
+//!   `tokens` figure never falls below the plan's; the input and output figures are the
+//!   answer's own.
+//!
+//! The response's headers are parsed once per reading: `read-response` is overridden to
+//! share them between the classification and the quota observations.
 
 mod classify;
 mod quota;
+mod usage;
 
 use sluice_plugin_sdk::{
     Classification, Cost, Description, Dimension, Observation, Outcome, Plugin, PolicyError,
-    Priority, PriorityClass, Request, Response, default_priority, json,
+    Priority, PriorityClass, Reading, Request, Response, ResponsePart, default_priority, headers,
+    json, model_scope, one_request,
 };
 
 /// Output tokens assumed when a request sets no maximum.
@@ -44,18 +59,53 @@ impl Plugin for OpenAi {
     }
 
     fn classify(req: &Request, outcome: &Outcome) -> Result<Classification, PolicyError> {
-        Ok(classify::classify(req, outcome))
+        let h = match outcome {
+            Outcome::Response(r) => headers(&r.headers),
+            Outcome::Transport(_) => headers(""),
+        };
+        Ok(classify::classify(req, outcome, &h))
     }
 
     fn parse_quota(req: &Request, resp: &Response) -> Result<Vec<Observation>, PolicyError> {
-        Ok(quota::observations(req, resp))
+        Ok(quota::observations(req, &headers(&resp.headers)))
     }
 
-    fn decide_priority(req: &Request) -> Result<Priority, PolicyError> {
+    fn usage(req: &Request, resp: &Response, part: ResponsePart) -> Result<Vec<Cost>, PolicyError> {
+        Ok(counted(req, resp, part))
+    }
+
+    fn read_response(
+        req: &Request,
+        outcome: &Outcome,
+        part: ResponsePart,
+    ) -> Result<Reading, PolicyError> {
+        let Outcome::Response(resp) = outcome else {
+            return Self::classify(req, outcome).map(|classification| Reading {
+                classification,
+                observations: Vec::new(),
+                usage: Vec::new(),
+            });
+        };
+        let h = headers(&resp.headers);
+        Ok(Reading {
+            classification: classify::classify(req, outcome, &h),
+            observations: match part {
+                ResponsePart::StreamEnd => Vec::new(),
+                ResponsePart::Complete | ResponsePart::StreamStart => quota::observations(req, &h),
+            },
+            usage: counted(req, resp, part),
+        })
+    }
+
+    fn priority(req: &Request) -> Result<Priority, PolicyError> {
         let mut p = default_priority(req);
         if let Some(body) = json::parse(&req.body) {
             if p.tenant.is_none() {
-                p.tenant = body.get("user").and_then(|u| u.as_str()).map(str::to_owned);
+                p.tenant = body
+                    .get("user")
+                    .and_then(|u| u.as_str())
+                    .filter(|u| !u.is_empty())
+                    .map(str::to_owned);
             }
             if body.get("service_tier").and_then(|t| t.as_str()) == Some("flex") {
                 p.class = PriorityClass::Background;
@@ -65,26 +115,47 @@ impl Plugin for OpenAi {
     }
 
     fn estimate_cost(req: &Request) -> Result<Vec<Cost>, PolicyError> {
-        let mut costs = vec![Cost {
-            dimension: Dimension::Requests,
-            amount: 1,
-        }];
-        if let Some(body) = json::parse(&req.body) {
-            let prompt = json::tokens_for_chars(json::text_chars(
-                &body,
-                &["model", "role", "user", "service_tier", "response_format"],
-            ));
-            let max_out = ["max_tokens", "max_completion_tokens", "max_output_tokens"]
-                .iter()
-                .find_map(|k| body.get(*k).and_then(json::Value::as_u64))
-                .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+        let mut costs = vec![one_request()];
+        if let Some(tokens) = reserved(req) {
             costs.push(Cost {
                 dimension: Dimension::Tokens,
-                amount: prompt.saturating_add(max_out),
+                amount: tokens,
             });
         }
         Ok(costs)
     }
+
+    fn scopes(req: &Request) -> Result<Vec<String>, PolicyError> {
+        Ok(model_scope(req).into_iter().collect())
+    }
+}
+
+/// The tokens OpenAI counts a request for when it admits it: a prompt estimate and the whole
+/// `max_tokens`; `None` for a body that is not JSON.
+fn reserved(req: &Request) -> Option<u64> {
+    let body = json::parse(&req.body)?;
+    let prompt = json::tokens_for_chars(json::text_chars(
+        &body,
+        &["model", "role", "user", "service_tier", "response_format"],
+    ));
+    let max_out = ["max_tokens", "max_completion_tokens", "max_output_tokens"]
+        .iter()
+        .find_map(|k| body.get(*k).and_then(json::Value::as_u64))
+        .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+    Some(prompt.saturating_add(max_out))
+}
+
+/// The usage an answer reports, as OpenAI counts it against its limits: its `tokens` never
+/// below what the request was counted for when it was admitted.
+fn counted(req: &Request, resp: &Response, part: ResponsePart) -> Vec<Cost> {
+    let mut costs = usage::usage(resp, part);
+    let at_admission = reserved(req).unwrap_or(0);
+    for c in &mut costs {
+        if c.dimension == Dimension::Tokens {
+            c.amount = c.amount.max(at_admission);
+        }
+    }
+    costs
 }
 
 sluice_plugin_sdk::export_plugin!(OpenAi);
@@ -103,6 +174,28 @@ mod tests {
             body: body.as_bytes().to_vec(),
             now_ms: 0,
         }
+    }
+
+    #[test]
+    fn a_short_answer_is_still_counted_at_its_max_tokens() {
+        let r = req(
+            r#"{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":"12345678"}]}"#,
+        );
+        let resp = Response {
+            status: 200,
+            headers: String::new(),
+            body: br#"{"usage":{"prompt_tokens":3,"completion_tokens":10,"total_tokens":13}}"#
+                .to_vec(),
+        };
+        let c = OpenAi::usage(&r, &resp, ResponsePart::Complete).unwrap();
+        let amount = |d: Dimension| c.iter().find(|x| x.dimension == d).map(|x| x.amount);
+        assert_eq!(
+            amount(Dimension::Tokens),
+            Some(2 + 100),
+            "counted at admission"
+        );
+        assert_eq!(amount(Dimension::InputTokens), Some(3));
+        assert_eq!(amount(Dimension::OutputTokens), Some(10));
     }
 
     #[test]
@@ -129,8 +222,47 @@ mod tests {
 
     #[test]
     fn flex_tier_is_background_and_user_is_the_tenant() {
-        let p = OpenAi::decide_priority(&req(r#"{"service_tier":"flex","user":"t-1"}"#)).unwrap();
+        let p = OpenAi::plan_request(&req(r#"{"service_tier":"flex","user":"t-1"}"#)).unwrap();
         assert_eq!(p.class, PriorityClass::Background);
         assert_eq!(p.tenant.as_deref(), Some("t-1"));
+    }
+
+    #[test]
+    fn a_request_counts_in_the_scope_of_its_model_as_its_observations_do() {
+        let r = req(r#"{"model":"gpt-4o","max_tokens":10}"#);
+        let plan = OpenAi::plan_request(&r).unwrap();
+        assert_eq!(plan.scopes, vec!["model:gpt-4o".to_owned()]);
+        let resp = Response {
+            status: 200,
+            headers: "x-ratelimit-limit-requests:500\nx-ratelimit-remaining-requests:499\n".into(),
+            body: vec![],
+        };
+        let reading =
+            OpenAi::read_response(&r, &Outcome::Response(resp), ResponsePart::Complete).unwrap();
+        assert_eq!(
+            reading.observations[0].scope.as_deref(),
+            Some(plan.scopes[0].as_str())
+        );
+        assert!(
+            OpenAi::plan_request(&req("{}")).unwrap().scopes.is_empty(),
+            "no model, no scope"
+        );
+    }
+
+    #[test]
+    fn the_reading_of_a_stream_s_end_has_usage_and_no_header_observations() {
+        let r = req(r#"{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true}}"#);
+        let resp = Response {
+            status: 200,
+            headers: "x-ratelimit-limit-requests:500\nx-ratelimit-remaining-requests:499\n".into(),
+            body: b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"total_tokens\":7}}\n\ndata: [DONE]\n\n".to_vec(),
+        };
+        let outcome = Outcome::Response(resp);
+        let end = OpenAi::read_response(&r, &outcome, ResponsePart::StreamEnd).unwrap();
+        assert!(end.observations.is_empty());
+        assert_eq!(end.usage.len(), 3);
+        let start = OpenAi::read_response(&r, &outcome, ResponsePart::StreamStart).unwrap();
+        assert_eq!(start.observations.len(), 1);
+        assert!(start.usage.is_empty());
     }
 }

@@ -2,9 +2,7 @@
 
 use sluice_plugin_sdk::headers::Headers;
 use sluice_plugin_sdk::time::parse_go_duration_ms;
-use sluice_plugin_sdk::{
-    Dimension, Observation, Request, Response, header_pair, headers, model_scope,
-};
+use sluice_plugin_sdk::{Dimension, Observation, Request, header_pair, model_scope};
 
 /// One quota dimension's headers: limit, remaining, reset.
 struct Names {
@@ -30,14 +28,13 @@ const TOKENS: Names = Names {
     ],
 };
 
-/// The observations in a response's headers.
-pub fn observations(req: &Request, resp: &Response) -> Vec<Observation> {
-    let h = headers(&resp.headers);
+/// The observations in a response's headers `h` (parsed once by the caller).
+pub fn observations(req: &Request, h: &Headers<'_>) -> Vec<Observation> {
     let mut out = Vec::with_capacity(2);
     let mut scope = None;
     for names in [REQUESTS, TOKENS] {
-        let reset = reset_ms(&h, names.fields[2]);
-        if let Some(mut o) = header_pair(&h, names.dimension, names.fields, reset) {
+        let reset = reset_ms(h, names.fields[2]);
+        if let Some(mut o) = header_pair(h, names.dimension, names.fields, reset) {
             // The figures describe the limits of the model the request named.
             o.scope = scope.get_or_insert_with(|| model_scope(req)).clone();
             out.push(o);

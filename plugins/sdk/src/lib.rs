@@ -1,14 +1,17 @@
 //! Writing a sluice provider plugin.
 //!
 //! A plugin is a WebAssembly component (target `wasm32-wasip2`) that exports the
-//! `sluice:policy/policy@0.1.0` interface. This crate gives a plugin author three things:
+//! `sluice:policy/policy@0.2.0` interface. This crate gives a plugin author three things:
 //!
-//! - [`Plugin`]: a trait with a sensible default for every function of the contract, so a
-//!   plugin overrides only what its provider does differently, and [`export_plugin!`], which
-//!   turns an implementation into the component's exports;
+//! - [`Plugin`]: a trait of small hooks (`classify`, `parse_quota`, `usage`, `priority`,
+//!   `estimate_cost`, `scopes`, ...), each with a sensible default, composed into the
+//!   contract's `plan-request` and `read-response`, so a plugin overrides only what its
+//!   provider does differently; and [`export_plugin!`], which turns an implementation into
+//!   the component's exports;
 //! - parsers for what providers send: [`headers`] (case, repetition), [`retry_after`],
-//!   [`ratelimit`] (the IETF fields), [`time`] (HTTP-dates, RFC 3339, Go durations) and
-//!   [`json`] (error codes in truncated bodies);
+//!   [`ratelimit`] (the IETF fields), [`time`] (HTTP-dates, RFC 3339, Go durations),
+//!   [`json`] (error codes in truncated bodies) and [`sse`] (server-sent events in the cut
+//!   body of a stream's end);
 //! - [`generic`]: the RFC reading of a response, shared with the host's built-in fallback.
 //!
 //! The parsers are plain Rust and work on any target: test a plugin's logic natively with
@@ -42,6 +45,7 @@ pub mod headers;
 pub mod json;
 pub mod ratelimit;
 pub mod retry_after;
+pub mod sse;
 pub mod time;
 
 #[cfg(feature = "guest")]

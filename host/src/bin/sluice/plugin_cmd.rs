@@ -31,7 +31,7 @@ pub struct TestArgs {
     /// A bundled plugin's name or a .wasm path.
     #[arg(required_unless_present = "bundled")]
     plugin: Option<String>,
-    /// Vector files (the format of PLUGIN-VECTORS.md).
+    /// Vector files (the format of docs/PLUGIN-VECTORS.md).
     #[arg(required_unless_present = "bundled")]
     vectors: Vec<PathBuf>,
     /// Test every bundled plugin against the vectors it ships with.
@@ -144,6 +144,7 @@ fn inspect(p: &Plugin, rt: &PluginRuntime) {
     println!("provider  {}", d.provider);
     println!("hosts     {}", d.hosts.join(", "));
     println!("routes    {}", d.routes.join(", "));
+    println!("contract  {}", p.contract());
     println!("exports");
     for e in p.exports() {
         println!("  {e}");
@@ -154,7 +155,9 @@ fn inspect(p: &Plugin, rt: &PluginRuntime) {
     println!("  table elements      {}", c.max_table_elements);
     println!("  wasm stack          {} KiB", c.max_wasm_stack >> 10);
     println!("  strings returned    <= {} bytes", c.caps.max_string_bytes);
+    println!("  tenants and scopes  <= {} bytes", c.caps.max_name_bytes);
     println!("  lists returned      <= {} entries", c.caps.max_list_len);
+    println!("  scopes per request  <= {}", c.caps.max_scopes);
     println!("  delays returned     <= {} s", c.caps.max_delay_ms / 1000);
     println!("capabilities  none (no files, env, network; clocks frozen; time only via now-ms)");
     println!(

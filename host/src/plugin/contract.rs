@@ -1,0 +1,112 @@
+//! Which version of the contract a component speaks, and its bindings for that version.
+//!
+//! A component that exports `sluice:policy/policy@0.2.0` is bound through the current
+//! bindings. One that exports only the frozen `@0.1.0` is bound through the old bindings and
+//! called through `v1.rs`, which answers the 0.2.0 functions with the 0.1.0 ones. The rest
+//! of the host sees one [`Plugin`](super::Plugin) API either way.
+
+use wasmtime::Store;
+use wasmtime::component::InstancePre;
+
+use super::bindings::v0_1;
+use super::bindings::{ProviderPolicy, ProviderPolicyPre};
+use super::state::State;
+
+/// A version of the `sluice:policy` contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Contract {
+    /// `sluice:policy@0.1.0`, frozen: two calls per attempt, no usage, no scopes.
+    V0_1,
+    /// `sluice:policy@0.2.0`, current: `plan-request` and `read-response`.
+    V0_2,
+}
+
+impl Contract {
+    /// The WIT package, as `sluice:policy@X.Y.Z`.
+    pub fn package(self) -> &'static str {
+        match self {
+            Self::V0_1 => "sluice:policy@0.1.0",
+            Self::V0_2 => "sluice:policy@0.2.0",
+        }
+    }
+}
+
+impl std::fmt::Display for Contract {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.package())
+    }
+}
+
+/// A component pre-linked and bound to the contract version it exports.
+pub(super) enum Pre {
+    V0_2(ProviderPolicyPre<State>),
+    V0_1(v0_1::ProviderPolicyPre<State>),
+}
+
+impl Pre {
+    /// Binds `pre` to 0.2.0 when the component exports it, else to 0.1.0.
+    ///
+    /// # Errors
+    /// When the component exports neither (the error of binding 0.2.0, which names what is
+    /// missing).
+    pub(super) fn new(pre: InstancePre<State>) -> wasmtime::Result<Self> {
+        match ProviderPolicyPre::new(pre.clone()) {
+            Ok(p) => Ok(Self::V0_2(p)),
+            Err(current) => v0_1::ProviderPolicyPre::new(pre)
+                .map(Self::V0_1)
+                .map_err(|_| current),
+        }
+    }
+
+    pub(super) fn contract(&self) -> Contract {
+        match self {
+            Self::V0_2(_) => Contract::V0_2,
+            Self::V0_1(_) => Contract::V0_1,
+        }
+    }
+
+    pub(super) fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<Bindings> {
+        Ok(match self {
+            Self::V0_2(p) => Bindings::V0_2(p.instantiate(store)?),
+            Self::V0_1(p) => Bindings::V0_1(p.instantiate(store)?),
+        })
+    }
+}
+
+/// An instance's exports, in the version it was bound to.
+pub(super) enum Bindings {
+    V0_2(ProviderPolicy),
+    V0_1(v0_1::ProviderPolicy),
+}
+
+impl Bindings {
+    /// The 0.2.0 functions.
+    ///
+    /// # Errors
+    /// When the instance speaks 0.1.0 (a caller that did not check [`Pre::contract`]).
+    pub(super) fn current(
+        &self,
+    ) -> wasmtime::Result<&super::bindings::exports::sluice::policy0_2_0::policy::Guest> {
+        match self {
+            Self::V0_2(b) => Ok(b.sluice_policy0_2_0_policy()),
+            Self::V0_1(_) => Err(mismatch(Contract::V0_2)),
+        }
+    }
+
+    /// The 0.1.0 functions.
+    ///
+    /// # Errors
+    /// When the instance speaks 0.2.0.
+    pub(super) fn frozen_v0_1(
+        &self,
+    ) -> wasmtime::Result<&v0_1::exports::sluice::policy::policy::Guest> {
+        match self {
+            Self::V0_1(b) => Ok(b.sluice_policy_policy()),
+            Self::V0_2(_) => Err(mismatch(Contract::V0_1)),
+        }
+    }
+}
+
+fn mismatch(wanted: Contract) -> wasmtime::Error {
+    wasmtime::Error::msg(format!("the instance is not bound to {wanted}"))
+}

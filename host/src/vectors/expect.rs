@@ -1,0 +1,255 @@
+//! What a case expects (`expect` in `docs/PLUGIN-VECTORS.md`), read strictly: only the
+//! fields present are checked, and a field given as `null` expects nothing there.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::policy::{PriorityClass, Verdict};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawExpect {
+    pub verdict: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub retry_after_ms: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    pub error_code: Option<Option<String>>,
+    pub observations: Option<Vec<ExpectedObservation>>,
+    #[serde(default)]
+    pub observations_exact: bool,
+    pub usage: Option<BTreeMap<String, u64>>,
+    #[serde(default)]
+    pub usage_exact: bool,
+    pub plan: Option<RawPlan>,
+    pub tolerance_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPlan {
+    pub class: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub tenant: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    pub deadline_ms: Option<Option<i64>>,
+    pub cost: Option<BTreeMap<String, u64>>,
+    #[serde(default)]
+    pub cost_exact: bool,
+    pub scopes: Option<Vec<String>>,
+}
+
+/// One expected observation: only the fields present are checked.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedObservation {
+    /// The dimension's name (`requests`, `tokens`, `input-tokens`, ...).
+    pub dimension: String,
+    /// The scope, when checked (`null` expects none).
+    #[serde(default, deserialize_with = "present")]
+    pub scope: Option<Option<String>>,
+    /// The limit, when checked.
+    #[serde(default, deserialize_with = "present")]
+    pub limit: Option<Option<u64>>,
+    /// The remaining amount, when checked.
+    #[serde(default, deserialize_with = "present")]
+    pub remaining: Option<Option<u64>>,
+    /// The used amount, when checked.
+    #[serde(default, deserialize_with = "present")]
+    pub used: Option<Option<u64>>,
+    /// Milliseconds until reset, when checked.
+    #[serde(default, deserialize_with = "present")]
+    pub reset_after_ms: Option<Option<u64>>,
+    /// The window length, when checked.
+    #[serde(default, deserialize_with = "present")]
+    pub window_ms: Option<Option<u64>>,
+    /// The source, when checked.
+    pub source: Option<String>,
+    /// Allowed difference for durations, overriding the case's.
+    pub tolerance_ms: Option<u64>,
+}
+
+/// A field that is present (even as `null`) deserializes to `Some(value)`; an absent one
+/// stays `None` through `#[serde(default)]`.
+pub(super) fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A case's expectations.
+#[derive(Debug, Clone, Default)]
+pub struct Expect {
+    /// The verdict, when checked.
+    pub verdict: Option<Verdict>,
+    /// The requested delay, when checked (`Some(None)`: none expected).
+    pub retry_after_ms: Option<Option<u64>>,
+    /// The error code, when checked (`Some(None)`: none expected).
+    pub error_code: Option<Option<String>>,
+    /// Expected observations, when checked.
+    pub observations: Option<Vec<ExpectedObservation>>,
+    /// Whether reported observations beyond the expected ones fail the case.
+    pub observations_exact: bool,
+    /// Expected usage, per dimension name, when checked.
+    pub usage: Option<BTreeMap<String, u64>>,
+    /// Whether reported usage of dimensions not expected fails the case.
+    pub usage_exact: bool,
+    /// The expected request plan, when checked (then `plan-request` is called too).
+    pub plan: Option<ExpectedPlan>,
+    /// Allowed difference for durations computed from dates.
+    pub tolerance_ms: u64,
+}
+
+/// The expected answer of `plan-request`: only the fields present are checked.
+#[derive(Debug, Clone, Default)]
+pub struct ExpectedPlan {
+    /// The queue class, when checked.
+    pub class: Option<PriorityClass>,
+    /// The tenant, when checked (`Some(None)`: none expected).
+    pub tenant: Option<Option<String>>,
+    /// The deadline, when checked (`Some(None)`: none expected).
+    pub deadline_ms: Option<Option<i64>>,
+    /// The expected cost, per dimension name, when checked.
+    pub cost: Option<BTreeMap<String, u64>>,
+    /// Whether a planned cost of a dimension not expected fails the case.
+    pub cost_exact: bool,
+    /// The scopes, when checked: the same names in any order.
+    pub scopes: Option<Vec<String>>,
+}
+
+/// Validates the raw expectations; `has_response` says whether the case has a response to
+/// read quotas and usage from. `case_tolerance` is the case-level `tolerance_ms`.
+pub(super) fn validate(
+    raw: RawExpect,
+    has_response: bool,
+    case_tolerance: Option<u64>,
+) -> Result<Expect, String> {
+    let verdict = raw.verdict.as_deref().map(verdict).transpose()?;
+    if let Some(obs) = &raw.observations {
+        if !has_response {
+            return Err(
+                "expect.observations: a transport failure has no response to read quotas from"
+                    .into(),
+            );
+        }
+        for (i, o) in obs.iter().enumerate() {
+            if o.dimension.is_empty() {
+                return Err(format!("expect.observations[{i}].dimension: empty"));
+            }
+        }
+    }
+    if let Some(usage) = &raw.usage {
+        if !has_response {
+            return Err(
+                "expect.usage: a transport failure has no response to read usage from".into(),
+            );
+        }
+        dimension_names("expect.usage", usage)?;
+    }
+    let plan = raw.plan.map(plan).transpose()?;
+    Ok(Expect {
+        verdict,
+        retry_after_ms: raw.retry_after_ms,
+        error_code: raw.error_code,
+        observations: raw.observations,
+        observations_exact: raw.observations_exact,
+        usage: raw.usage,
+        usage_exact: raw.usage_exact,
+        plan,
+        tolerance_ms: raw.tolerance_ms.or(case_tolerance).unwrap_or(0),
+    })
+}
+
+fn plan(raw: RawPlan) -> Result<ExpectedPlan, String> {
+    let class = raw
+        .class
+        .as_deref()
+        .map(|c| {
+            CLASSES
+                .iter()
+                .find(|(n, _)| *n == c)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| {
+                    format!(
+                        "expect.plan.class: {c:?} is not one of interactive, standard, background"
+                    )
+                })
+        })
+        .transpose()?;
+    if let Some(cost) = &raw.cost {
+        dimension_names("expect.plan.cost", cost)?;
+    }
+    if let Some(scopes) = &raw.scopes
+        && let Some(i) = scopes.iter().position(String::is_empty)
+    {
+        return Err(format!("expect.plan.scopes[{i}]: empty"));
+    }
+    Ok(ExpectedPlan {
+        class,
+        tenant: raw.tenant,
+        deadline_ms: raw.deadline_ms,
+        cost: raw.cost,
+        cost_exact: raw.cost_exact,
+        scopes: raw.scopes,
+    })
+}
+
+fn dimension_names(field: &str, amounts: &BTreeMap<String, u64>) -> Result<(), String> {
+    if amounts.contains_key("") {
+        return Err(format!("{field}: a dimension name is empty"));
+    }
+    Ok(())
+}
+
+/// The verdict named `name` in the vector format.
+fn verdict(name: &str) -> Result<Verdict, String> {
+    VERDICTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let names: Vec<&str> = VERDICTS.iter().map(|(n, _)| *n).collect();
+            format!(
+                "expect.verdict: {name:?} is not one of {}",
+                names.join(", ")
+            )
+        })
+}
+
+/// Vector names of the verdicts.
+const VERDICTS: &[(&str, Verdict)] = &[
+    ("success", Verdict::Success),
+    ("rate-limited", Verdict::RateLimited),
+    ("quota-exhausted", Verdict::QuotaExhausted),
+    ("overloaded", Verdict::Overloaded),
+    ("transient", Verdict::Transient),
+    ("conflict", Verdict::Conflict),
+    ("client-error", Verdict::ClientError),
+    ("auth-error", Verdict::AuthError),
+    ("outcome-unknown", Verdict::OutcomeUnknown),
+];
+
+/// Vector names of the queue classes.
+const CLASSES: &[(&str, PriorityClass)] = &[
+    ("interactive", PriorityClass::Interactive),
+    ("standard", PriorityClass::Standard),
+    ("background", PriorityClass::Background),
+];
+
+/// The vector name of a verdict.
+pub fn verdict_name(v: Verdict) -> &'static str {
+    VERDICTS
+        .iter()
+        .find(|(_, x)| *x == v)
+        .map_or("?", |(n, _)| *n)
+}
+
+/// The vector name of a queue class.
+pub fn class_name(c: PriorityClass) -> &'static str {
+    CLASSES
+        .iter()
+        .find(|(_, x)| *x == c)
+        .map_or("?", |(n, _)| *n)
+}

@@ -1,0 +1,47 @@
+//! [`export_plugin!`](crate::export_plugin): a [`Plugin`](super::Plugin) implementation as
+//! the component's exports.
+
+/// Exports a [`Plugin`] implementation as the component's `sluice:policy/policy@0.2.0`
+/// interface: `describe`, `plan-request`, `read-response`, `reconcile` and
+/// `read-reconciliation`.
+///
+/// Expands to nothing outside `wasm32`, so the same crate builds natively for unit tests.
+#[macro_export]
+macro_rules! export_plugin {
+    ($plugin:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            use $crate::bindings::exports::sluice::policy0_2_0::policy::Guest;
+            use $crate::{
+                Description, Outcome, PolicyError, Reading, ReconcilePlan, Reconciliation, Request,
+                RequestPlan, Response, ResponsePart, UncertainWrite,
+            };
+            struct Exported;
+            impl Guest for Exported {
+                fn describe() -> Description {
+                    <$plugin as $crate::Plugin>::describe()
+                }
+                fn plan_request(req: Request) -> Result<RequestPlan, PolicyError> {
+                    <$plugin as $crate::Plugin>::plan_request(&req)
+                }
+                fn read_response(
+                    req: Request,
+                    outcome: Outcome,
+                    part: ResponsePart,
+                ) -> Result<Reading, PolicyError> {
+                    <$plugin as $crate::Plugin>::read_response(&req, &outcome, part)
+                }
+                fn reconcile(write: UncertainWrite) -> Result<ReconcilePlan, PolicyError> {
+                    <$plugin as $crate::Plugin>::reconcile(&write)
+                }
+                fn read_reconciliation(
+                    write: UncertainWrite,
+                    resp: Response,
+                ) -> Result<Reconciliation, PolicyError> {
+                    <$plugin as $crate::Plugin>::read_reconciliation(&write, &resp)
+                }
+            }
+            $crate::bindings::export_bindings! { Exported with_types_in $crate::bindings }
+        };
+    };
+}

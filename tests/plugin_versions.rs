@@ -1,0 +1,140 @@
+//! A plugin built against the frozen `sluice:policy@0.1.0` still loads, and its answers come
+//! through the current API: `plan-request` from `decide-priority` and `estimate-cost`,
+//! `read-response` from `classify` and `parse-quota`. The bundled plugins speak 0.2.0.
+
+use std::sync::Arc;
+
+use sluice::clock::ManualClock;
+use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
+use sluice::plugin::{Contract, bundled};
+use sluice::policy::{
+    Cost, Dimension, Outcome, PriorityClass, ReconcilePlan, Reconciliation, RequestClass,
+    ResponsePart, TransportFailure, UncertainWrite, Verdict, encode_fields,
+};
+use sluice_tests::{legacy, plain_response, request, response, runtime};
+
+#[test]
+fn a_0_1_0_plugin_loads_and_says_which_contract_it_speaks() {
+    let rt = runtime();
+    let p = legacy(&rt);
+    assert_eq!(p.contract(), Contract::V0_1);
+    assert_eq!(p.name(), "legacy");
+    assert!(
+        p.exports()
+            .iter()
+            .any(|e| e == "sluice:policy/policy@0.1.0#decide-priority"),
+        "{:?}",
+        p.exports()
+    );
+    for name in bundled::names() {
+        assert_eq!(
+            rt.load_bundled(name).unwrap().contract(),
+            Contract::V0_2,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn its_plan_comes_from_decide_priority_and_estimate_cost() {
+    let rt = runtime();
+    let p = legacy(&rt);
+    let mut req = request("POST", "https://legacy.test/v1/x", RequestClass::Read);
+    req.headers = encode_fields([("x-tenant", "acme")]).unwrap();
+    req.body = b"12345".to_vec();
+    let plan = p.plan_request(&req).unwrap();
+    assert_eq!(plan.class, PriorityClass::Interactive);
+    assert_eq!(plan.tenant.as_deref(), Some("acme"));
+    assert_eq!(plan.deadline_ms, Some(req.now_ms + 1000));
+    assert_eq!(
+        plan.cost,
+        vec![
+            Cost {
+                dimension: Dimension::Requests,
+                amount: 1
+            },
+            Cost {
+                dimension: Dimension::Tokens,
+                amount: 5
+            }
+        ]
+    );
+    assert!(plan.scopes.is_empty(), "0.1.0 cannot name scopes");
+}
+
+#[test]
+fn its_reading_comes_from_classify_and_parse_quota() {
+    let rt = runtime();
+    let p = legacy(&rt);
+    let req = request("POST", "https://legacy.test/v1/x", RequestClass::Read);
+    let limited = response(429, &[("x-legacy-remaining", "42")]);
+    for part in [ResponsePart::Complete, ResponsePart::StreamStart] {
+        let r = p.read_response(&req, &limited, part).unwrap();
+        assert_eq!(r.classification.verdict, Verdict::RateLimited, "{part:?}");
+        assert_eq!(r.classification.retry_after_ms, Some(1500));
+        assert_eq!(r.classification.error_code.as_deref(), Some("legacy_429"));
+        assert_eq!(r.observations.len(), 1, "{part:?}");
+        assert_eq!(r.observations[0].scope.as_deref(), Some("legacy-bucket"));
+        assert_eq!(r.observations[0].remaining, Some(42));
+        assert!(r.usage.is_empty(), "0.1.0 cannot report usage");
+    }
+    // At a stream's end only `classify` runs: the headers were read at its start.
+    let end = p
+        .read_response(&req, &limited, ResponsePart::StreamEnd)
+        .unwrap();
+    assert_eq!(end.classification.verdict, Verdict::RateLimited);
+    assert!(end.observations.is_empty());
+    // A transport failure has no response to read quotas from.
+    let reset = Outcome::Transport(TransportFailure::ResetAfterSend);
+    let r = p
+        .read_response(&req, &reset, ResponsePart::Complete)
+        .unwrap();
+    assert_eq!(r.classification.verdict, Verdict::OutcomeUnknown);
+    assert!(r.observations.is_empty());
+}
+
+#[test]
+fn its_writes_reconcile_through_the_old_functions() {
+    let rt = runtime();
+    let p = legacy(&rt);
+    let write = UncertainWrite {
+        method: "POST".into(),
+        url: "https://legacy.test/v1/x".into(),
+        idempotency_key: Some("k".into()),
+        client_reference: None,
+        operation_id: None,
+        now_ms: 0,
+    };
+    assert_eq!(p.reconcile(&write).unwrap(), ReconcilePlan::ResendSameKey);
+    assert_eq!(
+        p.read_reconciliation(&write, &plain_response(200, &[]))
+            .unwrap(),
+        Reconciliation::Found(Some("legacy-op".into()))
+    );
+}
+
+#[test]
+fn a_0_1_0_plugin_that_declines_is_answered_by_the_fallback() {
+    let rt = runtime();
+    let g = GuardedPolicy::new(
+        Arc::new(legacy(&rt)),
+        QuarantinePolicy::default(),
+        Arc::new(ManualClock::starting_at(0)),
+    );
+    let ok = request("GET", "https://legacy.test/ok", RequestClass::Read);
+    let a = g.read_response(&ok, &response(429, &[]), ResponsePart::Complete);
+    assert!(matches!(a.by, AnsweredBy::Plugin), "{:?}", a.by);
+    let decline = request("GET", "https://legacy.test/decline", RequestClass::Read);
+    let a = g.read_response(
+        &decline,
+        &response(429, &[("retry-after", "3")]),
+        ResponsePart::Complete,
+    );
+    assert!(
+        matches!(&a.by, AnsweredBy::Fallback(e) if e.function == "classify"),
+        "{:?}",
+        a.by
+    );
+    assert_eq!(a.value.classification.retry_after_ms, Some(3000));
+    assert_eq!(g.health().total_failures, 0, "declining is not a fault");
+}
