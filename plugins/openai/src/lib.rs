@@ -14,7 +14,8 @@
 //!   up (quota-exhausted), while `rate_limit_exceeded` or `slow_down` is a rate limit.
 //! - `x-should-retry` is the provider's own advice, passed on.
 //! - Cost: one request, and tokens = a prompt estimate + `max_tokens` (or
-//!   `max_completion_tokens` / `max_output_tokens`; 1024 when none is set).
+//!   `max_completion_tokens` / `max_output_tokens`; 1024 when none is set; none for
+//!   embeddings, which write no tokens).
 //! - Usage: the answer's `usage` (see `usage.rs`), streamed or not, as OpenAI counts it:
 //!   the tokens-per-minute limit is charged when a request is admitted (its prompt and its
 //!   whole `max_tokens`) and nothing is given back when the answer is shorter, so the
@@ -138,11 +139,18 @@ fn reserved(req: &Request) -> Option<u64> {
         &body,
         &["model", "role", "user", "service_tier", "response_format"],
     ));
+    // An embedding writes no tokens; anything else may write up to its maximum.
+    let writes = !req
+        .url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or("")
+        .ends_with("/embeddings");
     let max_out = ["max_tokens", "max_completion_tokens", "max_output_tokens"]
         .iter()
         .find_map(|k| body.get(*k).and_then(json::Value::as_u64))
         .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-    Some(prompt.saturating_add(max_out))
+    Some(prompt.saturating_add(if writes { max_out } else { 0 }))
 }
 
 /// The usage an answer reports, as OpenAI counts it against its limits: its `tokens` never
