@@ -8,7 +8,7 @@ use sluice::journal::State;
 use sluice::journal::escalations::{Choice, Decision, Kind};
 use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
-use sluice::writes::WriteOutcome;
+use sluice::writes::{WriteOutcome, Writes};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
 use sluice_tests::stack::{Paths, host, write};
 
@@ -30,8 +30,9 @@ fn decide(choice: Choice) -> Decision {
     }
 }
 
-#[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_write_refused_by_a_spent_quota_escalates_and_raising_the_quota_sends_it_once() {
+/// An OpenAI-style provider whose next answer on [`OBJECTS`] says the quota is spent, and a
+/// host in front of it (its state in the returned directory).
+async fn spent_account() -> (FakeProvider, Writes, tempfile::TempDir) {
     let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
         .await
         .unwrap();
@@ -43,6 +44,12 @@ async fn a_write_refused_by_a_spent_quota_escalates_and_raising_the_quota_sends_
         RetryConfig::default(),
         Duration::from_secs(2),
     );
+    (fake, writes, dir)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_write_refused_by_a_spent_quota_escalates_and_raising_the_quota_sends_it_once() {
+    let (fake, writes, _dir) = spent_account().await;
     let w = write(
         "openai",
         "t",
@@ -99,17 +106,7 @@ async fn a_write_refused_by_a_spent_quota_escalates_and_raising_the_quota_sends_
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_write_held_back_by_a_spent_quota_escalates_as_such_and_changing_the_plan_sends_nothing()
 {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
-    fake.script(OBJECTS, [spent()]);
-    let dir = tempfile::tempdir().unwrap();
-    let writes = host(
-        "openai",
-        &Paths::under(dir.path()),
-        RetryConfig::default(),
-        Duration::from_secs(2),
-    );
+    let (fake, writes, _dir) = spent_account().await;
     let mut w = write(
         "openai",
         "t",

@@ -275,15 +275,19 @@ async fn identical_reads_in_flight_share_one_attempt_only_when_they_opt_in() {
         ..chat(&fake, "team-key", &serde_json::json!({}))
     };
 
-    let shared: Vec<_> = (0..3)
-        .map(|_| {
-            let (ex, call) = (ex.clone(), read(true));
-            tokio::spawn(async move { ex.execute(&call).await })
-        })
-        .collect();
-    for s in shared {
-        assert!(matches!(s.await.unwrap(), Outcome::Succeeded { .. }));
-    }
+    // `n` identical reads at once; each must succeed.
+    let all_at_once = async |n: usize, coalesce: bool| {
+        let reads: Vec<_> = (0..n)
+            .map(|_| {
+                let (ex, call) = (ex.clone(), read(coalesce));
+                tokio::spawn(async move { ex.execute(&call).await })
+            })
+            .collect();
+        for r in reads {
+            assert!(matches!(r.await.unwrap(), Outcome::Succeeded { .. }));
+        }
+    };
+    all_at_once(3, true).await;
     assert_eq!(
         fake.attempts_on(MODELS),
         1,
@@ -291,15 +295,7 @@ async fn identical_reads_in_flight_share_one_attempt_only_when_they_opt_in() {
     );
 
     fake.script(MODELS, [Fault::Slow(Duration::from_secs(1))]);
-    let own: Vec<_> = (0..2)
-        .map(|_| {
-            let (ex, call) = (ex.clone(), read(false));
-            tokio::spawn(async move { ex.execute(&call).await })
-        })
-        .collect();
-    for o in own {
-        assert!(matches!(o.await.unwrap(), Outcome::Succeeded { .. }));
-    }
+    all_at_once(2, false).await;
     assert_eq!(
         fake.attempts_on(MODELS),
         3,

@@ -164,6 +164,20 @@ pub enum JournalError {
         /// The valid choices.
         options: String,
     },
+    /// The operating system gave no randomness for an idempotency key.
+    #[error("no randomness from the operating system for an idempotency key: {0}")]
+    Random(String),
+}
+
+/// A new idempotency key: 128 bits from the operating system's randomness, as the providers'
+/// own clients make theirs, so no other client (or host) can guess or repeat it.
+///
+/// # Errors
+/// [`JournalError::Random`] when the operating system gives none.
+pub fn new_idempotency_key() -> Result<String, JournalError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| JournalError::Random(e.to_string()))?;
+    Ok(format!("sluice-{}", crate::hex::to_hex(&bytes)))
 }
 
 /// The journal.
@@ -357,7 +371,7 @@ impl Journal {
         if cancelled {
             return Err(JournalError::TaskCancelled(intent.task.clone()));
         }
-        let key = format!("sluice-{:032x}", fastrand::u128(..));
+        let key = new_idempotency_key()?;
         let reference = client_reference(&intent.task, &intent.action);
         tx.execute(
             "INSERT INTO actions (task, action, provider, method, route, class, body, \

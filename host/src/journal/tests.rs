@@ -236,3 +236,18 @@ fn the_journal_is_durable_by_configuration() {
         "WAL with synchronous=FULL"
     );
 }
+
+/// Issue: keys came from a seeded user-space generator (`fastrand`); they come from the
+/// operating system now, and never repeat.
+#[test]
+fn idempotency_keys_are_128_random_bits_that_never_repeat() {
+    let keys: std::collections::HashSet<String> = (0..10_000)
+        .map(|_| super::new_idempotency_key().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 10_000);
+    for k in keys.iter().take(3) {
+        let hex = k.strip_prefix("sluice-").unwrap();
+        assert_eq!(hex.len(), 32);
+        assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+}
