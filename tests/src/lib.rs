@@ -1,6 +1,8 @@
 //! Shared support for sluice's end-to-end tests: a plugin runtime with a test cache, the
-//! hostile fixture, and request builders.
+//! hostile fixture, request builders, a whole host ([`stack`]) and a counting proxy
+//! ([`proxy`]).
 
+pub mod proxy;
 pub mod stack;
 
 use std::path::{Path, PathBuf};

@@ -56,6 +56,20 @@ pub fn audit_key() -> AuditKey {
 /// # Panics
 /// When a part does not start.
 pub fn executor(plugin: &str, retry: RetryConfig, attempt_timeout: Duration) -> Executor {
+    let transport = Transport::new(Timeouts {
+        connect: Duration::from_secs(2),
+        first_byte: attempt_timeout,
+        idle: attempt_timeout,
+    })
+    .expect("transport");
+    executor_with(plugin, retry, transport)
+}
+
+/// As [`executor`], sending through `transport` (one that trusts a test CA, say).
+///
+/// # Panics
+/// When a part does not start.
+pub fn executor_with(plugin: &str, retry: RetryConfig, transport: Transport) -> Executor {
     let rt = runtime();
     let guarded = GuardedPolicy::new(
         Arc::new(rt.load_bundled(plugin).expect("a bundled plugin")),
@@ -65,12 +79,6 @@ pub fn executor(plugin: &str, retry: RetryConfig, attempt_timeout: Duration) -> 
     let config = format!("[providers.{plugin}.limits]\nrequests_per_minute = 6000\n");
     let admission = Admission::new(Config::from_toml(&config).unwrap(), Arc::new(TokioClock))
         .expect("admission");
-    let transport = Transport::new(Timeouts {
-        connect: Duration::from_secs(2),
-        first_byte: attempt_timeout,
-        idle: attempt_timeout,
-    })
-    .expect("transport");
     Executor::new(
         admission,
         HashMap::from([(plugin.to_owned(), Arc::new(guarded))]),
