@@ -19,6 +19,11 @@ pub struct Attempt {
     pub method: String,
     /// Its path, without the query.
     pub path: String,
+    /// The HTTP version it came in.
+    pub version: HttpVersion,
+    /// The connection it came on: connections are numbered from 1 in the order the provider
+    /// accepted them, so two attempts with one number shared a connection.
+    pub connection: u64,
     /// Its `Idempotency-Key`, if it had one.
     pub idempotency_key: Option<String>,
     /// The status answered; `None` if the connection was dropped or the attempt hangs.
@@ -32,6 +37,30 @@ pub struct Attempt {
     /// For a streamed answer: `Some(true)` once delivered whole, `Some(false)` if it was cut
     /// or abandoned, `None` while it runs (or for an answer that is not a stream).
     pub stream: Option<bool>,
+}
+
+/// The HTTP version of an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HttpVersion {
+    /// HTTP/1.0.
+    Http1_0,
+    /// HTTP/1.1.
+    Http1_1,
+    /// HTTP/2.
+    Http2,
+    /// Any other version hyper reports.
+    Other,
+}
+
+impl HttpVersion {
+    pub(crate) fn of(version: hyper::Version) -> Self {
+        match version {
+            hyper::Version::HTTP_10 => Self::Http1_0,
+            hyper::Version::HTTP_11 => Self::Http1_1,
+            hyper::Version::HTTP_2 => Self::Http2,
+            _ => Self::Other,
+        }
+    }
 }
 
 /// A write the provider stored.

@@ -13,7 +13,11 @@
 //!   slowness, a write stored and then the connection dropped, a hang;
 //! - stores writes idempotently by `Idempotency-Key`, and answers `GET /v1/objects/<id>` and
 //!   `GET /v1/objects?idempotency_key=<key>` so a write can be looked up;
-//! - runs on tokio's clock, so tests on paused time see its limits move with virtual time.
+//! - runs on tokio's clock, so tests on paused time see its limits move with virtual time;
+//! - serves plain HTTP/1.1 ([`FakeProvider::start`]), or TLS with a certificate authority
+//!   made at run time ([`tls::TestCa`], [`FakeProvider::start_tls`]) and HTTP/2 where the
+//!   client picks it, and records each attempt's HTTP version and connection, so a test sees
+//!   the protocol a client negotiated and whether it reused its connection.
 //!
 //! ```
 //! use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
@@ -34,6 +38,7 @@ mod script;
 mod server;
 mod stream;
 mod style;
+pub mod tls;
 pub mod window;
 
 use std::net::SocketAddr;
@@ -43,12 +48,13 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-pub use ledger::{Attempt, Stored};
+pub use ledger::{Attempt, HttpVersion, Stored};
 pub use script::{Fault, RetryAfter};
 pub use stream::Cut;
 pub use style::Style;
 
 use server::Shared;
+use tls::{Offer, TestCa};
 
 /// How the fake provider behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,14 +132,39 @@ pub struct FakeProvider {
     addr: SocketAddr,
     shared: Arc<Shared>,
     accept: JoinHandle<()>,
+    scheme: &'static str,
 }
 
 impl FakeProvider {
-    /// Starts a provider on a free loopback port.
+    /// Starts a provider on a free loopback port, serving plain HTTP/1.1.
     ///
     /// # Errors
     /// The bind failed.
     pub async fn start(config: FakeConfig) -> std::io::Result<Self> {
+        Self::launch(config, None).await
+    }
+
+    /// Starts a provider on a free loopback port, serving TLS with `ca`'s server identity
+    /// (for `127.0.0.1` and `localhost`) and offering HTTP/2 and HTTP/1.1 in ALPN. Its
+    /// [`url`](Self::url)s are `https://`.
+    ///
+    /// # Errors
+    /// The bind failed.
+    pub async fn start_tls(config: FakeConfig, ca: &TestCa) -> std::io::Result<Self> {
+        Self::launch(config, Some((ca, Offer::Http2AndHttp1))).await
+    }
+
+    /// As [`start_tls`](Self::start_tls), but offering HTTP/1.1 only, as a server that does
+    /// not speak HTTP/2.
+    ///
+    /// # Errors
+    /// The bind failed.
+    pub async fn start_tls_http1(config: FakeConfig, ca: &TestCa) -> std::io::Result<Self> {
+        Self::launch(config, Some((ca, Offer::Http1Only))).await
+    }
+
+    async fn launch(config: FakeConfig, tls: Option<(&TestCa, Offer)>) -> std::io::Result<Self> {
+        let tls = tls.map(|(ca, offer)| (ca.acceptor(offer), offer));
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
@@ -141,11 +172,23 @@ impl FakeProvider {
             ledger: Mutex::default(),
             started: server::now(),
         });
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let serving = shared.clone();
         let accept = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
+            let mut number = 0;
             while let Ok((stream, _)) = listener.accept().await {
-                connections.spawn(server::serve(serving.clone(), stream));
+                number += 1;
+                match &tls {
+                    None => connections.spawn(server::serve(serving.clone(), stream, number)),
+                    Some((acceptor, offer)) => connections.spawn(server::serve_tls(
+                        serving.clone(),
+                        acceptor.clone(),
+                        stream,
+                        number,
+                        *offer,
+                    )),
+                };
                 // Reap finished connections so the set does not grow.
                 while connections.try_join_next().is_some() {}
             }
@@ -154,6 +197,7 @@ impl FakeProvider {
             addr,
             shared,
             accept,
+            scheme,
         })
     }
 
@@ -162,9 +206,10 @@ impl FakeProvider {
         self.addr
     }
 
-    /// The absolute URL of `path` on it.
+    /// The absolute URL of `path` on it: `http://127.0.0.1:<port><path>`, or `https://`
+    /// for a provider started over TLS.
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        format!("{}://{}{path}", self.scheme, self.addr)
     }
 
     /// Queues `faults` for the next attempts on `path`, one per attempt, after any already

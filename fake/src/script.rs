@@ -36,6 +36,13 @@ pub enum Fault {
         /// The provider's error code in the body.
         code: &'static str,
     },
+    /// A redirect: `status` (301, 302, 307, 308...) with `Location: location`, no body.
+    Redirect {
+        /// The status.
+        status: u16,
+        /// Where it points.
+        location: &'static str,
+    },
     /// Answers normally, after a pause.
     Slow(Duration),
     /// Performs the write (stores it under its idempotency key), then drops the connection

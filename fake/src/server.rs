@@ -1,4 +1,5 @@
 //! The HTTP side: one hyper connection task per client connection, one answer per attempt.
+//! Plain connections speak HTTP/1.1; TLS connections speak what the fake offered in ALPN.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
@@ -11,10 +12,11 @@ use hyper::{Request, Response, StatusCode};
 use tokio::time::Instant;
 
 use crate::FakeConfig;
-use crate::ledger::{Attempt, Ledger};
+use crate::ledger::{Attempt, HttpVersion, Ledger};
 use crate::script::{Fault, RetryAfter};
 use crate::stream::{self, Cut, SseBody};
 use crate::style::{Headers, Quota, Style};
+use crate::tls::Offer;
 
 /// An answer's body: whole, or a stream of events.
 pub(crate) type Body = BoxBody<Bytes, Cut>;
@@ -147,9 +149,11 @@ fn asked(body: &[u8]) -> Asked {
 
 pub(crate) async fn handle(
     shared: Arc<Shared>,
+    connection: u64,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Dropped> {
     let (parts, body) = req.into_parts();
+    let version = HttpVersion::of(parts.version);
     let body = body.collect().await.map_err(|_| Dropped)?.to_bytes();
     let method = parts.method.as_str().to_owned();
     let path = parts.uri.path().to_owned();
@@ -172,6 +176,8 @@ pub(crate) async fn handle(
             at: now().duration_since(shared.started),
             method,
             path: path.clone(),
+            version,
+            connection,
             idempotency_key: key.clone(),
             status: None,
             tokens: 0,
@@ -214,6 +220,13 @@ pub(crate) async fn handle(
         }
         Some(Fault::Status { status, code }) => {
             return answer(status, Headers::new(), style.error_body(status, code));
+        }
+        Some(Fault::Redirect { status, location }) => {
+            return answer(
+                status,
+                vec![("location".into(), location.into())],
+                String::new(),
+            );
         }
         None => {}
     }
@@ -356,12 +369,41 @@ fn streamed(
     with_headers(200, headers, body.boxed(), "text/event-stream")
 }
 
-/// Serves one accepted connection until the client closes it or an attempt drops it.
-pub(crate) async fn serve(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
+/// Serves one accepted plain connection, over HTTP/1.1, until the client closes it or an
+/// attempt drops it.
+pub(crate) async fn serve(shared: Arc<Shared>, stream: tokio::net::TcpStream, connection: u64) {
     let io = hyper_util::rt::TokioIo::new(stream);
-    let service = hyper::service::service_fn(move |req| handle(shared.clone(), req));
+    let service = hyper::service::service_fn(move |req| handle(shared.clone(), connection, req));
     // An error here is a dropped connection (on purpose or by the client): nothing to do.
     let _ = hyper::server::conn::http1::Builder::new()
         .serve_connection(io, service)
         .await;
+}
+
+/// Serves one accepted TLS connection: the handshake, then HTTP/2 or HTTP/1.1 (whichever
+/// the client speaks, among what `offer` allows) until the client closes it.
+pub(crate) async fn serve_tls(
+    shared: Arc<Shared>,
+    acceptor: tokio_rustls::TlsAcceptor,
+    stream: tokio::net::TcpStream,
+    connection: u64,
+    offer: Offer,
+) {
+    // A client that refuses the certificate ends the handshake: no attempt reached us.
+    let Ok(tls) = acceptor.accept(stream).await else {
+        return;
+    };
+    let io = hyper_util::rt::TokioIo::new(tls);
+    let service = hyper::service::service_fn(move |req| handle(shared.clone(), connection, req));
+    let _ = match offer {
+        Offer::Http2AndHttp1 => {
+            hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .serve_connection(io, service)
+                .await
+        }
+        Offer::Http1Only => hyper::server::conn::http1::Builder::new()
+            .serve_connection(io, service)
+            .await
+            .map_err(Into::into),
+    };
 }

@@ -1,7 +1,9 @@
 //! Shared support for sluice's end-to-end tests: a plugin runtime with a test cache, the
 //! test fixtures (the hostile plugin, the plugin built against the frozen contract 0.1.0),
-//! and request builders.
+//! request builders, a whole host ([`stack`]), a counting proxy ([`proxy`]) and the
+//! usage-correction workload ([`usage_workload`]).
 
+pub mod proxy;
 pub mod stack;
 pub mod usage_workload;
 

@@ -15,6 +15,8 @@
 //! longer than [`Timeouts::idle`] between chunks.
 
 mod client;
+mod config;
+mod roots;
 
 use std::time::Duration;
 
@@ -22,10 +24,8 @@ use bytes::Bytes;
 
 use crate::policy::{Outcome, Request, Response, TransportFailure, encode_fields, field_pairs};
 
-/// Why a transport could not be built.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot build the HTTP client: {0}")]
-pub struct TransportError(#[from] reqwest::Error);
+pub use client::TransportError;
+pub use config::{BuiltInRoots, ExtraRoot, PoolConfig, ProxySetting, TransportConfig};
 
 /// Timeouts of one attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

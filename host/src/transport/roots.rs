@@ -1,0 +1,135 @@
+//! Reading the extra root certificates: each is parsed and checked here, before the client
+//! is built, so that a missing file, a file that is not PEM, or a certificate that cannot be
+//! a trust anchor is refused with its name, instead of the client's one anonymous error (or,
+//! worse, every call to the gateway failing later for its certificate).
+
+use rustls::RootCertStore;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+
+use super::{ExtraRoot, TransportError};
+
+/// The certificates of every root in `roots`, in order.
+///
+/// # Errors
+/// [`TransportError::RootUnreadable`], [`TransportError::RootNotPem`] or
+/// [`TransportError::RootInvalid`], naming the root.
+pub(super) fn load(roots: &[ExtraRoot]) -> Result<Vec<reqwest::Certificate>, TransportError> {
+    let mut all = Vec::new();
+    for (i, root) in roots.iter().enumerate() {
+        let (origin, pem) = match root {
+            ExtraRoot::PemFile(path) => {
+                let pem = std::fs::read(path).map_err(|source| TransportError::RootUnreadable {
+                    path: path.clone(),
+                    source,
+                })?;
+                (path.display().to_string(), pem)
+            }
+            ExtraRoot::Pem(text) => (
+                format!("extra root #{} (PEM text)", i + 1),
+                text.clone().into_bytes(),
+            ),
+        };
+        all.extend(certificates(&origin, &pem)?);
+    }
+    Ok(all)
+}
+
+/// The certificates in one root's PEM text, each checked as a trust anchor.
+fn certificates(origin: &str, pem: &[u8]) -> Result<Vec<reqwest::Certificate>, TransportError> {
+    let mut found = Vec::new();
+    for (n, der) in CertificateDer::pem_slice_iter(pem).enumerate() {
+        let der = der.map_err(|e| TransportError::RootNotPem {
+            origin: origin.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let invalid = |reason: String| TransportError::RootInvalid {
+            origin: origin.to_owned(),
+            index: n + 1,
+            reason,
+        };
+        RootCertStore::empty()
+            .add(der.clone())
+            .map_err(|e| invalid(e.to_string()))?;
+        found.push(reqwest::Certificate::from_der(&der).map_err(|e| invalid(e.to_string()))?);
+    }
+    if found.is_empty() {
+        return Err(TransportError::RootNotPem {
+            origin: origin.to_owned(),
+            reason: "it holds no `-----BEGIN CERTIFICATE-----` block".to_owned(),
+        });
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    /// A CA certificate made for the test, PEM.
+    fn ca() -> String {
+        sluice_fake_provider::tls::TestCa::new()
+            .expect("a test CA")
+            .ca_pem()
+            .to_owned()
+    }
+
+    fn pem(text: &str) -> ExtraRoot {
+        ExtraRoot::Pem(text.to_owned())
+    }
+
+    #[test]
+    fn every_certificate_of_every_root_is_loaded() {
+        let (a, b) = (ca(), ca());
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        write!(file, "a bundle may carry comments\n{a}{b}").unwrap();
+        let roots = [ExtraRoot::PemFile(file.path().to_owned()), pem(&a)];
+        assert_eq!(load(&roots).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_missing_root_file_is_named_with_what_to_do() {
+        let err = load(&[ExtraRoot::PemFile("/nonexistent/gateway-ca.pem".into())]).unwrap_err();
+        assert!(
+            matches!(err, TransportError::RootUnreadable { .. }),
+            "{err}"
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("/nonexistent/gateway-ca.pem"), "{msg}");
+        assert!(msg.contains("extra_roots"), "{msg}");
+    }
+
+    #[test]
+    fn a_root_file_that_is_not_pem_is_named() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(b"\x30\x82\x01\x0a binary DER, not PEM")
+            .unwrap();
+        let err = load(&[ExtraRoot::PemFile(file.path().to_owned())]).unwrap_err();
+        assert!(matches!(err, TransportError::RootNotPem { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains(&file.path().display().to_string()), "{msg}");
+        assert!(msg.contains("BEGIN CERTIFICATE"), "{msg}");
+    }
+
+    #[test]
+    fn a_pem_block_with_broken_base64_is_refused() {
+        let broken = "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n";
+        let err = load(&[pem(&ca()), pem(broken)]).unwrap_err();
+        assert!(matches!(err, TransportError::RootNotPem { .. }), "{err}");
+        assert!(err.to_string().contains("extra root #2"), "{err}");
+    }
+
+    #[test]
+    fn a_pem_block_that_is_no_certificate_is_refused_with_its_place() {
+        // Valid base64 of bytes that are not a DER certificate.
+        let junk = "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n";
+        let err = load(&[pem(&format!("{}{junk}", ca()))]).unwrap_err();
+        match &err {
+            TransportError::RootInvalid { index, .. } => assert_eq!(*index, 2),
+            other => panic!("expected RootInvalid, got {other}"),
+        }
+        assert!(err.to_string().contains("certificate 2"), "{err}");
+    }
+}
