@@ -177,7 +177,7 @@ pub enum JournalError {
 pub fn new_idempotency_key() -> Result<String, JournalError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| JournalError::Random(e.to_string()))?;
-    Ok(format!("sluice-{}", crate::hex::to_hex(&bytes)))
+    Ok(format!("sluice-{}", to_hex(&bytes)))
 }
 
 /// The journal.

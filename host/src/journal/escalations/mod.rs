@@ -1,7 +1,7 @@
 //! Escalations and the decisions that resolve them, stored beside the actions.
 //!
 //! An escalation is a case a person must decide: an uncertain write the provider's plugin
-//! could not settle, or a task whose time budget ran out. Its case (built by
+//! could not settle, a task whose time budget ran out, or a write a spent quota blocked. Its case (built by
 //! [`crate::writes`]) is stored sanitized, as JSON; the body stays in the action's row and
 //! is shown only through [`Journal::disclose_body`], which records who asked.
 //!
@@ -16,139 +16,8 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::{Journal, JournalError, State};
 
-/// What a person must decide.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A write may or may not have happened, and the plugin could not tell.
-    UncertainWrite,
-    /// The task's time budget ran out before the action was sent.
-    TimeBudget,
-    /// The provider's quota (a billing or daily one) is spent: the write was refused, or
-    /// could not be sent before it resets.
-    QuotaExhausted,
-}
-
-impl Kind {
-    /// The kind's name in the journal.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::UncertainWrite => "uncertain_write",
-            Self::TimeBudget => "time_budget",
-            Self::QuotaExhausted => "quota_exhausted",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        [Self::UncertainWrite, Self::TimeBudget, Self::QuotaExhausted]
-            .into_iter()
-            .find(|k| k.name() == s)
-    }
-
-    /// The options a person may choose.
-    pub fn options(self) -> &'static [Choice] {
-        match self {
-            Self::UncertainWrite => &[
-                Choice::QueryExisting,
-                Choice::RetrySameKey,
-                Choice::Cancel,
-                Choice::SendAsNew,
-            ],
-            Self::TimeBudget => &[Choice::ContinueAccess, Choice::Cancel],
-            Self::QuotaExhausted => &[
-                Choice::Wait,
-                Choice::RaiseQuota,
-                Choice::ChangePlan,
-                Choice::Cancel,
-            ],
-        }
-    }
-}
-
-/// A person's choice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Choice {
-    /// Ask the provider about the existing operation again (optionally by an operation id
-    /// the person found).
-    QueryExisting,
-    /// Resend with the same idempotency key: safe where the provider suppresses duplicates.
-    RetrySameKey,
-    /// Give the action up.
-    Cancel,
-    /// Send as a new operation with a new key: **may create a second side effect**.
-    SendAsNew,
-    /// Let the task go on: an approval of continued access, not of any one action.
-    ContinueAccess,
-    /// Send it with the same key once the quota is back (the scope's hold paces it).
-    Wait,
-    /// The quota was raised at the provider: lift the scope's hold and send it now, with the
-    /// same key.
-    RaiseQuota,
-    /// Give this action up; the task goes on another way.
-    ChangePlan,
-}
-
-impl Choice {
-    /// The choice's name, as the CLI takes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::QueryExisting => "query-existing",
-            Self::RetrySameKey => "retry-same-key",
-            Self::Cancel => "cancel",
-            Self::SendAsNew => "send-as-new",
-            Self::ContinueAccess => "continue-access",
-            Self::Wait => "wait",
-            Self::RaiseQuota => "raise-quota",
-            Self::ChangePlan => "change-plan",
-        }
-    }
-
-    /// Parses a name from [`Choice::name`].
-    pub fn parse(s: &str) -> Option<Self> {
-        [
-            Self::QueryExisting,
-            Self::RetrySameKey,
-            Self::Cancel,
-            Self::SendAsNew,
-            Self::ContinueAccess,
-            Self::Wait,
-            Self::RaiseQuota,
-            Self::ChangePlan,
-        ]
-        .into_iter()
-        .find(|c| c.name() == s)
-    }
-
-    /// What choosing it does, for the operator.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Self::QueryExisting => "query the provider for the existing operation again",
-            Self::RetrySameKey => {
-                "resend with the same idempotency key (safe where the provider suppresses \
-                 duplicates)"
-            }
-            Self::Cancel => "give the action up; nothing more is sent for it",
-            Self::SendAsNew => {
-                "send as a new operation with a new key: MAY CREATE A SECOND SIDE EFFECT"
-            }
-            Self::ContinueAccess => "let the task continue: approves access, not any one action",
-            Self::Wait => "send it with the same key once the quota is back",
-            Self::RaiseQuota => {
-                "you raised the quota at the provider: send it now, with the same key"
-            }
-            Self::ChangePlan => "give this action up; the task goes on another way",
-        }
-    }
-
-    /// Whether it can create a second side effect.
-    pub fn may_duplicate(self) -> bool {
-        self == Self::SendAsNew
-    }
-
-    /// Whether the approval is of continued access (else of one action).
-    pub fn is_access(self) -> bool {
-        self == Self::ContinueAccess
-    }
-}
+mod choice;
+pub use choice::{Choice, Kind};
 
 /// A stored escalation.
 #[derive(Debug, Clone, PartialEq, Eq)]
