@@ -161,6 +161,44 @@ impl Rate {
         *tat = tat.saturating_sub(cost.saturating_mul(self.interval));
     }
 
+    /// The units that fit at once at `now`, for a bucket whose theoretical arrival time is
+    /// `tat`: what the bucket believes is available.
+    pub fn available(&self, tat: Nanos, now: Nanos) -> u64 {
+        let behind = tat.saturating_sub(now);
+        self.tolerance.saturating_sub(behind) / self.interval
+    }
+
+    /// Takes from the bucket until at most `available` units fit at `now`; a bucket that
+    /// believes `available` or less already is left alone, so this never gives anything
+    /// back. With `free_by`, it takes no more than a hold until that instant would: one unit
+    /// fits then. Returns how far the schedule moved, at most the burst's worth of time
+    /// (`capacity × interval`).
+    pub fn debit_to(
+        &self,
+        tat: &mut Nanos,
+        now: Nanos,
+        available: u64,
+        free_by: Option<Nanos>,
+    ) -> Nanos {
+        // Exactly `available` units fit when max(tat, now) = now + tolerance − available ×
+        // interval.
+        let mut target = now
+            .saturating_add(self.tolerance)
+            .saturating_sub(available.saturating_mul(self.interval));
+        if let Some(at) = free_by {
+            let held = at
+                .saturating_add(self.tolerance)
+                .saturating_sub(self.interval);
+            target = target.min(held);
+        }
+        let base = (*tat).max(now);
+        if target <= base {
+            return 0;
+        }
+        *tat = target;
+        target - base
+    }
+
     /// Admits nothing before `until`, and restarts from there at the paced rate, with an
     /// empty burst.
     pub fn hold_until(&self, tat: &mut Nanos, until: Nanos) {
@@ -321,6 +359,37 @@ mod tests {
         assert_eq!(b.check(10 * SEC - 1, 1), Err(Denial::Until(10 * SEC)));
         assert_eq!(b.check(10 * SEC, 1), Ok(()));
         assert!(b.check(10 * SEC, 1).is_err(), "the burst restarts empty");
+    }
+
+    #[test]
+    fn a_debit_leaves_exactly_what_it_is_told_and_never_credits() {
+        let b = bucket(600, 60); // burst 61
+        let rate = *b.rate();
+        let mut tat = 0;
+        assert_eq!(rate.available(tat, 10 * SEC), 61);
+        let moved = rate.debit_to(&mut tat, 10 * SEC, 10, None);
+        assert_eq!(moved, 51 * rate.interval());
+        assert_eq!(rate.available(tat, 10 * SEC), 10);
+        assert_eq!(rate.ready_at(tat, 10 * SEC, 10), Ok(10 * SEC));
+        assert_eq!(
+            rate.ready_at(tat, 10 * SEC, 11),
+            Ok(10 * SEC + rate.interval())
+        );
+        // Believing more than it does changes nothing.
+        let before = tat;
+        assert_eq!(rate.debit_to(&mut tat, 10 * SEC, 30, None), 0);
+        assert_eq!(tat, before);
+        // Nothing left: the next unit fits after one interval, not after the whole burst.
+        let mut tat = 0;
+        assert_eq!(
+            rate.debit_to(&mut tat, SEC, 0, None),
+            rate.capacity() * rate.interval()
+        );
+        assert_eq!(rate.ready_at(tat, SEC, 1), Ok(SEC + rate.interval()));
+        // Never more than a hold until `free_by` would take: one unit fits then.
+        let mut tat = 0;
+        rate.debit_to(&mut tat, 10 * SEC, 1, Some(10 * SEC - 5 * rate.interval()));
+        assert_eq!(rate.available(tat, 10 * SEC), 6);
     }
 
     #[test]

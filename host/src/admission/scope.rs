@@ -2,7 +2,8 @@
 //! put on it, and what responses said about it.
 //!
 //! A scope is wider than a request: every worker whose requests charge it shares it, so a 429
-//! seen by one worker holds back all of them ([`Scope::hold`]).
+//! seen by one worker holds back all of them ([`Scope::hold`]). What responses say about it
+//! (holds, learned limits, the provider's `remaining`) is in [`learn`].
 
 use std::fmt;
 use std::num::NonZeroU64;
@@ -12,6 +13,10 @@ use std::time::Duration;
 use super::bucket::{Denial, Nanos, QuotaError, Rate};
 use super::limits::Limits;
 use super::usage::{Dimension, Usage};
+
+pub mod learn;
+
+pub use learn::{Learned, TOKEN_ROUNDING};
 
 /// The name of a scope.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -119,23 +124,6 @@ impl Shape {
         self.max_wait = max_wait;
         self
     }
-}
-
-/// What a response last said about one dimension of a scope.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Learned {
-    /// What the figures count.
-    pub dimension: Dimension,
-    /// The quota's size, if stated.
-    pub limit: Option<u64>,
-    /// What was left, if stated.
-    pub remaining: Option<u64>,
-    /// When the window resets, on the scheduler's clock, if stated.
-    pub reset_at: Option<Nanos>,
-    /// When the response was read.
-    pub seen_at: Nanos,
-    /// The header names (or `body`) the figures came from.
-    pub source: Box<str>,
 }
 
 /// Why a scope admits nothing until a given instant.
@@ -378,77 +366,6 @@ impl Scope {
             }
         }
     }
-
-    /// Records what a response said about one dimension. `remaining: 0` with a reset holds
-    /// the scope until the reset; a limit with a window, for a dimension the configuration
-    /// did not bound or bound higher, becomes a learned quota.
-    pub fn learn(&mut self, now: Nanos, learned: Learned, window: Option<Duration>) {
-        if let (Some(0), Some(reset)) = (learned.remaining, learned.reset_at) {
-            let reason = format!("{} exhausted ({})", learned.dimension, learned.source);
-            self.hold(reset.max(now), &reason);
-        }
-        if let (Some(limit), Some(window)) = (learned.limit.and_then(NonZeroU64::new), window) {
-            self.learn_quota(now, learned.dimension, window, limit, &learned.source);
-        }
-        let all = self.learned.get_or_insert_default();
-        match all.iter_mut().find(|l| l.dimension == learned.dimension) {
-            Some(slot) => *slot = learned,
-            None => all.push(learned),
-        }
-    }
-
-    fn learn_quota(
-        &mut self,
-        now: Nanos,
-        dimension: Dimension,
-        window: Duration,
-        limit: NonZeroU64,
-        source: &str,
-    ) {
-        let at = self
-            .shape
-            .quotas
-            .iter()
-            .position(|q| q.dimension == dimension && q.window == window);
-        // The configuration is a promise about the account; a smaller limit seen on the
-        // wire wins, a larger one does not.
-        if at.is_some_and(|i| self.shape.quotas[i].limit <= limit) {
-            return;
-        }
-        let Ok(rate) = Rate::new(limit, window, self.shape.margin) else {
-            return;
-        };
-        let spec = QuotaSpec {
-            dimension,
-            window,
-            limit,
-            origin: Origin::Observed(source.into()),
-            rate,
-        };
-        // How much was used is not known: start the new quota with an empty burst.
-        let mut tat = 0;
-        rate.hold_until(&mut tat, now);
-        let shape = Arc::make_mut(&mut self.shape);
-        let mut tats = std::mem::take(&mut self.tats).into_vec();
-        // A fresh `shifted` origin: grants charged before hold ends of the old quota, which
-        // then match nothing and give nothing back.
-        let state = Tat {
-            tat,
-            shifted: u64::MAX / 2,
-        };
-        match at {
-            Some(i) => {
-                shape.quotas[i] = spec;
-                tats[i] = state;
-            }
-            None => {
-                shape.quotas.push(spec);
-                tats.push(state);
-            }
-        }
-        self.tats = tats.into_boxed_slice();
-    }
-
     /// The scope's shape.
     pub fn shape(&self) -> &Shape {
         &self.shape

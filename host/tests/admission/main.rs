@@ -6,5 +6,6 @@ mod fairness;
 mod holds;
 mod limits;
 mod priority;
+mod remaining;
 mod sim;
 mod utilization;
