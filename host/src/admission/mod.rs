@@ -22,7 +22,7 @@ pub mod tenant;
 pub mod usage;
 
 pub use bucket::{Bucket, Denial, Nanos, QuotaError, Rate};
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, model_scope};
 pub use fair::{Class, RequestId};
 pub use handle::{Acquire, Admission, Permit, Refused, Ticket};
 pub use limits::Limits;

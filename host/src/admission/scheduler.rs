@@ -19,7 +19,7 @@
 //!     "[providers.openai.limits]\nrequests_per_minute = 60\ntokens_per_minute = 1000000\n",
 //! )?;
 //! let mut s = Scheduler::new(config)?;
-//! let route = s.route("openai", "org-1", &["gpt-4o"]); // the account's scope and the model's
+//! let route = s.route("openai", "org-1", &["model:gpt-4o"]); // the account and its model
 //! let tenant = s.tenant("acme");
 //! let ask = Ask {
 //!     route,
@@ -216,9 +216,10 @@ impl Scheduler {
             let provider: Arc<str> = name.as_str().into();
             let own = config::shape(name, &p.limits, margin)?.bounded(max_queued, wait);
             shapes.insert((provider.clone(), None), Arc::new(own));
-            for (scope, limits) in &p.scopes {
-                let s = config::shape(scope, limits, margin)?.bounded(max_queued, wait);
-                shapes.insert((provider.clone(), Some(scope.as_str().into())), Arc::new(s));
+            for named in p.named_scopes() {
+                let key = format!("providers.{name}.{}", named.key);
+                let s = config::shape(&key, named.limits, margin)?.bounded(max_queued, wait);
+                shapes.insert((provider.clone(), Some(named.name.into())), Arc::new(s));
             }
         }
         let mut tiers = vec![Tier::weighted(DEFAULT_TIER, std::num::NonZeroU32::MIN)];

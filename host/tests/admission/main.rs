@@ -5,6 +5,7 @@ mod control;
 mod fairness;
 mod holds;
 mod limits;
+mod models;
 mod priority;
 mod remaining;
 mod sim;
