@@ -3,7 +3,8 @@
 //! - [`bucket`]: one quota dimension as a GCRA bucket;
 //! - [`scope`]: a provider quota scope — its buckets, concurrency slots, holds and what
 //!   responses said about it (the provider's `remaining` is believed when it is lower);
-//! - [`fair`]: the priority classes and the weighted fair queue between tenants;
+//! - [`fair`]: the priority classes, the weighted fair queue between tenants, and deadlines
+//!   within a class;
 //! - [`scheduler`]: the state machine that admits requests when every scope they charge can
 //!   take them, on the caller's clock;
 //! - [`config`]: the TOML that configures all of it;

@@ -10,7 +10,14 @@
 //!
 //! Requests that charge the same set of scopes form a *lane*; lanes that share a scope take
 //! turns on it, one admission per turn. Within a lane, classes are strict (interactive, then
-//! standard, then background) and tenants share each class by weight ([`super::fair`]).
+//! standard, then background) and tenants share each class by weight ([`super::fair`]);
+//! within a tenant the nearest deadline goes first, and a request that would miss its
+//! deadline waiting for its turn goes ahead of it, within its tenant's share.
+//!
+//! What responses say lands in the scopes they are about: a 429 holds a scope
+//! ([`Scheduler::hold`]), and a plugin's figures ([`Scheduler::observe`]) hold it when a quota
+//! is spent, teach it limits, and debit it when the provider counts less left than the host
+//! believes ([`super::scope::learn`]).
 //!
 //! ```
 //! use sluice::admission::{Ask, Class, Config, Event, Scheduler, TaskId, Usage, Waiting};
@@ -58,7 +65,6 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 use slotmap::SlotMap;
@@ -66,7 +72,7 @@ use slotmap::SlotMap;
 use super::bucket::Nanos;
 use super::config::{self, Config, ConfigError, DEFAULT_TIER};
 use super::fair::{Class, Flow, FlowId, Lane, RequestId};
-use super::outcome::{Bound, GrantId, Rejection};
+use super::outcome::GrantId;
 use super::scope::{Scope, ScopeKey, Shape};
 use super::tenant::{Tenant, Tier};
 use super::usage::Usage;
@@ -189,6 +195,8 @@ pub struct Scheduler {
     deadlines: BinaryHeap<Reverse<(Nanos, RequestId)>>,
     run: VecDeque<u32>,
     queued: u32,
+    /// Numbers requests with a deadline in arrival order, for ties between equal deadlines.
+    seq: u64,
     now: Nanos,
 }
 
@@ -196,6 +204,8 @@ mod explain;
 mod names;
 mod observe;
 mod run;
+mod submit;
+mod turn;
 
 impl Scheduler {
     /// A scheduler for a validated configuration.
@@ -271,6 +281,7 @@ impl Scheduler {
             deadlines: BinaryHeap::new(),
             run: VecDeque::new(),
             queued: 0,
+            seq: 0,
             now: 0,
         })
     }
@@ -278,77 +289,6 @@ impl Scheduler {
     /// The configuration the scheduler was built from.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    /// Queues a request, or refuses it at once: a queue bound is full, its deadline cannot
-    /// be met, or it is larger than a quota admits. A queued request is admitted or expired
-    /// by a later [`Scheduler::poll`], which may be at the same `now`.
-    ///
-    /// # Errors
-    /// [`Rejection`] with the reason and the figures behind it.
-    pub fn submit(&mut self, now: Nanos, ask: Ask) -> Result<RequestId, Rejection> {
-        let now = self.now.max(now);
-        let lane_id = ask.route.0;
-        let lane = &self.lanes[lane_id as usize];
-        let tenant = &self.tenants[ask.tenant.0 as usize];
-        let tier = &self.tiers[tenant.tier as usize];
-        if self.queued >= self.config.queue.max_queued.get() {
-            return Err(Rejection::Backpressure(Bound::Global {
-                max_queued: self.config.queue.max_queued.get(),
-            }));
-        }
-        if let Some(max) = tier.max_queued.filter(|m| tenant.queued >= *m) {
-            return Err(Rejection::Backpressure(Bound::Tenant {
-                tenant: tenant.name.clone(),
-                max_queued: max,
-            }));
-        }
-        let ahead = lane.ahead(ask.class);
-        let mut size = 0;
-        for &s in &lane.scopes {
-            let slot = &self.slots[s as usize];
-            if let Some(oversized) = slot.scope.oversized(&ask.usage) {
-                return Err(Rejection::Oversized {
-                    scope: slot.key.clone(),
-                    oversized,
-                });
-            }
-            let shape = slot.scope.shape();
-            if slot.queued >= shape.max_queued {
-                return Err(Rejection::Backpressure(Bound::Scope {
-                    scope: slot.key.clone(),
-                    max_queued: shape.max_queued,
-                }));
-            }
-            let at = slot.scope.estimate(now, &ahead, &ask.usage);
-            if at - now > shape.max_wait {
-                return Err(Rejection::Backpressure(Bound::Wait {
-                    scope: slot.key.clone(),
-                    estimated: Duration::from_nanos(at - now),
-                    max_wait: Duration::from_nanos(shape.max_wait),
-                }));
-            }
-            if let Some(deadline) = ask.deadline.filter(|d| at > *d) {
-                return Err(Rejection::DeadlineUnreachable {
-                    scope: slot.key.clone(),
-                    estimated_wait: Duration::from_nanos(at - now),
-                    late_by: Duration::from_nanos(at - deadline),
-                });
-            }
-            size = size.max(slot.scope.occupancy(&ask.usage));
-        }
-        if let Some(q) = tenant.quota {
-            let slot = &self.slots[q as usize];
-            if let Some(oversized) = slot.scope.oversized(&ask.usage) {
-                return Err(Rejection::Oversized {
-                    scope: slot.key.clone(),
-                    oversized,
-                });
-            }
-        }
-        // A lane with no quota shares by request count.
-        let size = size.max(1_000).div_ceil(tenant.weight);
-        Ok(self.enqueue(now, ask, size))
     }
 
     /// When [`Scheduler::poll`] can next admit or expire something, if anything is waiting

@@ -2,6 +2,7 @@
 //! runs are deterministic and take no wall time to wait.
 
 mod control;
+mod deadlines;
 mod fairness;
 mod holds;
 mod limits;
