@@ -133,7 +133,7 @@ fn usage_and_plan_mismatches_name_the_field() {
         case(
             "complete",
             whole,
-            r#"{"usage":{"tokens":7},"usage_exact":true}"#
+            r#"{"usage":{"tokens":10},"usage_exact":true}"#
         ),
         case(
             "complete",

@@ -178,6 +178,13 @@ fn the_example_admission_configuration_checks() {
         out.contains("requests_per_minute: 500, paced at 450 per 60 s with a burst of 51"),
         "{out}"
     );
+    // A model's table is the scope plugins name for the model, shown with the key that set it.
+    assert!(out.contains("scope model:gpt-4o (models.gpt-4o):"), "{out}");
+    assert!(
+        out.contains("scope model:gpt-4.1-mini (models.\"gpt-4.1-mini\"):"),
+        "{out}"
+    );
+    assert!(out.contains("scope search (scopes.search):"), "{out}");
 }
 
 #[test]

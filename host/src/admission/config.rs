@@ -1,6 +1,12 @@
 //! Admission configuration in TOML: providers and their scopes, the safety margin, tenant
 //! tiers, and the queue's bounds. Every error names the key it is about.
 //!
+//! A provider's narrower scopes are named as requests and responses name them. Models have
+//! their own table: the bundled plugins report a model's figures for, and plan its requests
+//! into, the scope `model:<name>`, which `[providers.X.models.<name>]` configures without
+//! quoting (a model name with a dot needs quotes as a TOML key: `models."gpt-4.1"`). Any other
+//! name goes under `[providers.X.scopes.<name>]`; configuring one scope both ways is refused.
+//!
 //! ```toml
 //! margin = 0.9                     # pace at 90% of every provider limit
 //!
@@ -14,8 +20,11 @@
 //! tokens_per_minute = 30000
 //! concurrent_requests = 50
 //!
-//! [providers.openai.scopes.gpt-4o] # a narrower bucket that requests name
-//! tokens_per_minute = 30000
+//! [providers.openai.models.gpt-4o] # the scope `model:gpt-4o`, which requests for the model
+//! tokens_per_minute = 30000        # charge and its plugin's figures land in
+//!
+//! [providers.github.scopes.search] # any other narrower scope, by the name requests use
+//! requests_per_minute = 30
 //!
 //! [tiers.free]
 //! weight = 1
@@ -83,8 +92,12 @@ pub struct ProviderConfig {
     pub margin: Option<f64>,
     /// The limits of each credential's own bucket.
     pub limits: Limits,
-    /// Narrower buckets (models, endpoint families) by the name requests and responses use.
+    /// Narrower buckets (endpoint families, GitHub's `search`) by the name requests and
+    /// responses use.
     pub scopes: BTreeMap<String, Limits>,
+    /// Models' buckets by model name: `gpt-4o` configures the scope `model:gpt-4o` (see
+    /// [`model_scope`]).
+    pub models: BTreeMap<String, Limits>,
     /// The most requests waiting on one scope of this provider, instead of the queue's.
     pub max_queued: Option<NonZeroU32>,
     /// The longest estimated wait on this provider, in milliseconds, instead of the queue's.
@@ -117,6 +130,59 @@ pub struct TenantsConfig {
     pub default_tier: String,
     /// Tiers of named tenants.
     pub assign: BTreeMap<String, String>,
+}
+
+/// What a model's scope name starts with.
+pub const MODEL_SCOPE_PREFIX: &str = "model:";
+
+/// The name of the scope of `model`'s own quotas (`model:gpt-4o`): the scope plugins report
+/// the model's figures for and plan its requests into, and that `[providers.X.models.<model>]`
+/// configures.
+pub fn model_scope(model: &str) -> String {
+    format!("{MODEL_SCOPE_PREFIX}{model}")
+}
+
+/// A provider's narrower scope, as configured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedScope<'a> {
+    /// The scope's name, as requests and responses use it (`model:gpt-4o`, `search`).
+    pub name: String,
+    /// The key that configures it, under its provider's table (`models.gpt-4o`,
+    /// `scopes.search`).
+    pub key: String,
+    /// Its limits.
+    pub limits: &'a Limits,
+}
+
+impl ProviderConfig {
+    /// Every narrower scope the provider configures: `scopes` under their own names, then
+    /// `models` as `model:<name>`.
+    pub fn named_scopes(&self) -> impl Iterator<Item = NamedScope<'_>> {
+        let scopes = self.scopes.iter().map(|(name, limits)| NamedScope {
+            name: name.clone(),
+            key: format!("scopes.{}", toml_key(name)),
+            limits,
+        });
+        let models = self.models.iter().map(|(model, limits)| NamedScope {
+            name: model_scope(model),
+            key: format!("models.{}", toml_key(model)),
+            limits,
+        });
+        scopes.chain(models)
+    }
+}
+
+/// `name` as a TOML key: bare when it can be, else quoted.
+fn toml_key(name: &str) -> String {
+    let bare = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if bare {
+        name.to_owned()
+    } else {
+        format!("{name:?}")
+    }
 }
 
 fn one() -> NonZeroU32 {
@@ -226,8 +292,25 @@ impl Config {
                 check_margin(&format!("providers.{name}.margin"), m)?;
             }
             shape(&format!("providers.{name}.limits"), &p.limits, margin)?;
-            for (scope, limits) in &p.scopes {
-                shape(&format!("providers.{name}.scopes.{scope}"), limits, margin)?;
+            for model in p.models.keys() {
+                let scope = model_scope(model);
+                if p.scopes.contains_key(&scope) {
+                    return Err(ConfigError::Invalid {
+                        key: format!("providers.{name}.models.{}", toml_key(model)),
+                        message: format!(
+                            "configures the scope `{scope}`, which \
+                             `providers.{name}.scopes.{}` configures too: keep one of the two",
+                            toml_key(&scope)
+                        ),
+                    });
+                }
+            }
+            for named in p.named_scopes() {
+                shape(
+                    &format!("providers.{name}.{}", named.key),
+                    named.limits,
+                    margin,
+                )?;
             }
         }
         for (name, t) in &self.tiers {
@@ -295,11 +378,16 @@ mod tests {
         let c = Config::from_toml(&example).unwrap();
         assert_eq!(c.tiers["paid"].weight.get(), 4);
         assert_eq!(
-            c.providers["openai"].scopes["gpt-4o"]
+            c.providers["openai"].models["gpt-4o"]
                 .tokens_per_minute
                 .map(NonZeroU64::get),
             Some(30_000)
         );
+        let named: Vec<_> = c.providers["openai"]
+            .named_scopes()
+            .map(|n| (n.name, n.key))
+            .collect();
+        assert_eq!(named, [("model:gpt-4o".into(), "models.gpt-4o".into())]);
         assert_eq!(c.tenants.assign["acme"], "paid");
     }
 
@@ -325,5 +413,22 @@ mod tests {
         assert!(e.contains("[tiers.gold]"), "{e}");
         let e = err("[tiers.free]\nweight = 0\n");
         assert!(e.contains("weight"), "{e}");
+        // Finer than the clock: the error names the model's key, quoted as TOML needs it.
+        let e = err("[providers.openai.models.\"gpt-4.1\"]\ntokens_per_minute = 100000000000\n");
+        assert!(
+            e.contains("providers.openai.models.\"gpt-4.1\".tokens_per_minute"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_model_configured_twice_is_refused_naming_both_keys() {
+        let e = err("[providers.openai.models.gpt-4o]\ntokens_per_minute = 10\n\
+             [providers.openai.scopes.\"model:gpt-4o\"]\ntokens_per_minute = 20\n");
+        assert!(e.starts_with("`providers.openai.models.gpt-4o`"), "{e}");
+        assert!(
+            e.contains("`providers.openai.scopes.\"model:gpt-4o\"`"),
+            "{e}"
+        );
     }
 }

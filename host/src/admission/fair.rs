@@ -1,5 +1,6 @@
-//! The fair queue of one lane: strict priority between classes, and start-time fair queuing
-//! (SFQ) between tenants within a class.
+//! The fair queue of one lane: strict priority between classes; within a class, start-time
+//! fair queuing (SFQ) between tenants and the nearest deadline first within a tenant, with a
+//! bounded exception for a request that would otherwise miss its deadline.
 //!
 //! Why SFQ: each tenant's backlog is a *flow*; the flow whose head request has the smallest
 //! virtual start tag goes next, and serving a request of size `s` moves its flow's tag on by
@@ -8,10 +9,40 @@
 //! a hundred times more only lengthens its own flow. Sizes are the time a request occupies its
 //! scarcest quota, so a 4 000-token call counts for forty 100-token calls. Choosing costs
 //! O(log flows), with no per-round scan, so 100 000 tenants cost what 10 do, nearly.
+//!
+//! # Deadlines
+//!
+//! The design says "nearest deadline first". Plain earliest-deadline-first across tenants
+//! would let a tenant stamp a near deadline on everything and take the whole scope, so
+//! deadlines order requests in two places only, and fairness bounds both:
+//!
+//! - **Within a tenant's flow**, requests with a deadline go first, nearest first, and those
+//!   without one follow in arrival order (FIFO among equal deadlines). Reordering a flow
+//!   does not touch its tags: a tenant only chooses which of its own requests spends its
+//!   share.
+//! - **Across the flows of a class**, the request with the class's nearest deadline goes
+//!   ahead of the flow whose turn it is when waiting for that turn would make it late: its
+//!   slack (deadline − now) is below its estimated wait behind the request whose turn it is,
+//!   and it can still make its deadline if it goes first. It goes as late as that, not
+//!   sooner, so the fair order is left alone whenever it meets the deadline anyway.
+//! - **A jump is charged, and bounded.** The jumping flow's finish tag moves on by the
+//!   request's size, as if it had been served in its turn, and the virtual time does not
+//!   move: the flow keeps its place in the order, and the request it serves there starts
+//!   from the moved tag, so its later requests come that much later. A flow may jump only
+//!   while its finish tag is at most one request (of the jumping size) ahead of the virtual
+//!   time, so a tenant gets at most about one request ahead of its weighted share by
+//!   jumping, however many near deadlines it stamps; past that its requests wait their turn,
+//!   and those that cannot wait expire.
+//!
+//! Requests without a deadline pay (nearly) nothing for this: they go through the same FIFO
+//! as before, and a class that never held a request with a deadline skips the check on one
+//! test (`BENCHMARKS.md` has the figures). A request with a deadline is refused at submit
+//! only if it cannot be met even ahead of its class's requests without one.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use super::bucket::Nanos;
 use super::usage::Usage;
 
 slotmap::new_key_type! {
@@ -52,20 +83,111 @@ impl From<crate::policy::PriorityClass> for Class {
     }
 }
 
+/// Requests with a deadline, nearest first; among equal deadlines, in arrival order.
+pub(crate) type ByDeadline = BinaryHeap<Reverse<(Nanos, u64, RequestId)>>;
+
 /// One tenant's backlog in one class of one lane.
 #[derive(Debug)]
 pub(crate) struct Flow {
     pub lane: u32,
     pub class: Class,
     pub tenant: u32,
-    /// Queued requests, oldest first; cancelled ones are skipped when they reach the head.
+    /// Queued requests without a deadline, oldest first; cancelled ones are skipped when they
+    /// reach the head.
     pub queue: VecDeque<RequestId>,
-    /// Live requests in `queue`.
+    /// Queued requests with a deadline, served before `queue`. Boxed: most flows never hold
+    /// one.
+    pub urgent: Option<Box<ByDeadline>>,
+    /// Live requests in `queue` and `urgent`.
     pub live: u32,
-    /// The virtual finish tag of the flow's last served request.
+    /// The virtual finish tag of the flow's last served request (or of the last one served
+    /// ahead of its turn).
     pub finish: u64,
     /// Set aside until its tenant's quota or in-flight limit allows it.
     pub parked: bool,
+}
+
+impl Flow {
+    /// An empty flow, not yet in its class's heap.
+    pub fn new(lane: u32, class: Class, tenant: u32) -> Self {
+        Self {
+            lane,
+            class,
+            tenant,
+            queue: VecDeque::new(),
+            urgent: None,
+            live: 0,
+            finish: 0,
+            parked: false,
+        }
+    }
+
+    /// Queues a request without a deadline, at the back.
+    pub fn push(&mut self, id: RequestId) {
+        self.queue.push_back(id);
+        self.live += 1;
+    }
+
+    /// Queues a request with a deadline, in deadline order; `seq` orders equal deadlines.
+    pub fn push_by_deadline(&mut self, id: RequestId, deadline: Nanos, seq: u64) {
+        self.urgent
+            .get_or_insert_default()
+            .push(Reverse((deadline, seq, id)));
+        self.live += 1;
+    }
+
+    /// The request to serve next, dropping ids before it that are no longer `alive`.
+    pub fn head(&mut self, alive: impl Fn(RequestId) -> bool) -> Option<RequestId> {
+        if let Some(urgent) = self.urgent.as_deref_mut() {
+            while let Some(&Reverse((_, _, id))) = urgent.peek() {
+                if alive(id) {
+                    return Some(id);
+                }
+                urgent.pop();
+            }
+        }
+        while let Some(&id) = self.queue.front() {
+            if alive(id) {
+                return Some(id);
+            }
+            self.queue.pop_front();
+        }
+        None
+    }
+
+    /// Removes the request [`Flow::head`] returned.
+    pub fn pop_head(&mut self) {
+        match self.urgent.as_deref_mut().filter(|u| !u.is_empty()) {
+            Some(urgent) => {
+                urgent.pop();
+            }
+            None => {
+                self.queue.pop_front();
+            }
+        }
+    }
+
+    /// Drops every id that is no longer `alive`, when they outnumber the live ones: a flow
+    /// under submit-and-cancel churn does not grow without bound.
+    pub fn sweep(&mut self, alive: impl Fn(RequestId) -> bool) {
+        let urgent = self.urgent.as_deref().map_or(0, BinaryHeap::len);
+        if self.queue.len() + urgent > 2 * self.live as usize + 16 {
+            self.queue.retain(|id| alive(*id));
+            if let Some(u) = self.urgent.as_deref_mut() {
+                u.retain(|Reverse((_, _, id))| alive(*id));
+            }
+        }
+    }
+}
+
+/// The requests with a deadline queued in one class of one lane: the candidates to go ahead
+/// of their turn.
+#[derive(Debug, Default)]
+pub(crate) struct Deadlines {
+    /// Every one of them, nearest first; ids no longer queued are skipped at the top.
+    pub heap: ByDeadline,
+    /// Their total usage, for estimates of the wait of a request with a deadline.
+    pub queued: Usage,
 }
 
 /// The flows of one class of one lane, by start tag.
@@ -73,18 +195,20 @@ pub(crate) struct Flow {
 pub(crate) struct ClassQueue {
     pub(crate) heap: BinaryHeap<Reverse<(u64, u64, FlowId)>>,
     seq: u64,
-    /// The virtual time: the start tag of the request served last.
+    /// The virtual time: the start tag of the request served last in its turn.
     pub vtime: u64,
     /// Live queued requests.
     pub count: u32,
     /// Their total usage, for estimates of the wait behind them.
     pub queued: Usage,
-    /// Heap entries whose flow was removed by withdrawals.
+    /// Heap entries whose flow was removed.
     pub stale: u32,
+    /// The queued requests with a deadline. Boxed: most classes never hold one.
+    pub deadlines: Option<Box<Deadlines>>,
 }
 
 impl ClassQueue {
-    /// Queues `flow` with the start tag of its head request.
+    /// Queues `flow`, whose last request finished at virtual time `finish`.
     pub fn push(&mut self, flow: FlowId, finish: u64) {
         let start = finish.max(self.vtime);
         self.seq += 1;
@@ -109,6 +233,27 @@ impl ClassQueue {
     /// Removes the flow [`ClassQueue::peek`] returned.
     pub fn pop(&mut self) {
         self.heap.pop();
+    }
+
+    /// Takes a request with a deadline that left the queue (admitted or withdrawn) out of
+    /// the counts, and sweeps the ids that are no longer `alive` when they outnumber the
+    /// queued requests.
+    #[inline(never)]
+    pub fn forget_deadline(&mut self, usage: &Usage, alive: impl Fn(RequestId) -> bool) {
+        let count = self.count as usize;
+        if let Some(d) = self.deadlines.as_deref_mut() {
+            d.queued.sub(usage);
+            if d.heap.len() > 2 * count + 16 {
+                d.heap.retain(|Reverse((_, _, id))| alive(*id));
+            }
+        }
+    }
+
+    /// The usage queued with a deadline.
+    pub fn queued_with_deadlines(&self) -> Usage {
+        self.deadlines
+            .as_deref()
+            .map_or_else(Usage::default, |d| d.queued)
     }
 }
 
@@ -150,6 +295,19 @@ impl Lane {
         for q in &self.classes[..=class.index()] {
             sum.add(&q.queued);
         }
+        sum
+    }
+
+    /// The usage that may go before a request of `class` with a deadline: everything queued
+    /// in more urgent classes, and what is queued with a deadline in its own (which the
+    /// nearest-deadline order may put first). The rest of its class it overtakes when its
+    /// deadline needs it to, within its tenant's share.
+    pub fn ahead_of_deadline(&self, class: Class) -> Usage {
+        let mut sum = Usage::default();
+        for q in &self.classes[..class.index()] {
+            sum.add(&q.queued);
+        }
+        sum.add(&self.classes[class.index()].queued_with_deadlines());
         sum
     }
 }

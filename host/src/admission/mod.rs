@@ -3,7 +3,8 @@
 //! - [`bucket`]: one quota dimension as a GCRA bucket;
 //! - [`scope`]: a provider quota scope — its buckets, concurrency slots, holds and what
 //!   responses said about it (the provider's `remaining` is believed when it is lower);
-//! - [`fair`]: the priority classes and the weighted fair queue between tenants;
+//! - [`fair`]: the priority classes, the weighted fair queue between tenants, and deadlines
+//!   within a class;
 //! - [`scheduler`]: the state machine that admits requests when every scope they charge can
 //!   take them, on the caller's clock;
 //! - [`config`]: the TOML that configures all of it;
@@ -22,7 +23,7 @@ pub mod tenant;
 pub mod usage;
 
 pub use bucket::{Bucket, Denial, Nanos, QuotaError, Rate};
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, model_scope};
 pub use fair::{Class, RequestId};
 pub use handle::{Acquire, Admission, Permit, Refused, Ticket};
 pub use limits::Limits;

@@ -10,7 +10,14 @@
 //!
 //! Requests that charge the same set of scopes form a *lane*; lanes that share a scope take
 //! turns on it, one admission per turn. Within a lane, classes are strict (interactive, then
-//! standard, then background) and tenants share each class by weight ([`super::fair`]).
+//! standard, then background) and tenants share each class by weight ([`super::fair`]);
+//! within a tenant the nearest deadline goes first, and a request that would miss its
+//! deadline waiting for its turn goes ahead of it, within its tenant's share.
+//!
+//! What responses say lands in the scopes they are about: a 429 holds a scope
+//! ([`Scheduler::hold`]), and a plugin's figures ([`Scheduler::observe`]) hold it when a quota
+//! is spent, teach it limits, and debit it when the provider counts less left than the host
+//! believes ([`super::scope::learn`]).
 //!
 //! ```
 //! use sluice::admission::{Ask, Class, Config, Event, Scheduler, TaskId, Usage, Waiting};
@@ -19,7 +26,7 @@
 //!     "[providers.openai.limits]\nrequests_per_minute = 60\ntokens_per_minute = 1000000\n",
 //! )?;
 //! let mut s = Scheduler::new(config)?;
-//! let route = s.route("openai", "org-1", &["gpt-4o"]); // the account's scope and the model's
+//! let route = s.route("openai", "org-1", &["model:gpt-4o"]); // the account and its model
 //! let tenant = s.tenant("acme");
 //! let ask = Ask {
 //!     route,
@@ -58,9 +65,6 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
-
-use std::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 use slotmap::SlotMap;
@@ -68,8 +72,7 @@ use slotmap::SlotMap;
 use super::bucket::Nanos;
 use super::config::{self, Config, ConfigError, DEFAULT_TIER};
 use super::fair::{Class, Flow, FlowId, Lane, RequestId};
-use super::limits::Limits;
-use super::outcome::{Bound, GrantId, Rejection};
+use super::outcome::GrantId;
 use super::scope::{Scope, ScopeKey, Shape};
 use super::tenant::{Tenant, Tier};
 use super::usage::Usage;
@@ -192,12 +195,17 @@ pub struct Scheduler {
     deadlines: BinaryHeap<Reverse<(Nanos, RequestId)>>,
     run: VecDeque<u32>,
     queued: u32,
+    /// Numbers requests with a deadline in arrival order, for ties between equal deadlines.
+    seq: u64,
     now: Nanos,
 }
 
 mod explain;
+mod names;
 mod observe;
 mod run;
+mod submit;
+mod turn;
 
 impl Scheduler {
     /// A scheduler for a validated configuration.
@@ -216,9 +224,10 @@ impl Scheduler {
             let provider: Arc<str> = name.as_str().into();
             let own = config::shape(name, &p.limits, margin)?.bounded(max_queued, wait);
             shapes.insert((provider.clone(), None), Arc::new(own));
-            for (scope, limits) in &p.scopes {
-                let s = config::shape(scope, limits, margin)?.bounded(max_queued, wait);
-                shapes.insert((provider.clone(), Some(scope.as_str().into())), Arc::new(s));
+            for named in p.named_scopes() {
+                let key = format!("providers.{name}.{}", named.key);
+                let s = config::shape(&key, named.limits, margin)?.bounded(max_queued, wait);
+                shapes.insert((provider.clone(), Some(named.name.into())), Arc::new(s));
             }
         }
         let mut tiers = vec![Tier::weighted(DEFAULT_TIER, std::num::NonZeroU32::MIN)];
@@ -272,6 +281,7 @@ impl Scheduler {
             deadlines: BinaryHeap::new(),
             run: VecDeque::new(),
             queued: 0,
+            seq: 0,
             now: 0,
         })
     }
@@ -279,203 +289,6 @@ impl Scheduler {
     /// The configuration the scheduler was built from.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    /// The scope named `key`, created on first use: a configured provider scope gets its
-    /// limits; any other starts unbounded and learns its limits from responses.
-    pub fn scope_id(&mut self, key: &ScopeKey) -> u32 {
-        let hash = self.hasher.hash_one(key);
-        let slots = &self.slots;
-        if let Some(&id) = self
-            .scope_index
-            .find(hash, |&id| slots[id as usize].key == *key)
-        {
-            return id;
-        }
-        let shape = match key {
-            ScopeKey::Provider { provider, name, .. } => self
-                .shapes
-                .get(&(provider.clone(), name.clone()))
-                .cloned()
-                .unwrap_or_else(|| self.unconfigured()),
-            ScopeKey::Tenant(t) => {
-                let tier = self.tier_of(t);
-                self.tiers[tier as usize]
-                    .quota
-                    .clone()
-                    .unwrap_or_else(|| self.unconfigured())
-            }
-        };
-        let id = index(self.slots.len());
-        self.slots.push(Slot {
-            key: key.clone(),
-            scope: Scope::new(shape),
-            timer: NO_TIMER,
-            queued: 0,
-        });
-        let (slots, hasher) = (&self.slots, &self.hasher);
-        self.scope_index
-            .insert_unique(hash, id, |&i| hasher.hash_one(&slots[i as usize].key));
-        id
-    }
-
-    fn unconfigured(&mut self) -> Arc<Shape> {
-        let key: ShapeKey = ("".into(), None);
-        let d = &self.defaults;
-        let (margin, queued, wait) = (d.margin, d.max_queued_per_scope, d.max_wait);
-        self.shapes
-            .entry(key)
-            .or_insert_with(|| {
-                // Validated with the configuration: an empty shape cannot fail.
-                let shape = Shape::new(&Limits::default(), margin).unwrap_or_else(|_| {
-                    unreachable!("an empty set of limits with a validated margin")
-                });
-                Arc::new(shape.bounded(queued, wait))
-            })
-            .clone()
-    }
-
-    /// A scope by id.
-    pub fn scope(&self, id: u32) -> Option<(&ScopeKey, &Scope)> {
-        self.slots.get(id as usize).map(|s| (&s.key, &s.scope))
-    }
-
-    /// The route of requests sent with `credential` to `provider` that also charge the
-    /// narrower scopes `names` (a model, an endpoint family). Every request charges its
-    /// credential's own scope: with no names, all of the credential's workers share it.
-    pub fn route(&mut self, provider: &str, credential: &str, names: &[&str]) -> Route {
-        let provider: Arc<str> = provider.into();
-        let credential: Arc<str> = credential.into();
-        let mut scopes = vec![self.scope_id(&ScopeKey::Provider {
-            provider: provider.clone(),
-            credential: credential.clone(),
-            name: None,
-        })];
-        for name in names {
-            let id = self.scope_id(&ScopeKey::Provider {
-                provider: provider.clone(),
-                credential: credential.clone(),
-                name: Some((*name).into()),
-            });
-            if !scopes.contains(&id) {
-                scopes.push(id);
-            }
-        }
-        scopes[1..].sort_unstable();
-        let scopes = scopes.into_boxed_slice();
-        if let Some(&lane) = self.lane_index.get(&scopes) {
-            return Route(lane);
-        }
-        let lane = index(self.lanes.len());
-        self.lanes.push(Lane::new(scopes.clone()));
-        self.lane_index.insert(scopes, lane);
-        Route(lane)
-    }
-
-    fn tier_of(&self, tenant: &str) -> u32 {
-        self.config
-            .tenants
-            .assign
-            .get(tenant)
-            .and_then(|t| self.tier_index.get(t))
-            .copied()
-            .unwrap_or(self.defaults.default_tier)
-    }
-
-    /// The tenant named `name`, in the tier the configuration assigns it.
-    pub fn tenant(&mut self, name: &str) -> TenantId {
-        if let Some(&id) = self.tenant_index.get(name) {
-            return TenantId(id);
-        }
-        let name: Arc<str> = name.into();
-        let tier = self.tier_of(&name);
-        let quota = self.tiers[tier as usize]
-            .quota
-            .is_some()
-            .then(|| self.scope_id(&ScopeKey::Tenant(name.clone())));
-        let id = index(self.tenants.len());
-        self.tenants.push(Tenant {
-            name: name.clone(),
-            tier,
-            weight: u64::from(self.tiers[tier as usize].weight.get()),
-            queued: 0,
-            in_flight: 0,
-            quota,
-            parked: Vec::new(),
-        });
-        self.tenant_index.insert(name, id);
-        TenantId(id)
-    }
-
-    /// Queues a request, or refuses it at once: a queue bound is full, its deadline cannot
-    /// be met, or it is larger than a quota admits. A queued request is admitted or expired
-    /// by a later [`Scheduler::poll`], which may be at the same `now`.
-    ///
-    /// # Errors
-    /// [`Rejection`] with the reason and the figures behind it.
-    pub fn submit(&mut self, now: Nanos, ask: Ask) -> Result<RequestId, Rejection> {
-        let now = self.now.max(now);
-        let lane_id = ask.route.0;
-        let lane = &self.lanes[lane_id as usize];
-        let tenant = &self.tenants[ask.tenant.0 as usize];
-        let tier = &self.tiers[tenant.tier as usize];
-        if self.queued >= self.config.queue.max_queued.get() {
-            return Err(Rejection::Backpressure(Bound::Global {
-                max_queued: self.config.queue.max_queued.get(),
-            }));
-        }
-        if let Some(max) = tier.max_queued.filter(|m| tenant.queued >= *m) {
-            return Err(Rejection::Backpressure(Bound::Tenant {
-                tenant: tenant.name.clone(),
-                max_queued: max,
-            }));
-        }
-        let ahead = lane.ahead(ask.class);
-        let mut size = 0;
-        for &s in &lane.scopes {
-            let slot = &self.slots[s as usize];
-            if let Some(oversized) = slot.scope.oversized(&ask.usage) {
-                return Err(Rejection::Oversized {
-                    scope: slot.key.clone(),
-                    oversized,
-                });
-            }
-            let shape = slot.scope.shape();
-            if slot.queued >= shape.max_queued {
-                return Err(Rejection::Backpressure(Bound::Scope {
-                    scope: slot.key.clone(),
-                    max_queued: shape.max_queued,
-                }));
-            }
-            let at = slot.scope.estimate(now, &ahead, &ask.usage);
-            if at - now > shape.max_wait {
-                return Err(Rejection::Backpressure(Bound::Wait {
-                    scope: slot.key.clone(),
-                    estimated: Duration::from_nanos(at - now),
-                    max_wait: Duration::from_nanos(shape.max_wait),
-                }));
-            }
-            if let Some(deadline) = ask.deadline.filter(|d| at > *d) {
-                return Err(Rejection::DeadlineUnreachable {
-                    scope: slot.key.clone(),
-                    estimated_wait: Duration::from_nanos(at - now),
-                    late_by: Duration::from_nanos(at - deadline),
-                });
-            }
-            size = size.max(slot.scope.occupancy(&ask.usage));
-        }
-        if let Some(q) = tenant.quota {
-            let slot = &self.slots[q as usize];
-            if let Some(oversized) = slot.scope.oversized(&ask.usage) {
-                return Err(Rejection::Oversized {
-                    scope: slot.key.clone(),
-                    oversized,
-                });
-            }
-        }
-        // A lane with no quota shares by request count.
-        let size = size.max(1_000).div_ceil(tenant.weight);
-        Ok(self.enqueue(now, ask, size))
     }
 
     /// When [`Scheduler::poll`] can next admit or expire something, if anything is waiting

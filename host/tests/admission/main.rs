@@ -2,9 +2,11 @@
 //! runs are deterministic and take no wall time to wait.
 
 mod control;
+mod deadlines;
 mod fairness;
 mod holds;
 mod limits;
+mod models;
 mod priority;
 mod remaining;
 mod sim;

@@ -32,6 +32,7 @@ pub struct Arrival {
 /// What happened to one request.
 #[derive(Debug, Clone)]
 pub struct Admitted {
+    pub request: RequestId,
     pub at: Nanos,
     /// When it completed (its latency after `at`).
     pub done: Nanos,
@@ -110,6 +111,7 @@ impl Sim {
                     self.in_flight
                         .insert((self.now + a.latency, grant), a.actual);
                     self.admitted.push(Admitted {
+                        request,
                         at: self.now,
                         done: self.now + a.latency,
                         submitted: a.at,
@@ -168,6 +170,11 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// When `id` was admitted, if it was.
+    pub fn admitted_at(&self, id: RequestId) -> Option<Nanos> {
+        self.admitted.iter().find(|a| a.request == id).map(|a| a.at)
     }
 
     /// Whether `id` is still waiting.

@@ -60,12 +60,15 @@ pub const DEFAULT_TENANT: &str = "default";
 ///         requests_per_minute = 500
 ///         tokens_per_minute = 30000
 ///         concurrent_requests = 8
+///
+///         [providers.openai.models.gpt-4o]
+///         tokens_per_minute = 20000
 ///         "#,
 ///     )?;
 ///     let admission = Admission::new(config, Arc::new(TokioClock))?;
 ///
 ///     let call = Acquire::new("openai", "team-key")
-///         .scope("gpt-4o")
+///         .scope("model:gpt-4o") // also charges the model's own quotas
 ///         .tenant("acme")
 ///         .class(Class::Interactive)
 ///         .usage(Usage::tokens(1_200, 400))
@@ -124,7 +127,9 @@ impl Acquire {
         }
     }
 
-    /// Also charges the credential's narrower scope `name`.
+    /// Also charges the credential's narrower scope `name`: a model's is `model:<model>`
+    /// ([`super::config::model_scope`]), what the bundled plugins name and what
+    /// `[providers.X.models.<model>]` configures.
     #[must_use]
     pub fn scope(mut self, name: impl Into<String>) -> Self {
         self.scopes.push(name.into());

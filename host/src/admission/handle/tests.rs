@@ -323,7 +323,12 @@ async fn an_observed_exhausted_quota_holds_the_scope_until_its_reset() {
 #[tokio::test(start_paused = true)]
 async fn many_callers_never_exceed_the_slots_and_leave_nothing_behind() {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let a = admission("[providers.p.limits]\nconcurrent_requests = 3\nrequests_per_minute = 600\n");
+    // The last callers would wait more than 5 s for the rate: refused at submit. Callers with
+    // a deadline go first (nearest first), but three slots cannot serve them all in 40 ms.
+    let a = admission(
+        "[queue]\nmax_wait_ms = 5000\n\
+         [providers.p.limits]\nconcurrent_requests = 3\nrequests_per_minute = 600\n",
+    );
     let sending = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let mut callers = Vec::new();
@@ -332,7 +337,7 @@ async fn many_callers_never_exceed_the_slots_and_leave_nothing_behind() {
         callers.push(tokio::spawn(async move {
             let mut call = call("k").task(TaskId(i % 5));
             if i % 7 == 0 {
-                call = call.deadline(Duration::from_millis(300));
+                call = call.deadline(Duration::from_millis(40));
             }
             let acquire = a.acquire(call);
             // Some callers give up on their own, some are cancelled with their task.
@@ -360,7 +365,7 @@ async fn many_callers_never_exceed_the_slots_and_leave_nothing_behind() {
             "sent"
         }));
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(a.cancel(TaskId(4)) > 0);
     let mut outcomes = HashMap::new();
     for c in callers {

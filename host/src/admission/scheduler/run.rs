@@ -1,22 +1,14 @@
-//! The scheduler's loop: queueing and removing requests, timers, and the turn each runnable
-//! lane takes.
+//! The scheduler's loop: queueing and removing requests, timers, and waking lanes. What one
+//! lane does in its turn is in `turn`.
 
 use std::cmp::Reverse;
-use std::collections::VecDeque;
 
-use super::{Ask, Grant, Pending, Scheduler, Timer};
+use super::turn::Turn;
+use super::{Ask, Pending, Scheduler, Timer};
 use crate::admission::bucket::Nanos;
 use crate::admission::fair::{Flow, FlowId, LaneState, RequestId};
 use crate::admission::outcome::{Event, Waiting};
 use crate::admission::scope::Block;
-
-/// What one turn of a lane did.
-enum Turn {
-    Admitted,
-    /// The lane's next request waits on this scope, until the instant if it is a time.
-    Blocked(u32, Option<Nanos>),
-    Empty,
-}
 
 impl Scheduler {
     /// Queues a checked request.
@@ -26,15 +18,7 @@ impl Scheduler {
             .flow_index
             .entry((lane, class, tenant))
             .or_insert_with(|| {
-                let id = self.flows.insert(Flow {
-                    lane,
-                    class,
-                    tenant,
-                    queue: VecDeque::new(),
-                    live: 0,
-                    finish: 0,
-                    parked: false,
-                });
+                let id = self.flows.insert(Flow::new(lane, class, tenant));
                 self.lanes[lane as usize].classes[class.index()].push(id, 0);
                 id
             });
@@ -46,9 +30,10 @@ impl Scheduler {
             deadline: ask.deadline,
             task: ask.task,
         });
-        let f = &mut self.flows[flow];
-        f.queue.push_back(id);
-        f.live += 1;
+        match ask.deadline {
+            Some(deadline) => self.enqueue_deadline(id, &ask, flow, deadline),
+            None => self.flows[flow].push(id),
+        }
         let l = &mut self.lanes[lane as usize];
         let q = &mut l.classes[class.index()];
         q.count += 1;
@@ -58,9 +43,6 @@ impl Scheduler {
         }
         self.tenants[tenant as usize].queued += 1;
         self.queued += 1;
-        if let Some(d) = ask.deadline {
-            self.deadlines.push(Reverse((d, id)));
-        }
         if let Some(task) = ask.task {
             let entry = self.tasks.entry(task).or_default();
             entry.requests.push(id);
@@ -72,6 +54,21 @@ impl Scheduler {
             self.run.push_back(lane);
         }
         id
+    }
+
+    /// Queues request `id` of `flow` by its deadline: in the flow's order, among its class's
+    /// candidates to go ahead of their turn, and for expiry. Kept apart from
+    /// [`Scheduler::enqueue`] so that requests without a deadline do not pay for it.
+    #[inline(never)]
+    fn enqueue_deadline(&mut self, id: RequestId, ask: &Ask, flow: FlowId, deadline: Nanos) {
+        // Among equal deadlines, in arrival order.
+        self.seq += 1;
+        self.flows[flow].push_by_deadline(id, deadline, self.seq);
+        let q = &mut self.lanes[ask.route.0 as usize].classes[ask.class.index()];
+        let d = q.deadlines.get_or_insert_default();
+        d.heap.push(Reverse((deadline, self.seq, id)));
+        d.queued.add(&ask.usage);
+        self.deadlines.push(Reverse((deadline, id)));
     }
 
     /// Takes a waiting request out of every count. Its id stays in its flow's queue and is
@@ -94,18 +91,22 @@ impl Scheduler {
     /// expired) or admitted. Entries a withdrawal leaves behind in heaps and lists are
     /// skipped lazily, and swept when they outnumber the live ones, so a blocked scope under
     /// submit-and-cancel churn does not grow without bound.
-    fn forget(&mut self, p: &Pending, withdrawn: bool) {
+    pub(super) fn forget(&mut self, p: &Pending, withdrawn: bool) {
+        let requests = &self.requests;
+        let alive = |id: RequestId| requests.contains_key(id);
         let f = &mut self.flows[p.flow];
         f.live -= 1;
-        let (lane, class, tenant, live, parked) = (f.lane, f.class, f.tenant, f.live, f.parked);
-        if withdrawn && f.queue.len() > 2 * live as usize + 16 {
-            let requests = &self.requests;
-            f.queue.retain(|id| requests.contains_key(*id));
+        if withdrawn {
+            f.sweep(alive);
         }
+        let (lane, class, tenant, live, parked) = (f.lane, f.class, f.tenant, f.live, f.parked);
         let l = &mut self.lanes[lane as usize];
         let q = &mut l.classes[class.index()];
         q.count -= 1;
         q.queued.sub(&p.usage);
+        if p.deadline.is_some() {
+            q.forget_deadline(&p.usage, alive);
+        }
         for &s in &l.scopes {
             self.slots[s as usize].queued -= 1;
         }
@@ -118,8 +119,7 @@ impl Scheduler {
             if entry.live == 0 {
                 self.tasks.remove(&task);
             } else if entry.requests.len() > 2 * entry.live as usize + 16 {
-                let requests = &self.requests;
-                entry.requests.retain(|id| requests.contains_key(*id));
+                entry.requests.retain(|id| alive(*id));
             }
         }
         if live == 0 {
@@ -154,13 +154,7 @@ impl Scheduler {
                 break;
             }
             self.deadlines.pop();
-            if let Some(why) = self.explain(now, id) {
-                self.remove(id);
-                events.push(Event::Expired {
-                    request: id,
-                    why: Box::new(why),
-                });
-            }
+            self.expire(now, id, events);
         }
         while let Some(&Reverse((at, timer))) = self.timers.peek() {
             if at > now {
@@ -237,88 +231,9 @@ impl Scheduler {
         }
     }
 
-    /// The head request of `flow`, dropping cancelled ids before it.
-    fn head(&mut self, flow: FlowId) -> Option<RequestId> {
-        let f = &mut self.flows[flow];
-        while let Some(&id) = f.queue.front() {
-            if self.requests.contains_key(id) {
-                return Some(id);
-            }
-            f.queue.pop_front();
-        }
-        None
-    }
-
-    /// One turn of a lane: admits its next request, or finds what it waits on.
-    fn turn(&mut self, now: Nanos, lane: u32, events: &mut Vec<Event>) -> Turn {
-        for class in 0..3 {
-            while let Some((tag, flow)) = self.lanes[lane as usize].classes[class].peek() {
-                let live = self.flows.get(flow).is_some_and(|f| !f.parked);
-                let Some(id) = live.then(|| self.head(flow)).flatten() else {
-                    let q = &mut self.lanes[lane as usize].classes[class];
-                    q.pop();
-                    if !self.flows.contains_key(flow) {
-                        q.stale = q.stale.saturating_sub(1);
-                    }
-                    continue;
-                };
-                let usage = self.requests[id].usage;
-                let tenant = self.flows[flow].tenant;
-                if let Some(block) = self.tenant_block(now, tenant, &usage) {
-                    self.lanes[lane as usize].classes[class].pop();
-                    self.flows[flow].parked = true;
-                    match block.until() {
-                        Some(at) => self.timers.push(Reverse((at, Timer::Unpark(flow)))),
-                        None => self.tenants[tenant as usize].parked.push(flow),
-                    }
-                    continue;
-                }
-                let scopes = &self.lanes[lane as usize].scopes;
-                if let Some(&s) = scopes
-                    .iter()
-                    .find(|&&s| !self.slots[s as usize].scope.admits(now, &usage))
-                {
-                    let block = self.slots[s as usize].scope.blocked(now, &usage);
-                    let until = block.as_ref().and_then(Block::until);
-                    if until == Some(Nanos::MAX) {
-                        // A quota learned since submit is smaller than the request.
-                        self.expire(now, id, events);
-                        continue;
-                    }
-                    return Turn::Blocked(s, until);
-                }
-                if let Some(s) = self.queued_behind(lane) {
-                    let armed = self.slots[s as usize].timer;
-                    return Turn::Blocked(s, (armed != super::NO_TIMER).then_some(armed));
-                }
-                self.admit(now, lane, class, tag, flow, id, events);
-                return Turn::Admitted;
-            }
-        }
-        Turn::Empty
-    }
-
-    /// A scope of `lane` that another lane waits on ahead of it: the lane queues behind
-    /// rather than take what that lane waits for. Without this, a large request waiting for
-    /// its scope to be idle long enough would starve while another lane's small requests
-    /// kept taking every gap.
-    fn queued_behind(&self, lane: u32) -> Option<u32> {
-        let l = &self.lanes[lane as usize];
-        l.scopes.iter().copied().find(|&s| {
-            for &w in self.waiters.get(&s).map_or(&[][..], Vec::as_slice) {
-                if w == lane {
-                    return false;
-                }
-                let other = &self.lanes[w as usize];
-                if other.state == LaneState::Waiting && other.waiting_on == Some(s) {
-                    return true;
-                }
-            }
-            false
-        })
-    }
-
-    fn expire(&mut self, now: Nanos, id: RequestId, events: &mut Vec<Event>) {
+    /// Removes a waiting request whose deadline has passed, or that can no longer be
+    /// admitted, and says why.
+    pub(super) fn expire(&mut self, now: Nanos, id: RequestId, events: &mut Vec<Event>) {
         if let Some(why) = self.explain(now, id) {
             self.remove(id);
             events.push(Event::Expired {
@@ -326,52 +241,6 @@ impl Scheduler {
                 why: Box::new(why),
             });
         }
-    }
-
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one call site, all of them needed"
-    )]
-    fn admit(
-        &mut self,
-        now: Nanos,
-        lane: u32,
-        class: usize,
-        tag: u64,
-        flow: FlowId,
-        id: RequestId,
-        events: &mut Vec<Event>,
-    ) {
-        let q = &mut self.lanes[lane as usize].classes[class];
-        q.pop();
-        q.vtime = tag;
-        self.flows[flow].queue.pop_front();
-        let Some(p) = self.requests.remove(id) else {
-            return;
-        };
-        let f = &mut self.flows[flow];
-        f.finish = tag.saturating_add(p.size);
-        let (tenant, finish, live) = (f.tenant, f.finish, f.live);
-        let mut ends = super::Ends::new();
-        for &s in &self.lanes[lane as usize].scopes {
-            self.slots[s as usize].scope.take(now, &p.usage, &mut ends);
-        }
-        let t = &mut self.tenants[tenant as usize];
-        t.in_flight += 1;
-        if let Some(qs) = t.quota {
-            self.slots[qs as usize].scope.take(now, &p.usage, &mut ends);
-        }
-        if live > 1 {
-            self.lanes[lane as usize].classes[class].push(flow, finish);
-        }
-        self.forget(&p, false);
-        let grant = self.grants.insert(Grant {
-            lane,
-            tenant,
-            usage: p.usage,
-            ends,
-        });
-        events.push(Event::Admitted { request: id, grant });
     }
 }
 

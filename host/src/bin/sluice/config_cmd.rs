@@ -54,8 +54,9 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         let margin = p.margin.unwrap_or(config.margin);
         outln!(out, "provider {name} (paced at {:.0}%)", margin * 100.0);
         print_limits(&mut out, "  each credential", &p.limits, margin)?;
-        for (scope, limits) in &p.scopes {
-            print_limits(&mut out, &format!("  scope {scope}"), limits, margin)?;
+        for named in p.named_scopes() {
+            let what = format!("  scope {} ({})", named.name, named.key);
+            print_limits(&mut out, &what, named.limits, margin)?;
         }
     }
     for (name, t) in &config.tiers {

@@ -1,0 +1,231 @@
+//! One turn of a lane: which request goes next, and admitting it.
+//!
+//! The class queues say whose turn it is ([`crate::admission::fair`]); a request whose
+//! deadline cannot wait for that turn goes ahead of it, within its tenant's share (see the
+//! `fair` module docs for why, and for the bound).
+
+use std::cmp::Reverse;
+
+use super::{Grant, Scheduler, Timer};
+use crate::admission::bucket::Nanos;
+use crate::admission::fair::{FlowId, LaneState, RequestId};
+use crate::admission::outcome::Event;
+use crate::admission::scope::Block;
+use crate::admission::usage::Usage;
+
+/// What one turn of a lane did.
+pub(super) enum Turn {
+    Admitted,
+    /// The lane's next request waits on this scope, until the instant if it is a time.
+    Blocked(u32, Option<Nanos>),
+    Empty,
+}
+
+/// The request a turn serves.
+#[derive(Debug, Clone, Copy)]
+struct Pick {
+    flow: FlowId,
+    id: RequestId,
+    usage: Usage,
+    /// The start tag of the flow's entry when it is served in its turn; `None` when it goes
+    /// ahead of the turn for its deadline.
+    turn: Option<u64>,
+}
+
+impl Scheduler {
+    /// The head request of `flow`, dropping cancelled ids before it.
+    fn head(&mut self, flow: FlowId) -> Option<RequestId> {
+        let requests = &self.requests;
+        self.flows[flow].head(|id| requests.contains_key(id))
+    }
+
+    /// One turn of a lane: admits its next request, or finds what it waits on.
+    pub(super) fn turn(&mut self, now: Nanos, lane: u32, events: &mut Vec<Event>) -> Turn {
+        for class in 0..3 {
+            while let Some((tag, flow)) = self.lanes[lane as usize].classes[class].peek() {
+                let live = self.flows.get(flow).is_some_and(|f| !f.parked);
+                let Some(id) = live.then(|| self.head(flow)).flatten() else {
+                    let q = &mut self.lanes[lane as usize].classes[class];
+                    q.pop();
+                    if !self.flows.contains_key(flow) {
+                        q.stale = q.stale.saturating_sub(1);
+                    }
+                    continue;
+                };
+                let usage = self.requests[id].usage;
+                let tenant = self.flows[flow].tenant;
+                if let Some(block) = self.tenant_block(now, tenant, &usage) {
+                    self.lanes[lane as usize].classes[class].pop();
+                    self.flows[flow].parked = true;
+                    match block.until() {
+                        Some(at) => self.timers.push(Reverse((at, Timer::Unpark(flow)))),
+                        None => self.tenants[tenant as usize].parked.push(flow),
+                    }
+                    continue;
+                }
+                // A class that never held a request with a deadline has no candidates.
+                let candidates = self.lanes[lane as usize].classes[class].deadlines.is_some();
+                let ahead = candidates
+                    .then(|| self.ahead_of_turn(now, lane, class, id, &usage))
+                    .flatten();
+                let pick = ahead.unwrap_or(Pick {
+                    flow,
+                    id,
+                    usage,
+                    turn: Some(tag),
+                });
+                let usage = pick.usage;
+                let scopes = &self.lanes[lane as usize].scopes;
+                if let Some(&s) = scopes
+                    .iter()
+                    .find(|&&s| !self.slots[s as usize].scope.admits(now, &usage))
+                {
+                    let block = self.slots[s as usize].scope.blocked(now, &usage);
+                    let until = block.as_ref().and_then(Block::until);
+                    if until == Some(Nanos::MAX) {
+                        // A quota learned since submit is smaller than the request.
+                        self.expire(now, pick.id, events);
+                        continue;
+                    }
+                    return Turn::Blocked(s, until);
+                }
+                if let Some(s) = self.queued_behind(lane) {
+                    let armed = self.slots[s as usize].timer;
+                    return Turn::Blocked(s, (armed != super::NO_TIMER).then_some(armed));
+                }
+                self.admit(now, lane, class, pick, events);
+                return Turn::Admitted;
+            }
+        }
+        Turn::Empty
+    }
+
+    /// The request with the nearest deadline of the class, when it must go before `turn`,
+    /// the request whose turn it is: serving `turn` first would make it late, it can make its
+    /// deadline if it goes now, its tenant may send, and its flow is at most one request
+    /// ahead of the class's virtual time. Kept out of the turn's own path, which requests
+    /// without a deadline take alone.
+    #[inline(never)]
+    fn ahead_of_turn(
+        &mut self,
+        now: Nanos,
+        lane: u32,
+        class: usize,
+        turn: RequestId,
+        first: &Usage,
+    ) -> Option<Pick> {
+        let q = &mut self.lanes[lane as usize].classes[class];
+        let vtime = q.vtime;
+        let heap = &mut q.deadlines.as_deref_mut()?.heap;
+        let (deadline, id) = loop {
+            let &Reverse((deadline, _, id)) = heap.peek()?;
+            if self.requests.contains_key(id) {
+                break (deadline, id);
+            }
+            heap.pop();
+        };
+        if id == turn {
+            return None;
+        }
+        let p = &self.requests[id];
+        let f = &self.flows[p.flow];
+        if f.parked || f.finish > vtime.saturating_add(p.size) {
+            return None;
+        }
+        if self.tenant_block(now, f.tenant, &p.usage).is_some() {
+            return None;
+        }
+        let (mut alone, mut behind) = (now, now);
+        for &s in &self.lanes[lane as usize].scopes {
+            let scope = &self.slots[s as usize].scope;
+            alone = alone.max(scope.estimate(now, &Usage::default(), &p.usage));
+            behind = behind.max(scope.estimate(now, first, &p.usage));
+        }
+        if alone > deadline || behind <= deadline {
+            return None;
+        }
+        let (flow, usage) = (p.flow, p.usage);
+        // Its flow serves its nearest deadline first, so it is the flow's head.
+        (self.head(flow) == Some(id)).then_some(Pick {
+            flow,
+            id,
+            usage,
+            turn: None,
+        })
+    }
+
+    /// A scope of `lane` that another lane waits on ahead of it: the lane queues behind
+    /// rather than take what that lane waits for. Without this, a large request waiting for
+    /// its scope to be idle long enough would starve while another lane's small requests
+    /// kept taking every gap.
+    fn queued_behind(&self, lane: u32) -> Option<u32> {
+        let l = &self.lanes[lane as usize];
+        l.scopes.iter().copied().find(|&s| {
+            for &w in self.waiters.get(&s).map_or(&[][..], Vec::as_slice) {
+                if w == lane {
+                    return false;
+                }
+                let other = &self.lanes[w as usize];
+                if other.state == LaneState::Waiting && other.waiting_on == Some(s) {
+                    return true;
+                }
+            }
+            false
+        })
+    }
+
+    /// Admits `pick`: charges every scope of its lane (and its tenant's quota), moves its
+    /// flow's tag on by its size, and hands out its grant.
+    fn admit(&mut self, now: Nanos, lane: u32, class: usize, pick: Pick, events: &mut Vec<Event>) {
+        let q = &mut self.lanes[lane as usize].classes[class];
+        if let Some(tag) = pick.turn {
+            q.pop();
+            q.vtime = tag;
+        }
+        self.flows[pick.flow].pop_head();
+        let Some(p) = self.requests.remove(pick.id) else {
+            return;
+        };
+        let f = &mut self.flows[pick.flow];
+        // In its turn, from its start tag, or from where a jump left the flow; ahead of its
+        // turn, from where the flow is, without moving the virtual time: the flow keeps its
+        // place, and what it serves there comes that much later.
+        let start = match pick.turn {
+            Some(tag) => tag.max(f.finish),
+            None => f.finish.max(q.vtime),
+        };
+        f.finish = start.saturating_add(p.size);
+        let (tenant, finish, live) = (f.tenant, f.finish, f.live);
+        let mut ends = super::Ends::new();
+        for &s in &self.lanes[lane as usize].scopes {
+            self.slots[s as usize].scope.take(now, &p.usage, &mut ends);
+        }
+        let t = &mut self.tenants[tenant as usize];
+        t.in_flight += 1;
+        if let Some(qs) = t.quota {
+            self.slots[qs as usize].scope.take(now, &p.usage, &mut ends);
+        }
+        let q = &mut self.lanes[lane as usize].classes[class];
+        match pick.turn {
+            Some(_) if live > 1 => q.push(pick.flow, finish),
+            Some(_) => {}
+            // The flow's entry stays in the heap; with nothing left to serve it is stale.
+            None if live > 1 => {}
+            None => {
+                let flows = &self.flows;
+                q.stale(|f| f.ne(&pick.flow) && flows.get(f).is_some_and(|f| !f.parked));
+            }
+        }
+        self.forget(&p, false);
+        let grant = self.grants.insert(Grant {
+            lane,
+            tenant,
+            usage: p.usage,
+            ends,
+        });
+        events.push(Event::Admitted {
+            request: pick.id,
+            grant,
+        });
+    }
+}
