@@ -1,23 +1,37 @@
-//! One `classify` + `parse-quota` through the OpenAI plugin, against the same logic compiled
-//! natively, for responses with 5, 20 and 50 headers; with a warm instance and with a fresh
-//! instance per call. The `ietf` pair does the same with the generic plugin, whose logic is
-//! lighter: the gap between its plugin and native figures is mostly the cost of crossing
-//! into the sandbox.
+//! The plugin calls of one attempt and of one request, warm, through the OpenAI plugin,
+//! beside the same logic compiled natively.
+//!
+//! - `read-response`: what the host calls once per attempt — the classification, the quota
+//!   observations and the usage of an OpenAI 429 with 20 headers (quota headers,
+//!   `retry-after`, a JSON error body, filler headers), in one crossing.
+//! - `plan-request`: what the host calls once per request before queueing.
+//!
+//! Each has `native` (the plugin's logic called directly), `plugin-warm` (through the
+//! sandboxed component with a warm instance: lowering the inputs, the call, lifting and
+//! checking the answer's caps) and `plugin-instance-per-call` (a fresh instance every call).
+//! The `ietf` pair does the same with the generic plugin, whose logic is lighter: the gap
+//! between its plugin and native figures is mostly the cost of one crossing.
 //!
 //! Run: `cargo bench -p sluice --bench plugin_call`
 
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use sluice::plugin::{ComponentCache, Plugin, PluginRuntime, RuntimeConfig};
-use sluice::policy::{Outcome, Request, RequestClass, Response, encode_fields};
+use sluice::plugin::{ComponentCache, Contract, Plugin, PluginRuntime, RuntimeConfig};
+use sluice::policy::{Outcome, Request, RequestClass, Response, ResponsePart, encode_fields};
 use sluice_plugin_ietf::Ietf;
 use sluice_plugin_openai::OpenAi;
 
+/// The header count the figures are for.
+const HEADERS: usize = 20;
+
 const BODY: &str = r#"{"error":{"message":"Rate limit reached for gpt-4o in organization org-x on requests per min (RPM): Limit 500, Used 500, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#;
 
+/// The request body of the earlier two-call bench, so the figures compare.
+const REQUEST_BODY: &[u8] = br#"{"model":"gpt-4o","max_tokens":100}"#;
+
 /// A 429 with OpenAI's quota headers first, then ordinary headers up to `n`.
-fn headers(n: usize) -> Vec<(String, String)> {
+fn headers(n: usize) -> String {
     let mut h: Vec<(String, String)> = [
         ("x-ratelimit-limit-requests", "500"),
         ("x-ratelimit-remaining-requests", "0"),
@@ -39,11 +53,7 @@ fn headers(n: usize) -> Vec<(String, String)> {
         ));
         i += 1;
     }
-    h
-}
-
-fn block(pairs: &[(String, String)]) -> String {
-    encode_fields(pairs.iter().map(|(a, b)| (a.as_str(), b.as_str()))).expect("valid headers")
+    encode_fields(h.iter().map(|(a, b)| (a.as_str(), b.as_str()))).expect("valid headers")
 }
 
 fn host_case(n: usize) -> (Request, Outcome) {
@@ -52,71 +62,67 @@ fn host_case(n: usize) -> (Request, Outcome) {
         url: "https://api.openai.com/v1/chat/completions".into(),
         class: RequestClass::Read,
         headers: "content-type:application/json\n".into(),
-        body: br#"{"model":"gpt-4o","max_tokens":100}"#.to_vec(),
+        body: REQUEST_BODY.to_vec(),
         now_ms: 1_795_953_600_000,
     };
     let resp = Response {
         status: 429,
-        headers: block(&headers(n)),
+        headers: headers(n),
         body: BODY.as_bytes().to_vec(),
     };
     (req, Outcome::Response(resp))
 }
 
-fn guest_case(n: usize) -> (sluice_plugin_sdk::Request, sluice_plugin_sdk::Response) {
+fn guest_case(n: usize) -> (sluice_plugin_sdk::Request, sluice_plugin_sdk::Outcome) {
     use sluice_plugin_sdk as g;
     let req = g::Request {
         method: "POST".into(),
         url: "https://api.openai.com/v1/chat/completions".into(),
         class: g::RequestClass::Read,
         headers: "content-type:application/json\n".into(),
-        body: br#"{"model":"gpt-4o","max_tokens":100}"#.to_vec(),
+        body: REQUEST_BODY.to_vec(),
         now_ms: 1_795_953_600_000,
     };
     let resp = g::Response {
         status: 429,
-        headers: block(&headers(n)),
+        headers: headers(n),
         body: BODY.as_bytes().to_vec(),
     };
-    (req, resp)
+    (req, g::Outcome::Response(resp))
 }
 
 type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
 
-/// Times `P`'s logic called natively.
-fn native<P: sluice_plugin_sdk::Plugin>(
+/// Times `P`'s `read-response` called natively.
+fn native_read<P: sluice_plugin_sdk::Plugin>(
     group: &mut Group<'_>,
     name: &str,
-    n: usize,
-    (req, resp): (&sluice_plugin_sdk::Request, &sluice_plugin_sdk::Response),
+    (req, outcome): &(sluice_plugin_sdk::Request, sluice_plugin_sdk::Outcome),
 ) {
-    let out = sluice_plugin_sdk::Outcome::Response(resp.clone());
-    group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
+    group.bench_with_input(BenchmarkId::new(name, HEADERS), &HEADERS, |b, _| {
         b.iter(|| {
-            let c = P::classify(black_box(req), black_box(&out)).expect("classify");
-            let q = P::parse_quota(black_box(req), black_box(resp)).expect("parse-quota");
-            black_box((c, q))
+            P::read_response(
+                black_box(req),
+                black_box(outcome),
+                sluice_plugin_sdk::ResponsePart::Complete,
+            )
+            .expect("read-response")
         });
     });
 }
 
-/// Times the same through a loaded plugin.
-fn plugin(
+/// Times `read-response` through a loaded plugin.
+fn plugin_read(
     group: &mut Group<'_>,
     name: &str,
-    n: usize,
     plugin: &Plugin,
-    (req, outcome, resp): (&Request, &Outcome, &Response),
+    (req, outcome): &(Request, Outcome),
 ) {
-    group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
+    group.bench_with_input(BenchmarkId::new(name, HEADERS), &HEADERS, |b, _| {
         b.iter(|| {
-            let c = plugin
-                .classify(black_box(req), black_box(outcome))
-                .expect("classify");
-            let q = plugin
-                .parse_quota(black_box(req), black_box(resp))
-                .expect("parse-quota");
-            black_box((c, q))
+            plugin
+                .read_response(black_box(req), black_box(outcome), ResponsePart::Complete)
+                .expect("read-response")
         });
     });
 }
@@ -125,6 +131,7 @@ fn bench(c: &mut Criterion) {
     let warm_rt = PluginRuntime::new(RuntimeConfig::default(), ComponentCache::user_default())
         .expect("runtime");
     let warm = warm_rt.load_bundled("openai").expect("openai plugin");
+    let ietf = warm_rt.load_bundled("ietf").expect("ietf plugin");
     let fresh_rt = PluginRuntime::new(
         RuntimeConfig {
             reuse_instances: false,
@@ -134,37 +141,49 @@ fn bench(c: &mut Criterion) {
     )
     .expect("runtime");
     let fresh = fresh_rt.load_bundled("openai").expect("openai plugin");
-    let ietf = warm_rt.load_bundled("ietf").expect("ietf plugin");
 
-    let mut group = c.benchmark_group("classify+parse-quota");
-    for n in [5usize, 20, 50] {
-        let (req, outcome) = host_case(n);
-        let Outcome::Response(resp) = &outcome else {
-            unreachable!()
-        };
-        // Same answers from both before timing anything.
-        let (greq, gresp) = guest_case(n);
-        let native_verdict = <OpenAi as sluice_plugin_sdk::Plugin>::classify(
-            &greq,
-            &sluice_plugin_sdk::Outcome::Response(gresp.clone()),
-        )
-        .expect("native classify")
-        .retry_after_ms;
-        assert_eq!(
-            warm.classify(&req, &outcome)
-                .expect("plugin classify")
-                .retry_after_ms,
-            native_verdict
-        );
+    // The current contract, one crossing per reading (a 0.1.0 plugin would take two).
+    assert_eq!(warm.contract(), Contract::V0_2);
+    let host = host_case(HEADERS);
+    let guest = guest_case(HEADERS);
+    // Same answers from both before timing anything.
+    let native_reading = <OpenAi as sluice_plugin_sdk::Plugin>::read_response(
+        &guest.0,
+        &guest.1,
+        sluice_plugin_sdk::ResponsePart::Complete,
+    )
+    .expect("native read-response");
+    let plugin_reading = warm
+        .read_response(&host.0, &host.1, ResponsePart::Complete)
+        .expect("plugin read-response");
+    assert_eq!(
+        plugin_reading.classification.retry_after_ms,
+        native_reading.classification.retry_after_ms
+    );
+    assert_eq!(
+        plugin_reading.observations.len(),
+        native_reading.observations.len()
+    );
+    assert_eq!(plugin_reading.observations.len(), 2);
 
-        let guest = (&greq, &gresp);
-        let host = (&req, &outcome, resp);
-        native::<OpenAi>(&mut group, "native", n, guest);
-        plugin(&mut group, "plugin-warm", n, &warm, host);
-        native::<Ietf>(&mut group, "ietf-native", n, guest);
-        plugin(&mut group, "ietf-plugin-warm", n, &ietf, host);
-        plugin(&mut group, "plugin-instance-per-call", n, &fresh, host);
-    }
+    let mut group = c.benchmark_group("read-response");
+    native_read::<OpenAi>(&mut group, "native", &guest);
+    plugin_read(&mut group, "plugin-warm", &warm, &host);
+    native_read::<Ietf>(&mut group, "ietf-native", &guest);
+    plugin_read(&mut group, "ietf-plugin-warm", &ietf, &host);
+    plugin_read(&mut group, "plugin-instance-per-call", &fresh, &host);
+    group.finish();
+
+    let mut group = c.benchmark_group("plan-request");
+    group.bench_function("native", |b| {
+        b.iter(|| {
+            <OpenAi as sluice_plugin_sdk::Plugin>::plan_request(black_box(&guest.0))
+                .expect("plan-request")
+        });
+    });
+    group.bench_function("plugin-warm", |b| {
+        b.iter(|| warm.plan_request(black_box(&host.0)).expect("plan-request"));
+    });
     group.finish();
 }
 
