@@ -242,7 +242,7 @@ fn the_journal_is_durable_by_configuration() {
 #[test]
 fn idempotency_keys_are_128_random_bits_that_never_repeat() {
     let keys: std::collections::HashSet<String> = (0..10_000)
-        .map(|_| super::new_idempotency_key().unwrap())
+        .map(|_| new_idempotency_key().unwrap())
         .collect();
     assert_eq!(keys.len(), 10_000);
     for k in keys.iter().take(3) {
