@@ -350,7 +350,9 @@ fn streamed(
         cut_after,
         gap: shared.config.stream_gap,
     };
-    let total = stream::events(&plan, "x").len().max(1) as u64;
+    let id = format!("stream_{index:06}");
+    let events = stream::events(&plan, &id);
+    let total = events.len().max(1) as u64;
     let on_end = {
         let shared = shared.clone();
         Box::new(move |delivered: usize, whole: bool| {
@@ -364,8 +366,7 @@ fn streamed(
         })
     };
     shared.ledger().attempts[index].status = Some(200);
-    let id = format!("stream_{index:06}");
-    let body = SseBody::new(&plan, &id, on_end);
+    let body = SseBody::new(&plan, events, on_end);
     with_headers(200, headers, body.boxed(), "text/event-stream")
 }
 

@@ -106,9 +106,10 @@ pub(crate) struct SseBody {
 }
 
 impl SseBody {
-    pub(crate) fn new(plan: &Plan, id: &str, on_end: OnEnd) -> Self {
+    /// A body sending `events` (see [`events`]) as `plan` paces and cuts them.
+    pub(crate) fn new(plan: &Plan, events: Vec<Bytes>, on_end: OnEnd) -> Self {
         Self {
-            events: events(plan, id).into(),
+            events: events.into(),
             gap: plan.gap,
             sleep: None,
             cut_after: plan.cut_after,

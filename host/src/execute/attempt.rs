@@ -15,7 +15,7 @@ use crate::policy::{
     Classification, Outcome as Wire, Request, Response, ResponsePart, TransportFailure, Verdict,
     encode_fields,
 };
-use crate::retry::{Next, Spent, Stop, decide, route_template};
+use crate::retry::{Backoff, ClassBudget, Next, Spent, Stop, decide, route_template};
 use crate::transport::{Fault, Started};
 
 /// A call made ready to queue: the request plugins see, and what its plan decided.
@@ -26,6 +26,9 @@ pub(super) struct Prepared {
     tenant: String,
     deadline: Option<Duration>,
     scopes: Vec<String>,
+    /// The call's class budget and backoff, read from the configuration once per call.
+    budget: ClassBudget,
+    backoff: Backoff,
 }
 
 /// How a run of the attempt loop ended.
@@ -70,6 +73,8 @@ impl Executor {
                 .unwrap_or_else(|| "default".to_owned()),
             deadline,
             scopes,
+            budget: self.retry.budget(call.class),
+            backoff: self.retry.backoff(),
             req,
         })
     }
@@ -275,15 +280,7 @@ impl Executor {
         let plan = {
             let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
             decide(
-                &c,
-                status,
-                sent,
-                call.class,
-                &self.retry.budget(call.class),
-                &self.retry.backoff(),
-                spent,
-                left,
-                &mut rng,
+                &c, status, sent, call.class, &p.budget, &p.backoff, spent, left, &mut rng,
             )
         };
         let hold = match c.verdict {

@@ -101,6 +101,11 @@ impl Executor {
         if call.coalesce && call.class == RequestClass::Read {
             return self.coalesced(call, observer).await;
         }
+        self.run_whole(call, observer).await
+    }
+
+    /// Runs `call` to its outcome, its answer read whole.
+    async fn run_whole(&self, call: &Call, observer: &mut dyn Observer) -> Outcome {
         match self.run(call, observer, false).await {
             Run::Done(outcome) => outcome,
             Run::Stream(_) => unreachable!("a call run whole never streams"),
@@ -124,20 +129,14 @@ impl Executor {
     async fn coalesced(&self, call: &Call, observer: &mut dyn Observer) -> Outcome {
         match self.reads.join(read_key(call)) {
             Joined::Leader(lead) => {
-                let outcome = match self.run(call, observer, false).await {
-                    Run::Done(outcome) => outcome,
-                    Run::Stream(_) => unreachable!("a call run whole never streams"),
-                };
+                let outcome = self.run_whole(call, observer).await;
                 lead.finish(outcome.clone());
                 outcome
             }
             Joined::Follower(follow) => match follow.wait().await {
                 Ok(outcome) => outcome,
                 // The leader gave up (cancelled): this read goes on its own.
-                Err(_) => match self.run(call, observer, false).await {
-                    Run::Done(outcome) => outcome,
-                    Run::Stream(_) => unreachable!("a call run whole never streams"),
-                },
+                Err(_) => self.run_whole(call, observer).await,
             },
         }
     }
