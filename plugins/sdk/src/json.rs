@@ -49,7 +49,14 @@ impl ErrorBody<'_> {
 /// Reads the error fields of a body in one pass; `None` when the body is not complete JSON
 /// (or not an object).
 pub fn error_body(body: &[u8]) -> Option<ErrorBody<'_>> {
-    serde_json::from_slice(body).ok()
+    serde_json::from_str(utf8(body)?).ok()
+}
+
+/// The body as text, when it is UTF-8. The one-pass readers check this first: serde_json
+/// skips the fields they do not read without checking their bytes, and JSON is UTF-8, so a
+/// body with invalid UTF-8 anywhere is not JSON to them either (as it is not to [`parse`]).
+fn utf8(body: &[u8]) -> Option<&str> {
+    std::str::from_utf8(body).ok()
 }
 
 /// The top-level `model` of a JSON request body, read without building the whole document.
@@ -59,7 +66,7 @@ pub fn model(body: &[u8]) -> Option<Cow<'_, str>> {
         #[serde(borrow, default)]
         model: Option<Cow<'a, str>>,
     }
-    serde_json::from_slice::<Model<'_>>(body).ok()?.model
+    serde_json::from_str::<Model<'_>>(utf8(body)?).ok()?.model
 }
 
 /// The string at `path` (object keys) in `body`, if the body is complete JSON and the value
@@ -147,6 +154,15 @@ mod tests {
             Some("gpt-4o")
         );
         assert_eq!(model(b"[1,2]"), None);
+    }
+
+    #[test]
+    fn a_body_with_invalid_utf8_in_a_field_not_read_is_not_json() {
+        // Found by the `json` fuzz target: the one-pass readers answered where `parse` did not.
+        let body = b"{\"model\":\"claude\",\"error\":{\"code\":\"x\"},\"note\":\"\xf6\"}";
+        assert_eq!(model(body), None);
+        assert!(error_body(body).is_none());
+        assert_eq!(parse(body), None);
     }
 
     #[test]
