@@ -3,7 +3,8 @@
 
 /// Exports a [`Plugin`] implementation as the component's `sluice:policy/policy@0.2.0`
 /// interface: `describe`, `plan-request`, `read-response`, `reconcile` and
-/// `read-reconciliation`.
+/// `read-reconciliation`. Every answer is fitted to the host's caps on the way out
+/// ([`caps`](crate::caps)), so a figure from outside cannot make it invalid output.
 ///
 /// Expands to nothing outside `wasm32`, so the same crate builds natively for unit tests.
 #[macro_export]
@@ -22,7 +23,7 @@ macro_rules! export_plugin {
                     <$plugin as $crate::Plugin>::describe()
                 }
                 fn plan_request(req: Request) -> Result<RequestPlan, PolicyError> {
-                    <$plugin as $crate::Plugin>::plan_request(&req)
+                    <$plugin as $crate::Plugin>::plan_request(&req).map($crate::caps::fit_plan)
                 }
                 fn read_response(
                     req: Request,
@@ -30,15 +31,18 @@ macro_rules! export_plugin {
                     part: ResponsePart,
                 ) -> Result<Reading, PolicyError> {
                     <$plugin as $crate::Plugin>::read_response(&req, &outcome, part)
+                        .map($crate::caps::fit_reading)
                 }
                 fn reconcile(write: UncertainWrite) -> Result<ReconcilePlan, PolicyError> {
                     <$plugin as $crate::Plugin>::reconcile(&write)
+                        .map($crate::caps::fit_reconcile_plan)
                 }
                 fn read_reconciliation(
                     write: UncertainWrite,
                     resp: Response,
                 ) -> Result<Reconciliation, PolicyError> {
                     <$plugin as $crate::Plugin>::read_reconciliation(&write, &resp)
+                        .map($crate::caps::fit_reconciliation)
                 }
             }
             $crate::bindings::export_bindings! { Exported with_types_in $crate::bindings }

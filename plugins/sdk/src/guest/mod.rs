@@ -1,6 +1,7 @@
 //! The guest side: WIT bindings of `sluice:policy@0.2.0`, the [`Plugin`] trait with its
 //! defaults, the helpers they are made of, and the export macro.
 
+pub mod caps;
 mod export;
 mod plugin;
 
