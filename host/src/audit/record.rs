@@ -114,10 +114,13 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<Line<'_>, String> {
         return Err("not a record: no space between hash and record".into());
     };
     let (hash, json) = (&line[..space], &line[space + 1..]);
+    // Lower-case only, as written: a hash that also read in upper case would let the stored
+    // bytes change without the verifier noticing.
     let hash = std::str::from_utf8(hash)
         .ok()
+        .filter(|h| !h.bytes().any(|b| b.is_ascii_uppercase()))
         .and_then(from_hex::<32>)
-        .ok_or("not a record: the hash is not 64 hex digits")?;
+        .ok_or("not a record: the hash is not 64 lower-case hex digits")?;
     let record: Record = serde_json::from_slice(json).map_err(|e| format!("not a record: {e}"))?;
     if (record.event == EventKind::Checkpoint) != record.checkpoint.is_some() {
         return Err("not a record: a checkpoint event must carry a checkpoint, and only it".into());

@@ -225,6 +225,27 @@ fn the_verifier_names_the_first_broken_record() {
 }
 
 #[test]
+fn a_hash_rewritten_in_upper_case_is_an_edit() {
+    // Found by the `audit_chain` fuzz target: the stored hash was read in either case, so a
+    // line's bytes could change and the log still verify.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let log = AuditLog::open(&path, key(1), settings(4, None), 0).unwrap();
+    fill(&log, 3, 0);
+    log.close(5_000).unwrap();
+    let mut l = lines(&path);
+    let (hash, record) = l[1].split_once(' ').unwrap();
+    l[1] = format!("{} {record}", hash.to_ascii_uppercase());
+    assert_ne!(l[1], lines(&path)[1], "the hash has letters to change");
+    std::fs::write(&path, l.join("\n") + "\n").unwrap();
+    let f = finding(verify(&path, &key(1).verifying_key(), None, false));
+    assert_eq!(
+        f.to_string(),
+        "line 2: not a record: the hash is not 64 lower-case hex digits"
+    );
+}
+
+#[test]
 fn an_open_tail_is_allowed_for_a_live_log() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.log");
