@@ -21,6 +21,9 @@ mod limits;
 mod runtime;
 mod state;
 mod v1;
+#[cfg(feature = "fuzzing")]
+pub mod validate;
+#[cfg(not(feature = "fuzzing"))]
 mod validate;
 
 pub use cache::{CacheOutcome, ComponentCache, Digest, digest};

@@ -2,6 +2,8 @@
 //! checks add the caps and ranges the host relies on, so a plugin cannot hand the scheduler
 //! a year-long delay, a hundred scopes to charge, an absurd token count or a megabyte error
 //! code.
+//!
+//! The module is public only with the `fuzzing` feature, for the fuzz targets in `fuzz/`.
 
 use super::limits::Caps;
 use crate::policy::{
@@ -9,7 +11,8 @@ use crate::policy::{
     Reconciliation, RequestPlan,
 };
 
-type Check = Result<(), String>;
+/// `Ok`, or what is wrong with the output, for [`super::Failure::InvalidOutput`].
+pub type Check = Result<(), String>;
 
 fn string(field: &str, s: &str, caps: &Caps) -> Check {
     if s.len() > caps.max_string_bytes {
@@ -60,7 +63,7 @@ fn headers(field: &str, block: &str, caps: &Caps) -> Check {
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary.
-pub(crate) fn truncate(s: &str, max: usize) -> String {
+pub fn truncate(s: &str, max: usize) -> String {
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
@@ -68,7 +71,8 @@ pub(crate) fn truncate(s: &str, max: usize) -> String {
     s[..end].to_owned()
 }
 
-pub(crate) fn description(d: &Description, caps: &Caps) -> Check {
+/// Checks `describe`'s answer: a name, and strings and lists within the caps.
+pub fn description(d: &Description, caps: &Caps) -> Check {
     if d.name.is_empty() {
         return Err("name is empty".into());
     }
@@ -151,7 +155,9 @@ fn costs(field: &str, c: &[Cost], caps: &Caps) -> Check {
     Ok(())
 }
 
-pub(crate) fn request_plan(p: &RequestPlan, caps: &Caps) -> Check {
+/// Checks a `plan-request` answer: tenant and scope names, a deadline not before the epoch,
+/// costs within the caps and each dimension once, few distinct scopes.
+pub fn request_plan(p: &RequestPlan, caps: &Caps) -> Check {
     if let Some(t) = &p.tenant {
         name("tenant", t, caps)?;
     }
@@ -177,13 +183,15 @@ pub(crate) fn request_plan(p: &RequestPlan, caps: &Caps) -> Check {
     Ok(())
 }
 
-pub(crate) fn reading(r: &Reading, caps: &Caps) -> Check {
+/// Checks a `read-response` answer: the delay, the observations and the usage within the caps.
+pub fn reading(r: &Reading, caps: &Caps) -> Check {
     classification(&r.classification, caps)?;
     observations(&r.observations, caps)?;
     costs("usage", &r.usage, caps)
 }
 
-pub(crate) fn reconcile_plan(p: &ReconcilePlan, caps: &Caps) -> Check {
+/// Checks a `reconcile` answer: a status query must be an absolute http(s) URL with a method.
+pub fn reconcile_plan(p: &ReconcilePlan, caps: &Caps) -> Check {
     match p {
         ReconcilePlan::Query(q) => {
             if q.method.is_empty() || !q.method.bytes().all(|b| b.is_ascii_uppercase()) {
@@ -214,7 +222,8 @@ pub(crate) fn reconcile_plan(p: &ReconcilePlan, caps: &Caps) -> Check {
     }
 }
 
-pub(crate) fn reconciliation(r: &Reconciliation, caps: &Caps) -> Check {
+/// Checks a `read-reconciliation` answer: strings within the caps.
+pub fn reconciliation(r: &Reconciliation, caps: &Caps) -> Check {
     match r {
         Reconciliation::Found(Some(id)) => string("operation id", id, caps),
         Reconciliation::Unknown(reason) => string("reason", reason, caps),
