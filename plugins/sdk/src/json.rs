@@ -49,14 +49,19 @@ impl ErrorBody<'_> {
 /// Reads the error fields of a body in one pass; `None` when the body is not complete JSON
 /// (or not an object).
 pub fn error_body(body: &[u8]) -> Option<ErrorBody<'_>> {
-    serde_json::from_str(utf8(body)?).ok()
+    serde_json::from_str(object(body)?).ok()
 }
 
-/// The body as text, when it is UTF-8. The one-pass readers check this first: serde_json
-/// skips the fields they do not read without checking their bytes, and JSON is UTF-8, so a
-/// body with invalid UTF-8 anywhere is not JSON to them either (as it is not to [`parse`]).
-fn utf8(body: &[u8]) -> Option<&str> {
-    std::str::from_utf8(body).ok()
+/// The body as text, when it is UTF-8 and holds an object. The one-pass readers check this
+/// first: serde_json skips the fields they do not read without checking their bytes, and
+/// JSON is UTF-8, so a body with invalid UTF-8 anywhere is not JSON to them either (as it is
+/// not to [`parse`]); and serde reads a struct from an array too, by position, so `["x"]`
+/// would have a `model`.
+fn object(body: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(body).ok()?;
+    text.trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+        .then_some(text)
 }
 
 /// The top-level `model` of a JSON request body, read without building the whole document.
@@ -66,7 +71,7 @@ pub fn model(body: &[u8]) -> Option<Cow<'_, str>> {
         #[serde(borrow, default)]
         model: Option<Cow<'a, str>>,
     }
-    serde_json::from_str::<Model<'_>>(utf8(body)?).ok()?.model
+    serde_json::from_str::<Model<'_>>(object(body)?).ok()?.model
 }
 
 /// The string at `path` (object keys) in `body`, if the body is complete JSON and the value
@@ -163,6 +168,14 @@ mod tests {
         assert_eq!(model(body), None);
         assert!(error_body(body).is_none());
         assert_eq!(parse(body), None);
+    }
+
+    #[test]
+    fn an_array_has_no_model_and_no_error() {
+        // Found by the `json` fuzz target: serde read the struct from the array by position.
+        assert_eq!(model(br#"["gpt-4o"]"#), None);
+        assert!(error_body(br#"[{"code":"rate_limit_exceeded"}, "slow down"]"#).is_none());
+        assert_eq!(model(b" \n{\"model\":\"m\"}").as_deref(), Some("m"));
     }
 
     #[test]
