@@ -1,7 +1,8 @@
 //! The audit log's reader and verifier (`sluice::audit::{AuditLog::open, verify}`) on
 //! arbitrary log and witness bytes, with a fixed public key.
 //!
-//! The input is a flags byte, the log, and optionally (after four NUL bytes) a witness.
+//! The input is a flags byte (bit 0: verify as a live log; bit 1: reopen it), the log, and
+//! optionally (after four NUL bytes) a witness.
 //! Asserts: the verifier answers every input (no panic, a finding or a report); a report
 //! counts what it says (records from first to last seq, checkpoints among them); and a log
 //! that verifies as a live log, reopened by the writer and closed, verifies as a closed one:
@@ -32,7 +33,8 @@ fuzz_target!(|data: &[u8]| {
     let key = verifying_key();
     let open_tail = flags & 1 == 1;
     let witness_arg = witness.map(|_| witness_path.as_path());
-    if let Ok(report) = verify(&log_path, &key, witness_arg, open_tail) {
+    let verified = verify(&log_path, &key, witness_arg, open_tail);
+    if let Ok(report) = &verified {
         assert!(report.records >= 1);
         assert_eq!(
             report.last_seq - report.first_seq + 1,
@@ -43,8 +45,17 @@ fuzz_target!(|data: &[u8]| {
         assert!(open_tail || report.unsigned_tail == 0, "{report:?}");
     }
 
-    // The reader: the writer reopens what the verifier accepts as a live log.
-    if verify(&log_path, &key, None, true).is_err() {
+    // The reader (with the second flag bit): the writer reopens what the verifier accepts as
+    // a live log. Signatures are the slow part: the answer above is reused when it was that.
+    if flags & 2 == 0 {
+        return;
+    }
+    let live = if open_tail && witness.is_none() {
+        verified.is_ok()
+    } else {
+        verify(&log_path, &key, None, true).is_ok()
+    };
+    if !live {
         return;
     }
     let settings = AuditSettings::default();

