@@ -13,7 +13,7 @@ pub use serde_json::Value;
 #[derive(Debug, Default, Deserialize)]
 pub struct ErrorBody<'a> {
     /// The nested error object, when there is one.
-    #[serde(borrow, default)]
+    #[serde(default, deserialize_with = "error_object")]
     pub error: Option<ErrorObject<'a>>,
     /// A top-level message, when there is one.
     #[serde(borrow, default)]
@@ -32,6 +32,28 @@ pub struct ErrorObject<'a> {
     /// `error.message`.
     #[serde(borrow, default)]
     pub message: Option<Cow<'a, str>>,
+}
+
+/// The `error` field, read only from an object: serde would read the derived struct from an
+/// array too, by position (`{"error": ["x"]}` would have the code `x`). A field of another
+/// type than a string is absent, as [`string_at`] has it.
+fn error_object<'de, 'a, D>(d: D) -> Result<Option<ErrorObject<'a>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let Some(map) = Option::<serde_json::Map<String, Value>>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let text = |key: &str| {
+        map.get(key)
+            .and_then(Value::as_str)
+            .map(|s| Cow::Owned(s.to_owned()))
+    };
+    Ok(Some(ErrorObject {
+        code: text("code"),
+        kind: text("type"),
+        message: text("message"),
+    }))
 }
 
 impl ErrorBody<'_> {
@@ -175,6 +197,7 @@ mod tests {
         // Found by the `json` fuzz target: serde read the struct from the array by position.
         assert_eq!(model(br#"["gpt-4o"]"#), None);
         assert!(error_body(br#"[{"code":"rate_limit_exceeded"}, "slow down"]"#).is_none());
+        assert!(error_body(br#"{"error": ["rate_limit_exceeded"]}"#).is_none());
         assert_eq!(model(b" \n{\"model\":\"m\"}").as_deref(), Some("m"));
     }
 
