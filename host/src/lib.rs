@@ -22,6 +22,7 @@ mod hex;
 pub mod journal;
 pub mod plugin;
 pub mod policy;
+pub mod private_fs;
 pub mod retry;
 pub mod transport;
 pub mod vectors;
