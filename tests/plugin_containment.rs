@@ -7,11 +7,9 @@ use std::time::Duration;
 
 use sluice::clock::ManualClock;
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
-use sluice::plugin::{
-    CacheOutcome, ComponentCache, Failure, LoadError, PluginRuntime, RuntimeConfig,
-};
+use sluice::plugin::{Failure, LoadError, RuntimeConfig};
 use sluice::policy::{Classification, Outcome, Request, RequestClass, ResponsePart, Verdict};
-use sluice_tests::{TEST_DEADLINE, hostile, request, response, runtime, runtime_with, test_cache};
+use sluice_tests::{TEST_DEADLINE, hostile, request, response, runtime, runtime_with};
 
 /// What the plugin reads from a 200 to `path`: its verdict, or how the call failed.
 fn classify_path(plugin: &sluice::plugin::Plugin, path: &str) -> Result<Verdict, Failure> {
@@ -328,54 +326,6 @@ fn load_errors_name_the_input_and_what_to_do() {
         text.contains("nosuch") && text.contains("openai") && text.contains("ietf"),
         "{text}"
     );
-}
-
-#[test]
-fn a_runtime_compiles_each_component_once() {
-    let rt = PluginRuntime::new(RuntimeConfig::default(), ComponentCache::new(None)).unwrap();
-    assert_eq!(
-        rt.load_bundled("github").unwrap().cache_outcome(),
-        CacheOutcome::Compiled
-    );
-    assert_eq!(
-        rt.load_bundled("github").unwrap().cache_outcome(),
-        CacheOutcome::Hit
-    );
-}
-
-#[test]
-fn compiled_components_are_cached_across_runtimes() {
-    let dir = std::env::temp_dir().join(format!("sluice-cache-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let make = || {
-        PluginRuntime::new(
-            RuntimeConfig::default(),
-            ComponentCache::new(Some(dir.clone())),
-        )
-        .unwrap()
-    };
-    let first = make().load_bundled("ietf").unwrap();
-    assert_eq!(first.cache_outcome(), CacheOutcome::Compiled);
-    let second = make().load_bundled("ietf").unwrap();
-    assert_eq!(second.cache_outcome(), CacheOutcome::Hit);
-
-    // A corrupted artifact is ignored and replaced, never trusted.
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        std::fs::write(entry.unwrap().path(), b"corrupt").unwrap();
-    }
-    let third = make().load_bundled("ietf").unwrap();
-    assert_eq!(third.cache_outcome(), CacheOutcome::Compiled);
-    let req = request("GET", "https://x.test/", RequestClass::Read);
-    assert_eq!(
-        third
-            .read_response(&req, &response(503, &[]), ResponsePart::Complete)
-            .unwrap()
-            .classification
-            .verdict,
-        Verdict::Overloaded
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = test_cache();
 }
 
 /// Collects what a tracing subscriber writes.
