@@ -98,6 +98,18 @@ fn a_loop_is_stopped_at_the_configured_deadline() {
     );
 }
 
+/// Issue 12, item 8: a deadline of `u64::MAX - 1` ms wrapped the epoch deadline around, so
+/// every call was interrupted at once (or the host panicked on the overflow).
+#[test]
+fn a_deadline_too_long_to_count_does_not_wrap_around() {
+    let rt = runtime_with(RuntimeConfig {
+        call_deadline: Duration::from_millis(u64::MAX - 1),
+        ..RuntimeConfig::default()
+    });
+    let p = hostile(&rt);
+    assert_eq!(classify_path(&p, "/ok"), Ok(Verdict::Success));
+}
+
 #[test]
 fn memory_is_capped_at_the_configured_limit() {
     let rt = runtime_with(RuntimeConfig {
@@ -299,6 +311,50 @@ fn credentials_never_reach_a_plugin() {
         seen,
         "content-type:application/json\nAuthorization:[redacted]\nx-api-key:[redacted]\n"
     );
+}
+
+/// Credentials are redacted by the plugin itself, not only behind the guard: whatever calls
+/// it (the vector runner, an embedder), the plugin never sees them.
+#[test]
+fn credentials_never_reach_a_plugin_called_directly() {
+    let rt = runtime();
+    let p = hostile(&rt);
+    let mut req = request("POST", "https://hostile.test/echo", RequestClass::Read);
+    req.headers = sluice::policy::encode_fields([
+        ("Cookie", "session=secret-cookie"),
+        ("Proxy-Authorization", "Basic secret-proxy"),
+        ("api-key", "secret-azure"),
+        ("accept", "*/*"),
+    ])
+    .unwrap();
+    let seen = p
+        .read_response(&req, &response(200, &[]), ResponsePart::Complete)
+        .unwrap()
+        .classification
+        .error_code
+        .unwrap_or_default();
+    assert_eq!(
+        seen,
+        "Cookie:[redacted]\nProxy-Authorization:[redacted]\napi-key:[redacted]\naccept:*/*\n"
+    );
+}
+
+/// Issue 12, item 10: "plugin `bundled plugin `ietf``" nested the quotes.
+#[test]
+fn a_describe_failure_names_the_plugin_once() {
+    let rt = runtime_with(RuntimeConfig {
+        max_memory_bytes: 64 << 10,
+        call_deadline: TEST_DEADLINE,
+        ..RuntimeConfig::default()
+    });
+    let e = rt.load_bundled("ietf").unwrap_err();
+    assert!(matches!(e, LoadError::Describe { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with("bundled plugin `ietf`: `describe` "),
+        "{text}"
+    );
+    assert_eq!(text.matches("ietf").count(), 1, "{text}");
 }
 
 #[test]

@@ -51,12 +51,12 @@ impl Failure {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The file could not be read.
-    #[error("cannot read plugin file {path}: {source}")]
+    #[error("cannot read plugin file {path}: {error}")]
     Read {
         /// The path given.
         path: String,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, so not also a `source`).
+        error: std::io::Error,
     },
     /// No bundled plugin has that name.
     #[error(
@@ -80,11 +80,11 @@ pub enum LoadError {
         message: String,
     },
     /// `describe` failed or returned invalid data.
-    #[error("{origin}: `describe` failed: {error}")]
+    #[error("{origin}: `describe` {}", error.failure)]
     Describe {
         /// Where the bytes came from.
         origin: String,
-        /// The failure.
+        /// The failure. The plugin has no name of its own yet: `error.plugin` is the origin.
         error: PluginError,
     },
     /// The runtime could not be set up.

@@ -130,9 +130,9 @@ impl PluginRuntime {
     /// # Errors
     /// As [`PluginRuntime::load`], plus [`LoadError::Read`] when the file cannot be read.
     pub fn load_file(&self, path: &std::path::Path) -> Result<Plugin, LoadError> {
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+        let bytes = std::fs::read(path).map_err(|error| LoadError::Read {
             path: path.display().to_string(),
-            source,
+            error,
         })?;
         self.load(&path.display().to_string(), &bytes)
     }

@@ -19,11 +19,13 @@
 mod check;
 mod expect;
 mod format;
+mod print;
 
 use std::path::{Path, PathBuf};
 
 pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
 pub use format::{Case, DEFAULT_NOW_MS, dimension_name};
+pub use print::printable;
 
 use crate::plugin::Plugin;
 
@@ -31,12 +33,12 @@ use crate::plugin::Plugin;
 #[derive(Debug, thiserror::Error)]
 pub enum VectorError {
     /// The file could not be read.
-    #[error("{path}: cannot read: {source}")]
+    #[error("{path}: cannot read: {error}")]
     Read {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, so not also a `source`).
+        error: std::io::Error,
     },
     /// The file is not JSON of the vector format.
     #[error("{path}: {message}")]
@@ -63,9 +65,9 @@ pub struct VectorFile {
 /// [`VectorError::Read`] when the file cannot be read; [`VectorError::Malformed`] when it is
 /// not valid JSON of the format, naming the case (by index and name) and the field.
 pub fn load(path: &Path) -> Result<VectorFile, VectorError> {
-    let text = std::fs::read_to_string(path).map_err(|source| VectorError::Read {
+    let text = std::fs::read_to_string(path).map_err(|error| VectorError::Read {
         path: path.to_owned(),
-        source,
+        error,
     })?;
     parse(path, &text)
 }
@@ -75,9 +77,10 @@ pub fn load(path: &Path) -> Result<VectorFile, VectorError> {
 /// # Errors
 /// As [`load`].
 pub fn parse(path: &Path, text: &str) -> Result<VectorFile, VectorError> {
+    // The message quotes the file (a field name, a case name): escaped, it stays one line.
     let malformed = |message: String| VectorError::Malformed {
         path: path.to_owned(),
-        message,
+        message: printable(&message).into_owned(),
     };
     let root: serde_json::Value =
         serde_json::from_str(text).map_err(|e| malformed(format!("not valid JSON: {e}")))?;
@@ -145,7 +148,8 @@ impl Report {
 }
 
 /// Runs every case of `file` against `plugin`, directly (no fallback: a plugin failure
-/// fails the case).
+/// fails the case). The plugin never sees a case's credentials: [`Plugin`] redacts them, as
+/// for every request.
 pub fn run(plugin: &Plugin, file: &VectorFile) -> Report {
     let results = file
         .cases
