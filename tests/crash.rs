@@ -86,7 +86,7 @@ fn run(mut child: Child, kill: Option<Kill>) -> Vec<String> {
 }
 
 fn check(fake: &FakeProvider, paths: &Paths, seed: u64, log: &[String]) {
-    let journal = Journal::open(&paths.journal).unwrap();
+    let journal = Journal::open_or_create(&paths.journal).unwrap();
     let stored = fake.stored();
     for action in journal.all().unwrap() {
         let effects: Vec<_> = stored

@@ -120,7 +120,7 @@ pub async fn run(
         )
         .with_context(|| format!("open the audit log in {}", state.display()))?,
     );
-    let journal = Arc::new(Journal::open(&state.join("journal.sqlite"))?);
+    let journal = Arc::new(Journal::open_or_create(&state.join("journal.sqlite"))?);
     let executor = Arc::new(executor()?);
     let writes = Arc::new(Writes::new(
         executor.clone(),
