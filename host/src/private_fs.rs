@@ -71,12 +71,12 @@ pub enum Exposure {
         mode: u32,
     },
     /// Its metadata could not be read.
-    #[error("cannot inspect {path}: {source}", path = path.display())]
+    #[error("cannot inspect {path}: {error}", path = path.display())]
     Io {
         /// The directory.
         path: PathBuf,
-        /// What the system said.
-        source: io::Error,
+        /// What the system said (in the message, so not also a `source`).
+        error: io::Error,
     },
 }
 
@@ -88,9 +88,9 @@ pub enum Exposure {
 #[cfg(unix)]
 pub fn check_private_dir(dir: &Path) -> Result<(), Exposure> {
     use std::os::unix::fs::MetadataExt as _;
-    let meta = std::fs::metadata(dir).map_err(|source| Exposure::Io {
+    let meta = std::fs::metadata(dir).map_err(|error| Exposure::Io {
         path: dir.into(),
-        source,
+        error,
     })?;
     let me = rustix::process::geteuid().as_raw();
     if meta.uid() != me {

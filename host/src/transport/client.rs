@@ -27,16 +27,15 @@ const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 pub enum TransportError {
     /// An extra root file could not be read.
     #[error(
-        "cannot read the root certificate file {}: {source}; check the path given in the \
+        "cannot read the root certificate file {}: {error}; check the path given in the \
          transport's extra_roots (a PEM file of CA certificates)",
         path.display()
     )]
     RootUnreadable {
         /// The file.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (in the message, so not also a `source`).
+        error: std::io::Error,
     },
     /// An extra root is not PEM, or holds no certificate.
     #[error(
@@ -63,13 +62,12 @@ pub enum TransportError {
         reason: String,
     },
     /// The explicit proxy's URL is not one.
-    #[error("the proxy `{url}` is not a proxy URL ({source}); write it as http://host:port")]
+    #[error("the proxy `{url}` is not a proxy URL ({error}); write it as http://host:port")]
     BadProxy {
         /// The URL, without its password.
         url: String,
-        /// Why the client refused it.
-        #[source]
-        source: reqwest::Error,
+        /// Why the client refused it (in the message, so not also a `source`).
+        error: reqwest::Error,
     },
     /// The client refused its configuration (an unreadable platform root store, say).
     #[error("cannot build the HTTP client: {0}")]
@@ -108,10 +106,10 @@ impl Transport {
             ProxySetting::Environment => builder,
             ProxySetting::Direct => builder.no_proxy(),
             ProxySetting::Explicit { url, no_proxy } => {
-                let proxy = reqwest::Proxy::all(url.as_str()).map_err(|source| {
+                let proxy = reqwest::Proxy::all(url.as_str()).map_err(|error| {
                     TransportError::BadProxy {
                         url: without_password(&url),
-                        source,
+                        error,
                     }
                 })?;
                 builder.proxy(proxy.no_proxy(reqwest::NoProxy::from_string(&no_proxy.join(","))))

@@ -19,9 +19,9 @@ pub(super) fn load(roots: &[ExtraRoot]) -> Result<Vec<reqwest::Certificate>, Tra
     for (i, root) in roots.iter().enumerate() {
         let (origin, pem) = match root {
             ExtraRoot::PemFile(path) => {
-                let pem = std::fs::read(path).map_err(|source| TransportError::RootUnreadable {
+                let pem = std::fs::read(path).map_err(|error| TransportError::RootUnreadable {
                     path: path.clone(),
-                    source,
+                    error,
                 })?;
                 (path.display().to_string(), pem)
             }
