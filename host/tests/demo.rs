@@ -97,3 +97,41 @@ fn bad_options_are_named_and_an_earlier_run_is_never_mixed_in() {
         "nothing overwritten"
     );
 }
+
+#[test]
+fn a_duration_or_agent_count_no_one_means_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, said) in [
+        (
+            ["--duration", "18446744073709551615"],
+            "--duration 18446744073709551615 is too long: at most 3600 seconds",
+        ),
+        (["--duration", "0"], "--duration must be at least 1 second"),
+        (
+            ["--agents", "1000000"],
+            "--agents 1000000 is too many: at most 1000",
+        ),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("demo")
+            .args(args)
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run sluice demo");
+        let start = sluice::clock::Clock::now(&sluice::clock::SystemClock);
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("`sluice demo {}` still ran after 20 s", args.join(" "));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(said), "expected `{said}`: {err}");
+    }
+}

@@ -350,10 +350,7 @@ impl Writes {
                 self.audit(
                     self.event(EventKind::ActionRequested, &action)
                         .scope(&write.call.credential)
-                        .detail(&format!(
-                            "{} {} {}",
-                            action.method, action.route, action.class
-                        )),
+                        .detail(&format!("{} {}", action.route, action.class)),
                 )?;
                 self.step(Step::IntentCommitted);
                 self.send(&action, &write.call, "send").await
