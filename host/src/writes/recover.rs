@@ -5,6 +5,7 @@ use super::send::RESEND;
 use super::{WriteError, WriteOutcome, Writes, task_id};
 use crate::audit::{Event, EventKind};
 use crate::journal::escalations::{Approval, Choice};
+use crate::journal::text::shown;
 use crate::journal::{Intent, State};
 
 impl Writes {
@@ -61,7 +62,9 @@ impl Writes {
                     .task(&d.task)
                     .detail(&format!(
                         "escalation {}: the body of action {} was shown to {}",
-                        d.escalation_id, d.action_id, d.asked_by
+                        d.escalation_id,
+                        d.action_id,
+                        shown(&d.asked_by)
                     )),
             )?;
         }

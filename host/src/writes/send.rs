@@ -11,6 +11,7 @@ use crate::journal::escalations::Kind;
 use crate::journal::{Action, AttemptRecord, State};
 use crate::policy::{Classification, Response, Verdict};
 use crate::retry::Stop;
+use crate::vectors::verdict_name;
 
 /// The note of a resend with the same key.
 pub(super) const RESEND: &str = "resend with the same key";
@@ -82,14 +83,14 @@ impl Observer for Recorder<'_> {
             at_ms: w.clock.wall_ms(),
             status,
             retry_after_ms: read.retry_after_ms,
-            note: format!("{}: {:?}", self.note, read.verdict),
+            note: format!("{}: {}", self.note, verdict_name(read.verdict)),
         };
         let logged = w.journal.log_attempt(self.action.id, &record);
         self.keep(logged.map_err(WriteError::from));
         let mut event = w
             .event(EventKind::ActionResult, self.action)
             .attempt(n)
-            .detail(&format!("{:?}", read.verdict));
+            .detail(verdict_name(read.verdict));
         if let Some(s) = status {
             event = event.status(s);
         }
