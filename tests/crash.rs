@@ -89,6 +89,7 @@ struct Totals {
     failed: usize,
     escalated: usize,
     escalated_done: usize,
+    found_by_second_look: usize,
     bad_runs: Vec<String>,
 }
 
@@ -104,6 +105,7 @@ impl Totals {
         self.failed += j.failed;
         self.escalated += j.escalated;
         self.escalated_done += j.escalated_done;
+        self.found_by_second_look += j.found_by_second_look;
         if !j.problems.is_empty() {
             self.bad_runs.push(format!(
                 "{} seed {seed}: {:?}\n{}",
@@ -140,11 +142,11 @@ async fn soak_a_thousand_killed_hosts_duplicate_nothing_at_the_provider() {
     println!("soak: {runs} runs in {:.1} s", elapsed.as_secs_f64());
     println!(
         "provider | runs | actions | stored | duplicates | lost | phantoms | succeeded | failed \
-         | escalated (of which done)"
+         | escalated (of which done) | found by a second look"
     );
     for (name, t) in &totals {
         println!(
-            "{name} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({})",
+            "{name} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {}",
             t.runs,
             t.actions,
             t.effects,
@@ -154,7 +156,8 @@ async fn soak_a_thousand_killed_hosts_duplicate_nothing_at_the_provider() {
             t.succeeded,
             t.failed,
             t.escalated,
-            t.escalated_done
+            t.escalated_done,
+            t.found_by_second_look
         );
     }
     println!("killed at: {killed_at:?}");

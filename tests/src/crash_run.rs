@@ -185,6 +185,10 @@ pub struct Judgement {
     pub escalated: usize,
     /// Of those, the ones the provider holds (the person will find them done).
     pub escalated_done: usize,
+    /// Actions a first lookup did not find and a second one, a provider timeout later, did:
+    /// an attempt still at the provider landed in between. Each would have been a duplicate
+    /// had the first lookup been believed.
+    pub found_by_second_look: usize,
     /// The step the first host died at (`start` before its first step).
     pub killed_at: String,
     /// Everything that is wrong, in words; empty for a good run.
@@ -392,6 +396,7 @@ fn judge(fake: &FakeProvider, paths: &Paths) -> Judgement {
         j.problems
             .push(format!("{unaccounted} effect(s) no action accounts for"));
     }
+    j.found_by_second_look = found_by_second_look(&paths.audit);
     if let Err(e) = verify(
         &paths.audit,
         &audit_key().verifying_key(),
@@ -401,4 +406,30 @@ fn judge(fake: &FakeProvider, paths: &Paths) -> Judgement {
         j.problems.push(format!("the audit log: {e}"));
     }
     j
+}
+
+/// Actions whose audit trail shows a lookup that found nothing, then one that found the
+/// write.
+fn found_by_second_look(audit: &Path) -> usize {
+    let log = std::fs::read_to_string(audit).unwrap_or_default();
+    let mut missed = std::collections::HashSet::new();
+    let mut found = std::collections::HashSet::new();
+    for line in log.lines() {
+        let Some(record) = line
+            .split_once(' ')
+            .and_then(|(_, json)| serde_json::from_str::<serde_json::Value>(json).ok())
+        else {
+            continue;
+        };
+        let (Some(action), Some(detail)) = (record["action"].as_str(), record["detail"].as_str())
+        else {
+            continue;
+        };
+        if detail.starts_with("not found yet") {
+            missed.insert(action.to_owned());
+        } else if detail.starts_with("found: the write happened") && missed.contains(action) {
+            found.insert(action.to_owned());
+        }
+    }
+    found.len()
 }
