@@ -124,10 +124,10 @@ async fn an_issue_that_was_never_created_is_looked_for_twice_then_sent_once() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn an_attempt_still_at_the_provider_is_found_by_the_second_look_not_sent_again() {
-    // The provider takes a second to create each issue; the host stops waiting after half
-    // of one, so its first look comes while the attempt is still at the provider.
-    let slow = || Fault::Slow(Duration::from_secs(1));
-    let attempt_timeout = Duration::from_millis(500);
+    // The provider takes two seconds to create each issue; the host stops waiting after
+    // 300 ms, so its first look comes while the attempt is still at the provider.
+    let slow = || Fault::Slow(Duration::from_secs(2));
+    let attempt_timeout = Duration::from_millis(300);
 
     // A host that believed the first look would resend, and the provider would hold two:
     // the race is real, and the fake counts it.
@@ -136,19 +136,18 @@ async fn an_attempt_still_at_the_provider_is_found_by_the_second_look_not_sent_a
     let dir = tempfile::tempdir().unwrap();
     let credulous = stack(&dir, attempt_timeout, Duration::ZERO);
     credulous.write(&issue(&fake, "report")).await.unwrap();
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(fake.duplicates(), 1, "{:?}", fake.stored());
 
     // Looking again a provider timeout later finds the first attempt's issue.
     let fake = github().await;
     fake.script_writes(ISSUES, [slow()]);
     let dir = tempfile::tempdir().unwrap();
-    let writes = stack(&dir, attempt_timeout, Duration::from_millis(1_500));
+    let writes = stack(&dir, attempt_timeout, Duration::from_secs(3));
     let outcome = writes.write(&issue(&fake, "report")).await.unwrap();
     let WriteOutcome::Succeeded { action } = outcome else {
         panic!("found by the second look: {outcome:?}")
     };
-    tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(fake.duplicates(), 0);
     assert_eq!(of_action(&fake.stored(), "report").len(), 1);
     assert_eq!((posts(&fake), lookups(&fake)), (1, 2));
