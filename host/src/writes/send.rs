@@ -116,11 +116,16 @@ impl Observer for Recorder<'_> {
     }
 }
 
-/// The provider's id for what a write created: the answer's top-level JSON `id`.
+/// The provider's id for what a write created: the answer's top-level JSON `id`, a string
+/// (`pi_3Nx...`) or a number (GitHub's ids).
 pub(super) fn operation_id(response: &Response) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(&response.body).ok()?;
-    let id = v.get("id")?.as_str()?;
-    (!id.is_empty() && id.len() <= 255).then(|| id.to_owned())
+    let id = match v.get("id")? {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    (!id.is_empty() && id.len() <= 255).then_some(id)
 }
 
 impl Writes {
