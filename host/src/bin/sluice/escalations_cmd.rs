@@ -80,8 +80,8 @@ pub fn run(command: EscalationsCommand) -> anyhow::Result<ExitCode> {
             body,
             by,
         } => {
-            // Checked before the journal is opened, as `resolve` checks its name; clap has
-            // already refused `--by` without `--body` and `--body` without `--by`.
+            // The name is checked as `resolve` checks its own, before the journal is opened;
+            // clap has already refused `--by` without `--body` and `--body` without `--by`.
             if let Some(by) = &by {
                 check_operator(by)?;
             }
