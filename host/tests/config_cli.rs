@@ -126,3 +126,74 @@ fn every_command_says_a_cause_once() {
         }
     }
 }
+
+/// Issue: provider keys `"\u001b[31mred"` and `"a\nfake: valid"` printed a raw ESC and a
+/// forged `fake: valid` line, with exit 0.
+#[test]
+fn names_from_the_file_print_escaped_and_cannot_forge_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("admission.toml");
+    std::fs::write(
+        &file,
+        "[providers.\"\\u001b[31mred\"]\n\
+         [providers.\"a\\nfake: valid\"]\n\
+         [providers.\"ops\\u00ad\".scopes.\"s\\u2028x\"]\n\
+         requests_per_minute = 60\n\
+         [tiers.\"t\\u3164\"]\n",
+    )
+    .unwrap();
+    let o = check(&file);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let valid = out.lines().filter(|l| l.ends_with(": valid")).count();
+    assert_eq!(valid, 1, "a forged line:\n{out}");
+    for c in ['\u{1b}', '\u{ad}', '\u{2028}', '\u{3164}'] {
+        assert!(!out.contains(c), "printed {c:?} raw: {out:?}");
+    }
+    for shown in [
+        r"provider \u{1b}[31mred ",
+        r"provider a\nfake: valid ",
+        r"provider ops\u{ad} ",
+        r"scope s\u{2028}x",
+        r"tier t\u{3164}:",
+    ] {
+        assert!(out.contains(shown), "no `{shown}` in:\n{out}");
+    }
+}
+
+/// Issue: a parse error echoed the raw line, control bytes included, and a 400 KB line whole.
+#[test]
+fn a_parse_error_echoes_its_line_escaped_and_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("admission.toml");
+    let said = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        let o = check(&file);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.len() < 1_000, "{} bytes of error", err.len());
+        assert!(!err.contains('\u{1b}') && !err.contains('\r'), "{err:?}");
+        err
+    };
+    let long = "x".repeat(400_000);
+
+    let err = said("margin = 0.9 \u{1b}[2K\rfake: valid\n");
+    assert!(err.contains("line 1, column 15"), "{err}");
+    assert!(
+        err.contains(r"`margin = 0.9 \u{1b}[2K\rfake: valid`"),
+        "{err}"
+    );
+
+    // Wrong early in a long line: the line's start, cut after 200 characters.
+    let err = said(&format!("# first\nmargin = = {long}\u{1b}\n"));
+    assert!(err.contains("line 2, column 10"), "{err}");
+    let quoted = format!("`margin = = {}…`", &long[..189]);
+    assert!(err.ends_with(&format!("{quoted}\n")), "{err}");
+
+    // Wrong at the end of a long line: the characters around the error, cut before.
+    let err = said(&format!("margin = 0.9 {long}\u{1b}[2K\rfake: valid\n"));
+    assert!(err.contains("line 1, column 400015"), "{err}");
+    assert!(err.contains(r"`…xxx"), "{err}");
+    assert!(err.contains(r"xxx\u{1b}[2K\rfake: valid`"), "{err}");
+}

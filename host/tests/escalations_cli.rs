@@ -313,3 +313,99 @@ fn show_escapes_what_an_old_journal_holds() {
         "{out}"
     );
 }
+
+/// Characters a reviewer got past the first blocklist into `--by` and `--note`: each prints
+/// as nothing, so `show` printed `by ops` and invisible bytes, identical to a real `ops`.
+const INVISIBLE: [char; 9] = [
+    '\u{AD}',
+    '\u{E0041}',
+    '\u{2800}',
+    '\u{3164}',
+    '\u{115F}',
+    '\u{180E}',
+    '\u{FE0F}',
+    '\u{34F}',
+    '\u{1D173}',
+];
+
+#[test]
+fn invisible_characters_in_a_name_or_a_note_are_refused_and_nothing_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite");
+    journal_with_a_case(&path);
+    let journal = path.to_str().unwrap();
+    for c in INVISIBLE {
+        let code = format!("U+{:04X}", u32::from(c));
+        let name = format!("ops{c}");
+        let note = format!("checked{c}");
+        for (args, field) in [
+            (vec!["--by", &name], "the operator's name"),
+            (vec!["--by", "ops", "--note", &note], "the note"),
+        ] {
+            let mut args = args;
+            args.extend(["--option", "cancel"]);
+            let o = resolve(journal, &args);
+            let (_, err) = text(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(field) && err.contains(&code), "{err}");
+            assert!(!err.contains(c), "the error escapes it: {err:?}");
+        }
+        let o = sluice(&[
+            "escalations",
+            "show",
+            "1",
+            "--journal",
+            journal,
+            "--body",
+            "--by",
+            &name,
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&code), "{err}");
+        assert!(!out.contains("amount=4200"), "{out}");
+    }
+    let (approvals, disclosures) = Journal::open_existing(&path).unwrap().unaudited().unwrap();
+    assert!(approvals.is_empty() && disclosures.is_empty());
+}
+
+/// Issue: `show --by X` without `--body` was silently ignored, and `X` not even checked.
+#[test]
+fn show_refuses_by_without_body_and_checks_the_name_as_resolve_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite");
+    journal_with_a_case(&path);
+    let journal = path.to_str().unwrap();
+    let o = sluice(&[
+        "escalations",
+        "show",
+        "1",
+        "--journal",
+        journal,
+        "--by",
+        "ops",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(err.contains("--body"), "{err}");
+    assert!(out.is_empty(), "{out}");
+    // A bad name is refused before the journal is even opened.
+    let o = sluice(&[
+        "escalations",
+        "show",
+        "1",
+        "--journal",
+        "/nonexistent/journal.sqlite",
+        "--body",
+        "--by",
+        "ops\u{AD}",
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the operator's name") && err.contains("U+00AD"),
+        "{err}"
+    );
+    let (_, disclosures) = Journal::open_existing(&path).unwrap().unaudited().unwrap();
+    assert!(disclosures.is_empty());
+}

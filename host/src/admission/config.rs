@@ -51,6 +51,7 @@ use serde::Deserialize;
 
 use super::limits::Limits;
 use super::scope::Shape;
+use crate::printable::printable;
 
 /// The default safety margin: pace at 90% of a provider's limit.
 pub const DEFAULT_MARGIN: f64 = 0.9;
@@ -227,9 +228,11 @@ impl Default for TenantsConfig {
 
 mod bounds;
 mod file;
+mod syntax;
 
 pub use bounds::{MAX_IN_FLIGHT, MAX_QUEUED, MAX_WAIT_MS, MAX_WEIGHT, MIN_MARGIN};
 pub use file::MAX_FILE_BYTES;
+pub use syntax::QUOTED_CHARS;
 
 /// A configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -264,11 +267,15 @@ pub enum ConfigError {
     Syntax {
         /// The file, or `configuration`.
         origin: String,
-        /// The parser's message, which names the key and shows the line.
+        /// The parser's message on one line: the line and column, what is wrong (naming the
+        /// key), and at most [`QUOTED_CHARS`] characters of the line around the error — all
+        /// escaped by [`printable`](crate::printable::printable).
         message: String,
     },
-    /// A value is out of range or refers to something undefined.
-    #[error("`{key}`: {message}")]
+    /// A value is out of range or refers to something undefined. Both fields may quote the
+    /// file (a provider's or tier's name): they are printed escaped by
+    /// [`printable`](crate::printable::printable).
+    #[error("`{}`: {}", printable(.key), printable(.message))]
     Invalid {
         /// The dotted key.
         key: String,
@@ -297,10 +304,7 @@ impl Config {
     }
 
     fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let config: Self = toml::from_str(text).map_err(|e| ConfigError::Syntax {
-            origin: origin.into(),
-            message: e.to_string(),
-        })?;
+        let config: Self = toml::from_str(text).map_err(|e| syntax::error(origin, text, &e))?;
         config.validate()?;
         Ok(config)
     }

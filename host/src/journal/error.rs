@@ -167,7 +167,7 @@ impl JournalError {
         if damaged {
             Self::Corrupt {
                 path: path.into(),
-                detail: super::text::shown(&error.to_string()).into_owned(),
+                detail: crate::printable::printable(&error.to_string()).into_owned(),
             }
         } else {
             Self::Sqlite {

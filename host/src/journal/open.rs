@@ -182,7 +182,7 @@ fn quick_check(conn: &Connection, path: &str) -> Result<(), JournalError> {
     }
     Err(JournalError::Corrupt {
         path: path.into(),
-        detail: super::text::shown(&found.join("; ")).into_owned(),
+        detail: crate::printable::printable(&found.join("; ")).into_owned(),
     })
 }
 

@@ -3,15 +3,15 @@
 //! An operator's name is printed on a line of its own kind (`decision: ... by ops@example`)
 //! and copied into the audit log. A name with a newline could print a second, forged decision
 //! line; one with a terminal escape could rewrite the screen; a right-to-left override could
-//! make `ops` read as someone else. So the library, not only the CLI, refuses such text before
-//! it is stored ([`check_operator`], [`check_note`], [`check_operation_id`]); and because an
-//! old or tampered journal may hold anything, whatever is printed from it goes through
-//! [`shown`], which escapes every character that is not plainly visible.
-
-use std::borrow::Cow;
-use std::fmt::Write as _;
+//! make `ops` read as someone else; a soft hyphen or a tag character after `ops` prints
+//! nothing, so the name looks like `ops` and is not. So the library, not only the CLI, refuses
+//! every character that [`must_escape`] (the one set of characters sluice never prints as
+//! they are) before the text is stored ([`check_operator`], [`check_note`],
+//! [`check_operation_id`]); and because an old or tampered journal may hold anything,
+//! whatever is printed from it goes through [`crate::printable::printable`].
 
 use super::JournalError;
+use crate::printable::{is_line_break, must_escape, printable};
 
 /// The longest operator name, in bytes (an email address fits).
 pub const MAX_OPERATOR_BYTES: usize = 256;
@@ -20,64 +20,6 @@ pub const MAX_NOTE_BYTES: usize = 4096;
 /// The longest operation id, in bytes.
 pub const MAX_OPERATION_ID_BYTES: usize = 256;
 
-/// Whether `c` changes how the text around it reads without showing itself: control
-/// characters (C0, DEL, C1), line and paragraph separators, zero-width characters and the
-/// bidirectional overrides and isolates.
-fn hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061C}'
-                | '\u{200B}'..='\u{200F}'
-                | '\u{2028}'..='\u{202E}'
-                | '\u{2060}'..='\u{2064}'
-                | '\u{2066}'..='\u{206F}'
-                | '\u{FEFF}'
-                | '\u{FFF9}'..='\u{FFFB}'
-        )
-}
-
-/// `text` with every hidden character (see the module docs) written as an escape: `\n`,
-/// `\t`, `\r`, `\\` for a backslash, `\u{..}` for the others. Plain text comes back borrowed.
-pub fn shown(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(|c| hidden(c) || c == '\\') {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if hidden(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// `json` (JSON text) with every hidden character outside ASCII control codes written as a
-/// JSON `\uXXXX` escape, so that it stays valid JSON and prints as one plain line. Control
-/// codes are already escaped by any JSON serializer; the characters escaped here are all in
-/// the Basic Multilingual Plane, so one `\uXXXX` each is exact.
-pub fn shown_json(json: &str) -> Cow<'_, str> {
-    if !json.chars().any(hidden) {
-        return Cow::Borrowed(json);
-    }
-    let mut out = String::with_capacity(json.len() + 8);
-    for c in json.chars() {
-        if hidden(c) {
-            let _ = write!(out, "\\u{:04x}", u32::from(c));
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
-
 fn refuse(field: &'static str, problem: impl Into<String>) -> JournalError {
     JournalError::Text {
         field,
@@ -85,16 +27,20 @@ fn refuse(field: &'static str, problem: impl Into<String>) -> JournalError {
     }
 }
 
-/// The first hidden character of `text`, described for an error message.
+/// The first character of `text` that must not be stored, described for an error message.
 fn first_hidden(text: &str) -> Option<String> {
-    text.chars().find(|&c| hidden(c)).map(|c| match c {
-        '\n' | '\r' | '\u{2028}' | '\u{2029}' => "a line break".to_owned(),
-        c => format!("the invisible character U+{:04X}", u32::from(c)),
+    text.chars().find(|&c| must_escape(c)).map(|c| {
+        if is_line_break(c) {
+            "a line break".to_owned()
+        } else {
+            format!("the invisible or control character U+{:04X}", u32::from(c))
+        }
     })
 }
 
 /// Checks an operator's name (who decides, who asks to see a body): not empty, one line, no
-/// control or invisible characters, no surrounding spaces, at most
+/// character that [`must_escape`] (controls, invisible characters, whitespace other than the
+/// space), no surrounding spaces, at most
 /// [`MAX_OPERATOR_BYTES`] bytes.
 ///
 /// # Errors
@@ -112,7 +58,7 @@ pub fn check_operator(name: &str) -> Result<(), JournalError> {
             FIELD,
             format!(
                 "contains {what} ({}): a name is one line of visible characters",
-                shown(name)
+                printable(name)
             ),
         ));
     }
@@ -131,7 +77,8 @@ pub fn check_operator(name: &str) -> Result<(), JournalError> {
     Ok(())
 }
 
-/// Checks a decision's note: one line of visible characters (it may be empty), at most
+/// Checks a decision's note: one line of visible characters (it may be empty; no character
+/// that [`must_escape`]), at most
 /// [`MAX_NOTE_BYTES`] bytes.
 ///
 /// # Errors
@@ -172,8 +119,8 @@ pub fn check_operation_id(id: &str) -> Result<(), JournalError> {
             format!(
                 "contains `{}` ({}): an id is printable ASCII without spaces, as the provider \
                  shows it",
-                shown(&c.to_string()),
-                shown(id)
+                printable(&c.to_string()),
+                printable(id)
             ),
         ));
     }
@@ -193,19 +140,38 @@ pub fn check_operation_id(id: &str) -> Result<(), JournalError> {
 mod tests {
     use super::*;
 
+    /// Characters a reviewer got into `--by` and `--note` past the first blocklist: each
+    /// prints as nothing, so `ops` followed by one looked exactly like `ops`.
+    const INVISIBLE: [char; 9] = [
+        '\u{AD}',
+        '\u{E0041}',
+        '\u{2800}',
+        '\u{3164}',
+        '\u{115F}',
+        '\u{180E}',
+        '\u{FE0F}',
+        '\u{34F}',
+        '\u{1D173}',
+    ];
+
     #[test]
-    fn plain_text_is_shown_as_it_is_and_hidden_characters_escaped() {
-        assert!(matches!(shown("ops@example.com"), Cow::Borrowed(_)));
-        assert_eq!(shown("café ✓"), "café ✓");
-        assert_eq!(
-            shown("ops\ndecision: x\u{1b}[2K\u{202e}\\"),
-            "ops\\ndecision: x\\u{1b}[2K\\u{202e}\\\\"
-        );
-        assert_eq!(shown("\u{9b}\u{2028}\u{200b}"), "\\u{9b}\\u{2028}\\u{200b}");
-        let json = shown_json("{\"a\":\"x\u{202e}y\u{85}\"}");
-        assert_eq!(json, "{\"a\":\"x\\u202ey\\u0085\"}");
-        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(back["a"], "x\u{202e}y\u{85}");
+    fn a_name_or_note_with_an_invisible_character_is_refused_naming_its_code_point() {
+        for c in INVISIBLE
+            .into_iter()
+            .chain(['\u{A0}', '\t', '\u{E000}', '\u{FFFF}'])
+        {
+            let code = format!("U+{:04X}", u32::from(c));
+            for (e, field) in [
+                (check_operator(&format!("ops{c}")), "the operator's name "),
+                (check_operator(&format!("o{c}ps")), "the operator's name "),
+                (check_note(&format!("looks fine{c}")), "the note "),
+            ] {
+                let e = e.unwrap_err().to_string();
+                assert!(e.starts_with(field), "{e}");
+                assert!(e.contains(&code), "{c:?}: {e}");
+                assert!(!e.contains(c), "the error escapes the character: {e:?}");
+            }
+        }
     }
 
     #[test]

@@ -25,9 +25,9 @@ use std::path::{Path, PathBuf};
 
 pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
 pub use format::{Case, DEFAULT_NOW_MS, dimension_name};
-pub use print::printable;
 
 use crate::plugin::Plugin;
+use crate::printable::printable;
 
 /// A vector file that could not be read.
 #[derive(Debug, thiserror::Error)]

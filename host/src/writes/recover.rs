@@ -5,8 +5,8 @@ use super::send::RESEND;
 use super::{WriteError, WriteOutcome, Writes, task_id};
 use crate::audit::{Event, EventKind};
 use crate::journal::escalations::{Approval, Choice};
-use crate::journal::text::shown;
 use crate::journal::{Intent, State};
+use crate::printable::printable;
 
 impl Writes {
     /// Resumes every unfinished action with its original key, then carries out decisions
@@ -64,7 +64,7 @@ impl Writes {
                         "escalation {}: the body of action {} was shown to {}",
                         d.escalation_id,
                         d.action_id,
-                        shown(&d.asked_by)
+                        printable(&d.asked_by)
                     )),
             )?;
         }

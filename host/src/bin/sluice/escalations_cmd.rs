@@ -5,7 +5,7 @@
 //!
 //! These commands never create a journal: they open the host's (`Journal::open_existing`),
 //! and refuse a missing, empty, foreign or damaged file without writing to it. Everything
-//! printed from the journal is escaped (`journal::text::shown`), because an old or edited
+//! printed from the journal is escaped (`sluice::printable`), because an old or edited
 //! journal may hold names and notes that would print as forged lines.
 
 use std::path::PathBuf;
@@ -15,7 +15,8 @@ use clap::Subcommand;
 use sluice::clock::{Clock, SystemClock};
 use sluice::journal::Journal;
 use sluice::journal::escalations::{Choice, Decision, Escalation};
-use sluice::journal::text::{shown, shown_json};
+use sluice::journal::text::check_operator;
+use sluice::printable::{printable, printable_json};
 
 /// Escalation commands.
 #[derive(Debug, Subcommand)]
@@ -41,8 +42,9 @@ pub enum EscalationsCommand {
         /// (and audited) first.
         #[arg(long, requires = "by")]
         body: bool,
-        /// Who asks (required with `--body`): one line of visible characters.
-        #[arg(long)]
+        /// Who asks (with `--body` only, and required with it): one line of visible
+        /// characters, at most 256 bytes.
+        #[arg(long, requires = "body")]
         by: Option<String>,
     },
     /// Resolve an escalation with one of its options.
@@ -77,11 +79,18 @@ pub fn run(command: EscalationsCommand) -> anyhow::Result<ExitCode> {
             journal,
             body,
             by,
-        } => show(
-            &Journal::open_existing(&journal)?,
-            id,
-            body.then_some(by).flatten(),
-        ),
+        } => {
+            // The name is checked as `resolve` checks its own, before the journal is opened;
+            // clap has already refused `--by` without `--body` and `--body` without `--by`.
+            if let Some(by) = &by {
+                check_operator(by)?;
+            }
+            show(
+                &Journal::open_existing(&journal)?,
+                id,
+                body.then_some(by).flatten(),
+            )
+        }
         EscalationsCommand::Resolve {
             id,
             journal,
@@ -94,7 +103,7 @@ pub fn run(command: EscalationsCommand) -> anyhow::Result<ExitCode> {
                 let names: Vec<&str> = Choice::ALL.iter().map(|c| c.name()).collect();
                 eprintln!(
                     "error: `{}` is not an option: use one of {}",
-                    shown(&option),
+                    printable(&option),
                     names.join(", ")
                 );
                 return Ok(ExitCode::from(2));
@@ -114,8 +123,8 @@ pub fn run(command: EscalationsCommand) -> anyhow::Result<ExitCode> {
 /// escaped as text, and said to be so.
 fn case_text(e: &Escalation) -> String {
     match serde_json::from_str::<serde_json::Value>(&e.case_json) {
-        Ok(case) => shown_json(&case.to_string()).into_owned(),
-        Err(_) => format!("(not JSON) {}", shown(&e.case_json)),
+        Ok(case) => printable_json(&case.to_string()).into_owned(),
+        Err(_) => format!("(not JSON) {}", printable(&e.case_json)),
     }
 }
 
@@ -141,9 +150,9 @@ fn list(journal: &Journal, all: bool) -> anyhow::Result<ExitCode> {
             e.id,
             state,
             e.kind.name(),
-            shown(&e.task),
-            shown(case["action"].as_str().unwrap_or("-")),
-            shown(case["reason"].as_str().unwrap_or(""))
+            printable(&e.task),
+            printable(case["action"].as_str().unwrap_or("-")),
+            printable(case["reason"].as_str().unwrap_or(""))
         ));
     }
     crate::print_once(&out)
@@ -174,10 +183,13 @@ fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<
     }
     if let Some(by) = body_for {
         let body = journal.disclose_body(id, &by, SystemClock.wall_ms())?;
-        eprintln!("the body was shown to {by}; this is recorded and goes into the audit log");
+        eprintln!(
+            "the body was shown to {}; this is recorded and goes into the audit log",
+            printable(&by)
+        );
         // Escaped like the rest: line breaks and control characters print as `\n`, `\u{1b}`.
         out.push_str("body:\n");
-        out.push_str(&shown(&String::from_utf8_lossy(&body)));
+        out.push_str(&printable(&String::from_utf8_lossy(&body)));
         out.push('\n');
     }
     crate::print_once(&out)

@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use sluice::plugin::{CacheOutcome, ComponentCache, Plugin, PluginRuntime, RuntimeConfig, bundled};
-use sluice::vectors::{self, Report, VectorFile, printable};
+use sluice::printable::printable;
+use sluice::vectors::{self, Report, VectorFile};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {

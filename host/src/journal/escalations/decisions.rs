@@ -8,8 +8,9 @@
 use rusqlite::{TransactionBehavior, params};
 
 use super::{Choice, Escalation, Kind};
-use crate::journal::text::{check_note, check_operation_id, check_operator, shown};
+use crate::journal::text::{check_note, check_operation_id, check_operator};
 use crate::journal::{Journal, JournalError, Unknown};
+use crate::printable::printable;
 
 /// A person's decision on an escalation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,22 +46,22 @@ pub struct Approval {
 
 impl Approval {
     /// `action approval `retry-same-key` by ops@example`: what was approved, by whom, on one
-    /// line (a name read back from the journal is [`shown`] escaped).
+    /// line (a name read back from the journal is [`printable`]).
     pub fn summary(&self) -> String {
         format!(
             "{} approval `{}` by {}",
             self.kind,
             self.decision.choice.name(),
-            shown(&self.decision.decided_by)
+            printable(&self.decision.decided_by)
         )
     }
 
-    /// The decider's note after `sep`, [`shown`] escaped, or nothing when there is none.
+    /// The decider's note after `sep`, [`printable`], or nothing when there is none.
     pub fn note_after(&self, sep: &str) -> String {
         if self.decision.note.is_empty() {
             String::new()
         } else {
-            format!("{sep}{}", shown(&self.decision.note))
+            format!("{sep}{}", printable(&self.decision.note))
         }
     }
 }
