@@ -123,7 +123,7 @@ fn unreadable_input_exits_2_naming_the_file() {
     std::fs::remove_file(&log).unwrap();
     let o = verify(dir.path(), &[]);
     assert_eq!(o.status.code(), Some(2), "{}", said(&o));
-    let cannot = format!("error: cannot read {}", log.display());
+    let cannot = format!("error: the log {}: cannot read: ", log.display());
     assert!(said(&o).contains(&cannot), "{}", said(&o));
     let dir = fresh_log();
     std::fs::write(dir.path().join("public"), "not a key\n").unwrap();
