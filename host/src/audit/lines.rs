@@ -108,7 +108,7 @@ mod tests {
     use super::*;
 
     fn all(data: &[u8]) -> Vec<String> {
-        let mut lines = Lines::new(io::BufReader::with_capacity(7, data));
+        let mut lines = Lines::new(BufReader::with_capacity(7, data));
         let mut out = Vec::new();
         loop {
             match lines.next_line().unwrap() {
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn an_endless_line_stops_at_the_limit() {
-        let mut zeros = Lines::new(io::BufReader::new(io::repeat(0)));
+        let mut zeros = Lines::new(BufReader::new(io::repeat(0)));
         assert_eq!(zeros.next_line().unwrap(), Some((1, Line::TooLong)));
     }
 }
