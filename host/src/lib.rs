@@ -20,6 +20,7 @@ pub mod execute;
 pub mod fallback;
 pub mod guard;
 mod hex;
+pub mod input_file;
 pub mod journal;
 pub mod plugin;
 pub mod policy;

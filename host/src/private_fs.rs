@@ -87,15 +87,26 @@ pub enum Exposure {
 /// [`Exposure`] naming the directory and what to do.
 #[cfg(unix)]
 pub fn check_private_dir(dir: &Path) -> Result<(), Exposure> {
-    use std::os::unix::fs::MetadataExt as _;
     let meta = std::fs::metadata(dir).map_err(|error| Exposure::Io {
         path: dir.into(),
         error,
     })?;
+    check_private(dir, &meta)
+}
+
+/// Checks `meta`, the metadata of `path` (a directory, or a file read through an open
+/// handle), as [`check_private_dir`] checks a directory's.
+///
+/// # Errors
+/// [`Exposure::NotOwned`] or [`Exposure::Writable`], whose messages advise on a directory:
+/// a caller checking a file says what it does about it instead.
+#[cfg(unix)]
+pub fn check_private(path: &Path, meta: &std::fs::Metadata) -> Result<(), Exposure> {
+    use std::os::unix::fs::MetadataExt as _;
     let me = rustix::process::geteuid().as_raw();
     if meta.uid() != me {
         return Err(Exposure::NotOwned {
-            path: dir.into(),
+            path: path.into(),
             owner: meta.uid(),
             me,
         });
@@ -108,7 +119,7 @@ pub fn check_private_dir(dir: &Path) -> Result<(), Exposure> {
         (true, true) => "its group and other users",
     };
     Err(Exposure::Writable {
-        path: dir.into(),
+        path: path.into(),
         who,
         mode,
     })
@@ -117,6 +128,12 @@ pub fn check_private_dir(dir: &Path) -> Result<(), Exposure> {
 /// Without unix permissions there is nothing to check.
 #[cfg(not(unix))]
 pub fn check_private_dir(_dir: &Path) -> Result<(), Exposure> {
+    Ok(())
+}
+
+/// Without unix permissions there is nothing to check.
+#[cfg(not(unix))]
+pub fn check_private(_path: &Path, _meta: &std::fs::Metadata) -> Result<(), Exposure> {
     Ok(())
 }
 

@@ -129,7 +129,7 @@ fn a_missing_file_or_plugin_exits_2_with_a_clear_error() {
     let o = sluice(&["plugin", "inspect", "/nonexistent/p.wasm"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("cannot read plugin file /nonexistent/p.wasm"),
+        stderr(&o).contains("the plugin file /nonexistent/p.wasm: cannot read: "),
         "{}",
         stderr(&o)
     );

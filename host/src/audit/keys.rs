@@ -21,7 +21,12 @@ use sha2::{Digest, Sha256};
 
 use super::fingerprint::Fingerprint;
 use super::record::{from_hex, to_hex};
+use crate::input_file::{self, InputFileError};
 use crate::private_fs;
+
+/// The largest key file read, in bytes: a key file is one line of about 90 bytes, so
+/// anything near this bound (`/dev/zero`, a log given by mistake) is not a key.
+pub const MAX_KEY_FILE_BYTES: u64 = 4 << 10;
 
 const SECRET_TAG: &str = "sluice-audit-secret-v1";
 const PUBLIC_TAG: &str = "sluice-audit-public-v1";
@@ -110,7 +115,7 @@ pub fn key_id(key: &VerifyingKey) -> String {
 /// A key file that could not be written or read.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    /// The file could not be read or written.
+    /// The file could not be written.
     #[error("the key file {path}")]
     Io {
         /// The file.
@@ -118,6 +123,10 @@ pub enum KeyError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// The file could not be read: missing, not a regular file, or larger than
+    /// [`MAX_KEY_FILE_BYTES`].
+    #[error("the key file {0}")]
+    Read(InputFileError),
     /// `generate` will not replace a key.
     #[error("the key file {path} exists already; refusing to overwrite a key (move it away first)")]
     Exists {
@@ -182,7 +191,8 @@ fn write_new(path: &Path, contents: &[u8]) -> Result<(), KeyError> {
 /// Loads the secret key that signs checkpoints.
 ///
 /// # Errors
-/// [`KeyError`] naming the file: unreadable, or not a `sluice-audit-secret-v1` key.
+/// [`KeyError`] naming the file: unreadable (or not a regular file of at most
+/// [`MAX_KEY_FILE_BYTES`]), or not a `sluice-audit-secret-v1` key.
 pub fn load_signing(path: &Path) -> Result<AuditKey, KeyError> {
     warn_if_readable_by_others(path);
     let bytes = read_key(path, SECRET_TAG, PUBLIC_TAG, "a public key")?;
@@ -192,8 +202,9 @@ pub fn load_signing(path: &Path) -> Result<AuditKey, KeyError> {
 /// Loads the public key that verifies checkpoints.
 ///
 /// # Errors
-/// [`KeyError`] naming the file: unreadable, not a `sluice-audit-public-v1` key, or not a
-/// valid Ed25519 public key.
+/// [`KeyError`] naming the file: unreadable (or not a regular file of at most
+/// [`MAX_KEY_FILE_BYTES`]), not a `sluice-audit-public-v1` key, or not a valid Ed25519 public
+/// key.
 pub fn load_verifying(path: &Path) -> Result<VerifyingKey, KeyError> {
     let bytes = read_key(path, PUBLIC_TAG, SECRET_TAG, "the secret key")?;
     VerifyingKey::from_bytes(&bytes).map_err(|_| KeyError::Malformed {
@@ -208,10 +219,8 @@ fn read_key(path: &Path, tag: &str, other: &str, what: &str) -> Result<[u8; 32],
         path: path.into(),
         why,
     };
-    let text = std::fs::read_to_string(path).map_err(|source| KeyError::Io {
-        path: path.into(),
-        source,
-    })?;
+    // A regular file of a few KiB, opened without blocking: not a fifo, not `/dev/zero`.
+    let text = input_file::read_text(path, MAX_KEY_FILE_BYTES).map_err(KeyError::Read)?;
     let (found, hex) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
     if found == other {
         return Err(malformed(format!("it holds {what}, not a `{tag}` key")));

@@ -2,9 +2,15 @@
 //!
 //! A record is small (its names are cut, its note is short), so a line longer than
 //! [`MAX_LINE`] is not a record: whoever reads one stops there and names it, rather than
-//! growing a buffer to the size of whatever file (or `/dev/zero`) it was handed.
+//! growing a buffer to the size of whatever file it was handed. The file itself must be a
+//! regular one, opened without blocking ([`open`]): a fifo would hang the reader, a device
+//! such as `/dev/urandom` holds no log.
 
-use std::io::{self, BufRead};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::Path;
+
+use crate::input_file::{self, InputFileError};
 
 /// The longest line, newline included, that a log or a witness may hold: 64 KiB.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -76,6 +82,22 @@ impl<R: BufRead> Lines<R> {
     }
 }
 
+/// The lines of the regular file at `path`, opened without blocking.
+///
+/// # Errors
+/// [`InputFileError`] naming the file: missing, unreadable, or not a regular file.
+pub(super) fn open(path: &Path) -> Result<Lines<BufReader<File>>, InputFileError> {
+    input_file::open(path).map(|f| Lines::new(BufReader::new(f)))
+}
+
+/// A read error of [`Lines::next_line`] on the file at `path`, said as [`open`]'s are.
+pub(super) fn read_error(path: &Path) -> impl Fn(io::Error) -> InputFileError + '_ {
+    move |error| InputFileError::Io {
+        path: path.to_owned(),
+        error,
+    }
+}
+
 /// What a reader says of a line that is too long.
 pub(super) fn too_long() -> String {
     format!("longer than {MAX_LINE} bytes: not a record")
@@ -86,7 +108,7 @@ mod tests {
     use super::*;
 
     fn all(data: &[u8]) -> Vec<String> {
-        let mut lines = Lines::new(io::BufReader::with_capacity(7, data));
+        let mut lines = Lines::new(BufReader::with_capacity(7, data));
         let mut out = Vec::new();
         loop {
             match lines.next_line().unwrap() {
@@ -124,7 +146,7 @@ mod tests {
 
     #[test]
     fn an_endless_line_stops_at_the_limit() {
-        let mut zeros = Lines::new(io::BufReader::new(io::repeat(0)));
+        let mut zeros = Lines::new(BufReader::new(io::repeat(0)));
         assert_eq!(zeros.next_line().unwrap(), Some((1, Line::TooLong)));
     }
 }

@@ -105,7 +105,9 @@ use serde::{Deserialize, Serialize};
 
 pub use ed25519_dalek::VerifyingKey;
 pub use fingerprint::{BadFingerprint, Fingerprint};
-pub use keys::{AuditKey, KeyError, generate, key_id, load_signing, load_verifying};
+pub use keys::{
+    AuditKey, KeyError, MAX_KEY_FILE_BYTES, generate, key_id, load_signing, load_verifying,
+};
 pub use lines::MAX_LINE;
 pub use log::{AuditLog, AuditSettings};
 pub use verify::{Finding, Report, VerifyError, VerifyOptions, verify, verify_with};

@@ -9,17 +9,16 @@
 //! documentation.
 
 use std::fmt::{self, Write as _};
-use std::fs::File;
-use std::io::BufReader;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ed25519_dalek::{Signature, VerifyingKey};
 
 use super::fingerprint::Fingerprint;
 use super::keys::key_id;
-use super::lines::{Line, Lines, too_long};
+use super::lines::{self, Line, too_long};
 use super::record::{Checkpoint, GENESIS, checkpoint_message, from_hex, parse_line};
 use super::witness;
+use crate::input_file::InputFileError;
 
 /// What a log that verifies holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,13 +94,13 @@ impl fmt::Display for Finding {
 /// Why a log did not verify.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
-    /// A file could not be read: nothing was verified.
-    #[error("cannot read {path}")]
+    /// A file could not be read, or is not a regular file: nothing was verified.
+    #[error("the {what} {error}")]
     Unreadable {
-        /// The file.
-        path: PathBuf,
-        /// What the system said.
-        source: std::io::Error,
+        /// Which file: `log` or `witness`.
+        what: &'static str,
+        /// Why, naming the file.
+        error: InputFileError,
     },
     /// The key is not the one pinned by [`VerifyOptions::expect_key`].
     #[error(
@@ -117,6 +116,11 @@ pub enum VerifyError {
     /// The log was altered, truncated or signed by another key.
     #[error("{0}")]
     Tampered(Finding),
+}
+
+/// What the verifier says of the `what` file (`log` or `witness`) it could not read.
+pub(super) fn unreadable(what: &'static str) -> impl Fn(InputFileError) -> VerifyError {
+    move |error| VerifyError::Unreadable { what, error }
 }
 
 /// A checkpoint of the log: its seq and the hash it signs (that of the record before it).
@@ -163,7 +167,7 @@ pub fn verify(
 ///
 /// # Errors
 /// [`VerifyError::UnexpectedKey`]; [`VerifyError::Tampered`] naming the record;
-/// [`VerifyError::Unreadable`] naming the file.
+/// [`VerifyError::Unreadable`] naming the file (also for one that is not a regular file).
 pub fn verify_with(
     log: &Path,
     key: &VerifyingKey,
@@ -254,18 +258,18 @@ fn read_log(
     allow_open_tail: bool,
     report: &mut Report,
 ) -> Result<LogPass, VerifyError> {
-    let unreadable = |source| VerifyError::Unreadable {
-        path: log.to_path_buf(),
-        source,
-    };
-    let mut lines = Lines::new(BufReader::new(File::open(log).map_err(unreadable)?));
+    let mut lines = lines::open(log).map_err(unreadable("log"))?;
     let mut pass = LogPass {
         lines: 0,
         checkpoints: Vec::new(),
         prunes: Vec::new(),
     };
     let mut last: Option<(u64, [u8; 32])> = None;
-    while let Some((line_no, line)) = lines.next_line().map_err(unreadable)? {
+    while let Some((line_no, line)) = lines
+        .next_line()
+        .map_err(lines::read_error(log))
+        .map_err(unreadable("log"))?
+    {
         pass.lines = line_no;
         let text = match line {
             Line::Whole(text) => text,

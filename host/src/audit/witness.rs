@@ -1,15 +1,13 @@
 //! The verifier's second pass: the witness against the log's checkpoints (the rules are in
 //! the [audit](super) module's documentation).
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::Path;
 
 use ed25519_dalek::VerifyingKey;
 
-use super::lines::{Line, Lines, too_long};
+use super::lines::{self, Line, too_long};
 use super::record::{from_hex, parse_line};
-use super::verify::{Finding, LogCheckpoint, Report, VerifyError, check_checkpoint};
+use super::verify::{Finding, LogCheckpoint, Report, VerifyError, check_checkpoint, unreadable};
 
 /// What the witness showed.
 pub(super) struct Witnessed {
@@ -27,17 +25,17 @@ pub(super) fn check(
     report: &Report,
     allow_open_tail: bool,
 ) -> Result<Witnessed, VerifyError> {
-    let unreadable = |source| VerifyError::Unreadable {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut lines = Lines::new(BufReader::new(File::open(path).map_err(unreadable)?));
+    let mut lines = lines::open(path).map_err(unreadable("witness"))?;
     // The next log checkpoint the witness must hold.
     let mut next = 0;
     // The seq of the witness's last checkpoint so far.
     let mut end: Option<u64> = None;
     let mut found = 0;
-    while let Some((n, line)) = lines.next_line().map_err(unreadable)? {
+    while let Some((n, line)) = lines
+        .next_line()
+        .map_err(lines::read_error(path))
+        .map_err(unreadable("witness"))?
+    {
         let fail = |why: String| finding(n, why);
         let text = match line {
             Line::Whole(text) => text,

@@ -15,7 +15,9 @@
 //!   ssh ignores a key others can read: a warning names it and the `chmod` to run, and this
 //!   run compiles every plugin in memory. Only speed is lost;
 //! - **so must each artifact**: a file someone else owns, or may write (planted while the
-//!   directory was open to them), is recompiled and replaced;
+//!   directory was open to them), is recompiled and replaced; so is anything under an
+//!   artifact's name that is not a regular file of a sane size (a fifo would hang the host,
+//!   a symlink to `/dev/zero` would fill its memory), which is never read;
 //! - **each artifact carries the SHA-256 of its bytes** (a trailer, written with it through
 //!   one rename) and is loaded only when the digest matches: a flipped bit, a torn or
 //!   truncated write, a file from an older format is recompiled and replaced, with a
@@ -25,9 +27,8 @@
 //! matching digest too. The ownership checks are what keep others out; the user's own
 //! processes are trusted, as they are with everything else in the user's home.
 
-use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -35,6 +36,7 @@ use sha2::{Digest as _, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::input_file::{self, InputFileError};
 use crate::private_fs;
 
 /// The SHA-256 of a component's bytes: its identity in every cache.
@@ -101,8 +103,8 @@ impl ComponentCache {
         let Some(path) = self.path_for(engine, digest) else {
             return Ok((Component::new(engine, bytes)?, CacheOutcome::Compiled));
         };
-        match read_artifact(&path) {
-            Ok(None) => {}
+        let unusable = match read_artifact(&path) {
+            Ok(None) => None,
             Ok(Some(artifact)) => {
                 // SAFETY: `deserialize` trusts that the bytes are an artifact
                 // `Component::serialize` produced for this engine. These bytes are exactly
@@ -113,20 +115,28 @@ impl ComponentCache {
                 #[allow(unsafe_code, reason = "loading our own compiled artifacts")]
                 match unsafe { Component::deserialize(engine, &artifact) } {
                     Ok(c) => return Ok((c, CacheOutcome::Hit)),
-                    Err(e) => tracing::warn!(
-                        path = %path.display(),
-                        "ignoring a cached component the engine refuses ({e}); recompiling it"
-                    ),
+                    Err(e) => Some(Unusable::Refused(e.to_string())),
                 }
             }
-            Err(why) => tracing::warn!(
-                path = %path.display(),
-                "ignoring a cached component: {why}; recompiling it"
-            ),
-        }
+            Err(why) => Some(why),
+        };
         let component = Component::new(engine, bytes)?;
-        if let Err(e) = store_atomically(&path, &component.serialize()?) {
-            tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
+        let stored = store_atomically(&path, &component.serialize()?);
+        // One warning, naming the file once, saying what became of it.
+        let path = path.display();
+        match (unusable, stored) {
+            (None, Ok(())) => {}
+            (None, Err(e)) => {
+                tracing::warn!("could not cache the compiled component {path}: {e}");
+            }
+            (Some(why), Ok(())) => tracing::warn!(
+                "did not load the cached component {path}: {why}; recompiled it and replaced \
+                 the file"
+            ),
+            (Some(why), Err(e)) => tracing::warn!(
+                "did not load the cached component {path}: {why}; recompiled it, but could \
+                 not replace the file ({e}): remove it"
+            ),
         }
         Ok((component, CacheOutcome::Compiled))
     }
@@ -170,32 +180,73 @@ const TRAILER_MAGIC: &[u8; 16] = b"sluice-sha256-v1";
 /// The trailer: [`TRAILER_MAGIC`] and the artifact's SHA-256.
 const TRAILER_LEN: usize = TRAILER_MAGIC.len() + 32;
 
-/// Why a cached artifact is not loaded.
+/// The largest artifact read, in bytes: 256 MiB. A compiled plugin is a few times the size
+/// of its `.wasm` (about 450 KiB for a bundled one, whose `.wasm` is 350 KiB), and a `.wasm`
+/// is at most [`MAX_PLUGIN_BYTES`](super::MAX_PLUGIN_BYTES).
+const MAX_ARTIFACT_BYTES: u64 = 256 << 20;
+
+/// Why a cached artifact is not loaded. Each is said of the file, which the cache names and
+/// then replaces: nothing for the user to do about it.
 #[derive(Debug, thiserror::Error)]
 enum Unusable {
+    #[error("it is not a regular file (a fifo, a device, a directory, or a symlink to one)")]
+    NotAFile,
+    #[error("it is larger than {} MiB, more than this cache writes", MAX_ARTIFACT_BYTES >> 20)]
+    TooLarge,
     #[error("cannot read it: {0}")]
     Read(std::io::Error),
-    #[error("{0}")]
-    Exposed(private_fs::Exposure),
+    #[error("it belongs to user {owner}, not to the user running sluice ({me})")]
+    NotOwned { owner: u32, me: u32 },
+    #[error("it can be written by {who} (mode {mode:04o})")]
+    Writable { who: &'static str, mode: u32 },
     #[error("it has no integrity trailer (truncated, or written by another version)")]
     NoTrailer,
     #[error("its SHA-256 does not match its trailer (the file is corrupted)")]
     Corrupted,
+    #[error("the engine refuses it ({0})")]
+    Refused(String),
+}
+
+impl From<InputFileError> for Unusable {
+    fn from(e: InputFileError) -> Self {
+        match e {
+            InputFileError::NotAFile { .. } => Self::NotAFile,
+            InputFileError::TooLarge { .. } => Self::TooLarge,
+            InputFileError::Io { error, .. } => Self::Read(error),
+        }
+    }
+}
+
+impl From<private_fs::Exposure> for Unusable {
+    fn from(e: private_fs::Exposure) -> Self {
+        match e {
+            private_fs::Exposure::NotOwned { owner, me, .. } => Self::NotOwned { owner, me },
+            private_fs::Exposure::Writable { who, mode, .. } => Self::Writable { who, mode },
+            private_fs::Exposure::Io { error, .. } => Self::Read(error),
+        }
+    }
 }
 
 /// The artifact stored at `path` without its trailer, `None` when there is none.
+///
+/// Only a regular file is read (opened without blocking: a fifo planted under an artifact's
+/// name does not hang the host, a symlink to `/dev/zero` is not read), owned by this user
+/// and writable by no one else (checked on the open file), of at most
+/// [`MAX_ARTIFACT_BYTES`].
 fn read_artifact(path: &Path) -> Result<Option<Vec<u8>>, Unusable> {
     // Read into memory rather than map the file: a file rewritten or truncated while the
     // component is in use must not crash the process, and the bytes checked are the bytes
     // loaded.
-    let mut file = match File::open(path) {
+    let file = match input_file::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Unusable::Read(e)),
+        Err(InputFileError::Io { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
     };
-    private_fs::check_private_dir(path).map_err(Unusable::Exposed)?;
-    let mut data = Vec::new();
-    file.read_to_end(&mut data).map_err(Unusable::Read)?;
+    let meta = file.metadata().map_err(Unusable::Read)?;
+    private_fs::check_private(path, &meta)?;
+    let mut data = input_file::read_opened(file, path, MAX_ARTIFACT_BYTES)?;
     let Some(body_len) = data.len().checked_sub(TRAILER_LEN) else {
         return Err(Unusable::NoTrailer);
     };

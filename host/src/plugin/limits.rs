@@ -4,6 +4,11 @@
 
 use std::time::Duration;
 
+/// The largest plugin file (`.wasm`) loaded, in bytes: 64 MiB. The bundled plugins are
+/// about 350 KiB each and a debug build a few MiB; a file past this is not a plugin anyone
+/// built (nor is `/dev/zero`), and compiling it would cost many times its size.
+pub const MAX_PLUGIN_BYTES: u64 = 64 << 20;
+
 /// Limits and tuning of the plugin runtime.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {

@@ -28,5 +28,5 @@ pub use cache::{CacheOutcome, ComponentCache, Digest, digest};
 pub use contract::Contract;
 pub use error::{Failure, LoadError, PluginError};
 pub use instance::Plugin;
-pub use limits::{Caps, RuntimeConfig};
+pub use limits::{Caps, MAX_PLUGIN_BYTES, RuntimeConfig};
 pub use runtime::PluginRuntime;

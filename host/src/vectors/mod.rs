@@ -26,20 +26,17 @@ use std::path::{Path, PathBuf};
 pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
 pub use format::{Case, DEFAULT_NOW_MS, dimension_name};
 
+use crate::input_file::{self, InputFileError};
 use crate::plugin::Plugin;
 use crate::printable::printable;
 
 /// A vector file that could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum VectorError {
-    /// The file could not be read.
-    #[error("{path}: cannot read: {error}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error (in the message, so not also a `source`).
-        error: std::io::Error,
-    },
+    /// The file could not be read: missing, unreadable, not a regular file, or larger than
+    /// [`MAX_FILE_BYTES`].
+    #[error("{0}")]
+    Read(InputFileError),
     /// The file is not JSON of the vector format.
     #[error("{path}: {message}")]
     Malformed {
@@ -59,16 +56,20 @@ pub struct VectorFile {
     pub cases: Vec<Case>,
 }
 
-/// Reads and validates a vector file.
+/// The largest vector file read, in bytes: 16 MiB. The bundled files are tens of KiB, and
+/// parsing costs several times a file's size in memory, so a file past this is not a
+/// vector file someone wrote (nor is `/dev/zero`).
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Reads and validates a vector file: a regular file of at most [`MAX_FILE_BYTES`] (a fifo
+/// or a device is refused without waiting on it).
 ///
 /// # Errors
-/// [`VectorError::Read`] when the file cannot be read; [`VectorError::Malformed`] when it is
-/// not valid JSON of the format, naming the case (by index and name) and the field.
+/// [`VectorError::Read`] when the file cannot be read, is not a regular file or is too
+/// large; [`VectorError::Malformed`] when it is not valid JSON of the format, naming the
+/// case (by index and name) and the field.
 pub fn load(path: &Path) -> Result<VectorFile, VectorError> {
-    let text = std::fs::read_to_string(path).map_err(|error| VectorError::Read {
-        path: path.to_owned(),
-        error,
-    })?;
+    let text = input_file::read_text(path, MAX_FILE_BYTES).map_err(VectorError::Read)?;
     parse(path, &text)
 }
 

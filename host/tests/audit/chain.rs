@@ -123,7 +123,7 @@ fn unreadable_input_exits_2_naming_the_file() {
     std::fs::remove_file(&log).unwrap();
     let o = verify(dir.path(), &[]);
     assert_eq!(o.status.code(), Some(2), "{}", said(&o));
-    let cannot = format!("error: cannot read {}", log.display());
+    let cannot = format!("error: the log {}: cannot read: ", log.display());
     assert!(said(&o).contains(&cannot), "{}", said(&o));
     let dir = fresh_log();
     std::fs::write(dir.path().join("public"), "not a key\n").unwrap();
@@ -152,10 +152,14 @@ fn verify_reads_no_line_longer_than_64_kib_and_names_it() {
         }
         sluice_within(&args, Duration::from_secs(60))
     };
+    // `/dev/zero` is not read at all: only a regular file is (tests/named_files.rs).
     let zero = Path::new("/dev/zero");
-    assert_tampered(
-        &run(zero, &[]),
-        "line 1: longer than 65536 bytes: not a record",
+    let refused = run(zero, &[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", said(&refused));
+    assert!(
+        said(&refused).contains("the log /dev/zero: not a regular file"),
+        "{}",
+        said(&refused)
     );
     // A line of gigabytes: a sparse file, so the test costs no disk.
     let huge = d.join("huge.log");
@@ -180,13 +184,18 @@ fn verify_reads_no_line_longer_than_64_kib_and_names_it() {
     let dir = fresh_log();
     let log = dir.path().join("log");
     let public = dir.path().join("public");
+    let huge = dir.path().join("huge.witness");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
     let mut args: Vec<&std::ffi::OsStr> = vec!["audit".as_ref(), "verify".as_ref()];
     args.extend([
         log.as_os_str(),
         "--key".as_ref(),
         public.as_os_str(),
         "--witness".as_ref(),
-        zero.as_os_str(),
+        huge.as_os_str(),
     ]);
     assert_tampered(
         &sluice_within(&args, Duration::from_secs(60)),
