@@ -13,7 +13,6 @@
 //! attempt (time to the first byte, idle time between chunks) are kept by the attempt itself,
 //! on the host's clock.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{BuiltInRoots, ProxySetting, Timeouts, Transport, TransportConfig, roots};
@@ -25,17 +24,15 @@ const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 /// Why a transport could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
-    /// An extra root file could not be read.
+    /// An extra root file could not be read: missing, not a regular file, or larger than any
+    /// bundle of CA certificates ([`super::MAX_ROOT_FILE_BYTES`]).
     #[error(
-        "cannot read the root certificate file {}: {error}; check the path given in the \
-         transport's extra_roots (a PEM file of CA certificates)",
-        path.display()
+        "the root certificate file {error}; check the path given in the transport's \
+         extra_roots (a PEM file of CA certificates)"
     )]
     RootUnreadable {
-        /// The file.
-        path: PathBuf,
-        /// Why (in the message, so not also a `source`).
-        error: std::io::Error,
+        /// Why, naming the file.
+        error: crate::input_file::InputFileError,
     },
     /// An extra root is not PEM, or holds no certificate.
     #[error(
