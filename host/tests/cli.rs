@@ -205,3 +205,26 @@ fn a_bad_admission_configuration_exits_2_naming_the_key() {
         stderr(&o)
     );
 }
+
+/// tracing's warnings carried ANSI colour codes into files and pipes.
+#[cfg(unix)]
+#[test]
+fn warnings_carry_no_colour_codes_when_stderr_is_not_a_terminal() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let cache = tempfile::tempdir().unwrap();
+    // A cache directory others can write: the host warns and compiles in memory.
+    let dir = cache.path().join("sluice").join("components");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["plugin", "inspect", "openai", "--deadline-ms", "250"])
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .expect("run sluice");
+    let err = stderr(&o);
+    assert!(
+        err.contains("not using the compiled-component cache"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "colour codes in a pipe: {err:?}");
+}

@@ -98,6 +98,34 @@ fn bad_options_are_named_and_an_earlier_run_is_never_mixed_in() {
     );
 }
 
+/// `--json` replaced whatever file it named (an audit log became a JSON report), and a
+/// missing directory was named only after the whole run.
+#[test]
+fn a_json_path_that_is_taken_or_has_no_directory_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = dir.path().join("audit.log");
+    std::fs::write(&taken, b"evidence").unwrap();
+    for (path, said) in [
+        (
+            taken.clone(),
+            "the path exists already; remove it or choose another path",
+        ),
+        (dir.path().join("nodir/demo.json"), "does not exist"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["demo", "--duration", "60", "--json"])
+            .arg(&path)
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .output()
+            .expect("run sluice demo");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(said), "{err}");
+        assert!(o.stdout.is_empty(), "refused before the run: {err}");
+    }
+    assert_eq!(std::fs::read(&taken).unwrap(), b"evidence");
+}
+
 #[test]
 fn a_duration_or_agent_count_no_one_means_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();

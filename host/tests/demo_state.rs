@@ -1,8 +1,8 @@
 //! What `sluice demo` leaves on disk, run as a user runs it and stopped as a user (or the
 //! system) stops it: the audit signing key never touches the disk unless asked for, a run
-//! without `--state-dir` leaves nothing behind when it ends or is stopped by SIGINT or
-//! SIGTERM, SIGKILL leaves only what the README says, and state is private whatever the
-//! umask.
+//! without `--state-dir` leaves nothing behind when it ends or is stopped by SIGINT, SIGTERM
+//! or SIGHUP, SIGKILL leaves only what the README says, and state is private whatever the
+//! umask and refused where another user could write it.
 
 #![cfg(unix)]
 
@@ -52,6 +52,7 @@ impl Sandbox {
             .env("XDG_CACHE_HOME", cache())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        from_a_terminal(&mut cmd);
         cmd
     }
 
@@ -80,6 +81,20 @@ impl Sandbox {
             .filter(|p| p.ends_with(".key") || p.contains("secret"))
             .collect();
         assert!(keys.is_empty(), "a secret key left on disk: {keys:?}");
+    }
+}
+
+/// Starts `cmd` with SIGHUP's default disposition, as from a terminal: tests run under
+/// `nohup` would pass it on ignored, and the demo keeps an ignored SIGHUP ignored.
+#[allow(unsafe_code, reason = "resetting a signal in the child before exec")]
+fn from_a_terminal(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: `signal` is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        });
     }
 }
 
@@ -184,9 +199,11 @@ fn a_finished_run_keeps_no_signing_key_and_without_state_dir_leaves_nothing() {
     );
 }
 
+/// SIGHUP is what a closed terminal or a dropped ssh session sends: it ended the run where it
+/// stood (exit 129), leaving the journal and the audit log in `$TMPDIR`.
 #[test]
-fn sigterm_and_sigint_stop_a_run_without_state_dir_and_leave_nothing_behind() {
-    for (signal, code) in [(Signal::TERM, 143), (Signal::INT, 130)] {
+fn sigterm_sigint_and_sighup_stop_a_run_without_state_dir_and_leave_nothing_behind() {
+    for (signal, code) in [(Signal::TERM, 143), (Signal::INT, 130), (Signal::HUP, 129)] {
         let sandbox = Sandbox::new();
         let mut run = Run::start(sandbox.command(LONG));
         run.wait_until_mid_run();
@@ -225,17 +242,54 @@ fn sigkill_leaves_no_signing_key_and_only_what_the_readme_names() {
     }
 }
 
+/// Under `nohup` (SIGHUP ignored when it starts) SIGHUP stays ignored: the run goes on, and
+/// still stops cleanly on SIGTERM.
 #[test]
-fn sigterm_with_a_state_dir_keeps_a_closed_log_that_verifies() {
+fn under_nohup_sighup_stays_ignored() {
+    let sandbox = Sandbox::new();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"trap '' HUP && exec "$0" demo "$@""#)
+        .arg(env!("CARGO_BIN_EXE_sluice"))
+        .args(LONG)
+        .env("TMPDIR", sandbox.tmp())
+        .env("XDG_CACHE_HOME", cache())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut run = Run::start(cmd);
+    run.wait_until_mid_run();
+    run.signal(Signal::HUP);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        run.child.try_wait().unwrap().is_none(),
+        "SIGHUP ended a run under nohup: {:?}",
+        run.seen
+    );
+    run.signal(Signal::TERM);
+    let (status, err) = run.wait();
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert_eq!(sandbox.left(), Vec::<String>::new(), "{err}");
+}
+
+/// Under SIGHUP the kept log lacked its closing checkpoint, and `audit verify` called it
+/// tampered.
+#[test]
+fn sigterm_or_sighup_with_a_state_dir_keeps_a_closed_log_that_verifies() {
+    for (signal, code) in [(Signal::TERM, 143), (Signal::HUP, 129)] {
+        a_stopped_run_keeps_a_closed_log(signal, code);
+    }
+}
+
+fn a_stopped_run_keeps_a_closed_log(signal: Signal, code: i32) {
     let sandbox = Sandbox::new();
     let state = sandbox.state();
     let mut args = LONG.to_vec();
     args.extend(["--state-dir", state.to_str().unwrap()]);
     let mut run = Run::start(sandbox.command(&args));
     run.wait_until_mid_run();
-    run.signal(Signal::TERM);
+    run.signal(signal);
     let (status, err) = run.wait();
-    assert_eq!(status.code(), Some(143), "{err}");
+    assert_eq!(status.code(), Some(code), "{signal:?}: {err}");
     sandbox.assert_no_key();
     let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["audit", "verify"])
@@ -249,7 +303,7 @@ fn sigterm_with_a_state_dir_keeps_a_closed_log_that_verifies() {
     assert_eq!(
         o.status.code(),
         Some(0),
-        "{}{}",
+        "{signal:?}: {}{}",
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
@@ -268,7 +322,31 @@ fn the_signing_key_is_written_only_where_asked_and_only_beside_kept_state() {
     assert!(err.contains("--state-dir"), "{err}");
     assert!(!key.exists());
 
+    // Refused before a state directory is made: a key beside the log it signs, a key in a
+    // directory that does not exist.
     let state = sandbox.state();
+    for (at, said) in [
+        (state.join("audit.key"), "inside the state directory"),
+        (state.join("sub/audit.key"), "inside the state directory"),
+        (sandbox.root.path().join("nodir/k"), "does not exist"),
+    ] {
+        let o = sandbox
+            .command(&[
+                "--duration",
+                "5",
+                "--state-dir",
+                state.to_str().unwrap(),
+                "--keep-audit-key",
+                at.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{at:?}: {err}");
+        assert!(err.contains(said), "{at:?}: {err}");
+        assert_eq!(sandbox.left(), Vec::<String>::new(), "{at:?}: nothing made");
+    }
+
     let (status, err) = Run::start(sandbox.command(&[
         "--duration",
         "5",
@@ -312,6 +390,29 @@ fn state_is_private_under_an_open_umask() {
     assert_eq!(mode_of(&state), 0o700);
     for file in ["audit.log", "audit.witness", "audit.pub"] {
         assert_eq!(mode_of(&state.join(file)), 0o600, "{file}");
+    }
+}
+
+/// An existing empty state directory that anyone could write was used: another user could
+/// have replaced `audit.pub` or the witness beside the log.
+#[test]
+fn a_state_dir_others_can_write_is_refused_with_the_chmod_to_run() {
+    let sandbox = Sandbox::new();
+    let state = sandbox.state();
+    for mode in [0o777, 0o770, 0o703] {
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(mode)).unwrap();
+        let o = sandbox
+            .command(&["--duration", "5", "--state-dir", state.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{mode:o}: {err}");
+        assert!(
+            err.contains(&format!("chmod go-w {}", state.display())),
+            "{mode:o}: {err}"
+        );
+        assert_eq!(sandbox.left(), ["state"], "{mode:o}: nothing written in it");
     }
 }
 

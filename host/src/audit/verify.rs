@@ -381,12 +381,14 @@ pub(super) fn check_checkpoint(
         let mut why = "checkpoint signature does not verify with the given key (chain rebuilt \
                        or wrong key)"
             .to_string();
-        let given = key_id(key);
-        if cp.key_id != given {
+        // A checkpoint names its key by the first 16 hex digits of the fingerprint.
+        if cp.key_id != key_id(key) {
             let _ = write!(
                 why,
-                "; it names key {}, the given key is {given}",
-                cp.key_id
+                "; it names the key sha256:{}… (the first 16 hex digits of its fingerprint), \
+                 the given key is {}",
+                cp.key_id,
+                Fingerprint::of(key)
             );
         }
         return Err(why);

@@ -275,15 +275,65 @@ impl Writes {
     }
 }
 
-/// A short, sanitized account of how a call ended.
+/// A short account of how a call ended, on one line: `stopped: outcome-unknown after 1
+/// attempt, no answer, waited 0 ms`. Control characters in a reason's text are escaped.
 pub(super) fn describe(t: &Terminal) -> String {
     let status = t
         .last_status
         .map_or_else(|| "no answer".to_owned(), |s| format!("last status {s}"));
+    let mut reason = String::new();
+    for c in t.reason.to_string().chars() {
+        if c.is_control() {
+            reason.extend(c.escape_default());
+        } else {
+            reason.push(c);
+        }
+    }
     format!(
-        "{:?} after {} attempt(s), {status}, waited {} ms",
-        t.reason,
+        "{reason} after {} attempt{}, {status}, waited {} ms",
         t.attempts,
+        if t.attempts == 1 { "" } else { "s" },
         t.waited.as_millis()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::execute::NextAction;
+
+    fn ended(reason: Reason, attempts: u32, last_status: Option<u16>) -> Terminal {
+        Terminal {
+            reason,
+            sent: true,
+            response_received: last_status.is_some(),
+            attempts,
+            waited: Duration::from_millis(1_500),
+            last_status,
+            error_code: None,
+            last_response: None,
+            transport_error: None,
+            next_action: NextAction::Reconcile,
+        }
+    }
+
+    #[test]
+    fn a_write_s_ending_reads_as_words_not_as_a_debug_print() {
+        assert_eq!(
+            describe(&ended(Reason::Stopped(Stop::OutcomeUnknown), 1, None)),
+            "stopped: outcome-unknown after 1 attempt, no answer, waited 1500 ms"
+        );
+        assert_eq!(
+            describe(&ended(
+                Reason::Stopped(Stop::StatusNotRetried(409)),
+                3,
+                Some(409)
+            )),
+            "stopped: status 409 not retried after 3 attempts, last status 409, waited 1500 ms"
+        );
+        assert_eq!(
+            describe(&ended(Reason::Refused("queue\nfull".into()), 0, None)),
+            "refused: queue\\nfull after 0 attempts, no answer, waited 1500 ms"
+        );
+    }
 }

@@ -269,8 +269,10 @@ impl Writes {
                 status,
                 retry_after_ms: None,
                 note: format!(
-                    "{STATUS_QUERY} {} {} ({attempts} attempt(s))",
-                    q.method, q.url
+                    "{STATUS_QUERY} {} {} ({attempts} attempt{})",
+                    q.method,
+                    q.url,
+                    if attempts == 1 { "" } else { "s" }
                 ),
             },
         )?;

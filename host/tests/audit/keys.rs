@@ -34,10 +34,25 @@ fn a_chain_rebuilt_with_another_key_fails_at_its_first_checkpoint() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    let o = verify(dir.path(), &[]);
     assert_tampered(
-        &verify(dir.path(), &[]),
+        &o,
         "record 17 (line 17): checkpoint signature does not verify with the given key (chain \
          rebuilt or wrong key)",
+    );
+    // Both keys named in the one form `verify` prints and `--expect-key` takes.
+    let (forger, genuine) = (
+        fingerprint_of(&forger_public),
+        fingerprint_of(&dir.path().join("public")),
+    );
+    assert!(
+        said(&o).contains(&format!(
+            "; it names the key {}… (the first 16 hex digits of its fingerprint), the given \
+             key is {genuine}",
+            &forger[.."sha256:".len() + 16]
+        )),
+        "{}",
+        said(&o)
     );
 }
 
@@ -66,6 +81,25 @@ fn keygen_writes_a_pair_and_never_overwrites_it() {
     assert_eq!(o.status.code(), Some(2), "{}", said(&o));
     assert!(said(&o).contains("a.key exists already"), "{}", said(&o));
     assert_eq!(std::fs::read(&secret).unwrap(), first);
+}
+
+#[test]
+fn keygen_with_one_path_for_both_keys_says_they_are_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    for (secret, public) in [("e.key", "e.key"), ("e.key", "./e.key")] {
+        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .current_dir(dir.path())
+            .args(["audit", "keygen", "--secret", secret, "--public", public])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", said(&o));
+        assert!(
+            said(&o).contains("--secret and --public name the same file (e.key)"),
+            "{}",
+            said(&o)
+        );
+        assert!(!dir.path().join("e.key").exists(), "nothing written");
+    }
 }
 
 #[test]

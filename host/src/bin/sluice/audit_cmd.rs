@@ -72,6 +72,13 @@ pub fn run(command: AuditCommand) -> anyhow::Result<ExitCode> {
 }
 
 fn keygen(secret: &Path, public: &Path) -> anyhow::Result<ExitCode> {
+    if same_file_name(secret, public) {
+        anyhow::bail!(
+            "--secret and --public name the same file ({}): give the secret and the public \
+             key two different paths",
+            secret.display()
+        );
+    }
     let key = audit::generate(secret, public)?;
     crate::print_once(&format!(
         "wrote the secret key to {} (keep it apart from the log) and the public key to {} \
@@ -80,6 +87,22 @@ fn keygen(secret: &Path, public: &Path) -> anyhow::Result<ExitCode> {
         public.display(),
         key.fingerprint()
     ))
+}
+
+/// Whether `a` and `b` name the same file, existing or not: the same path, or the same name
+/// in the same directory reached two ways (`e.key`, `./e.key`).
+fn same_file_name(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    let dir = |p: &Path| {
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+        parent.unwrap_or(Path::new(".")).canonicalize().ok()
+    };
+    a.file_name() == b.file_name()
+        && a.file_name().is_some()
+        && dir(a).is_some()
+        && dir(a) == dir(b)
 }
 
 fn verify(log: &Path, key: &Path, options: &VerifyOptions<'_>) -> anyhow::Result<ExitCode> {
@@ -94,20 +117,32 @@ fn verify(log: &Path, key: &Path, options: &VerifyOptions<'_>) -> anyhow::Result
         Err(e @ VerifyError::Unreadable { .. }) => return Err(e.into()),
     };
     let mut out = format!(
-        "ok: {} records, {} checkpoints, records {}..={}",
-        report.records, report.checkpoints, report.first_seq, report.last_seq
+        "ok: {}, {}, records {}..={}",
+        crate::count(report.records, "record"),
+        crate::count(report.checkpoints, "checkpoint"),
+        report.first_seq,
+        report.last_seq
     );
-    if let Some(first) = report.pruned_before {
-        out.push_str(&format!(" (records before {first} pruned)"));
+    // A start nothing proves is said once, below, as what it is.
+    if let (Some(first), false) = (report.pruned_before, report.unproven_start) {
+        out.push_str(&format!(
+            " (records before {first} pruned, as a signed `pruned` record says)"
+        ));
     }
     if report.unsigned_tail > 0 {
         out.push_str(&format!(
-            "; the last {} are not yet under a checkpoint",
-            report.unsigned_tail
+            "; the last {} not yet under a checkpoint",
+            match report.unsigned_tail {
+                1 => "record is".to_owned(),
+                n => format!("{n} records are"),
+            }
         ));
     }
     if let Some(n) = report.witnessed {
-        out.push_str(&format!("; {n} witness checkpoints found in the log"));
+        out.push_str(&format!(
+            "; {} found in the log",
+            crate::count(n, "witness checkpoint")
+        ));
     }
     if report.witness_behind {
         out.push_str(&format!(
@@ -118,8 +153,9 @@ fn verify(log: &Path, key: &Path, options: &VerifyOptions<'_>) -> anyhow::Result
     out.push('\n');
     if let (true, Some(first)) = (report.unproven_start, report.pruned_before) {
         out.push_str(&format!(
-            "WARNING: records before {first} are missing and nothing in the log says retention \
-             dropped them (accepted by --allow-pruned)\n"
+            "WARNING: the log starts at record {first}; records before it are missing and \
+             nothing in the log says retention pruned them: they may have been deleted \
+             (accepted because of --allow-pruned)\n"
         ));
     }
     out.push_str(&signer);

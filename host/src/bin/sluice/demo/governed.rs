@@ -173,8 +173,9 @@ pub async fn run(
         verified: verified.is_ok(),
         verification: match verified {
             Ok(r) => format!(
-                "ok: {} records, {} checkpoints, every checkpoint in the witness",
-                r.records, r.checkpoints
+                "ok: {}, {}, every checkpoint in the witness",
+                crate::count(r.records, "record"),
+                crate::count(r.checkpoints, "checkpoint")
             ),
             Err(e) => format!("failed: {e}"),
         },

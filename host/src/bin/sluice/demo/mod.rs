@@ -5,23 +5,26 @@
 //! 90 000 tokens per minute on one account) and a payments API (Stripe-style, idempotent
 //! writes) that now and then stores a payment and drops the connection before answering.
 //! Tenants `acme`, `globex` and `initech` each run one interactive agent and background
-//! agents; `noisy` runs three eighths of all the agents, all in the background. The same agents, with
-//! the same seeds, then run through a naive client against fresh providers.
+//! agents; `noisy` runs about three eighths of all the agents, all in the background. The
+//! same agents, with the same seeds, then run through a naive client against fresh providers.
 //!
 //! By default the run is on virtual time (tokio's paused clock: the providers, the host and
 //! every timer move together, and idle time is skipped), so two minutes of load take
 //! seconds; `--real-time` runs on the wall clock.
 //!
-//! What a run keeps on disk, and how it stops on a signal, is in [`state`] and [`stop`].
+//! What a run keeps on disk, and how it stops on a signal, is in [`state`] and [`stop`]; what
+//! it writes beside its state (the JSON report, a kept key), in [`outputs`].
 
 mod drive;
 mod governed;
 mod naive;
+mod outputs;
 mod report;
 mod state;
 mod stop;
 mod workload;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -31,6 +34,7 @@ use anyhow::Context as _;
 use clap::Args;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
 
+use outputs::JsonReport;
 use report::{Report, Side};
 use state::{Ledger, StateDir};
 use stop::{Stop, Stopped};
@@ -53,19 +57,21 @@ pub struct DemoArgs {
     /// The seed of the agents' choices and of the injected faults.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Also write the report as JSON to this file.
+    /// Also write the report as JSON to this new file (its directory must exist).
     #[arg(long)]
     json: Option<PathBuf>,
     /// Run on the wall clock instead of virtual time.
     #[arg(long)]
     real_time: bool,
     /// Keep the journal, the audit log, its witness and public key in this new or empty
-    /// directory, created 0700 (default: a private temporary directory, removed when the run
-    /// ends or is stopped by SIGINT or SIGTERM).
+    /// directory of yours that no one else can write, created 0700 (default: a private
+    /// temporary directory, removed when the run ends or is stopped by SIGINT, SIGTERM or
+    /// SIGHUP).
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// Also write the audit signing key to this new file (0600), to extend or re-sign the
-    /// kept log later. Without it the key lives only in memory and dies with the run.
+    /// Also write the audit signing key to this new file (0600), outside the state directory,
+    /// to extend or re-sign the kept log later. Without it the key lives only in memory and
+    /// dies with the run.
     #[arg(long, value_name = "PATH", requires = "state_dir")]
     keep_audit_key: Option<PathBuf>,
 }
@@ -94,13 +100,8 @@ impl DemoArgs {
         if self.agents > MAX_AGENTS {
             anyhow::bail!("--agents {} is too many: at most {MAX_AGENTS}", self.agents);
         }
-        if let Some(key) = &self.keep_audit_key
-            && key.exists()
-        {
-            anyhow::bail!(
-                "--keep-audit-key {}: the file exists already; refusing to overwrite a key",
-                key.display()
-            );
+        if let (Some(key), Some(state)) = (&self.keep_audit_key, &self.state_dir) {
+            outputs::check_kept_key(key, state)?;
         }
         Ok(())
     }
@@ -141,6 +142,7 @@ async fn providers(drops: &[Duration]) -> anyhow::Result<(FakeProvider, Arc<Fake
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     args.check()?;
+    let json = args.json.as_deref().map(JsonReport::check).transpose()?;
     let duration = Duration::from_secs(args.duration);
     let agents = workload::agents(args.agents, args.seed);
     let drops = workload::drops(duration, args.seed);
@@ -150,10 +152,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         builder.start_paused(true);
     }
     let rt = builder.build().context("start the runtime")?;
-    // Before anything is on disk: from here on SIGINT and SIGTERM stop the run and clean up.
+    // Before anything is on disk: from here on SIGINT, SIGTERM and SIGHUP stop the run and
+    // clean up.
     let mut stop = {
         let _runtime = rt.enter();
-        Stop::listen().context("listen for SIGINT and SIGTERM")?
+        Stop::listen().context("listen for SIGINT, SIGTERM and SIGHUP")?
     };
     let state = StateDir::new(args.state_dir.as_deref())?;
     let ledger = Ledger::open(state.path(), args.keep_audit_key.as_deref())?;
@@ -196,9 +199,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     );
     let text = report.render();
     crate::print_once(&text)?;
-    if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, json).with_context(|| format!("write {}", path.display()))?;
+    if let Some(json) = &json {
+        json.write(&serde_json::to_string_pretty(&report)?)?;
     }
     state.finish()?;
     Ok(if report.passed() {
@@ -220,17 +222,21 @@ fn stopped(
     let kept = state.is_kept().then(|| state.path().to_owned());
     ledger.close()?;
     state.finish()?;
-    match kept {
-        Some(dir) => eprintln!(
+    // After SIGHUP the terminal may be gone: a message that cannot be shown is not an error.
+    let mut err = std::io::stderr();
+    let _ = match kept {
+        Some(dir) => writeln!(
+            err,
             "sluice demo: stopped by {}; its state is kept in {} (the audit log closed with a \
              checkpoint)",
             signal.name(),
             dir.display()
         ),
-        None => eprintln!(
+        None => writeln!(
+            err,
             "sluice demo: stopped by {}; its temporary state is removed",
             signal.name()
         ),
-    }
+    };
     Ok(ExitCode::from(signal.exit_code()))
 }

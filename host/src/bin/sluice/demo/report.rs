@@ -451,8 +451,10 @@ impl Report {
         if let Some(a) = &s.audit {
             let _ = writeln!(
                 o,
-                "\naudit log: {} records, signed by key {}; verify: {}",
-                a.records, a.key, a.verification
+                "\naudit log: {}, signed by key {}; verify: {}",
+                crate::count(a.records, "record"),
+                a.key,
+                a.verification
             );
         }
         let _ = writeln!(o, "\nchecks on sluice:");

@@ -3,7 +3,10 @@
 //! The state is the journal (which holds the demo's payment bodies), the audit log, its
 //! witness and its public key. It goes in the directory `--state-dir` names, which is kept,
 //! or else in a private temporary directory (`sluice-demo-*`, `0700`), which is removed when
-//! the run ends or is stopped by SIGINT or SIGTERM. Files are `0600` whatever the umask.
+//! the run ends or is stopped by SIGINT, SIGTERM or SIGHUP. Files are `0600` whatever the
+//! umask. A `--state-dir` that already exists must be the user's and writable by no one else,
+//! the way ssh treats its keys: in a directory another user can write, they could replace
+//! `audit.pub` or the witness, and what verifies the log would be theirs.
 //!
 //! The audit signing key is made in memory and handed to the writer as a value; it never
 //! touches the disk unless `--keep-audit-key` asks for it. So a run that is killed outright
@@ -32,7 +35,8 @@ impl StateDir {
     /// temporary directory.
     ///
     /// # Errors
-    /// When the directory cannot be made or read, or `requested` is not empty.
+    /// When the directory cannot be made or read, is not the user's or can be written by
+    /// others, or `requested` is not empty.
     pub fn new(requested: Option<&Path>) -> anyhow::Result<Self> {
         let Some(dir) = requested else {
             let mut builder = tempfile::Builder::new();
@@ -51,6 +55,7 @@ impl StateDir {
         };
         private_fs::create_dir_all(dir)
             .with_context(|| format!("create the state directory {}", dir.display()))?;
+        private_fs::check_private_dir(dir).context("the state directory")?;
         // A journal from an earlier run would answer this run's actions as done: never mix
         // runs, never overwrite one.
         let used = std::fs::read_dir(dir)
