@@ -1,9 +1,13 @@
 //! The compiled-component cache as a user meets it: `sluice plugin test` with
 //! `XDG_CACHE_HOME` pointed at a directory of the test's own.
 
+mod support;
+
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use support::{stderr, stdout};
 
 /// Runs `sluice plugin test openai plugins/openai/vectors.json` with its cache under `cache`,
 /// through `sh` with `umask`. The deadline is 250 ms: these tests run an unoptimized build on
@@ -20,14 +24,6 @@ fn plugin_test(cache: &Path, umask: &str) -> Output {
         .env("XDG_CACHE_HOME", cache)
         .output()
         .expect("run sluice")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// The run passed every case; returns its summary line.

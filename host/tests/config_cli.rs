@@ -1,9 +1,13 @@
 //! `sluice config check` given what a careless or hostile user gives it: a fifo, a huge
 //! file, numbers no one means, a file that is not there.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+
+use support::stderr;
 
 /// Runs `sluice config check path`, killed after 30 s if it has not answered.
 fn check(path: &Path) -> Output {
@@ -23,10 +27,6 @@ fn check(path: &Path) -> Output {
     }
     child.kill().unwrap();
     panic!("`config check {}` hangs", path.display());
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Issue: `config check` on a fifo hung, waiting for a writer that never comes.

@@ -1,17 +1,14 @@
 //! `sluice escalations`, run as an operator runs it, on a journal the library wrote.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use sluice::journal::escalations::Kind;
 use sluice::journal::{Intent, Journal, Recorded, State};
 
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("run sluice")
-}
+use support::sluice;
 
 fn text(o: &Output) -> (String, String) {
     (

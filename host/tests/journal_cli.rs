@@ -2,22 +2,14 @@
 //! another program's database, a damaged journal. Each is refused with its name and what is
 //! wrong, and left exactly as it was: only a host creates a journal.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use sluice::journal::escalations::Kind;
 use sluice::journal::{Intent, Journal};
 
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("run sluice")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{sluice, stderr};
 
 /// Issue: messages said their cause twice ("file is not a database: file is not a
 /// database"). No part of `err` may repeat.

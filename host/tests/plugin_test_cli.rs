@@ -1,37 +1,9 @@
 //! `sluice plugin test` given files a careless or hostile author wrote: what it prints can
 //! be trusted, and what it cannot check is refused rather than passed.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod support;
 
-/// Runs `sluice` with a private cache and a 250 ms deadline per plugin call (an unoptimized
-/// build on a busy machine), unless `args` set one.
-fn sluice(args: &[&str]) -> Output {
-    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugin-test-cli-cache");
-    let mut args = args.to_vec();
-    if !args.contains(&"--deadline-ms") {
-        args.extend(["--deadline-ms", "250"]);
-    }
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env("XDG_CACHE_HOME", cache)
-        .output()
-        .expect("run sluice")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn write_vectors(name: &str, text: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::write(&path, text).expect("write a vector file");
-    path.display().to_string()
-}
+use support::{sluice, stderr, stdout, write_tmp};
 
 /// A case named `name` (JSON text) that `ietf` passes (a 503 is `overloaded`) or fails.
 fn case(name: &str, verdict: &str) -> String {
@@ -45,7 +17,7 @@ fn case(name: &str, verdict: &str) -> String {
 #[test]
 fn a_case_name_cannot_print_lines_or_escapes_of_its_own() {
     let forged = r#""real\nok   ietf forged.json :: every case passed\u001b[2K\r""#;
-    let path = write_vectors(
+    let path = write_vectors_str(
         "forged-names.json",
         &format!(
             r#"{{"cases":[{},{}]}}"#,
@@ -71,7 +43,7 @@ fn a_case_name_cannot_print_lines_or_escapes_of_its_own() {
 /// Issue 12, item 6: `"expect": {}` passed without checking anything.
 #[test]
 fn an_empty_expectation_is_a_malformed_file() {
-    let path = write_vectors(
+    let path = write_vectors_str(
         "empty-expect.json",
         r#"{"cases":[{"name":"vacuous","request":{"method":"GET","url":"https://x.test/","class":"read"},
            "response":{"status":200},"expect":{}}]}"#,
@@ -91,7 +63,7 @@ fn an_empty_expectation_is_a_malformed_file() {
 #[test]
 fn a_status_outside_100_to_599_is_a_malformed_file() {
     for status in [0, 99, 600, 999] {
-        let path = write_vectors(
+        let path = write_vectors_str(
             &format!("status-{status}.json"),
             &format!(
                 r#"{{"cases":[{{"name":"s","request":{{"method":"GET","url":"https://x.test/","class":"read"}},
@@ -117,7 +89,7 @@ fn a_status_outside_100_to_599_is_a_malformed_file() {
 /// Issue 12, item 8: `--deadline-ms 18446744073709551614` wrapped around.
 #[test]
 fn a_deadline_out_of_range_is_refused_with_the_range() {
-    let path = write_vectors(
+    let path = write_vectors_str(
         "deadline.json",
         &format!(r#"{{"cases":[{}]}}"#, case(r#""d""#, "overloaded")),
     );
@@ -149,4 +121,8 @@ fn a_missing_file_is_reported_once() {
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("/nonexistent/p.wasm"), "{err}");
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}
+
+fn write_vectors_str(name: &str, text: &str) -> String {
+    write_tmp(name, text).display().to_string()
 }
