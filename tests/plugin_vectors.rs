@@ -4,7 +4,7 @@ use std::path::Path;
 
 use sluice::plugin::bundled;
 use sluice::vectors;
-use sluice_tests::{runtime, workspace};
+use sluice_tests::{hostile, runtime, workspace};
 
 /// The fewest cases a bundled plugin's vector file may hold.
 const MIN_CASES: usize = 10;
@@ -252,6 +252,42 @@ fn malformed_files_name_the_file_the_case_and_the_field() {
             r#"{"cases":[{"name":"l","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{"usage":{"tokens":-1}}}]}"#,
             "t.json: case 0 (\"l\"): field `expect.usage.tokens`",
         ),
+        (
+            r#"{"cases":[{"name":"m","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{}}]}"#,
+            "t.json: case 0 (\"m\"): expect: checks nothing",
+        ),
+        (
+            r#"{"cases":[{"name":"n","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{"tolerance_ms":5}}]}"#,
+            "t.json: case 0 (\"n\"): expect: checks nothing",
+        ),
+        (
+            r#"{"cases":[{"name":"o","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{"observations":[]}}]}"#,
+            "t.json: case 0 (\"o\"): expect.observations: empty, which checks nothing",
+        ),
+        (
+            r#"{"cases":[{"name":"p","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{"verdict":"success","usage_exact":true}}]}"#,
+            "t.json: case 0 (\"p\"): expect.usage_exact: checks nothing without \"usage\"",
+        ),
+        (
+            r#"{"cases":[{"name":"q","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{"verdict":"success","plan":{}}}]}"#,
+            "t.json: case 0 (\"q\"): expect.plan: checks nothing",
+        ),
+        (
+            r#"{"cases":[{"name":"r","request":{"method":"GET","url":"u","class":"read"},"response":{"status":200},"expect":{"plan":{"cost":{}}}}]}"#,
+            "t.json: case 0 (\"r\"): expect.plan.cost: empty, which checks nothing",
+        ),
+        (
+            r#"{"cases":[{"name":"s","request":{"method":"GET","url":"u","class":"read"},"response":{"status":0},"expect":{"verdict":"success"}}]}"#,
+            "t.json: case 0 (\"s\"): response.status: 0 is not an HTTP status",
+        ),
+        (
+            r#"{"cases":[{"name":"t","request":{"method":"GET","url":"u","class":"read"},"response":{"status":999},"expect":{"verdict":"success"}}]}"#,
+            "t.json: case 0 (\"t\"): response.status: 999 is not an HTTP status",
+        ),
+        (
+            "{\"cases\":[{\"name\":\"u\",\"request\":{\"method\":\"GET\",\"url\":\"u\",\"class\":\"read\"},\"response\":{\"status\":200},\"expect\":{\"\\u001b[2K\\nok\":1}}]}",
+            "t.json: case 0 (\"u\"): field `expect.\\u{1b}[2K\\nok`: unknown field `\\u{1b}[2K\\nok`",
+        ),
         (r#"{"cases":[]}"#, "t.json: \"cases\" is empty"),
         (
             r#"{"tests":[]}"#,
@@ -265,4 +301,50 @@ fn malformed_files_name_the_file_the_case_and_the_field() {
             .to_string();
         assert!(e.starts_with(want), "got: {e}\nwant prefix: {want}");
     }
+}
+
+/// Issue 12, item 6: the runner handed a vector's credentials to the plugin, and the FAIL
+/// line printed them back.
+#[test]
+fn a_vectors_credentials_reach_neither_the_plugin_nor_the_fail_line() {
+    let rt = runtime();
+    let plugin = hostile(&rt);
+    let headers = [
+        ("Authorization", "Bearer sk-live-secret-1"),
+        ("Cookie", "session=secret-2"),
+        ("Proxy-Authorization", "Basic secret-3"),
+        ("X-Api-Key", "secret-4"),
+        ("api-key", "secret-5"),
+        ("openai-api-key", "secret-6"),
+        ("x-goog-api-key", "secret-7"),
+        ("content-type", "application/json"),
+    ];
+    let headers: Vec<String> = headers
+        .iter()
+        .map(|(n, v)| format!(r#"["{n}","{v}"]"#))
+        .collect();
+    let text = format!(
+        r#"{{"cases":[{{"name":"echo",
+        "request":{{"method":"POST","url":"https://hostile.test/echo","class":"read","headers":[{}]}},
+        "response":{{"status":200}},"expect":{{"error_code":null}}}}]}}"#,
+        headers.join(",")
+    );
+    let report = vectors::run(
+        &plugin,
+        &vectors::parse(Path::new("echo.json"), &text).unwrap(),
+    );
+    let failure = report.results[0].failure.as_deref().unwrap();
+    assert!(
+        failure.contains(r"Authorization:[redacted]\nCookie:[redacted]\n"),
+        "{failure}"
+    );
+    assert!(!failure.contains("secret"), "{failure}");
+    let lines: Vec<String> = report.lines(plugin.name()).collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("FAIL hostile echo.json :: echo: error_code: expected null, got "),
+        "{}",
+        lines[0]
+    );
+    assert!(!lines[0].contains("secret"), "{}", lines[0]);
 }

@@ -66,14 +66,47 @@ impl HttpVersion {
 /// A write the provider stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
-    /// The id the provider gave it.
+    /// The id the provider gave it: `obj_000001` where writes are keyed, a number (as
+    /// GitHub's ids are) where the provider ignores keys.
     pub id: String,
-    /// The idempotency key it was stored under, if any.
+    /// The idempotency key it was stored under, if any (never, where the provider ignores
+    /// keys).
     pub idempotency_key: Option<String>,
-    /// The path it was written to.
+    /// The path it was written to: its collection.
     pub path: String,
+    /// Its number within its collection, from 1 (an issue's `number`).
+    pub number: u64,
+    /// The client reference its body carries ([`client_reference`]), if any.
+    pub reference: Option<String>,
     /// Its body.
     pub body: Bytes,
+}
+
+/// The client reference a write's body carries, as sluice makes one: `sluice-` and hex
+/// digits, standing alone anywhere in the body (a form field, a JSON string, an HTML
+/// comment in an issue's text). Two stored writes with one reference are one logical
+/// action done twice: a duplicate, whatever keys they came with.
+pub fn client_reference(body: &[u8]) -> Option<String> {
+    const PREFIX: &[u8] = b"sluice-";
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    let mut from = 0;
+    while let Some(at) = body[from..]
+        .windows(PREFIX.len())
+        .position(|w| w == PREFIX)
+        .map(|i| from + i)
+    {
+        let hex = at + PREFIX.len();
+        let end = body[hex..]
+            .iter()
+            .position(|b| !b.is_ascii_hexdigit())
+            .map_or(body.len(), |n| hex + n);
+        let alone = (at == 0 || !word(body[at - 1])) && body.get(end).is_none_or(|&b| !word(b));
+        if end > hex && alone {
+            return Some(String::from_utf8_lossy(&body[at..end]).into_owned());
+        }
+        from = at + 1;
+    }
+    None
 }
 
 #[derive(Debug, Default)]
@@ -82,6 +115,8 @@ pub(crate) struct Ledger {
     pub stored: Vec<Stored>,
     pub by_key: HashMap<String, usize>,
     pub scripts: HashMap<String, VecDeque<Fault>>,
+    /// Faults for the next writes only (not reads) on a path, played before `scripts`.
+    pub write_scripts: HashMap<String, VecDeque<Fault>>,
     pub window: Window,
     pub buckets: Buckets,
 }
@@ -92,16 +127,74 @@ impl Ledger {
         if let Some(&i) = key.and_then(|k| self.by_key.get(k)) {
             return (i, true);
         }
-        let i = self.stored.len();
-        self.stored.push(Stored {
-            id: format!("obj_{:06}", i + 1),
-            idempotency_key: key.map(str::to_owned),
-            path: path.to_owned(),
-            body,
-        });
+        let id = format!("obj_{:06}", self.stored.len() + 1);
+        let i = self.push(id, key, path, body);
         if let Some(k) = key {
             self.by_key.insert(k.to_owned(), i);
         }
         (i, false)
+    }
+
+    /// Creates a new object at `path`, as a provider that takes no idempotency key does
+    /// with every write it accepts: its index.
+    pub fn create(&mut self, path: &str, body: Bytes) -> usize {
+        let id = (FIRST_ID + self.stored.len() as u64).to_string();
+        self.push(id, None, path, body)
+    }
+
+    fn push(&mut self, id: String, key: Option<&str>, path: &str, body: Bytes) -> usize {
+        let number = 1 + self.stored.iter().filter(|s| s.path == path).count() as u64;
+        self.stored.push(Stored {
+            id,
+            idempotency_key: key.map(str::to_owned),
+            path: path.to_owned(),
+            number,
+            reference: client_reference(&body),
+            body,
+        });
+        self.stored.len() - 1
+    }
+}
+
+/// The id of the first object a key-ignoring provider creates; the next get the numbers
+/// after it.
+const FIRST_ID: u64 = 1_000_001;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reference_is_found_wherever_the_body_carries_it() {
+        let r = Some("sluice-0a1b2c".to_owned());
+        assert_eq!(client_reference(b"metadata[ref]=sluice-0a1b2c&a=1"), r);
+        assert_eq!(
+            client_reference(br#"{"body":"text <!-- sluice-0a1b2c -->"}"#),
+            r
+        );
+        assert_eq!(client_reference(b"sluice-0a1b2c"), r);
+        // Not a reference: no digits, part of a longer word, or not hex.
+        assert_eq!(client_reference(b"sluice- x"), None);
+        assert_eq!(client_reference(b"my-sluice-0a1b"), None);
+        assert_eq!(client_reference(b"sluice-0a1bzz"), None);
+        assert_eq!(
+            client_reference(b"sluice-xyz then sluice-beef"),
+            Some("sluice-beef".into())
+        );
+    }
+
+    #[test]
+    fn keyed_writes_replay_and_key_ignoring_writes_multiply() {
+        let mut l = Ledger::default();
+        let body = || Bytes::from_static(b"ref=sluice-abc");
+        assert_eq!(l.store(Some("k"), "/v1/x", body()), (0, false));
+        assert_eq!(l.store(Some("k"), "/v1/x", body()), (0, true));
+        assert_eq!(l.create("/repos/o/r/issues", body()), 1);
+        assert_eq!(l.create("/repos/o/r/issues", body()), 2);
+        let s = &l.stored;
+        assert_eq!((s[1].id.as_str(), s[1].number), ("1000002", 1));
+        assert_eq!((s[2].id.as_str(), s[2].number), ("1000003", 2));
+        assert_eq!(s[2].idempotency_key, None);
+        assert_eq!(s[2].reference.as_deref(), Some("sluice-abc"));
     }
 }

@@ -12,7 +12,13 @@
 //! - plays scripted [`Fault`]s on the next attempts of a route: 429s, 503s, any status,
 //!   slowness, a write stored and then the connection dropped, a hang;
 //! - stores writes idempotently by `Idempotency-Key`, and answers `GET /v1/objects/<id>` and
-//!   `GET /v1/objects?idempotency_key=<key>` so a write can be looked up;
+//!   `GET /v1/objects?idempotency_key=<key>` so a write can be looked up — except in the
+//!   GitHub style, whose writes ignore the key as GitHub's create endpoints do (every
+//!   accepted POST is a new object) and whose collections are listed newest first, a page at
+//!   a time, so a client can look for the reference it put in a body;
+//! - counts duplicated side effects where they happen: two stored writes that carry one
+//!   client reference ([`client_reference`]) are one action done twice
+//!   ([`FakeProvider::duplicates`]);
 //! - runs on tokio's clock, so tests on paused time see its limits move with virtual time;
 //! - serves plain HTTP/1.1 ([`FakeProvider::start`]), or TLS with a certificate authority
 //!   made at run time ([`tls::TestCa`], [`FakeProvider::start_tls`]) and HTTP/2 where the
@@ -32,7 +38,9 @@
 //! # }
 //! ```
 
+mod asked;
 pub mod bucket;
+mod issues;
 mod ledger;
 mod script;
 mod server;
@@ -48,7 +56,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-pub use ledger::{Attempt, HttpVersion, Stored};
+pub use ledger::{Attempt, HttpVersion, Stored, client_reference};
 pub use script::{Fault, RetryAfter};
 pub use stream::Cut;
 pub use style::Style;
@@ -167,12 +175,13 @@ impl FakeProvider {
         let tls = tls.map(|(ca, offer)| (ca.acceptor(offer), offer));
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let shared = Arc::new(Shared {
             config,
             ledger: Mutex::default(),
             started: server::now(),
+            scheme,
         });
-        let scheme = if tls.is_some() { "https" } else { "http" };
         let serving = shared.clone();
         let accept = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
@@ -223,6 +232,19 @@ impl FakeProvider {
             .extend(faults);
     }
 
+    /// Queues `faults` for the next writes (not reads) on `path`, one per write, after any
+    /// already queued for writes and before those [`script`](Self::script) queued for
+    /// every attempt: for faults meant for a write where reads share its path (GitHub lists
+    /// a collection at the path that creates in it).
+    pub fn script_writes(&self, path: &str, faults: impl IntoIterator<Item = Fault>) {
+        self.shared
+            .ledger()
+            .write_scripts
+            .entry(path.to_owned())
+            .or_default()
+            .extend(faults);
+    }
+
     /// Every attempt received, in order.
     pub fn attempts(&self) -> Vec<Attempt> {
         self.shared.ledger().attempts.clone()
@@ -261,6 +283,20 @@ impl FakeProvider {
     /// Every write stored, in order (a replay under the same key stores nothing new).
     pub fn stored(&self) -> Vec<Stored> {
         self.shared.ledger().stored.clone()
+    }
+
+    /// Writes stored for a client reference that an earlier stored write already carried:
+    /// logical actions done twice (or more), counted as the provider holds them, whatever
+    /// keys they came with. Writes that carry no reference are not counted.
+    pub fn duplicates(&self) -> usize {
+        let ledger = self.shared.ledger();
+        let mut seen = std::collections::HashSet::new();
+        ledger
+            .stored
+            .iter()
+            .filter_map(|s| s.reference.as_deref())
+            .filter(|r| !seen.insert(*r))
+            .count()
     }
 }
 

@@ -45,8 +45,9 @@ pub enum Fault {
     },
     /// Answers normally, after a pause.
     Slow(Duration),
-    /// Performs the write (stores it under its idempotency key), then drops the connection
-    /// without a response: the client cannot know the write happened.
+    /// Performs the write (stores it as the provider's style stores writes), then drops the
+    /// connection without a response: the client cannot know the write happened. A read is
+    /// only dropped.
     StoreThenDrop,
     /// Never answers; the connection stays open until the client gives up.
     Hang,

@@ -12,6 +12,8 @@ use hyper::{Request, Response, StatusCode};
 use tokio::time::Instant;
 
 use crate::FakeConfig;
+use crate::asked::{Asked, asked};
+use crate::issues;
 use crate::ledger::{Attempt, HttpVersion, Ledger};
 use crate::script::{Fault, RetryAfter};
 use crate::stream::{self, Cut, SseBody};
@@ -27,12 +29,36 @@ pub(crate) struct Shared {
     pub config: FakeConfig,
     pub ledger: Mutex<Ledger>,
     pub started: Instant,
+    /// `http` or `https`, for the URLs the answers carry.
+    pub scheme: &'static str,
 }
 
 impl Shared {
     pub fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Stores a write as the provider's style does: once per idempotency key, or (where
+    /// the provider takes no key) as a new object every time. `(index, replayed)`.
+    fn keep(&self, key: Option<&str>, path: &str, body: Bytes) -> (usize, bool) {
+        let mut ledger = self.ledger();
+        if self.config.style.ignores_idempotency_keys() {
+            (ledger.create(path, body), false)
+        } else {
+            ledger.store(key, path, body)
+        }
+    }
+}
+
+/// `scheme://host[:port]` the request was addressed to.
+fn origin(scheme: &str, headers: &hyper::HeaderMap, uri: &hyper::Uri) -> String {
+    let host = headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| uri.authority().map(ToString::to_string))
+        .unwrap_or_default();
+    format!("{scheme}://{host}")
 }
 
 /// The connection is dropped without an answer.
@@ -88,66 +114,21 @@ fn with_headers(
     r
 }
 
-/// What an attempt asks for.
-#[derive(Debug, Clone, Copy)]
-struct Asked {
-    /// Its prompt: the characters of its messages' `content`, four to a token, rounded up,
-    /// or without messages its body at four bytes a token.
-    input: u64,
-    /// Its `max_tokens`, reserved whole as providers do.
-    max_output: u64,
-    /// `"stream": true`.
-    stream: bool,
-    /// `"stream_options": {"include_usage": true}`.
-    include_usage: bool,
-    /// What the model would write: a share of `max_tokens` (10% to 59%) fixed by the body,
-    /// as a real answer is usually shorter than its maximum.
-    output: u64,
-}
-
-fn asked(body: &[u8]) -> Asked {
-    let parsed = serde_json::from_slice::<serde_json::Value>(body).ok();
-    let content: Option<u64> = parsed
-        .as_ref()
-        .and_then(|v| v.get("messages"))
-        .and_then(serde_json::Value::as_array)
-        .map(|messages| {
-            messages
-                .iter()
-                .filter_map(|m| m.get("content").and_then(serde_json::Value::as_str))
-                .map(|c| c.chars().count() as u64)
-                .sum()
-        });
-    let input = content.map_or(body.len() as u64 / 4, |chars| chars.div_ceil(4));
-    let field = |k: &str| parsed.as_ref().and_then(|v| v.get(k));
-    let max_output = field("max_tokens")
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(0);
-    let stream = field("stream").and_then(serde_json::Value::as_bool) == Some(true);
-    let include_usage = field("stream_options")
-        .and_then(|o| o.get("include_usage"))
-        .and_then(serde_json::Value::as_bool)
-        == Some(true);
-    // FNV-1a over the body: the same request always gets the same length of answer.
-    let hash = body.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    });
-    let share = 10 + hash % 50;
-    let output = if max_output == 0 {
-        0
-    } else {
-        (max_output * share / 100).max(1)
-    };
-    Asked {
-        input,
-        max_output,
-        stream,
-        include_usage,
-        output,
-    }
-}
-
+/// Answers one attempt. A provider finishes what it received even when its client has gone
+/// (timed out, or killed): the attempt runs in a task of its own, which the connection's
+/// end does not cancel, so a slow write is stored after its client stopped waiting — as a
+/// real provider's would be.
 pub(crate) async fn handle(
+    shared: Arc<Shared>,
+    connection: u64,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Dropped> {
+    tokio::spawn(attempt(shared, connection, req))
+        .await
+        .unwrap_or(Err(Dropped))
+}
+
+async fn attempt(
     shared: Arc<Shared>,
     connection: u64,
     req: Request<Incoming>,
@@ -168,10 +149,10 @@ pub(crate) async fn handle(
 
     let (index, fault) = {
         let mut ledger = shared.ledger();
-        let fault = ledger
-            .scripts
-            .get_mut(&path)
-            .and_then(std::collections::VecDeque::pop_front);
+        let written = write
+            .then(|| ledger.write_scripts.get_mut(&path)?.pop_front())
+            .flatten();
+        let fault = written.or_else(|| ledger.scripts.get_mut(&path)?.pop_front());
         ledger.attempts.push(Attempt {
             at: now().duration_since(shared.started),
             method,
@@ -203,7 +184,10 @@ pub(crate) async fn handle(
         Some(Fault::Hang) => std::future::pending().await,
         Some(Fault::Slow(d)) => tokio::time::sleep(d).await,
         Some(Fault::StoreThenDrop) => {
-            shared.ledger().store(key.as_deref(), &path, body);
+            // A read has nothing to store: it is only dropped.
+            if write {
+                shared.keep(key.as_deref(), &path, body);
+            }
             return Err(Dropped);
         }
         Some(Fault::RateLimited { retry_after }) => {
@@ -276,6 +260,17 @@ pub(crate) async fn handle(
         return answer(429, headers, style.error_body(429, style.rate_limit_code()));
     }
 
+    if style == Style::GitHub && !asked.stream {
+        produced(&shared, index, t, &asked, asked.output);
+        let origin = origin(shared.scheme, &parts.headers, &parts.uri);
+        let (status, extra, body) = if write {
+            issues::create(&mut shared.ledger(), &path, body, &origin)
+        } else {
+            issues::read(&shared.ledger(), &path, &query, &origin)
+        };
+        headers.extend(extra);
+        return answer(status, headers, body);
+    }
     if !write {
         if let Some(id) = path.strip_prefix("/v1/objects/") {
             let found = shared
@@ -312,7 +307,7 @@ pub(crate) async fn handle(
             style.success_body("read", asked.input, asked.output),
         );
     }
-    let (i, replayed) = shared.ledger().store(key.as_deref(), &path, body);
+    let (i, replayed) = shared.keep(key.as_deref(), &path, body);
     let id = shared.ledger().stored[i].id.clone();
     if replayed {
         headers.push(("idempotent-replayed".into(), "true".into()));

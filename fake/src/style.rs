@@ -17,7 +17,9 @@ pub enum Style {
     /// `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`, RFC 3339 resets,
     /// 529 when overloaded.
     Anthropic,
-    /// `x-ratelimit-{limit,remaining,used,reset,resource}`, epoch-second resets.
+    /// `x-ratelimit-{limit,remaining,used,reset,resource}`, epoch-second resets; writes
+    /// ignore `Idempotency-Key` as GitHub's create endpoints do (every accepted POST is a new
+    /// object, answered 201), and collections are listed newest first, a page at a time.
     GitHub,
     /// No quota headers; `Idempotency-Key` replays marked `Idempotent-Replayed: true`.
     Stripe,
@@ -64,6 +66,13 @@ fn epoch_secs(t: SystemTime) -> u64 {
 }
 
 impl Style {
+    /// Whether the provider takes no idempotency key, so that every write it accepts creates
+    /// a new object (GitHub). The others store a write once per `Idempotency-Key` and answer
+    /// a repeat with the first result.
+    pub fn ignores_idempotency_keys(self) -> bool {
+        self == Self::GitHub
+    }
+
     /// The quota headers of every answer.
     pub(crate) fn quota_headers(self, q: &Quota, wall: SystemTime) -> Headers {
         let mut h = Headers::new();

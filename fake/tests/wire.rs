@@ -68,7 +68,8 @@ async fn each_style_speaks_its_dialect() {
             .await
             .unwrap();
         let r = post(&fake, CHAT, None).await.unwrap();
-        assert_eq!(r.status(), 200);
+        // GitHub creates: 201.
+        assert!(r.status().is_success(), "{style:?}: {}", r.status());
         assert!(
             r.headers().contains_key(header),
             "{style:?}: {:?}",
@@ -182,6 +183,103 @@ async fn a_write_stored_then_dropped_is_replayed_not_stored_twice() {
     post(&fake, "/v1/charges", None).await.unwrap();
     post(&fake, "/v1/charges", None).await.unwrap();
     assert_eq!(fake.stored().len(), 3);
+}
+
+#[tokio::test]
+async fn the_github_style_ignores_the_key_and_counts_a_resend_as_a_duplicate() {
+    const ISSUES: &str = "/repos/o/r/issues";
+    let fake = FakeProvider::start(FakeConfig::new(Style::GitHub))
+        .await
+        .unwrap();
+    // For writes only: the list below, on the same path, is answered normally.
+    fake.script_writes(ISSUES, [Fault::StoreThenDrop, Fault::StoreThenDrop]);
+    assert_eq!(
+        client()
+            .get(fake.url(ISSUES))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "[]"
+    );
+    let issue = r#"{"title":"t","body":"pay <!-- sluice-0a1b2c -->"}"#;
+    let send = || {
+        client()
+            .post(fake.url(ISSUES))
+            .header("idempotency-key", "key-1")
+            .body(issue)
+            .send()
+    };
+    assert!(send().await.is_err(), "dropped after storing");
+    assert!(send().await.is_err(), "dropped after storing");
+    let r = send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    assert!(!r.headers().contains_key("idempotent-replayed"));
+    let stored = fake.stored();
+    assert_eq!(
+        stored.len(),
+        3,
+        "the same key created a second and third issue"
+    );
+    assert!(stored.iter().all(|s| s.idempotency_key.is_none()));
+    assert_eq!(stored[2].reference.as_deref(), Some("sluice-0a1b2c"));
+    assert_eq!(fake.duplicates(), 2);
+
+    // The list shows both, newest first; a page of one names the next.
+    let r = client()
+        .get(fake.url(&format!("{ISSUES}?state=all&per_page=1")))
+        .send()
+        .await
+        .unwrap();
+    let link = r.headers()["link"].to_str().unwrap().to_owned();
+    assert!(link.contains("page=2>; rel=\"next\""), "{link}");
+    let page: serde_json::Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(page[0]["number"], 3);
+    assert_eq!(page[0]["body"], "pay <!-- sluice-0a1b2c -->");
+    assert_eq!(page[0]["id"].as_u64().unwrap().to_string(), stored[2].id);
+    let one = client()
+        .get(fake.url("/repos/o/r/issues/1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(one.status(), 200);
+    let none = client()
+        .get(fake.url("/repos/o/r/issues/4"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(none.status(), 404);
+}
+
+#[tokio::test]
+async fn a_slow_write_is_stored_even_after_its_client_gave_up() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::GitHub))
+        .await
+        .unwrap();
+    fake.script(
+        "/repos/o/r/issues",
+        [Fault::Slow(Duration::from_millis(300))],
+    );
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let e = impatient
+        .post(fake.url("/repos/o/r/issues"))
+        .body(r#"{"title":"t"}"#)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert!(fake.stored().is_empty(), "still at work");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        fake.stored().len(),
+        1,
+        "the provider finished what it received"
+    );
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use crate::fallback::Fallback;
 use crate::plugin::{Plugin, PluginError};
 use crate::policy::{
     Outcome, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan, Response, ResponsePart,
-    UncertainWrite, redact_credentials,
+    UncertainWrite,
 };
 
 /// When to stop calling a failing plugin.
@@ -109,11 +109,7 @@ impl GuardedPolicy {
     /// Plans a request before it is queued: class, tenant, deadline, expected cost and the
     /// scopes it counts in. The built-in plan is one request, standard class, no scope.
     pub fn plan_request(&self, req: &Request) -> Answer<RequestPlan> {
-        let req = sanitized(req);
-        self.answer(
-            |p| p.plan_request(&req),
-            || self.fallback.plan_request(&req),
-        )
+        self.answer(|p| p.plan_request(req), || self.fallback.plan_request(req))
     }
 
     /// Reads an attempt's outcome (or one part of a streamed answer) in one plugin call:
@@ -124,10 +120,9 @@ impl GuardedPolicy {
         outcome: &Outcome,
         part: ResponsePart,
     ) -> Answer<Reading> {
-        let req = sanitized(req);
         self.answer(
-            |p| p.read_response(&req, outcome, part),
-            || self.fallback.read_response(&req, outcome, part),
+            |p| p.read_response(req, outcome, part),
+            || self.fallback.read_response(req, outcome, part),
         )
     }
 
@@ -198,16 +193,5 @@ impl GuardedPolicy {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Health> {
         self.health.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The request with credentials redacted; borrowed as is when it has none.
-fn sanitized(req: &Request) -> std::borrow::Cow<'_, Request> {
-    match redact_credentials(&req.headers) {
-        std::borrow::Cow::Borrowed(_) => std::borrow::Cow::Borrowed(req),
-        std::borrow::Cow::Owned(headers) => std::borrow::Cow::Owned(Request {
-            headers,
-            ..req.clone()
-        }),
     }
 }

@@ -9,7 +9,8 @@
 //! - [`plugin`] loads and runs plugins under hard limits;
 //! - [`guard`] puts a plugin behind quarantine and the built-in [`fallback`] policy, which
 //!   is what the rest of the host calls;
-//! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`).
+//! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`);
+//! - [`printable`] is how anything sluice did not write (names, keys, messages) is printed.
 #![warn(missing_docs)]
 
 pub mod admission;
@@ -19,9 +20,12 @@ pub mod execute;
 pub mod fallback;
 pub mod guard;
 mod hex;
+pub mod input_file;
 pub mod journal;
 pub mod plugin;
 pub mod policy;
+pub mod printable;
+pub mod private_fs;
 pub mod retry;
 pub mod transport;
 pub mod vectors;

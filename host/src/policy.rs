@@ -8,26 +8,40 @@ pub use crate::plugin::bindings::sluice::policy0_2_0::types::{
     ResponsePart, StatusQuery, TransportFailure, UncertainWrite, Verdict,
 };
 
-/// Request headers that carry credentials. Their values never reach a plugin, a log or an
-/// escalation.
+/// Request headers that carry credentials, by name. Their values never reach a plugin, a log or
+/// an escalation; [`is_credential`] also catches vendors' own names by their words.
 pub const CREDENTIAL_HEADERS: &[&str] = &[
     "authorization",
     "proxy-authorization",
     "cookie",
+    "cookie2",
     "x-api-key",
     "api-key",
     "openai-api-key",
     "x-goog-api-key",
+    "ocp-apim-subscription-key",
 ];
+
+/// Words that make any header a credential wherever they appear in its name
+/// (`x-auth-token`, `private-token`, `x-amz-security-token`, `x-vendor-apikey`, ...): a
+/// header a plugin needs never has them, and a credential header whose name sluice does not
+/// know must not slip through.
+const CREDENTIAL_WORDS: &[&str] = &["token", "secret", "password", "apikey", "api-key", "x-auth"];
 
 /// The placeholder that replaces a credential's value.
 pub const REDACTED: &str = "[redacted]";
 
-/// Whether `name` is a credential header.
+/// Whether `name` is a credential header: one of [`CREDENTIAL_HEADERS`], or a name holding a
+/// credential word (`token`, `secret`, `password`, `apikey`, `api-key`, `x-auth`), in any case.
 pub fn is_credential(name: &str) -> bool {
-    CREDENTIAL_HEADERS
+    if CREDENTIAL_HEADERS
         .iter()
         .any(|c| c.eq_ignore_ascii_case(name))
+    {
+        return true;
+    }
+    let lower = name.to_ascii_lowercase();
+    CREDENTIAL_WORDS.iter().any(|w| lower.contains(w))
 }
 
 pub use sluice_plugin_sdk::headers::{InvalidField, encode as encode_fields, pairs as field_pairs};
@@ -51,6 +65,31 @@ pub fn redact_credentials(block: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vendor_credential_headers_are_known_by_their_words_and_plain_headers_are_not() {
+        for name in [
+            "X-Auth-Token",
+            "PRIVATE-TOKEN",
+            "x-amz-security-token",
+            "Ocp-Apim-Subscription-Key",
+            "x-vendor-apikey",
+            "x-client-secret",
+            "Cookie2",
+        ] {
+            assert!(is_credential(name), "{name}");
+        }
+        for name in [
+            "content-type",
+            "idempotency-key",
+            "anthropic-version",
+            "openai-organization",
+            "accept",
+            "user-agent",
+        ] {
+            assert!(!is_credential(name), "{name}");
+        }
+    }
 
     #[test]
     fn credentials_are_redacted_whatever_their_case() {

@@ -1,37 +1,10 @@
 //! The `sluice plugin` and `sluice config` commands, run as a user runs them.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod support;
 
-/// Runs `sluice` with a private cache. Commands that call plugins get a 250 ms deadline: the
-/// 5 ms default is for optimized builds, and these tests run an unoptimized one on a busy
-/// machine, where a good call can be descheduled for longer than 5 ms.
-fn sluice(args: &[&str]) -> Output {
-    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-cache");
-    let mut args = args.to_vec();
-    if args.len() >= 2 && args[0] == "plugin" && matches!(args[1], "test" | "inspect") {
-        args.extend(["--deadline-ms", "250"]);
-    }
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env("XDG_CACHE_HOME", cache)
-        .output()
-        .expect("run sluice")
-}
+use std::process::Command;
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn write_vectors(name: &str, text: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::write(&path, text).expect("write a vector file");
-    path
-}
+use support::{sluice, stderr, stdout, write_tmp};
 
 fn vectors_of(plugin: &str) -> String {
     format!(
@@ -74,7 +47,7 @@ fn a_named_plugin_against_a_file() {
 
 #[test]
 fn a_wrong_expectation_exits_1_and_names_the_case() {
-    let path = write_vectors(
+    let path = write_tmp(
         "wrong.json",
         r#"{"cases":[
           {"name":"right","request":{"method":"GET","url":"https://api.github.com/","class":"read"},
@@ -96,7 +69,7 @@ fn a_wrong_expectation_exits_1_and_names_the_case() {
 
 #[test]
 fn a_malformed_file_exits_2_naming_file_case_and_field() {
-    let path = write_vectors(
+    let path = write_tmp(
         "malformed.json",
         r#"{"cases":[{"name":"typo","request":{"method":"GET","url":"u","class":"read"},
            "response":{"status":200},"expect":{"retry_after":5}}]}"#,
@@ -129,7 +102,7 @@ fn a_missing_file_or_plugin_exits_2_with_a_clear_error() {
     let o = sluice(&["plugin", "inspect", "/nonexistent/p.wasm"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("cannot read plugin file /nonexistent/p.wasm"),
+        stderr(&o).contains("the plugin file /nonexistent/p.wasm: cannot read: "),
         "{}",
         stderr(&o)
     );
@@ -189,7 +162,7 @@ fn the_example_admission_configuration_checks() {
 
 #[test]
 fn a_bad_admission_configuration_exits_2_naming_the_key() {
-    let path = write_vectors("bad-admission.toml", "[providers.openai]\nmargin = 0\n");
+    let path = write_tmp("bad-admission.toml", "[providers.openai]\nmargin = 0\n");
     let o = sluice(&["config", "check", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -204,4 +177,27 @@ fn a_bad_admission_configuration_exits_2_naming_the_key() {
         "{}",
         stderr(&o)
     );
+}
+
+/// tracing's warnings carried ANSI colour codes into files and pipes.
+#[cfg(unix)]
+#[test]
+fn warnings_carry_no_colour_codes_when_stderr_is_not_a_terminal() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let cache = tempfile::tempdir().unwrap();
+    // A cache directory others can write: the host warns and compiles in memory.
+    let dir = cache.path().join("sluice").join("components");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["plugin", "inspect", "openai", "--deadline-ms", "250"])
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .expect("run sluice");
+    let err = stderr(&o);
+    assert!(
+        err.contains("not using the compiled-component cache"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "colour codes in a pipe: {err:?}");
 }

@@ -97,3 +97,69 @@ fn bad_options_are_named_and_an_earlier_run_is_never_mixed_in() {
         "nothing overwritten"
     );
 }
+
+/// `--json` replaced whatever file it named (an audit log became a JSON report), and a
+/// missing directory was named only after the whole run.
+#[test]
+fn a_json_path_that_is_taken_or_has_no_directory_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = dir.path().join("audit.log");
+    std::fs::write(&taken, b"evidence").unwrap();
+    for (path, said) in [
+        (
+            taken.clone(),
+            "the path exists already; remove it or choose another path",
+        ),
+        (dir.path().join("nodir/demo.json"), "does not exist"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["demo", "--duration", "60", "--json"])
+            .arg(&path)
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .output()
+            .expect("run sluice demo");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(said), "{err}");
+        assert!(o.stdout.is_empty(), "refused before the run: {err}");
+    }
+    assert_eq!(std::fs::read(&taken).unwrap(), b"evidence");
+}
+
+#[test]
+fn a_duration_or_agent_count_no_one_means_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, said) in [
+        (
+            ["--duration", "18446744073709551615"],
+            "--duration 18446744073709551615 is too long: at most 3600 seconds",
+        ),
+        (["--duration", "0"], "--duration must be at least 1 second"),
+        (
+            ["--agents", "1000000"],
+            "--agents 1000000 is too many: at most 1000",
+        ),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("demo")
+            .args(args)
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run sluice demo");
+        let start = sluice::clock::Clock::now(&sluice::clock::SystemClock);
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("`sluice demo {}` still ran after 20 s", args.join(" "));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(said), "expected `{said}`: {err}");
+    }
+}

@@ -1,8 +1,10 @@
 //! Shared support for sluice's end-to-end tests: a plugin runtime with a test cache, the
 //! test fixtures (the hostile plugin, the plugin built against the frozen contract 0.1.0),
-//! request builders, a whole host ([`stack`]), a counting proxy ([`proxy`]) and the
-//! usage-correction workload ([`usage_workload`]).
+//! request builders, a whole host ([`stack`]), seeded kill -9 runs of a host process
+//! ([`crash_run`]), a counting proxy ([`proxy`]) and the usage-correction workload
+//! ([`usage_workload`]).
 
+pub mod crash_run;
 pub mod proxy;
 pub mod stack;
 pub mod usage_workload;

@@ -107,7 +107,7 @@ pub fn executor_with(
 /// When a part does not start.
 pub fn host(plugin: &str, paths: &Paths, retry: RetryConfig, attempt_timeout: Duration) -> Writes {
     let executor = executor(plugin, retry, attempt_timeout);
-    let journal = Journal::open(&paths.journal).expect("journal");
+    let journal = Journal::open_or_create(&paths.journal).expect("journal");
     let settings = AuditSettings {
         witness: Some(paths.witness.clone()),
         ..AuditSettings::default()

@@ -1,5 +1,7 @@
 //! Admission configuration in TOML: providers and their scopes, the safety margin, tenant
-//! tiers, and the queue's bounds. Every error names the key it is about.
+//! tiers, and the queue's bounds. Every error names the key it is about, and every number has a
+//! range (a wait of at most a day, a margin from 1% to 100%, bounded counts): a value no one
+//! means is refused with the range, not carried into the scheduler's arithmetic.
 //!
 //! A provider's narrower scopes are named as requests and responses name them. Models have
 //! their own table: the bundled plugins report a model's figures for, and plan its requests
@@ -49,6 +51,7 @@ use serde::Deserialize;
 
 use super::limits::Limits;
 use super::scope::Shape;
+use crate::printable::printable;
 
 /// The default safety margin: pace at 90% of a provider's limit.
 pub const DEFAULT_MARGIN: f64 = 0.9;
@@ -60,7 +63,7 @@ pub const DEFAULT_TIER: &str = "standard";
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// The share of each provider limit to pace at, in (0, 1].
+    /// The share of each provider limit to pace at, from [`MIN_MARGIN`] to 1.
     pub margin: f64,
     /// The queue's bounds.
     pub queue: QueueConfig,
@@ -76,11 +79,12 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct QueueConfig {
-    /// The most requests waiting, all scopes together.
+    /// The most requests waiting, all scopes together (at most [`MAX_QUEUED`]).
     pub max_queued: NonZeroU32,
-    /// The most requests waiting on any one scope.
+    /// The most requests waiting on any one scope (at most [`MAX_QUEUED`]).
     pub max_queued_per_scope: NonZeroU32,
-    /// The longest estimated wait a request is queued for, in milliseconds.
+    /// The longest estimated wait a request is queued for, in milliseconds (at most
+    /// [`MAX_WAIT_MS`], a day).
     pub max_wait_ms: NonZeroU64,
 }
 
@@ -98,9 +102,11 @@ pub struct ProviderConfig {
     /// Models' buckets by model name: `gpt-4o` configures the scope `model:gpt-4o` (see
     /// [`model_scope`]).
     pub models: BTreeMap<String, Limits>,
-    /// The most requests waiting on one scope of this provider, instead of the queue's.
+    /// The most requests waiting on one scope of this provider, instead of the queue's (at
+    /// most [`MAX_QUEUED`]).
     pub max_queued: Option<NonZeroU32>,
-    /// The longest estimated wait on this provider, in milliseconds, instead of the queue's.
+    /// The longest estimated wait on this provider, in milliseconds, instead of the queue's
+    /// (at most [`MAX_WAIT_MS`]).
     pub max_wait_ms: Option<NonZeroU64>,
 }
 
@@ -108,13 +114,13 @@ pub struct ProviderConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TierConfig {
-    /// The weight of each tenant's fair share (1 is ordinary).
+    /// The weight of each tenant's fair share (1 is ordinary; at most [`MAX_WEIGHT`]).
     #[serde(default = "one")]
     pub weight: NonZeroU32,
-    /// The most requests one tenant may queue.
+    /// The most requests one tenant may queue (at most [`MAX_QUEUED`]).
     #[serde(default)]
     pub max_queued: Option<NonZeroU32>,
-    /// The most requests one tenant may have in flight.
+    /// The most requests one tenant may have in flight (at most [`MAX_IN_FLIGHT`]).
     #[serde(default)]
     pub max_in_flight: Option<NonZeroU32>,
     /// Each tenant's own rate quotas.
@@ -220,27 +226,56 @@ impl Default for TenantsConfig {
     }
 }
 
+mod bounds;
+mod file;
+mod syntax;
+
+pub use bounds::{MAX_IN_FLIGHT, MAX_QUEUED, MAX_WAIT_MS, MAX_WEIGHT, MIN_MARGIN};
+pub use file::MAX_FILE_BYTES;
+pub use syntax::QUOTED_CHARS;
+
 /// A configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read the admission configuration {path}: {source}")]
+    #[error("cannot read the admission configuration {path}: {error}")]
     Read {
         /// The file.
         path: String,
-        /// Why.
-        source: std::io::Error,
+        /// Why. Its message is part of this one and not repeated as a cause.
+        error: std::io::Error,
+    },
+    /// The path names a directory, a fifo or a device, not a file.
+    #[error("the admission configuration {path} is not a regular file: give the path of a file")]
+    NotAFile {
+        /// The path.
+        path: String,
+    },
+    /// The file is larger than any configuration needs to be.
+    #[error(
+        "the admission configuration {path} is larger than {max} bytes: a configuration is at \
+         most 1 MiB"
+    )]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// The largest size read.
+        max: u64,
     },
     /// The TOML does not parse, or a key is unknown or of the wrong type.
     #[error("{origin}: {message}")]
     Syntax {
         /// The file, or `configuration`.
         origin: String,
-        /// The parser's message, which names the key and shows the line.
+        /// The parser's message on one line: the line and column, what is wrong (naming the
+        /// key), and at most [`QUOTED_CHARS`] characters of the line around the error — all
+        /// escaped by [`printable`](crate::printable::printable).
         message: String,
     },
-    /// A value is out of range or refers to something undefined.
-    #[error("`{key}`: {message}")]
+    /// A value is out of range or refers to something undefined. Both fields may quote the
+    /// file (a provider's or tier's name): they are printed escaped by
+    /// [`printable`](crate::printable::printable).
+    #[error("`{}`: {}", printable(.key), printable(.message))]
     Invalid {
         /// The dotted key.
         key: String,
@@ -258,39 +293,43 @@ impl Config {
         Self::parse(text, "configuration")
     }
 
-    /// Reads, parses and validates a configuration file.
+    /// Reads, parses and validates a configuration file: a regular file of at most
+    /// [`MAX_FILE_BYTES`] (a fifo or a device is refused without waiting on it).
     ///
     /// # Errors
     /// [`ConfigError`], naming the file and the key.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let text = file::read(path)?;
         Self::parse(&text, &path.display().to_string())
     }
 
     fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let config: Self = toml::from_str(text).map_err(|e| ConfigError::Syntax {
-            origin: origin.into(),
-            message: e.to_string(),
-        })?;
+        let config: Self = toml::from_str(text).map_err(|e| syntax::error(origin, text, &e))?;
         config.validate()?;
         Ok(config)
     }
 
-    /// Checks what the types cannot: margins, tier references, and that every quota can be
-    /// paced.
+    /// Checks what the types cannot: that every number is in its range (margins from
+    /// [`MIN_MARGIN`] to 1, waits up to [`MAX_WAIT_MS`], queue bounds up to [`MAX_QUEUED`],
+    /// requests in flight up to [`MAX_IN_FLIGHT`], weights up to [`MAX_WEIGHT`]), tier
+    /// references, and that every quota can be paced.
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`] naming the first bad key.
+    /// [`ConfigError::Invalid`] naming the first bad key, and the range for a number.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        check_margin("margin", self.margin)?;
+        bounds::margin("margin", self.margin)?;
+        let q = &self.queue;
+        bounds::queued("queue.max_queued", Some(q.max_queued))?;
+        bounds::queued("queue.max_queued_per_scope", Some(q.max_queued_per_scope))?;
+        bounds::wait_ms("queue.max_wait_ms", Some(q.max_wait_ms))?;
         for (name, p) in &self.providers {
             let margin = p.margin.unwrap_or(self.margin);
             if let Some(m) = p.margin {
-                check_margin(&format!("providers.{name}.margin"), m)?;
+                bounds::margin(&format!("providers.{name}.margin"), m)?;
             }
+            bounds::queued(&format!("providers.{name}.max_queued"), p.max_queued)?;
+            bounds::wait_ms(&format!("providers.{name}.max_wait_ms"), p.max_wait_ms)?;
+            bounds::limits(&format!("providers.{name}.limits"), &p.limits)?;
             shape(&format!("providers.{name}.limits"), &p.limits, margin)?;
             for model in p.models.keys() {
                 let scope = model_scope(model);
@@ -306,15 +345,23 @@ impl Config {
                 }
             }
             for named in p.named_scopes() {
-                shape(
-                    &format!("providers.{name}.{}", named.key),
-                    named.limits,
-                    margin,
-                )?;
+                let key = format!("providers.{name}.{}", named.key);
+                bounds::limits(&key, named.limits)?;
+                shape(&key, named.limits, margin)?;
             }
         }
         for (name, t) in &self.tiers {
-            shape(&format!("tiers.{name}.limits"), &t.limits, self.margin)?;
+            let key = |k: &str| format!("tiers.{name}.{k}");
+            bounds::at_most(
+                &key("weight"),
+                t.weight.get().into(),
+                MAX_WEIGHT.into(),
+                "times an ordinary share",
+            )?;
+            bounds::queued(&key("max_queued"), t.max_queued)?;
+            bounds::in_flight(&key("max_in_flight"), t.max_in_flight)?;
+            bounds::limits(&key("limits"), &t.limits)?;
+            shape(&key("limits"), &t.limits, self.margin)?;
         }
         let known = |tier: &str| tier == DEFAULT_TIER || self.tiers.contains_key(tier);
         if !known(&self.tenants.default_tier) {
@@ -329,20 +376,6 @@ impl Config {
             }
         }
         Ok(())
-    }
-}
-
-fn check_margin(key: &str, margin: f64) -> Result<(), ConfigError> {
-    if margin > 0.0 && margin <= 1.0 {
-        Ok(())
-    } else {
-        Err(ConfigError::Invalid {
-            key: key.into(),
-            message: format!(
-                "the margin is the share of the provider's limit to pace at: above 0 and at \
-                 most 1 (0.9 paces at 90%), not {margin}"
-            ),
-        })
     }
 }
 
@@ -362,73 +395,4 @@ fn undefined_tier(key: &str, tier: &str) -> ConfigError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_module_example_parses() {
-        let doc = include_str!("config.rs");
-        let example: String = doc
-            .lines()
-            .skip_while(|l| !l.starts_with("//! ```toml"))
-            .skip(1)
-            .take_while(|l| !l.starts_with("//! ```"))
-            .map(|l| format!("{}\n", l.trim_start_matches("//!").trim_start()))
-            .collect();
-        let c = Config::from_toml(&example).unwrap();
-        assert_eq!(c.tiers["paid"].weight.get(), 4);
-        assert_eq!(
-            c.providers["openai"].models["gpt-4o"]
-                .tokens_per_minute
-                .map(NonZeroU64::get),
-            Some(30_000)
-        );
-        let named: Vec<_> = c.providers["openai"]
-            .named_scopes()
-            .map(|n| (n.name, n.key))
-            .collect();
-        assert_eq!(named, [("model:gpt-4o".into(), "models.gpt-4o".into())]);
-        assert_eq!(c.tenants.assign["acme"], "paid");
-    }
-
-    #[test]
-    fn an_empty_file_is_the_defaults() {
-        assert_eq!(Config::from_toml("").unwrap(), Config::default());
-    }
-
-    fn err(text: &str) -> String {
-        Config::from_toml(text).unwrap_err().to_string()
-    }
-
-    #[test]
-    fn errors_name_the_key() {
-        let e = err("[providers.openai.limits]\nrequests_per_minit = 5\n");
-        assert!(e.contains("requests_per_minit"), "{e}");
-        let e = err("[providers.openai.limits]\nrequests_per_minute = 0\n");
-        assert!(e.contains("requests_per_minute"), "{e}");
-        let e = err("[providers.openai]\nmargin = 1.5\n");
-        assert!(e.starts_with("`providers.openai.margin`"), "{e}");
-        let e = err("[tenants.assign]\nacme = \"gold\"\n");
-        assert!(e.starts_with("`tenants.assign.acme`"), "{e}");
-        assert!(e.contains("[tiers.gold]"), "{e}");
-        let e = err("[tiers.free]\nweight = 0\n");
-        assert!(e.contains("weight"), "{e}");
-        // Finer than the clock: the error names the model's key, quoted as TOML needs it.
-        let e = err("[providers.openai.models.\"gpt-4.1\"]\ntokens_per_minute = 100000000000\n");
-        assert!(
-            e.contains("providers.openai.models.\"gpt-4.1\".tokens_per_minute"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn a_model_configured_twice_is_refused_naming_both_keys() {
-        let e = err("[providers.openai.models.gpt-4o]\ntokens_per_minute = 10\n\
-             [providers.openai.scopes.\"model:gpt-4o\"]\ntokens_per_minute = 20\n");
-        assert!(e.starts_with("`providers.openai.models.gpt-4o`"), "{e}");
-        assert!(
-            e.contains("`providers.openai.scopes.\"model:gpt-4o\"`"),
-            "{e}"
-        );
-    }
-}
+mod tests;

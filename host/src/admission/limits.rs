@@ -28,7 +28,7 @@ pub struct Limits {
     pub requests_per_day: Option<NonZeroU64>,
     /// Tokens per day.
     pub tokens_per_day: Option<NonZeroU64>,
-    /// Requests in flight at once.
+    /// Requests in flight at once (at most `MAX_IN_FLIGHT`, a million).
     pub concurrent_requests: Option<NonZeroU32>,
 }
 

@@ -1,9 +1,16 @@
 //! Ed25519 key files for signing checkpoints.
 //!
 //! Both files are one line of text: `sluice-audit-secret-v1 <64 hex>` for the secret key and
-//! `sluice-audit-public-v1 <64 hex>` for the public key. Keep the secret key away from the log
+//! `sluice-audit-public-v1 <64 hex>` for the public key, each created `0600` whatever the
+//! umask (the public key is no secret, but whoever can replace it can make a rebuilt log
+//! verify — see [`Fingerprint`]). Keep the secret key away from the log
 //! (another volume or machine): whoever holds both can rewrite the log undetectably. The
 //! verifier needs only the public key.
+//!
+//! A key need not touch the disk at all: [`AuditKey::generate`] makes one in memory, the
+//! writer ([`AuditLog::open`](super::AuditLog::open)) takes it as a value, and only the public
+//! half has to be written out ([`AuditKey::write_public`]) for the log to be checked. That is
+//! how `sluice demo` runs: its key dies with the process.
 
 use std::fmt;
 use std::io::Write as _;
@@ -12,12 +19,20 @@ use std::path::{Path, PathBuf};
 use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 
+use super::fingerprint::Fingerprint;
 use super::record::{from_hex, to_hex};
+use crate::input_file::{self, InputFileError};
+use crate::private_fs;
+
+/// The largest key file read, in bytes: a key file is one line of about 90 bytes, so
+/// anything near this bound (`/dev/zero`, a log given by mistake) is not a key.
+pub const MAX_KEY_FILE_BYTES: u64 = 4 << 10;
 
 const SECRET_TAG: &str = "sluice-audit-secret-v1";
 const PUBLIC_TAG: &str = "sluice-audit-public-v1";
 
-/// The key that signs checkpoints. Its `Debug` shows only the key id.
+/// The key that signs checkpoints. Its `Debug` shows only the key id; its secret bytes are
+/// wiped from memory when it is dropped.
 pub struct AuditKey {
     key: SigningKey,
 }
@@ -38,7 +53,11 @@ impl AuditKey {
     pub fn generate() -> Result<Self, KeyError> {
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret).map_err(|e| KeyError::Random(e.to_string()))?;
-        Ok(Self::from_bytes(&secret))
+        let key = Self::from_bytes(&secret);
+        // The signing key wipes itself on drop; wipe this copy too (best effort).
+        secret.fill(0);
+        std::hint::black_box(&secret);
+        Ok(key)
     }
 
     /// The key with these 32 secret bytes (for tests and for loading).
@@ -58,6 +77,29 @@ impl AuditKey {
         key_id(&self.verifying_key())
     }
 
+    /// The public key's full fingerprint, which `verify` prints and can be pinned to.
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint::of(&self.verifying_key())
+    }
+
+    /// Writes the secret key to `path`, a new file created `0600`.
+    ///
+    /// # Errors
+    /// [`KeyError::Exists`] if the file exists; [`KeyError::Io`] naming it otherwise.
+    pub fn write_secret(&self, path: &Path) -> Result<(), KeyError> {
+        let line = format!("{SECRET_TAG} {}\n", to_hex(self.key.as_bytes()));
+        write_new(path, line.as_bytes())
+    }
+
+    /// Writes the public key to `path`, a new file created `0600`.
+    ///
+    /// # Errors
+    /// [`KeyError::Exists`] if the file exists; [`KeyError::Io`] naming it otherwise.
+    pub fn write_public(&self, path: &Path) -> Result<(), KeyError> {
+        let line = format!("{PUBLIC_TAG} {}\n", to_hex(self.verifying_key().as_bytes()));
+        write_new(path, line.as_bytes())
+    }
+
     /// Signs `message`.
     pub(crate) fn sign(&self, message: &[u8]) -> Signature {
         self.key.sign(message)
@@ -73,7 +115,7 @@ pub fn key_id(key: &VerifyingKey) -> String {
 /// A key file that could not be written or read.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    /// The file could not be read or written.
+    /// The file could not be written.
     #[error("the key file {path}")]
     Io {
         /// The file.
@@ -81,6 +123,10 @@ pub enum KeyError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// The file could not be read: missing, not a regular file, or larger than
+    /// [`MAX_KEY_FILE_BYTES`].
+    #[error("the key file {0}")]
+    Read(InputFileError),
     /// `generate` will not replace a key.
     #[error("the key file {path} exists already; refusing to overwrite a key (move it away first)")]
     Exists {
@@ -100,8 +146,8 @@ pub enum KeyError {
     Random(String),
 }
 
-/// Makes a new key pair: the secret key into `secret` (mode 0600 on unix) and the public key
-/// into `public`. Neither file may exist.
+/// Makes a new key pair: the secret key into `secret` and the public key into `public`, both
+/// created `0600` whatever the umask. Neither file may exist.
 ///
 /// # Errors
 /// [`KeyError::Exists`] if either file exists; [`KeyError::Io`] naming the file that failed.
@@ -112,10 +158,8 @@ pub fn generate(secret: &Path, public: &Path) -> Result<AuditKey, KeyError> {
         }
     }
     let key = AuditKey::generate()?;
-    let secret_line = format!("{SECRET_TAG} {}\n", to_hex(key.key.as_bytes()));
-    write_new(secret, secret_line.as_bytes(), 0o600)?;
-    let public_line = format!("{PUBLIC_TAG} {}\n", to_hex(key.verifying_key().as_bytes()));
-    if let Err(e) = write_new(public, public_line.as_bytes(), 0o644) {
+    key.write_secret(secret)?;
+    if let Err(e) = key.write_public(public) {
         // Leave no secret behind without its public half: the user can simply retry.
         let _ = std::fs::remove_file(secret);
         return Err(e);
@@ -123,8 +167,8 @@ pub fn generate(secret: &Path, public: &Path) -> Result<AuditKey, KeyError> {
     Ok(key)
 }
 
-/// Creates `path` (which must not exist) with `contents`, synced.
-fn write_new(path: &Path, contents: &[u8], mode: u32) -> Result<(), KeyError> {
+/// Creates `path` (which must not exist) `0600` with `contents`, synced.
+fn write_new(path: &Path, contents: &[u8]) -> Result<(), KeyError> {
     let io = |source: std::io::Error| {
         if source.kind() == std::io::ErrorKind::AlreadyExists {
             KeyError::Exists { path: path.into() }
@@ -135,13 +179,11 @@ fn write_new(path: &Path, contents: &[u8], mode: u32) -> Result<(), KeyError> {
             }
         }
     };
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
-    #[cfg(not(unix))]
-    let _ = mode;
-    let mut file = options.open(path).map_err(io)?;
+    let mut file = private_fs::options()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(io)?;
     file.write_all(contents).map_err(io)?;
     file.sync_all().map_err(io)
 }
@@ -149,7 +191,8 @@ fn write_new(path: &Path, contents: &[u8], mode: u32) -> Result<(), KeyError> {
 /// Loads the secret key that signs checkpoints.
 ///
 /// # Errors
-/// [`KeyError`] naming the file: unreadable, or not a `sluice-audit-secret-v1` key.
+/// [`KeyError`] naming the file: unreadable (or not a regular file of at most
+/// [`MAX_KEY_FILE_BYTES`]), or not a `sluice-audit-secret-v1` key.
 pub fn load_signing(path: &Path) -> Result<AuditKey, KeyError> {
     warn_if_readable_by_others(path);
     let bytes = read_key(path, SECRET_TAG, PUBLIC_TAG, "a public key")?;
@@ -159,8 +202,9 @@ pub fn load_signing(path: &Path) -> Result<AuditKey, KeyError> {
 /// Loads the public key that verifies checkpoints.
 ///
 /// # Errors
-/// [`KeyError`] naming the file: unreadable, not a `sluice-audit-public-v1` key, or not a
-/// valid Ed25519 public key.
+/// [`KeyError`] naming the file: unreadable (or not a regular file of at most
+/// [`MAX_KEY_FILE_BYTES`]), not a `sluice-audit-public-v1` key, or not a valid Ed25519 public
+/// key.
 pub fn load_verifying(path: &Path) -> Result<VerifyingKey, KeyError> {
     let bytes = read_key(path, PUBLIC_TAG, SECRET_TAG, "the secret key")?;
     VerifyingKey::from_bytes(&bytes).map_err(|_| KeyError::Malformed {
@@ -175,10 +219,8 @@ fn read_key(path: &Path, tag: &str, other: &str, what: &str) -> Result<[u8; 32],
         path: path.into(),
         why,
     };
-    let text = std::fs::read_to_string(path).map_err(|source| KeyError::Io {
-        path: path.into(),
-        source,
-    })?;
+    // A regular file of a few KiB, opened without blocking: not a fifo, not `/dev/zero`.
+    let text = input_file::read_text(path, MAX_KEY_FILE_BYTES).map_err(KeyError::Read)?;
     let (found, hex) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
     if found == other {
         return Err(malformed(format!("it holds {what}, not a `{tag}` key")));

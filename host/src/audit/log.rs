@@ -1,6 +1,6 @@
 //! The writer: appends records durably, chains them, and signs a checkpoint every so often.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write as _;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
@@ -11,6 +11,7 @@ use super::keys::AuditKey;
 use super::record::{Checkpoint, Record, checkpoint_message, encode, line_for, parse_line, to_hex};
 use super::reopen::{open_witness, read_tail};
 use super::{AuditError, Event, EventKind};
+use crate::private_fs;
 
 /// How a log is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,14 +65,20 @@ struct State {
 }
 
 impl AuditLog {
-    /// Opens the log at `path`, creating it if needed, and continues its chain. A torn last
-    /// line (a crash mid-write) is cut away with a warning. With
+    /// Opens the log at `path`, creating it (and the witness) `0600` if needed, and continues
+    /// its chain. A torn last line (a crash mid-write) is cut away with a warning, in the log
+    /// and in the witness. Checkpoints of the log that the witness lacks at its end (a crash
+    /// between the two writes, or a new witness) are copied to it. With
     /// [`AuditSettings::retention`], records older than `now_ms - retention` are then
     /// pruned ([`AuditLog::prune`]).
     ///
+    /// `key` is held in memory only: nothing here writes it anywhere.
+    ///
     /// # Errors
     /// [`AuditError::Io`] naming the file; [`AuditError::Malformed`] naming the line when the
-    /// last whole record is not a well-formed record.
+    /// last whole record is not a well-formed record, or a line is longer than
+    /// [`MAX_LINE`](super::MAX_LINE); [`AuditError::WitnessAhead`] when the witness holds a
+    /// checkpoint past the log's end (its tail was deleted).
     pub fn open(
         path: &Path,
         key: AuditKey,
@@ -82,7 +89,7 @@ impl AuditLog {
             path: path.into(),
             source,
         };
-        let mut file = OpenOptions::new()
+        let mut file = private_fs::options()
             .read(true)
             .append(true)
             .create(true)
@@ -100,7 +107,7 @@ impl AuditLog {
             file.sync_all().map_err(io)?;
         }
         let witness = match &settings.witness {
-            Some(w) => Some(open_witness(w)?),
+            Some(w) => Some(open_witness(w, path, &tail)?),
             None => None,
         };
         let log = Self {
@@ -118,7 +125,7 @@ impl AuditLog {
         };
         if let Some(keep) = log.settings.retention {
             let keep = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
-            log.prune(now_ms.saturating_sub(keep))?;
+            log.prune(now_ms.saturating_sub(keep), now_ms)?;
         }
         Ok(log)
     }
@@ -137,11 +144,11 @@ impl AuditLog {
     /// [`AuditSettings::checkpoint_every`] records, a signed checkpoint follows it.
     ///
     /// # Errors
-    /// [`AuditError::CheckpointEvent`] for a checkpoint event; [`AuditError::Io`] when the
+    /// [`AuditError::CheckpointEvent`] for a checkpoint or pruned event; [`AuditError::Io`] when the
     /// line could not be written and synced (nothing of it is left in the log) or the
     /// checkpoint after it could not (the event itself is then on disk).
     pub fn append(&self, event: &Event) -> Result<u64, AuditError> {
-        if event.kind == EventKind::Checkpoint {
+        if matches!(event.kind, EventKind::Checkpoint | EventKind::Pruned) {
             return Err(AuditError::CheckpointEvent);
         }
         let mut s = self.state();
@@ -186,18 +193,24 @@ impl AuditLog {
     /// checkpoint (other than the log's first record) nothing is dropped. A record that does
     /// not parse stops the scan: nothing at or after it is dropped.
     ///
-    /// The file is rewritten whole (a temporary file, synced, renamed over the log), with
-    /// appends held meanwhile. The witness file is never pruned.
+    /// After the kept records come a `pruned` record naming the anchor (at `now_ms`) and a
+    /// checkpoint that signs it: that is what tells the verifier the log starts there because
+    /// its writer pruned it, and not because someone deleted its head. The file is rewritten
+    /// whole — a temporary file (`0600`), synced, renamed over the log — so a crash leaves
+    /// either the old log or the pruned one with its signed statement, with appends held
+    /// meanwhile. The witness gets the new checkpoint and is never pruned.
     ///
     /// # Errors
     /// [`AuditError::Io`] naming the file.
-    pub fn prune(&self, before_ms: i64) -> Result<u64, AuditError> {
+    pub fn prune(&self, before_ms: i64, now_ms: i64) -> Result<u64, AuditError> {
         let mut s = self.state();
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| AuditError::Io { path, source }
         };
         let data = std::fs::read(&self.path).map_err(io(&self.path))?;
+        let whole = usize::try_from(s.len).map_or(data.len(), |len| len.min(data.len()));
+        let data = &data[..whole];
         let mut anchor = None;
         let mut offset = 0;
         for (index, line) in data.split_inclusive(|&b| b == b'\n').enumerate() {
@@ -210,34 +223,50 @@ impl AuditLog {
                 break;
             };
             if parsed.record.checkpoint.is_some() && index > 0 {
-                anchor = Some((index, offset));
+                anchor = Some((index, offset, parsed.record.seq));
             }
             if parsed.record.time_ms >= before_ms {
                 break;
             }
             offset += line.len();
         }
-        let Some((dropped, start)) = anchor else {
+        let Some((dropped, start, anchor_seq)) = anchor else {
             return Ok(0);
         };
+        let pruned = Record::pruned(s.seq + 1, to_hex(&s.head), now_ms, anchor_seq);
+        let (pruned_line, pruned_hash) = line_for(&s.head, &encode(&pruned));
+        let checkpoint = self.checkpoint_record(s.seq + 1, &pruned_hash, now_ms);
+        let (checkpoint_line, head) = line_for(&pruned_hash, &encode(&checkpoint));
         let mut tmp_name = self.path.as_os_str().to_owned();
         tmp_name.push(".prune");
         let tmp = PathBuf::from(tmp_name);
-        let mut out = File::create(&tmp).map_err(io(&tmp))?;
+        let mut out = private_fs::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(io(&tmp))?;
         out.write_all(&data[start..]).map_err(io(&tmp))?;
+        out.write_all(&pruned_line).map_err(io(&tmp))?;
+        out.write_all(&checkpoint_line).map_err(io(&tmp))?;
         out.sync_all().map_err(io(&tmp))?;
         drop(out);
         std::fs::rename(&tmp, &self.path).map_err(io(&self.path))?;
         sync_dir(&self.path).map_err(io(&self.path))?;
-        s.file = OpenOptions::new()
+        s.file = private_fs::options()
             .read(true)
             .append(true)
             .open(&self.path)
             .map_err(io(&self.path))?;
-        s.len = (data.len() - start) as u64;
+        s.len = (data.len() - start + pruned_line.len() + checkpoint_line.len()) as u64;
+        s.seq = checkpoint.seq;
+        s.head = head;
+        s.since_checkpoint = 0;
+        self.copy_to_witness(&mut s, &checkpoint_line)?;
         tracing::info!(
             file = %self.path.display(),
             dropped,
+            anchor = anchor_seq,
             "pruned the audit log to a checkpoint anchor"
         );
         Ok(dropped as u64)
@@ -267,36 +296,49 @@ impl AuditLog {
 
     /// Signs the head, appends the checkpoint to the log and then to the witness.
     fn write_checkpoint(&self, s: &mut State, time_ms: i64) -> Result<u64, AuditError> {
-        let signature = self.key.sign(&checkpoint_message(s.seq, &s.head));
-        let head = to_hex(&s.head);
-        let record = Record::new(
-            s.seq + 1,
+        let record = self.checkpoint_record(s.seq, &s.head, time_ms);
+        // The log first: a witness line the log lacks would read as a deleted tail.
+        let line = self.write(s, &record)?;
+        s.since_checkpoint = 0;
+        self.copy_to_witness(s, &line)?;
+        Ok(s.seq)
+    }
+
+    /// The checkpoint record that signs record `covers`, whose hash is `head`.
+    fn checkpoint_record(&self, covers: u64, head: &[u8; 32], time_ms: i64) -> Record {
+        let signature = self.key.sign(&checkpoint_message(covers, head));
+        let head = to_hex(head);
+        Record::new(
+            covers + 1,
             head.clone(),
             &Event::new(EventKind::Checkpoint, time_ms),
             Some(Checkpoint {
-                covers: s.seq,
+                covers,
                 head,
                 key_id: self.key.key_id(),
                 sig: to_hex(&signature.to_bytes()),
             }),
-        );
-        // The log first: a witness line the log lacks would read as a deleted tail.
-        let line = self.write(s, &record)?;
-        s.since_checkpoint = 0;
-        if let (Some(witness), Some(path)) = (&mut s.witness, &self.settings.witness) {
-            let before = witness.metadata().map(|m| m.len());
-            let written = witness.write_all(&line).and_then(|()| witness.sync_data());
-            if let Err(source) = written {
-                if let Ok(before) = before {
-                    let _ = witness.set_len(before);
-                }
-                return Err(AuditError::Io {
-                    path: path.clone(),
-                    source,
-                });
+        )
+    }
+
+    /// Appends a checkpoint line (already in the log) to the witness, synced; on failure
+    /// nothing of it is left in the witness (best effort).
+    fn copy_to_witness(&self, s: &mut State, line: &[u8]) -> Result<(), AuditError> {
+        let (Some(witness), Some(path)) = (&mut s.witness, &self.settings.witness) else {
+            return Ok(());
+        };
+        let before = witness.metadata().map(|m| m.len());
+        let written = witness.write_all(line).and_then(|()| witness.sync_data());
+        if let Err(source) = written {
+            if let Ok(before) = before {
+                let _ = witness.set_len(before);
             }
+            return Err(AuditError::Io {
+                path: path.clone(),
+                source,
+            });
         }
-        Ok(s.seq)
+        Ok(())
     }
 }
 

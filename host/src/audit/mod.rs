@@ -10,9 +10,49 @@
 //! recomputed by whoever edits it, so every [`AuditSettings::checkpoint_every`] records the
 //! writer appends a *checkpoint*: an Ed25519 signature over the seq and hash of the record just
 //! written. Rebuilding the chain now needs the secret key, which is kept apart from the log
-//! (another volume, another machine). Deleting the tail — the last checkpoint with it — is
-//! what a signature cannot show, so each checkpoint line is also appended to a *witness* file
-//! kept elsewhere; [`verify`] with the witness finds every checkpoint the log has lost.
+//! (another volume, another machine — or, as `sluice demo` does, only in the writer's
+//! memory: [`AuditLog::open`] takes the key as a value and never writes it). Deleting the
+//! tail — the last checkpoint with it — is what a signature cannot show, so each checkpoint
+//! line is also appended to a *witness* file kept elsewhere; [`verify()`] with the witness holds
+//! the log to every checkpoint the witness saw (below).
+//!
+//! A whole log rebuilt under a key of someone else's, with its own public key file and
+//! witness, is consistent in itself; what gives it away is the key. [`verify()`] reports the
+//! [`Fingerprint`] of the key that signed the log, and an auditor pins the one they expect
+//! ([`VerifyOptions::expect_key`], `--expect-key`).
+//!
+//! # What a log that verifies proves
+//!
+//! - **Nothing was edited, inserted, deleted or reordered** before its last checkpoint: the
+//!   hash chain, and the checkpoints' signatures, which need the secret key.
+//! - **Its start is where the writer put it.** A log starts at record 1, or — pruned by
+//!   retention — at a checkpoint (its anchor) that a signed `pruned` record names. A log
+//!   whose head was cut down to some checkpoint by anyone else has no such record, and fails
+//!   unless the verifier is told `allow_pruned` (and then says so).
+//! - **Which key signed it** ([`Report::key`]): rebuilding a whole log under a new key is
+//!   seen by whoever pins the key ([`VerifyOptions::expect_key`]).
+//! - With a witness, **its end is not before what someone else saw** (below).
+//!
+//! # The witness, the way Certificate Transparency reads it
+//!
+//! A consistent history is one that extends the last checkpoint someone else holds (the
+//! Crosby–Wallach and Certificate Transparency rule). The writer copies every checkpoint to
+//! the witness, kept elsewhere, right after writing it to the log, so a witness is the log's
+//! checkpoints in order and the verifier holds the two to each other:
+//!
+//! - every witness line is a checkpoint signed by the key, in increasing order;
+//! - every witness checkpoint at or after the log's first record is in the log, the same
+//!   (else the log was rewritten, or its tail deleted); those before it are the pruned ones;
+//! - every checkpoint of the log is in the witness: a witness that lacks one in the middle
+//!   had lines deleted, and one that ends before the log does was cut short (or belongs to
+//!   another log). Both are errors, and so is an empty witness for a log with checkpoints.
+//!   The one exception is a live log (`allow_open_tail`): its last checkpoint may not be in
+//!   the witness yet, as the writer copies it just after ([`Report::witness_behind`]);
+//!   reopening the log with the writer fills it in.
+//!
+//! So with a witness the verifier accepts exactly a log whose checkpoints are the witness's
+//! from the log's anchor on — what a log extending the witness's last checkpoint, and pruned
+//! only by its writer, looks like.
 //!
 //! # What is recorded, and what never is
 //!
@@ -21,25 +61,40 @@
 //! a short sanitized [`Event::detail`]. There is no field for a request or response body, a
 //! header, a credential or a token: the API cannot take them, so the log cannot leak them.
 //! When an operator asks to see a raw body (kept elsewhere), that request is itself recorded
-//! ([`EventKind::BodyDisclosed`]).
+//! ([`EventKind::BodyDisclosed`]). Names are cut to [`MAX_NAME_CHARS`] and the note to
+//! [`MAX_DETAIL_CHARS`], so a record always fits in a line of [`MAX_LINE`] bytes — the most
+//! any reader here accepts, so that a file that is not a log (`/dev/zero`) is refused at its
+//! first long line instead of read without bound.
 //!
 //! # Durability
 //!
 //! [`AuditLog::append`] returns only once the line is on disk (`sync_data`): the host logs an
 //! attempt before sending it. A crash in the middle of a write leaves a torn last line, which
-//! [`AuditLog::open`] cuts away; the chain continues from the last whole record.
+//! [`AuditLog::open`] cuts away; the chain continues from the last whole record. A crash
+//! between writing a checkpoint to the log and copying it to the witness leaves the witness
+//! one checkpoint behind, which [`AuditLog::open`] fills in (a new witness beside an old log
+//! is filled in the same way, and vouches only for what the log held then); a witness *ahead*
+//! of the log means the log's tail was deleted, and the writer refuses to append to it. The
+//! log, the witness and key files are created `0600` whatever the umask.
 //!
 //! # Retention
 //!
 //! [`AuditLog::prune`] drops old records but keeps the log verifiable: the kept file starts
-//! at a checkpoint (its *anchor*), whose signature vouches for the records that follow it;
-//! [`verify`] then reports where the pruned log starts ([`Report::pruned_before`]).
+//! at a checkpoint (its *anchor*), whose signature vouches for the records that follow it,
+//! and ends with a `pruned` record naming the anchor and a checkpoint that signs it. That
+//! signed statement is what tells a prune from someone deleting the head of the log down to
+//! a checkpoint: [`verify()`] accepts a log that starts past record 1 only when such a record
+//! names its start (or when told to, [`VerifyOptions::allow_pruned`]), and then reports where
+//! it starts ([`Report::pruned_before`]).
 
+mod fingerprint;
 mod keys;
+mod lines;
 mod log;
 mod record;
 mod reopen;
 mod verify;
+mod witness;
 
 #[cfg(test)]
 mod tests;
@@ -49,12 +104,20 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use ed25519_dalek::VerifyingKey;
-pub use keys::{AuditKey, KeyError, generate, key_id, load_signing, load_verifying};
+pub use fingerprint::{BadFingerprint, Fingerprint};
+pub use keys::{
+    AuditKey, KeyError, MAX_KEY_FILE_BYTES, generate, key_id, load_signing, load_verifying,
+};
+pub use lines::MAX_LINE;
 pub use log::{AuditLog, AuditSettings};
-pub use verify::{Finding, Report, VerifyError, verify};
+pub use verify::{Finding, Report, VerifyError, VerifyOptions, verify, verify_with};
 
 /// The longest [`Event::detail`] kept, in characters; longer text is cut.
 pub const MAX_DETAIL_CHARS: usize = 200;
+
+/// The longest name (task, action, idempotency key, scope) a record keeps, in characters;
+/// longer names are cut, so that a record always fits in a [`MAX_LINE`].
+pub const MAX_NAME_CHARS: usize = 1024;
 
 /// What happened. Serialized in snake_case (`action_requested`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -84,6 +147,10 @@ pub enum EventKind {
     AccessApproved,
     /// A signed checkpoint; written by the log itself, never by [`AuditLog::append`].
     Checkpoint,
+    /// Retention dropped the records before the log's new first record (the record's
+    /// `anchor`); written by the log itself when it prunes, and signed at once by the
+    /// checkpoint that follows it.
+    Pruned,
 }
 
 /// One event to record: a kind, a time, and the facts that apply. Absent facts are left out
@@ -232,10 +299,11 @@ pub enum AuditError {
         /// What the system said.
         source: std::io::Error,
     },
-    /// The existing log's last whole record is not a well-formed record: the writer will not
-    /// chain onto it. Check the log with `sluice audit verify`.
+    /// The existing log's (or witness's) last whole record is not a well-formed record, or a
+    /// line is too long to be one: the writer will not chain onto it. Check the log with
+    /// `sluice audit verify`.
     #[error(
-        "the audit log {path}, line {line}: {why}; refusing to append to it (check it with \
+        "the audit file {path}, line {line}: {why}; refusing to append to it (check it with \
          `sluice audit verify`)"
     )]
     Malformed {
@@ -246,7 +314,30 @@ pub enum AuditError {
         /// What is wrong.
         why: String,
     },
-    /// [`AuditLog::append`] was given an [`EventKind::Checkpoint`]: only the log writes those.
-    #[error("checkpoints are written by the log itself; use AuditLog::checkpoint")]
+    /// The witness holds a checkpoint past the log's last record: the log's tail was
+    /// deleted (or the witness belongs to another log). Appending would bury the evidence.
+    #[error(
+        "the audit witness {witness} holds the checkpoint at record {witness_seq}, past the \
+         log's last record {log_seq} in {log}: the log's tail was deleted, or the witness \
+         belongs to another log; refusing to append (check it with `sluice audit verify`)",
+        witness = witness.display(),
+        log = log.display()
+    )]
+    WitnessAhead {
+        /// The log.
+        log: PathBuf,
+        /// The witness.
+        witness: PathBuf,
+        /// The seq of the log's last record.
+        log_seq: u64,
+        /// The seq of the witness's last checkpoint.
+        witness_seq: u64,
+    },
+    /// [`AuditLog::append`] was given an [`EventKind::Checkpoint`] or [`EventKind::Pruned`]:
+    /// only the log writes those.
+    #[error(
+        "checkpoint and pruned records are written by the log itself; use \
+         AuditLog::checkpoint or AuditLog::prune"
+    )]
     CheckpointEvent,
 }

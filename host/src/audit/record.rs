@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 pub(crate) use crate::hex::{from_hex, to_hex};
 
-use super::{Event, EventKind};
+use super::{Event, EventKind, MAX_DETAIL_CHARS, MAX_NAME_CHARS};
 
 /// The `prev` of the first record of a log: 32 zero bytes.
 pub(crate) const GENESIS: [u8; 32] = [0; 32];
@@ -45,30 +45,53 @@ pub(crate) struct Record {
     pub due_ms: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// For a `pruned` record: the seq the log starts at since retention dropped what came
+    /// before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<Checkpoint>,
 }
 
 impl Record {
     /// Record `seq`, chained to `prev` (hex), stating `event`'s facts and, for a checkpoint,
-    /// its signed statement.
+    /// its signed statement. Names are cut to [`MAX_NAME_CHARS`] and the note to
+    /// [`MAX_DETAIL_CHARS`], so that a record always fits in a line a reader accepts.
     pub fn new(seq: u64, prev: String, event: &Event, checkpoint: Option<Checkpoint>) -> Self {
+        let name = |n: &Option<String>| n.as_deref().map(|n| cut(n, MAX_NAME_CHARS));
         Self {
             seq,
             time_ms: event.time_ms,
             prev,
             event: event.kind,
-            task: event.task.clone(),
-            action: event.action.clone(),
+            task: name(&event.task),
+            action: name(&event.action),
             attempt: event.attempt,
-            idempotency_key: event.idempotency_key.clone(),
+            idempotency_key: name(&event.idempotency_key),
             status: event.status,
             retry_after_ms: event.retry_after_ms,
-            scope: event.scope.clone(),
+            scope: name(&event.scope),
             due_ms: event.due_ms,
-            detail: event.detail.clone(),
+            detail: event.detail.as_deref().map(|d| cut(d, MAX_DETAIL_CHARS)),
+            anchor: None,
             checkpoint,
         }
+    }
+
+    /// Record `seq`, chained to `prev`, saying that the log now starts at `anchor`.
+    pub fn pruned(seq: u64, prev: String, time_ms: i64, anchor: u64) -> Self {
+        Self {
+            anchor: Some(anchor),
+            ..Self::new(seq, prev, &Event::new(EventKind::Pruned, time_ms), None)
+        }
+    }
+}
+
+/// `text` cut to `max` characters.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => text[..end].to_owned(),
+        None => text.to_owned(),
     }
 }
 
@@ -124,6 +147,9 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<Line<'_>, String> {
     let record: Record = serde_json::from_slice(json).map_err(|e| format!("not a record: {e}"))?;
     if (record.event == EventKind::Checkpoint) != record.checkpoint.is_some() {
         return Err("not a record: a checkpoint event must carry a checkpoint, and only it".into());
+    }
+    if (record.event == EventKind::Pruned) != record.anchor.is_some() {
+        return Err("not a record: a pruned event must carry an anchor, and only it".into());
     }
     Ok(Line { hash, json, record })
 }

@@ -2,12 +2,14 @@
 //! records follow its last checkpoint, and a torn last line (a crash mid-write) to cut away —
 //! in the log and in the witness.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead as _, BufReader};
+use std::fs::File;
+use std::io::{BufReader, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
 
 use super::AuditError;
+use super::lines::{Line, Lines, too_long};
 use super::record::{GENESIS, parse_line};
+use crate::private_fs;
 
 /// What [`read_tail`] found.
 pub(super) struct Tail {
@@ -23,6 +25,8 @@ pub(super) struct Tail {
     pub head: [u8; 32],
     /// Records after the last checkpoint.
     pub since_checkpoint: u32,
+    /// The seq of the last checkpoint, if there is one.
+    pub last_checkpoint: Option<u64>,
 }
 
 /// Reads the log through to find its last whole record and any torn tail.
@@ -31,8 +35,9 @@ pub(super) fn read_tail(file: &mut File, path: &Path) -> Result<Tail, AuditError
         path: path.into(),
         source,
     };
-    let mut reader = BufReader::new(file);
-    let (mut line, mut last) = (Vec::new(), Vec::new());
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    let mut lines = Lines::new(BufReader::new(file));
+    let mut last = Vec::new();
     let mut tail = Tail {
         lines: 0,
         len: 0,
@@ -40,25 +45,35 @@ pub(super) fn read_tail(file: &mut File, path: &Path) -> Result<Tail, AuditError
         seq: 0,
         head: GENESIS,
         since_checkpoint: 0,
+        last_checkpoint: None,
     };
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(io)?;
-        if n == 0 {
-            break;
+    let mut seen_checkpoint = false;
+    while let Some((n, line)) = lines.next_line().map_err(io)? {
+        match line {
+            Line::Whole(text) => {
+                tail.lines = n;
+                tail.len += text.len() as u64 + 1;
+                if is_checkpoint(text) {
+                    tail.since_checkpoint = 0;
+                    seen_checkpoint = true;
+                } else {
+                    tail.since_checkpoint = tail.since_checkpoint.saturating_add(1);
+                }
+                last.clear();
+                last.extend_from_slice(text);
+            }
+            Line::Torn(text) => {
+                tail.torn = text.len();
+                break;
+            }
+            Line::TooLong => {
+                return Err(AuditError::Malformed {
+                    path: path.into(),
+                    line: n,
+                    why: too_long(),
+                });
+            }
         }
-        if line.last() != Some(&b'\n') {
-            tail.torn = n;
-            break;
-        }
-        tail.lines += 1;
-        tail.len += n as u64;
-        tail.since_checkpoint = if is_checkpoint(&line) {
-            0
-        } else {
-            tail.since_checkpoint.saturating_add(1)
-        };
-        std::mem::swap(&mut line, &mut last);
     }
     if tail.lines == 0 {
         return Ok(tail);
@@ -68,7 +83,7 @@ pub(super) fn read_tail(file: &mut File, path: &Path) -> Result<Tail, AuditError
         line: tail.lines,
         why,
     };
-    let parsed = parse_line(&last[..last.len() - 1]).map_err(malformed)?;
+    let parsed = parse_line(&last).map_err(malformed)?;
     if parsed.computed_hash() != Some(parsed.hash) {
         return Err(malformed(
             "its hash does not match its contents (edited?)".into(),
@@ -76,6 +91,9 @@ pub(super) fn read_tail(file: &mut File, path: &Path) -> Result<Tail, AuditError
     }
     tail.seq = parsed.record.seq;
     tail.head = parsed.hash;
+    if seen_checkpoint {
+        tail.last_checkpoint = Some(tail.seq - u64::from(tail.since_checkpoint));
+    }
     Ok(tail)
 }
 
@@ -86,27 +104,133 @@ fn is_checkpoint(line: &[u8]) -> bool {
     line.windows(PATTERN.len()).any(|w| w == PATTERN)
 }
 
-/// Opens the witness for appending, cutting a torn last line as for the log.
-pub(super) fn open_witness(path: &Path) -> Result<File, AuditError> {
+/// Opens the witness of the log at `log` (whose end is `tail`) for appending: cuts a torn
+/// last line as for the log, refuses a witness that is ahead of the log, and copies to it the
+/// log's checkpoints it lacks at its end — the one a crash between the two writes left out,
+/// or all of them for a new witness.
+pub(super) fn open_witness(path: &Path, log: &Path, tail: &Tail) -> Result<File, AuditError> {
     let io = |source| AuditError::Io {
         path: path.into(),
         source,
     };
-    let file = OpenOptions::new()
+    let mut file = private_fs::options()
         .read(true)
         .append(true)
         .create(true)
         .open(path)
         .map_err(io)?;
-    let data = std::fs::read(path).map_err(io)?;
-    let whole = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    if whole < data.len() {
+    let end = witness_end(&mut file, path)?;
+    if end.torn {
         tracing::warn!(
             file = %path.display(),
             "the audit witness ends in a torn line (a crash mid-write); cutting it away"
         );
-        file.set_len(whole as u64).map_err(io)?;
+        file.set_len(end.len).map_err(io)?;
         file.sync_all().map_err(io)?;
     }
+    if let Some(seq) = end.last_seq
+        && seq > tail.seq
+    {
+        return Err(AuditError::WitnessAhead {
+            log: log.into(),
+            witness: path.into(),
+            log_seq: tail.seq,
+            witness_seq: seq,
+        });
+    }
+    if tail.last_checkpoint > end.last_seq {
+        let copied = copy_checkpoints(log, end.last_seq.unwrap_or(0), &mut file, path)?;
+        tracing::info!(
+            file = %path.display(),
+            copied,
+            "copied to the audit witness the log's checkpoints it lacked"
+        );
+    }
     Ok(file)
+}
+
+/// Where a witness ends.
+struct WitnessEnd {
+    /// The bytes of its whole lines.
+    len: u64,
+    /// Whether bytes follow them (a torn write).
+    torn: bool,
+    /// The seq of its last checkpoint, if it has one.
+    last_seq: Option<u64>,
+}
+
+fn witness_end(file: &mut File, path: &Path) -> Result<WitnessEnd, AuditError> {
+    let mut lines = Lines::new(BufReader::new(file));
+    let mut end = WitnessEnd {
+        len: 0,
+        torn: false,
+        last_seq: None,
+    };
+    let mut last = Vec::new();
+    let mut line_no = 0;
+    while let Some((n, line)) = lines.next_line().map_err(|source| AuditError::Io {
+        path: path.into(),
+        source,
+    })? {
+        match line {
+            Line::Whole(text) => {
+                end.len += text.len() as u64 + 1;
+                line_no = n;
+                last.clear();
+                last.extend_from_slice(text);
+            }
+            Line::Torn(_) => end.torn = true,
+            Line::TooLong => {
+                return Err(AuditError::Malformed {
+                    path: path.into(),
+                    line: n,
+                    why: too_long(),
+                });
+            }
+        }
+    }
+    if line_no > 0 {
+        let parsed = parse_line(&last).map_err(|why| AuditError::Malformed {
+            path: path.into(),
+            line: line_no,
+            why,
+        })?;
+        end.last_seq = Some(parsed.record.seq);
+    }
+    Ok(end)
+}
+
+/// Appends to `witness` every checkpoint line of the log at `log` after record `after`;
+/// returns how many.
+fn copy_checkpoints(
+    log: &Path,
+    after: u64,
+    witness: &mut File,
+    witness_path: &Path,
+) -> Result<usize, AuditError> {
+    let read_err = |source| AuditError::Io {
+        path: log.into(),
+        source,
+    };
+    let mut lines = Lines::new(BufReader::new(File::open(log).map_err(read_err)?));
+    let mut copy = Vec::new();
+    let mut copied = 0;
+    while let Some((_, line)) = lines.next_line().map_err(read_err)? {
+        let Line::Whole(text) = line else { break };
+        if !is_checkpoint(text) {
+            continue;
+        }
+        if parse_line(text).is_ok_and(|p| p.record.seq > after) {
+            copy.extend_from_slice(text);
+            copy.push(b'\n');
+            copied += 1;
+        }
+    }
+    let write_err = |source| AuditError::Io {
+        path: witness_path.into(),
+        source,
+    };
+    witness.write_all(&copy).map_err(write_err)?;
+    witness.sync_data().map_err(write_err)?;
+    Ok(copied)
 }

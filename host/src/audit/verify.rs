@@ -1,22 +1,30 @@
 //! The offline verifier: checks a log (and its witness) with nothing but the public key.
 //!
 //! It hashes the bytes on disk as they are — never a re-serialization — so any edit to a
-//! stored record, even one that keeps the JSON valid, breaks its hash.
+//! stored record, even one that keeps the JSON valid, breaks its hash. It reads a line of at
+//! most [`MAX_LINE`](super::MAX_LINE) bytes, so a file that is not a log (`/dev/zero`, a
+//! line of gigabytes) is named at its first long line rather than read without bound.
+//!
+//! What it proves, and how it holds the log to its witness: the [audit](super) module's
+//! documentation.
 
-use std::collections::HashMap;
 use std::fmt::{self, Write as _};
-use std::fs::File;
-use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ed25519_dalek::{Signature, VerifyingKey};
 
+use super::fingerprint::Fingerprint;
 use super::keys::key_id;
+use super::lines::{self, Line, too_long};
 use super::record::{Checkpoint, GENESIS, checkpoint_message, from_hex, parse_line};
+use super::witness;
+use crate::input_file::InputFileError;
 
 /// What a log that verifies holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
+    /// The fingerprint of the key every checkpoint was verified with: which key signed it.
+    pub key: Fingerprint,
     /// Records in the log, checkpoints included.
     pub records: u64,
     /// Checkpoint records among them.
@@ -28,12 +36,34 @@ pub struct Report {
     /// For a pruned log, the seq it starts at: the records before it were dropped, and the
     /// anchor checkpoint's signature vouches for where it continues.
     pub pruned_before: Option<u64>,
+    /// The log starts past record 1 and no signed `pruned` record says retention cut it
+    /// there: nothing proves the records before it were not simply deleted. Only a log
+    /// verified with [`VerifyOptions::allow_pruned`] can have this.
+    pub unproven_start: bool,
     /// Records after the last checkpoint: chained but not yet signed. Only a log verified
     /// with `allow_open_tail` can have any.
     pub unsigned_tail: u64,
     /// Witness checkpoints found in the log (those of pruned records are skipped); `None`
     /// without a witness.
     pub witnessed: Option<u64>,
+    /// The log's last checkpoint is not in the witness yet (the writer copies it just after
+    /// writing it). Only a log verified with `allow_open_tail` can have this.
+    pub witness_behind: bool,
+}
+
+/// How to verify: the witness, and what to accept or expect.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions<'a> {
+    /// The witness file: the copy of every checkpoint, kept apart from the log.
+    pub witness: Option<&'a Path>,
+    /// Accept a log still being written: records after the last checkpoint, a torn last
+    /// line, and a last checkpoint not yet in the witness.
+    pub allow_open_tail: bool,
+    /// Accept a log that starts at a checkpoint no signed `pruned` record names — one whose
+    /// head may have been deleted ([`Report::unproven_start`]).
+    pub allow_pruned: bool,
+    /// The fingerprint the key must have; another key is an error before anything is read.
+    pub expect_key: Option<Fingerprint>,
 }
 
 /// Where a log (or its witness) is not what was written. The first failure found.
@@ -52,6 +82,7 @@ pub struct Finding {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.in_witness, self.seq, self.line) {
+            (true, _, 0) => write!(f, "witness: {}", self.why),
             (true, _, line) => write!(f, "witness line {line}: {}", self.why),
             (false, Some(seq), line) => write!(f, "record {seq} (line {line}): {}", self.why),
             (false, None, 0) => f.write_str(&self.why),
@@ -63,80 +94,195 @@ impl fmt::Display for Finding {
 /// Why a log did not verify.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
-    /// A file could not be read: nothing was verified.
-    #[error("cannot read {path}")]
+    /// A file could not be read, or is not a regular file: nothing was verified.
+    #[error("the {what} {error}")]
     Unreadable {
-        /// The file.
-        path: PathBuf,
-        /// What the system said.
-        source: std::io::Error,
+        /// Which file: `log` or `witness`.
+        what: &'static str,
+        /// Why, naming the file.
+        error: InputFileError,
+    },
+    /// The key is not the one pinned by [`VerifyOptions::expect_key`].
+    #[error(
+        "the log is checked with key {given}, not the expected {expected}: it was signed by \
+         someone else, or the key file was replaced"
+    )]
+    UnexpectedKey {
+        /// The key given.
+        given: Fingerprint,
+        /// The key expected.
+        expected: Fingerprint,
     },
     /// The log was altered, truncated or signed by another key.
     #[error("{0}")]
     Tampered(Finding),
 }
 
-/// Verifies the log at `log` with the public key `key`; with `witness`, also that every
-/// checkpoint the witness holds is still in the log.
-///
-/// Checks, in order, the first failure winning: each line parses; seqs go up by one; each
-/// record's `prev` is the previous record's hash; each record's hash matches its stored bytes;
-/// each checkpoint covers the record before it and its signature verifies with `key`; the log
-/// ends with a checkpoint (unless `allow_open_tail`, for a log still being written, which also
-/// ignores a torn last line); then the witness. A log that starts past record 1 (pruned) must
-/// start with a checkpoint, whose signed `prev` is trusted.
-///
-/// What it cannot see: records after the last checkpoint can be removed or rewritten by
-/// whoever can write the log, unless a witness held apart shows a later checkpoint; records
-/// dropped from the start of a log down to a checkpoint look like a prune
-/// ([`Report::pruned_before`]).
+/// What the verifier says of the `what` file (`log` or `witness`) it could not read.
+pub(super) fn unreadable(what: &'static str) -> impl Fn(InputFileError) -> VerifyError {
+    move |error| VerifyError::Unreadable { what, error }
+}
+
+/// A checkpoint of the log: its seq and the hash it signs (that of the record before it).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LogCheckpoint {
+    pub seq: u64,
+    pub head: [u8; 32],
+}
+
+/// Verifies the log at `log` with the public key `key`; with `witness`, also against the
+/// witness. [`verify_with`] with the other options off.
 ///
 /// # Errors
-/// [`VerifyError::Tampered`] naming the record; [`VerifyError::Unreadable`] naming the file.
+/// As [`verify_with`].
 pub fn verify(
     log: &Path,
     key: &VerifyingKey,
     witness: Option<&Path>,
     allow_open_tail: bool,
 ) -> Result<Report, VerifyError> {
-    let unreadable = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| VerifyError::Unreadable { path, source }
+    let options = VerifyOptions {
+        witness,
+        allow_open_tail,
+        ..VerifyOptions::default()
     };
-    let mut reader = BufReader::new(File::open(log).map_err(unreadable(log))?);
+    verify_with(log, key, &options)
+}
+
+/// Verifies the log at `log` with the public key `key`, as `options` say.
+///
+/// Checks, in order, the first failure winning: the key is the expected one; each line is at
+/// most [`MAX_LINE`](super::MAX_LINE) bytes and parses; seqs go up by one; each record's
+/// `prev` is the previous record's hash; each record's hash matches its stored bytes; each
+/// checkpoint covers the record before it and its signature verifies with `key`; a log that
+/// starts past record 1 starts at a checkpoint that a signed `pruned` record names (unless
+/// `allow_pruned`); the log ends with a checkpoint (unless `allow_open_tail`, for a log still
+/// being written, which also ignores a torn last line); then the witness, as the
+/// [audit](super) module's documentation describes.
+///
+/// What it cannot see: records after the last checkpoint can be removed or rewritten by
+/// whoever can write the log, unless a witness held apart shows a later checkpoint; without
+/// a witness, a tail cut back to a checkpoint; and anything done by whoever holds the secret
+/// key.
+///
+/// # Errors
+/// [`VerifyError::UnexpectedKey`]; [`VerifyError::Tampered`] naming the record;
+/// [`VerifyError::Unreadable`] naming the file (also for one that is not a regular file).
+pub fn verify_with(
+    log: &Path,
+    key: &VerifyingKey,
+    options: &VerifyOptions<'_>,
+) -> Result<Report, VerifyError> {
+    let given = Fingerprint::of(key);
+    if let Some(expected) = options.expect_key
+        && expected != given
+    {
+        return Err(VerifyError::UnexpectedKey { given, expected });
+    }
     let mut report = Report {
+        key: given,
         records: 0,
         checkpoints: 0,
         first_seq: 0,
         last_seq: 0,
         pruned_before: None,
+        unproven_start: false,
         unsigned_tail: 0,
         witnessed: None,
+        witness_behind: false,
     };
-    // covers -> head, of every checkpoint in the log.
-    let mut checkpoints = HashMap::new();
-    let mut last: Option<(u64, [u8; 32])> = None;
-    let mut last_checkpoint = None;
-    let (mut line, mut line_no) = (Vec::new(), 0);
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(unreadable(log))?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
-        let Some(text) = line.strip_suffix(b"\n") else {
-            if allow_open_tail {
-                break;
-            }
+    let pass = read_log(log, key, options.allow_open_tail, &mut report)?;
+    let last_checkpoint = pass.checkpoints.last().map(|c| c.seq);
+    if let Some(start) = report.pruned_before {
+        // A `pruned` record counts once a checkpoint after it signs it.
+        let proven = pass
+            .prunes
+            .iter()
+            .any(|&(at, anchor)| anchor == start && last_checkpoint.is_some_and(|cp| at < cp));
+        if !proven && !options.allow_pruned {
             return Err(tampered(
-                line_no,
-                None,
-                "the last line is incomplete (a torn write: opening the log with the writer \
-                 cuts it away)",
+                1,
+                Some(start),
+                format!(
+                    "the log starts at record {start}, a checkpoint, but no signed `pruned` \
+                     record names it as where retention cut the log: the records before it \
+                     were deleted (pass --allow-pruned to accept a start nothing proves, such \
+                     as that of a log pruned by an earlier sluice)"
+                ),
             ));
+        }
+        report.unproven_start = !proven;
+    }
+    report.unsigned_tail = report.last_seq - last_checkpoint.unwrap_or(0);
+    if report.unsigned_tail > 0 && !options.allow_open_tail {
+        let why = match last_checkpoint {
+            Some(cp) => format!(
+                "the log ends {} records after its last checkpoint (record {cp}) (truncated \
+                 tail or log not closed); pass --allow-open-tail for a live log",
+                report.unsigned_tail
+            ),
+            None => "the log has no checkpoint, so none of it is signed (log not closed?); \
+                     pass --allow-open-tail for a live log"
+                .into(),
+        };
+        return Err(tampered(pass.lines, Some(report.last_seq), why));
+    }
+    if let Some(path) = options.witness {
+        let seen = witness::check(
+            path,
+            key,
+            &pass.checkpoints,
+            &report,
+            options.allow_open_tail,
+        )?;
+        report.witnessed = Some(seen.found);
+        report.witness_behind = seen.behind;
+    }
+    Ok(report)
+}
+
+/// What a pass over the log found besides the report's figures.
+struct LogPass {
+    /// Lines read.
+    lines: usize,
+    /// Every checkpoint, in order.
+    checkpoints: Vec<LogCheckpoint>,
+    /// Every `pruned` record: its seq and the anchor it names.
+    prunes: Vec<(u64, u64)>,
+}
+
+/// Reads the log through, checking every line, and fills in `report`'s figures.
+fn read_log(
+    log: &Path,
+    key: &VerifyingKey,
+    allow_open_tail: bool,
+    report: &mut Report,
+) -> Result<LogPass, VerifyError> {
+    let mut lines = lines::open(log).map_err(unreadable("log"))?;
+    let mut pass = LogPass {
+        lines: 0,
+        checkpoints: Vec::new(),
+        prunes: Vec::new(),
+    };
+    let mut last: Option<(u64, [u8; 32])> = None;
+    while let Some((line_no, line)) = lines
+        .next_line()
+        .map_err(lines::read_error(log))
+        .map_err(unreadable("log"))?
+    {
+        pass.lines = line_no;
+        let text = match line {
+            Line::Whole(text) => text,
+            Line::Torn(_) if allow_open_tail => break,
+            Line::Torn(_) => {
+                return Err(tampered(
+                    line_no,
+                    None,
+                    "the last line is incomplete (a torn write: opening the log with the \
+                     writer cuts it away)",
+                ));
+            }
+            Line::TooLong => return Err(tampered(line_no, None, too_long())),
         };
         let parsed = parse_line(text).map_err(|why| tampered(line_no, None, why))?;
         let seq = parsed.record.seq;
@@ -181,9 +327,16 @@ pub fn verify(
         }
         if let Some(cp) = &parsed.record.checkpoint {
             check_checkpoint(cp, seq, &prev, key).map_err(fail)?;
-            checkpoints.insert(cp.covers, prev);
+            pass.checkpoints.push(LogCheckpoint { seq, head: prev });
             report.checkpoints += 1;
-            last_checkpoint = Some(seq);
+        }
+        if let Some(anchor) = parsed.record.anchor {
+            if anchor >= seq {
+                return Err(fail(format!(
+                    "it names record {anchor} as the log's start, which is not before it"
+                )));
+            }
+            pass.prunes.push((seq, anchor));
         }
         if last.is_none() {
             report.first_seq = seq;
@@ -195,101 +348,12 @@ pub fn verify(
     if report.records == 0 {
         return Err(tampered(0, None, "the log is empty: it holds no record"));
     }
-    report.unsigned_tail = report.last_seq - last_checkpoint.unwrap_or(0);
-    if report.unsigned_tail > 0 && !allow_open_tail {
-        let why = match last_checkpoint {
-            Some(cp) => format!(
-                "the log ends {} records after its last checkpoint (record {cp}) (truncated \
-                 tail or log not closed); pass --allow-open-tail for a live log",
-                report.unsigned_tail
-            ),
-            None => "the log has no checkpoint, so none of it is signed (log not closed?); \
-                     pass --allow-open-tail for a live log"
-                .into(),
-        };
-        return Err(tampered(line_no, Some(report.last_seq), why));
-    }
-    if let Some(witness) = witness {
-        let data = std::fs::read(witness).map_err(unreadable(witness))?;
-        report.witnessed = Some(check_witness(
-            &data,
-            key,
-            &checkpoints,
-            &report,
-            allow_open_tail,
-        )?);
-    }
-    Ok(report)
-}
-
-/// Checks every checkpoint of the witness against the log's; returns how many were found.
-fn check_witness(
-    data: &[u8],
-    key: &VerifyingKey,
-    checkpoints: &HashMap<u64, [u8; 32]>,
-    report: &Report,
-    allow_open_tail: bool,
-) -> Result<u64, VerifyError> {
-    let mut found = 0;
-    for (index, line) in data.split_inclusive(|&b| b == b'\n').enumerate() {
-        let fail = |why: String| {
-            VerifyError::Tampered(Finding {
-                line: index + 1,
-                seq: None,
-                why,
-                in_witness: true,
-            })
-        };
-        let Some(text) = line.strip_suffix(b"\n") else {
-            if allow_open_tail {
-                break;
-            }
-            return Err(fail("the last line is incomplete (a torn write)".into()));
-        };
-        let parsed = parse_line(text).map_err(fail)?;
-        let Some(cp) = &parsed.record.checkpoint else {
-            return Err(fail("not a checkpoint".into()));
-        };
-        if parsed.computed_hash() != Some(parsed.hash) {
-            return Err(fail(
-                "its hash does not match its contents (edited?)".into(),
-            ));
-        }
-        let prev = from_hex::<32>(&parsed.record.prev)
-            .ok_or_else(|| fail("its prev is not 64 hex digits".into()))?;
-        check_checkpoint(cp, parsed.record.seq, &prev, key).map_err(&fail)?;
-        if parsed.record.seq < report.first_seq {
-            continue; // pruned from the log
-        }
-        let covers = cp.covers;
-        match checkpoints.get(&covers) {
-            Some(head) if *head == prev => found += 1,
-            Some(_) => {
-                return Err(fail(format!(
-                    "the log's checkpoint covering record {covers} differs from the \
-                     witness's: the log was rewritten"
-                )));
-            }
-            None if covers >= report.last_seq => {
-                return Err(fail(format!(
-                    "the log lacks checkpoint covering record {covers} recorded in the \
-                     witness: its tail was deleted"
-                )));
-            }
-            None => {
-                return Err(fail(format!(
-                    "the log lacks checkpoint covering record {covers} recorded in the \
-                     witness: the log was rewritten"
-                )));
-            }
-        }
-    }
-    Ok(found)
+    Ok(pass)
 }
 
 /// A checkpoint at `seq` whose record's `prev` is `prev` must cover record `seq - 1`, name
 /// `prev` as its head, and be signed by `key`.
-fn check_checkpoint(
+pub(super) fn check_checkpoint(
     cp: &Checkpoint,
     seq: u64,
     prev: &[u8; 32],
@@ -317,12 +381,14 @@ fn check_checkpoint(
         let mut why = "checkpoint signature does not verify with the given key (chain rebuilt \
                        or wrong key)"
             .to_string();
-        let given = key_id(key);
-        if cp.key_id != given {
+        // A checkpoint names its key by the first 16 hex digits of the fingerprint.
+        if cp.key_id != key_id(key) {
             let _ = write!(
                 why,
-                "; it names key {}, the given key is {given}",
-                cp.key_id
+                "; it names the key sha256:{}… (the first 16 hex digits of its fingerprint), \
+                 the given key is {}",
+                cp.key_id,
+                Fingerprint::of(key)
             );
         }
         return Err(why);

@@ -89,6 +89,39 @@ pub enum Reason {
     NotRecorded(String),
 }
 
+/// A short account for a person: `stopped: outcome-unknown`, `refused: ...`.
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stopped(stop) => write!(f, "stopped: {stop}"),
+            Self::Refused(why) => write!(f, "refused: {why}"),
+            Self::OutOfTime(why) => write!(f, "out of time: {why}"),
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::BreakerOpen(open) => write!(
+                f,
+                "breaker open on {} after {} failures in a row ({}), retried in {} ms",
+                open.route,
+                open.failures,
+                open.error,
+                open.retry_in.as_millis()
+            ),
+            Self::ScopeRetriesFull {
+                max_delayed_requests,
+            } => write!(
+                f,
+                "the scope's {max_delayed_requests} places for calls waiting to retry are full"
+            ),
+            Self::TaskBudgetExhausted { max_attempts } => {
+                write!(f, "the task's budget of {max_attempts} attempts is spent")
+            }
+            Self::UnknownProvider(provider) => {
+                write!(f, "no plugin is configured for provider `{provider}`")
+            }
+            Self::NotRecorded(why) => write!(f, "not recorded: {why}"),
+        }
+    }
+}
+
 /// A call that ended without success, and everything known about it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Terminal {

@@ -17,8 +17,13 @@
 //! Cancelling a task ([`Journal::cancel_task`]) cancels its actions that sent nothing and
 //! refuses new ones; an action that may already have happened is still settled by
 //! reconciliation, which never resends for a cancelled task.
+//!
+//! Only a host creates a journal ([`Journal::open_or_create`]: `0600`, whatever the umask,
+//! stamped with [`APPLICATION_ID`] and [`SCHEMA_VERSION`]); an operator's command opens one
+//! that exists ([`Journal::open_existing`]), and neither writes a byte to a file before
+//! knowing it is a sluice journal it can read. Damage is reported as
+//! [`JournalError::Corrupt`], never as a missing row.
 
-use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -105,70 +110,6 @@ impl Recorded {
     }
 }
 
-/// A journal failure.
-#[derive(Debug, thiserror::Error)]
-pub enum JournalError {
-    /// SQLite failed.
-    #[error("the journal at {path}: {source}")]
-    Sqlite {
-        /// The journal file.
-        path: String,
-        /// What SQLite said.
-        source: rusqlite::Error,
-    },
-    /// The same action was recorded with another body.
-    #[error(
-        "action `{action}` of task `{task}` was recorded with a different body; its \
-         idempotency key belongs to the first body: name the new action differently"
-    )]
-    BodyMismatch {
-        /// The task.
-        task: String,
-        /// The action.
-        action: String,
-    },
-    /// A state change the journal does not allow.
-    #[error("action {id} cannot go from {from} to {to}")]
-    Transition {
-        /// The action's row id.
-        id: i64,
-        /// Its state.
-        from: &'static str,
-        /// The state asked for.
-        to: &'static str,
-    },
-    /// No such action.
-    #[error("no action {0} in the journal")]
-    Missing(i64),
-    /// The task was cancelled: none of its actions may start.
-    #[error("task `{0}` was cancelled: its actions never start")]
-    TaskCancelled(String),
-    /// No such escalation.
-    #[error("no escalation {0}: `sluice escalations list` shows the open ones")]
-    NoEscalation(i64),
-    /// The escalation is about a task, not an action: there is no body to show.
-    #[error("escalation {0} is about a task, not an action: it has no body")]
-    NoBody(i64),
-    /// The escalation was resolved before.
-    #[error("escalation {0} is already resolved")]
-    AlreadyResolved(i64),
-    /// A decision that is not one of the escalation's options.
-    #[error("`{choice}` is not an option for escalation {id} ({kind}): choose one of {options}")]
-    NotAnOption {
-        /// The escalation.
-        id: i64,
-        /// The choice made.
-        choice: &'static str,
-        /// The escalation's kind.
-        kind: &'static str,
-        /// The valid choices.
-        options: String,
-    },
-    /// The operating system gave no randomness for an idempotency key.
-    #[error("no randomness from the operating system for an idempotency key: {0}")]
-    Random(String),
-}
-
 /// A new idempotency key: 128 bits from the operating system's randomness, as the providers'
 /// own clients make theirs, so no other client (or host) can guess or repeat it.
 ///
@@ -187,74 +128,6 @@ pub struct Journal {
     conn: Mutex<Connection>,
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS actions (
-    id INTEGER PRIMARY KEY,
-    task TEXT NOT NULL,
-    action TEXT NOT NULL,
-    provider TEXT NOT NULL,
-    method TEXT NOT NULL,
-    route TEXT NOT NULL,
-    class TEXT NOT NULL,
-    body BLOB NOT NULL,
-    body_sha256 BLOB NOT NULL,
-    idempotency_key TEXT NOT NULL UNIQUE,
-    client_reference TEXT NOT NULL,
-    state TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    operation_id TEXT,
-    request TEXT NOT NULL,
-    goal TEXT NOT NULL,
-    UNIQUE (task, action)
-);
-CREATE INDEX IF NOT EXISTS actions_state ON actions (state);
-CREATE TABLE IF NOT EXISTS cancelled_tasks (
-    task TEXT PRIMARY KEY,
-    at_ms INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS attempts (
-    action_id INTEGER NOT NULL REFERENCES actions (id),
-    attempt INTEGER NOT NULL,
-    at_ms INTEGER NOT NULL,
-    status INTEGER,
-    retry_after_ms INTEGER,
-    note TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS attempts_action ON attempts (action_id);
-CREATE TABLE IF NOT EXISTS escalations (
-    id INTEGER PRIMARY KEY,
-    action_id INTEGER REFERENCES actions (id),
-    task TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    created_ms INTEGER NOT NULL,
-    case_json TEXT NOT NULL,
-    resolved_ms INTEGER,
-    applied INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS approvals (
-    id INTEGER PRIMARY KEY,
-    escalation_id INTEGER NOT NULL REFERENCES escalations (id),
-    kind TEXT NOT NULL,
-    task TEXT NOT NULL,
-    action_id INTEGER,
-    option TEXT NOT NULL,
-    decided_by TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    operation_id TEXT,
-    note TEXT NOT NULL,
-    audited INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS disclosures (
-    id INTEGER PRIMARY KEY,
-    escalation_id INTEGER NOT NULL,
-    action_id INTEGER NOT NULL,
-    task TEXT NOT NULL,
-    asked_by TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    audited INTEGER NOT NULL DEFAULT 0
-);
-";
-
 const COLUMNS: &str = "id, task, action, provider, method, route, class, idempotency_key, \
                        client_reference, state, attempts, operation_id, request, goal, \
                        body_sha256";
@@ -271,7 +144,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Action> {
         class: r.get(6)?,
         idempotency_key: r.get(7)?,
         client_reference: r.get(8)?,
-        state: State::parse(&state).unwrap_or(State::Escalated),
+        state: State::parse(&state).ok_or_else(|| Unknown::column(9, "state", &state))?,
         attempts: r.get(10)?,
         operation_id: r.get(11)?,
         request: r.get(12)?,
@@ -288,39 +161,20 @@ pub fn client_reference(task: &str, action: &str) -> String {
 }
 
 impl Journal {
-    /// Opens (or creates) the journal at `path`: WAL, `synchronous=FULL`.
-    ///
-    /// # Errors
-    /// [`JournalError::Sqlite`] naming the file.
-    pub fn open(path: &Path) -> Result<Self, JournalError> {
-        let name = path.display().to_string();
-        let err = |source| JournalError::Sqlite {
-            path: name.clone(),
-            source,
-        };
-        let conn = Connection::open(path).map_err(err)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(err)?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(err)?;
-        conn.execute_batch(SCHEMA).map_err(err)?;
-        Ok(Self {
-            path: name,
-            conn: Mutex::new(conn),
-        })
-    }
-
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn sqlite(&self, source: rusqlite::Error) -> JournalError {
-        JournalError::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
+    /// The state named `name`, read from the journal: a name sluice never writes means the
+    /// row was altered, and is corruption, not a missing action.
+    fn state(&self, name: &str) -> Result<State, JournalError> {
+        State::parse(name).ok_or_else(|| self.sqlite(Unknown::column(0, "state", name)))
+    }
+
+    /// The error for `error`, raised by SQLite on this journal: corruption when it says the
+    /// file is damaged.
+    fn sqlite(&self, error: rusqlite::Error) -> JournalError {
+        JournalError::from_sqlite(&self.path, error)
     }
 
     /// Records the intent to perform an action, committed before this returns; or finds the
@@ -448,10 +302,8 @@ impl Journal {
             })
             .optional()
             .map_err(|e| self.sqlite(e))?;
-        let from = from
-            .as_deref()
-            .and_then(State::parse)
-            .ok_or(JournalError::Missing(id))?;
+        let from = from.ok_or(JournalError::Missing(id))?;
+        let from = self.state(&from)?;
         if !from.may_become(to) {
             return Err(JournalError::Transition {
                 id,
@@ -544,10 +396,16 @@ impl Journal {
 }
 
 mod attempts;
+mod error;
 pub mod escalations;
+mod open;
 mod state;
+pub mod text;
 
 pub use attempts::AttemptRecord;
+pub use error::JournalError;
+use error::Unknown;
+pub use open::{APPLICATION_ID, SCHEMA_VERSION};
 pub use state::State;
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ fn intent(action: &str, body: &str) -> Intent {
 }
 
 fn journal(dir: &tempfile::TempDir) -> Journal {
-    Journal::open(&dir.path().join("journal.sqlite")).unwrap()
+    Journal::open_or_create(&dir.path().join("journal.sqlite")).unwrap()
 }
 
 #[test]
@@ -61,13 +61,13 @@ fn the_same_action_with_another_body_is_refused() {
 fn two_concurrent_submits_of_one_action_make_one_new_action() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.sqlite");
-    Journal::open(&path).unwrap();
+    Journal::open_or_create(&path).unwrap();
     let handles: Vec<_> = (0..8)
         .map(|_| {
             let path = path.clone();
             std::thread::spawn(move || {
                 // Separate connections, as separate host processes would have.
-                let j = Journal::open(&path).unwrap();
+                let j = Journal::open_or_create(&path).unwrap();
                 matches!(
                     j.record(&intent("invite-7", "user=ann")).unwrap(),
                     Recorded::New(_)
@@ -250,4 +250,70 @@ fn idempotency_keys_are_128_random_bits_that_never_repeat() {
         assert_eq!(hex.len(), 32);
         assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
     }
+}
+
+/// Issue: `--by ''`, multi-line names and an operation id with `cancel` were stored. The
+/// library refuses them, whoever calls it, and stores nothing.
+#[test]
+fn a_decision_with_a_forged_name_or_a_misplaced_operation_id_stores_nothing() {
+    use escalations::{Choice, Decision, Kind};
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let Recorded::New(a) = j.record(&intent("a", "amount=100")).unwrap() else {
+        panic!()
+    };
+    j.advance(a.id, State::Sent, None).unwrap();
+    j.advance(a.id, State::Uncertain, None).unwrap();
+    let e = j
+        .escalate(Some(a.id), "task-1", Kind::UncertainWrite, "{}", 1)
+        .unwrap();
+    let decide = |choice, by: &str, operation_id: Option<&str>, note: &str| Decision {
+        choice,
+        decided_by: by.into(),
+        operation_id: operation_id.map(Into::into),
+        note: note.into(),
+    };
+    for (decision, refused) in [
+        (
+            decide(Choice::Cancel, "", None, ""),
+            "the operator's name is empty",
+        ),
+        (
+            decide(Choice::Cancel, "ops\ndecision: action approval", None, ""),
+            "a line break",
+        ),
+        (
+            decide(Choice::Cancel, "ops", Some("pi_3Nx"), ""),
+            "`cancel` takes no operation id",
+        ),
+        (
+            decide(Choice::QueryExisting, "ops", Some("pi 3\n"), ""),
+            "the operation id",
+        ),
+        (
+            decide(Choice::Cancel, "ops", None, "a\u{1b}[2K"),
+            "the note",
+        ),
+    ] {
+        let err = j.resolve(e, &decision, 2).unwrap_err();
+        assert!(err.to_string().contains(refused), "{err}");
+    }
+    assert!(matches!(
+        j.disclose_body(e, "ops\r\nx", 2),
+        Err(JournalError::Text { .. })
+    ));
+    assert_eq!(j.escalation(e).unwrap().resolved_ms, None);
+    assert!(j.approvals("task-1").unwrap().is_empty());
+    let (approvals, disclosures) = j.unaudited().unwrap();
+    assert!(approvals.is_empty() && disclosures.is_empty());
+    assert_eq!(j.get(a.id).unwrap().state, State::Escalated);
+
+    let ok = j
+        .resolve(
+            e,
+            &decide(Choice::QueryExisting, "ops@example", Some("pi_3Nx"), "seen"),
+            3,
+        )
+        .unwrap();
+    assert_eq!(ok.decision.operation_id.as_deref(), Some("pi_3Nx"));
 }

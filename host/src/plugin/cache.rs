@@ -2,13 +2,42 @@
 //! far longer than loading the compiled artifact, so the artifact is kept under a key of the
 //! component's bytes and the engine's compatibility hash: a new plugin build or a new engine
 //! configuration simply misses.
+//!
+//! # What the cache trusts
+//!
+//! An artifact is native code: `Component::deserialize` makes it executable as it stands,
+//! and nothing checks what it does. Whoever can write an artifact runs code in the host, and
+//! a few flipped bits crash the process or change a plugin's answers. So:
+//!
+//! - **the directory must be the user's alone**: owned by the user running sluice and
+//!   writable by no one else, as ssh requires of its keys. It is created `0700` whatever the
+//!   umask ([`crate::private_fs`]). A directory that fails the check is not used at all, as
+//!   ssh ignores a key others can read: a warning names it and the `chmod` to run, and this
+//!   run compiles every plugin in memory. Only speed is lost;
+//! - **so must each artifact**: a file someone else owns, or may write (planted while the
+//!   directory was open to them), is recompiled and replaced; so is anything under an
+//!   artifact's name that is not a regular file of a sane size (a fifo would hang the host,
+//!   a symlink to `/dev/zero` would fill its memory), which is never read;
+//! - **each artifact carries the SHA-256 of its bytes** (a trailer, written with it through
+//!   one rename) and is loaded only when the digest matches: a flipped bit, a torn or
+//!   truncated write, a file from an older format is recompiled and replaced, with a
+//!   warning, and never deserialized.
+//!
+//! The digest stops accidents, not an adversary: one who can write the directory can write a
+//! matching digest too. The ownership checks are what keep others out; the user's own
+//! processes are trusted, as they are with everything else in the user's home.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest as _, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+use crate::input_file::{self, InputFileError};
+use crate::private_fs;
 
 /// The SHA-256 of a component's bytes: its identity in every cache.
 pub type Digest = [u8; 32];
@@ -23,7 +52,7 @@ pub fn digest(bytes: &[u8]) -> Digest {
 pub enum CacheOutcome {
     /// Compiled earlier: found in this runtime's memory or in the on-disk cache.
     Hit,
-    /// Compiled now (and stored, when a cache directory is set).
+    /// Compiled now (and stored, when a cache directory is set and safe to use).
     Compiled,
 }
 
@@ -31,12 +60,18 @@ pub enum CacheOutcome {
 #[derive(Debug, Clone)]
 pub struct ComponentCache {
     dir: Option<PathBuf>,
+    /// Whether `dir` is safe to use: decided once, on first use, and shared by clones.
+    usable: Arc<OnceLock<bool>>,
 }
 
 impl ComponentCache {
-    /// A cache in `dir` (created on first store), or no cache with `None`.
+    /// A cache in `dir` (created `0700` on first use), or no cache with `None`. A directory
+    /// that is not the user's alone is not used (see the module documentation).
     pub fn new(dir: Option<PathBuf>) -> Self {
-        Self { dir }
+        Self {
+            dir,
+            usable: Arc::default(),
+        }
     }
 
     /// The per-user default: `$XDG_CACHE_HOME/sluice/components`, else
@@ -48,14 +83,14 @@ impl ComponentCache {
         Self::new(base.map(|b| b.join("sluice").join("components")))
     }
 
-    /// The directory, when caching is on.
+    /// The directory, when caching is on (whether or not it turns out safe to use).
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }
 
     /// Loads `bytes` (whose [`digest`] is `digest`) as a component: from the cache when it
-    /// holds a compatible artifact, else by compiling (and then storing the artifact; a
-    /// failure to store is logged, not fatal).
+    /// holds an intact artifact for this engine, else by compiling (and then storing the
+    /// artifact; a failure to store is logged, not fatal).
     ///
     /// # Errors
     /// When the bytes are not a valid component.
@@ -68,48 +103,183 @@ impl ComponentCache {
         let Some(path) = self.path_for(engine, digest) else {
             return Ok((Component::new(engine, bytes)?, CacheOutcome::Compiled));
         };
-        // Read into memory rather than map the file: a cache file rewritten or truncated
-        // by someone else while the component is in use must not crash the process.
-        if let Ok(artifact) = std::fs::read(&path) {
-            // SAFETY: `deserialize` trusts that the bytes are an artifact `Component::serialize`
-            // produced. This file is one this cache wrote for this engine's configuration (the
-            // key includes the engine's compatibility hash), in a directory the user owns.
-            // Wasmtime also checks the header and version, and errors (we then recompile) on
-            // any mismatch or corruption it can see.
-            #[allow(unsafe_code, reason = "loading our own compiled artifacts")]
-            match unsafe { Component::deserialize(engine, &artifact) } {
-                Ok(c) => return Ok((c, CacheOutcome::Hit)),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cached component")
+        let unusable = match read_artifact(&path) {
+            Ok(None) => None,
+            Ok(Some(artifact)) => {
+                // SAFETY: `deserialize` trusts that the bytes are an artifact
+                // `Component::serialize` produced for this engine. These bytes are exactly
+                // those this cache stored: their SHA-256 trailer matched, and the file and
+                // its directory are writable by this user alone (checked above). The key
+                // includes the engine's compatibility hash, and wasmtime checks the header
+                // and version again.
+                #[allow(unsafe_code, reason = "loading our own compiled artifacts")]
+                match unsafe { Component::deserialize(engine, &artifact) } {
+                    Ok(c) => return Ok((c, CacheOutcome::Hit)),
+                    Err(e) => Some(Unusable::Refused(e.to_string())),
                 }
             }
-        }
+            Err(why) => Some(why),
+        };
         let component = Component::new(engine, bytes)?;
-        if let Err(e) = store_atomically(&path, &component.serialize()?) {
-            tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
+        let stored = store_atomically(&path, &component.serialize()?);
+        // One warning, naming the file once, saying what became of it.
+        let path = path.display();
+        match (unusable, stored) {
+            (None, Ok(())) => {}
+            (None, Err(e)) => {
+                tracing::warn!("could not cache the compiled component {path}: {e}");
+            }
+            (Some(why), Ok(())) => tracing::warn!(
+                "did not load the cached component {path}: {why}; recompiled it and replaced \
+                 the file"
+            ),
+            (Some(why), Err(e)) => tracing::warn!(
+                "did not load the cached component {path}: {why}; recompiled it, but could \
+                 not replace the file ({e}): remove it"
+            ),
         }
         Ok((component, CacheOutcome::Compiled))
     }
 
+    /// The artifact's path, when there is a directory and it is safe to use.
     fn path_for(&self, engine: &Engine, digest: &Digest) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
+        if !*self.usable.get_or_init(|| usable(dir)) {
+            return None;
+        }
         let mut h = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut h);
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        Some(dir.join(format!("{hex}-{:016x}.cwasm", h.finish())))
+        Some(dir.join(format!(
+            "{}-{:016x}.cwasm",
+            crate::hex::to_hex(digest),
+            h.finish()
+        )))
     }
 }
 
-/// Writes `data` to `path` through a temporary file and a rename, so a concurrent reader
-/// never sees half an artifact.
-fn store_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
+/// Creates `dir` (`0700`) when missing and checks that it is the user's alone; says why not
+/// in a warning.
+fn usable(dir: &Path) -> bool {
+    let checked = private_fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+        .and_then(|()| private_fs::check_private_dir(dir).map_err(|e| e.to_string()));
+    match checked {
+        Ok(()) => true,
+        Err(why) => {
+            tracing::warn!(
+                "not using the compiled-component cache: {why}. Plugins are compiled in \
+                 memory for this run (slower to start, no less safe)"
+            );
+            false
+        }
+    }
+}
+
+/// Marks the trailer: what follows is the SHA-256 of the artifact before it.
+const TRAILER_MAGIC: &[u8; 16] = b"sluice-sha256-v1";
+/// The trailer: [`TRAILER_MAGIC`] and the artifact's SHA-256.
+const TRAILER_LEN: usize = TRAILER_MAGIC.len() + 32;
+
+/// The largest artifact read, in bytes: 256 MiB. A compiled plugin is a few times the size
+/// of its `.wasm` (about 450 KiB for a bundled one, whose `.wasm` is 350 KiB), and a `.wasm`
+/// is at most [`MAX_PLUGIN_BYTES`](super::MAX_PLUGIN_BYTES).
+const MAX_ARTIFACT_BYTES: u64 = 256 << 20;
+
+/// Why a cached artifact is not loaded. Each is said of the file, which the cache names and
+/// then replaces: nothing for the user to do about it.
+#[derive(Debug, thiserror::Error)]
+enum Unusable {
+    #[error("it is not a regular file (a fifo, a device, a directory, or a symlink to one)")]
+    NotAFile,
+    #[error("it is larger than {} MiB, more than this cache writes", MAX_ARTIFACT_BYTES >> 20)]
+    TooLarge,
+    #[error("cannot read it: {0}")]
+    Read(std::io::Error),
+    #[error("it belongs to user {owner}, not to the user running sluice ({me})")]
+    NotOwned { owner: u32, me: u32 },
+    #[error("it can be written by {who} (mode {mode:04o})")]
+    Writable { who: &'static str, mode: u32 },
+    #[error("it has no integrity trailer (truncated, or written by another version)")]
+    NoTrailer,
+    #[error("its SHA-256 does not match its trailer (the file is corrupted)")]
+    Corrupted,
+    #[error("the engine refuses it ({0})")]
+    Refused(String),
+}
+
+impl From<InputFileError> for Unusable {
+    fn from(e: InputFileError) -> Self {
+        match e {
+            InputFileError::NotAFile { .. } => Self::NotAFile,
+            InputFileError::TooLarge { .. } => Self::TooLarge,
+            InputFileError::Io { error, .. } => Self::Read(error),
+        }
+    }
+}
+
+impl From<private_fs::Exposure> for Unusable {
+    fn from(e: private_fs::Exposure) -> Self {
+        match e {
+            private_fs::Exposure::NotOwned { owner, me, .. } => Self::NotOwned { owner, me },
+            private_fs::Exposure::Writable { who, mode, .. } => Self::Writable { who, mode },
+            private_fs::Exposure::Io { error, .. } => Self::Read(error),
+        }
+    }
+}
+
+/// The artifact stored at `path` without its trailer, `None` when there is none.
+///
+/// Only a regular file is read (opened without blocking: a fifo planted under an artifact's
+/// name does not hang the host, a symlink to `/dev/zero` is not read), owned by this user
+/// and writable by no one else (checked on the open file), of at most
+/// [`MAX_ARTIFACT_BYTES`].
+fn read_artifact(path: &Path) -> Result<Option<Vec<u8>>, Unusable> {
+    // Read into memory rather than map the file: a file rewritten or truncated while the
+    // component is in use must not crash the process, and the bytes checked are the bytes
+    // loaded.
+    let file = match input_file::open(path) {
+        Ok(f) => f,
+        Err(InputFileError::Io { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let meta = file.metadata().map_err(Unusable::Read)?;
+    private_fs::check_private(path, &meta)?;
+    let mut data = input_file::read_opened(file, path, MAX_ARTIFACT_BYTES)?;
+    let Some(body_len) = data.len().checked_sub(TRAILER_LEN) else {
+        return Err(Unusable::NoTrailer);
+    };
+    let (magic, sum) = data[body_len..].split_at(TRAILER_MAGIC.len());
+    if magic != TRAILER_MAGIC {
+        return Err(Unusable::NoTrailer);
+    }
+    if digest(&data[..body_len])[..] != *sum {
+        return Err(Unusable::Corrupted);
+    }
+    data.truncate(body_len);
+    Ok(Some(data))
+}
+
+/// Writes `artifact` and its trailer to `path` through a new `0600` file and a rename, so a
+/// concurrent reader never sees half an artifact.
+fn store_atomically(path: &Path, artifact: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(".{}.{}.tmp", std::process::id(), unique()));
-    std::fs::write(&tmp, data)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
+    let written = private_fs::options()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(artifact)?;
+            f.write_all(TRAILER_MAGIC)?;
+            f.write_all(&digest(artifact))
+        })
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
-    })
+    }
+    written
 }
 
 fn unique() -> u64 {

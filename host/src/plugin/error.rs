@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::input_file::InputFileError;
+
 /// A plugin call that produced no usable answer.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("plugin `{plugin}`: `{function}` {failure}")]
@@ -50,14 +52,10 @@ impl Failure {
 /// A plugin that could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The file could not be read.
-    #[error("cannot read plugin file {path}: {source}")]
-    Read {
-        /// The path given.
-        path: String,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    /// The file could not be read: missing, unreadable, not a regular file, or larger than
+    /// [`MAX_PLUGIN_BYTES`](super::MAX_PLUGIN_BYTES).
+    #[error("the plugin file {0}")]
+    Read(InputFileError),
     /// No bundled plugin has that name.
     #[error(
         "no bundled plugin is named `{name}`; bundled plugins: {known}. To load your own, pass the path of its .wasm file"
@@ -80,11 +78,11 @@ pub enum LoadError {
         message: String,
     },
     /// `describe` failed or returned invalid data.
-    #[error("{origin}: `describe` failed: {error}")]
+    #[error("{origin}: `describe` {}", error.failure)]
     Describe {
         /// Where the bytes came from.
         origin: String,
-        /// The failure.
+        /// The failure. The plugin has no name of its own yet: `error.plugin` is the origin.
         error: PluginError,
     },
     /// The runtime could not be set up.

@@ -3,6 +3,7 @@
 //! epoch deadline and the store's limits; a call that fails for any reason discards its
 //! instance, so a broken instance is never reused.
 
+use std::borrow::Cow;
 use std::sync::Mutex;
 
 use wasmtime::component::Component;
@@ -17,7 +18,7 @@ use super::state::{Deadline, State};
 use super::{v1, validate};
 use crate::policy::{
     Description, Outcome, PolicyError, Reading, ReconcilePlan, Reconciliation, Request,
-    RequestPlan, Response, ResponsePart, UncertainWrite,
+    RequestPlan, Response, ResponsePart, UncertainWrite, redact_credentials,
 };
 
 /// A warm instance and its store.
@@ -134,12 +135,14 @@ impl Plugin {
 
     /// Plans a request before it is queued: class, tenant, deadline, expected cost, scopes.
     /// A 0.1.0 plugin answers with `decide-priority` and `estimate-cost` (and no scopes).
+    /// The plugin sees the request with its credentials redacted.
     ///
     /// # Errors
     /// A [`PluginError`] when the plugin traps, times out, runs out of memory, returns
     /// invalid output, or declines.
     pub fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
         const F: &str = "plan-request";
+        let req = &*without_credentials(req);
         let plan = match self.contract() {
             Contract::V0_2 => {
                 let r = self.call(F, |b, s| b.current()?.call_plan_request(s, req))?;
@@ -152,7 +155,8 @@ impl Plugin {
 
     /// Reads one attempt's outcome, or one part of a streamed answer, in one call: the
     /// classification, the quota observations and the usage reported. A 0.1.0 plugin
-    /// answers with `classify` and `parse-quota` (and no usage).
+    /// answers with `classify` and `parse-quota` (and no usage). The plugin sees the request
+    /// with its credentials redacted.
     ///
     /// # Errors
     /// As [`Plugin::plan_request`].
@@ -163,6 +167,7 @@ impl Plugin {
         part: ResponsePart,
     ) -> Result<Reading, PluginError> {
         const F: &str = "read-response";
+        let req = &*without_credentials(req);
         let reading = match self.contract() {
             Contract::V0_2 => {
                 let r = self.call(F, |b, s| {
@@ -368,4 +373,17 @@ fn export_names(engine: &Engine, component: &Component) -> Vec<String> {
         }
     }
     out
+}
+
+/// `req` with the value of every credential header redacted
+/// ([`crate::policy::redact_credentials`]); borrowed as is when it has none. Every request
+/// passes here before a plugin sees it, whoever makes the call.
+fn without_credentials(req: &Request) -> Cow<'_, Request> {
+    match redact_credentials(&req.headers) {
+        Cow::Borrowed(_) => Cow::Borrowed(req),
+        Cow::Owned(headers) => Cow::Owned(Request {
+            headers,
+            ..req.clone()
+        }),
+    }
 }

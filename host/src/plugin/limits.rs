@@ -4,6 +4,11 @@
 
 use std::time::Duration;
 
+/// The largest plugin file (`.wasm`) loaded, in bytes: 64 MiB. The bundled plugins are
+/// about 350 KiB each and a debug build a few MiB; a file past this is not a plugin anyone
+/// built (nor is `/dev/zero`), and compiling it would cost many times its size.
+pub const MAX_PLUGIN_BYTES: u64 = 64 << 20;
+
 /// Limits and tuning of the plugin runtime.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -48,11 +53,20 @@ impl Default for RuntimeConfig {
 }
 
 impl RuntimeConfig {
-    /// The deadline in epoch ticks (at least one, plus one for the tick in progress).
+    /// The most epoch ticks a deadline may count: the engine adds a deadline to its current
+    /// epoch (and instantiation gets ten), so a deadline near `u64::MAX` would wrap around to
+    /// one already past. At one tick a millisecond this is still over a million years.
+    const MAX_DEADLINE_TICKS: u64 = 1 << 45;
+
+    /// The deadline in epoch ticks (at least one, plus one for the tick in progress, at most
+    /// [`Self::MAX_DEADLINE_TICKS`]).
     pub(crate) fn deadline_ticks(&self) -> u64 {
         let tick = self.epoch_tick.as_nanos().max(1);
         let ticks = self.call_deadline.as_nanos().div_ceil(tick);
-        u64::try_from(ticks).unwrap_or(u64::MAX).saturating_add(1)
+        u64::try_from(ticks)
+            .unwrap_or(u64::MAX)
+            .saturating_add(1)
+            .min(Self::MAX_DEADLINE_TICKS)
     }
 }
 
@@ -107,5 +121,21 @@ mod tests {
             ..RuntimeConfig::default()
         };
         assert_eq!(c.deadline_ticks(), 3);
+    }
+
+    #[test]
+    fn a_deadline_too_long_to_count_is_capped_far_from_wrapping() {
+        let c = RuntimeConfig {
+            call_deadline: Duration::MAX,
+            ..RuntimeConfig::default()
+        };
+        assert_eq!(c.deadline_ticks(), RuntimeConfig::MAX_DEADLINE_TICKS);
+        // Instantiation's ten deadlines, added to an epoch of centuries, still fit.
+        let centuries_of_ticks: u64 = 1 << 40;
+        assert!(
+            (c.deadline_ticks() * 10)
+                .checked_add(centuries_of_ticks)
+                .is_some()
+        );
     }
 }

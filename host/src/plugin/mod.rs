@@ -5,7 +5,8 @@
 //! store with a memory and table limit, under an epoch deadline, with a WASI context that
 //! grants nothing. Whatever a plugin does — trap, loop, recurse, exhaust memory, return
 //! garbage — the call ends in a typed [`PluginError`] and the host carries on; see
-//! [`crate::guard`] for quarantine and the built-in fallback.
+//! [`crate::guard`] for quarantine and the built-in fallback. A plugin never sees a
+//! credential: [`Plugin`] redacts them from every request it is given.
 //!
 //! A component is bound to the contract version it exports ([`Contract`]): the current
 //! `sluice:policy@0.2.0`, or the frozen `0.1.0`, whose functions answer the current API
@@ -30,5 +31,5 @@ pub use cache::{CacheOutcome, ComponentCache, Digest, digest};
 pub use contract::Contract;
 pub use error::{Failure, LoadError, PluginError};
 pub use instance::Plugin;
-pub use limits::{Caps, RuntimeConfig};
+pub use limits::{Caps, MAX_PLUGIN_BYTES, RuntimeConfig};
 pub use runtime::PluginRuntime;

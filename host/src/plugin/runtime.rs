@@ -13,8 +13,9 @@ use super::bindings::{ProviderPolicy, v0_1};
 use super::cache::{self, CacheOutcome, ComponentCache, Digest};
 use super::error::LoadError;
 use super::instance::Plugin;
-use super::limits::RuntimeConfig;
+use super::limits::{MAX_PLUGIN_BYTES, RuntimeConfig};
 use super::state::State;
+use crate::input_file;
 
 /// Loads and runs plugins. Create one per process and share it: every plugin it loads is
 /// compiled once, by one engine, and every call it makes is bounded by [`RuntimeConfig`].
@@ -125,15 +126,14 @@ impl PluginRuntime {
         )
     }
 
-    /// Loads a plugin from a `.wasm` file.
+    /// Loads a plugin from a `.wasm` file: a regular file of at most [`MAX_PLUGIN_BYTES`] (a
+    /// fifo or a device, even behind a symlink, is refused without waiting on it).
     ///
     /// # Errors
-    /// As [`PluginRuntime::load`], plus [`LoadError::Read`] when the file cannot be read.
+    /// As [`PluginRuntime::load`], plus [`LoadError::Read`] when the file cannot be read, is
+    /// not a regular file, or is too large.
     pub fn load_file(&self, path: &std::path::Path) -> Result<Plugin, LoadError> {
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let bytes = input_file::read(path, MAX_PLUGIN_BYTES).map_err(LoadError::Read)?;
         self.load(&path.display().to_string(), &bytes)
     }
 

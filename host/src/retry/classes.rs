@@ -8,15 +8,24 @@ use serde::Deserialize;
 use super::backoff::Backoff;
 use crate::policy::RequestClass;
 
+/// The longest duration the retry configuration can name, in milliseconds: a day.
+pub const MAX_DURATION_MS: u64 = 24 * 3_600_000;
+/// The most attempts a class may make for one request.
+pub const MAX_ATTEMPTS: u32 = 100;
+/// The largest count the configuration takes (retries waiting, attempts per task, failures
+/// before a breaker opens).
+pub const MAX_COUNT: u32 = 1_000_000;
+
 /// What one request class may spend on retries.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClassBudget {
-    /// Attempts in all, the first included.
+    /// Attempts in all, the first included (1 to [`MAX_ATTEMPTS`]).
     pub max_attempts: u32,
-    /// The most time spent waiting between attempts, in milliseconds.
+    /// The most time spent waiting between attempts, in milliseconds (at most
+    /// [`MAX_DURATION_MS`]).
     pub max_wait_ms: u64,
-    /// The statuses worth another attempt.
+    /// The statuses worth another attempt (each from 100 to 599).
     pub retry_statuses: Vec<u16>,
 }
 
@@ -87,7 +96,9 @@ pub struct RetryConfigError(String);
 
 impl RetryConfig {
     /// Parses a retry configuration: the keys of [`RetryConfig`], with `[classes.<name>]`
-    /// tables; what is left out keeps its default.
+    /// tables; what is left out keeps its default. Durations are at most a day
+    /// ([`MAX_DURATION_MS`]), attempts per request at most [`MAX_ATTEMPTS`], other counts at
+    /// most [`MAX_COUNT`], and the backoff's first window is at most its largest.
     ///
     /// ```
     /// let c = sluice::retry::RetryConfig::from_toml(
@@ -100,9 +111,9 @@ impl RetryConfig {
     ///
     /// # Errors
     /// [`RetryConfigError`] naming the key: unknown keys, wrong types, a class other than
-    /// `read`, `idempotent_write` and `uncertain_write`, zero attempts, or an
-    /// `uncertain_write` allowed more than one attempt (its outcome must be reconciled, never
-    /// resent).
+    /// `read`, `idempotent_write` and `uncertain_write`, zero attempts, an `uncertain_write`
+    /// allowed more than one attempt (its outcome must be reconciled, never resent), or a
+    /// number out of its range (the error gives the range).
     pub fn from_toml(text: &str) -> Result<Self, RetryConfigError> {
         let mut config = Self::default();
         let given: Self = toml::from_str(text).map_err(|e| RetryConfigError(e.to_string()))?;
@@ -124,13 +135,58 @@ impl RetryConfig {
                         .into(),
                 ));
             }
+            let key = |k: &str| format!("classes.{name}.{k}");
+            at_most(
+                &key("max_attempts"),
+                budget.max_attempts.into(),
+                MAX_ATTEMPTS.into(),
+            )?;
+            at_most(&key("max_wait_ms"), budget.max_wait_ms, MAX_DURATION_MS)?;
+            if let Some(s) = budget
+                .retry_statuses
+                .iter()
+                .find(|s| !(100..=599).contains(*s))
+            {
+                return Err(RetryConfigError(format!(
+                    "`{}`: {s} is not an HTTP status (100 to 599)",
+                    key("retry_statuses")
+                )));
+            }
         }
+        given.check_ranges()?;
         let classes = std::mem::take(&mut config.classes);
         config = Self {
             classes: classes.into_iter().chain(given.classes.clone()).collect(),
             ..given
         };
         Ok(config)
+    }
+
+    /// Checks the numbers outside the classes.
+    fn check_ranges(&self) -> Result<(), RetryConfigError> {
+        for (key, ms) in [
+            ("backoff_base_ms", self.backoff_base_ms),
+            ("backoff_cap_ms", self.backoff_cap_ms),
+            ("breaker_open_ms", self.breaker_open_ms),
+            ("quota_exhausted_hold_ms", self.quota_exhausted_hold_ms),
+        ] {
+            at_most(key, ms, MAX_DURATION_MS)?;
+        }
+        for (key, n) in [
+            ("max_delayed_requests", self.max_delayed_requests),
+            ("task_max_attempts", self.task_max_attempts),
+            ("breaker_threshold", self.breaker_threshold),
+        ] {
+            at_most(key, n.into(), MAX_COUNT.into())?;
+        }
+        if self.backoff_base_ms > self.backoff_cap_ms {
+            return Err(RetryConfigError(format!(
+                "`backoff_base_ms`: the first window ({} ms) is longer than the largest, \
+                 `backoff_cap_ms` ({} ms)",
+                self.backoff_base_ms, self.backoff_cap_ms
+            )));
+        }
+        Ok(())
     }
 
     /// The budget of `class`; a class the configuration leaves out gets no retries.
@@ -152,6 +208,16 @@ impl RetryConfig {
             cap: Duration::from_millis(self.backoff_cap_ms),
         }
     }
+}
+
+/// Checks that `value` at `key` is at most `max`.
+fn at_most(key: &str, value: u64, max: u64) -> Result<(), RetryConfigError> {
+    if value <= max {
+        return Ok(());
+    }
+    Err(RetryConfigError(format!(
+        "`{key}`: {value} is out of range: at most {max}"
+    )))
 }
 
 /// A request class's name in configuration and in the journal.
@@ -194,10 +260,47 @@ mod tests {
                 "classes.uncertain_write.max_attempts",
             ),
             ("max_delayed = 3\n", "max_delayed"),
+            // Issue: numbers no one means were accepted.
+            (
+                "[classes.read]\nmax_attempts = 2\nmax_wait_ms = 18446744073709551615\nretry_statuses = []\n",
+                "`classes.read.max_wait_ms`: 18446744073709551615 is out of range: at most 86400000",
+            ),
+            (
+                "[classes.read]\nmax_attempts = 4294967295\nmax_wait_ms = 1\nretry_statuses = []\n",
+                "`classes.read.max_attempts`: 4294967295 is out of range: at most 100",
+            ),
+            (
+                "[classes.read]\nmax_attempts = 2\nmax_wait_ms = 1\nretry_statuses = [429, 0]\n",
+                "`classes.read.retry_statuses`: 0 is not an HTTP status",
+            ),
+            (
+                "backoff_cap_ms = 18446744073709551615\n",
+                "`backoff_cap_ms`: 18446744073709551615",
+            ),
+            ("breaker_open_ms = 86400001\n", "`breaker_open_ms`"),
+            (
+                "quota_exhausted_hold_ms = 86400001\n",
+                "`quota_exhausted_hold_ms`",
+            ),
+            (
+                "max_delayed_requests = 4294967295\n",
+                "`max_delayed_requests`",
+            ),
+            ("task_max_attempts = 4294967295\n", "`task_max_attempts`"),
+            ("breaker_threshold = 4294967295\n", "`breaker_threshold`"),
+            (
+                "backoff_base_ms = 60000\n",
+                "`backoff_base_ms`: the first window",
+            ),
         ] {
             let e = RetryConfig::from_toml(text).unwrap_err().to_string();
             assert!(e.contains(key), "{e}");
         }
         assert_eq!(RetryConfig::from_toml("").unwrap(), RetryConfig::default());
+        RetryConfig::from_toml(
+            "backoff_cap_ms = 86400000\nbreaker_threshold = 1000000\n\
+             [classes.read]\nmax_attempts = 100\nmax_wait_ms = 86400000\nretry_statuses = [100, 599]\n",
+        )
+        .unwrap();
     }
 }

@@ -40,6 +40,35 @@ pub enum Stop {
     },
 }
 
+/// Names the stop as the contract names a verdict (`outcome-unknown`), with its figures: what
+/// an audit note or an escalation shows a person.
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NeverRetry => f.write_str("never-retry"),
+            Self::Conflict => f.write_str("conflict"),
+            Self::QuotaExhausted {
+                reset_after: Some(after),
+            } => write!(f, "quota-exhausted, resets in {} ms", after.as_millis()),
+            Self::QuotaExhausted { reset_after: None } => f.write_str("quota-exhausted"),
+            Self::OutcomeUnknown => f.write_str("outcome-unknown"),
+            Self::ProviderSaidNo => f.write_str("provider-said-no"),
+            Self::StatusNotRetried(status) => write!(f, "status {status} not retried"),
+            Self::AttemptsExhausted => f.write_str("attempts-exhausted"),
+            Self::WaitBudgetExhausted { needed } => write!(
+                f,
+                "wait-budget-exhausted, the next wait needed {} ms",
+                needed.as_millis()
+            ),
+            Self::DeadlinePassed { needed } => write!(
+                f,
+                "deadline-passed, the next wait needed {} ms",
+                needed.as_millis()
+            ),
+        }
+    }
+}
+
 /// The next step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {

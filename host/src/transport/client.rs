@@ -13,7 +13,6 @@
 //! attempt (time to the first byte, idle time between chunks) are kept by the attempt itself,
 //! on the host's clock.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{BuiltInRoots, ProxySetting, Timeouts, Transport, TransportConfig, roots};
@@ -25,18 +24,15 @@ const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 /// Why a transport could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
-    /// An extra root file could not be read.
+    /// An extra root file could not be read: missing, not a regular file, or larger than any
+    /// bundle of CA certificates ([`super::MAX_ROOT_FILE_BYTES`]).
     #[error(
-        "cannot read the root certificate file {}: {source}; check the path given in the \
-         transport's extra_roots (a PEM file of CA certificates)",
-        path.display()
+        "the root certificate file {error}; check the path given in the transport's \
+         extra_roots (a PEM file of CA certificates)"
     )]
     RootUnreadable {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why, naming the file.
+        error: crate::input_file::InputFileError,
     },
     /// An extra root is not PEM, or holds no certificate.
     #[error(
@@ -63,13 +59,12 @@ pub enum TransportError {
         reason: String,
     },
     /// The explicit proxy's URL is not one.
-    #[error("the proxy `{url}` is not a proxy URL ({source}); write it as http://host:port")]
+    #[error("the proxy `{url}` is not a proxy URL ({error}); write it as http://host:port")]
     BadProxy {
         /// The URL, without its password.
         url: String,
-        /// Why the client refused it.
-        #[source]
-        source: reqwest::Error,
+        /// Why the client refused it (in the message, so not also a `source`).
+        error: reqwest::Error,
     },
     /// The client refused its configuration (an unreadable platform root store, say).
     #[error("cannot build the HTTP client: {0}")]
@@ -108,10 +103,10 @@ impl Transport {
             ProxySetting::Environment => builder,
             ProxySetting::Direct => builder.no_proxy(),
             ProxySetting::Explicit { url, no_proxy } => {
-                let proxy = reqwest::Proxy::all(url.as_str()).map_err(|source| {
+                let proxy = reqwest::Proxy::all(url.as_str()).map_err(|error| {
                     TransportError::BadProxy {
                         url: without_password(&url),
-                        source,
+                        error,
                     }
                 })?;
                 builder.proxy(proxy.no_proxy(reqwest::NoProxy::from_string(&no_proxy.join(","))))

@@ -26,6 +26,7 @@ use crate::policy::{Outcome, Request, Response, TransportFailure, encode_fields,
 
 pub use client::TransportError;
 pub use config::{BuiltInRoots, ExtraRoot, PoolConfig, ProxySetting, TransportConfig};
+pub use roots::MAX_ROOT_FILE_BYTES;
 
 /// Timeouts of one attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,9 @@ use rustls::pki_types::pem::PemObject;
 
 use super::{ExtraRoot, TransportError};
 
+/// The largest extra root file read, in bytes: the whole Mozilla bundle is about 250 KB.
+pub const MAX_ROOT_FILE_BYTES: u64 = 4 << 20;
+
 /// The certificates of every root in `roots`, in order.
 ///
 /// # Errors
@@ -19,10 +22,8 @@ pub(super) fn load(roots: &[ExtraRoot]) -> Result<Vec<reqwest::Certificate>, Tra
     for (i, root) in roots.iter().enumerate() {
         let (origin, pem) = match root {
             ExtraRoot::PemFile(path) => {
-                let pem = std::fs::read(path).map_err(|source| TransportError::RootUnreadable {
-                    path: path.clone(),
-                    source,
-                })?;
+                let pem = crate::input_file::read(path, MAX_ROOT_FILE_BYTES)
+                    .map_err(|error| TransportError::RootUnreadable { error })?;
                 (path.display().to_string(), pem)
             }
             ExtraRoot::Pem(text) => (
@@ -99,6 +100,13 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("/nonexistent/gateway-ca.pem"), "{msg}");
         assert!(msg.contains("extra_roots"), "{msg}");
+    }
+
+    #[test]
+    fn a_device_as_a_root_file_is_refused_without_reading_it() {
+        let err = load(&[ExtraRoot::PemFile("/dev/zero".into())]).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("/dev/zero: not a regular file"), "{msg}");
     }
 
     #[test]

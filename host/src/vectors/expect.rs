@@ -148,6 +148,7 @@ pub(super) fn validate(
         }
         dimension_names("expect.usage", usage)?;
     }
+    vacuous(&raw)?;
     let plan = raw.plan.map(plan).transpose()?;
     Ok(Expect {
         verdict,
@@ -160,6 +161,68 @@ pub(super) fn validate(
         plan,
         tolerance_ms: raw.tolerance_ms.or(case_tolerance).unwrap_or(0),
     })
+}
+
+/// Refuses expectations that check nothing. A case that expects nothing passes whatever the
+/// plugin answers, so it is nearly always a mistake (a field left out, an edit half made),
+/// and one that would hide every regression of its response.
+fn vacuous(raw: &RawExpect) -> Result<(), String> {
+    let checks_any = raw.verdict.is_some()
+        || raw.retry_after_ms.is_some()
+        || raw.error_code.is_some()
+        || raw.observations.is_some()
+        || raw.usage.is_some()
+        || raw.plan.is_some();
+    if !checks_any {
+        const CHECKS: &str = "verdict, retry_after_ms, error_code, observations, usage, plan";
+        return Err(format!(
+            "expect: checks nothing; name at least one of {CHECKS}"
+        ));
+    }
+    empty_unless_exact(
+        "observations",
+        raw.observations.as_ref().map(Vec::len),
+        raw.observations_exact,
+    )?;
+    empty_unless_exact(
+        "usage",
+        raw.usage.as_ref().map(BTreeMap::len),
+        raw.usage_exact,
+    )?;
+    let Some(plan) = &raw.plan else {
+        return Ok(());
+    };
+    if plan.class.is_none()
+        && plan.tenant.is_none()
+        && plan.deadline_ms.is_none()
+        && plan.cost.is_none()
+        && plan.scopes.is_none()
+    {
+        const CHECKS: &str = "class, tenant, deadline_ms, cost, scopes";
+        return Err(format!(
+            "expect.plan: checks nothing; name at least one of {CHECKS}"
+        ));
+    }
+    empty_unless_exact(
+        "plan.cost",
+        plan.cost.as_ref().map(BTreeMap::len),
+        plan.cost_exact,
+    )
+}
+
+/// An `_exact` flag without its list checks nothing; nor does an empty list without the
+/// flag (with it, the empty list says "none").
+fn empty_unless_exact(field: &str, len: Option<usize>, exact: bool) -> Result<(), String> {
+    let key = field.rsplit('.').next().unwrap_or(field);
+    match (len, exact) {
+        (None, true) => Err(format!(
+            "expect.{field}_exact: checks nothing without \"{key}\""
+        )),
+        (Some(0), false) => Err(format!(
+            "expect.{field}: empty, which checks nothing; to expect none, add \"{key}_exact\": true"
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn plan(raw: RawPlan) -> Result<ExpectedPlan, String> {

@@ -92,6 +92,12 @@ pub(super) fn validate(raw: RawCase) -> Result<Case, String> {
         now_ms,
     };
     let outcome = match (raw.response, raw.transport) {
+        (Some(r), None) if !(100..=599).contains(&r.status) => {
+            return Err(format!(
+                "response.status: {} is not an HTTP status (100 to 599)",
+                r.status
+            ));
+        }
         (Some(r), None) => Outcome::Response(Response {
             status: r.status,
             headers: headers("response.headers", &r.headers)?,

@@ -19,25 +19,24 @@
 mod check;
 mod expect;
 mod format;
+mod print;
 
 use std::path::{Path, PathBuf};
 
 pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
 pub use format::{Case, DEFAULT_NOW_MS, dimension_name};
 
+use crate::input_file::{self, InputFileError};
 use crate::plugin::Plugin;
+use crate::printable::printable;
 
 /// A vector file that could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum VectorError {
-    /// The file could not be read.
-    #[error("{path}: cannot read: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    /// The file could not be read: missing, unreadable, not a regular file, or larger than
+    /// [`MAX_FILE_BYTES`].
+    #[error("{0}")]
+    Read(InputFileError),
     /// The file is not JSON of the vector format.
     #[error("{path}: {message}")]
     Malformed {
@@ -57,16 +56,20 @@ pub struct VectorFile {
     pub cases: Vec<Case>,
 }
 
-/// Reads and validates a vector file.
+/// The largest vector file read, in bytes: 16 MiB. The bundled files are tens of KiB, and
+/// parsing costs several times a file's size in memory, so a file past this is not a
+/// vector file someone wrote (nor is `/dev/zero`).
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Reads and validates a vector file: a regular file of at most [`MAX_FILE_BYTES`] (a fifo
+/// or a device is refused without waiting on it).
 ///
 /// # Errors
-/// [`VectorError::Read`] when the file cannot be read; [`VectorError::Malformed`] when it is
-/// not valid JSON of the format, naming the case (by index and name) and the field.
+/// [`VectorError::Read`] when the file cannot be read, is not a regular file or is too
+/// large; [`VectorError::Malformed`] when it is not valid JSON of the format, naming the
+/// case (by index and name) and the field.
 pub fn load(path: &Path) -> Result<VectorFile, VectorError> {
-    let text = std::fs::read_to_string(path).map_err(|source| VectorError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = input_file::read_text(path, MAX_FILE_BYTES).map_err(VectorError::Read)?;
     parse(path, &text)
 }
 
@@ -75,9 +78,10 @@ pub fn load(path: &Path) -> Result<VectorFile, VectorError> {
 /// # Errors
 /// As [`load`].
 pub fn parse(path: &Path, text: &str) -> Result<VectorFile, VectorError> {
+    // The message quotes the file (a field name, a case name): escaped, it stays one line.
     let malformed = |message: String| VectorError::Malformed {
         path: path.to_owned(),
-        message,
+        message: printable(&message).into_owned(),
     };
     let root: serde_json::Value =
         serde_json::from_str(text).map_err(|e| malformed(format!("not valid JSON: {e}")))?;
@@ -145,7 +149,8 @@ impl Report {
 }
 
 /// Runs every case of `file` against `plugin`, directly (no fallback: a plugin failure
-/// fails the case).
+/// fails the case). The plugin never sees a case's credentials: [`Plugin`] redacts them, as
+/// for every request.
 pub fn run(plugin: &Plugin, file: &VectorFile) -> Report {
     let results = file
         .cases

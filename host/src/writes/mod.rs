@@ -15,7 +15,9 @@
 //! - anything else after a send: `uncertain`, and [`settle`](Writes::settle) asks the
 //!   provider's plugin how to find out — a status query through the normal admission
 //!   path, or a resend with the same key where the provider suppresses duplicates — and
-//!   escalates to a person when the plugin cannot tell.
+//!   escalates to a person when the plugin cannot tell. A query that finds nothing is
+//!   believed only when a second one, a [provider timeout](Writes::provider_timeout)
+//!   later, agrees; only then is the write sent again (with its key).
 //!
 //! [`Writes::recover`] resumes a restarted host's unfinished actions with their original
 //! keys: a `pending` action sent nothing and is sent; any other is settled, never resent
@@ -29,6 +31,7 @@ mod settle;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -183,6 +186,11 @@ where
 
 type Listener = Arc<dyn Fn(Step) + Send + Sync>;
 
+/// How long a provider is assumed to go on working on a request it received, unless
+/// [`Writes::provider_timeout`] says otherwise: longer than the providers' own request
+/// timeouts, so a lookup's "not found" is not believed while an attempt may still land.
+pub const DEFAULT_PROVIDER_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// The safe-write engine: an executor, a journal and an audit log together.
 pub struct Writes {
     executor: Arc<Executor>,
@@ -191,6 +199,8 @@ pub struct Writes {
     credentials: Arc<dyn Credentials>,
     clock: Arc<dyn Clock>,
     listener: Option<Listener>,
+    /// How long a provider may still act on an attempt it received.
+    provider_timeout: Duration,
     /// Actions being written by this host: a second submit of one waits for the first.
     inflight: Mutex<HashMap<i64, watch::Receiver<bool>>>,
 }
@@ -252,6 +262,7 @@ impl Writes {
             credentials,
             clock,
             listener: None,
+            provider_timeout: DEFAULT_PROVIDER_TIMEOUT,
             inflight: Mutex::default(),
         }
     }
@@ -281,6 +292,18 @@ impl Writes {
             Claim::Mine(guard) => Some(guard),
             Claim::Theirs(_) => None,
         }
+    }
+
+    /// How long a provider may still act on a request after receiving it — its own request
+    /// timeout ([`DEFAULT_PROVIDER_TIMEOUT`] unless set; GitHub documents 10 s). A lookup
+    /// that finds no trace of an uncertain write is believed only when a second lookup this
+    /// much later agrees, so that an attempt still at the provider cannot take effect after
+    /// the write was sent again. Zero believes the first lookup: only for a provider that
+    /// never acts on a request after its client has gone.
+    #[must_use]
+    pub fn provider_timeout(mut self, timeout: Duration) -> Self {
+        self.provider_timeout = timeout;
+        self
     }
 
     /// Reports each [`Step`] of every write to `listener`, synchronously.
@@ -350,10 +373,7 @@ impl Writes {
                 self.audit(
                     self.event(EventKind::ActionRequested, &action)
                         .scope(&write.call.credential)
-                        .detail(&format!(
-                            "{} {} {}",
-                            action.method, action.route, action.class
-                        )),
+                        .detail(&format!("{} {}", action.route, action.class)),
                 )?;
                 self.step(Step::IntentCommitted);
                 self.send(&action, &write.call, "send").await

@@ -6,6 +6,7 @@ use super::{WriteError, WriteOutcome, Writes, task_id};
 use crate::audit::{Event, EventKind};
 use crate::journal::escalations::{Approval, Choice};
 use crate::journal::{Intent, State};
+use crate::printable::printable;
 
 impl Writes {
     /// Resumes every unfinished action with its original key, then carries out decisions
@@ -61,7 +62,9 @@ impl Writes {
                     .task(&d.task)
                     .detail(&format!(
                         "escalation {}: the body of action {} was shown to {}",
-                        d.escalation_id, d.action_id, d.asked_by
+                        d.escalation_id,
+                        d.action_id,
+                        printable(&d.asked_by)
                     )),
             )?;
         }

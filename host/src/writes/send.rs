@@ -11,6 +11,7 @@ use crate::journal::escalations::Kind;
 use crate::journal::{Action, AttemptRecord, State};
 use crate::policy::{Classification, Response, Verdict};
 use crate::retry::Stop;
+use crate::vectors::verdict_name;
 
 /// The note of a resend with the same key.
 pub(super) const RESEND: &str = "resend with the same key";
@@ -82,14 +83,14 @@ impl Observer for Recorder<'_> {
             at_ms: w.clock.wall_ms(),
             status,
             retry_after_ms: read.retry_after_ms,
-            note: format!("{}: {:?}", self.note, read.verdict),
+            note: format!("{}: {}", self.note, verdict_name(read.verdict)),
         };
         let logged = w.journal.log_attempt(self.action.id, &record);
         self.keep(logged.map_err(WriteError::from));
         let mut event = w
             .event(EventKind::ActionResult, self.action)
             .attempt(n)
-            .detail(&format!("{:?}", read.verdict));
+            .detail(verdict_name(read.verdict));
         if let Some(s) = status {
             event = event.status(s);
         }
@@ -115,11 +116,16 @@ impl Observer for Recorder<'_> {
     }
 }
 
-/// The provider's id for what a write created: the answer's top-level JSON `id`.
+/// The provider's id for what a write created: the answer's top-level JSON `id`, a string
+/// (`pi_3Nx...`) or a number (GitHub's ids).
 pub(super) fn operation_id(response: &Response) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(&response.body).ok()?;
-    let id = v.get("id")?.as_str()?;
-    (!id.is_empty() && id.len() <= 255).then(|| id.to_owned())
+    let id = match v.get("id")? {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    (!id.is_empty() && id.len() <= 255).then_some(id)
 }
 
 impl Writes {
@@ -269,15 +275,65 @@ impl Writes {
     }
 }
 
-/// A short, sanitized account of how a call ended.
+/// A short account of how a call ended, on one line: `stopped: outcome-unknown after 1
+/// attempt, no answer, waited 0 ms`. Control characters in a reason's text are escaped.
 pub(super) fn describe(t: &Terminal) -> String {
     let status = t
         .last_status
         .map_or_else(|| "no answer".to_owned(), |s| format!("last status {s}"));
+    let mut reason = String::new();
+    for c in t.reason.to_string().chars() {
+        if c.is_control() {
+            reason.extend(c.escape_default());
+        } else {
+            reason.push(c);
+        }
+    }
     format!(
-        "{:?} after {} attempt(s), {status}, waited {} ms",
-        t.reason,
+        "{reason} after {} attempt{}, {status}, waited {} ms",
         t.attempts,
+        if t.attempts == 1 { "" } else { "s" },
         t.waited.as_millis()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::execute::NextAction;
+
+    fn ended(reason: Reason, attempts: u32, last_status: Option<u16>) -> Terminal {
+        Terminal {
+            reason,
+            sent: true,
+            response_received: last_status.is_some(),
+            attempts,
+            waited: Duration::from_millis(1_500),
+            last_status,
+            error_code: None,
+            last_response: None,
+            transport_error: None,
+            next_action: NextAction::Reconcile,
+        }
+    }
+
+    #[test]
+    fn a_write_s_ending_reads_as_words_not_as_a_debug_print() {
+        assert_eq!(
+            describe(&ended(Reason::Stopped(Stop::OutcomeUnknown), 1, None)),
+            "stopped: outcome-unknown after 1 attempt, no answer, waited 1500 ms"
+        );
+        assert_eq!(
+            describe(&ended(
+                Reason::Stopped(Stop::StatusNotRetried(409)),
+                3,
+                Some(409)
+            )),
+            "stopped: status 409 not retried after 3 attempts, last status 409, waited 1500 ms"
+        );
+        assert_eq!(
+            describe(&ended(Reason::Refused("queue\nfull".into()), 0, None)),
+            "refused: queue\\nfull after 0 attempts, no answer, waited 1500 ms"
+        );
+    }
 }

@@ -1,17 +1,39 @@
 //! Settling a write whose outcome is unknown: ask the provider's plugin how to find out,
 //! find out through the normal admission path, and move the action to what is known — or
 //! to a person.
+//!
+//! Two rules keep a lookup from resending a write that happened:
+//!
+//! - the plugin is given the action's client reference only when the write's body carries
+//!   it. A provider can only be searched for a reference it was sent; a reference the body
+//!   lacks would be "not found" whether the write happened or not.
+//! - "not found" is believed only when a second lookup, [`Writes::provider_timeout`] after
+//!   the first, agrees. The first lookup may come while an attempt is still at the provider
+//!   (its client timed out, or was killed, while the provider worked on): that attempt can
+//!   still take effect, and a resend on the first answer would then be a second effect.
+//!   Every attempt was sent before the first lookup, so by the second the provider has
+//!   finished or abandoned each of them.
 
 use super::request::StoredRequest;
 use super::send::{RESEND, STATUS_QUERY};
 use super::{Step, WriteError, WriteOutcome, Writes};
 use crate::audit::EventKind;
 use crate::execute::{Call, Outcome};
+use crate::guard::GuardedPolicy;
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, AttemptRecord, State};
 use crate::policy::{
     ReconcilePlan, Reconciliation, RequestClass, StatusQuery, UncertainWrite, field_pairs,
 };
+
+/// Whether `body` holds `reference`: the provider can be asked about a reference only if it
+/// was sent one.
+fn carries(body: &[u8], reference: &str) -> bool {
+    !reference.is_empty()
+        && body
+            .windows(reference.len())
+            .any(|w| w == reference.as_bytes())
+}
 
 /// `scheme://host:port` of an absolute URL.
 fn origin(url: &str) -> Option<&str> {
@@ -56,11 +78,13 @@ impl Writes {
             action = self.journal.advance(action.id, State::Reconciling, None)?;
         }
         self.step(Step::Reconciling);
-        let write = UncertainWrite {
+        let body = self.journal.body(action.id)?;
+        let mut write = UncertainWrite {
             method: action.method.clone(),
             url: stored.url.clone(),
             idempotency_key: Some(action.idempotency_key.clone()),
-            client_reference: Some(action.client_reference.clone()),
+            client_reference: carries(&body, &action.client_reference)
+                .then(|| action.client_reference.clone()),
             operation_id: operation_id.or_else(|| action.operation_id.clone()),
             now_ms: self.clock.wall_ms(),
         };
@@ -94,24 +118,25 @@ impl Writes {
             );
             return self.escalate(&action, Kind::UncertainWrite, &why, None, Some(shown));
         }
-        let answer = self.query(&action, &stored, &query).await?;
-        self.step(Step::QueryAnswered);
-        let Some(response) = answer else {
+        let Some((status, found)) = self
+            .look(&policy, &action, &stored, &query, &mut write)
+            .await?
+        else {
             let why = "the status query got no answer".to_owned();
             return self.escalate(&action, Kind::UncertainWrite, &why, None, Some(shown));
         };
-        match policy.read_reconciliation(&write, &response).value {
+        match found {
             Reconciliation::Found(op) => self.succeeded(
                 &action,
                 op,
                 EventKind::Reconciled,
-                response.status,
+                status,
                 "found: the write happened",
             ),
             Reconciliation::NotFound if cancelled => {
                 self.audit(
                     self.event(EventKind::Reconciled, &action)
-                        .status(response.status)
+                        .status(status)
                         .detail("not found: the write did not happen, and its task is cancelled"),
                 )?;
                 self.cancel_action(&action)
@@ -129,6 +154,45 @@ impl Writes {
                 let why = format!("the status query did not settle it: {why}");
                 self.escalate(&action, Kind::UncertainWrite, &why, None, Some(shown))
             }
+        }
+    }
+
+    /// Asks the provider by `query` what became of `write`, and has its plugin read the
+    /// answer: the answer's status and what it revealed, or `None` when no answer came. A
+    /// "not found" is asked again a provider timeout later, and only the second answer
+    /// counts (see the module's documentation).
+    async fn look(
+        &self,
+        policy: &GuardedPolicy,
+        action: &Action,
+        stored: &StoredRequest,
+        query: &StatusQuery,
+        write: &mut UncertainWrite,
+    ) -> Result<Option<(u16, Reconciliation)>, WriteError> {
+        let mut again = !self.provider_timeout.is_zero();
+        loop {
+            let answer = self.query(action, stored, query).await?;
+            self.step(Step::QueryAnswered);
+            let Some(response) = answer else {
+                return Ok(None);
+            };
+            let found = policy.read_reconciliation(write, &response).value;
+            if found != Reconciliation::NotFound || !again {
+                return Ok(Some((response.status, found)));
+            }
+            again = false;
+            let wait = self.provider_timeout;
+            self.audit(
+                self.event(EventKind::Reconciled, action)
+                    .status(response.status)
+                    .detail(&format!(
+                        "not found yet: looking again in {} ms, when no attempt can still be \
+                         at the provider",
+                        wait.as_millis()
+                    )),
+            )?;
+            tokio::time::sleep(wait).await;
+            write.now_ms = self.clock.wall_ms();
         }
     }
 
@@ -205,8 +269,10 @@ impl Writes {
                 status,
                 retry_after_ms: None,
                 note: format!(
-                    "{STATUS_QUERY} {} {} ({attempts} attempt(s))",
-                    q.method, q.url
+                    "{STATUS_QUERY} {} {} ({attempts} attempt{})",
+                    q.method,
+                    q.url,
+                    if attempts == 1 { "" } else { "s" }
                 ),
             },
         )?;

@@ -10,15 +10,19 @@
 //! - Cost: one request, and GitHub's secondary-limit points (1 for a read, 5 for a write).
 //! - Scopes: the resource a request counts in (`core`, `search`, `code_search`, `graphql`,
 //!   ...), predicted from its route: the same name its response's observation carries.
+//! - Uncertain writes: GitHub takes no idempotency key, so a created issue whose answer was
+//!   lost is looked for by the client reference its body carries, in the repository's issue
+//!   list ([`reconcile`]); never resent on the chance that it did not happen.
 
 mod classify;
+pub mod reconcile;
 mod resource;
 
 use sluice_plugin_sdk::headers::Headers;
 use sluice_plugin_sdk::time::reset_after;
 use sluice_plugin_sdk::{
     Classification, Cost, Description, Dimension, Observation, Outcome, Plugin, PolicyError,
-    Request, Response, headers, observation,
+    ReconcilePlan, Reconciliation, Request, Response, UncertainWrite, headers, observation,
 };
 
 /// The GitHub policy.
@@ -66,6 +70,17 @@ impl Plugin for GitHub {
                 amount: points,
             },
         ])
+    }
+
+    fn reconcile(write: &UncertainWrite) -> Result<ReconcilePlan, PolicyError> {
+        Ok(reconcile::plan(write))
+    }
+
+    fn read_reconciliation(
+        write: &UncertainWrite,
+        resp: &Response,
+    ) -> Result<Reconciliation, PolicyError> {
+        Ok(reconcile::read(write, resp))
     }
 }
 

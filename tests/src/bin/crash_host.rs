@@ -2,7 +2,10 @@
 //! task's writes against a provider, printing every step of every write. With
 //! `--pause-at K` it stops dead at its K-th step, so the test can `kill -9` it there.
 //!
-//! `crash_host <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> [--pause-at K]`
+//! `crash_host <PROVIDER> <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> [--pause-at K]`
+//!
+//! `PROVIDER` is `stripe` or `github` (`sluice_tests::crash_run::Provider`): the plugin that
+//! reads the provider, and the body each write carries.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -11,13 +14,24 @@ use std::time::Duration;
 
 use sluice::policy::RequestClass;
 use sluice::retry::{RetryConfig, class_named};
+use sluice_tests::crash_run::Provider;
 use sluice_tests::stack::{Paths, host, write};
+
+/// How long the fake provider may go on working on an attempt after its client has gone:
+/// its slowest scripted answer in the crash runs takes 450 ms (`crash_run::Run::seeded`),
+/// and a loaded machine may start it late.
+const PROVIDER_TIMEOUT: Duration = Duration::from_millis(800);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "crash_host <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> [--pause-at K]";
-    let [_, url, dir, task, actions, class, rest @ ..] = &args[..] else {
+    let usage = "crash_host <PROVIDER> <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> \
+                 [--pause-at K]";
+    let [_, provider, url, dir, task, actions, class, rest @ ..] = &args[..] else {
         eprintln!("usage: {usage}");
+        std::process::exit(2);
+    };
+    let Some(provider) = Provider::named(provider) else {
+        eprintln!("PROVIDER is stripe or github; usage: {usage}");
         std::process::exit(2);
     };
     let actions: usize = actions.parse().expect("ACTIONS is a number");
@@ -38,20 +52,22 @@ fn main() {
         .expect("a runtime");
     let _entered = rt.enter();
     let steps = AtomicU32::new(0);
-    let writes = host("stripe", &paths, retry, Duration::from_secs(1)).on_step(move |step| {
-        let n = steps.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "step {n} {}", step.name());
-        if pause_at == Some(n) {
-            let _ = writeln!(out, "paused");
-            let _ = out.flush();
-            drop(out);
-            loop {
-                std::thread::sleep(Duration::from_secs(60));
+    let writes = host(provider.name(), &paths, retry, Duration::from_secs(1))
+        .provider_timeout(PROVIDER_TIMEOUT)
+        .on_step(move |step| {
+            let n = steps.fetch_add(1, Ordering::SeqCst) + 1;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "step {n} {}", step.name());
+            if pause_at == Some(n) {
+                let _ = writeln!(out, "paused");
+                let _ = out.flush();
+                drop(out);
+                loop {
+                    std::thread::sleep(Duration::from_secs(60));
+                }
             }
-        }
-        let _ = out.flush();
-    });
+            let _ = out.flush();
+        });
     rt.block_on(async {
         for outcome in writes.recover().await.expect("recover") {
             println!(
@@ -61,14 +77,18 @@ fn main() {
             );
         }
         for i in 0..actions {
-            let w = write(
-                "stripe",
+            let action = format!("a{i}");
+            let mut w = write(
+                provider.name(),
                 task,
-                &format!("a{i}"),
+                &action,
                 url,
                 class,
-                &format!("amount={}", 100 + i),
+                &provider.body(task, &action, i),
             );
+            if provider == Provider::GitHub {
+                w.call.headers = vec![("content-type".into(), "application/json".into())];
+            }
             match writes.write(&w).await {
                 Ok(o) => println!("outcome a{i} {:?}", o.action().state),
                 Err(e) => println!("error a{i} {e}"),

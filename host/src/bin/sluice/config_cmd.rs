@@ -1,11 +1,17 @@
 //! `sluice config check`: validates an admission configuration and shows how each scope will
 //! be paced.
+//!
+//! Every name printed comes from the file (providers, scopes, models, tiers), so each goes
+//! through `sluice::printable`: a key such as `"a\nfake: valid"` would otherwise print a
+//! forged line, and one holding an ESC would drive the terminal. The library's errors are
+//! escaped already.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
 use sluice::admission::{Config, Limits, Rate};
+use sluice::printable::printable;
 
 /// Admission configuration commands.
 #[derive(Debug, Subcommand)]
@@ -42,7 +48,7 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     // The report is printed in one write: a reader that stops early (`| head`) is not an
     // error.
     let mut out = String::new();
-    outln!(out, "{}: valid", file.display());
+    outln!(out, "{}: valid", printable(&file.display().to_string()));
     outln!(
         out,
         "queue: at most {} waiting ({} per scope), {} s longest wait",
@@ -52,10 +58,19 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     );
     for (name, p) in &config.providers {
         let margin = p.margin.unwrap_or(config.margin);
-        outln!(out, "provider {name} (paced at {:.0}%)", margin * 100.0);
+        outln!(
+            out,
+            "provider {} (paced at {:.0}%)",
+            printable(name),
+            margin * 100.0
+        );
         print_limits(&mut out, "  each credential", &p.limits, margin)?;
         for named in p.named_scopes() {
-            let what = format!("  scope {} ({})", named.name, named.key);
+            let what = format!(
+                "  scope {} ({})",
+                printable(&named.name),
+                printable(&named.key)
+            );
             print_limits(&mut out, &what, named.limits, margin)?;
         }
     }
@@ -64,7 +79,8 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         let flying = t.max_in_flight.map_or("no bound".into(), |n| n.to_string());
         outln!(
             out,
-            "tier {name}: weight {}, queued {queued}, in flight {flying}",
+            "tier {}: weight {}, queued {queued}, in flight {flying}",
+            printable(name),
             t.weight
         );
         print_limits(&mut out, "  each tenant", &t.limits, config.margin)?;
@@ -73,7 +89,7 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         out,
         "tenants: {} assigned, others in tier {}",
         config.tenants.assign.len(),
-        config.tenants.default_tier
+        printable(&config.tenants.default_tier)
     );
     crate::print_once(&out)
 }

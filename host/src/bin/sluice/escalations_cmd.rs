@@ -2,14 +2,21 @@
 //! (sanitized; the body only on an explicit, recorded request), and resolve one with a
 //! decision. Decisions are written to the journal; the host carries them out and copies them
 //! into the audit log (`Writes::apply_decisions`, and at every start).
+//!
+//! These commands never create a journal: they open the host's (`Journal::open_existing`),
+//! and refuse a missing, empty, foreign or damaged file without writing to it. Everything
+//! printed from the journal is escaped (`sluice::printable`), because an old or edited
+//! journal may hold names and notes that would print as forged lines.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
 use sluice::clock::{Clock, SystemClock};
 use sluice::journal::Journal;
-use sluice::journal::escalations::{Choice, Decision};
+use sluice::journal::escalations::{Choice, Decision, Escalation};
+use sluice::journal::text::check_operator;
+use sluice::printable::{printable, printable_json};
 
 /// Escalation commands.
 #[derive(Debug, Subcommand)]
@@ -31,11 +38,13 @@ pub enum EscalationsCommand {
         /// The host's journal (SQLite).
         #[arg(long)]
         journal: PathBuf,
-        /// Also print the action's raw body. The request is recorded (and audited) first.
+        /// Also print the action's body (control characters escaped). The request is recorded
+        /// (and audited) first.
         #[arg(long, requires = "by")]
         body: bool,
-        /// Who asks (required with `--body`).
-        #[arg(long)]
+        /// Who asks (with `--body` only, and required with it): one line of visible
+        /// characters, at most 256 bytes.
+        #[arg(long, requires = "body")]
         by: Option<String>,
     },
     /// Resolve an escalation with one of its options.
@@ -46,16 +55,17 @@ pub enum EscalationsCommand {
         #[arg(long)]
         journal: PathBuf,
         /// The option: query-existing, retry-same-key, cancel, send-as-new (uncertain
-        /// writes); continue-access, cancel (spent time budgets).
+        /// writes); continue-access, cancel (spent time budgets); wait, raise-quota,
+        /// change-plan, cancel (spent quotas).
         #[arg(long)]
         option: String,
-        /// Who decides.
+        /// Who decides: one line of visible characters, at most 256 bytes.
         #[arg(long)]
         by: String,
-        /// For query-existing: an operation id found at the provider.
+        /// For query-existing only: an operation id found at the provider.
         #[arg(long)]
         operation_id: Option<String>,
-        /// Why, in your words.
+        /// Why, in your words (one line).
         #[arg(long, default_value = "")]
         note: String,
     },
@@ -63,13 +73,24 @@ pub enum EscalationsCommand {
 
 pub fn run(command: EscalationsCommand) -> anyhow::Result<ExitCode> {
     match command {
-        EscalationsCommand::List { journal, all } => list(&open(&journal)?, all),
+        EscalationsCommand::List { journal, all } => list(&Journal::open_existing(&journal)?, all),
         EscalationsCommand::Show {
             id,
             journal,
             body,
             by,
-        } => show(&open(&journal)?, id, body.then_some(by).flatten()),
+        } => {
+            // The name is checked as `resolve` checks its own, before the journal is opened;
+            // clap has already refused `--by` without `--body` and `--body` without `--by`.
+            if let Some(by) = &by {
+                check_operator(by)?;
+            }
+            show(
+                &Journal::open_existing(&journal)?,
+                id,
+                body.then_some(by).flatten(),
+            )
+        }
         EscalationsCommand::Resolve {
             id,
             journal,
@@ -79,9 +100,11 @@ pub fn run(command: EscalationsCommand) -> anyhow::Result<ExitCode> {
             note,
         } => {
             let Some(choice) = Choice::parse(&option) else {
+                let names: Vec<&str> = Choice::ALL.iter().map(|c| c.name()).collect();
                 eprintln!(
-                    "error: `{option}` is not an option: use query-existing, retry-same-key, \
-                     cancel, send-as-new or continue-access"
+                    "error: `{}` is not an option: use one of {}",
+                    printable(&option),
+                    names.join(", ")
                 );
                 return Ok(ExitCode::from(2));
             };
@@ -91,20 +114,18 @@ pub fn run(command: EscalationsCommand) -> anyhow::Result<ExitCode> {
                 operation_id,
                 note,
             };
-            resolve(&open(&journal)?, id, &decision)
+            resolve(&Journal::open_existing(&journal)?, id, &decision)
         }
     }
 }
 
-/// Opens an existing journal; a missing file is a mistake, not a new journal.
-fn open(path: &Path) -> anyhow::Result<Journal> {
-    if !path.is_file() {
-        anyhow::bail!(
-            "no journal at {}: pass the --journal file the host writes",
-            path.display()
-        );
+/// The case's JSON on one line, escaped; a case that is not JSON (an edited journal) is shown
+/// escaped as text, and said to be so.
+fn case_text(e: &Escalation) -> String {
+    match serde_json::from_str::<serde_json::Value>(&e.case_json) {
+        Ok(case) => printable_json(&case.to_string()).into_owned(),
+        Err(_) => format!("(not JSON) {}", printable(&e.case_json)),
     }
-    Ok(Journal::open(path)?)
 }
 
 fn list(journal: &Journal, all: bool) -> anyhow::Result<ExitCode> {
@@ -129,9 +150,9 @@ fn list(journal: &Journal, all: bool) -> anyhow::Result<ExitCode> {
             e.id,
             state,
             e.kind.name(),
-            e.task,
-            case["action"].as_str().unwrap_or("-"),
-            case["reason"].as_str().unwrap_or("")
+            printable(&e.task),
+            printable(case["action"].as_str().unwrap_or("-")),
+            printable(case["reason"].as_str().unwrap_or(""))
         ));
     }
     crate::print_once(&out)
@@ -147,7 +168,7 @@ fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<
         } else {
             "open"
         },
-        e.case_json
+        case_text(&e)
     );
     for a in journal
         .approvals(&e.task)?
@@ -162,9 +183,13 @@ fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<
     }
     if let Some(by) = body_for {
         let body = journal.disclose_body(id, &by, SystemClock.wall_ms())?;
-        eprintln!("the body was shown to {by}; this is recorded and goes into the audit log");
+        eprintln!(
+            "the body was shown to {}; this is recorded and goes into the audit log",
+            printable(&by)
+        );
+        // Escaped like the rest: line breaks and control characters print as `\n`, `\u{1b}`.
         out.push_str("body:\n");
-        out.push_str(&String::from_utf8_lossy(&body));
+        out.push_str(&printable(&String::from_utf8_lossy(&body)));
         out.push('\n');
     }
     crate::print_once(&out)

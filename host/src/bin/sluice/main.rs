@@ -6,6 +6,7 @@ mod demo;
 mod escalations_cmd;
 mod plugin_cmd;
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -55,6 +56,14 @@ fn print_once(text: &str) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `n` and `noun`, in the plural unless `n` is 1: "1 record", "2 records".
+fn count(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -62,6 +71,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never in a file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -74,8 +85,36 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", one_line(&e));
             ExitCode::from(2)
         }
+    }
+}
+
+/// The error and its causes on one line, as anyhow's `{:#}` joins them, except a cause whose
+/// words the line already ends with: an error that prints its source and also returns it
+/// from `source()` would otherwise say it twice.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_of_a_thing_is_said_in_the_singular() {
+        assert_eq!(super::count(1u64, "record"), "1 record");
+        assert_eq!(super::count(0u64, "record"), "0 records");
+        assert_eq!(super::count(213u64, "checkpoint"), "213 checkpoints");
     }
 }

@@ -4,9 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use sluice::plugin::{CacheOutcome, ComponentCache, Plugin, PluginRuntime, RuntimeConfig, bundled};
+use sluice::printable::printable;
 use sluice::vectors::{self, Report, VectorFile};
 
 #[derive(Debug, Subcommand)]
@@ -41,10 +42,19 @@ pub struct TestArgs {
     runtime: RuntimeArgs,
 }
 
+/// The longest deadline `--deadline-ms` takes: ten minutes is already far past anything a
+/// plugin call should need.
+const MAX_DEADLINE_MS: u64 = 600_000;
+
 #[derive(Debug, Args)]
 pub struct RuntimeArgs {
-    /// Wall time one plugin call may take, in milliseconds.
-    #[arg(long, default_value_t = 5, value_name = "MS")]
+    /// Wall time one plugin call may take, in milliseconds (1 to 600000).
+    #[arg(
+        long,
+        default_value_t = 5,
+        value_name = "MS",
+        value_parser = clap::value_parser!(u64).range(1..=MAX_DEADLINE_MS)
+    )]
     deadline_ms: u64,
     /// Don't read or write the compiled-plugin cache.
     #[arg(long)]
@@ -53,9 +63,6 @@ pub struct RuntimeArgs {
 
 impl RuntimeArgs {
     fn runtime(&self) -> anyhow::Result<PluginRuntime> {
-        if self.deadline_ms == 0 {
-            bail!("--deadline-ms must be at least 1");
-        }
         let config = RuntimeConfig {
             call_deadline: Duration::from_millis(self.deadline_ms),
             ..RuntimeConfig::default()
@@ -125,25 +132,19 @@ fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn print_report(plugin: &str, report: &Report) {
-    for r in &report.results {
-        match &r.failure {
-            None => println!("ok   {plugin} {} :: {}", report.path.display(), r.name),
-            Some(diff) => println!(
-                "FAIL {plugin} {} :: {}: {diff}",
-                report.path.display(),
-                r.name
-            ),
-        }
+    for line in report.lines(plugin) {
+        println!("{line}");
     }
 }
 
+/// What a plugin says about itself is its own text: printed escaped, like a report.
 fn inspect(p: &Plugin, rt: &PluginRuntime) {
     let d = p.description();
     let c = rt.config();
-    println!("plugin    {} {}", d.name, d.version);
-    println!("provider  {}", d.provider);
-    println!("hosts     {}", d.hosts.join(", "));
-    println!("routes    {}", d.routes.join(", "));
+    println!("plugin    {} {}", printable(&d.name), printable(&d.version));
+    println!("provider  {}", printable(&d.provider));
+    println!("hosts     {}", printable(&d.hosts.join(", ")));
+    println!("routes    {}", printable(&d.routes.join(", ")));
     println!("contract  {}", p.contract());
     println!("exports");
     for e in p.exports() {

@@ -87,20 +87,21 @@ impl Choice {
         }
     }
 
+    /// Every choice, in the order the CLI lists them.
+    pub const ALL: [Self; 8] = [
+        Self::QueryExisting,
+        Self::RetrySameKey,
+        Self::Cancel,
+        Self::SendAsNew,
+        Self::ContinueAccess,
+        Self::Wait,
+        Self::RaiseQuota,
+        Self::ChangePlan,
+    ];
+
     /// Parses a name from [`Choice::name`].
     pub fn parse(s: &str) -> Option<Self> {
-        [
-            Self::QueryExisting,
-            Self::RetrySameKey,
-            Self::Cancel,
-            Self::SendAsNew,
-            Self::ContinueAccess,
-            Self::Wait,
-            Self::RaiseQuota,
-            Self::ChangePlan,
-        ]
-        .into_iter()
-        .find(|c| c.name() == s)
+        Self::ALL.into_iter().find(|c| c.name() == s)
     }
 
     /// What choosing it does, for the operator.
@@ -127,6 +128,12 @@ impl Choice {
     /// Whether it can create a second side effect.
     pub fn may_duplicate(self) -> bool {
         self == Self::SendAsNew
+    }
+
+    /// Whether a person may give an operation id with it: only a query asks the provider by
+    /// one.
+    pub fn takes_operation_id(self) -> bool {
+        self == Self::QueryExisting
     }
 
     /// Whether the approval is of continued access (else of one action).

@@ -7,9 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use sluice::admission::{Admission, Class, Config};
-use sluice::audit::{AuditLog, AuditSettings, verify};
+use sluice::audit::verify;
 use sluice::clock::{Clock, TokioClock};
 use sluice::execute::{Call, Executor, Outcome};
 use sluice::guard::{GuardedPolicy, QuarantinePolicy};
@@ -23,6 +22,7 @@ use sluice_fake_provider::FakeProvider;
 
 use super::drive::drive;
 use super::report::{AuditRun, Raw, WriteRun};
+use super::state::Ledger;
 use super::workload::{Agent, CHAT, Op, PAYMENTS, PAYMENTS_RPM, RPM, TPM};
 
 /// Admission for the two accounts, paced at 97% of their limits, tenants weighted equally.
@@ -93,34 +93,18 @@ fn call(agent: &Agent, provider: &str, url: String, class: RequestClass, body: S
     }
 }
 
-/// Runs the workload through one sluice host; its journal, audit log, witness and public key
-/// go under `state`, its audit signing key under `keys`.
+/// Runs the workload through one sluice host; its journal goes under `state`, its audit
+/// log is `ledger`'s.
 pub async fn run(
     agents: &[Agent],
     duration: Duration,
     chat: &FakeProvider,
     payments: &FakeProvider,
     state: &Path,
-    keys: &Path,
+    ledger: &Ledger,
 ) -> anyhow::Result<Raw> {
-    // The signing key is kept apart from the log (and dropped with its directory); the
-    // public key stays beside the log, for `sluice audit verify`.
-    let key = sluice::audit::generate(&keys.join("audit.key"), &state.join("audit.pub"))?;
-    let public = key.verifying_key();
-    let (log, witness) = (state.join("audit.log"), state.join("audit.witness"));
-    let audit = Arc::new(
-        AuditLog::open(
-            &log,
-            key,
-            AuditSettings {
-                witness: Some(witness.clone()),
-                ..AuditSettings::default()
-            },
-            TokioClock.wall_ms(),
-        )
-        .with_context(|| format!("open the audit log in {}", state.display()))?,
-    );
-    let journal = Arc::new(Journal::open(&state.join("journal.sqlite"))?);
+    let audit = ledger.audit.clone();
+    let journal = Arc::new(Journal::open_or_create(&state.join("journal.sqlite"))?);
     let executor = Arc::new(executor()?);
     let writes = Arc::new(Writes::new(
         executor.clone(),
@@ -182,14 +166,16 @@ pub async fn run(
         reconciliations,
         escalations: journal.escalations(false)?.len(),
     };
-    let verified = verify(&log, &public, Some(&witness), false);
+    let verified = verify(&ledger.log, &ledger.public, Some(&ledger.witness), false);
     let audit = AuditRun {
         records: audit.last_seq(),
+        key: ledger.fingerprint.to_string(),
         verified: verified.is_ok(),
         verification: match verified {
             Ok(r) => format!(
-                "ok: {} records, {} checkpoints, every checkpoint in the witness",
-                r.records, r.checkpoints
+                "ok: {}, {}, every checkpoint in the witness",
+                crate::count(r.records, "record"),
+                crate::count(r.checkpoints, "checkpoint")
             ),
             Err(e) => format!("failed: {e}"),
         },

@@ -28,6 +28,8 @@ pub struct WriteRun {
 pub struct AuditRun {
     /// Records written.
     pub records: u64,
+    /// The fingerprint of the key that signed it (held in memory for the run only).
+    pub key: String,
     /// Whether `verify` passed (with the witness, no open tail).
     pub verified: bool,
     /// What `verify` said.
@@ -449,8 +451,10 @@ impl Report {
         if let Some(a) = &s.audit {
             let _ = writeln!(
                 o,
-                "\naudit log: {} records; verify: {}",
-                a.records, a.verification
+                "\naudit log: {}, signed by key {}; verify: {}",
+                crate::count(a.records, "record"),
+                a.key,
+                a.verification
             );
         }
         let _ = writeln!(o, "\nchecks on sluice:");

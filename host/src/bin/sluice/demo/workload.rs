@@ -51,13 +51,15 @@ pub enum Op {
 /// The fewest agents the workload runs with.
 pub const MIN_AGENTS: usize = EQUAL_TENANTS.len() * 2 + 1;
 
-/// The agents for `n` in all (at least [`MIN_AGENTS`]): the noisy tenant gets three eighths of them, all background;
-/// each equal tenant one interactive agent and its share of the rest.
+/// Exactly `n` agents (at least [`MIN_AGENTS`]): each equal tenant the same number, one
+/// interactive and at least one in the background; the noisy tenant, all in the background,
+/// about three eighths of them and whatever does not divide evenly among the equal tenants.
 pub fn agents(n: usize, seed: u64) -> Vec<Agent> {
     let n = n.max(MIN_AGENTS);
-    let noisy = n * 3 / 8;
-    let per_tenant = (n - noisy) / EQUAL_TENANTS.len();
-    let mut out = Vec::new();
+    let equal = EQUAL_TENANTS.len();
+    let per_tenant = ((n - n * 3 / 8) / equal).max(2);
+    let noisy = n - per_tenant * equal;
+    let mut out = Vec::with_capacity(n);
     for tenant in EQUAL_TENANTS {
         for i in 0..per_tenant {
             out.push(Agent {
@@ -152,4 +154,43 @@ pub struct Record {
     pub wait: Duration,
     /// When it ended, since the run started.
     pub ended: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_count_is_exact_and_each_equal_tenant_has_an_interactive_and_a_background_agent() {
+        for n in [7, 8, 10, 24, 25, 1_000] {
+            let agents = agents(n, 1);
+            assert_eq!(agents.len(), n, "--agents {n}");
+            let of = |tenant: &str, interactive: bool| {
+                agents
+                    .iter()
+                    .filter(|a| a.tenant == tenant && a.interactive == interactive)
+                    .count()
+            };
+            for tenant in EQUAL_TENANTS {
+                assert_eq!(of(tenant, true), 1, "--agents {n}: {tenant}");
+                assert!(of(tenant, false) >= 1, "--agents {n}: {tenant}");
+                assert_eq!(
+                    of(tenant, false),
+                    of(EQUAL_TENANTS[0], false),
+                    "--agents {n}: equal tenants, equal agents"
+                );
+            }
+            assert!(of(NOISY, false) >= 1, "--agents {n}");
+            assert_eq!(of(NOISY, true), 0, "--agents {n}");
+            assert!(
+                of(NOISY, false) >= n * 3 / 8 - 2,
+                "--agents {n}: the noisy share"
+            );
+        }
+        // The reference run is unchanged: 5 for each equal tenant, 9 noisy.
+        assert_eq!(
+            agents(24, 1).iter().filter(|a| a.tenant == NOISY).count(),
+            9
+        );
+    }
 }

@@ -1,12 +1,14 @@
-//! The audit log on real files: format, chaining, checkpoints, crash repair, pruning, keys and
-//! the verifier's findings.
+//! The audit log on real files: format, chaining, checkpoints, crash repair and the verifier's
+//! findings; retention and keys in their own files.
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::*;
+
+mod keys;
+mod retention;
 
 fn key(n: u8) -> AuditKey {
     AuditKey::from_bytes(&[n; 32])
@@ -165,8 +167,10 @@ fn a_malformed_last_record_is_refused_naming_file_and_line() {
 fn checkpoint_events_come_only_from_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let log = AuditLog::open(&dir.path().join("a"), key(1), settings(64, None), 0).unwrap();
-    let err = log.append(&Event::new(EventKind::Checkpoint, 0));
-    assert!(matches!(err, Err(AuditError::CheckpointEvent)));
+    for kind in [EventKind::Checkpoint, EventKind::Pruned] {
+        let err = log.append(&Event::new(kind, 0));
+        assert!(matches!(err, Err(AuditError::CheckpointEvent)), "{kind:?}");
+    }
     assert_eq!(log.last_seq(), 0);
 }
 
@@ -276,50 +280,6 @@ fn the_witness_shows_a_tail_cut_at_a_checkpoint() {
 }
 
 #[test]
-fn prune_keeps_a_verifiable_log_from_an_anchor_checkpoint() {
-    let dir = tempfile::tempdir().unwrap();
-    let (path, witness) = (dir.path().join("audit.log"), dir.path().join("witness"));
-    let log = AuditLog::open(&path, key(1), settings(4, Some(witness.clone())), 0).unwrap();
-    // Records 1-4 at 0..3 s, checkpoint 5, records 6-9 at 4..7 s, checkpoint 10, 11-12 at 8, 9 s.
-    fill(&log, 10, 0);
-    // The first record at or after 5 s is record 7; the last checkpoint before it is 5.
-    assert_eq!(log.prune(5_000).unwrap(), 4);
-    assert!(lines(&path)[0].contains(r#""seq":5,"#));
-    assert_eq!(log.prune(5_000).unwrap(), 0, "already at its anchor");
-    fill(&log, 1, 10_000);
-    log.close(11_000).unwrap();
-    let report = verify(&path, &key(1).verifying_key(), Some(&witness), false).unwrap();
-    assert_eq!(report.pruned_before, Some(5));
-    assert_eq!((report.first_seq, report.last_seq), (5, 14));
-    // Dropping the anchor as well leaves a log that cannot vouch for its start.
-    let all = lines(&path);
-    std::fs::write(&path, all[1..].join("\n") + "\n").unwrap();
-    let f = finding(verify(&path, &key(1).verifying_key(), None, false));
-    assert!(f.why.contains("is not a checkpoint"), "{f}");
-}
-
-#[test]
-fn prune_without_a_checkpoint_keeps_everything_and_retention_prunes_on_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("audit.log");
-    let log = AuditLog::open(&path, key(1), settings(4, None), 0).unwrap();
-    fill(&log, 3, 0);
-    assert_eq!(log.prune(i64::MAX).unwrap(), 0);
-    fill(&log, 7, 3_000);
-    drop(log);
-    let keep = AuditSettings {
-        retention: Some(Duration::from_secs(5)),
-        ..settings(4, None)
-    };
-    // Now 10 s: keep what is at or after 5 s.
-    let log = AuditLog::open(&path, key(1), keep, 10_000).unwrap();
-    assert!(lines(&path)[0].contains(r#""seq":5,"#));
-    log.close(11_000).unwrap();
-    let report = verify(&path, &key(1).verifying_key(), None, false).unwrap();
-    assert_eq!(report.pruned_before, Some(5));
-}
-
-#[test]
 fn the_log_is_shared_across_threads_and_keeps_one_chain() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<AuditLog>();
@@ -355,48 +315,33 @@ fn detail_is_sanitized_and_cut() {
 }
 
 #[test]
-fn key_files_round_trip_and_are_never_overwritten() {
+fn names_past_the_limit_are_cut_so_that_a_record_fits_a_line() {
     let dir = tempfile::tempdir().unwrap();
-    let (secret, public) = (dir.path().join("audit.key"), dir.path().join("audit.pub"));
-    let made = generate(&secret, &public).unwrap();
-    let loaded = load_signing(&secret).unwrap();
-    assert_eq!(loaded.key_id(), made.key_id());
-    assert_eq!(load_verifying(&public).unwrap(), made.verifying_key());
-    assert!(
-        std::fs::read_to_string(&public)
-            .unwrap()
-            .starts_with("sluice-audit-public-v1 ")
+    let path = dir.path().join("audit.log");
+    let log = AuditLog::open(&path, key(1), settings(64, None), 0).unwrap();
+    let huge = "\u{1}".repeat(10 * MAX_NAME_CHARS);
+    let e = Event::new(EventKind::ActionSent, 0)
+        .task(&huge)
+        .action(&huge)
+        .idempotency_key(&huge)
+        .scope(&huge);
+    let e = Event {
+        detail: Some(huge.clone()),
+        ..e
+    };
+    log.append(&e).unwrap();
+    log.close(1).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first = text.lines().next().unwrap();
+    assert!(first.len() < MAX_LINE, "{}", first.len());
+    let record: serde_json::Value = serde_json::from_str(first.split_once(' ').unwrap().1).unwrap();
+    assert_eq!(
+        record["task"].as_str().unwrap().chars().count(),
+        MAX_NAME_CHARS
     );
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(&secret).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-    }
-    let again = generate(&secret, &dir.path().join("other.pub")).unwrap_err();
-    assert!(matches!(again, KeyError::Exists { .. }), "{again}");
-    assert!(!dir.path().join("other.pub").exists());
-    assert_eq!(load_signing(&secret).unwrap().key_id(), made.key_id());
-}
-
-#[test]
-fn key_file_errors_name_the_file_and_the_problem() {
-    let dir = tempfile::tempdir().unwrap();
-    let (secret, public) = (dir.path().join("audit.key"), dir.path().join("audit.pub"));
-    generate(&secret, &public).unwrap();
-    let msg = load_verifying(&secret).unwrap_err().to_string();
-    assert!(msg.contains("audit.key: it holds the secret key"), "{msg}");
-    let msg = load_signing(&public).unwrap_err().to_string();
-    assert!(msg.contains("audit.pub: it holds a public key"), "{msg}");
-    let short = dir.path().join("short.pub");
-    std::fs::write(&short, "sluice-audit-public-v1 abcd\n").unwrap();
-    let msg = load_verifying(&short).unwrap_err().to_string();
-    assert!(
-        msg.contains("short.pub: after `sluice-audit-public-v1` it must hold 64 hex"),
-        "{msg}"
+    assert_eq!(
+        record["detail"].as_str().unwrap().chars().count(),
+        MAX_DETAIL_CHARS
     );
-    let msg = load_verifying(&dir.path().join("missing.pub"))
-        .unwrap_err()
-        .to_string();
-    assert!(msg.contains("missing.pub"), "{msg}");
+    verify(&path, &key(1).verifying_key(), None, false).unwrap();
 }

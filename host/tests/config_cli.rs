@@ -1,0 +1,199 @@
+//! `sluice config check` given what a careless or hostile user gives it: a fifo, a huge
+//! file, numbers no one means, a file that is not there.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use support::stderr;
+
+/// Runs `sluice config check path`, killed after 30 s if it has not answered.
+fn check(path: &Path) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["config", "check"])
+        .arg(path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run sluice");
+    // Polled every 20 ms, 1 500 times: 30 s.
+    for _ in 0..1_500 {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    panic!("`config check {}` hangs", path.display());
+}
+
+/// Issue: `config check` on a fifo hung, waiting for a writer that never comes.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_fifo_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("admission.toml");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+    )
+    .unwrap();
+    let o = check(&fifo);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not a regular file"), "{err}");
+    assert!(err.contains(fifo.to_str().unwrap()), "{err}");
+}
+
+/// Issue: a 33 MB configuration took 1.8 GB to check.
+#[test]
+fn a_file_over_a_mebibyte_is_refused_before_it_is_parsed() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("admission.toml");
+    let line = "# a comment that makes the file large, and nothing else\n";
+    std::fs::write(&big, line.repeat(33 * 1024 * 1024 / line.len())).unwrap();
+    let o = check(&big);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("at most 1 MiB"), "{err}");
+}
+
+/// Issue: `max_wait_ms = 18446744073709551615` and `margin = 1e-300` were accepted.
+#[test]
+fn numbers_no_one_means_are_refused_naming_the_key_and_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("admission.toml");
+    for (text, key, range) in [
+        (
+            "[queue]\nmax_wait_ms = 18446744073709551615\n",
+            "`queue.max_wait_ms`",
+            "at most 86400000",
+        ),
+        ("margin = 1e-300\n", "`margin`", "between 0.01 and 1"),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let o = check(&file);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{text}: {err}");
+        assert!(err.contains(key) && err.contains(range), "{text}: {err}");
+    }
+}
+
+/// Issue: "No such file or directory ...: No such file or directory ..." said it twice.
+#[test]
+fn a_missing_file_is_reported_once() {
+    let o = check(Path::new("/nonexistent/admission.toml"));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/admission.toml"), "{err}");
+}
+
+/// Issue: "No such file or directory … : No such file or directory …": an error that shows its
+/// cause in its message and returns it as its source too was printed with both. Every
+/// command's error line says each cause once.
+#[test]
+fn every_command_says_a_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("journal.sqlite");
+    std::fs::write(
+        &text,
+        "not a database, only text long enough for a header\n",
+    )
+    .unwrap();
+    for args in [
+        vec!["config", "check", "/nonexistent/admission.toml"],
+        vec!["escalations", "list", "--journal", text.to_str().unwrap()],
+        vec!["plugin", "test", "openai", "/nonexistent/vectors.json"],
+        vec!["plugin", "inspect", "/nonexistent/plugin.wasm"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(&args)
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let parts: Vec<&str> = err.trim().split(": ").collect();
+        for (i, part) in parts.iter().enumerate() {
+            assert!(
+                !parts[i + 1..].contains(part),
+                "{args:?}: `{part}` twice in: {err}"
+            );
+        }
+    }
+}
+
+/// Issue: provider keys `"\u001b[31mred"` and `"a\nfake: valid"` printed a raw ESC and a
+/// forged `fake: valid` line, with exit 0.
+#[test]
+fn names_from_the_file_print_escaped_and_cannot_forge_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("admission.toml");
+    std::fs::write(
+        &file,
+        "[providers.\"\\u001b[31mred\"]\n\
+         [providers.\"a\\nfake: valid\"]\n\
+         [providers.\"ops\\u00ad\".scopes.\"s\\u2028x\"]\n\
+         requests_per_minute = 60\n\
+         [tiers.\"t\\u3164\"]\n",
+    )
+    .unwrap();
+    let o = check(&file);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let valid = out.lines().filter(|l| l.ends_with(": valid")).count();
+    assert_eq!(valid, 1, "a forged line:\n{out}");
+    for c in ['\u{1b}', '\u{ad}', '\u{2028}', '\u{3164}'] {
+        assert!(!out.contains(c), "printed {c:?} raw: {out:?}");
+    }
+    for shown in [
+        r"provider \u{1b}[31mred ",
+        r"provider a\nfake: valid ",
+        r"provider ops\u{ad} ",
+        r"scope s\u{2028}x",
+        r"tier t\u{3164}:",
+    ] {
+        assert!(out.contains(shown), "no `{shown}` in:\n{out}");
+    }
+}
+
+/// Issue: a parse error echoed the raw line, control bytes included, and a 400 KB line whole.
+#[test]
+fn a_parse_error_echoes_its_line_escaped_and_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("admission.toml");
+    let said = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        let o = check(&file);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.len() < 1_000, "{} bytes of error", err.len());
+        assert!(!err.contains('\u{1b}') && !err.contains('\r'), "{err:?}");
+        err
+    };
+    let long = "x".repeat(400_000);
+
+    let err = said("margin = 0.9 \u{1b}[2K\rfake: valid\n");
+    assert!(err.contains("line 1, column 15"), "{err}");
+    assert!(
+        err.contains(r"`margin = 0.9 \u{1b}[2K\rfake: valid`"),
+        "{err}"
+    );
+
+    // Wrong early in a long line: the line's start, cut after 200 characters.
+    let err = said(&format!("# first\nmargin = = {long}\u{1b}\n"));
+    assert!(err.contains("line 2, column 10"), "{err}");
+    let quoted = format!("`margin = = {}…`", &long[..189]);
+    assert!(err.ends_with(&format!("{quoted}\n")), "{err}");
+
+    // Wrong at the end of a long line: the characters around the error, cut before.
+    let err = said(&format!("margin = 0.9 {long}\u{1b}[2K\rfake: valid\n"));
+    assert!(err.contains("line 1, column 400015"), "{err}");
+    assert!(err.contains(r"`…xxx"), "{err}");
+    assert!(err.contains(r"xxx\u{1b}[2K\rfake: valid`"), "{err}");
+}
