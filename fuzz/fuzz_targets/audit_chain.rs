@@ -1,12 +1,16 @@
 //! The audit verifier against real logs: a log written and signed by `AuditLog` (one of 256
-//! chains of 1 to 12 events, a checkpoint every 1 to 5 records), then mutated (bytes flipped, set,
+//! chains of 1 to 12 events, a checkpoint every 1 to 5 records, a third of them pruned by
+//! the writer), then mutated (bytes flipped, set,
 //! inserted or deleted; lines deleted, duplicated or swapped; the head or the tail cut), in
 //! the log or in its witness.
 //!
 //! Asserts: the unmutated log verifies, with its witness; and a mutated one never verifies
-//! unless what is left is what the verifier documents it cannot tell from an intact log —
-//! a log cut to start at a checkpoint (reported as pruned), without the witness a log cut
-//! to end at a checkpoint, and a witness holding fewer of the log's own checkpoint lines.
+//! unless what is left is what the verifier documents it cannot tell from an intact log:
+//! without the witness, a log cut to end at a checkpoint (and, for a pruned log, after the
+//! checkpoint that signs its `pruned` record); and a change to the witness's lines before
+//! a pruned log's first record, which vouch for nothing the log still holds. A log whose
+//! head was cut fails (no signed `pruned` record names where it starts), and so does any
+//! change to the witness from the log's first record on.
 #![no_main]
 
 use std::cell::RefCell;
@@ -110,24 +114,47 @@ fuzz_target!(|input: Input| {
             .collect()
     };
     if input.in_witness {
-        // A witness with fewer of its own lines: it vouches for less, and says so.
-        let kept = lines(&witness);
+        // The witness must hold exactly the log's checkpoints from the log's first record
+        // on: shortened, reordered or edited there, it fails. Its lines before that vouch
+        // for records the writer pruned, which the log no longer holds.
+        let seq = |l: &[u8]| -> u64 {
+            let text = String::from_utf8_lossy(l);
+            let digits = text.split_once(r#""seq":"#).map_or("", |(_, rest)| rest);
+            let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+            digits[..end].parse().unwrap_or(0)
+        };
+        let kept = |b: &[u8]| -> Vec<Vec<u8>> {
+            lines(b)
+                .into_iter()
+                .filter(|l| seq(l) >= report.first_seq)
+                .collect()
+        };
         assert!(
-            lines(&mutated).iter().all(|l| kept.contains(l)),
-            "verify accepted a witness with a line it never held:\n{}",
+            kept(&mutated) == kept(&witness),
+            "verify accepted a witness changed from record {} on ({report:?}):\n{}",
+            report.first_seq,
             String::from_utf8_lossy(&mutated)
         );
         return;
     }
     let whole = lines(&log);
     let cut = lines(&mutated);
-    let is_checkpoint = |l: &[u8]| l.windows(20).any(|w| w == br#""event":"checkpoint""#);
+    let has = |l: &[u8], what: &[u8]| l.windows(what.len()).any(|w| w == what);
+    let is_checkpoint = |l: &[u8]| has(l, br#""event":"checkpoint""#);
+    // The checkpoint that signs a pruned log's `pruned` record follows it.
+    let signed_prune = whole
+        .iter()
+        .position(|l| has(l, br#""event":"pruned""#))
+        .map(|p| p + 1);
     let start = whole.iter().position(|l| cut.first() == Some(l));
     let allowed = start.is_some_and(|a| {
         let b = a + cut.len();
         let slice = b <= whole.len() && whole[a..b] == cut[..];
-        let head_ok = a == 0 || (is_checkpoint(&whole[a]) && report.pruned_before.is_some());
-        let tail_ok = b == whole.len() || (!input.with_witness && is_checkpoint(&whole[b - 1]));
+        let head_ok = a == 0;
+        let tail_ok = b == whole.len()
+            || (!input.with_witness
+                && is_checkpoint(&whole[b - 1])
+                && signed_prune.is_none_or(|s| b > s));
         slice && head_ok && tail_ok
     });
     assert!(

@@ -45,12 +45,15 @@ const KINDS: [EventKind; 11] = [
 pub struct ChainSpec {
     pub events: Vec<EventSpec>,
     pub checkpoint_every: u8,
+    /// Prune the log before closing it: drop the records older than this many milliseconds
+    /// after the first event (`AuditLog::prune`, which writes a signed `pruned` record).
+    pub prune_after_ms: Option<u16>,
 }
 
 impl ChainSpec {
     /// One of 256 chains, picked by `seed`: 1 to 12 events with details that JSON must
-    /// escape (quotes, backslashes, controls, non-ASCII), a checkpoint every 1 to 5 records.
-    /// Few enough that a target can keep every chain it signed.
+    /// escape (quotes, backslashes, controls, non-ASCII), a checkpoint every 1 to 5 records,
+    /// and one chain in three pruned before it is closed. Few enough that a target can keep every chain it signed.
     pub fn from_seed(seed: u8) -> Self {
         const DETAILS: [&str; 6] = [
             "",
@@ -77,15 +80,18 @@ impl ChainSpec {
                 detail: (next(3) > 0).then(|| DETAILS[next(6) as usize].to_owned()),
             })
             .collect();
+        let checkpoint_every = 1 + next(5) as u8;
+        let prune_after_ms = (next(3) == 0).then(|| next(30_000) as u16);
         Self {
             events,
-            checkpoint_every: 1 + next(5) as u8,
+            checkpoint_every,
+            prune_after_ms,
         }
     }
 }
 
-/// Writes the log of `spec` at `log` (and its witness at `witness`), closed with a final
-/// checkpoint, and returns both files' bytes. Existing files are replaced.
+/// Writes the log of `spec` at `log` (and its witness at `witness`), pruned if `spec` says
+/// so and closed with a final checkpoint, and returns both files' bytes. Existing files are replaced.
 ///
 /// # Panics
 /// When the writer fails: the scratch directory is the target's own.
@@ -99,12 +105,18 @@ pub fn write_chain(spec: &ChainSpec, log: &Path, witness: &Path) -> (Vec<u8>, Ve
         retention: None,
         witness: Some(witness.to_path_buf()),
     };
-    let mut now = crate::NOW_MS;
+    let start = crate::NOW_MS;
+    let mut now = start;
     let writer = AuditLog::open(log, AuditKey::from_bytes(&SECRET), settings, now)
         .expect("open a new audit log");
     for e in &spec.events {
         now += i64::from(e.after_ms);
         writer.append(&event(e, now)).expect("append");
+    }
+    if let Some(after) = spec.prune_after_ms {
+        writer
+            .prune(start + i64::from(after), now)
+            .expect("prune");
     }
     writer.close(now).expect("close");
     (
