@@ -1,24 +1,24 @@
-//! The provider plugins compiled into this binary (built from `plugins/` by `build.rs`).
+//! The provider plugins that ship with sluice (the `sluice-bundled` crate), with the default
+//! feature `bundled`; without it there are none, and a plugin is loaded from a file.
 
-include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
+#[cfg(feature = "bundled")]
+pub use sluice_bundled::{get, names, vectors};
 
-/// The component bytes of the bundled plugin `name`.
-pub fn get(name: &str) -> Option<&'static [u8]> {
-    BUNDLED
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, b, _)| *b)
+/// The component bytes of the bundled plugin `name`: none in a build without `bundled`.
+#[cfg(not(feature = "bundled"))]
+pub fn get(_name: &str) -> Option<&'static [u8]> {
+    None
 }
 
-/// The test vectors shipped with the bundled plugin `name` (its `vectors.json`).
-pub fn vectors(name: &str) -> Option<&'static str> {
-    BUNDLED
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, _, v)| *v)
+/// The test vectors shipped with the bundled plugin `name`: none in a build without
+/// `bundled`.
+#[cfg(not(feature = "bundled"))]
+pub fn vectors(_name: &str) -> Option<&'static str> {
+    None
 }
 
-/// The names of the bundled plugins.
+/// The names of the bundled plugins: none in a build without `bundled`.
+#[cfg(not(feature = "bundled"))]
 pub fn names() -> impl Iterator<Item = &'static str> {
-    BUNDLED.iter().map(|(n, _, _)| *n)
+    std::iter::empty()
 }

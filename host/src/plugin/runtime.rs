@@ -145,7 +145,12 @@ impl PluginRuntime {
     pub fn load_bundled(&self, name: &str) -> Result<Plugin, LoadError> {
         let bytes = super::bundled::get(name).ok_or_else(|| LoadError::UnknownBundled {
             name: name.to_owned(),
-            known: super::bundled::names().collect::<Vec<_>>().join(", "),
+            known: match super::bundled::names().collect::<Vec<_>>().join(", ") {
+                none if none.is_empty() => {
+                    "none (this build of sluice is without its `bundled` feature)".to_owned()
+                }
+                names => names,
+            },
         })?;
         self.load(&format!("bundled plugin `{name}`"), bytes)
     }

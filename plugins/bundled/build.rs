@@ -1,5 +1,5 @@
 //! Builds the bundled provider plugins from source (see `plugins/builder`) and embeds them,
-//! so `sluice plugin test openai ...` works from the binary alone.
+//! so a host (and `sluice plugin test openai ...`) works from the binary alone.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -16,8 +16,9 @@ const BUNDLED: &[(&str, &str)] = &[
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let workspace = manifest
-        .parent()
-        .expect("host/ lives in the workspace root");
+        .ancestors()
+        .nth(2)
+        .expect("plugins/bundled lives two levels under the workspace root");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
     let packages: Vec<&str> = BUNDLED.iter().map(|(_, p)| *p).collect();
     let built = sluice_plugin_builder::build(workspace, &packages);
