@@ -12,19 +12,20 @@
 
 use std::time::Duration;
 
+use sluice::Sluice;
 use sluice::clock::tokio_now;
 use sluice::execute::{Call, Outcome};
 use sluice::journal::State;
 use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
-use sluice::writes::{WriteOutcome, Writes};
+use sluice::writes::WriteOutcome;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 use sluice_tests::stack::{Paths, SECRET, host, write};
 
 const READS: &str = "/v1/balance";
 const WRITES: &str = "/v1/objects";
 
-fn stack(dir: &tempfile::TempDir) -> Writes {
+fn stack(dir: &tempfile::TempDir) -> Sluice {
     let retry = RetryConfig {
         backoff_base_ms: 200,
         backoff_cap_ms: 2_000,

@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
+use sluice::Sluice;
 use sluice::execute::Outcome;
 use sluice::journal::State;
 use sluice::journal::escalations::{Choice, Decision, Kind};
 use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
-use sluice::writes::{WriteOutcome, Writes};
+use sluice::writes::WriteOutcome;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
 use sluice_tests::stack::{Paths, host, write};
 
@@ -32,7 +33,7 @@ fn decide(choice: Choice) -> Decision {
 
 /// An OpenAI-style provider whose next answer on [`OBJECTS`] says the quota is spent, and a
 /// host in front of it (its state in the returned directory).
-async fn spent_account() -> (FakeProvider, Writes, tempfile::TempDir) {
+async fn spent_account() -> (FakeProvider, Sluice, tempfile::TempDir) {
     let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
         .await
         .unwrap();

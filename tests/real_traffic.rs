@@ -24,22 +24,11 @@ fn transport() -> Transport {
 }
 
 fn chat(fake: &FakeProvider, credential: &str, body: &serde_json::Value) -> Call {
-    Call {
-        provider: "openai".into(),
-        credential: credential.into(),
-        scopes: Vec::new(),
-        tenant: Some("acme".into()),
-        task: None,
-        priority: None,
-        class: RequestClass::Read,
-        method: "POST".into(),
-        url: fake.url(CHAT),
-        headers: vec![("content-type".into(), "application/json".into())],
-        secrets: vec![("authorization".into(), format!("Bearer sk-{credential}"))],
-        body: body.to_string().into_bytes(),
-        deadline: None,
-        coalesce: false,
-    }
+    Call::post("openai", fake.url(CHAT), body.to_string())
+        .credential(credential)
+        .tenant("acme")
+        .class(RequestClass::Read)
+        .header("content-type", "application/json")
 }
 
 fn ended(o: Outcome) -> Terminal {
@@ -71,7 +60,6 @@ fn message(fake: &FakeProvider, max_tokens: u64) -> Call {
     Call {
         provider: "anthropic".into(),
         url: fake.url("/v1/messages"),
-        secrets: vec![("x-api-key".into(), "sk-ant-test".into())],
         ..chat(fake, "team-key", &body)
     }
 }
@@ -223,7 +211,7 @@ async fn a_spent_quota_holds_its_scope_until_the_configured_time() {
         ..RetryConfig::default()
     };
     let config = "[providers.openai.limits]\nrequests_per_minute = 600\n";
-    let ex = Arc::new(executor_with("openai", config, retry, transport()));
+    let ex = executor_with("openai", config, retry, transport());
     let body = serde_json::json!({"model": "gpt-4o", "max_tokens": 10, "messages": []});
 
     let t = ended(ex.execute(&chat(&fake, "team-key", &body)).await);
@@ -261,12 +249,7 @@ async fn identical_reads_in_flight_share_one_attempt_only_when_they_opt_in() {
     const MODELS: &str = "/v1/models";
     fake.script(MODELS, [Fault::Slow(Duration::from_secs(1))]);
     let config = "[providers.openai.limits]\nrequests_per_minute = 600\n";
-    let ex = Arc::new(executor_with(
-        "openai",
-        config,
-        RetryConfig::default(),
-        transport(),
-    ));
+    let ex = executor_with("openai", config, RetryConfig::default(), transport());
     let read = |coalesce: bool| Call {
         method: "GET".into(),
         url: fake.url(MODELS),
@@ -332,7 +315,7 @@ async fn the_plugins_plan_names_the_tenant_when_the_call_does_not() {
     ));
 }
 
-fn slow_stream_executor(gap: Duration) -> (FakeConfig, sluice::execute::Executor) {
+fn slow_stream_executor(gap: Duration) -> (FakeConfig, Arc<sluice::execute::Executor>) {
     let config = FakeConfig::new(Style::OpenAi).stream_gap(gap);
     let transport = Transport::new(Timeouts {
         connect: Duration::from_secs(2),

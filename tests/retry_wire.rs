@@ -15,27 +15,17 @@ use sluice_tests::stack::executor;
 const CHAT: &str = "/v1/chat/completions";
 
 fn call(fake: &FakeProvider, provider: &str, path: &str, class: RequestClass) -> Call {
-    Call {
-        provider: provider.into(),
-        credential: "team-key".into(),
-        scopes: Vec::new(),
-        tenant: Some("t".into()),
-        task: None,
-        priority: None,
-        class,
-        method: if class == RequestClass::Read {
-            "GET"
-        } else {
-            "POST"
-        }
-        .into(),
-        url: fake.url(path),
-        headers: vec![("content-type".into(), "application/json".into())],
-        secrets: vec![("authorization".into(), "Bearer sk-test".into())],
-        body: br#"{"model":"gpt-4o","max_tokens":16}"#.to_vec(),
-        deadline: None,
-        coalesce: false,
-    }
+    let method = if class == RequestClass::Read {
+        "GET"
+    } else {
+        "POST"
+    };
+    Call::new(provider, method, fake.url(path))
+        .credential("team-key")
+        .tenant("t")
+        .class(class)
+        .header("content-type", "application/json")
+        .body(br#"{"model":"gpt-4o","max_tokens":16}"#.to_vec())
 }
 
 /// A fake provider of `style` with no limits of its own.

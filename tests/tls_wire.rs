@@ -70,22 +70,15 @@ async fn a_call_through_the_test_ca_succeeds_through_the_whole_executor() {
     .unwrap();
     let config = "[providers.openai.limits]\nrequests_per_minute = 6000\n";
     let ex = executor_with("openai", config, RetryConfig::default(), transport);
-    let call = Call {
-        provider: "openai".into(),
-        credential: "team-key".into(),
-        scopes: Vec::new(),
-        tenant: Some("t".into()),
-        task: None,
-        priority: None,
-        class: RequestClass::Read,
-        method: "POST".into(),
-        url: fake.url(CHAT),
-        headers: vec![("content-type".into(), "application/json".into())],
-        secrets: vec![("authorization".into(), "Bearer sk-test".into())],
-        body: br#"{"model":"gpt-4o","max_tokens":16}"#.to_vec(),
-        deadline: None,
-        coalesce: false,
-    };
+    let call = Call::post(
+        "openai",
+        fake.url(CHAT),
+        br#"{"model":"gpt-4o","max_tokens":16}"#.to_vec(),
+    )
+    .credential("team-key")
+    .tenant("t")
+    .class(RequestClass::Read)
+    .header("content-type", "application/json");
     assert!(call.url.starts_with("https://127.0.0.1:"), "{}", call.url);
     let outcome = ex.execute(&call).await;
     assert!(

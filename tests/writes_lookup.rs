@@ -6,13 +6,14 @@
 
 use std::time::Duration;
 
+use sluice::Sluice;
 use sluice::journal::{State, client_reference};
 use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
-use sluice::writes::{Write, WriteOutcome, Writes};
+use sluice::writes::{Write, WriteOutcome};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Stored, Style};
 use sluice_tests::crash_run::Provider;
-use sluice_tests::stack::{Paths, host, write};
+use sluice_tests::stack::{Paths, host_builder, write};
 
 const ISSUES: &str = "/repos/acme/ledger/issues";
 const TASK: &str = "close-the-books";
@@ -25,14 +26,16 @@ async fn github() -> FakeProvider {
 
 /// A host reading GitHub, whose attempts wait `attempt_timeout` for an answer and which
 /// believes a lookup's "not found" only when a second one `provider_timeout` later agrees.
-fn stack(dir: &tempfile::TempDir, attempt_timeout: Duration, provider_timeout: Duration) -> Writes {
+fn stack(dir: &tempfile::TempDir, attempt_timeout: Duration, provider_timeout: Duration) -> Sluice {
     let retry = RetryConfig {
         backoff_base_ms: 100,
         backoff_cap_ms: 1_000,
         ..RetryConfig::default()
     };
-    host("github", &Paths::under(dir.path()), retry, attempt_timeout)
+    host_builder("github", &Paths::under(dir.path()), retry, attempt_timeout)
         .provider_timeout(provider_timeout)
+        .build()
+        .expect("a host")
 }
 
 /// The issue of action `action`, its body carrying the action's client reference.

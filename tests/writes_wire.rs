@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
+use sluice::Sluice;
 use sluice::audit::verify;
 use sluice::journal::escalations::{Choice, Decision};
 use sluice::journal::{JournalError, State};
 use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
-use sluice::writes::{WriteError, WriteOutcome, Writes};
+use sluice::writes::{WriteError, WriteOutcome};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 use sluice_tests::stack::{Paths, audit_key, host, write};
 
@@ -20,7 +21,7 @@ async fn stripe() -> FakeProvider {
         .unwrap()
 }
 
-fn stack(plugin: &str, dir: &tempfile::TempDir) -> (Writes, Paths) {
+fn stack(plugin: &str, dir: &tempfile::TempDir) -> (Sluice, Paths) {
     let paths = Paths::under(dir.path());
     let retry = RetryConfig {
         backoff_base_ms: 100,

@@ -1,5 +1,5 @@
-//! `sluice config check`: validates an admission configuration and shows how each scope will
-//! be paced.
+//! `sluice config check`: validates a configuration file (providers' plugins, base URLs and
+//! credentials, admission, retry, audit, transport) and shows how each scope will be paced.
 //!
 //! Every name printed comes from the file (providers, scopes, models, tiers), so each goes
 //! through `sluice::printable`: a key such as `"a\nfake: valid"` would otherwise print a
@@ -10,13 +10,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use sluice::admission::{Config, Limits, Rate};
+use sluice::admission::{Limits, Rate};
+use sluice::config::{PluginSource, ProviderSetup, SluiceConfig};
+use sluice::plugin::bundled;
 use sluice::printable::printable;
 
 /// Admission configuration commands.
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
-    /// Validate an admission configuration (TOML) and print how every scope is paced.
+    /// Validate a configuration file (TOML) and print how every scope is paced.
     Check {
         /// The configuration file.
         file: PathBuf,
@@ -38,17 +40,32 @@ macro_rules! outln {
 }
 
 fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let config = match Config::from_file(file) {
+    let origin = printable(&file.display().to_string()).into_owned();
+    let host = match SluiceConfig::from_file(file) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
     };
+    for (name, setup) in &host.providers {
+        if let Err(why) = plugin_found(&setup.plugin) {
+            eprintln!(
+                "error: {origin}: `providers.{}.plugin`: {why}",
+                printable(name)
+            );
+            return Ok(ExitCode::from(2));
+        }
+    }
+    let config = &host.admission;
     // The report is printed in one write: a reader that stops early (`| head`) is not an
     // error.
     let mut out = String::new();
-    outln!(out, "{}: valid", printable(&file.display().to_string()));
+    outln!(out, "{origin}: valid");
+    match &host.state_dir {
+        Some(dir) => outln!(out, "state: {}", printable(&dir.display().to_string())),
+        None => outln!(out, "state: the user's state directory (no state_dir set)"),
+    }
     outln!(
         out,
         "queue: at most {} waiting ({} per scope), {} s longest wait",
@@ -64,6 +81,9 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
             printable(name),
             margin * 100.0
         );
+        if let Some(setup) = host.providers.get(name) {
+            print_setup(&mut out, setup);
+        }
         print_limits(&mut out, "  each credential", &p.limits, margin)?;
         for named in p.named_scopes() {
             let what = format!(
@@ -91,7 +111,85 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         config.tenants.assign.len(),
         printable(&config.tenants.default_tier)
     );
+    for (class, budget) in &host.retry.classes {
+        outln!(
+            out,
+            "retry {class}: {} attempts within {} s, on {:?}",
+            budget.max_attempts,
+            budget.max_wait_ms / 1000,
+            budget.retry_statuses
+        );
+    }
+    let t = &host.transport.timeouts;
+    outln!(
+        out,
+        "transport: connect within {} ms, first byte within {} ms, idle at most {} ms, {} extra roots",
+        t.connect.as_millis(),
+        t.first_byte.as_millis(),
+        t.idle.as_millis(),
+        host.transport.extra_roots.len()
+    );
+    outln!(
+        out,
+        "audit: a checkpoint every {} records, {}",
+        host.audit.checkpoint_every,
+        host.audit
+            .retention
+            .map_or("kept forever".to_owned(), |r| format!(
+                "kept {} days",
+                r.as_secs() / 86_400
+            ))
+    );
     crate::print_once(&out)
+}
+
+/// Whether the plugin `source` names can be loaded: a bundled name, or a file that exists.
+fn plugin_found(source: &PluginSource) -> Result<(), String> {
+    match source {
+        PluginSource::Bundled(name) if bundled::get(name).is_some() => Ok(()),
+        PluginSource::Bundled(name) => Err(format!(
+            "no bundled plugin is named `{}` (bundled: {}); set `plugin` to one of them or to \
+             the path of a .wasm file",
+            printable(name),
+            bundled::names().collect::<Vec<_>>().join(", ")
+        )),
+        PluginSource::File(path) if path.is_file() => Ok(()),
+        PluginSource::File(path) => Err(format!(
+            "{}: no such file",
+            printable(&path.display().to_string())
+        )),
+    }
+}
+
+/// A provider's plugin, base URL and credentials (where each secret comes from, and
+/// whether it can be read now: a host does not start without it).
+fn print_setup(out: &mut String, setup: &ProviderSetup) {
+    match &setup.plugin {
+        PluginSource::Bundled(name) => outln!(out, "  plugin: bundled {}", printable(name)),
+        PluginSource::File(path) => {
+            outln!(out, "  plugin: {}", printable(&path.display().to_string()));
+        }
+    }
+    if let Some(url) = &setup.base_url {
+        outln!(out, "  base URL: {}", printable(url));
+    }
+    for (label, source) in &setup.credentials {
+        let from = match (&source.env, &source.file) {
+            (Some(var), _) => format!("${}", printable(var)),
+            (None, Some(path)) => printable(&path.display().to_string()).into_owned(),
+            (None, None) => "nowhere".to_owned(),
+        };
+        let state = match source.check() {
+            Ok(()) => "readable now".to_owned(),
+            Err(e) => format!("NOT READABLE NOW, the host will not start: {e}"),
+        };
+        outln!(
+            out,
+            "  credential {}: {from}, sent in {} ({state})",
+            printable(label),
+            printable(&source.header)
+        );
+    }
 }
 
 fn print_limits(out: &mut String, what: &str, limits: &Limits, margin: f64) -> anyhow::Result<()> {

@@ -26,7 +26,8 @@ enum Command {
         #[command(subcommand)]
         command: plugin_cmd::PluginCommand,
     },
-    /// Check an admission configuration: scopes, limits, margins, tiers and queue bounds.
+    /// Check a configuration file: providers' plugins and credentials, scopes, limits,
+    /// margins, tiers, queue bounds, retry, audit and transport.
     Config {
         #[command(subcommand)]
         command: config_cmd::ConfigCommand,

@@ -68,9 +68,15 @@ fn numbers_no_one_means_are_refused_naming_the_key_and_the_range() {
     let file = dir.path().join("admission.toml");
     for (text, key, range) in [
         (
-            "[queue]\nmax_wait_ms = 18446744073709551615\n",
+            "[queue]\nmax_wait_ms = 86400001\n",
             "`queue.max_wait_ms`",
             "at most 86400000",
+        ),
+        // Beyond a TOML integer (64-bit signed): refused by the parser, at its line.
+        (
+            "[queue]\nmax_wait_ms = 18446744073709551615\n",
+            "line 2",
+            "too large",
         ),
         ("margin = 1e-300\n", "`margin`", "between 0.01 and 1"),
     ] {
@@ -135,8 +141,9 @@ fn names_from_the_file_print_escaped_and_cannot_forge_a_line() {
     let file = dir.path().join("admission.toml");
     std::fs::write(
         &file,
-        "[providers.\"\\u001b[31mred\"]\n\
-         [providers.\"a\\nfake: valid\"]\n\
+        "[providers.\"\\u001b[31mred\"]\nplugin = \"openai\"\n\
+         [providers.\"a\\nfake: valid\"]\nplugin = \"stripe\"\n\
+         [providers.\"ops\\u00ad\"]\nplugin = \"github\"\n\
          [providers.\"ops\\u00ad\".scopes.\"s\\u2028x\"]\n\
          requests_per_minute = 60\n\
          [tiers.\"t\\u3164\"]\n",

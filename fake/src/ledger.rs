@@ -119,6 +119,8 @@ pub(crate) struct Ledger {
     pub write_scripts: HashMap<String, VecDeque<Fault>>,
     pub window: Window,
     pub buckets: Buckets,
+    /// The credential every request must carry, as (header, value); `None`: any request.
+    pub credential: Option<(String, String)>,
 }
 
 impl Ledger {

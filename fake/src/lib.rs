@@ -221,6 +221,12 @@ impl FakeProvider {
         format!("{}://{}{path}", self.scheme, self.addr)
     }
 
+    /// Serves from now on only requests whose `header` is `value`, as a real provider checks
+    /// its API key: any other request is answered 401 and nothing of it is stored.
+    pub fn require_credential(&self, header: &str, value: &str) {
+        self.shared.ledger().credential = Some((header.to_ascii_lowercase(), value.to_owned()));
+    }
+
     /// Queues `faults` for the next attempts on `path`, one per attempt, after any already
     /// queued; attempts beyond them are answered normally.
     pub fn script(&self, path: &str, faults: impl IntoIterator<Item = Fault>) {

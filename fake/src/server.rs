@@ -146,6 +146,17 @@ async fn attempt(
         .map(str::to_owned);
     let write = !matches!(method.as_str(), "GET" | "HEAD");
     let style = shared.config.style;
+    let authorized = shared
+        .ledger()
+        .credential
+        .as_ref()
+        .is_none_or(|(name, value)| {
+            parts
+                .headers
+                .get(name.as_str())
+                .and_then(|v| v.to_str().ok())
+                == Some(value.as_str())
+        });
 
     let (index, fault) = {
         let mut ledger = shared.ledger();
@@ -176,6 +187,13 @@ async fn attempt(
             .unwrap_or_default()
     };
 
+    if !authorized {
+        return answer(
+            401,
+            Headers::default(),
+            style.error_body(401, "invalid_api_key"),
+        );
+    }
     let mut cut_after = None;
     match fault {
         Some(Fault::CutStream { after_events }) => {

@@ -15,18 +15,12 @@
 //! Run: `cargo bench -p sluice --bench retry_storm` (about four minutes: each strategy has
 //! to outlast the provider's minute).
 
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use sluice::admission::{Admission, Config};
-use sluice::clock::{Clock, SystemClock, TokioClock};
-use sluice::execute::{Call, Executor, Outcome};
-use sluice::guard::{GuardedPolicy, QuarantinePolicy};
-use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
+use sluice::Sluice;
+use sluice::clock::{Clock, SystemClock};
+use sluice::execute::{Call, Outcome};
 use sluice::policy::RequestClass;
-use sluice::retry::RetryConfig;
-use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 
 const AGENTS: usize = 50;
@@ -96,45 +90,21 @@ async fn governed() -> Run {
     let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(RPM))
         .await
         .unwrap();
-    let rt = PluginRuntime::new(RuntimeConfig::default(), ComponentCache::user_default())
-        .expect("the plugin runtime");
-    let policy = GuardedPolicy::new(
-        Arc::new(rt.load_bundled("openai").expect("the openai plugin")),
-        QuarantinePolicy::default(),
-        Arc::new(SystemClock),
-    );
-    let admission = Admission::new(
-        Config::from_toml(&format!(
+    let state = tempfile::tempdir().unwrap();
+    let sluice = Sluice::builder()
+        .config_toml(&format!(
             "[queue]\nmax_wait_ms = 3600000\n[providers.openai.limits]\nrequests_per_minute = {RPM}\n"
         ))
-        .unwrap(),
-        Arc::new(TokioClock),
-    )
-    .unwrap();
-    let ex = Arc::new(Executor::new(
-        admission,
-        HashMap::from([("openai".to_owned(), Arc::new(policy))]),
-        Transport::new(Timeouts::default()).unwrap(),
-        RetryConfig::default(),
-        Arc::new(SystemClock),
-        7,
-    ));
-    let call = Call {
-        provider: "openai".into(),
-        credential: "org".into(),
-        scopes: Vec::new(),
-        tenant: Some("agents".into()),
-        task: None,
-        priority: None,
-        class: RequestClass::Read,
-        method: "POST".into(),
-        url: fake.url(PATH),
-        headers: vec![("content-type".into(), "application/json".into())],
-        secrets: Vec::new(),
-        body: BODY.as_bytes().to_vec(),
-        deadline: None,
-        coalesce: false,
-    };
+        .state_dir(state.path())
+        .seed(7)
+        .build()
+        .expect("a host");
+    let ex = sluice.executor().clone();
+    let call = Call::post("openai", fake.url(PATH), BODY)
+        .credential("org")
+        .tenant("agents")
+        .class(RequestClass::Read)
+        .header("content-type", "application/json");
     let clock = SystemClock;
     let start = clock.now();
     let mut set = tokio::task::JoinSet::new();

@@ -16,6 +16,9 @@
 pub mod admission;
 pub mod audit;
 pub mod clock;
+pub mod config;
+pub mod credentials;
+mod embed;
 pub mod execute;
 pub mod fallback;
 pub mod guard;
@@ -30,3 +33,5 @@ pub mod retry;
 pub mod transport;
 pub mod vectors;
 pub mod writes;
+
+pub use embed::{BuildError, Sluice, SluiceBuilder};

@@ -1,23 +1,21 @@
 //! A whole host for end-to-end tests: admission, transport, a bundled plugin, the retry
 //! policy, the journal and the audit log, wired as an embedding platform would.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice::admission::{Admission, Config};
-use sluice::audit::{AuditKey, AuditLog, AuditSettings};
-use sluice::clock::TokioClock;
+use sluice::audit::AuditKey;
+use sluice::config::SluiceConfig;
 use sluice::execute::{Call, Executor};
-use sluice::guard::{GuardedPolicy, QuarantinePolicy};
-use sluice::journal::Journal;
+use sluice::plugin::RuntimeConfig;
 use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::transport::{Timeouts, Transport};
-use sluice::writes::{Write, Writes};
+use sluice::writes::Write;
+use sluice::{Sluice, SluiceBuilder};
 
-use crate::runtime;
+use crate::{TEST_DEADLINE, test_cache};
 
 /// The credential every test call carries: it must never appear in a journal's case, an
 /// escalation or the audit log.
@@ -26,6 +24,8 @@ pub const SECRET: &str = "Bearer sk-live-never-log-me";
 /// Where a host keeps its state.
 #[derive(Debug, Clone)]
 pub struct Paths {
+    /// The state directory, which holds the files below.
+    pub dir: PathBuf,
     /// The journal (SQLite).
     pub journal: PathBuf,
     /// The audit log.
@@ -35,9 +35,10 @@ pub struct Paths {
 }
 
 impl Paths {
-    /// The files under `dir`.
+    /// The files under `dir`, as a host built by [`Sluice::builder`] keeps them.
     pub fn under(dir: &Path) -> Self {
         Self {
+            dir: dir.to_path_buf(),
             journal: dir.join("journal.sqlite"),
             audit: dir.join("audit.log"),
             witness: dir.join("audit.witness"),
@@ -50,20 +51,62 @@ pub fn audit_key() -> AuditKey {
     AuditKey::from_bytes(&[7; 32])
 }
 
-/// An executor in front of a provider, reading it with the bundled `plugin` (also the
-/// provider's name; its credentials get 6 000 requests a minute), on tokio's clock.
+/// A builder for a host in front of a provider, reading it with the bundled `plugin` (also
+/// the provider's name), admitting by the admission configuration `admission` (TOML),
+/// retrying by `retry`, sending with `transport`, on tokio's clock and the test cache, with
+/// [`SECRET`] as every call's credential and the test audit key.
 ///
 /// # Panics
-/// When a part does not start.
-pub fn executor(plugin: &str, retry: RetryConfig, attempt_timeout: Duration) -> Executor {
-    let config = format!("[providers.{plugin}.limits]\nrequests_per_minute = 6000\n");
-    let transport = Transport::new(Timeouts {
+/// When the configuration is invalid.
+pub fn builder(
+    plugin: &str,
+    admission: &str,
+    retry: RetryConfig,
+    transport: Transport,
+) -> SluiceBuilder {
+    let mut config = SluiceConfig::from_toml(
+        &format!("{admission}\n[providers.{plugin}]\nplugin = \"{plugin}\"\n"),
+        Path::new("."),
+    )
+    .expect("a configuration");
+    config.retry = retry;
+    Sluice::builder()
+        .config(config)
+        .seed(42)
+        .component_cache(test_cache())
+        .plugin_runtime(RuntimeConfig {
+            call_deadline: TEST_DEADLINE,
+            ..RuntimeConfig::default()
+        })
+        .transport(transport)
+        .audit_key(audit_key())
+        .credentials(Arc::new(|_: &str, _: &str| {
+            vec![("authorization".to_owned(), SECRET.to_owned())]
+        }))
+}
+
+/// A transport whose attempts wait `attempt_timeout` for an answer (and connect within 2 s).
+///
+/// # Panics
+/// When it does not start.
+pub fn transport(attempt_timeout: Duration) -> Transport {
+    Transport::new(Timeouts {
         connect: Duration::from_secs(2),
         first_byte: attempt_timeout,
         idle: attempt_timeout,
     })
-    .expect("transport");
-    executor_with(plugin, &config, retry, transport)
+    .expect("transport")
+}
+
+/// An executor in front of a provider, reading it with the bundled `plugin` (also the
+/// provider's name; its credentials get 6 000 requests a minute), on tokio's clock. Its
+/// host's state (journal and audit log) goes in a directory removed when the process ends.
+///
+/// # Panics
+/// When a part does not start.
+pub fn executor(plugin: &str, retry: RetryConfig, attempt_timeout: Duration) -> Arc<Executor> {
+    let config = format!("[providers.{plugin}.limits]\nrequests_per_minute = 6000\n");
+    executor_with(plugin, &config, retry, transport(attempt_timeout))
 }
 
 /// An executor in front of a provider, reading it with the bundled `plugin` (also the
@@ -77,59 +120,43 @@ pub fn executor_with(
     admission: &str,
     retry: RetryConfig,
     transport: Transport,
-) -> Executor {
-    let rt = runtime();
-    let guarded = GuardedPolicy::new(
-        Arc::new(rt.load_bundled(plugin).expect("a bundled plugin")),
-        QuarantinePolicy::default(),
-        Arc::new(TokioClock),
-    );
-    let admission = Admission::new(
-        Config::from_toml(admission).expect("an admission configuration"),
-        Arc::new(TokioClock),
-    )
-    .expect("admission");
-    Executor::new(
-        admission,
-        HashMap::from([(plugin.to_owned(), Arc::new(guarded))]),
-        transport,
-        retry,
-        Arc::new(TokioClock),
-        42,
-    )
+) -> Arc<Executor> {
+    let dir = tempfile::tempdir().expect("a state directory");
+    let sluice = builder(plugin, admission, retry, transport)
+        .state_dir(dir.path())
+        .build()
+        .expect("a host");
+    // The executor outlives the host's state, which only writes use: the directory goes
+    // when the process ends.
+    std::mem::forget(dir);
+    sluice.executor().clone()
 }
 
-/// A host in front of a provider (on tokio's clock, so a test on a paused clock runs the
-/// host on virtual time), reading it with the bundled `plugin` (also the provider's name),
-/// keeping its state at `paths`.
+/// A builder for a host in front of a provider (on tokio's clock, so a test on a paused
+/// clock runs the host on virtual time), reading it with the bundled `plugin` (also the
+/// provider's name), keeping its state at `paths`.
+pub fn host_builder(
+    plugin: &str,
+    paths: &Paths,
+    retry: RetryConfig,
+    attempt_timeout: Duration,
+) -> SluiceBuilder {
+    let config = format!("[providers.{plugin}.limits]\nrequests_per_minute = 6000\n");
+    builder(plugin, &config, retry, transport(attempt_timeout)).state_dir(&paths.dir)
+}
+
+/// A host in front of a provider, as [`host_builder`] makes it.
 ///
 /// # Panics
 /// When a part does not start.
-pub fn host(plugin: &str, paths: &Paths, retry: RetryConfig, attempt_timeout: Duration) -> Writes {
-    let executor = executor(plugin, retry, attempt_timeout);
-    let journal = Journal::open_or_create(&paths.journal).expect("journal");
-    let settings = AuditSettings {
-        witness: Some(paths.witness.clone()),
-        ..AuditSettings::default()
-    };
-    let audit = AuditLog::open(
-        &paths.audit,
-        audit_key(),
-        settings,
-        sluice::clock::Clock::wall_ms(&TokioClock),
-    )
-    .expect("audit log");
-    Writes::new(
-        Arc::new(executor),
-        Arc::new(journal),
-        Arc::new(audit),
-        Arc::new(|_: &str, _: &str| vec![("authorization".to_owned(), SECRET.to_owned())]),
-        Arc::new(TokioClock),
-    )
+pub fn host(plugin: &str, paths: &Paths, retry: RetryConfig, attempt_timeout: Duration) -> Sluice {
+    host_builder(plugin, paths, retry, attempt_timeout)
+        .build()
+        .expect("a host")
 }
 
-/// A write of `body` to `url` of `provider`, as action `action` of `task`, carrying
-/// [`SECRET`] as its credential.
+/// A write of `body` to `url` of `provider`, as action `action` of `task`, sent with the
+/// credential `team-key` ([`SECRET`], from the host's credentials).
 pub fn write(
     provider: &str,
     task: &str,
@@ -142,24 +169,10 @@ pub fn write(
         task: task.into(),
         action: action.into(),
         goal: format!("{task}: pay the supplier's invoice"),
-        call: Call {
-            provider: provider.into(),
-            credential: "team-key".into(),
-            scopes: Vec::new(),
-            tenant: Some("acme".into()),
-            task: None,
-            priority: None,
-            class,
-            method: "POST".into(),
-            url: url.into(),
-            headers: vec![(
-                "content-type".into(),
-                "application/x-www-form-urlencoded".into(),
-            )],
-            secrets: vec![("authorization".into(), SECRET.into())],
-            body: body.as_bytes().to_vec(),
-            deadline: None,
-            coalesce: false,
-        },
+        call: Call::post(provider, url, body)
+            .credential("team-key")
+            .tenant("acme")
+            .class(class)
+            .header("content-type", "application/x-www-form-urlencoded"),
     }
 }

@@ -7,7 +7,6 @@
 //! clock: on a paused runtime the whole run takes virtual time. The provider's ledger is the
 //! referee: what it produced, and what it answered 429.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use sluice::clock::{Clock, TokioClock};
@@ -116,12 +115,7 @@ pub async fn through_sluice(w: Workload) -> Figures {
         w.otpm
     );
     let transport = Transport::new(Timeouts::default()).expect("a transport");
-    let ex = Arc::new(executor_with(
-        "anthropic",
-        &config,
-        RetryConfig::default(),
-        transport,
-    ));
+    let ex = executor_with("anthropic", &config, RetryConfig::default(), transport);
     let start = TokioClock.now();
     let mut agents = tokio::task::JoinSet::new();
     for a in 0..w.agents {
@@ -133,22 +127,12 @@ pub async fn through_sluice(w: Workload) -> Figures {
                 if left.is_zero() {
                     break;
                 }
-                let call = Call {
-                    provider: "anthropic".into(),
-                    credential: "org-key".into(),
-                    scopes: Vec::new(),
-                    tenant: Some(format!("agent-{a}")),
-                    task: None,
-                    priority: None,
-                    class: RequestClass::Read,
-                    method: "POST".into(),
-                    url: url.clone(),
-                    headers: vec![("content-type".into(), "application/json".into())],
-                    secrets: vec![("x-api-key".into(), "sk-ant-test".into())],
-                    body: body(&mut rng),
-                    deadline: Some(left),
-                    coalesce: false,
-                };
+                let call = Call::post("anthropic", url.clone(), body(&mut rng))
+                    .credential("org-key")
+                    .tenant(format!("agent-{a}"))
+                    .class(RequestClass::Read)
+                    .header("content-type", "application/json")
+                    .deadline(left);
                 if let Outcome::Ended(t) = ex.execute(&call).await
                     && t.out_of_time()
                 {

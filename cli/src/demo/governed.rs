@@ -2,22 +2,18 @@
 //! queue per provider account, the retry engine, the plugins, the journal and the audit
 //! log.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice::admission::{Admission, Class, Config};
+use sluice::Sluice;
+use sluice::admission::Class;
 use sluice::audit::verify;
 use sluice::clock::{Clock, TokioClock};
-use sluice::execute::{Call, Executor, Outcome};
-use sluice::guard::{GuardedPolicy, QuarantinePolicy};
-use sluice::journal::{Journal, State};
-use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
+use sluice::execute::{Call, Outcome};
+use sluice::journal::State;
 use sluice::policy::RequestClass;
-use sluice::retry::RetryConfig;
-use sluice::transport::{Timeouts, Transport};
-use sluice::writes::{Write, Writes};
+use sluice::writes::Write;
 use sluice_fake_provider::FakeProvider;
 
 use super::drive::drive;
@@ -25,72 +21,35 @@ use super::report::{AuditRun, Raw, WriteRun};
 use super::state::Ledger;
 use super::workload::{Agent, CHAT, Op, PAYMENTS, PAYMENTS_RPM, RPM, TPM};
 
-/// Admission for the two accounts, paced at 97% of their limits, tenants weighted equally.
-fn admission_config() -> String {
+/// The host's configuration: both accounts paced at 97% of their limits, tenants weighted
+/// equally, plugins given the time a debug build needs (more than the 5 ms default).
+fn config() -> String {
     format!(
         "margin = 0.97\n\
          [queue]\nmax_queued = 100000\nmax_queued_per_scope = 10000\nmax_wait_ms = 600000\n\
+         [providers.openai]\nplugin = \"openai\"\n\
          [providers.openai.limits]\nrequests_per_minute = {RPM}\ntokens_per_minute = {TPM}\n\
+         [providers.stripe]\nplugin = \"stripe\"\n\
          [providers.stripe.limits]\nrequests_per_minute = {PAYMENTS_RPM}\n\
          [tiers.standard]\nweight = 1\n\
-         [tenants]\ndefault_tier = \"standard\"\n"
+         [tenants]\ndefault_tier = \"standard\"\n\
+         [transport]\nconnect_timeout_ms = 2000\nfirst_byte_timeout_ms = 30000\nidle_timeout_ms = 30000\n\
+         [plugins]\ncall_deadline_ms = 100\n"
     )
 }
 
-fn executor() -> anyhow::Result<Executor> {
-    let rt = PluginRuntime::new(
-        RuntimeConfig {
-            // A debug build runs plugins slower than the 5 ms default allows for.
-            call_deadline: Duration::from_millis(100),
-            ..RuntimeConfig::default()
-        },
-        ComponentCache::user_default(),
-    )?;
-    let clock: Arc<dyn Clock> = Arc::new(TokioClock);
-    let mut policies = HashMap::new();
-    for name in ["openai", "stripe"] {
-        let plugin = rt.load_bundled(name)?;
-        let guarded =
-            GuardedPolicy::new(Arc::new(plugin), QuarantinePolicy::default(), clock.clone());
-        policies.insert(name.to_owned(), Arc::new(guarded));
-    }
-    let admission = Admission::new(Config::from_toml(&admission_config())?, clock.clone())?;
-    let transport = Transport::new(Timeouts {
-        connect: Duration::from_secs(2),
-        first_byte: Duration::from_secs(30),
-        idle: Duration::from_secs(30),
-    })?;
-    Ok(Executor::new(
-        admission,
-        policies,
-        transport,
-        RetryConfig::default(),
-        clock,
-        7,
-    ))
-}
-
 fn call(agent: &Agent, provider: &str, url: String, class: RequestClass, body: String) -> Call {
-    Call {
-        provider: provider.into(),
-        credential: "team-key".into(),
-        scopes: Vec::new(),
-        tenant: Some(agent.tenant.into()),
-        task: None,
-        priority: Some(if agent.interactive {
-            Class::Interactive
-        } else {
-            Class::Background
-        }),
-        class,
-        method: "POST".into(),
-        url,
-        headers: vec![("content-type".into(), "application/json".into())],
-        secrets: vec![("authorization".into(), "Bearer sk-demo".into())],
-        body: body.into_bytes(),
-        deadline: None,
-        coalesce: false,
-    }
+    let priority = if agent.interactive {
+        Class::Interactive
+    } else {
+        Class::Background
+    };
+    Call::post(provider, url, body)
+        .credential("team-key")
+        .tenant(agent.tenant)
+        .priority(priority)
+        .class(class)
+        .header("content-type", "application/json")
 }
 
 /// Runs the workload through one sluice host; its journal goes under `state`, its audit
@@ -104,26 +63,27 @@ pub async fn run(
     ledger: &Ledger,
 ) -> anyhow::Result<Raw> {
     let audit = ledger.audit.clone();
-    let journal = Arc::new(Journal::open_or_create(&state.join("journal.sqlite"))?);
-    let executor = Arc::new(executor()?);
-    let writes = Arc::new(Writes::new(
-        executor.clone(),
-        journal.clone(),
-        audit.clone(),
-        Arc::new(|_: &str, _: &str| {
-            vec![("authorization".to_owned(), "Bearer sk-demo".to_owned())]
-        }),
-        Arc::new(TokioClock),
-    ));
+    let host = Arc::new(
+        Sluice::builder()
+            .config_toml(&config())
+            .seed(7)
+            .state_dir(state)
+            .audit_log(audit.clone())
+            .credentials(Arc::new(|_: &str, _: &str| {
+                vec![("authorization".to_owned(), "Bearer sk-demo".to_owned())]
+            }))
+            .build()?,
+    );
+    let journal = host.journal().clone();
     let (chat_url, pay_url) = (chat.url(CHAT), payments.url(PAYMENTS));
     let records = drive("sluice", agents, duration, move |agent, i, op| {
-        let (executor, writes) = (executor.clone(), writes.clone());
+        let host = host.clone();
         let (chat_url, pay_url) = (chat_url.clone(), pay_url.clone());
         async move {
             match op {
                 Op::Chat { body, .. } => {
                     let c = call(&agent, "openai", chat_url, RequestClass::Read, body);
-                    matches!(executor.execute(&c).await, Outcome::Succeeded { .. })
+                    matches!(host.execute(&c).await, Outcome::Succeeded { .. })
                 }
                 Op::Pay { body } => {
                     let w = Write {
@@ -139,7 +99,7 @@ pub async fn run(
                         ),
                     };
                     matches!(
-                        writes.write(&w).await,
+                        host.write(&w).await,
                         Ok(sluice::writes::WriteOutcome::Succeeded { .. })
                     )
                 }

@@ -232,13 +232,15 @@ mod syntax;
 
 pub use bounds::{MAX_IN_FLIGHT, MAX_QUEUED, MAX_WAIT_MS, MAX_WEIGHT, MIN_MARGIN};
 pub use file::MAX_FILE_BYTES;
+pub(crate) use file::read as read_text;
 pub use syntax::QUOTED_CHARS;
+pub(crate) use syntax::error as syntax_error;
 
 /// A configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read the admission configuration {path}: {error}")]
+    #[error("cannot read the configuration file {path}: {error}")]
     Read {
         /// The file.
         path: String,
@@ -246,14 +248,14 @@ pub enum ConfigError {
         error: std::io::Error,
     },
     /// The path names a directory, a fifo or a device, not a file.
-    #[error("the admission configuration {path} is not a regular file: give the path of a file")]
+    #[error("the configuration file {path} is not a regular file: give the path of a file")]
     NotAFile {
         /// The path.
         path: String,
     },
     /// The file is larger than any configuration needs to be.
     #[error(
-        "the admission configuration {path} is larger than {max} bytes: a configuration is at \
+        "the configuration file {path} is larger than {max} bytes: a configuration is at \
          most 1 MiB"
     )]
     TooLarge {

@@ -176,6 +176,16 @@ impl AuditLog {
     /// # Errors
     /// [`AuditError::Io`] naming the log or the witness file.
     pub fn close(self, time_ms: i64) -> Result<u64, AuditError> {
+        self.sign_tail(time_ms)
+    }
+
+    /// Signs the records after the last checkpoint with a new one (nothing when the last
+    /// record is a checkpoint already), and returns the last seq: what [`AuditLog::close`]
+    /// does, for a log that stays open.
+    ///
+    /// # Errors
+    /// [`AuditError::Io`] naming the log or the witness file.
+    pub fn sign_tail(&self, time_ms: i64) -> Result<u64, AuditError> {
         let mut s = self.state();
         if s.since_checkpoint > 0 || s.seq == 0 {
             self.write_checkpoint(&mut s, time_ms)?;

@@ -103,8 +103,8 @@ impl Executor {
         let Some(mut p) = self.prepare(call, policy) else {
             return Run::Done(t.end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
         };
-        let secrets: Vec<(&str, &str)> = call
-            .secrets
+        let credentials = self.credentials.headers(&call.provider, &call.credential);
+        let secrets: Vec<(&str, &str)> = credentials
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();

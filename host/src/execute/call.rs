@@ -11,7 +11,9 @@ use crate::retry::{Open, Stop};
 pub struct Call {
     /// The provider, as configured (`openai`); its plugin reads the answers.
     pub provider: String,
-    /// The credential's label: the scope every worker of it shares.
+    /// The credential's label: the scope every worker of it shares, and the name the
+    /// executor's [`Credentials`](crate::credentials::Credentials) give the secret headers
+    /// for, at each send. A call never carries a secret itself.
     pub credential: String,
     /// Narrower scopes the call also charges (a model, an endpoint family).
     pub scopes: Vec<String>,
@@ -28,10 +30,9 @@ pub struct Call {
     pub method: String,
     /// The absolute URL.
     pub url: String,
-    /// Headers plugins may see.
+    /// Headers plugins may see (a credential header here is redacted before a plugin sees
+    /// it, and sent; put credentials in the executor's `Credentials` instead).
     pub headers: Vec<(String, String)>,
-    /// Credential headers: sent, never shown to a plugin.
-    pub secrets: Vec<(String, String)>,
     /// The body.
     pub body: Vec<u8>,
     /// The longest the whole call may take, waits included; `None`: the deadline the
@@ -41,6 +42,138 @@ pub struct Call {
     /// for reads whose answer may be shared: never a balance or an approval state). Ignored
     /// for writes.
     pub coalesce: bool,
+}
+
+/// The credential label of a call that names none.
+pub const DEFAULT_CREDENTIAL: &str = "default";
+
+/// Building a call: `Call::get(provider, url)` or `Call::post(provider, url, body)`, then
+/// what differs from the defaults.
+///
+/// ```
+/// use sluice::execute::Call;
+/// use sluice::policy::RequestClass;
+///
+/// let call = Call::post("openai", "https://api.openai.com/v1/chat/completions", r#"{"model":"gpt-4o"}"#)
+///     .credential("team-key")
+///     .tenant("acme")
+///     .header("content-type", "application/json")
+///     .class(RequestClass::IdempotentWrite);
+/// assert_eq!(call.method, "POST");
+/// assert_eq!(call.credential, "team-key");
+/// ```
+impl Call {
+    /// A call of `method` to the absolute `url` of `provider`, with the credential label
+    /// [`DEFAULT_CREDENTIAL`], no body, and the class its method implies: a read for `GET`,
+    /// `HEAD` and `OPTIONS`; for anything else an uncertain write, sent once and reconciled,
+    /// never resent blindly (say [`RequestClass::IdempotentWrite`] when the provider makes
+    /// a resend safe).
+    pub fn new(provider: impl Into<String>, method: &str, url: impl Into<String>) -> Self {
+        let method = method.to_ascii_uppercase();
+        let class = match method.as_str() {
+            "GET" | "HEAD" | "OPTIONS" => RequestClass::Read,
+            _ => RequestClass::UncertainWrite,
+        };
+        Self {
+            provider: provider.into(),
+            credential: DEFAULT_CREDENTIAL.to_owned(),
+            scopes: Vec::new(),
+            tenant: None,
+            task: None,
+            priority: None,
+            class,
+            method,
+            url: url.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            deadline: None,
+            coalesce: false,
+        }
+    }
+
+    /// A `GET` of `url` (a read).
+    pub fn get(provider: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::new(provider, "GET", url)
+    }
+
+    /// A `POST` of `body` to `url` (an uncertain write unless [`Call::class`] says more).
+    pub fn post(
+        provider: impl Into<String>,
+        url: impl Into<String>,
+        body: impl Into<Vec<u8>>,
+    ) -> Self {
+        Self::new(provider, "POST", url).body(body)
+    }
+
+    /// Sent with the credential labelled `label`.
+    #[must_use]
+    pub fn credential(mut self, label: impl Into<String>) -> Self {
+        self.credential = label.into();
+        self
+    }
+
+    /// Also charges the narrower scope `scope` (a model, an endpoint family).
+    #[must_use]
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.scopes.push(scope.into());
+        self
+    }
+
+    /// Billed to `tenant`.
+    #[must_use]
+    pub fn tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = Some(tenant.into());
+        self
+    }
+
+    /// Part of `task`, for cancellation and the task's attempt budget.
+    #[must_use]
+    pub fn task(mut self, task: TaskId) -> Self {
+        self.task = Some(task);
+        self
+    }
+
+    /// Queued in `priority` instead of the plugin's advice.
+    #[must_use]
+    pub fn priority(mut self, priority: Class) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// Retried as `class` allows.
+    #[must_use]
+    pub fn class(mut self, class: RequestClass) -> Self {
+        self.class = class;
+        self
+    }
+
+    /// With the header `name: value` (not a credential: see [`Call::credential`]).
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// With `body`.
+    #[must_use]
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// Ends, waits included, within `deadline`.
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Shares one attempt with identical reads in flight (see [`Call::coalesce`]'s field).
+    #[must_use]
+    pub fn coalesced(mut self) -> Self {
+        self.coalesce = true;
+        self
+    }
 }
 
 /// What to do after a call that ended without success.

@@ -22,6 +22,7 @@ use std::time::Duration;
 use crate::admission::coalesce::{Coalescer, Joined};
 use crate::admission::{Admission, TaskId};
 use crate::clock::Clock;
+use crate::credentials::{Credentials, NoCredentials};
 use crate::guard::GuardedPolicy;
 use crate::policy::RequestClass;
 use crate::retry::{Breakers, RetryConfig};
@@ -30,7 +31,9 @@ use crate::transport::Transport;
 use attempt::Run;
 pub use budgets::QUOTA_EXHAUSTED;
 use call::read_key;
-pub use call::{Call, NextAction, Observer, Outcome, Reason, Terminal, Unobserved};
+pub use call::{
+    Call, DEFAULT_CREDENTIAL, NextAction, Observer, Outcome, Reason, Terminal, Unobserved,
+};
 pub use stream::{PartialStream, Stream, StreamOutcome};
 
 /// Runs calls: admission, transport, plugins and the retry policy together.
@@ -49,6 +52,8 @@ pub struct Executor {
     cancelled: Mutex<std::collections::HashSet<TaskId>>,
     /// Reads in flight that opted into sharing, by what they ask.
     reads: Coalescer<String, Outcome>,
+    /// The secret headers of each call's credential label, asked for at each send.
+    credentials: Arc<dyn Credentials>,
     clock: Arc<dyn Clock>,
 }
 
@@ -77,8 +82,22 @@ impl Executor {
             task_attempts: Mutex::default(),
             cancelled: Mutex::default(),
             reads: Coalescer::new(),
+            credentials: Arc::new(NoCredentials),
             clock,
         }
+    }
+
+    /// Sends each call with the headers `credentials` give its credential label (by
+    /// default, none).
+    #[must_use]
+    pub fn with_credentials(mut self, credentials: Arc<dyn Credentials>) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    /// Where the secret headers of a call's credential label come from.
+    pub fn credentials(&self) -> &Arc<dyn Credentials> {
+        &self.credentials
     }
 
     /// The admission handle the executor queues on.

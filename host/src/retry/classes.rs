@@ -115,8 +115,24 @@ impl RetryConfig {
     /// allowed more than one attempt (its outcome must be reconciled, never resent), or a
     /// number out of its range (the error gives the range).
     pub fn from_toml(text: &str) -> Result<Self, RetryConfigError> {
-        let mut config = Self::default();
         let given: Self = toml::from_str(text).map_err(|e| RetryConfigError(e.to_string()))?;
+        Self::validated(given)
+    }
+
+    /// As [`RetryConfig::from_toml`], from a parsed table (the `[retry]` table of the
+    /// configuration file); an error names the key under the table.
+    ///
+    /// # Errors
+    /// As [`RetryConfig::from_toml`].
+    pub fn from_table(table: toml::Table) -> Result<Self, RetryConfigError> {
+        let given: Self = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| RetryConfigError(format!("`{}`: {}", e.path(), e.inner())))?;
+        Self::validated(given)
+    }
+
+    /// `given` over the defaults, checked.
+    fn validated(given: Self) -> Result<Self, RetryConfigError> {
+        let mut config = Self::default();
         for (name, budget) in &given.classes {
             if !["read", "idempotent_write", "uncertain_write"].contains(&name.as_str()) {
                 return Err(RetryConfigError(format!(

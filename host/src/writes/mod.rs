@@ -168,21 +168,7 @@ impl Step {
     }
 }
 
-/// Credential headers for a provider's credential label: asked for at send time, never
-/// stored, so a restarted host resends with the credentials it has now.
-pub trait Credentials: Send + Sync {
-    /// The headers that carry `credential` of `provider`.
-    fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)>;
-}
-
-impl<F> Credentials for F
-where
-    F: Fn(&str, &str) -> Vec<(String, String)> + Send + Sync,
-{
-    fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)> {
-        self(provider, credential)
-    }
-}
+pub use crate::credentials::Credentials;
 
 type Listener = Arc<dyn Fn(Step) + Send + Sync>;
 
@@ -196,7 +182,6 @@ pub struct Writes {
     executor: Arc<Executor>,
     journal: Arc<Journal>,
     audit: Arc<AuditLog>,
-    credentials: Arc<dyn Credentials>,
     clock: Arc<dyn Clock>,
     listener: Option<Listener>,
     /// How long a provider may still act on an attempt it received.
@@ -247,19 +232,18 @@ impl Drop for InFlight<'_> {
 }
 
 impl Writes {
-    /// A write engine.
+    /// A write engine. Its sends carry the credentials of `executor`
+    /// ([`Executor::with_credentials`]).
     pub fn new(
         executor: Arc<Executor>,
         journal: Arc<Journal>,
         audit: Arc<AuditLog>,
-        credentials: Arc<dyn Credentials>,
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
             executor,
             journal,
             audit,
-            credentials,
             clock,
             listener: None,
             provider_timeout: DEFAULT_PROVIDER_TIMEOUT,
@@ -391,10 +375,7 @@ impl Writes {
                     return self.cancel_action(&action);
                 }
                 let stored = StoredRequest::load(&action)?;
-                let secrets = self
-                    .credentials
-                    .headers(&action.provider, &stored.credential);
-                let call = stored.call(&action, self.journal.body(action.id)?, secrets);
+                let call = stored.call(&action, self.journal.body(action.id)?);
                 self.send(&action, &call, "send").await
             }
             // Something may have gone out: find out, never resend blindly.

@@ -103,9 +103,6 @@ impl Writes {
             return Ok(None);
         };
         let stored = StoredRequest::load(&action)?;
-        let secrets = self
-            .credentials
-            .headers(&action.provider, &stored.credential);
         let outcome = match approval.decision.choice {
             Choice::QueryExisting => {
                 let action = self.journal.advance(id, State::Reconciling, None)?;
@@ -113,23 +110,23 @@ impl Writes {
                     .await?
             }
             Choice::RetrySameKey => {
-                let call = stored.call(&action, self.journal.body(id)?, secrets);
+                let call = stored.call(&action, self.journal.body(id)?);
                 self.send(&action, &call, RESEND).await?
             }
             // Refused by a spent quota: nothing happened, so it is sent as it first was.
             Choice::Wait => {
-                let call = stored.call(&action, self.journal.body(id)?, secrets);
+                let call = stored.call(&action, self.journal.body(id)?);
                 self.send(&action, &call, "send").await?
             }
             Choice::RaiseQuota => {
                 self.executor
                     .lift_hold(&action.provider, &stored.credential);
-                let call = stored.call(&action, self.journal.body(id)?, secrets);
+                let call = stored.call(&action, self.journal.body(id)?);
                 self.send(&action, &call, "send").await?
             }
             Choice::ContinueAccess => {
                 self.executor.resume_task(task_id(&action.task));
-                let call = stored.call(&action, self.journal.body(id)?, secrets);
+                let call = stored.call(&action, self.journal.body(id)?);
                 self.send(&action, &call, "send").await?
             }
             Choice::SendAsNew => {
@@ -155,7 +152,7 @@ impl Writes {
                             action.action
                         )),
                 )?;
-                let call = stored.call(&fresh, body, secrets);
+                let call = stored.call(&fresh, body);
                 self.send(&fresh, &call, "send as new").await?
             }
             Choice::Cancel | Choice::ChangePlan => return Ok(None),

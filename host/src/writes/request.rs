@@ -77,13 +77,9 @@ impl StoredRequest {
         })
     }
 
-    /// The call that sends `action` again, with its body and the credentials of now.
-    pub(super) fn call(
-        &self,
-        action: &Action,
-        body: Vec<u8>,
-        secrets: Vec<(String, String)>,
-    ) -> Call {
+    /// The call that sends `action` again, with its body (the executor adds the credentials
+    /// of now).
+    pub(super) fn call(&self, action: &Action, body: Vec<u8>) -> Call {
         Call {
             provider: action.provider.clone(),
             credential: self.credential.clone(),
@@ -95,7 +91,6 @@ impl StoredRequest {
             method: action.method.clone(),
             url: self.url.clone(),
             headers: self.headers.clone(),
-            secrets,
             body,
             deadline: self.deadline_ms.map(Duration::from_millis),
             coalesce: false,

@@ -215,10 +215,7 @@ impl Writes {
             self.event(EventKind::Reconciled, action)
                 .detail(&format!("{because}: resending with the same key")),
         )?;
-        let secrets = self
-            .credentials
-            .headers(&action.provider, &stored.credential);
-        let call = stored.call(action, self.journal.body(action.id)?, secrets);
+        let call = stored.call(action, self.journal.body(action.id)?);
         self.send(action, &call, RESEND).await
     }
 
@@ -243,9 +240,6 @@ impl Writes {
             headers: field_pairs(&q.headers)
                 .map(|(n, v)| (n.to_owned(), v.to_owned()))
                 .collect(),
-            secrets: self
-                .credentials
-                .headers(&action.provider, &stored.credential),
             body: q.body.clone(),
             deadline: None,
             // A status query must be fresh: never shared.

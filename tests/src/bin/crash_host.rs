@@ -15,7 +15,7 @@ use std::time::Duration;
 use sluice::policy::RequestClass;
 use sluice::retry::{RetryConfig, class_named};
 use sluice_tests::crash_run::Provider;
-use sluice_tests::stack::{Paths, host, write};
+use sluice_tests::stack::{Paths, host_builder, write};
 
 /// How long the fake provider may go on working on an attempt after its client has gone:
 /// its slowest scripted answer in the crash runs takes 450 ms (`crash_run::Run::seeded`),
@@ -52,9 +52,9 @@ fn main() {
         .expect("a runtime");
     let _entered = rt.enter();
     let steps = AtomicU32::new(0);
-    let writes = host(provider.name(), &paths, retry, Duration::from_secs(1))
+    let writes = host_builder(provider.name(), &paths, retry, Duration::from_secs(1))
         .provider_timeout(PROVIDER_TIMEOUT)
-        .on_step(move |step| {
+        .on_write_step(move |step| {
             let n = steps.fetch_add(1, Ordering::SeqCst) + 1;
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "step {n} {}", step.name());
@@ -67,7 +67,9 @@ fn main() {
                 }
             }
             let _ = out.flush();
-        });
+        })
+        .build()
+        .expect("a host");
     rt.block_on(async {
         for outcome in writes.recover().await.expect("recover") {
             println!(

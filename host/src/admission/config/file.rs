@@ -14,7 +14,7 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 /// # Errors
 /// [`ConfigError::NotAFile`], [`ConfigError::TooLarge`], or [`ConfigError::Read`] (which
 /// also covers text that is not UTF-8), each naming the file.
-pub(super) fn read(path: &Path) -> Result<String, ConfigError> {
+pub(crate) fn read(path: &Path) -> Result<String, ConfigError> {
     input_file::read_text(path, MAX_FILE_BYTES).map_err(|e| match e {
         InputFileError::NotAFile { path } => ConfigError::NotAFile {
             path: path.display().to_string(),

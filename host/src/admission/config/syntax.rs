@@ -16,7 +16,7 @@ pub const QUOTED_CHARS: usize = 200;
 const BEFORE: usize = QUOTED_CHARS / 2;
 
 /// The error for `text` (read from `origin`) that the TOML parser refused with `error`.
-pub(super) fn error(origin: &str, text: &str, error: &toml::de::Error) -> ConfigError {
+pub(crate) fn error(origin: &str, text: &str, error: &toml::de::Error) -> ConfigError {
     let message = one_line(error.message());
     let message = match error.span() {
         Some(span) => {

@@ -1,0 +1,197 @@
+//! The configuration file: one TOML file for a whole host.
+//!
+//! It holds what the admission configuration holds (margins, the queue, providers' limits,
+//! scopes and models, tiers, tenants: [`admission::Config`]), and beside it:
+//!
+//! ```toml
+//! state_dir = "/var/lib/sluice"     # the journal, the audit log, its witness and key
+//!
+//! [providers.openai]
+//! plugin = "openai"                 # a bundled plugin, or the path of a .wasm file
+//! base_url = "https://api.openai.com"
+//! [providers.openai.credentials.team-key]
+//! env = "OPENAI_API_KEY"            # or file = "/run/secrets/openai"
+//! [providers.openai.limits]
+//! requests_per_minute = 500
+//!
+//! [retry]                           # the keys of RetryConfig; [retry.classes.read], ...
+//! max_delayed_requests = 64
+//!
+//! [audit]
+//! checkpoint_every = 64
+//!
+//! [transport]
+//! connect_timeout_ms = 5000         # first_byte_timeout_ms, idle_timeout_ms
+//! extra_roots = ["gateway-ca.pem"]  # CAs trusted besides the built-in ones
+//!
+//! [plugins]
+//! call_deadline_ms = 5              # how long one plugin call may run
+//! ```
+//!
+//! Every key is checked: an unknown key, a wrong type or a number out of its range is an
+//! error that names the key (`providers.openai.credentials.team-key.env`). Relative paths
+//! are taken from the file's directory. A provider without `plugin` uses the bundled plugin
+//! of its own name. An admission-only file is a valid configuration file.
+
+mod parse;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::admission;
+use crate::credentials::{CredentialError, CredentialSource};
+use crate::printable::printable;
+use crate::retry::RetryConfig;
+use crate::transport::TransportConfig;
+
+/// The largest configuration file read, in bytes.
+pub use crate::admission::config::MAX_FILE_BYTES;
+
+/// A whole host's configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SluiceConfig {
+    /// Where the journal, the audit log, its witness and its key live; `None`: the user's
+    /// state directory (`$XDG_STATE_HOME/sluice`, else `~/.local/state/sluice`).
+    pub state_dir: Option<PathBuf>,
+    /// Each provider's plugin, base URL and credentials, by the provider's name.
+    pub providers: BTreeMap<String, ProviderSetup>,
+    /// Admission: margins, the queue, every provider's limits and scopes, tiers, tenants.
+    pub admission: admission::Config,
+    /// Retry budgets by class, backoff and breakers.
+    pub retry: RetryConfig,
+    /// The audit log.
+    pub audit: AuditConfig,
+    /// Timeouts and trusted roots (the `[transport]` table).
+    pub transport: TransportConfig,
+    /// How long one plugin call may run; `None`: the runtime's default.
+    pub plugin_call_deadline: Option<Duration>,
+}
+
+/// One provider: who reads its answers, where it is, and the credentials it takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderSetup {
+    /// Its plugin.
+    pub plugin: PluginSource,
+    /// What a call's relative URL (`/v1/models`) is resolved against.
+    pub base_url: Option<String>,
+    /// Its credentials, by label.
+    pub credentials: BTreeMap<String, CredentialSource>,
+}
+
+/// Where a provider's plugin comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginSource {
+    /// A plugin bundled with sluice, by name.
+    Bundled(String),
+    /// A component file (`.wasm`).
+    File(PathBuf),
+}
+
+/// The `[audit]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditConfig {
+    /// A signed checkpoint every this many records.
+    pub checkpoint_every: NonZeroU32,
+    /// How long records are kept; `None`: all.
+    pub retention: Option<Duration>,
+    /// The signing key's file; `None`: `audit.key` in the state directory (created, with
+    /// `audit.pub` beside it, on the first start).
+    pub key_file: Option<PathBuf>,
+    /// The witness; `None`: `audit.witness` in the state directory. Keep it apart from the
+    /// log (another disk, another host's mount) for it to show a deleted tail.
+    pub witness: Option<PathBuf>,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        let defaults = crate::audit::AuditSettings::default();
+        Self {
+            checkpoint_every: defaults.checkpoint_every,
+            retention: None,
+            key_file: None,
+            witness: None,
+        }
+    }
+}
+
+/// Why a configuration file was refused. Every message names the file and the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    /// The file could not be read (missing, not a regular file, too large, not UTF-8), the
+    /// TOML does not parse, or the admission part does not validate.
+    #[error(transparent)]
+    Admission(#[from] admission::ConfigError),
+    /// A key outside admission is unknown, of the wrong type, or out of range.
+    #[error("{}: `{}`: {}", printable(.origin), printable(.key), printable(.message))]
+    Invalid {
+        /// The file, or `configuration`.
+        origin: String,
+        /// The dotted key.
+        key: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// A credential's source cannot be read now.
+    #[error(
+        "{}: `providers.{}.credentials.{}`: {error}",
+        printable(.origin),
+        printable(.provider),
+        printable(.label)
+    )]
+    Credential {
+        /// The file, or `configuration`.
+        origin: String,
+        /// The provider.
+        provider: String,
+        /// The credential's label.
+        label: String,
+        /// Why.
+        error: CredentialError,
+    },
+}
+
+impl SluiceConfig {
+    /// Parses a configuration; relative paths are taken from `base_dir`.
+    ///
+    /// # Errors
+    /// [`ConfigFileError`] naming the key.
+    pub fn from_toml(text: &str, base_dir: &Path) -> Result<Self, ConfigFileError> {
+        parse::parse(text, "configuration", base_dir)
+    }
+
+    /// Reads and parses the configuration file at `path` (a regular file of at most
+    /// [`MAX_FILE_BYTES`]); relative paths in it are taken from its directory.
+    ///
+    /// # Errors
+    /// [`ConfigFileError`] naming the file and the key.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigFileError> {
+        let text = admission::config::read_text(path)?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        parse::parse(&text, &path.display().to_string(), base)
+    }
+
+    /// Checks that every credential can be read now (the variable is set, the file is
+    /// there), naming the first that cannot: what a host does before it starts.
+    ///
+    /// # Errors
+    /// [`ConfigFileError::Credential`].
+    pub fn check_credentials(&self, origin: &str) -> Result<(), ConfigFileError> {
+        for (provider, setup) in &self.providers {
+            for (label, source) in &setup.credentials {
+                source
+                    .check()
+                    .map_err(|error| ConfigFileError::Credential {
+                        origin: origin.to_owned(),
+                        provider: provider.clone(),
+                        label: label.clone(),
+                        error,
+                    })?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,177 @@
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::credentials::CredentialSource;
+use crate::transport::ExtraRoot;
+
+const FULL: &str = r#"
+state_dir = "state"
+margin = 0.9
+
+[providers.openai]
+plugin = "openai"
+base_url = "https://api.openai.com"
+[providers.openai.credentials.team-key]
+env = "OPENAI_API_KEY"
+[providers.openai.limits]
+requests_per_minute = 500
+
+[providers.gateway]
+plugin = "plugins/gateway.wasm"
+[providers.gateway.credentials.default]
+file = "secrets/gateway"
+header = "x-api-key"
+[providers.gateway.limits]
+requests_per_minute = 60
+
+[retry]
+max_delayed_requests = 8
+[retry.classes.read]
+max_attempts = 2
+max_wait_ms = 5000
+retry_statuses = [429, 503]
+
+[audit]
+checkpoint_every = 16
+retention_days = 30
+witness = "/mnt/elsewhere/audit.witness"
+
+[transport]
+connect_timeout_ms = 2000
+extra_roots = ["ca.pem"]
+
+[plugins]
+call_deadline_ms = 20
+"#;
+
+#[test]
+fn a_whole_file_is_read_with_its_paths_taken_from_its_directory() {
+    let c = SluiceConfig::from_toml(FULL, Path::new("/etc/sluice")).unwrap();
+    assert_eq!(c.state_dir.as_deref(), Some(Path::new("/etc/sluice/state")));
+    let openai = &c.providers["openai"];
+    assert_eq!(openai.plugin, PluginSource::Bundled("openai".into()));
+    assert_eq!(openai.base_url.as_deref(), Some("https://api.openai.com"));
+    assert_eq!(
+        openai.credentials["team-key"],
+        CredentialSource::env("OPENAI_API_KEY")
+    );
+    let gateway = &c.providers["gateway"];
+    assert_eq!(
+        gateway.plugin,
+        PluginSource::File("/etc/sluice/plugins/gateway.wasm".into())
+    );
+    assert_eq!(
+        gateway.credentials["default"],
+        CredentialSource::file("/etc/sluice/secrets/gateway").in_header("x-api-key", None)
+    );
+    assert_eq!(c.admission.providers.len(), 2);
+    assert_eq!(c.retry.max_delayed_requests, 8);
+    assert_eq!(
+        c.retry
+            .budget(crate::policy::RequestClass::Read)
+            .max_attempts,
+        2
+    );
+    assert_eq!(c.audit.checkpoint_every.get(), 16);
+    assert_eq!(c.audit.retention, Some(Duration::from_secs(30 * 86_400)));
+    assert_eq!(
+        c.audit.witness.as_deref(),
+        Some(Path::new("/mnt/elsewhere/audit.witness"))
+    );
+    assert_eq!(c.transport.timeouts.connect, Duration::from_secs(2));
+    assert_eq!(
+        c.transport.extra_roots,
+        vec![ExtraRoot::PemFile("/etc/sluice/ca.pem".into())]
+    );
+    assert_eq!(c.plugin_call_deadline, Some(Duration::from_millis(20)));
+}
+
+#[test]
+fn an_admission_only_file_is_a_configuration_whose_providers_use_their_bundled_plugins() {
+    let text = include_str!("../../../examples/admission.toml");
+    let c = SluiceConfig::from_toml(text, Path::new(".")).unwrap();
+    assert_eq!(
+        c.providers["github"].plugin,
+        PluginSource::Bundled("github".into())
+    );
+    assert!(c.providers["openai"].credentials.is_empty());
+    assert_eq!(c.state_dir, None);
+}
+
+/// The error `text` gives, as printed.
+fn error(text: &str) -> String {
+    SluiceConfig::from_toml(text, Path::new("."))
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn every_bad_key_is_named_in_its_error() {
+    let cases = [
+        (
+            "[providers.openai.credentials.k]\nenvv = \"X\"\n",
+            "providers.openai.credentials.k",
+        ),
+        (
+            "[providers.openai.credentials.k]\nenv = \"X\"\nfile = \"y\"\n",
+            "providers.openai.credentials.k",
+        ),
+        ("[audit]\nchekpoint_every = 3\n", "audit.chekpoint_every"),
+        ("[audit]\ncheckpoint_every = 0\n", "audit.checkpoint_every"),
+        (
+            "[transport]\nconnect_timeout_ms = -1\n",
+            "transport.connect_timeout_ms",
+        ),
+        (
+            "[transport]\nextra_roots = [3]\n",
+            "transport.extra_roots[0]",
+        ),
+        (
+            "[plugins]\ncall_deadline_ms = \"5\"\n",
+            "plugins.call_deadline_ms",
+        ),
+        ("state_dir = 3\n", "state_dir"),
+        (
+            "[retry.classes.read]\nmax_attempts = 0\nmax_wait_ms = 1\nretry_statuses = []\n",
+            "retry.classes.read.max_attempts",
+        ),
+        ("[retry]\nbackoff = 3\n", "retry.backoff"),
+        (
+            "[providers.openai]\nbase_url = \"api.openai.com\"\n",
+            "providers.openai.base_url",
+        ),
+        (
+            "[providers.openai]\nplugins = \"openai\"\n",
+            "providers.openai.plugins",
+        ),
+        (
+            "[providers.openai.limits]\nrequests_per_minute = -5\n",
+            "providers.openai.limits.requests_per_minute",
+        ),
+        ("margin = 7\n", "margin"),
+    ];
+    for (text, key) in cases {
+        let e = error(text);
+        assert!(
+            e.contains(key),
+            "{text:?} gave {e:?}, which does not name {key}"
+        );
+    }
+}
+
+#[test]
+fn a_syntax_error_names_its_line() {
+    let e = error("[providers.openai]\nplugin = \n");
+    assert!(e.contains("line 2"), "{e}");
+}
+
+#[test]
+fn a_credential_that_cannot_be_read_is_named_by_provider_and_label() {
+    let text =
+        "[providers.openai.credentials.team-key]\nenv = \"SLUICE_TEST_SURELY_UNSET_VARIABLE\"\n";
+    let c = SluiceConfig::from_toml(text, Path::new(".")).unwrap();
+    let e = c.check_credentials("sluice.toml").unwrap_err().to_string();
+    assert!(e.contains("providers.openai.credentials.team-key"), "{e}");
+    assert!(e.contains("SLUICE_TEST_SURELY_UNSET_VARIABLE"), "{e}");
+}

@@ -1,0 +1,353 @@
+//! Credentials: the one place a request's secret headers come from.
+//!
+//! A [`Call`](crate::execute::Call) names its credential by *label* (`team-key`), never by
+//! value: the executor asks its [`Credentials`] for the headers of that label at send time,
+//! for every attempt, resend and status query alike. So a secret is never stored (not in a
+//! call, not in the journal, not in the audit log), never shown to a plugin, and a restarted
+//! host resends with the credentials it has now.
+//!
+//! The configuration file names where each label's secret lives ([`CredentialSource`]): an
+//! environment variable or a file (re-read at each send, so a rotated file takes effect
+//! without a restart). [`Keyring`] is the [`Credentials`] built from those sources.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::input_file;
+use crate::printable::printable;
+
+/// The largest credential file read, in bytes: a token is tens of bytes, a JWT a few KiB.
+pub const MAX_CREDENTIAL_FILE_BYTES: u64 = 16 * 1024;
+
+/// Credential headers for a provider's credential label: asked for at send time, never
+/// stored, so a restarted host resends with the credentials it has now.
+pub trait Credentials: Send + Sync {
+    /// The headers that carry `credential` of `provider`; none when there is no such label.
+    fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)>;
+}
+
+/// Shows that credentials are there, never what they hold.
+impl fmt::Debug for dyn Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Credentials")
+    }
+}
+
+impl<F> Credentials for F
+where
+    F: Fn(&str, &str) -> Vec<(String, String)> + Send + Sync,
+{
+    fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)> {
+        self(provider, credential)
+    }
+}
+
+/// No credentials: every request goes out without secret headers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoCredentials;
+
+impl Credentials for NoCredentials {
+    fn headers(&self, _provider: &str, _credential: &str) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// Where one credential's secret is read from, and how it is sent.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialSource {
+    /// The environment variable that holds the secret.
+    #[serde(default)]
+    pub env: Option<String>,
+    /// The file that holds the secret (surrounding whitespace is trimmed); re-read at each
+    /// send.
+    #[serde(default)]
+    pub file: Option<PathBuf>,
+    /// The header that carries it. Default: `authorization`.
+    #[serde(default = "authorization")]
+    pub header: String,
+    /// What precedes the secret in the header's value. Default: `Bearer` for
+    /// `authorization`, nothing for any other header.
+    #[serde(default)]
+    pub scheme: Option<String>,
+}
+
+fn authorization() -> String {
+    "authorization".to_owned()
+}
+
+/// Names where the secret comes from, never the secret.
+impl fmt::Debug for CredentialSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CredentialSource")
+            .field("env", &self.env)
+            .field("file", &self.file)
+            .field("header", &self.header)
+            .field("scheme", &self.scheme)
+            .finish()
+    }
+}
+
+/// Why a credential cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialError {
+    /// The source names neither an environment variable nor a file, or both.
+    #[error("give exactly one of `env` (an environment variable) or `file` (a path)")]
+    NoSource,
+    /// The header name is not a valid HTTP header name.
+    #[error("`header` {0} is not an HTTP header name")]
+    BadHeader(String),
+    /// The environment variable is not set, or empty.
+    #[error("the environment variable {0} is not set (or is empty): export it before starting")]
+    MissingEnv(String),
+    /// The environment variable does not hold UTF-8 text.
+    #[error("the environment variable {0} is not UTF-8 text")]
+    NotUnicode(String),
+    /// The file cannot be read.
+    #[error("the credential file {0}")]
+    File(input_file::InputFileError),
+    /// The file is empty.
+    #[error("the credential file {0} is empty")]
+    EmptyFile(String),
+    /// The secret holds a character no header value may hold (a line break, a control).
+    #[error("the secret from {0} holds a line break or a control character")]
+    BadValue(String),
+}
+
+impl CredentialSource {
+    /// The source of `env`, sent as `authorization: Bearer <secret>`.
+    pub fn env(name: impl Into<String>) -> Self {
+        Self {
+            env: Some(name.into()),
+            file: None,
+            header: authorization(),
+            scheme: None,
+        }
+    }
+
+    /// The source of the file `path`, sent as `authorization: Bearer <secret>`.
+    pub fn file(path: impl Into<PathBuf>) -> Self {
+        Self {
+            env: None,
+            file: Some(path.into()),
+            header: authorization(),
+            scheme: None,
+        }
+    }
+
+    /// Sent in `header` instead, with `scheme` before the secret (`None`: the header's
+    /// default).
+    pub fn in_header(mut self, header: impl Into<String>, scheme: Option<&str>) -> Self {
+        self.header = header.into();
+        self.scheme = scheme.map(str::to_owned);
+        self
+    }
+
+    /// Checks the source's shape, and that its secret can be read now.
+    ///
+    /// # Errors
+    /// [`CredentialError`] saying what to fix.
+    pub fn check(&self) -> Result<(), CredentialError> {
+        self.header_value().map(|_| ())
+    }
+
+    /// The header and its value, read now.
+    ///
+    /// # Errors
+    /// [`CredentialError`] saying what to fix.
+    pub fn header_value(&self) -> Result<(String, String), CredentialError> {
+        let valid_name = !self.header.is_empty()
+            && self
+                .header
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !valid_name {
+            return Err(CredentialError::BadHeader(
+                printable(&self.header).into_owned(),
+            ));
+        }
+        let (secret, origin) = match (&self.env, &self.file) {
+            (Some(var), None) => (read_env(var)?, format!("${var}")),
+            (None, Some(path)) => (read_file(path)?, path.display().to_string()),
+            _ => return Err(CredentialError::NoSource),
+        };
+        if secret.chars().any(char::is_control) {
+            return Err(CredentialError::BadValue(printable(&origin).into_owned()));
+        }
+        let header = self.header.to_ascii_lowercase();
+        let scheme = match &self.scheme {
+            Some(s) => s.trim(),
+            None if header == "authorization" => "Bearer",
+            None => "",
+        };
+        let value = if scheme.is_empty() {
+            secret
+        } else {
+            format!("{scheme} {secret}")
+        };
+        Ok((header, value))
+    }
+}
+
+fn read_env(var: &str) -> Result<String, CredentialError> {
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
+        Ok(_) | Err(std::env::VarError::NotPresent) => {
+            Err(CredentialError::MissingEnv(printable(var).into_owned()))
+        }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(CredentialError::NotUnicode(printable(var).into_owned()))
+        }
+    }
+}
+
+fn read_file(path: &Path) -> Result<String, CredentialError> {
+    let text =
+        input_file::read_text(path, MAX_CREDENTIAL_FILE_BYTES).map_err(CredentialError::File)?;
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(CredentialError::EmptyFile(
+            printable(&path.display().to_string()).into_owned(),
+        ));
+    }
+    Ok(secret.to_owned())
+}
+
+/// The credentials a configuration names: per provider, per label, a [`CredentialSource`]
+/// read at each send.
+#[derive(Debug, Clone, Default)]
+pub struct Keyring {
+    sources: BTreeMap<(String, String), CredentialSource>,
+}
+
+impl Keyring {
+    /// An empty keyring.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `source` as `provider`'s credential `label`.
+    pub fn insert(&mut self, provider: &str, label: &str, source: CredentialSource) {
+        self.sources
+            .insert((provider.to_owned(), label.to_owned()), source);
+    }
+
+    /// Whether `provider` has the credential `label`.
+    pub fn has(&self, provider: &str, label: &str) -> bool {
+        self.sources
+            .contains_key(&(provider.to_owned(), label.to_owned()))
+    }
+
+    /// Whether any credential is configured for `provider`.
+    pub fn has_provider(&self, provider: &str) -> bool {
+        self.sources.keys().any(|(p, _)| p == provider)
+    }
+
+    /// Checks that every source can be read now, naming the first that cannot.
+    ///
+    /// # Errors
+    /// `(provider, label, why)`.
+    pub fn check(&self) -> Result<(), (String, String, CredentialError)> {
+        for ((provider, label), source) in &self.sources {
+            source
+                .check()
+                .map_err(|e| (provider.clone(), label.clone(), e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Credentials for Keyring {
+    fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)> {
+        let Some(source) = self
+            .sources
+            .get(&(provider.to_owned(), credential.to_owned()))
+        else {
+            return Vec::new();
+        };
+        match source.header_value() {
+            Ok(header) => vec![header],
+            Err(e) => {
+                tracing::warn!(
+                    provider = %printable(provider),
+                    credential = %printable(credential),
+                    "the credential cannot be read, the request goes without it: {e}"
+                );
+                Vec::new()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_secret_is_trimmed_and_sent_as_a_bearer_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "  sk-test-1\n").unwrap();
+        let source = CredentialSource::file(&path);
+        assert_eq!(
+            source.header_value().unwrap(),
+            ("authorization".into(), "Bearer sk-test-1".into())
+        );
+        let raw = CredentialSource::file(&path).in_header("X-Api-Key", None);
+        assert_eq!(
+            raw.header_value().unwrap(),
+            ("x-api-key".into(), "sk-test-1".into())
+        );
+    }
+
+    #[test]
+    fn a_rotated_file_is_read_again_at_the_next_send() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "old").unwrap();
+        let mut keyring = Keyring::new();
+        keyring.insert("openai", "team", CredentialSource::file(&path));
+        assert_eq!(keyring.headers("openai", "team")[0].1, "Bearer old");
+        std::fs::write(&path, "new").unwrap();
+        assert_eq!(keyring.headers("openai", "team")[0].1, "Bearer new");
+        assert!(keyring.headers("openai", "other").is_empty());
+    }
+
+    #[test]
+    fn a_missing_variable_an_empty_file_and_a_line_break_are_named() {
+        let missing = CredentialSource::env("SLUICE_TEST_SURELY_UNSET_VARIABLE");
+        let e = missing.check().unwrap_err().to_string();
+        assert!(e.contains("SLUICE_TEST_SURELY_UNSET_VARIABLE"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        let e = CredentialSource::file(&empty).check().unwrap_err();
+        assert!(matches!(e, CredentialError::EmptyFile(_)), "{e}");
+        let split = dir.path().join("split");
+        std::fs::write(&split, "a\nb").unwrap();
+        let e = CredentialSource::file(&split).check().unwrap_err();
+        assert!(matches!(e, CredentialError::BadValue(_)), "{e}");
+        let both = CredentialSource {
+            env: Some("X".into()),
+            ..CredentialSource::file(&split)
+        };
+        assert!(matches!(both.check(), Err(CredentialError::NoSource)));
+        let header = CredentialSource::file(&empty).in_header("bad header", None);
+        assert!(matches!(header.check(), Err(CredentialError::BadHeader(_))));
+    }
+
+    #[test]
+    fn the_debug_form_names_the_source_never_the_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "sk-live-secret").unwrap();
+        let mut keyring = Keyring::new();
+        keyring.insert("openai", "team", CredentialSource::file(&path));
+        let shown = format!("{keyring:?}");
+        assert!(!shown.contains("sk-live-secret"), "{shown}");
+        assert!(shown.contains("key"), "{shown}");
+    }
+}

@@ -1,0 +1,415 @@
+//! The builder: a configuration, overrides, and the parts wired in one place.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Sluice;
+use crate::admission::{self, Admission};
+use crate::audit::{self, AuditKey, AuditLog, AuditSettings};
+use crate::clock::{Clock, TokioClock};
+use crate::config::{ConfigFileError, PluginSource, SluiceConfig};
+use crate::credentials::{Credentials, Keyring};
+use crate::execute::Executor;
+use crate::guard::{GuardedPolicy, QuarantinePolicy};
+use crate::journal::{Journal, JournalError};
+use crate::plugin::{ComponentCache, LoadError, PluginRuntime, RuntimeConfig};
+use crate::printable::printable;
+use crate::private_fs;
+use crate::transport::{Transport, TransportError};
+use crate::writes::{Step, Writes};
+
+/// Builds a [`Sluice`]: a configuration (a file, TOML text or a [`SluiceConfig`]), then
+/// whatever should differ from the defaults.
+///
+/// Defaults: tokio's clock ([`TokioClock`], which follows a paused test clock), the user's
+/// component cache ([`ComponentCache::user_default`]), a jitter seed from the OS, the
+/// state directory the configuration names (else the user's), the audit key found there
+/// (created on the first start), and the credentials the configuration names.
+#[derive(Default)]
+pub struct SluiceBuilder {
+    config: Option<Result<SluiceConfig, ConfigFileError>>,
+    origin: Option<String>,
+    clock: Option<Arc<dyn Clock>>,
+    seed: Option<u64>,
+    cache: Option<ComponentCache>,
+    runtime: Option<RuntimeConfig>,
+    transport: Option<Transport>,
+    state_dir: Option<PathBuf>,
+    audit_key: Option<AuditKey>,
+    audit_log: Option<Arc<AuditLog>>,
+    credentials: Option<Arc<dyn Credentials>>,
+    provider_timeout: Option<Duration>,
+    on_write_step: Option<Box<dyn Fn(Step) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for SluiceBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SluiceBuilder")
+            .field("origin", &self.origin)
+            .field("seed", &self.seed)
+            .field("state_dir", &self.state_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a host could not be built. Each names the part, and the file or key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// No configuration was given.
+    #[error(
+        "no configuration: give one with .config_file(\"sluice.toml\"), .config_toml(text) or \
+         .config(SluiceConfig)"
+    )]
+    NoConfig,
+    /// The configuration does not parse or validate.
+    #[error(transparent)]
+    Config(#[from] ConfigFileError),
+    /// A provider's plugin did not load.
+    #[error("provider `{}`: {error}", printable(.provider))]
+    Plugin {
+        /// The provider.
+        provider: String,
+        /// Why.
+        error: LoadError,
+    },
+    /// The plugin runtime did not start.
+    #[error("the plugin runtime: {0}")]
+    Runtime(LoadError),
+    /// Admission refused its configuration.
+    #[error(transparent)]
+    Admission(#[from] admission::ConfigError),
+    /// The transport did not start (a bad extra root, a bad proxy).
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The state directory cannot be created, or others can write it.
+    #[error("the state directory {}: {why}", path.display())]
+    StateDir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        why: String,
+    },
+    /// No state directory was named and the user has no home to keep one in.
+    #[error(
+        "no state directory: set `state_dir` in the configuration (neither XDG_STATE_HOME nor \
+         HOME is set)"
+    )]
+    NoStateDir,
+    /// The journal did not open.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The audit key could not be loaded or created.
+    #[error(transparent)]
+    AuditKey(#[from] audit::KeyError),
+    /// The audit log did not open.
+    #[error(transparent)]
+    Audit(#[from] audit::AuditError),
+    /// The OS gave no random seed.
+    #[error("no random seed from the operating system: {0}")]
+    Seed(String),
+}
+
+impl SluiceBuilder {
+    /// Reads the configuration file at `path` (when [`SluiceBuilder::build`] runs).
+    #[must_use]
+    pub fn config_file(mut self, path: impl AsRef<Path>) -> Self {
+        let path = path.as_ref();
+        self.origin = Some(path.display().to_string());
+        self.config = Some(SluiceConfig::from_file(path));
+        self
+    }
+
+    /// Takes the configuration from TOML `text`; relative paths in it are taken from the
+    /// current directory.
+    #[must_use]
+    pub fn config_toml(mut self, text: &str) -> Self {
+        self.origin = Some("configuration".into());
+        self.config = Some(SluiceConfig::from_toml(text, Path::new(".")));
+        self
+    }
+
+    /// Takes the configuration as it is.
+    #[must_use]
+    pub fn config(mut self, config: SluiceConfig) -> Self {
+        self.origin = Some("configuration".into());
+        self.config = Some(Ok(config));
+        self
+    }
+
+    /// Runs on `clock` instead of tokio's (tests: a clock that moves with tokio's paused one).
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Seeds the retry jitter with `seed` instead of a random one (tests, reproducible runs).
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Keeps compiled plugins in `cache` instead of the user's cache directory.
+    #[must_use]
+    pub fn component_cache(mut self, cache: ComponentCache) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// Runs plugins under `runtime`'s limits instead of the defaults (the configuration's
+    /// `plugins.call_deadline_ms` still applies).
+    #[must_use]
+    pub fn plugin_runtime(mut self, runtime: RuntimeConfig) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
+    /// Sends through `transport` instead of one built from the `[transport]` table.
+    #[must_use]
+    pub fn transport(mut self, transport: Transport) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
+    /// Keeps the journal and the audit log in `dir` instead of the configured one.
+    #[must_use]
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Signs the audit log with `key` instead of the key file's.
+    #[must_use]
+    pub fn audit_key(mut self, key: AuditKey) -> Self {
+        self.audit_key = Some(key);
+        self
+    }
+
+    /// Records in `log`, already open, instead of opening `audit.log` in the state directory
+    /// (for a host that manages its log's key itself). No other writer may hold it.
+    #[must_use]
+    pub fn audit_log(mut self, log: Arc<AuditLog>) -> Self {
+        self.audit_log = Some(log);
+        self
+    }
+
+    /// How long a provider may still act on a request it received (see
+    /// [`Writes::provider_timeout`]).
+    #[must_use]
+    pub fn provider_timeout(mut self, timeout: Duration) -> Self {
+        self.provider_timeout = Some(timeout);
+        self
+    }
+
+    /// Tells `listener` each step of every write (see [`Writes::on_step`]).
+    #[must_use]
+    pub fn on_write_step(mut self, listener: impl Fn(Step) + Send + Sync + 'static) -> Self {
+        self.on_write_step = Some(Box::new(listener));
+        self
+    }
+
+    /// Takes every credential from `credentials` instead of the sources the configuration
+    /// names: still the one source of secret headers.
+    #[must_use]
+    pub fn credentials(mut self, credentials: Arc<dyn Credentials>) -> Self {
+        self.credentials = Some(credentials);
+        self
+    }
+
+    /// Builds the host. Must run inside a tokio runtime with timers (admission's driver is
+    /// spawned on it).
+    ///
+    /// # Errors
+    /// [`BuildError`], naming the part and the file or key at fault. Nothing is sent before
+    /// every part is up.
+    pub fn build(self) -> Result<Sluice, BuildError> {
+        let config = self.config.ok_or(BuildError::NoConfig)??;
+        let origin = self.origin.unwrap_or_else(|| "configuration".into());
+        let clock = self.clock.unwrap_or_else(|| Arc::new(TokioClock));
+
+        let credentials: Arc<dyn Credentials> = match self.credentials {
+            Some(c) => c,
+            None => {
+                config.check_credentials(&origin)?;
+                Arc::new(keyring(&config))
+            }
+        };
+        let policies = policies(&config, self.cache, self.runtime, &clock)?;
+        let admission = Admission::new(config.admission.clone(), clock.clone())?;
+        let transport = match self.transport {
+            Some(t) => t,
+            None => Transport::with_config(config.transport.clone())?,
+        };
+        let seed = match self.seed {
+            Some(s) => s,
+            None => os_seed()?,
+        };
+        let executor = Arc::new(
+            Executor::new(
+                admission,
+                policies,
+                transport,
+                config.retry.clone(),
+                clock.clone(),
+                seed,
+            )
+            .with_credentials(credentials),
+        );
+
+        let state_dir = match self.state_dir.or(config.state_dir.clone()) {
+            Some(dir) => dir,
+            None => user_state_dir().ok_or(BuildError::NoStateDir)?,
+        };
+        open_state_dir(&state_dir)?;
+        let journal = Arc::new(Journal::open_or_create(&state_dir.join("journal.sqlite"))?);
+        let audit = match self.audit_log {
+            Some(log) => log,
+            None => {
+                let key = match self.audit_key {
+                    Some(k) => k,
+                    None => audit_key(&config, &state_dir)?,
+                };
+                Arc::new(open_audit(&config, &state_dir, key, clock.wall_ms())?)
+            }
+        };
+        let mut writes = Writes::new(
+            executor.clone(),
+            journal.clone(),
+            audit.clone(),
+            clock.clone(),
+        );
+        if let Some(timeout) = self.provider_timeout {
+            writes = writes.provider_timeout(timeout);
+        }
+        if let Some(listener) = self.on_write_step {
+            writes = writes.on_step(listener);
+        }
+        let base_urls: BTreeMap<String, String> = config
+            .providers
+            .iter()
+            .filter_map(|(name, p)| Some((name.clone(), p.base_url.clone()?)))
+            .collect();
+        Ok(Sluice {
+            executor,
+            writes,
+            journal,
+            audit,
+            clock,
+            base_urls,
+        })
+    }
+}
+
+/// The credentials the configuration names.
+fn keyring(config: &SluiceConfig) -> Keyring {
+    let mut keyring = Keyring::new();
+    for (provider, setup) in &config.providers {
+        for (label, source) in &setup.credentials {
+            keyring.insert(provider, label, source.clone());
+        }
+    }
+    keyring
+}
+
+/// Each configured provider's plugin, loaded and guarded.
+fn policies(
+    config: &SluiceConfig,
+    cache: Option<ComponentCache>,
+    runtime: Option<RuntimeConfig>,
+    clock: &Arc<dyn Clock>,
+) -> Result<HashMap<String, Arc<GuardedPolicy>>, BuildError> {
+    let mut limits = runtime.unwrap_or_default();
+    if let Some(deadline) = config.plugin_call_deadline {
+        limits.call_deadline = deadline;
+    }
+    let cache = cache.unwrap_or_else(ComponentCache::user_default);
+    let runtime = PluginRuntime::new(limits, cache).map_err(BuildError::Runtime)?;
+    let mut policies = HashMap::new();
+    for (name, setup) in &config.providers {
+        let loaded = match &setup.plugin {
+            PluginSource::Bundled(bundled) => runtime.load_bundled(bundled),
+            PluginSource::File(path) => runtime.load_file(path),
+        };
+        let plugin = loaded.map_err(|error| BuildError::Plugin {
+            provider: name.clone(),
+            error,
+        })?;
+        let guarded =
+            GuardedPolicy::new(Arc::new(plugin), QuarantinePolicy::default(), clock.clone());
+        policies.insert(name.clone(), Arc::new(guarded));
+    }
+    Ok(policies)
+}
+
+/// `$XDG_STATE_HOME/sluice`, else `~/.local/state/sluice`.
+fn user_state_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local").join("state"))
+        })?;
+    Some(base.join("sluice"))
+}
+
+/// Creates the state directory (`0700`), and refuses one that others can write.
+fn open_state_dir(dir: &Path) -> Result<(), BuildError> {
+    let fail = |why: String| BuildError::StateDir {
+        path: dir.to_path_buf(),
+        why,
+    };
+    private_fs::create_dir_all(dir).map_err(|e| fail(format!("cannot create it: {e}")))?;
+    private_fs::check_private_dir(dir).map_err(|exposure| fail(exposure.to_string()))
+}
+
+/// The configured key file's key, or the state directory's (`audit.key`, created with its
+/// `audit.pub` on the first start).
+fn audit_key(config: &SluiceConfig, state_dir: &Path) -> Result<AuditKey, BuildError> {
+    if let Some(file) = &config.audit.key_file {
+        return Ok(audit::load_signing(file)?);
+    }
+    let secret = state_dir.join("audit.key");
+    if secret.exists() {
+        Ok(audit::load_signing(&secret)?)
+    } else {
+        Ok(audit::generate(&secret, &state_dir.join("audit.pub"))?)
+    }
+}
+
+/// The audit log `audit.log` in the state directory, with its witness.
+fn open_audit(
+    config: &SluiceConfig,
+    state_dir: &Path,
+    key: AuditKey,
+    now_ms: i64,
+) -> Result<AuditLog, BuildError> {
+    let settings = AuditSettings {
+        checkpoint_every: config.audit.checkpoint_every,
+        retention: config.audit.retention,
+        witness: Some(
+            config
+                .audit
+                .witness
+                .clone()
+                .unwrap_or_else(|| state_dir.join("audit.witness")),
+        ),
+    };
+    Ok(AuditLog::open(
+        &state_dir.join("audit.log"),
+        key,
+        settings,
+        now_ms,
+    )?)
+}
+
+/// A jitter seed from the OS.
+fn os_seed() -> Result<u64, BuildError> {
+    let mut bytes = [0; 8];
+    getrandom::fill(&mut bytes).map_err(|e| BuildError::Seed(e.to_string()))?;
+    Ok(u64::from_le_bytes(bytes))
+}

@@ -1,0 +1,166 @@
+//! One way in: [`Sluice`], a whole host built from one configuration file.
+//!
+//! A host is a dozen parts — the plugin runtime, a guarded policy per provider, admission,
+//! the transport, the executor, the journal, the audit log and its key, the write engine and
+//! the credentials — that must agree on one clock and one state directory. The
+//! [`SluiceBuilder`] wires them from a [`SluiceConfig`](crate::config::SluiceConfig), with
+//! defaults that just work (tokio's clock, the user's component cache, a seed from the OS,
+//! the user's state directory) and overrides for tests (a clock, a seed, a transport).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use sluice::Sluice;
+//! use sluice::execute::{Call, Outcome};
+//!
+//! let sluice = Sluice::builder().config_file("sluice.toml").build()?;
+//! let call = Call::get("openai", "/v1/models").credential("team-key").tenant("acme");
+//! match sluice.execute(&call).await {
+//!     Outcome::Succeeded { response, .. } => println!("{}", response.status),
+//!     Outcome::Ended(ended) => eprintln!("{}", ended.reason),
+//! }
+//! sluice.close()?;
+//! # Ok(()) }
+//! ```
+
+mod builder;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use builder::{BuildError, SluiceBuilder};
+
+use crate::admission::Admission;
+use crate::audit::{AuditError, AuditLog};
+use crate::clock::Clock;
+use crate::execute::{Call, Executor, Outcome, StreamOutcome};
+use crate::journal::Journal;
+use crate::writes::{Write, WriteError, WriteOutcome, Writes};
+
+/// A whole host: admission, plugins, retries, safe writes and the audit log, on one clock.
+#[derive(Debug)]
+pub struct Sluice {
+    executor: Arc<Executor>,
+    writes: Writes,
+    journal: Arc<Journal>,
+    audit: Arc<AuditLog>,
+    clock: Arc<dyn Clock>,
+    /// Each provider's base URL, for calls with a relative URL.
+    base_urls: BTreeMap<String, String>,
+}
+
+impl Sluice {
+    /// A builder: give it a configuration ([`SluiceBuilder::config_file`]), then
+    /// [`SluiceBuilder::build`].
+    pub fn builder() -> SluiceBuilder {
+        SluiceBuilder::default()
+    }
+
+    /// Runs `call` (a read, or a write the caller reconciles itself) to its outcome. A URL
+    /// that starts with `/` is taken from the provider's `base_url`.
+    pub async fn execute(&self, call: &Call) -> Outcome {
+        match self.resolved(call) {
+            Some(c) => self.executor.execute(&c).await,
+            None => self.executor.execute(call).await,
+        }
+    }
+
+    /// Runs `call` and hands its answer back as a stream once it begins (see
+    /// [`Executor::execute_stream`]).
+    pub async fn execute_stream(&self, call: &Call) -> StreamOutcome {
+        match self.resolved(call) {
+            Some(c) => self.executor.execute_stream(&c).await,
+            None => self.executor.execute_stream(call).await,
+        }
+    }
+
+    /// Writes `write` safely: journaled before it is sent, sent with one idempotency key,
+    /// and reconciled rather than resent when its outcome is uncertain (see [`Writes`]).
+    ///
+    /// # Errors
+    /// [`WriteError`]: the journal or the audit log failed; nothing was sent unrecorded.
+    pub async fn write(&self, write: &Write) -> Result<WriteOutcome, WriteError> {
+        match self.resolved(&write.call) {
+            Some(call) => {
+                let write = Write {
+                    call,
+                    ..write.clone()
+                };
+                self.writes.write(&write).await
+            }
+            None => self.writes.write(write).await,
+        }
+    }
+
+    /// Carries on the writes a previous run left unfinished (call it at start): what sent
+    /// nothing is sent, what may have happened is settled by asking the provider, never
+    /// resent blindly (see [`Writes::recover`]).
+    ///
+    /// # Errors
+    /// [`WriteError`]: the journal or the audit log failed.
+    pub async fn recover(&self) -> Result<Vec<WriteOutcome>, WriteError> {
+        self.writes.recover().await
+    }
+
+    /// Carries out the decisions people made on escalations (see
+    /// [`Writes::apply_decisions`]).
+    ///
+    /// # Errors
+    /// [`WriteError`]: the journal or the audit log failed.
+    pub async fn apply_decisions(&self) -> Result<Vec<WriteOutcome>, WriteError> {
+        self.writes.apply_decisions().await
+    }
+
+    /// Cancels `task`: its waiting calls and unsent writes (see [`Writes::cancel_task`]).
+    ///
+    /// # Errors
+    /// [`WriteError`]: the journal or the audit log failed.
+    pub fn cancel_task(&self, task: &str) -> Result<usize, WriteError> {
+        self.writes.cancel_task(task)
+    }
+
+    /// `call` with its relative URL made absolute, when it has one and its provider a base.
+    fn resolved(&self, call: &Call) -> Option<Call> {
+        if !call.url.starts_with('/') {
+            return None;
+        }
+        let base = self.base_urls.get(&call.provider)?;
+        let mut call = call.clone();
+        call.url = format!("{}{}", base.trim_end_matches('/'), call.url);
+        Some(call)
+    }
+
+    /// The executor (admission, plugins, transport and retries).
+    pub fn executor(&self) -> &Arc<Executor> {
+        &self.executor
+    }
+
+    /// The admission queue.
+    pub fn admission(&self) -> &Admission {
+        self.executor.admission()
+    }
+
+    /// The write engine.
+    pub fn writes(&self) -> &Writes {
+        &self.writes
+    }
+
+    /// The journal of writes.
+    pub fn journal(&self) -> &Arc<Journal> {
+        &self.journal
+    }
+
+    /// The audit log.
+    pub fn audit(&self) -> &Arc<AuditLog> {
+        &self.audit
+    }
+
+    /// Signs what the audit log holds with a last checkpoint. Call it before the process
+    /// exits; a host that dies without it leaves an unsigned tail, which the next start
+    /// signs.
+    ///
+    /// # Errors
+    /// [`AuditError`] naming the file.
+    pub fn close(&self) -> Result<(), AuditError> {
+        self.audit.sign_tail(self.clock.wall_ms()).map(|_| ())
+    }
+}
