@@ -1,16 +1,47 @@
 //! sluice: a governor for every outbound API call that AI agents make.
 //!
-//! The host owns quota buckets, the outbound queue and the retry loop. What differs per
-//! provider lives in sandboxed WebAssembly plugins behind the versioned WIT contract
-//! `sluice:policy@0.2.0` (`wit/policy.wit`; plugins built against the frozen 0.1.0 still
-//! load), which the host calls once before a request is queued (`plan-request`) and once per
-//! attempt (`read-response`):
+//! Every call an agent makes goes through one host: it waits in a fair queue below the
+//! provider's limits (no 429 storms), is retried only as its class allows, and a write is
+//! journaled before it is sent and reconciled rather than resent (never a duplicated side
+//! effect). What differs per provider lives in sandboxed WebAssembly plugins.
 //!
-//! - [`plugin`] loads and runs plugins under hard limits;
-//! - [`guard`] puts a plugin behind quarantine and the built-in [`fallback`] policy, which
-//!   is what the rest of the host calls;
+//! ```no_run
+//! use sluice::Sluice;
+//! use sluice::execute::{Call, Outcome};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // sluice.toml names each provider's plugin, base URL, credentials and limits.
+//! let sluice = Sluice::builder().config_file("sluice.toml").build()?;
+//! let call = Call::get("openai", "/v1/models").credential("team-key").tenant("acme");
+//! if let Outcome::Succeeded { response, .. } = sluice.execute(&call).await {
+//!     println!("{}", response.status);
+//! }
+//! sluice.close()?;
+//! # Ok(()) }
+//! ```
+//!
+//! A whole example that runs against a provider on loopback is `examples/embed.rs`
+//! (`cargo run -p sluice --example embed`).
+//!
+//! # Map
+//!
+//! - [`Sluice`] and [`SluiceBuilder`]: the one way in, from a [`config`] file;
+//! - [`execute`]: one call from the queue to a typed outcome ([`execute::Call`]);
+//! - [`admission`]: scopes, GCRA buckets, the fair priority queue, tenants and tiers;
+//! - [`retry`]: budgets per request class, backoff, circuit breakers;
+//! - [`transport`]: HTTP, TLS, timeouts and proxies;
+//! - [`writes`], [`journal`]: safe writes and their SQLite journal, escalations;
+//! - [`audit`]: the tamper-evident, signed audit log and its verifier;
+//! - [`credentials`]: where each call's secret headers come from, by label;
+//! - [`policy`]: the plugin contract's vocabulary (`sluice:policy@0.2.0`, `wit/policy.wit`;
+//!   plugins built against the frozen 0.1.0 still load), which the host calls once before a
+//!   request is queued (`plan-request`) and once per attempt (`read-response`);
+//! - [`plugin`] loads and runs plugins under hard limits; [`guard`] puts a plugin behind
+//!   quarantine and the built-in [`fallback`] policy;
 //! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`);
-//! - [`printable`] is how anything sluice did not write (names, keys, messages) is printed.
+//! - [`clock`]: time, injected; [`input_file`], [`private_fs`]: reading untrusted files and
+//!   writing private ones; [`printable`]: how anything sluice did not write is printed.
 #![warn(missing_docs)]
 
 pub mod admission;

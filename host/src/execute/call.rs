@@ -168,7 +168,8 @@ impl Call {
         self
     }
 
-    /// Shares one attempt with identical reads in flight (see [`Call::coalesce`]'s field).
+    /// Shares one attempt with identical reads of the same credential in flight (reads only,
+    /// and only those whose answer may be shared: see the `coalesce` field).
     #[must_use]
     pub fn coalesced(mut self) -> Self {
         self.coalesce = true;

@@ -367,6 +367,24 @@ impl Journal {
         Ok(n)
     }
 
+    /// Whether `task` waits for a person's decision on its spent time budget: a
+    /// `time_budget` escalation of it not yet carried out. Such a task sends nothing — in this
+    /// host or, after a restart, in the next — until the decision (continue, or cancel) is
+    /// applied.
+    ///
+    /// # Errors
+    /// A SQLite failure.
+    pub fn awaits_decision(&self, task: &str) -> Result<bool, JournalError> {
+        self.conn()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM escalations \
+                 WHERE task = ?1 AND kind = ?2 AND applied = 0)",
+                rusqlite::params![task, escalations::Kind::TimeBudget.name()],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sqlite(e))
+    }
+
     /// Whether `task` was cancelled.
     ///
     /// # Errors

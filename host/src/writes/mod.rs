@@ -360,10 +360,28 @@ impl Writes {
                         .detail(&format!("{} {}", action.route, action.class)),
                 )?;
                 self.step(Step::IntentCommitted);
+                if let Some(held) = self.held_for_decision(&action)? {
+                    return Ok(held);
+                }
                 self.send(&action, &write.call, "send").await
             }
             Recorded::Existing(action) => self.resume(action).await,
         }
+    }
+
+    /// `action`, left `pending`, when its task waits for a decision on its spent time
+    /// budget ([`Journal::awaits_decision`]): the suspension is in the journal, so it holds
+    /// across restarts, and the executor is told again, so the task's waiting calls stay
+    /// cancelled too.
+    fn held_for_decision(&self, action: &Action) -> Result<Option<WriteOutcome>, WriteError> {
+        if !self.journal.awaits_decision(&action.task)? {
+            return Ok(None);
+        }
+        self.executor.cancel_task(task_id(&action.task));
+        Ok(Some(WriteOutcome::Deferred {
+            action: action.clone(),
+            terminal: None,
+        }))
     }
 
     /// Carries an action found in the journal on from its state, with its original key.
@@ -373,6 +391,9 @@ impl Writes {
             State::Pending => {
                 if self.journal.is_cancelled(&action.task)? {
                     return self.cancel_action(&action);
+                }
+                if let Some(held) = self.held_for_decision(&action)? {
+                    return Ok(held);
                 }
                 let stored = StoredRequest::load(&action)?;
                 let call = stored.call(&action, self.journal.body(action.id)?);

@@ -1,0 +1,21 @@
+//! The README's embedding section shows `examples/embed.rs` as it is: the code a reader
+//! copies is the code CI runs.
+
+#[test]
+fn the_readme_embedding_section_is_the_example_verbatim() {
+    let readme = include_str!("../../README.md");
+    let example = include_str!("../examples/embed.rs");
+    let section = readme
+        .split("## Embedding sluice")
+        .nth(1)
+        .expect("the README has an Embedding sluice section");
+    let code = section
+        .split("```rust\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the section holds a rust block");
+    assert_eq!(
+        code, example,
+        "README.md's embedding example differs from host/examples/embed.rs: copy it over"
+    );
+}
