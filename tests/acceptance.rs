@@ -13,9 +13,9 @@
 use std::time::Duration;
 
 use sluice::clock::tokio_now;
+use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome};
 use sluice::journal::State;
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::writes::{WriteOutcome, Writes};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};

@@ -330,7 +330,7 @@ fn a_vectors_credentials_reach_neither_the_plugin_nor_the_fail_line() {
         headers.join(",")
     );
     let report = vectors::run(
-        &plugin,
+        &*plugin,
         &vectors::parse(Path::new("echo.json"), &text).unwrap(),
     );
     let failure = report.results[0].failure.as_deref().unwrap();

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use sluice::contract::RequestClass;
 use sluice::execute::Outcome;
 use sluice::journal::State;
 use sluice::journal::escalations::{Choice, Decision, Kind};
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::writes::{WriteOutcome, Writes};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};

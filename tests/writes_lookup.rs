@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
+use sluice::contract::RequestClass;
 use sluice::journal::{State, client_reference};
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::writes::{Write, WriteOutcome, Writes};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Stored, Style};

@@ -21,10 +21,10 @@ use std::time::Duration;
 
 use sluice::admission::{Admission, Config};
 use sluice::clock::{Clock, SystemClock, TokioClock};
+use sluice::contract::RequestClass;
 use sluice::execute::{Call, Executor, Outcome};
 use sluice::guard::{GuardedPolicy, QuarantinePolicy};
 use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};

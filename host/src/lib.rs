@@ -6,6 +6,8 @@
 //! load), which the host calls once before a request is queued (`plan-request`) and once per
 //! attempt (`read-response`):
 //!
+//! - [`contract`] is the contract's vocabulary as plain types, and [`contract::ProviderPolicy`]
+//!   the trait every policy (a plugin, the built-in one) answers through;
 //! - [`plugin`] loads and runs plugins under hard limits;
 //! - [`guard`] puts a plugin behind quarantine and the built-in [`fallback`] policy, which
 //!   is what the rest of the host calls;
@@ -16,6 +18,7 @@
 pub mod admission;
 pub mod audit;
 pub mod clock;
+pub mod contract;
 pub mod execute;
 pub mod fallback;
 pub mod guard;

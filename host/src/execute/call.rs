@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::admission::{Class, TaskId};
-use crate::policy::{Classification, RequestClass, Response};
+use crate::contract::{Classification, RequestClass, Response};
 use crate::retry::{Open, Stop};
 
 /// One logical call.

@@ -22,8 +22,8 @@ use std::time::Duration;
 use crate::admission::coalesce::{Coalescer, Joined};
 use crate::admission::{Admission, TaskId};
 use crate::clock::Clock;
+use crate::contract::RequestClass;
 use crate::guard::GuardedPolicy;
-use crate::policy::RequestClass;
 use crate::retry::{Breakers, RetryConfig};
 use crate::transport::Transport;
 
