@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use sluice::Sluice;
 use sluice::clock::tokio_now;
+use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome};
 use sluice::journal::State;
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::writes::WriteOutcome;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};

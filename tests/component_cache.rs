@@ -6,8 +6,8 @@
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
+use sluice::contract::{ProviderPolicy, RequestClass, ResponsePart, Verdict};
 use sluice::plugin::{CacheOutcome, ComponentCache, Plugin, PluginRuntime, RuntimeConfig};
-use sluice::policy::{RequestClass, ResponsePart, Verdict};
 use sluice_tests::{TEST_DEADLINE, request, response};
 
 /// A runtime caching in `dir`.

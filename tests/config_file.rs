@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use sluice::Sluice;
+use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome};
-use sluice::policy::RequestClass;
 use sluice::writes::{Write, WriteOutcome};
 use sluice_fake_provider::tls::TestCa;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};

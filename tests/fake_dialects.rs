@@ -3,7 +3,9 @@
 //! the wait it named, and its quota headers become observations.
 
 use sluice::clock::{Clock, SystemClock};
-use sluice::policy::{Dimension, Outcome, RequestClass, Response, ResponsePart, Verdict};
+use sluice::contract::{
+    Dimension, Outcome, ProviderPolicy, RequestClass, Response, ResponsePart, Verdict,
+};
 use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 use sluice_tests::{request, runtime};

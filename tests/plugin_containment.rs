@@ -6,9 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice::clock::ManualClock;
+use sluice::contract::{
+    Classification, Outcome, ProviderPolicy, Request, RequestClass, ResponsePart, Verdict,
+};
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
 use sluice::plugin::{Failure, LoadError, RuntimeConfig};
-use sluice::policy::{Classification, Outcome, Request, RequestClass, ResponsePart, Verdict};
 use sluice_tests::{TEST_DEADLINE, hostile, request, response, runtime, runtime_with};
 
 /// What the plugin reads from a 200 to `path`: its verdict, or how the call failed.

@@ -5,12 +5,13 @@
 use std::sync::Arc;
 
 use sluice::clock::ManualClock;
+use sluice::contract::{
+    Cost, Dimension, Outcome, PriorityClass, ProviderPolicy, ReconcilePlan, Reconciliation,
+    RequestClass, ResponsePart, TransportFailure, UncertainWrite, Verdict,
+};
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
 use sluice::plugin::{Contract, bundled};
-use sluice::policy::{
-    Cost, Dimension, Outcome, PriorityClass, ReconcilePlan, Reconciliation, RequestClass,
-    ResponsePart, TransportFailure, UncertainWrite, Verdict, encode_fields,
-};
+use sluice::policy::encode_fields;
 use sluice_tests::{legacy, plain_response, request, response, runtime};
 
 #[test]

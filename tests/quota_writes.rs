@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use sluice::Sluice;
+use sluice::contract::RequestClass;
 use sluice::execute::Outcome;
 use sluice::journal::State;
 use sluice::journal::escalations::{Choice, Decision, Kind};
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::writes::WriteOutcome;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};

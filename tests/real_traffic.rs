@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice::clock::{Clock, TokioClock};
+use sluice::contract::{RequestClass, TransportFailure};
 use sluice::execute::{Call, NextAction, Outcome, Reason, StreamOutcome, Terminal};
-use sluice::policy::{RequestClass, TransportFailure};
 use sluice::retry::{RetryConfig, Stop};
 use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};

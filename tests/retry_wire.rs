@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice::contract::RequestClass;
 use sluice::execute::{Call, NextAction, Outcome, Reason, Terminal};
-use sluice::policy::RequestClass;
 use sluice::retry::{RetryConfig, Stop};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 use sluice_tests::stack::executor;

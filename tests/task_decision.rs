@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use sluice::contract::RequestClass;
 use sluice::journal::escalations::{Choice, Decision};
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::writes::WriteOutcome;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};

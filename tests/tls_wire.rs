@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use sluice::contract::{Outcome as WireOutcome, Request, RequestClass, TransportFailure};
 use sluice::execute::{Call, Outcome};
-use sluice::policy::{Outcome as WireOutcome, Request, RequestClass, TransportFailure};
 use sluice::retry::RetryConfig;
 use sluice::transport::{
     BuiltInRoots, ExtraRoot, Fault, ProxySetting, Timeouts, Transport, TransportConfig,

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use sluice::Sluice;
+use sluice::contract::RequestClass;
 use sluice::journal::{State, client_reference};
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::writes::{Write, WriteOutcome};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Stored, Style};

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use sluice::Sluice;
 use sluice::audit::verify;
+use sluice::contract::RequestClass;
 use sluice::journal::escalations::{Choice, Decision};
 use sluice::journal::{JournalError, State};
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::writes::{WriteError, WriteOutcome};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};

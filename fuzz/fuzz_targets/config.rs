@@ -11,7 +11,7 @@
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use sluice::admission::{Config, Scheduler};
-use sluice::policy::RequestClass;
+use sluice::contract::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice_fuzz::drive::{self, Driver, Routes};
 

@@ -10,11 +10,12 @@
 use arbitrary::{Arbitrary, Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use sluice::admission::{Ask, Class, Config, Scheduler, Usage};
-use sluice::plugin::{Caps, validate};
-use sluice::policy::{
+use sluice::contract::{
     Classification, Cost, Description, Dimension, Observation, PriorityClass, Reading,
-    ReconcilePlan, Reconciliation, RequestPlan, StatusQuery, Verdict, encode_fields, field_pairs,
+    ReconcilePlan, Reconciliation, RequestPlan, StatusQuery, Verdict,
 };
+use sluice::plugin::{Caps, validate};
+use sluice::policy::{encode_fields, field_pairs};
 use sluice_fuzz::drive::{self, Driver};
 
 const CONFIG: &str = "

@@ -2,7 +2,7 @@
 //! case for case, so a bundled plugin's native answer can be checked by the host's
 //! validation exactly as its component's answer is.
 
-use sluice::policy as host;
+use sluice::contract as host;
 use sluice_plugin_sdk as guest;
 
 pub fn verdict(v: guest::Verdict) -> host::Verdict {

@@ -5,7 +5,7 @@
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 use sluice::admission::{Ask, Class, Event, GrantId, Nanos, RequestId, Scheduler, TaskId, Usage};
-use sluice::policy::Observation;
+use sluice::contract::Observation;
 
 /// One step.
 #[derive(Debug, Arbitrary)]

@@ -17,8 +17,9 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use sluice::contract::{Outcome, ProviderPolicy, Request, RequestClass, Response, ResponsePart};
 use sluice::plugin::{ComponentCache, Contract, Plugin, PluginRuntime, RuntimeConfig};
-use sluice::policy::{Outcome, Request, RequestClass, Response, ResponsePart, encode_fields};
+use sluice::policy::encode_fields;
 use sluice_plugin_ietf::Ietf;
 use sluice_plugin_openai::OpenAi;
 

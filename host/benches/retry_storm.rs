@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use sluice::Sluice;
 use sluice::clock::{Clock, SystemClock};
+use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome};
-use sluice::policy::RequestClass;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 
 const AGENTS: usize = 50;

@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .credential("team-key")
     .tenant("acme")
-    .class(sluice::policy::RequestClass::Read)
+    .class(sluice::contract::RequestClass::Read)
     .header("content-type", "application/json");
     match sluice.execute(&chat).await {
         Outcome::Succeeded {

@@ -8,23 +8,39 @@
 //! instead of resending. The plugin that knows the provider may be more precise; without
 //! it, the host never guesses that a second send is harmless.
 
+use std::sync::LazyLock;
+
 use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::headers::Headers;
 
-use crate::policy::{
-    Classification, Cost, Dimension, Observation, Outcome, PriorityClass, Reading, ReconcilePlan,
-    Reconciliation, Request, RequestClass, RequestPlan, Response, ResponsePart, TransportFailure,
-    UncertainWrite, Verdict,
+use crate::contract::{
+    Classification, Cost, Description, Dimension, Observation, Outcome, PluginError, PriorityClass,
+    ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan,
+    Response, ResponsePart, TransportFailure, UncertainWrite, Verdict,
 };
 
-/// The built-in policy. Stateless; every function is total.
+/// The built-in policy. Stateless; every call answers (it never returns an error).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Fallback;
 
-impl Fallback {
+/// The built-in policy's description: it governs no host of its own, only what no plugin
+/// answers for.
+static DESCRIPTION: LazyLock<Description> = LazyLock::new(|| Description {
+    name: "built-in".into(),
+    version: env!("CARGO_PKG_VERSION").into(),
+    provider: "any (generic HTTP semantics)".into(),
+    hosts: Vec::new(),
+    routes: Vec::new(),
+});
+
+impl ProviderPolicy for Fallback {
+    fn description(&self) -> &Description {
+        &DESCRIPTION
+    }
+
     /// Standard class, no tenant, no deadline, one request, no scopes.
-    pub fn plan_request(&self, _req: &Request) -> RequestPlan {
-        RequestPlan {
+    fn plan_request(&self, _req: &Request) -> Result<RequestPlan, PluginError> {
+        Ok(RequestPlan {
             class: PriorityClass::Standard,
             tenant: None,
             deadline_ms: None,
@@ -33,36 +49,47 @@ impl Fallback {
                 amount: 1,
             }],
             scopes: Vec::new(),
-        }
+        })
     }
 
     /// Generic classification, where writes fail closed (see the module docs); the IETF
     /// rate-limit fields when the headers are read (a whole answer, or a stream's start);
     /// no usage.
-    pub fn read_response(&self, req: &Request, outcome: &Outcome, part: ResponsePart) -> Reading {
+    fn read_response(
+        &self,
+        req: &Request,
+        outcome: &Outcome,
+        part: ResponsePart,
+    ) -> Result<Reading, PluginError> {
         let observations = match (outcome, part) {
             (Outcome::Response(r), ResponsePart::Complete | ResponsePart::StreamStart) => {
                 ietf_observations(&headers(&r.headers))
             }
             _ => Vec::new(),
         };
-        Reading {
+        Ok(Reading {
             classification: classify(req, outcome),
             observations,
             usage: Vec::new(),
-        }
+        })
     }
 
     /// Unsupported: without the provider's plugin, only a human can settle a write.
-    pub fn reconcile(&self, _write: &UncertainWrite) -> ReconcilePlan {
-        ReconcilePlan::Unsupported(
+    fn reconcile(&self, _write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
+        Ok(ReconcilePlan::Unsupported(
             "no working plugin for this provider: the built-in policy cannot look up writes".into(),
-        )
+        ))
     }
 
     /// Unknown, for the same reason.
-    pub fn read_reconciliation(&self, _write: &UncertainWrite, _resp: &Response) -> Reconciliation {
-        Reconciliation::Unknown("the built-in policy cannot read provider lookups".into())
+    fn read_reconciliation(
+        &self,
+        _write: &UncertainWrite,
+        _resp: &Response,
+    ) -> Result<Reconciliation, PluginError> {
+        Ok(Reconciliation::Unknown(
+            "the built-in policy cannot read provider lookups".into(),
+        ))
     }
 }
 
@@ -120,6 +147,7 @@ mod tests {
     fn classify(req: &Request, outcome: &Outcome) -> Classification {
         Fallback
             .read_response(req, outcome, ResponsePart::Complete)
+            .expect("the built-in policy answers")
             .classification
     }
 
@@ -177,7 +205,7 @@ mod tests {
             (ResponsePart::StreamStart, 1),
             (ResponsePart::StreamEnd, 0),
         ] {
-            let reading = Fallback.read_response(&r, &limited, part);
+            let reading = Fallback.read_response(&r, &limited, part).unwrap();
             assert_eq!(reading.observations.len(), expected, "{part:?}");
             assert!(reading.usage.is_empty());
         }
@@ -185,7 +213,7 @@ mod tests {
 
     #[test]
     fn plans_one_request_in_no_scope() {
-        let plan = Fallback.plan_request(&req(RequestClass::Read));
+        let plan = Fallback.plan_request(&req(RequestClass::Read)).unwrap();
         assert_eq!(plan.class, PriorityClass::Standard);
         assert!(plan.scopes.is_empty() && plan.tenant.is_none());
         assert_eq!(
@@ -209,7 +237,7 @@ mod tests {
         };
         assert!(matches!(
             Fallback.reconcile(&w),
-            ReconcilePlan::Unsupported(_)
+            Ok(ReconcilePlan::Unsupported(_))
         ));
     }
 }

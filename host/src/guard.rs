@@ -1,6 +1,8 @@
 //! A plugin behind a guard: the policy the rest of the host calls.
 //!
-//! Every call goes to the plugin first. When the plugin declines, the built-in
+//! The guarded policy is any [`ProviderPolicy`]: a sandboxed [`Plugin`](crate::plugin::Plugin)
+//! in production, a plugin's logic compiled natively in tests. Every call goes to the plugin
+//! first. When the plugin declines, the built-in
 //! [`Fallback`] answers that call. When the plugin *fails* (traps, times out, exhausts
 //! memory, returns invalid output), the fallback answers too, the failure is recorded, and
 //! after [`QuarantinePolicy::after_consecutive_failures`] failures in a row the plugin is
@@ -14,12 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
-use crate::fallback::Fallback;
-use crate::plugin::{Plugin, PluginError};
-use crate::policy::{
-    Outcome, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan, Response, ResponsePart,
-    UncertainWrite,
+use crate::contract::{
+    Outcome, PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request,
+    RequestPlan, Response, ResponsePart, UncertainWrite,
 };
+use crate::fallback::Fallback;
 
 /// When to stop calling a failing plugin.
 #[derive(Debug, Clone)]
@@ -77,7 +78,7 @@ pub struct Health {
 /// A plugin with quarantine and the built-in fallback.
 #[derive(Debug)]
 pub struct GuardedPolicy {
-    plugin: Arc<Plugin>,
+    plugin: Arc<dyn ProviderPolicy>,
     fallback: Fallback,
     policy: QuarantinePolicy,
     clock: Arc<dyn Clock>,
@@ -85,8 +86,22 @@ pub struct GuardedPolicy {
 }
 
 impl GuardedPolicy {
-    /// Guards `plugin` under `policy`, reading time from `clock`.
-    pub fn new(plugin: Arc<Plugin>, policy: QuarantinePolicy, clock: Arc<dyn Clock>) -> Self {
+    /// Guards `plugin` (a loaded [`Plugin`](crate::plugin::Plugin), or any other
+    /// [`ProviderPolicy`]) under `policy`, reading time from `clock`.
+    pub fn new<P: ProviderPolicy + 'static>(
+        plugin: Arc<P>,
+        policy: QuarantinePolicy,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self::guarding(plugin, policy, clock)
+    }
+
+    /// As [`GuardedPolicy::new`], for a policy already behind `dyn`.
+    pub fn guarding(
+        plugin: Arc<dyn ProviderPolicy>,
+        policy: QuarantinePolicy,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         Self {
             plugin,
             fallback: Fallback,
@@ -97,8 +112,8 @@ impl GuardedPolicy {
     }
 
     /// The guarded plugin.
-    pub fn plugin(&self) -> &Plugin {
-        &self.plugin
+    pub fn plugin(&self) -> &dyn ProviderPolicy {
+        &*self.plugin
     }
 
     /// A snapshot of the plugin's health.
@@ -109,7 +124,7 @@ impl GuardedPolicy {
     /// Plans a request before it is queued: class, tenant, deadline, expected cost and the
     /// scopes it counts in. The built-in plan is one request, standard class, no scope.
     pub fn plan_request(&self, req: &Request) -> Answer<RequestPlan> {
-        self.answer(|p| p.plan_request(req), || self.fallback.plan_request(req))
+        self.answer(|p| p.plan_request(req))
     }
 
     /// Reads an attempt's outcome (or one part of a streamed answer) in one plugin call:
@@ -120,15 +135,12 @@ impl GuardedPolicy {
         outcome: &Outcome,
         part: ResponsePart,
     ) -> Answer<Reading> {
-        self.answer(
-            |p| p.read_response(req, outcome, part),
-            || self.fallback.read_response(req, outcome, part),
-        )
+        self.answer(|p| p.read_response(req, outcome, part))
     }
 
     /// Says how to settle an uncertain write.
     pub fn reconcile(&self, write: &UncertainWrite) -> Answer<ReconcilePlan> {
-        self.answer(|p| p.reconcile(write), || self.fallback.reconcile(write))
+        self.answer(|p| p.reconcile(write))
     }
 
     /// Reads a status query's answer.
@@ -137,17 +149,17 @@ impl GuardedPolicy {
         write: &UncertainWrite,
         resp: &Response,
     ) -> Answer<Reconciliation> {
-        self.answer(
-            |p| p.read_reconciliation(write, resp),
-            || self.fallback.read_reconciliation(write, resp),
-        )
+        self.answer(|p| p.read_reconciliation(write, resp))
     }
 
-    fn answer<T>(
-        &self,
-        call: impl FnOnce(&Plugin) -> Result<T, PluginError>,
-        fallback: impl FnOnce() -> T,
-    ) -> Answer<T> {
+    /// Asks the plugin, unless it is quarantined; the built-in policy answers when it is,
+    /// or when the plugin declines or fails (a failure is recorded).
+    fn answer<T>(&self, call: impl Fn(&dyn ProviderPolicy) -> Result<T, PluginError>) -> Answer<T> {
+        // The built-in policy answers every call: its `Err` arm is never taken.
+        let fallback = || match call(&self.fallback) {
+            Ok(value) => value,
+            Err(e) => unreachable!("the built-in policy failed, which it never does: {e}"),
+        };
         let now = self.clock.now();
         if let Some(until) = self.lock().quarantined_until.filter(|u| now < *u) {
             return Answer {
@@ -155,7 +167,7 @@ impl GuardedPolicy {
                 by: AnsweredBy::Quarantined(until),
             };
         }
-        match call(&self.plugin) {
+        match call(&*self.plugin) {
             Ok(value) => {
                 let mut h = self.lock();
                 h.consecutive_failures = 0;
@@ -193,5 +205,127 @@ impl GuardedPolicy {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Health> {
         self.health.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::contract::{Description, Failure, PriorityClass, RequestClass};
+
+    /// A policy that traps on its first `failures` calls, then plans everything interactive.
+    #[derive(Debug)]
+    struct Flaky {
+        description: Description,
+        failures: u32,
+        calls: AtomicU32,
+    }
+
+    impl Flaky {
+        fn new(failures: u32) -> Self {
+            Self {
+                description: Description {
+                    name: "flaky".into(),
+                    version: "1.0.0".into(),
+                    provider: "Example".into(),
+                    hosts: Vec::new(),
+                    routes: Vec::new(),
+                },
+                failures,
+                calls: AtomicU32::new(0),
+            }
+        }
+
+        fn fail(&self, function: &'static str) -> PluginError {
+            PluginError {
+                plugin: self.name().to_owned(),
+                function,
+                failure: Failure::Trap("unreachable".into()),
+            }
+        }
+    }
+
+    impl ProviderPolicy for Flaky {
+        fn description(&self) -> &Description {
+            &self.description
+        }
+
+        fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
+            if self.calls.fetch_add(1, Ordering::SeqCst) < self.failures {
+                return Err(self.fail("plan-request"));
+            }
+            let mut plan = Fallback.plan_request(req)?;
+            plan.class = PriorityClass::Interactive;
+            Ok(plan)
+        }
+
+        fn read_response(
+            &self,
+            _: &Request,
+            _: &Outcome,
+            _: ResponsePart,
+        ) -> Result<Reading, PluginError> {
+            Err(self.fail("read-response"))
+        }
+
+        fn reconcile(&self, _: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
+            Err(self.fail("reconcile"))
+        }
+
+        fn read_reconciliation(
+            &self,
+            _: &UncertainWrite,
+            _: &Response,
+        ) -> Result<Reconciliation, PluginError> {
+            Err(self.fail("read-reconciliation"))
+        }
+    }
+
+    fn req() -> Request {
+        Request {
+            method: "GET".into(),
+            url: "https://api.example.com/".into(),
+            class: RequestClass::Read,
+            headers: String::new(),
+            body: Vec::new(),
+            now_ms: 0,
+        }
+    }
+
+    #[test]
+    fn any_policy_behind_the_trait_is_quarantined_after_failing_and_probed_after_the_wait() {
+        let clock = Arc::new(ManualClock::starting_at(0));
+        let flaky = Arc::new(Flaky::new(3));
+        let g = GuardedPolicy::new(flaky.clone(), QuarantinePolicy::default(), clock.clone());
+        for i in 0..3 {
+            let a = g.plan_request(&req());
+            assert!(
+                matches!(a.by, AnsweredBy::Fallback(_)),
+                "call {i}: {:?}",
+                a.by
+            );
+            assert_eq!(a.value.class, PriorityClass::Standard);
+        }
+        assert!(matches!(
+            g.plan_request(&req()).by,
+            AnsweredBy::Quarantined(_)
+        ));
+        assert_eq!(
+            flaky.calls.load(Ordering::SeqCst),
+            3,
+            "not called while quarantined"
+        );
+        assert_eq!(g.plugin().name(), "flaky");
+
+        clock.advance(QuarantinePolicy::default().duration);
+        let probe = g.plan_request(&req());
+        assert!(matches!(probe.by, AnsweredBy::Plugin), "{:?}", probe.by);
+        assert_eq!(probe.value.class, PriorityClass::Interactive);
+        let h = g.health();
+        assert_eq!((h.quarantines, h.total_failures), (1, 3));
+        assert!(h.quarantined_until.is_none());
     }
 }

@@ -34,9 +34,11 @@
 //! - [`writes`], [`journal`]: safe writes and their SQLite journal, escalations;
 //! - [`audit`]: the tamper-evident, signed audit log and its verifier;
 //! - [`credentials`]: where each call's secret headers come from, by label;
-//! - [`policy`]: the plugin contract's vocabulary (`sluice:policy@0.2.0`, `wit/policy.wit`;
-//!   plugins built against the frozen 0.1.0 still load), which the host calls once before a
-//!   request is queued (`plan-request`) and once per attempt (`read-response`);
+//! - [`contract`]: the plugin contract's vocabulary as plain types (`sluice:policy@0.2.0`,
+//!   `wit/policy.wit`; plugins built against the frozen 0.1.0 still load), and
+//!   [`contract::ProviderPolicy`], the trait every policy (a plugin, the built-in one, a
+//!   native one) answers through: once before a request is queued (`plan-request`) and once
+//!   per attempt (`read-response`); [`policy`]: which headers are credentials;
 //! - [`plugin`] loads and runs plugins under hard limits; [`guard`] puts a plugin behind
 //!   quarantine and the built-in [`fallback`] policy;
 //! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`);
@@ -48,6 +50,7 @@ pub mod admission;
 pub mod audit;
 pub mod clock;
 pub mod config;
+pub mod contract;
 pub mod credentials;
 mod embed;
 pub mod execute;

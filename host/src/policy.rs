@@ -1,12 +1,10 @@
-//! The vocabulary of the plugin contract (`wit/policy.wit`, `sluice:policy@0.2.0`), as host
-//! types. Everything the host says to a plugin, and hears back, is one of these; a plugin
-//! built against the frozen 0.1.0 is translated to and from them (`plugin/v1.rs`).
+//! Credentials and header blocks: which request headers carry credentials, how their values
+//! are kept from plugins, logs and escalations, and the `fields` blocks (`name:value\n`)
+//! that carry headers across the contract ([`crate::contract`]).
 
-pub use crate::plugin::bindings::sluice::policy0_2_0::types::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, PriorityClass,
-    Reading, ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan, Response,
-    ResponsePart, StatusQuery, TransportFailure, UncertainWrite, Verdict,
-};
+use std::borrow::Cow;
+
+use crate::contract::Request;
 
 /// Request headers that carry credentials, by name. Their values never reach a plugin, a log or
 /// an escalation; [`is_credential`] also catches vendors' own names by their words.
@@ -48,9 +46,9 @@ pub use sluice_plugin_sdk::headers::{InvalidField, encode as encode_fields, pair
 
 /// `block` (a WIT `fields` block) with the value of every credential header replaced by
 /// [`REDACTED`]; borrowed as is when it holds none.
-pub fn redact_credentials(block: &str) -> std::borrow::Cow<'_, str> {
+pub fn redact_credentials(block: &str) -> Cow<'_, str> {
     if !field_pairs(block).any(|(name, _)| is_credential(name)) {
-        return std::borrow::Cow::Borrowed(block);
+        return Cow::Borrowed(block);
     }
     let mut out = String::with_capacity(block.len());
     for (name, value) in field_pairs(block) {
@@ -59,7 +57,20 @@ pub fn redact_credentials(block: &str) -> std::borrow::Cow<'_, str> {
         out.push_str(if is_credential(name) { REDACTED } else { value });
         out.push('\n');
     }
-    std::borrow::Cow::Owned(out)
+    Cow::Owned(out)
+}
+
+/// `req` with the value of every credential header redacted ([`redact_credentials`]);
+/// borrowed as is when it has none. Every request passes here before a plugin sees it,
+/// whoever makes the call and however the plugin runs.
+pub(crate) fn without_credentials(req: &Request) -> Cow<'_, Request> {
+    match redact_credentials(&req.headers) {
+        Cow::Borrowed(_) => Cow::Borrowed(req),
+        Cow::Owned(headers) => Cow::Owned(Request {
+            headers,
+            ..req.clone()
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -104,9 +115,6 @@ mod tests {
             redacted,
             "Authorization:[redacted]\nX-Api-Key:[redacted]\ncontent-type:application/json\n"
         );
-        assert!(matches!(
-            redact_credentials("a:1\n"),
-            std::borrow::Cow::Borrowed(_)
-        ));
+        assert!(matches!(redact_credentials("a:1\n"), Cow::Borrowed(_)));
     }
 }

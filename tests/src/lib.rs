@@ -12,8 +12,9 @@ pub mod usage_workload;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use sluice::contract::{Outcome, Request, RequestClass, Response};
 use sluice::plugin::{ComponentCache, Plugin, PluginRuntime, RuntimeConfig};
-use sluice::policy::{Outcome, Request, RequestClass, Response, encode_fields};
+use sluice::policy::encode_fields;
 
 /// The hostile fixture's component, built by `build.rs`.
 pub const HOSTILE_WASM: &str = env!("SLUICE_HOSTILE_WASM");

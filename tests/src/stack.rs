@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use sluice::audit::AuditKey;
 use sluice::config::SluiceConfig;
+use sluice::contract::RequestClass;
 use sluice::execute::{Call, Executor};
 use sluice::plugin::RuntimeConfig;
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::transport::{Timeouts, Transport};
 use sluice::writes::Write;

@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use sluice::clock::{Clock, TokioClock};
+use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome};
-use sluice::policy::RequestClass;
 use sluice::retry::RetryConfig;
 use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};

@@ -10,9 +10,9 @@ use sluice::Sluice;
 use sluice::admission::Class;
 use sluice::audit::verify;
 use sluice::clock::{Clock, TokioClock};
+use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome};
 use sluice::journal::State;
-use sluice::policy::RequestClass;
 use sluice::writes::Write;
 use sluice_fake_provider::FakeProvider;
 

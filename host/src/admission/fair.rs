@@ -72,9 +72,9 @@ impl Class {
     }
 }
 
-impl From<crate::policy::PriorityClass> for Class {
-    fn from(c: crate::policy::PriorityClass) -> Self {
-        use crate::policy::PriorityClass as P;
+impl From<crate::contract::PriorityClass> for Class {
+    fn from(c: crate::contract::PriorityClass) -> Self {
+        use crate::contract::PriorityClass as P;
         match c {
             P::Interactive => Self::Interactive,
             P::Standard => Self::Standard,

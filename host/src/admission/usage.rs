@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::policy;
+use crate::contract;
 
 /// What a quota bucket counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -32,13 +32,13 @@ impl Dimension {
 
     /// The host's dimension for a plugin's, if it is a rate quota's (concurrency and
     /// provider-specific dimensions are not).
-    pub fn from_policy(d: &policy::Dimension) -> Option<Self> {
+    pub fn from_policy(d: &contract::Dimension) -> Option<Self> {
         match d {
-            policy::Dimension::Requests => Some(Self::Requests),
-            policy::Dimension::Tokens => Some(Self::Tokens),
-            policy::Dimension::InputTokens => Some(Self::InputTokens),
-            policy::Dimension::OutputTokens => Some(Self::OutputTokens),
-            policy::Dimension::Concurrency | policy::Dimension::Other(_) => None,
+            contract::Dimension::Requests => Some(Self::Requests),
+            contract::Dimension::Tokens => Some(Self::Tokens),
+            contract::Dimension::InputTokens => Some(Self::InputTokens),
+            contract::Dimension::OutputTokens => Some(Self::OutputTokens),
+            contract::Dimension::Concurrency | contract::Dimension::Other(_) => None,
         }
     }
 
@@ -108,7 +108,7 @@ impl Usage {
     /// The usage a plugin's plan (`plan-request`) estimates for one request. A plugin that names
     /// only a token total is read as [`Usage::other_tokens`]; concurrency and
     /// provider-specific dimensions are the host's own business and are ignored.
-    pub fn from_estimate(costs: &[policy::Cost]) -> Self {
+    pub fn from_estimate(costs: &[contract::Cost]) -> Self {
         let mut usage = Self::ONE_REQUEST;
         let mut total = None;
         for cost in costs {
@@ -156,16 +156,16 @@ mod tests {
     #[test]
     fn an_estimate_with_a_total_and_parts_keeps_the_total() {
         let u = Usage::from_estimate(&[
-            policy::Cost {
-                dimension: policy::Dimension::InputTokens,
+            contract::Cost {
+                dimension: contract::Dimension::InputTokens,
                 amount: 100,
             },
-            policy::Cost {
-                dimension: policy::Dimension::Tokens,
+            contract::Cost {
+                dimension: contract::Dimension::Tokens,
                 amount: 1_000,
             },
-            policy::Cost {
-                dimension: policy::Dimension::Concurrency,
+            contract::Cost {
+                dimension: contract::Dimension::Concurrency,
                 amount: 9,
             },
         ]);

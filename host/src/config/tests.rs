@@ -69,7 +69,7 @@ fn a_whole_file_is_read_with_its_paths_taken_from_its_directory() {
     assert_eq!(c.retry.max_delayed_requests, 8);
     assert_eq!(
         c.retry
-            .budget(crate::policy::RequestClass::Read)
+            .budget(crate::contract::RequestClass::Read)
             .max_attempts,
         2
     );

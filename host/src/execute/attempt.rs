@@ -10,11 +10,11 @@ use super::tally::{Tally, next_action};
 use super::usage::corrected;
 use super::{Call, Executor, NextAction, Observer, Outcome, QUOTA_EXHAUSTED, Reason};
 use crate::admission::{Acquire, Class, Permit, Refused, Rejection, Usage};
-use crate::guard::GuardedPolicy;
-use crate::policy::{
+use crate::contract::{
     Classification, Outcome as Wire, Request, Response, ResponsePart, TransportFailure, Verdict,
-    encode_fields,
 };
+use crate::guard::GuardedPolicy;
+use crate::policy::encode_fields;
 use crate::retry::{Backoff, ClassBudget, Next, Spent, Stop, decide, route_template};
 use crate::transport::{Fault, Started};
 

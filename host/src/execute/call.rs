@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::admission::{Class, TaskId};
-use crate::policy::{Classification, RequestClass, Response};
+use crate::contract::{Classification, RequestClass, Response};
 use crate::retry::{Open, Stop};
 
 /// One logical call.
@@ -52,7 +52,7 @@ pub const DEFAULT_CREDENTIAL: &str = "default";
 ///
 /// ```
 /// use sluice::execute::Call;
-/// use sluice::policy::RequestClass;
+/// use sluice::contract::RequestClass;
 ///
 /// let call = Call::post("openai", "https://api.openai.com/v1/chat/completions", r#"{"model":"gpt-4o"}"#)
 ///     .credential("team-key")

@@ -22,9 +22,9 @@ use std::time::Duration;
 use crate::admission::coalesce::{Coalescer, Joined};
 use crate::admission::{Admission, TaskId};
 use crate::clock::Clock;
+use crate::contract::RequestClass;
 use crate::credentials::{Credentials, NoCredentials};
 use crate::guard::GuardedPolicy;
-use crate::policy::RequestClass;
 use crate::retry::{Breakers, RetryConfig};
 use crate::transport::Transport;
 

@@ -17,8 +17,10 @@ use bytes::Bytes;
 use super::Terminal;
 use super::usage::corrected;
 use crate::admission::{Permit, Usage};
+use crate::contract::{
+    Outcome as Wire, Request, Response, ResponsePart, TransportFailure, Verdict,
+};
 use crate::guard::GuardedPolicy;
-use crate::policy::{Outcome as Wire, Request, Response, ResponsePart, TransportFailure, Verdict};
 use crate::transport::Started;
 
 /// How much of a stream's start and of its end the plugin reads at its end.

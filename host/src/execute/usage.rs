@@ -1,7 +1,7 @@
 //! A call's charge, corrected by what the provider says it used.
 
 use crate::admission::{Dimension, Usage};
-use crate::policy::Cost;
+use crate::contract::Cost;
 
 /// The usage to charge once the provider has reported `reported`, as the contract says
 /// (`reading.usage`): each dimension named there replaces the estimate's, and a dimension
@@ -32,7 +32,7 @@ pub(super) fn corrected(estimate: Usage, reported: &[Cost]) -> Option<Usage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::Dimension as D;
+    use crate::contract::Dimension as D;
 
     fn cost(dimension: D, amount: u64) -> Cost {
         Cost { dimension, amount }

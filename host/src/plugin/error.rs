@@ -1,53 +1,10 @@
 //! What can go wrong with a plugin, as typed errors that name the plugin, the function and
 //! what to do.
 
-use std::time::Duration;
-
+use super::limits::Caps;
+use super::validate;
+use crate::contract::{Failure, PluginError, PolicyError};
 use crate::input_file::InputFileError;
-
-/// A plugin call that produced no usable answer.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("plugin `{plugin}`: `{function}` {failure}")]
-pub struct PluginError {
-    /// The plugin's name.
-    pub plugin: String,
-    /// The contract function that was called (`read-response`, `plan-request`, ...).
-    pub function: &'static str,
-    /// What went wrong.
-    pub failure: Failure,
-}
-
-/// How a plugin call failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Failure {
-    /// The call ran past its deadline (a loop, or work far too slow) and was interrupted.
-    #[error("ran past its {} ms deadline and was interrupted", .0.as_millis())]
-    Timeout(Duration),
-    /// The call recursed (or allocated on the stack) past the wasm stack limit.
-    #[error("overflowed the wasm stack (runaway recursion)")]
-    StackOverflow,
-    /// The plugin asked for more memory than its limit.
-    #[error("exceeded its memory limit of {} MiB", .0 >> 20)]
-    OutOfMemory(usize),
-    /// The plugin trapped: a panic, an `unreachable`, an out-of-bounds access.
-    #[error("trapped: {0}")]
-    Trap(String),
-    /// The plugin returned something the host refuses: over a cap, out of range, or
-    /// malformed at the ABI level.
-    #[error("returned invalid output: {0}")]
-    InvalidOutput(String),
-    /// The plugin answered with a `policy-error`: it declined this call.
-    #[error("declined: {0}")]
-    Declined(String),
-}
-
-impl Failure {
-    /// Whether this failure counts toward quarantine. A plugin that declines a call is
-    /// behaving correctly; everything else is a fault.
-    pub fn is_fault(&self) -> bool {
-        !matches!(self, Self::Declined(_))
-    }
-}
 
 /// A plugin that could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -88,4 +45,34 @@ pub enum LoadError {
     /// The runtime could not be set up.
     #[error("cannot start the plugin runtime: {0}")]
     Runtime(String),
+}
+
+/// A plugin's `policy-error` as the [`Failure::Declined`] of `function`, its reason cut to
+/// the caps' string length.
+pub(super) fn declined(
+    plugin: &str,
+    function: &'static str,
+    e: &PolicyError,
+    caps: &Caps,
+) -> PluginError {
+    PluginError {
+        plugin: plugin.to_owned(),
+        function,
+        failure: Failure::Declined(validate::truncate(&e.to_string(), caps.max_string_bytes)),
+    }
+}
+
+/// `value`, or the [`Failure::InvalidOutput`] of `function` when `verdict` (a check of
+/// `validate.rs`) refused it.
+pub(super) fn checked<T>(
+    plugin: &str,
+    function: &'static str,
+    verdict: validate::Check,
+    value: T,
+) -> Result<T, PluginError> {
+    verdict.map(|()| value).map_err(|reason| PluginError {
+        plugin: plugin.to_owned(),
+        function,
+        failure: Failure::InvalidOutput(reason),
+    })
 }

@@ -3,23 +3,25 @@
 //! epoch deadline and the store's limits; a call that fails for any reason discards its
 //! instance, so a broken instance is never reused.
 
-use std::borrow::Cow;
 use std::sync::Mutex;
 
 use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::{Engine, Store, Trap};
 
+use super::bindings::exports::sluice::policy0_2_0::policy::Guest;
+use super::bindings::sluice::policy0_2_0::types as wit;
 use super::cache::CacheOutcome;
 use super::contract::{Bindings, Contract, Pre};
-use super::error::{Failure, LoadError, PluginError};
-use super::limits::RuntimeConfig;
+use super::error::{self, LoadError};
+use super::limits::{Caps, RuntimeConfig};
 use super::state::{Deadline, State};
-use super::{v1, validate};
-use crate::policy::{
-    Description, Outcome, PolicyError, Reading, ReconcilePlan, Reconciliation, Request,
-    RequestPlan, Response, ResponsePart, UncertainWrite, redact_credentials,
+use super::{convert, v1, validate};
+use crate::contract::{
+    Description, Failure, Outcome, PluginError, PolicyError, ProviderPolicy, Reading,
+    ReconcilePlan, Reconciliation, Request, RequestPlan, Response, ResponsePart, UncertainWrite,
 };
+use crate::policy::without_credentials;
 
 /// A warm instance and its store.
 struct Warm {
@@ -82,7 +84,9 @@ impl Plugin {
             cache,
         };
         let description = match plugin.contract() {
-            Contract::V0_2 => plugin.call("describe", |b, s| b.current()?.call_describe(s)),
+            Contract::V0_2 => plugin
+                .call("describe", |b, s| b.current()?.call_describe(s))
+                .map(Description::from),
             Contract::V0_1 => v1::describe(&plugin),
         }
         .and_then(|d| {
@@ -133,97 +137,6 @@ impl Plugin {
         self.pre.contract()
     }
 
-    /// Plans a request before it is queued: class, tenant, deadline, expected cost, scopes.
-    /// A 0.1.0 plugin answers with `decide-priority` and `estimate-cost` (and no scopes).
-    /// The plugin sees the request with its credentials redacted.
-    ///
-    /// # Errors
-    /// A [`PluginError`] when the plugin traps, times out, runs out of memory, returns
-    /// invalid output, or declines.
-    pub fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
-        const F: &str = "plan-request";
-        let req = &*without_credentials(req);
-        let plan = match self.contract() {
-            Contract::V0_2 => {
-                let r = self.call(F, |b, s| b.current()?.call_plan_request(s, req))?;
-                self.declined(F, r)?
-            }
-            Contract::V0_1 => v1::plan_request(self, req)?,
-        };
-        self.check(F, validate::request_plan(&plan, &self.config.caps), plan)
-    }
-
-    /// Reads one attempt's outcome, or one part of a streamed answer, in one call: the
-    /// classification, the quota observations and the usage reported. A 0.1.0 plugin
-    /// answers with `classify` and `parse-quota` (and no usage). The plugin sees the request
-    /// with its credentials redacted.
-    ///
-    /// # Errors
-    /// As [`Plugin::plan_request`].
-    pub fn read_response(
-        &self,
-        req: &Request,
-        outcome: &Outcome,
-        part: ResponsePart,
-    ) -> Result<Reading, PluginError> {
-        const F: &str = "read-response";
-        let req = &*without_credentials(req);
-        let reading = match self.contract() {
-            Contract::V0_2 => {
-                let r = self.call(F, |b, s| {
-                    b.current()?.call_read_response(s, req, outcome, part)
-                })?;
-                self.declined(F, r)?
-            }
-            Contract::V0_1 => v1::read_response(self, req, outcome, part)?,
-        };
-        self.check(F, validate::reading(&reading, &self.config.caps), reading)
-    }
-
-    /// Says how to settle an uncertain write.
-    ///
-    /// # Errors
-    /// As [`Plugin::plan_request`].
-    pub fn reconcile(&self, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
-        let p = match self.contract() {
-            Contract::V0_2 => {
-                let r = self.call("reconcile", |b, s| b.current()?.call_reconcile(s, write))?;
-                self.declined("reconcile", r)?
-            }
-            Contract::V0_1 => v1::reconcile(self, write)?,
-        };
-        self.check(
-            "reconcile",
-            validate::reconcile_plan(&p, &self.config.caps),
-            p,
-        )
-    }
-
-    /// Reads the answer to a status query.
-    ///
-    /// # Errors
-    /// As [`Plugin::plan_request`].
-    pub fn read_reconciliation(
-        &self,
-        write: &UncertainWrite,
-        resp: &Response,
-    ) -> Result<Reconciliation, PluginError> {
-        let v = match self.contract() {
-            Contract::V0_2 => {
-                let r = self.call("read-reconciliation", |b, s| {
-                    b.current()?.call_read_reconciliation(s, write, resp)
-                })?;
-                self.declined("read-reconciliation", r)?
-            }
-            Contract::V0_1 => v1::read_reconciliation(self, write, resp)?,
-        };
-        self.check(
-            "read-reconciliation",
-            validate::reconciliation(&v, &self.config.caps),
-            v,
-        )
-    }
-
     /// Runs `f` on an instance under the deadline; maps every failure to a [`PluginError`].
     pub(super) fn call<R>(
         &self,
@@ -249,6 +162,26 @@ impl Plugin {
                 Err(self.error(function, e, denied))
             }
         }
+    }
+
+    /// One contract call: through the 0.2.0 function when the plugin speaks 0.2.0 (`current`),
+    /// else through the 0.1.0 functions that answer it (`frozen`); a `policy-error` becomes
+    /// [`Failure::Declined`], and the answer is checked against the caps either way.
+    fn answer<T, W: Into<T>>(
+        &self,
+        function: &'static str,
+        current: impl FnOnce(&Guest, &mut Store<State>) -> wasmtime::Result<Result<W, wit::PolicyError>>,
+        frozen: impl FnOnce(&Self) -> Result<T, PluginError>,
+        check: fn(&T, &Caps) -> validate::Check,
+    ) -> Result<T, PluginError> {
+        let value = match self.contract() {
+            Contract::V0_2 => {
+                let r = self.call(function, |b, s| current(b.current()?, s))?;
+                self.declined(function, r)?.into()
+            }
+            Contract::V0_1 => frozen(self)?,
+        };
+        self.check(function, check(&value, &self.config.caps), value)
     }
 
     fn instantiate(&self) -> wasmtime::Result<Warm> {
@@ -325,34 +258,82 @@ impl Plugin {
         function: &'static str,
         r: Result<T, E>,
     ) -> Result<T, PluginError> {
-        r.map_err(|e| {
-            let reason = match e.into() {
-                PolicyError::Unsupported(m) => format!("unsupported: {m}"),
-                PolicyError::InvalidInput(m) => format!("invalid input: {m}"),
-                PolicyError::Other(m) => m,
-            };
-            PluginError {
-                plugin: self.name.clone(),
-                function,
-                failure: Failure::Declined(validate::truncate(
-                    &reason,
-                    self.config.caps.max_string_bytes,
-                )),
-            }
-        })
+        r.map_err(|e| error::declined(&self.name, function, &e.into(), &self.config.caps))
     }
 
     pub(super) fn check<T>(
         &self,
         function: &'static str,
-        verdict: Result<(), String>,
+        verdict: validate::Check,
         value: T,
     ) -> Result<T, PluginError> {
-        verdict.map(|()| value).map_err(|reason| PluginError {
-            plugin: self.name.clone(),
-            function,
-            failure: Failure::InvalidOutput(reason),
-        })
+        error::checked(&self.name, function, verdict, value)
+    }
+}
+
+/// The contract's calls, each answered by the function of the version the plugin speaks,
+/// with credentials redacted from every request the plugin is shown.
+impl ProviderPolicy for Plugin {
+    fn description(&self) -> &Description {
+        &self.description
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Plans a request before it is queued. A 0.1.0 plugin answers with `decide-priority`
+    /// and `estimate-cost` (and no scopes).
+    fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
+        let req = without_credentials(req);
+        self.answer(
+            "plan-request",
+            |g, s| g.call_plan_request(s, &convert::request(req.clone())),
+            |p| v1::plan_request(p, &req),
+            validate::request_plan,
+        )
+    }
+
+    /// Reads one attempt's outcome, or one part of a streamed answer, in one call. A 0.1.0
+    /// plugin answers with `classify` and `parse-quota` (and no usage).
+    fn read_response(
+        &self,
+        req: &Request,
+        outcome: &Outcome,
+        part: ResponsePart,
+    ) -> Result<Reading, PluginError> {
+        let req = without_credentials(req);
+        self.answer(
+            "read-response",
+            |g, s| {
+                let (req, outcome) = (convert::request(req.clone()), outcome.clone().into());
+                g.call_read_response(s, &req, &outcome, part.into())
+            },
+            |p| v1::read_response(p, &req, outcome, part),
+            validate::reading,
+        )
+    }
+
+    fn reconcile(&self, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
+        self.answer(
+            "reconcile",
+            |g, s| g.call_reconcile(s, &write.clone().into()),
+            |p| v1::reconcile(p, write),
+            validate::reconcile_plan,
+        )
+    }
+
+    fn read_reconciliation(
+        &self,
+        write: &UncertainWrite,
+        resp: &Response,
+    ) -> Result<Reconciliation, PluginError> {
+        self.answer(
+            "read-reconciliation",
+            |g, s| g.call_read_reconciliation(s, &write.clone().into(), &resp.clone().into()),
+            |p| v1::read_reconciliation(p, write, resp),
+            validate::reconciliation,
+        )
     }
 }
 
@@ -373,17 +354,4 @@ fn export_names(engine: &Engine, component: &Component) -> Vec<String> {
         }
     }
     out
-}
-
-/// `req` with the value of every credential header redacted
-/// ([`crate::policy::redact_credentials`]); borrowed as is when it has none. Every request
-/// passes here before a plugin sees it, whoever makes the call.
-fn without_credentials(req: &Request) -> Cow<'_, Request> {
-    match redact_credentials(&req.headers) {
-        Cow::Borrowed(_) => Cow::Borrowed(req),
-        Cow::Owned(headers) => Cow::Owned(Request {
-            headers,
-            ..req.clone()
-        }),
-    }
 }

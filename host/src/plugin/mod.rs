@@ -16,9 +16,12 @@ pub mod bindings;
 pub mod bundled;
 mod cache;
 mod contract;
+mod convert;
 mod error;
 mod instance;
 mod limits;
+#[cfg(feature = "native-plugins")]
+mod native;
 mod runtime;
 mod state;
 mod v1;
@@ -27,9 +30,14 @@ pub mod validate;
 #[cfg(not(feature = "fuzzing"))]
 mod validate;
 
+/// The errors of a policy call, which live with the contract; named here too, beside
+/// [`LoadError`], for callers that meet them through a plugin.
+pub use crate::contract::{Failure, PluginError};
 pub use cache::{CacheOutcome, ComponentCache, Digest, digest};
 pub use contract::Contract;
-pub use error::{Failure, LoadError, PluginError};
+pub use error::LoadError;
 pub use instance::Plugin;
 pub use limits::{Caps, MAX_PLUGIN_BYTES, RuntimeConfig};
+#[cfg(feature = "native-plugins")]
+pub use native::NativePlugin;
 pub use runtime::PluginRuntime;

@@ -16,12 +16,11 @@
 //! the same record for record but for `priority`.
 
 use super::bindings::v0_1::sluice::policy::types as old;
-use super::error::PluginError;
 use super::instance::Plugin;
-use crate::policy::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PriorityClass, Reading,
-    ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan, Response, ResponsePart,
-    StatusQuery, TransportFailure, UncertainWrite, Verdict,
+use crate::contract::{
+    Classification, Cost, Description, Dimension, Observation, Outcome, PluginError, PriorityClass,
+    Reading, ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan, Response,
+    ResponsePart, StatusQuery, TransportFailure, UncertainWrite, Verdict,
 };
 
 /// `describe` of a 0.1.0 plugin.
@@ -136,7 +135,7 @@ pub(super) fn read_reconciliation(
 }
 
 /// A 0.1.0 `policy-error`, as the current one: a 0.1.0 plugin declines the same way.
-impl From<old::PolicyError> for crate::policy::PolicyError {
+impl From<old::PolicyError> for crate::contract::PolicyError {
     fn from(e: old::PolicyError) -> Self {
         match e {
             old::PolicyError::Unsupported(m) => Self::Unsupported(m),

@@ -6,7 +6,7 @@
 //! The module is public only with the `fuzzing` feature, for the fuzz targets in `fuzz/`.
 
 use super::limits::Caps;
-use crate::policy::{
+use crate::contract::{
     Classification, Cost, Description, Dimension, Observation, Reading, ReconcilePlan,
     Reconciliation, RequestPlan,
 };
@@ -234,7 +234,7 @@ pub fn reconciliation(r: &Reconciliation, caps: &Caps) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{PriorityClass, StatusQuery};
+    use crate::contract::{PriorityClass, StatusQuery};
 
     fn caps() -> Caps {
         Caps::default()
@@ -312,7 +312,7 @@ mod tests {
     fn usage_amounts_are_capped_and_name_each_dimension_once() {
         let reading = |usage: Vec<Cost>| Reading {
             classification: Classification {
-                verdict: crate::policy::Verdict::Success,
+                verdict: crate::contract::Verdict::Success,
                 retry_after_ms: None,
                 error_code: None,
                 should_retry: None,
@@ -356,7 +356,7 @@ mod tests {
     #[test]
     fn caps_on_strings_and_delays() {
         let c = Classification {
-            verdict: crate::policy::Verdict::Success,
+            verdict: crate::contract::Verdict::Success,
             retry_after_ms: Some(caps().max_delay_ms + 1),
             error_code: None,
             should_retry: None,

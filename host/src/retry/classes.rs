@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::backoff::Backoff;
-use crate::policy::RequestClass;
+use crate::contract::RequestClass;
 
 /// The longest duration the retry configuration can name, in milliseconds: a day.
 pub const MAX_DURATION_MS: u64 = 24 * 3_600_000;
@@ -104,8 +104,8 @@ impl RetryConfig {
     /// let c = sluice::retry::RetryConfig::from_toml(
     ///     "max_delayed_requests = 8\n[classes.read]\nmax_attempts = 2\nmax_wait_ms = 5000\nretry_statuses = [429, 503]\n",
     /// )?;
-    /// assert_eq!(c.budget(sluice::policy::RequestClass::Read).max_attempts, 2);
-    /// assert_eq!(c.budget(sluice::policy::RequestClass::UncertainWrite).max_attempts, 1);
+    /// assert_eq!(c.budget(sluice::contract::RequestClass::Read).max_attempts, 2);
+    /// assert_eq!(c.budget(sluice::contract::RequestClass::UncertainWrite).max_attempts, 1);
     /// # Ok::<(), sluice::retry::RetryConfigError>(())
     /// ```
     ///

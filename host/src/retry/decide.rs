@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::backoff::Backoff;
 use super::classes::ClassBudget;
-use crate::policy::{Classification, RequestClass, Verdict};
+use crate::contract::{Classification, RequestClass, Verdict};
 
 /// Why a call ends without success.
 #[derive(Debug, Clone, PartialEq, Eq)]

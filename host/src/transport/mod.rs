@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::policy::{Outcome, Request, Response, TransportFailure, encode_fields, field_pairs};
+use crate::contract::{Outcome, Request, Response, TransportFailure};
+use crate::policy::{encode_fields, field_pairs};
 
 pub use client::TransportError;
 pub use config::{BuiltInRoots, ExtraRoot, PoolConfig, ProxySetting, TransportConfig};

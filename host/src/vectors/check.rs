@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
 use super::format::dimension_name;
-use crate::policy::{Classification, Cost, Observation, RequestPlan};
+use crate::contract::{Classification, Cost, Observation, RequestPlan};
 
 /// The first difference between the classification and the expectation, if any.
 pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {

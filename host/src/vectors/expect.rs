@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::policy::{PriorityClass, Verdict};
+use crate::contract::{PriorityClass, Verdict};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

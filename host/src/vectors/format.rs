@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::expect::{self, Expect, RawExpect};
-use crate::policy::{
+use crate::contract::{
     Dimension, Outcome, Request, RequestClass, Response, ResponsePart, TransportFailure,
 };
 

@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
 pub use format::{Case, DEFAULT_NOW_MS, dimension_name};
 
+use crate::contract::ProviderPolicy;
 use crate::input_file::{self, InputFileError};
-use crate::plugin::Plugin;
 use crate::printable::printable;
 
 /// A vector file that could not be read.
@@ -148,10 +148,11 @@ impl Report {
     }
 }
 
-/// Runs every case of `file` against `plugin`, directly (no fallback: a plugin failure
-/// fails the case). The plugin never sees a case's credentials: [`Plugin`] redacts them, as
-/// for every request.
-pub fn run(plugin: &Plugin, file: &VectorFile) -> Report {
+/// Runs every case of `file` against `plugin` (a loaded [`Plugin`](crate::plugin::Plugin), or
+/// any [`ProviderPolicy`]), directly (no fallback: a plugin failure fails the case). A plugin
+/// never sees a case's credentials: [`Plugin`](crate::plugin::Plugin) redacts them, as for
+/// every request.
+pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> Report {
     let results = file
         .cases
         .iter()
@@ -166,7 +167,7 @@ pub fn run(plugin: &Plugin, file: &VectorFile) -> Report {
     }
 }
 
-fn run_case(plugin: &Plugin, case: &Case) -> Option<String> {
+fn run_case(plugin: &dyn ProviderPolicy, case: &Case) -> Option<String> {
     let reading = match plugin.read_response(&case.request, &case.outcome, case.part) {
         Ok(r) => r,
         Err(e) => return Some(e.to_string()),

@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{Write, WriteError, task_id};
+use crate::contract::RequestClass;
 use crate::execute::Call;
 use crate::journal::{Action, Intent};
-use crate::policy::RequestClass;
 use crate::retry::{class_name, class_named, route_template};
 
 /// The idempotency key's header.

@@ -6,10 +6,10 @@ use std::time::Duration;
 use super::request::keyed;
 use super::{Step, WriteError, WriteOutcome, Writes, task_id};
 use crate::audit::EventKind;
+use crate::contract::{Classification, Response, Verdict};
 use crate::execute::{Call, Observer, Outcome, Reason, Terminal};
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, AttemptRecord, State};
-use crate::policy::{Classification, Response, Verdict};
 use crate::retry::Stop;
 use crate::vectors::verdict_name;
 

@@ -18,13 +18,12 @@ use super::request::StoredRequest;
 use super::send::{RESEND, STATUS_QUERY};
 use super::{Step, WriteError, WriteOutcome, Writes};
 use crate::audit::EventKind;
+use crate::contract::{ReconcilePlan, Reconciliation, RequestClass, StatusQuery, UncertainWrite};
 use crate::execute::{Call, Outcome};
 use crate::guard::GuardedPolicy;
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, AttemptRecord, State};
-use crate::policy::{
-    ReconcilePlan, Reconciliation, RequestClass, StatusQuery, UncertainWrite, field_pairs,
-};
+use crate::policy::field_pairs;
 
 /// Whether `body` holds `reference`: the provider can be asked about a reference only if it
 /// was sent one.
@@ -225,7 +224,7 @@ impl Writes {
         action: &Action,
         stored: &StoredRequest,
         q: &StatusQuery,
-    ) -> Result<Option<crate::policy::Response>, WriteError> {
+    ) -> Result<Option<crate::contract::Response>, WriteError> {
         let call = Call {
             provider: action.provider.clone(),
             credential: stored.credential.clone(),

@@ -147,7 +147,7 @@ fn a_learned_limit_smaller_than_configured_paces_the_scope() {
 #[test]
 fn a_plugins_observations_land_in_the_grants_scopes() {
     use sluice::admission::Event;
-    use sluice::policy::{Dimension as D, Observation};
+    use sluice::contract::{Dimension as D, Observation};
 
     let mut sim = Sim::new(CONFIG);
     let a = sim.route("p", "a", &[]);

@@ -3,7 +3,7 @@
 //! nothing more through; `remaining: 0` with a reset still holds the scope until the reset.
 
 use sluice::admission::{Ask, Class, Event, GrantId, Nanos, Route, TenantId, Usage};
-use sluice::policy::{Dimension as D, Observation};
+use sluice::contract::{Dimension as D, Observation};
 
 use crate::sim::{Arrival, SEC, Sim, call};
 

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use sluice::policy::RequestClass;
+use sluice::contract::RequestClass;
 use sluice::retry::{RetryConfig, class_named};
 use sluice_tests::crash_run::Provider;
 use sluice_tests::stack::{Paths, host_builder, write};

@@ -33,7 +33,7 @@ use super::scheduler::{Ask, Scheduler, TaskId};
 use super::scope::ScopeKey;
 use super::usage::Usage;
 use crate::clock::Clock;
-use crate::policy::Observation;
+use crate::contract::Observation;
 
 /// The tenant of an [`Acquire`] that names none.
 pub const DEFAULT_TENANT: &str = "default";

@@ -8,7 +8,7 @@ use crate::admission::bucket::Nanos;
 use crate::admission::outcome::GrantId;
 use crate::admission::scope::{Learned, ScopeKey};
 use crate::admission::usage::Dimension;
-use crate::policy::Observation;
+use crate::contract::Observation;
 
 impl Scheduler {
     /// Holds the scope named `key` until `until`: nothing charged to it is admitted before.

@@ -1,0 +1,86 @@
+//! What the host hands a plugin about one request and its attempts: the request, the
+//! caller's declaration of what repeating it would do, and what came back.
+
+/// How the caller declared the request. The class decides whether the host may ever send
+/// the request a second time; a plugin cannot change it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestClass {
+    /// Safe to repeat: no side effect at the provider.
+    Read,
+    /// A write the provider deduplicates (for example by an idempotency key), so a resend
+    /// with the same key cannot create a second effect.
+    IdempotentWrite,
+    /// A write that may create a second effect if it is sent twice.
+    UncertainWrite,
+}
+
+/// An outbound request, as the host is about to send it or has sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The HTTP method, upper case (`GET`, `POST`, ...).
+    pub method: String,
+    /// The absolute URL, including the query string.
+    pub url: String,
+    /// The caller's declaration of what repeating this request would do.
+    pub class: RequestClass,
+    /// Request headers in the order they will be (or were) sent, as one `fields` block
+    /// (`name:value\n` per field; see [`crate::policy::encode_fields`]). Credentials are
+    /// redacted by the host before they reach a plugin.
+    pub headers: String,
+    /// A prefix of the request body, at most the host's body cap (64 KiB by default).
+    pub body: Vec<u8>,
+    /// The host's wall clock: milliseconds since the Unix epoch, UTC.
+    pub now_ms: i64,
+}
+
+/// A response the provider sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// The HTTP status code.
+    pub status: u16,
+    /// Response headers in wire order, as one `fields` block.
+    pub headers: String,
+    /// A prefix of the response body, at most the host's body cap (64 KiB by default); for
+    /// the end of a stream, its first and last bytes (see [`ResponsePart::StreamEnd`]).
+    pub body: Vec<u8>,
+}
+
+/// Why no response arrived. The first two mean the provider surely did not act on the
+/// request; the last two mean bytes were written and the outcome is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransportFailure {
+    /// The connection could not be opened (DNS, refused, TLS): nothing was sent.
+    ConnectFailed,
+    /// The attempt timed out before the request was written: nothing was sent.
+    TimeoutBeforeSend,
+    /// The attempt timed out after the request was written: the outcome is unknown.
+    TimeoutAfterSend,
+    /// The connection was reset after the request was written: the outcome is unknown.
+    ResetAfterSend,
+}
+
+/// What came back from one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The provider answered.
+    Response(Response),
+    /// The provider did not answer.
+    Transport(TransportFailure),
+}
+
+/// Which part of an answer `read-response` is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResponsePart {
+    /// The whole answer: status, headers, and a prefix of the body up to the host's body
+    /// cap. Also the part for every transport failure.
+    Complete,
+    /// A streamed answer has begun: the status and headers are known; the body is empty.
+    /// Quota headers are read here.
+    StreamStart,
+    /// A streamed answer was delivered whole: the same status and headers, and a body
+    /// holding the stream's first bytes and its last bytes (each at most half the body cap)
+    /// joined at an event boundary; a stream shorter than the cap comes whole. The headers
+    /// were already read at [`ResponsePart::StreamStart`]: only what the body adds (usage,
+    /// an error event after a success status) is read here.
+    StreamEnd,
+}
