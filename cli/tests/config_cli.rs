@@ -204,3 +204,46 @@ fn a_parse_error_echoes_its_line_escaped_and_cut() {
     assert!(err.contains(r"`…xxx"), "{err}");
     assert!(err.contains(r"xxx\u{1b}[2K\rfake: valid`"), "{err}");
 }
+
+/// The documented whole-host file checks, and says which credential cannot be read now.
+#[test]
+fn the_example_configuration_file_checks_and_names_each_credentials_source() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sluice.toml");
+    let o = check(&example);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for shown in [
+        "provider openai (paced at 90%)",
+        "  plugin: bundled openai",
+        "  base URL: https://api.openai.com",
+        "  credential team-key: $OPENAI_API_KEY, sent in authorization",
+        "  credential team-key: $ANTHROPIC_API_KEY, sent in x-api-key",
+        "  credential app: /run/secrets/github-token",
+        "audit: a checkpoint every 64 records, kept 400 days",
+    ] {
+        assert!(out.contains(shown), "no `{shown}` in:\n{out}");
+    }
+}
+
+/// A provider whose plugin is neither bundled nor a file is refused, naming the key.
+#[test]
+fn a_plugin_that_cannot_be_found_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sluice.toml");
+    for (text, key) in [
+        (
+            "[providers.acme]\n",
+            "`providers.acme.plugin`: no bundled plugin is named `acme`",
+        ),
+        (
+            "[providers.acme]\nplugin = \"plugins/acme.wasm\"\n",
+            "`providers.acme.plugin`:",
+        ),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let o = check(&file);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{text}: {err}");
+        assert!(err.contains(key), "{text}: {err}");
+    }
+}
