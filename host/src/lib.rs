@@ -10,7 +10,8 @@
 //! - [`guard`] puts a plugin behind quarantine and the built-in [`fallback`] policy, which
 //!   is what the rest of the host calls;
 //! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`);
-//! - [`printable`] is how anything sluice did not write (names, keys, messages) is printed.
+//! - [`printable`] is how anything sluice did not write (names, keys, messages) is printed;
+//! - [`observe`] names the spans, events and metrics a running host reports.
 #![warn(missing_docs)]
 
 pub mod admission;
@@ -22,6 +23,7 @@ pub mod guard;
 mod hex;
 pub mod input_file;
 pub mod journal;
+pub mod observe;
 pub mod plugin;
 pub mod policy;
 pub mod printable;
