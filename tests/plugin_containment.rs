@@ -228,6 +228,62 @@ fn a_plugin_that_keeps_failing_is_quarantined_and_the_fallback_answers() {
 }
 
 #[test]
+fn a_quarantine_and_its_end_are_counted_and_every_plugin_call_is_timed() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let clock = Arc::new(ManualClock::starting_at(0));
+    let g = guarded(&clock);
+    let name = g.plugin().name().to_owned();
+    let trap = request("GET", "https://hostile.test/trap", RequestClass::Read);
+    let ok = request("GET", "https://hostile.test/ok", RequestClass::Read);
+    // What was recorded since the last look (a snapshot drains counters and histograms).
+    let since = || {
+        snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter(|(k, ..)| k.key().labels().any(|l| l.value() == name))
+            .map(|(k, _, _, v)| (k.key().name().to_owned(), v))
+            .collect::<std::collections::HashMap<String, DebugValue>>()
+    };
+    let (quarantined, lifted) = metrics::with_local_recorder(&recorder, || {
+        for _ in 0..3 {
+            classify(&g, &trap, &response(429, &[]));
+        }
+        let quarantined = since();
+        // A quarantined call never reaches the plugin: it is not timed.
+        classify(&g, &ok, &response(200, &[]));
+        clock.advance(QuarantinePolicy::default().duration + Duration::from_millis(1));
+        classify(&g, &ok, &response(200, &[]));
+        (quarantined, since())
+    });
+    let gauge = |m: &std::collections::HashMap<String, DebugValue>| match &m
+        [sluice::observe::PLUGIN_QUARANTINED]
+    {
+        DebugValue::Gauge(v) => v.0,
+        other => panic!("{other:?}"),
+    };
+    let timed = |m: &std::collections::HashMap<String, DebugValue>| match &m
+        [sluice::observe::PLUGIN_CALL]
+    {
+        DebugValue::Histogram(calls) => calls.len(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(gauge(&quarantined), 1.0, "{quarantined:?}");
+    assert!(
+        matches!(
+            quarantined[sluice::observe::PLUGIN_FAILURES],
+            DebugValue::Counter(3)
+        ),
+        "{quarantined:?}"
+    );
+    assert_eq!(timed(&quarantined), 3, "three traps");
+    assert_eq!(gauge(&lifted), 0.0, "the probe lifted it: {lifted:?}");
+    assert_eq!(timed(&lifted), 1, "the probe alone: {lifted:?}");
+}
+
+#[test]
 fn a_failed_probe_renews_the_quarantine_at_once() {
     let clock = Arc::new(ManualClock::starting_at(0));
     let g = guarded(&clock);

@@ -66,11 +66,15 @@ fn count(n: impl Into<u64>, noun: &str) -> String {
 }
 
 fn main() -> ExitCode {
+    // `SLUICE_LOG`, else `RUST_LOG`, else warnings only. A span's fields show on each line
+    // logged inside it, and with `sluice=info` each call and attempt prints a line when it
+    // closes (`sluice::observe` lists them).
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
+        .with_env_filter(filter)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_writer(std::io::stderr)
         // Colour codes only for a person at a terminal, never in a file or a pipe.
         .with_ansi(std::io::stderr().is_terminal())

@@ -163,3 +163,72 @@ fn a_duration_or_agent_count_no_one_means_is_refused_at_once() {
         assert!(err.contains(said), "expected `{said}`: {err}");
     }
 }
+
+/// GETs `/metrics` from `addr`: the body, or `None` while nothing answers.
+fn scrape(addr: &str) -> Option<String> {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    Some(body)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_run_with_metrics_addr_serves_sluice_s_metrics_while_it_runs() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::Stdio;
+    use std::time::Duration;
+
+    let dir = tempfile::tempdir().unwrap();
+    // On the wall clock, so the run lasts long enough to be scraped; stopped once it was.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["demo", "--real-time", "--duration", "60", "--agents", "7"])
+        .args(["--metrics-addr", "127.0.0.1:0"])
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start sluice demo");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let addr = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no address printed: {seen}"
+        );
+        seen.push_str(&line);
+        if let Some(rest) = line.trim().strip_prefix("sluice demo: metrics at http://") {
+            break rest.trim_end_matches("/metrics").to_owned();
+        }
+    };
+    let mut body = String::new();
+    for _ in 0..300 {
+        body = scrape(&addr).unwrap_or_default();
+        if body.contains("sluice_calls_admitted_total{") && body.contains("sluice_queue_depth{") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "stopped by SIGTERM");
+    assert!(body.contains(" 200 OK"), "{body}");
+    let admitted = body
+        .lines()
+        .find(|l| {
+            l.starts_with("sluice_calls_admitted_total{") && l.contains(r#"provider="openai""#)
+        })
+        .unwrap_or_else(|| panic!("no admitted calls of openai: {body}"));
+    assert!(admitted.contains(r#"credential="team-key""#), "{admitted}");
+    assert!(body.contains("sluice_queue_depth{scope="), "{body}");
+    assert!(body.contains("# TYPE sluice_plugin_call_seconds"), "{body}");
+    assert!(!body.contains("sk-demo"), "a secret in the metrics: {body}");
+}

@@ -9,6 +9,9 @@
 //! quarantined: for [`QuarantinePolicy::duration`] it is not called at all. Then one call
 //! probes it; a success lifts the quarantine, a failure renews it at once.
 //!
+//! Each plugin call is timed into [`crate::observe::PLUGIN_CALL`]; failures, quarantines and
+//! their end are events and metrics too (see [`crate::observe`]).
+//!
 //! A plugin's verdict is advice, never authority over a write: whatever a plugin or the
 //! fallback says, the host's retry engine never resends an outcome-unknown write.
 
@@ -124,7 +127,7 @@ impl GuardedPolicy {
     /// Plans a request before it is queued: class, tenant, deadline, expected cost and the
     /// scopes it counts in. The built-in plan is one request, standard class, no scope.
     pub fn plan_request(&self, req: &Request) -> Answer<RequestPlan> {
-        self.answer(|p| p.plan_request(req))
+        self.answer("plan-request", |p| p.plan_request(req))
     }
 
     /// Reads an attempt's outcome (or one part of a streamed answer) in one plugin call:
@@ -135,12 +138,12 @@ impl GuardedPolicy {
         outcome: &Outcome,
         part: ResponsePart,
     ) -> Answer<Reading> {
-        self.answer(|p| p.read_response(req, outcome, part))
+        self.answer("read-response", |p| p.read_response(req, outcome, part))
     }
 
     /// Says how to settle an uncertain write.
     pub fn reconcile(&self, write: &UncertainWrite) -> Answer<ReconcilePlan> {
-        self.answer(|p| p.reconcile(write))
+        self.answer("reconcile", |p| p.reconcile(write))
     }
 
     /// Reads a status query's answer.
@@ -149,12 +152,18 @@ impl GuardedPolicy {
         write: &UncertainWrite,
         resp: &Response,
     ) -> Answer<Reconciliation> {
-        self.answer(|p| p.read_reconciliation(write, resp))
+        self.answer("read-reconciliation", |p| {
+            p.read_reconciliation(write, resp)
+        })
     }
 
     /// Asks the plugin, unless it is quarantined; the built-in policy answers when it is,
     /// or when the plugin declines or fails (a failure is recorded).
-    fn answer<T>(&self, call: impl Fn(&dyn ProviderPolicy) -> Result<T, PluginError>) -> Answer<T> {
+    fn answer<T>(
+        &self,
+        function: &'static str,
+        call: impl Fn(&dyn ProviderPolicy) -> Result<T, PluginError>,
+    ) -> Answer<T> {
         // The built-in policy answers every call: its `Err` arm is never taken.
         let fallback = || match call(&self.fallback) {
             Ok(value) => value,
@@ -167,11 +176,14 @@ impl GuardedPolicy {
                 by: AnsweredBy::Quarantined(until),
             };
         }
-        match call(&*self.plugin) {
+        match self.timed(function, || call(&*self.plugin)) {
             Ok(value) => {
                 let mut h = self.lock();
                 h.consecutive_failures = 0;
-                h.quarantined_until = None;
+                if h.quarantined_until.take().is_some() {
+                    tracing::info!(plugin = %self.plugin.name(), "plugin quarantine lifted: its probe call answered");
+                    self.report_quarantined(false);
+                }
                 Answer {
                     value,
                     by: AnsweredBy::Plugin,
@@ -189,7 +201,35 @@ impl GuardedPolicy {
         }
     }
 
+    /// Runs `call`, timing it on the real clock into [`crate::observe::PLUGIN_CALL`].
+    fn timed<T>(
+        &self,
+        function: &'static str,
+        call: impl FnOnce() -> Result<T, PluginError>,
+    ) -> Result<T, PluginError> {
+        // What a plugin call costs is CPU time in this process, which the injected clock
+        // (virtual in tests and the demo) does not see; this reading decides nothing.
+        #[allow(clippy::disallowed_methods, reason = "measures, never decides")]
+        let began = Instant::now();
+        let result = call();
+        metrics::histogram!(
+            crate::observe::PLUGIN_CALL,
+            "plugin" => self.plugin.name().to_owned(),
+            "function" => function,
+        )
+        .record(began.elapsed().as_secs_f64());
+        result
+    }
+
+    fn report_quarantined(&self, quarantined: bool) {
+        let plugin = self.plugin.name().to_owned();
+        metrics::gauge!(crate::observe::PLUGIN_QUARANTINED, "plugin" => plugin)
+            .set(if quarantined { 1.0 } else { 0.0 });
+    }
+
     fn record_failure(&self, e: &PluginError, now: Instant) {
+        let plugin = self.plugin.name().to_owned();
+        metrics::counter!(crate::observe::PLUGIN_FAILURES, "plugin" => plugin).increment(1);
         let mut h = self.lock();
         h.consecutive_failures = h.consecutive_failures.saturating_add(1);
         h.total_failures += 1;
@@ -197,6 +237,7 @@ impl GuardedPolicy {
         if h.consecutive_failures >= self.policy.after_consecutive_failures {
             h.quarantined_until = Some(now + self.policy.duration);
             h.quarantines += 1;
+            self.report_quarantined(true);
             tracing::warn!(plugin = %self.plugin.name(), error = %e, until_s = self.policy.duration.as_secs(), "plugin quarantined; the built-in policy answers meanwhile");
         } else {
             tracing::warn!(plugin = %self.plugin.name(), error = %e, "plugin call failed; the built-in policy answered");

@@ -44,6 +44,7 @@
 //! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`);
 //! - [`clock`]: time, injected; [`input_file`], [`private_fs`]: reading untrusted files and
 //!   writing private ones; [`printable`]: how anything sluice did not write is printed.
+//! - [`observe`] names the spans, events and metrics a running host reports.
 #![warn(missing_docs)]
 
 pub mod admission;
@@ -59,6 +60,7 @@ pub mod guard;
 mod hex;
 pub mod input_file;
 pub mod journal;
+pub mod observe;
 pub mod plugin;
 pub mod policy;
 pub mod printable;

@@ -17,6 +17,7 @@
 
 mod drive;
 mod governed;
+mod metrics;
 mod naive;
 mod outputs;
 mod report;
@@ -25,6 +26,7 @@ mod stop;
 mod workload;
 
 use std::io::Write as _;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -74,6 +76,10 @@ pub struct DemoArgs {
     /// dies with the run.
     #[arg(long, value_name = "PATH", requires = "state_dir")]
     keep_audit_key: Option<PathBuf>,
+    /// Serve the run's metrics to Prometheus at http://ADDR/metrics while it runs (port 0:
+    /// a free port, printed).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
 }
 
 impl DemoArgs {
@@ -146,6 +152,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let duration = Duration::from_secs(args.duration);
     let agents = workload::agents(args.agents, args.seed);
     let drops = workload::drops(duration, args.seed);
+    // Before the runtime and the host: the exporter runs on its own thread, on the wall
+    // clock, and every series the host registers must reach it.
+    if let Some(addr) = args.metrics_addr {
+        let addr = metrics::serve(addr)?;
+        eprintln!("sluice demo: metrics at http://{addr}/metrics");
+    }
     let mut builder = tokio::runtime::Builder::new_current_thread();
     builder.enable_all();
     if !args.real_time {

@@ -135,6 +135,16 @@ struct Slot {
     /// The instant this scope's timer is armed for, or [`NO_TIMER`].
     timer: Nanos,
     queued: u32,
+    /// Reports `queued` ([`crate::observe::QUEUE_DEPTH`]); registered once, with the slot.
+    depth: metrics::Gauge,
+}
+
+impl Slot {
+    /// One more (`+1`) or one fewer (`-1`) request waiting on the scope.
+    fn count(&mut self, change: i32) {
+        self.queued = self.queued.saturating_add_signed(change);
+        self.depth.set(f64::from(self.queued));
+    }
 }
 
 /// What `Scope::take` records for a grant.

@@ -2,33 +2,48 @@
 //! queue), send, read (one plugin reading per attempt), decide — until the call is done,
 //! stopped, or streaming.
 
-use std::sync::{Arc, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use super::stream::{self, Stream};
-use super::tally::{Tally, next_action};
-use super::usage::corrected;
-use super::{Call, Executor, NextAction, Observer, Outcome, QUOTA_EXHAUSTED, Reason};
+use tracing::{Instrument, Span};
+
+use super::stream::Stream;
+use super::tally::Tally;
+use super::trace;
+use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
 use crate::admission::{Acquire, Class, Permit, Refused, Rejection, Usage};
-use crate::contract::{
-    Classification, Outcome as Wire, Request, Response, ResponsePart, TransportFailure, Verdict,
-};
+use crate::contract::{Outcome as Wire, Request};
 use crate::guard::GuardedPolicy;
 use crate::policy::encode_fields;
-use crate::retry::{Backoff, ClassBudget, Next, Spent, Stop, decide, route_template};
+use crate::retry::{Backoff, ClassBudget, Stop, route_template};
 use crate::transport::{Fault, Started};
 
 /// A call made ready to queue: the request plugins see, and what its plan decided.
 pub(super) struct Prepared {
-    req: Request,
-    estimate: Usage,
-    class: Class,
-    tenant: String,
-    deadline: Option<Duration>,
-    scopes: Vec<String>,
+    pub(super) req: Request,
+    pub(super) estimate: Usage,
+    pub(super) class: Class,
+    pub(super) tenant: String,
+    pub(super) deadline: Option<Duration>,
+    pub(super) scopes: Vec<String>,
     /// The call's class budget and backoff, read from the configuration once per call.
-    budget: ClassBudget,
-    backoff: Backoff,
+    pub(super) budget: ClassBudget,
+    pub(super) backoff: Backoff,
+}
+
+/// What every attempt of a call shares.
+struct Attempting<'a> {
+    call: &'a Call,
+    policy: &'a Arc<GuardedPolicy>,
+    /// The path's breaker key.
+    path: &'a str,
+    secrets: &'a [(&'a str, &'a str)],
+    /// When the call began.
+    started: Instant,
+    /// Whether a successful answer is handed over as a stream.
+    stream: bool,
+    /// The call's span.
+    span: &'a Span,
 }
 
 /// How a run of the attempt loop ended.
@@ -80,7 +95,26 @@ impl Executor {
     }
 
     /// The attempt loop: queue, send, read, decide — until done, stopped, or streaming.
+    /// Everything it does is recorded in the call's span (see [`crate::observe`]).
     pub(super) async fn run(&self, call: &Call, observer: &mut dyn Observer, stream: bool) -> Run {
+        let span = trace::call_span(call);
+        let run = self
+            .attempts(call, observer, stream, &span)
+            .instrument(span.clone())
+            .await;
+        trace::ended(&span, call, &run);
+        run
+    }
+
+    /// The checks before a call queues (its provider, its path's breaker, its plan), then
+    /// one attempt after another, each in its own span.
+    async fn attempts(
+        &self,
+        call: &Call,
+        observer: &mut dyn Observer,
+        stream: bool,
+        span: &Span,
+    ) -> Run {
         let started = self.clock.now();
         let mut t = Tally::default();
         let Some(policy) = self.policies.get(&call.provider) else {
@@ -103,57 +137,80 @@ impl Executor {
         let Some(mut p) = self.prepare(call, policy) else {
             return Run::Done(t.end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
         };
+        span.record("tenant", p.tenant.as_str());
         let credentials = self.credentials.headers(&call.provider, &call.credential);
         let secrets: Vec<(&str, &str)> = credentials
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();
+        let cx = Attempting {
+            call,
+            policy,
+            path: &path,
+            secrets: &secrets,
+            started,
+            stream,
+            span,
+        };
         loop {
-            let permit = match self.admit(call, &p, started, &mut t).await {
-                Ok(permit) => permit,
-                Err(end) => return Run::Done(end),
-            };
-            p.req.now_ms = self.clock.wall_ms();
-            if let Err(why) = observer.before_send(t.attempts + 1) {
-                return Run::Done(t.end(Reason::NotRecorded(why), NextAction::RetryLater(None)));
-            }
-            t.attempts += 1;
-            let wire = match self.transport.start(&p.req, &secrets).await {
-                Ok(s) if stream && (200..300).contains(&s.status) => {
-                    match self
-                        .open_stream(s, permit, policy, &p, &mut t, observer)
-                        .await
-                    {
-                        Ok(opened) => {
-                            self.breakers.success(&path);
-                            return Run::Stream(Box::new(opened));
-                        }
-                        // The stream broke before its first chunk: an attempt that got no
-                        // answer, read as any other.
-                        Err(broken) => broken,
-                    }
-                }
-                Ok(s) => (collect(s, &mut t).await, permit),
-                Err(fault) => (failed(fault, &mut t), permit),
-            };
-            let (wire, permit) = wire;
-            let plan =
-                self.read_attempt(call, &p, policy, &wire, permit, started, &mut t, observer);
-            if let Some(end) = self.after(call, &path, plan, wire, &mut t, observer).await {
-                return Run::Done(end);
+            let attempt = trace::attempt_span(span, t.attempts + 1);
+            let step = self.attempt(&cx, &mut p, &mut t, observer);
+            if let Some(run) = step.instrument(attempt).await {
+                return run;
             }
         }
+    }
+
+    /// One attempt: admitted, sent, read, decided. `None`: go on to the next one.
+    async fn attempt(
+        &self,
+        cx: &Attempting<'_>,
+        p: &mut Prepared,
+        t: &mut Tally,
+        observer: &mut dyn Observer,
+    ) -> Option<Run> {
+        let (call, policy) = (cx.call, cx.policy);
+        let permit = match self.admit(cx, p, t).await {
+            Ok(permit) => permit,
+            Err(end) => return Some(Run::Done(end)),
+        };
+        p.req.now_ms = self.clock.wall_ms();
+        if let Err(why) = observer.before_send(t.attempts + 1) {
+            let end = std::mem::take(t).end(Reason::NotRecorded(why), NextAction::RetryLater(None));
+            return Some(Run::Done(end));
+        }
+        t.attempts += 1;
+        let started = self.transport.start(&p.req, cx.secrets).await;
+        trace::answered(call, started.as_ref().ok().map(|s| s.status));
+        let (wire, permit) = match started {
+            Ok(s) if cx.stream && (200..300).contains(&s.status) => {
+                match self.open_stream(s, permit, policy, p, t, observer).await {
+                    Ok(opened) => {
+                        self.breakers.success(cx.path);
+                        return Some(Run::Stream(Box::new(opened)));
+                    }
+                    // The stream broke before its first chunk: an attempt that got no
+                    // answer, read as any other.
+                    Err(broken) => broken,
+                }
+            }
+            Ok(s) => (collect(s, t).await, permit),
+            Err(fault) => (failed(fault, t), permit),
+        };
+        let plan = self.read_attempt(call, p, policy, &wire, permit, cx.started, t, observer);
+        let end = self.after(call, cx.path, plan, wire, t, observer).await;
+        end.map(Run::Done)
     }
 
     /// Waits for the call's next attempt to be admitted, after the checks that come before
     /// any queueing: cancellation, and the task's attempt budget.
     async fn admit(
         &self,
-        call: &Call,
+        cx: &Attempting<'_>,
         p: &Prepared,
-        started: std::time::Instant,
         t: &mut Tally,
     ) -> Result<Permit, Outcome> {
+        let (call, started) = (cx.call, cx.started);
         // Checked before every attempt, so a retry that was asleep when its task was
         // cancelled wakes to nothing.
         if call.task.is_some_and(|task| self.is_cancelled(task)) {
@@ -182,7 +239,15 @@ impl Executor {
         if let Some(task) = call.task {
             acquire = acquire.task(task);
         }
-        self.admission.acquire(acquire).await.map_err(|refused| {
+        let queued_at = self.clock.now();
+        let admitted = self.admission.acquire(acquire).await;
+        let waited = self.clock.now().saturating_duration_since(queued_at);
+        t.queued += waited;
+        if admitted.is_ok() {
+            trace::admitted(call, cx.span, &p.tenant, waited, t.queued);
+        }
+        admitted.map_err(|refused| {
+            trace::left_queue(call, &refused);
             let reason = match &refused {
                 Refused::Cancelled => Reason::Cancelled,
                 Refused::Expired(_) | Refused::Rejected(Rejection::DeadlineUnreachable { .. }) => {
@@ -197,196 +262,10 @@ impl Executor {
             std::mem::take(t).end(reason, next)
         })
     }
-
-    /// A successful answer has begun: waits for its first chunk (within the idle limit), lets
-    /// the plugin read its status and headers, and hands it over as a [`Stream`].
-    async fn open_stream(
-        &self,
-        mut body: Started,
-        permit: Permit,
-        policy: &Arc<GuardedPolicy>,
-        p: &Prepared,
-        t: &mut Tally,
-        observer: &mut dyn Observer,
-    ) -> Result<Stream, (Wire, Permit)> {
-        let first = match body.chunk().await {
-            Ok(first) => first,
-            Err(fault) => return Err((failed(fault, t), permit)),
-        };
-        let head = Response {
-            status: body.status,
-            headers: body.headers.clone(),
-            body: Vec::new(),
-        };
-        let reading = policy
-            .read_response(&p.req, &Wire::Response(head), ResponsePart::StreamStart)
-            .value;
-        t.sent = true;
-        t.response_received = true;
-        t.last_status = Some(body.status);
-        observer.after_attempt(t.attempts, Some(body.status), &reading.classification);
-        permit.observe(&reading.observations);
-        Ok(Stream::new(stream::Opened {
-            body,
-            first,
-            permit,
-            policy: policy.clone(),
-            req: p.req.clone(),
-            estimate: p.estimate,
-            attempts: t.attempts,
-            waited: t.waited,
-        }))
-    }
-
-    /// Reads one attempt's outcome in one plugin call, lands what it says in the scopes,
-    /// corrects the charge with the actual usage, and decides what comes next. A 429 or a
-    /// spent quota holds the scope *before* anything else is scheduled.
-    #[allow(clippy::too_many_arguments, reason = "the steps of one attempt")]
-    fn read_attempt(
-        &self,
-        call: &Call,
-        p: &Prepared,
-        policy: &GuardedPolicy,
-        wire: &Wire,
-        permit: Permit,
-        started: std::time::Instant,
-        t: &mut Tally,
-        observer: &mut dyn Observer,
-    ) -> (Classification, crate::retry::Plan) {
-        let (status, sent) = match wire {
-            Wire::Response(r) => (Some(r.status), true),
-            Wire::Transport(f) => (None, may_have_been_sent(*f)),
-        };
-        t.sent |= sent;
-        let reading = policy
-            .read_response(&p.req, wire, ResponsePart::Complete)
-            .value;
-        let c = reading.classification;
-        observer.after_attempt(t.attempts, status, &c);
-        let mut actual = None;
-        if let Wire::Response(r) = wire {
-            t.response_received = true;
-            t.last_status = Some(r.status);
-            permit.observe(&reading.observations);
-            actual = corrected(p.estimate, &reading.usage);
-        }
-        t.error_code.clone_from(&c.error_code);
-        let spent = Spent {
-            attempts: t.attempts,
-            waited: t.waited,
-        };
-        let elapsed = self.clock.now().saturating_duration_since(started);
-        let left = p.deadline.map(|d| d.saturating_sub(elapsed));
-        let plan = {
-            let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
-            decide(
-                &c, status, sent, call.class, &p.budget, &p.backoff, spent, left, &mut rng,
-            )
-        };
-        let hold = match c.verdict {
-            // A spent billing or daily quota: nobody on the scope sends until its reset, or
-            // for the configured time when the provider does not say.
-            Verdict::QuotaExhausted => Some(c.retry_after_ms.map_or(
-                Duration::from_millis(self.retry.quota_exhausted_hold_ms),
-                Duration::from_millis,
-            )),
-            _ => plan.hold_scope,
-        };
-        if let Some(hold) = hold {
-            let why = match c.verdict {
-                Verdict::QuotaExhausted => QUOTA_EXHAUSTED,
-                _ => "rate limited",
-            };
-            let code = c.error_code.as_deref().unwrap_or("");
-            let reason = format!("{why}: {} {code}", status.unwrap_or(429));
-            permit.hold_scope(None, hold, reason.trim_end());
-        }
-        permit.complete(actual);
-        (c, plan)
-    }
-
-    /// Acts on an attempt's plan: done, stopped, or a retry after its delay. `None`: go on
-    /// to the next attempt.
-    async fn after(
-        &self,
-        call: &Call,
-        path: &str,
-        (c, plan): (Classification, crate::retry::Plan),
-        wire: Wire,
-        t: &mut Tally,
-        observer: &mut dyn Observer,
-    ) -> Option<Outcome> {
-        let status = match &wire {
-            Wire::Response(r) => Some(r.status),
-            Wire::Transport(_) => None,
-        };
-        // A 429 or a spent quota is a scheduling signal about the scope, not a broken
-        // path: it holds the scope and never trips the path's breaker.
-        let breaks = !matches!(c.verdict, Verdict::RateLimited | Verdict::QuotaExhausted);
-        let failure = format!(
-            "{} {}",
-            status.map_or_else(|| "transport".to_owned(), |s| s.to_string()),
-            c.error_code.as_deref().unwrap_or("")
-        );
-        match plan.next {
-            Next::Done => {
-                self.breakers.success(path);
-                let Wire::Response(response) = wire else {
-                    unreachable!("success is a response")
-                };
-                Some(Outcome::Succeeded {
-                    response,
-                    attempts: t.attempts,
-                    waited: t.waited,
-                })
-            }
-            Next::Stop(stop) => {
-                t.keep_answer(wire);
-                if breaks {
-                    self.breakers.failure(path, &failure, self.clock.now());
-                }
-                let next = next_action(&stop, c.retry_after_ms, status);
-                Some(std::mem::take(t).end(Reason::Stopped(stop), next))
-            }
-            Next::Retry { delay } => {
-                t.keep_answer(wire);
-                if breaks {
-                    self.breakers.failure(path, &failure, self.clock.now());
-                }
-                if let Err(open) = self.breakers.check(path, self.clock.now()) {
-                    let after = open.retry_in;
-                    return Some(std::mem::take(t).end(
-                        Reason::BreakerOpen(open),
-                        NextAction::RetryLater(Some(after)),
-                    ));
-                }
-                let Some(_place) = self.delay_place(call) else {
-                    return Some(std::mem::take(t).end(
-                        Reason::ScopeRetriesFull {
-                            max_delayed_requests: self.retry.max_delayed_requests,
-                        },
-                        NextAction::RetryLater(Some(delay)),
-                    ));
-                };
-                observer.retry_scheduled(t.attempts, delay);
-                tokio::time::sleep(delay).await;
-                t.waited += delay;
-                None
-            }
-        }
-    }
-}
-
-/// Whether a transport failure may have delivered the request.
-fn may_have_been_sent(f: TransportFailure) -> bool {
-    matches!(
-        f,
-        TransportFailure::TimeoutAfterSend | TransportFailure::ResetAfterSend
-    )
 }
 
 /// An attempt that got no answer; what the client said is kept for the call's end.
-fn failed(fault: Fault, t: &mut Tally) -> Wire {
+pub(super) fn failed(fault: Fault, t: &mut Tally) -> Wire {
     t.transport_error = Some(fault.detail);
     Wire::Transport(fault.failure)
 }

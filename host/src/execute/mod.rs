@@ -11,8 +11,10 @@
 mod attempt;
 mod budgets;
 mod call;
+mod reading;
 mod stream;
 mod tally;
+mod trace;
 mod usage;
 
 use std::collections::HashMap;

@@ -13,6 +13,8 @@ pub(super) struct Tally {
     pub response_received: bool,
     pub attempts: u32,
     pub waited: Duration,
+    /// Time spent in the admission queue, every attempt together.
+    pub queued: Duration,
     pub last_status: Option<u16>,
     pub error_code: Option<String>,
     pub last_response: Option<Response>,

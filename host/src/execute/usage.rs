@@ -29,6 +29,18 @@ pub(super) fn corrected(estimate: Usage, reported: &[Cost]) -> Option<Usage> {
     })
 }
 
+/// Reports that `provider`'s answer corrected a charge from `estimate` to `actual`.
+pub(super) fn applied(provider: &str, estimate: Usage, actual: Usage) {
+    tracing::debug!(
+        provider,
+        estimated_tokens = estimate.get(Dimension::Tokens),
+        actual_tokens = actual.get(Dimension::Tokens),
+        "usage corrected to what the provider reported"
+    );
+    metrics::counter!(crate::observe::USAGE_CORRECTIONS, "provider" => provider.to_owned())
+        .increment(1);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,11 @@
 //! The key is a sanitized fingerprint — method, route template (ids and numbers replaced by
 //! `{}`), provider error code — never a secret, a query string or a volatile header. Only
 //! identical failures in a row count: a different error, or a success, resets the count.
+//!
+//! A breaker that opens, lets a probe through once its time is up (half-open) or closes on a
+//! success says so in an event, and [`crate::observe::BREAKER_OPEN`] counts a credential's
+//! open paths. The executor names a path `provider credential METHOD /route`; the first two
+//! words are the gauge's labels.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -32,6 +37,8 @@ struct Path {
     code: String,
     failures: u32,
     open_until: Option<Instant>,
+    /// Counted in [`crate::observe::BREAKER_OPEN`]: opened, not yet half-open or closed.
+    counted: bool,
 }
 
 /// Why a breaker refuses a call.
@@ -76,20 +83,35 @@ impl Breakers {
     /// # Errors
     /// [`Open`] while the path's breaker is open.
     pub fn check(&self, route: &str, now: Instant) -> Result<(), Open> {
-        match self.paths().get(route) {
+        let mut paths = self.paths();
+        match paths.get_mut(route) {
             Some(p) if p.open_until.is_some_and(|t| t > now) => Err(Open {
                 route: route.to_owned(),
                 error: p.code.clone(),
                 failures: p.failures,
                 retry_in: p.open_until.map_or(Duration::ZERO, |t| t - now),
             }),
+            Some(p) if p.counted => {
+                p.counted = false;
+                tracing::info!(path = route, error = %p.code, "breaker half-open: the next call probes the path");
+                report_open(&paths, route);
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
 
     /// Records a success on `route`.
     pub fn success(&self, route: &str) {
-        self.paths().remove(route);
+        let mut paths = self.paths();
+        if let Some(p) = paths.remove(route)
+            && p.open_until.is_some()
+        {
+            tracing::info!(path = route, error = %p.code, "breaker closed: the path answered");
+            if p.counted {
+                report_open(&paths, route);
+            }
+        }
     }
 
     /// Records a failure with `code` (status and provider error code) on `route`.
@@ -99,6 +121,7 @@ impl Breakers {
             code: code.to_owned(),
             failures: 0,
             open_until: None,
+            counted: false,
         });
         if p.code == code {
             p.failures += 1;
@@ -108,8 +131,40 @@ impl Breakers {
         }
         if p.failures >= self.threshold {
             p.open_until = Some(now + self.open_for);
+            let open_ms = u64::try_from(self.open_for.as_millis()).unwrap_or(u64::MAX);
+            tracing::warn!(
+                path = route,
+                error = code,
+                failures = p.failures,
+                open_ms,
+                "breaker opened: the path is stopped"
+            );
+            if !std::mem::replace(&mut p.counted, true) {
+                report_open(&paths, route);
+            }
         }
     }
+}
+
+/// The provider and credential of a path the executor named, the labels of the gauge.
+fn owner(route: &str) -> (&str, &str) {
+    let mut words = route.splitn(3, ' ');
+    (words.next().unwrap_or(""), words.next().unwrap_or(""))
+}
+
+/// Sets [`crate::observe::BREAKER_OPEN`] for the credential of `route`: its paths counted open.
+fn report_open(paths: &HashMap<String, Path>, route: &str) {
+    let (provider, credential) = owner(route);
+    let open = paths
+        .iter()
+        .filter(|(k, p)| p.counted && owner(k) == (provider, credential))
+        .count();
+    metrics::gauge!(
+        crate::observe::BREAKER_OPEN,
+        "provider" => provider.to_owned(),
+        "credential" => credential.to_owned(),
+    )
+    .set(open as f64);
 }
 
 #[cfg(test)]

@@ -408,7 +408,7 @@ impl Admission {
     /// [`Refused::Rejected`] when the scheduler refuses it at once.
     pub fn submit(&self, request: Acquire) -> Result<Ticket, Refused> {
         let (tx, rx) = oneshot::channel();
-        let id = self.shared.change(|state, now| {
+        let submitted = self.shared.change(|state, now| {
             let s = &mut state.scheduler;
             let names: Vec<&str> = request.scopes.iter().map(String::as_str).collect();
             let ask = Ask {
@@ -431,7 +431,8 @@ impl Admission {
                 state.tasks.entry(task).or_default().push(id);
             }
             Ok::<_, Rejection>(id)
-        })?;
+        });
+        let id = submitted.inspect_err(|rejection| refused(&request, rejection))?;
         Ok(Ticket {
             id,
             shared: self.shared.clone(),
@@ -469,6 +470,7 @@ impl Admission {
             let until = now.saturating_add(nanos(retry_after));
             state.scheduler.hold(scope, until, reason);
         });
+        held(scope, retry_after, reason);
     }
 
     /// Now on the scheduler's clock: what [`Scheduler`] methods take as `now`, and the clock
@@ -492,6 +494,39 @@ impl fmt::Debug for Admission {
             .field("clock", &self.shared.clock)
             .finish_non_exhaustive()
     }
+}
+
+/// Reports a request refused at submit (see [`crate::observe`]).
+fn refused(request: &Acquire, rejection: &Rejection) {
+    let reason = crate::observe::refusal(rejection);
+    tracing::warn!(
+        provider = %request.provider,
+        credential = %request.credential,
+        reason,
+        error = %rejection,
+        "admission refused a request"
+    );
+    metrics::counter!(
+        crate::observe::CALLS_REFUSED,
+        "provider" => request.provider.clone(),
+        "reason" => reason,
+    )
+    .increment(1);
+}
+
+/// Reports a hold put on `scope` (see [`crate::observe`]).
+fn held(scope: &ScopeKey, hold: Duration, reason: &str) {
+    tracing::info!(
+        %scope,
+        hold_ms = u64::try_from(hold.as_millis()).unwrap_or(u64::MAX),
+        reason,
+        "scope held: nothing charged to it is admitted until the hold ends"
+    );
+    let provider = match scope {
+        ScopeKey::Provider { provider, .. } => provider.to_string(),
+        ScopeKey::Tenant(_) => String::new(),
+    };
+    metrics::counter!(crate::observe::SCOPE_HOLDS, "provider" => provider).increment(1);
 }
 
 fn nanos(d: Duration) -> Nanos {

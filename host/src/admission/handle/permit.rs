@@ -136,14 +136,14 @@ impl Permit {
         let Some(shared) = self.shared.upgrade() else {
             return false;
         };
-        shared.change(|state, now| {
-            let Some(key) = state.scheduler.observed_scope(self.grant, name) else {
-                return false;
-            };
+        let key = shared.change(|state, now| {
+            let key = state.scheduler.observed_scope(self.grant, name)?;
             let until = now.saturating_add(nanos(retry_after));
             state.scheduler.hold(&key, until, reason);
-            true
-        })
+            Some(key)
+        });
+        // Reported outside the lock: a subscriber may write to a terminal or a socket.
+        key.inspect(|key| held(key, retry_after, reason)).is_some()
     }
 
     fn finish(&mut self, actual: Option<&Usage>) {

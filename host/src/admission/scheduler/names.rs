@@ -38,11 +38,13 @@ impl Scheduler {
             }
         };
         let id = index(self.slots.len());
+        let depth = metrics::gauge!(crate::observe::QUEUE_DEPTH, "scope" => key.to_string());
         self.slots.push(Slot {
             key: key.clone(),
             scope: Scope::new(shape),
             timer: NO_TIMER,
             queued: 0,
+            depth,
         });
         let (slots, hasher) = (&self.slots, &self.hasher);
         self.scope_index

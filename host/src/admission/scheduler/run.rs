@@ -39,7 +39,7 @@ impl Scheduler {
         q.count += 1;
         q.queued.add(&ask.usage);
         for &s in &l.scopes {
-            self.slots[s as usize].queued += 1;
+            self.slots[s as usize].count(1);
         }
         self.tenants[tenant as usize].queued += 1;
         self.queued += 1;
@@ -108,7 +108,7 @@ impl Scheduler {
             q.forget_deadline(&p.usage, alive);
         }
         for &s in &l.scopes {
-            self.slots[s as usize].queued -= 1;
+            self.slots[s as usize].count(-1);
         }
         self.tenants[tenant as usize].queued -= 1;
         self.queued -= 1;

@@ -1,0 +1,215 @@
+//! One attempt's answer, read and acted on: the plugin reads it in one call, what it says
+//! lands in the scopes (a 429 or a spent quota holds the scope first), the charge is
+//! corrected, and the retry policy decides — done, stopped, or a retry after its delay.
+
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use super::attempt::{Prepared, failed};
+use super::stream::{self, Stream};
+use super::tally::{Tally, next_action};
+use super::trace;
+use super::usage::{self, corrected};
+use super::{Call, Executor, NextAction, Observer, Outcome, QUOTA_EXHAUSTED, Reason};
+use crate::admission::Permit;
+use crate::contract::{
+    Classification, Outcome as Wire, Response, ResponsePart, TransportFailure, Verdict,
+};
+use crate::guard::GuardedPolicy;
+use crate::retry::{Next, Spent, decide};
+use crate::transport::Started;
+
+impl Executor {
+    /// A successful answer has begun: waits for its first chunk (within the idle limit), lets
+    /// the plugin read its status and headers, and hands it over as a [`Stream`].
+    pub(super) async fn open_stream(
+        &self,
+        mut body: Started,
+        permit: Permit,
+        policy: &Arc<GuardedPolicy>,
+        p: &Prepared,
+        t: &mut Tally,
+        observer: &mut dyn Observer,
+    ) -> Result<Stream, (Wire, Permit)> {
+        let first = match body.chunk().await {
+            Ok(first) => first,
+            Err(fault) => return Err((failed(fault, t), permit)),
+        };
+        let head = Response {
+            status: body.status,
+            headers: body.headers.clone(),
+            body: Vec::new(),
+        };
+        let reading = policy
+            .read_response(&p.req, &Wire::Response(head), ResponsePart::StreamStart)
+            .value;
+        t.sent = true;
+        t.response_received = true;
+        t.last_status = Some(body.status);
+        trace::read(Some(body.status), reading.classification.verdict);
+        observer.after_attempt(t.attempts, Some(body.status), &reading.classification);
+        permit.observe(&reading.observations);
+        Ok(Stream::new(stream::Opened {
+            body,
+            first,
+            permit,
+            policy: policy.clone(),
+            req: p.req.clone(),
+            estimate: p.estimate,
+            attempts: t.attempts,
+            waited: t.waited,
+        }))
+    }
+
+    /// Reads one attempt's outcome in one plugin call, lands what it says in the scopes,
+    /// corrects the charge with the actual usage, and decides what comes next. A 429 or a
+    /// spent quota holds the scope *before* anything else is scheduled.
+    #[allow(clippy::too_many_arguments, reason = "the steps of one attempt")]
+    pub(super) fn read_attempt(
+        &self,
+        call: &Call,
+        p: &Prepared,
+        policy: &GuardedPolicy,
+        wire: &Wire,
+        permit: Permit,
+        started: std::time::Instant,
+        t: &mut Tally,
+        observer: &mut dyn Observer,
+    ) -> (Classification, crate::retry::Plan) {
+        let (status, sent) = match wire {
+            Wire::Response(r) => (Some(r.status), true),
+            Wire::Transport(f) => (None, may_have_been_sent(*f)),
+        };
+        t.sent |= sent;
+        let reading = policy
+            .read_response(&p.req, wire, ResponsePart::Complete)
+            .value;
+        let c = reading.classification;
+        trace::read(status, c.verdict);
+        observer.after_attempt(t.attempts, status, &c);
+        let mut actual = None;
+        if let Wire::Response(r) = wire {
+            t.response_received = true;
+            t.last_status = Some(r.status);
+            permit.observe(&reading.observations);
+            actual = corrected(p.estimate, &reading.usage);
+            if let Some(actual) = actual {
+                usage::applied(&call.provider, p.estimate, actual);
+            }
+        }
+        t.error_code.clone_from(&c.error_code);
+        let spent = Spent {
+            attempts: t.attempts,
+            waited: t.waited,
+        };
+        let elapsed = self.clock.now().saturating_duration_since(started);
+        let left = p.deadline.map(|d| d.saturating_sub(elapsed));
+        let plan = {
+            let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
+            decide(
+                &c, status, sent, call.class, &p.budget, &p.backoff, spent, left, &mut rng,
+            )
+        };
+        let hold = match c.verdict {
+            // A spent billing or daily quota: nobody on the scope sends until its reset, or
+            // for the configured time when the provider does not say.
+            Verdict::QuotaExhausted => Some(c.retry_after_ms.map_or(
+                Duration::from_millis(self.retry.quota_exhausted_hold_ms),
+                Duration::from_millis,
+            )),
+            _ => plan.hold_scope,
+        };
+        if let Some(hold) = hold {
+            let why = match c.verdict {
+                Verdict::QuotaExhausted => QUOTA_EXHAUSTED,
+                _ => "rate limited",
+            };
+            let code = c.error_code.as_deref().unwrap_or("");
+            let reason = format!("{why}: {} {code}", status.unwrap_or(429));
+            permit.hold_scope(None, hold, reason.trim_end());
+        }
+        permit.complete(actual);
+        (c, plan)
+    }
+
+    /// Acts on an attempt's plan: done, stopped, or a retry after its delay. `None`: go on
+    /// to the next attempt.
+    pub(super) async fn after(
+        &self,
+        call: &Call,
+        path: &str,
+        (c, plan): (Classification, crate::retry::Plan),
+        wire: Wire,
+        t: &mut Tally,
+        observer: &mut dyn Observer,
+    ) -> Option<Outcome> {
+        let status = match &wire {
+            Wire::Response(r) => Some(r.status),
+            Wire::Transport(_) => None,
+        };
+        // A 429 or a spent quota is a scheduling signal about the scope, not a broken
+        // path: it holds the scope and never trips the path's breaker.
+        let breaks = !matches!(c.verdict, Verdict::RateLimited | Verdict::QuotaExhausted);
+        let failure = format!(
+            "{} {}",
+            status.map_or_else(|| "transport".to_owned(), |s| s.to_string()),
+            c.error_code.as_deref().unwrap_or("")
+        );
+        trace::decided(&plan.next);
+        match plan.next {
+            Next::Done => {
+                self.breakers.success(path);
+                let Wire::Response(response) = wire else {
+                    unreachable!("success is a response")
+                };
+                Some(Outcome::Succeeded {
+                    response,
+                    attempts: t.attempts,
+                    waited: t.waited,
+                })
+            }
+            Next::Stop(stop) => {
+                t.keep_answer(wire);
+                if breaks {
+                    self.breakers.failure(path, &failure, self.clock.now());
+                }
+                let next = next_action(&stop, c.retry_after_ms, status);
+                Some(std::mem::take(t).end(Reason::Stopped(stop), next))
+            }
+            Next::Retry { delay } => {
+                t.keep_answer(wire);
+                if breaks {
+                    self.breakers.failure(path, &failure, self.clock.now());
+                }
+                if let Err(open) = self.breakers.check(path, self.clock.now()) {
+                    let after = open.retry_in;
+                    return Some(std::mem::take(t).end(
+                        Reason::BreakerOpen(open),
+                        NextAction::RetryLater(Some(after)),
+                    ));
+                }
+                let Some(_place) = self.delay_place(call) else {
+                    return Some(std::mem::take(t).end(
+                        Reason::ScopeRetriesFull {
+                            max_delayed_requests: self.retry.max_delayed_requests,
+                        },
+                        NextAction::RetryLater(Some(delay)),
+                    ));
+                };
+                trace::retry(call, t.attempts, status, c.verdict, delay);
+                observer.retry_scheduled(t.attempts, delay);
+                tokio::time::sleep(delay).await;
+                t.waited += delay;
+                None
+            }
+        }
+    }
+}
+
+/// Whether a transport failure may have delivered the request.
+fn may_have_been_sent(f: TransportFailure) -> bool {
+    matches!(
+        f,
+        TransportFailure::TimeoutAfterSend | TransportFailure::ResetAfterSend
+    )
+}

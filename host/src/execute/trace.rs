@@ -1,0 +1,173 @@
+//! What a call reports while it runs: its span, a span per attempt, and the executor's
+//! metrics and events. The names and the reasons for them are in [`crate::observe`]; this
+//! room only records, so the attempt loop reads as the design and not as bookkeeping.
+
+use std::time::Duration;
+
+use tracing::Span;
+use tracing::field::Empty;
+
+use super::attempt::Run;
+use super::{Call, Outcome};
+use crate::admission::Refused;
+use crate::contract::Verdict;
+use crate::observe::{self, ATTEMPT_SPAN, CALL_SPAN};
+use crate::retry::Next;
+
+/// The span of one logical call. Its tenant, attempts, status, outcome and time in the queue
+/// are recorded as they become known.
+pub(super) fn call_span(call: &Call) -> Span {
+    tracing::info_span!(
+        CALL_SPAN,
+        provider = %call.provider,
+        credential = %call.credential,
+        class = observe::request_class(call.class),
+        tenant = Empty,
+        attempts = Empty,
+        status = Empty,
+        outcome = Empty,
+        waited_ms = Empty,
+    )
+}
+
+/// The span of attempt `attempt` (from 1), a child of `call`'s.
+pub(super) fn attempt_span(call: &Span, attempt: u32) -> Span {
+    tracing::info_span!(
+        parent: call,
+        ATTEMPT_SPAN,
+        attempt,
+        waited_ms = Empty,
+        status = Empty,
+        verdict = Empty,
+        decision = Empty,
+    )
+}
+
+/// An attempt was admitted after `waited` in the queue; `queued` is the call's whole time
+/// in the queue so far.
+pub(super) fn admitted(
+    call: &Call,
+    call_span: &Span,
+    tenant: &str,
+    waited: Duration,
+    queued: Duration,
+) {
+    Span::current().record("waited_ms", millis(waited));
+    call_span.record("waited_ms", millis(queued));
+    metrics::counter!(
+        observe::CALLS_ADMITTED,
+        "provider" => call.provider.clone(),
+        "credential" => call.credential.clone(),
+        "tenant" => tenant.to_owned(),
+    )
+    .increment(1);
+    metrics::histogram!(observe::ADMISSION_WAIT, "provider" => call.provider.clone())
+        .record(waited.as_secs_f64());
+}
+
+/// The queue let the attempt go without admitting it: it expired or was cancelled while it
+/// waited. A refusal at submit is reported by admission itself.
+pub(super) fn left_queue(call: &Call, refused: &Refused) {
+    let reason = match refused {
+        Refused::Rejected(_) => return,
+        Refused::Expired(_) => "expired",
+        Refused::Cancelled => "cancelled",
+    };
+    tracing::info!(provider = %call.provider, reason, "a queued request left unadmitted");
+    metrics::counter!(
+        observe::CALLS_REFUSED,
+        "provider" => call.provider.clone(),
+        "reason" => reason,
+    )
+    .increment(1);
+}
+
+/// An attempt was sent and answered with `status` (`None`: no answer).
+pub(super) fn answered(call: &Call, status: Option<u16>) {
+    metrics::counter!(
+        observe::ATTEMPTS,
+        "provider" => call.provider.clone(),
+        "status" => observe::status_class(status),
+    )
+    .increment(1);
+    if status == Some(429) {
+        metrics::counter!(
+            observe::RESPONSES_429,
+            "provider" => call.provider.clone(),
+            "credential" => call.credential.clone(),
+        )
+        .increment(1);
+    }
+}
+
+/// The plugin read the attempt: its status and verdict, on the attempt's span.
+pub(super) fn read(status: Option<u16>, verdict: Verdict) {
+    let span = Span::current();
+    if let Some(status) = status {
+        span.record("status", status);
+    }
+    span.record("verdict", observe::verdict(verdict));
+}
+
+/// What the retry policy decided for the attempt, on its span.
+pub(super) fn decided(next: &Next) {
+    let decision = match next {
+        Next::Done => "done",
+        Next::Retry { .. } => "retry",
+        Next::Stop(_) => "stop",
+    };
+    Span::current().record("decision", decision);
+}
+
+/// A retry of the call is scheduled after `delay`, because of `verdict`.
+pub(super) fn retry(
+    call: &Call,
+    attempt: u32,
+    status: Option<u16>,
+    verdict: Verdict,
+    delay: Duration,
+) {
+    let reason = observe::verdict(verdict);
+    tracing::info!(
+        provider = %call.provider,
+        attempt,
+        status,
+        delay_ms = millis(delay),
+        reason,
+        "retry scheduled"
+    );
+    metrics::counter!(
+        observe::RETRIES,
+        "provider" => call.provider.clone(),
+        "reason" => reason,
+    )
+    .increment(1);
+}
+
+/// The call is over: how it ended, on its span and in [`observe::CALLS_ENDED`].
+pub(super) fn ended(span: &Span, call: &Call, run: &Run) {
+    let (outcome, attempts, status) = match run {
+        Run::Stream(s) => ("streaming", s.attempts, Some(s.status)),
+        Run::Done(
+            o @ Outcome::Succeeded {
+                response, attempts, ..
+            },
+        ) => (observe::outcome(o), *attempts, Some(response.status)),
+        Run::Done(o @ Outcome::Ended(t)) => (observe::outcome(o), t.attempts, t.last_status),
+    };
+    span.record("outcome", outcome);
+    span.record("attempts", attempts);
+    if let Some(status) = status {
+        span.record("status", status);
+    }
+    metrics::counter!(
+        observe::CALLS_ENDED,
+        "provider" => call.provider.clone(),
+        "outcome" => outcome,
+    )
+    .increment(1);
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,257 @@
+//! Watching sluice run: the names of its spans, events and metrics, in one place.
+//!
+//! An operator must be able to see why a call waited, why it was retried and what the
+//! provider said, without reading the code: a 429, a held scope, a retry, an open breaker, a
+//! full queue or a quarantined plugin is otherwise silent. sluice reports through two
+//! facades and leaves the choice of backend to whoever embeds it: [`tracing`] for spans and
+//! events (a subscriber prints or ships them) and [`metrics`] for counters, gauges and
+//! histograms (a recorder exports them; `sluice demo --metrics-addr` serves them to
+//! Prometheus). Without a subscriber or a recorder, both cost next to nothing.
+//!
+//! **Labels never carry a secret, and stay few.** A label is a provider (as configured), a
+//! credential's *label* (`Call::credential`, never a header value), a tenant, a scope (the
+//! provider, credential and scope name: `openai/team-key/model:gpt-4o`), a plugin's name, a
+//! plugin function, or a reason from a fixed list below. Never a URL, a task, a request id or
+//! an error message: each of those would make a new series per call.
+//!
+//! # Spans
+//!
+//! | span | where | fields |
+//! |---|---|---|
+//! | `sluice.call` | one per logical call (`Executor::execute`, `execute_stream`) | `provider`, `credential`, `class` (`read`, `idempotent-write`, `uncertain-write`), `tenant`, `attempts`, `status` (the last HTTP status), `outcome` (`succeeded`, `streaming`, or why it ended: [`outcome`]), `waited_ms` (time in the admission queue, all attempts) |
+//! | `sluice.attempt` | one per attempt, a child of its call's span | `attempt` (from 1), `waited_ms` (time in the admission queue), `status` (HTTP; empty when none came back), `verdict` (the plugin's reading: `success`, `rate-limited`, ...), `decision` (`done`, `retry`, `stop`) |
+//!
+//! # Events
+//!
+//! | event | level | where | fields |
+//! |---|---|---|---|
+//! | scope held | info | `admission::handle` (a 429 or a spent quota) | `scope`, `hold_ms`, `reason` |
+//! | request refused | warn | `admission::handle` (a bound of the queue, a deadline, a size) | `provider`, `credential`, `reason`, `error` |
+//! | request expired or cancelled while queued | info | `execute` | `provider`, `reason` |
+//! | retry scheduled | info | `execute` | `provider`, `attempt`, `delay_ms`, `reason` (the verdict), `status` |
+//! | breaker opened / half-open / closed | warn / info / info | `retry::breaker` | `path`, `error`, `failures`, `open_ms` |
+//! | plugin call failed / quarantined / quarantine lifted | warn / warn / info | `guard` | `plugin`, `error`, `until_s` |
+//! | usage corrected | debug | `execute::usage` | `provider`, `estimated_tokens`, `actual_tokens` |
+//!
+//! # Metrics
+//!
+//! Every name is a constant here; the table is the list an operator reads.
+//!
+//! | metric | type | labels | what |
+//! |---|---|---|---|
+//! | [`CALLS_ADMITTED`] | counter | `provider`, `credential`, `tenant` | requests the admission queue let go: one per attempt |
+//! | [`CALLS_REFUSED`] | counter | `provider`, `reason` ([`refusal`]) | requests refused by the queue, or that left it without being admitted |
+//! | [`ADMISSION_WAIT`] | histogram | `provider` | seconds an attempt waited in the admission queue |
+//! | [`ATTEMPTS`] | counter | `provider`, `status` (`2xx`, `3xx`, `4xx`, `5xx`, `none`) | attempts sent |
+//! | [`RESPONSES_429`] | counter | `provider`, `credential` | answers with status 429 |
+//! | [`RETRIES`] | counter | `provider`, `reason` (the verdict) | retries scheduled |
+//! | [`CALLS_ENDED`] | counter | `provider`, `outcome` ([`outcome`]) | logical calls finished |
+//! | [`SCOPE_HOLDS`] | counter | `provider` | holds put on a scope (a 429, a spent quota, a caller's hold) |
+//! | [`QUEUE_DEPTH`] | gauge | `scope` | requests waiting on the scope |
+//! | [`USAGE_CORRECTIONS`] | counter | `provider` | charges corrected from the estimate to the usage an answer reported |
+//! | [`BREAKER_OPEN`] | gauge | `provider`, `credential` | paths of the credential whose breaker is open now (0 when none) |
+//! | [`PLUGIN_CALL`] | histogram | `plugin`, `function` (`plan-request`, `read-response`, `reconcile`, `read-reconciliation`) | seconds a plugin call took, on the real clock |
+//! | [`PLUGIN_FAILURES`] | counter | `plugin` | plugin calls that failed (trap, timeout, invalid output...) |
+//! | [`PLUGIN_QUARANTINED`] | gauge | `plugin` | 1 while the plugin is quarantined, else 0 |
+//!
+//! A gauge kept per scope ([`QUEUE_DEPTH`]) is registered when the scheduler first meets the
+//! scope: install the recorder before building the host.
+
+use crate::admission::{Bound, Class, Rejection};
+use crate::contract::{RequestClass, Verdict};
+
+/// Counter: requests the admission queue let go, one per attempt.
+pub const CALLS_ADMITTED: &str = "sluice_calls_admitted_total";
+/// Counter: requests refused by the admission queue, or that left it without being admitted.
+pub const CALLS_REFUSED: &str = "sluice_calls_refused_total";
+/// Histogram: seconds an attempt waited in the admission queue.
+pub const ADMISSION_WAIT: &str = "sluice_admission_wait_seconds";
+/// Counter: attempts sent, by status class.
+pub const ATTEMPTS: &str = "sluice_attempts_total";
+/// Counter: answers with status 429.
+pub const RESPONSES_429: &str = "sluice_responses_429_total";
+/// Counter: retries scheduled, by the verdict that asked for them.
+pub const RETRIES: &str = "sluice_retries_total";
+/// Counter: logical calls finished, by outcome.
+pub const CALLS_ENDED: &str = "sluice_calls_ended_total";
+/// Counter: holds put on a scope.
+pub const SCOPE_HOLDS: &str = "sluice_scope_holds_total";
+/// Gauge: requests waiting on a scope.
+pub const QUEUE_DEPTH: &str = "sluice_queue_depth";
+/// Counter: charges corrected to the usage an answer reported.
+pub const USAGE_CORRECTIONS: &str = "sluice_usage_corrections_total";
+/// Gauge: a credential's paths whose breaker is open.
+pub const BREAKER_OPEN: &str = "sluice_breaker_open";
+/// Histogram: seconds a plugin call took.
+pub const PLUGIN_CALL: &str = "sluice_plugin_call_seconds";
+/// Counter: plugin calls that failed.
+pub const PLUGIN_FAILURES: &str = "sluice_plugin_failures_total";
+/// Gauge: 1 while a plugin is quarantined.
+pub const PLUGIN_QUARANTINED: &str = "sluice_plugin_quarantined";
+
+/// The span of one logical call.
+pub const CALL_SPAN: &str = "sluice.call";
+/// The span of one attempt, a child of its call's.
+pub const ATTEMPT_SPAN: &str = "sluice.attempt";
+
+/// Describes every metric to the installed recorder (an exporter prints it as `# HELP`):
+/// call it once, after installing the recorder.
+pub fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        CALLS_ADMITTED,
+        "Requests the admission queue let go, one per attempt"
+    );
+    describe_counter!(
+        CALLS_REFUSED,
+        "Requests refused by the admission queue, or that left it unadmitted"
+    );
+    describe_histogram!(
+        ADMISSION_WAIT,
+        Unit::Seconds,
+        "Time an attempt waited in the admission queue"
+    );
+    describe_counter!(ATTEMPTS, "Attempts sent, by status class");
+    describe_counter!(RESPONSES_429, "Answers with status 429");
+    describe_counter!(
+        RETRIES,
+        "Retries scheduled, by the verdict that asked for them"
+    );
+    describe_counter!(CALLS_ENDED, "Logical calls finished, by outcome");
+    describe_counter!(
+        SCOPE_HOLDS,
+        "Holds put on a quota scope (a 429, a spent quota)"
+    );
+    describe_gauge!(QUEUE_DEPTH, "Requests waiting on a quota scope");
+    describe_counter!(
+        USAGE_CORRECTIONS,
+        "Charges corrected to the usage an answer reported"
+    );
+    describe_gauge!(BREAKER_OPEN, "Paths of a credential whose breaker is open");
+    describe_histogram!(PLUGIN_CALL, Unit::Seconds, "Time a plugin call took");
+    describe_counter!(PLUGIN_FAILURES, "Plugin calls that failed");
+    describe_gauge!(PLUGIN_QUARANTINED, "1 while the plugin is quarantined");
+}
+
+/// A request class as the contract spells it.
+pub fn request_class(class: RequestClass) -> &'static str {
+    match class {
+        RequestClass::Read => "read",
+        RequestClass::IdempotentWrite => "idempotent-write",
+        RequestClass::UncertainWrite => "uncertain-write",
+    }
+}
+
+/// A queue class, in lower case.
+pub fn queue_class(class: Class) -> &'static str {
+    match class {
+        Class::Interactive => "interactive",
+        Class::Standard => "standard",
+        Class::Background => "background",
+    }
+}
+
+/// A verdict as the contract spells it.
+pub fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Success => "success",
+        Verdict::RateLimited => "rate-limited",
+        Verdict::QuotaExhausted => "quota-exhausted",
+        Verdict::Overloaded => "overloaded",
+        Verdict::Transient => "transient",
+        Verdict::Conflict => "conflict",
+        Verdict::ClientError => "client-error",
+        Verdict::AuthError => "auth-error",
+        Verdict::OutcomeUnknown => "outcome-unknown",
+    }
+}
+
+/// The `reason` label of [`CALLS_REFUSED`] for a refusal at submit: `queue-full`,
+/// `scope-queue-full`, `tenant-queue-full`, `wait-too-long`, `deadline-unreachable` or
+/// `oversized`. A request that left the queue unadmitted is `expired` or `cancelled`.
+pub fn refusal(r: &Rejection) -> &'static str {
+    match r {
+        Rejection::Backpressure(Bound::Global { .. }) => "queue-full",
+        Rejection::Backpressure(Bound::Scope { .. }) => "scope-queue-full",
+        Rejection::Backpressure(Bound::Tenant { .. }) => "tenant-queue-full",
+        Rejection::Backpressure(Bound::Wait { .. }) => "wait-too-long",
+        Rejection::DeadlineUnreachable { .. } => "deadline-unreachable",
+        Rejection::Oversized { .. } => "oversized",
+    }
+}
+
+/// The `outcome` of a call: `succeeded`, `streaming`, or why it ended — `stopped`,
+/// `refused`, `out-of-time`, `cancelled`, `breaker-open`, `scope-retries-full`,
+/// `task-budget-exhausted`, `unknown-provider`, `not-recorded`.
+pub fn outcome(o: &crate::execute::Outcome) -> &'static str {
+    use crate::execute::{Outcome, Reason};
+    match o {
+        Outcome::Succeeded { .. } => "succeeded",
+        Outcome::Ended(t) => match t.reason {
+            Reason::Stopped(_) => "stopped",
+            Reason::Refused(_) => "refused",
+            Reason::OutOfTime(_) => "out-of-time",
+            Reason::Cancelled => "cancelled",
+            Reason::BreakerOpen(_) => "breaker-open",
+            Reason::ScopeRetriesFull { .. } => "scope-retries-full",
+            Reason::TaskBudgetExhausted { .. } => "task-budget-exhausted",
+            Reason::UnknownProvider(_) => "unknown-provider",
+            Reason::NotRecorded(_) => "not-recorded",
+        },
+    }
+}
+
+/// The `status` label of [`ATTEMPTS`]: the status class, or `none` when no answer came.
+pub fn status_class(status: Option<u16>) -> &'static str {
+    match status {
+        Some(200..=299) => "2xx",
+        Some(300..=399) => "3xx",
+        Some(400..=499) => "4xx",
+        Some(500..=599) => "5xx",
+        Some(_) => "other",
+        None => "none",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_name_is_prefixed_and_unique() {
+        let names = [
+            CALLS_ADMITTED,
+            CALLS_REFUSED,
+            ADMISSION_WAIT,
+            ATTEMPTS,
+            RESPONSES_429,
+            RETRIES,
+            CALLS_ENDED,
+            SCOPE_HOLDS,
+            QUEUE_DEPTH,
+            USAGE_CORRECTIONS,
+            BREAKER_OPEN,
+            PLUGIN_CALL,
+            PLUGIN_FAILURES,
+            PLUGIN_QUARANTINED,
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for n in names {
+            assert!(n.starts_with("sluice_"), "{n}");
+            assert!(
+                n.chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit()),
+                "{n} is not a Prometheus name"
+            );
+            assert!(seen.insert(n), "{n} twice");
+        }
+    }
+
+    #[test]
+    fn status_classes_are_few() {
+        assert_eq!(status_class(Some(429)), "4xx");
+        assert_eq!(status_class(Some(200)), "2xx");
+        assert_eq!(status_class(None), "none");
+        assert_eq!(status_class(Some(999)), "other");
+    }
+}
