@@ -30,6 +30,7 @@
 //! - [`execute`]: one call from the queue to a typed outcome ([`execute::Call`]);
 //! - [`admission`]: scopes, GCRA buckets, the fair priority queue, tenants and tiers;
 //! - [`retry`]: budgets per request class, backoff, circuit breakers;
+//! - [`task`]: a task's identity, and where its cancellation and budgets live;
 //! - [`transport`]: HTTP, TLS, timeouts and proxies;
 //! - [`writes`], [`journal`]: safe writes and their SQLite journal, escalations;
 //! - [`audit`]: the tamper-evident, signed audit log and its verifier;
@@ -66,6 +67,7 @@ pub mod policy;
 pub mod printable;
 pub mod private_fs;
 pub mod retry;
+pub mod task;
 pub mod transport;
 pub mod vectors;
 pub mod writes;

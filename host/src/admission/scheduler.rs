@@ -77,9 +77,7 @@ use super::scope::{Scope, ScopeKey, Shape};
 use super::tenant::{Tenant, Tier};
 use super::usage::Usage;
 
-/// A task's identity, chosen by the caller: cancelling it removes all its waiting requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TaskId(pub u64);
+pub use crate::task::TaskId;
 
 /// The scopes one request charges, resolved once: see [`Scheduler::route`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,6 +1,6 @@
 //! What a call may spend beyond its own class budget: its task's attempts (and whether the
-//! task was cancelled), its scope's places for delayed retries, and the holds a spent quota
-//! puts on its scope.
+//! task was cancelled: [`crate::task`] keeps both), its scope's places for delayed retries,
+//! and the holds a spent quota puts on its scope.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -42,56 +42,31 @@ impl Executor {
 
     /// Counts one attempt of `task`; `false` when its budget is spent.
     pub(super) fn count_task_attempt(&self, task: Option<TaskId>) -> bool {
-        let (Some(task), max) = (task, self.retry.task_max_attempts) else {
-            return true;
-        };
-        if max == 0 {
-            return true;
-        }
-        let mut map = self
-            .task_attempts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let n = map.entry(task).or_default();
-        if *n >= max {
-            return false;
-        }
-        *n += 1;
-        true
+        self.tasks.count_attempt(task)
     }
 
     /// Cancels `task`: its waiting calls are refused at once, and a retry of it that is
     /// asleep sends nothing when it wakes. Returns how many waiting calls were removed.
+    /// (In this host's memory: [`Writes::cancel_task`](crate::writes::Writes::cancel_task)
+    /// also cancels it in the journal; see [`crate::task`].)
     pub fn cancel_task(&self, task: TaskId) -> usize {
-        self.cancelled
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(task);
+        self.tasks.cancel(task);
         self.admission.cancel(task)
     }
 
     /// Lets a cancelled `task` send again (a person approved its continued access).
     pub fn resume_task(&self, task: TaskId) {
-        self.cancelled
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&task);
+        self.tasks.resume(task);
     }
 
     /// Whether `task` was cancelled.
     pub fn is_cancelled(&self, task: TaskId) -> bool {
-        self.cancelled
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&task)
+        self.tasks.is_cancelled(task)
     }
 
     /// Forgets what `task` spent: call it when the task ends.
     pub fn forget_task(&self, task: TaskId) {
-        self.task_attempts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&task);
+        self.tasks.forget(task);
     }
 
     /// A place among the scope's delayed retries, if one is free.

@@ -21,13 +21,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::admission::Admission;
 use crate::admission::coalesce::{Coalescer, Joined};
-use crate::admission::{Admission, TaskId};
 use crate::clock::Clock;
 use crate::contract::RequestClass;
 use crate::credentials::{Credentials, NoCredentials};
 use crate::guard::GuardedPolicy;
 use crate::retry::{Breakers, RetryConfig};
+use crate::task::Tasks;
 use crate::transport::Transport;
 
 use attempt::Run;
@@ -48,10 +49,8 @@ pub struct Executor {
     breakers: Breakers,
     rng: Mutex<fastrand::Rng>,
     delayed: Mutex<HashMap<(String, String), u32>>,
-    /// Attempts sent per task, against `RetryConfig::task_max_attempts`.
-    task_attempts: Mutex<HashMap<TaskId, u32>>,
-    /// Cancelled tasks: none of their calls sends again.
-    cancelled: Mutex<std::collections::HashSet<TaskId>>,
+    /// Cancelled tasks, and the attempts each sent against `RetryConfig::task_max_attempts`.
+    tasks: Tasks,
     /// Reads in flight that opted into sharing, by what they ask.
     reads: Coalescer<String, Outcome>,
     /// The secret headers of each call's credential label, asked for at each send.
@@ -73,6 +72,7 @@ impl Executor {
             retry.breaker_threshold,
             Duration::from_millis(retry.breaker_open_ms),
         );
+        let tasks = Tasks::new(retry.task_max_attempts);
         Self {
             admission,
             policies,
@@ -81,8 +81,7 @@ impl Executor {
             breakers,
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             delayed: Mutex::default(),
-            task_attempts: Mutex::default(),
-            cancelled: Mutex::default(),
+            tasks,
             reads: Coalescer::new(),
             credentials: Arc::new(NoCredentials),
             clock,

@@ -196,13 +196,9 @@ impl std::fmt::Debug for Writes {
     }
 }
 
-/// The admission task id of a task name: one per name, stable across restarts.
+/// The task id of a task name: [`TaskId::named`].
 pub fn task_id(task: &str) -> TaskId {
-    // FNV-1a: stable across builds and processes, unlike the std hasher.
-    let hash = task.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    TaskId(hash)
+    TaskId::named(task)
 }
 
 /// Who works on an action in this host.
