@@ -186,9 +186,9 @@ impl Executor {
             let reason = match &refused {
                 Refused::Cancelled => Reason::Cancelled,
                 Refused::Expired(_) | Refused::Rejected(Rejection::DeadlineUnreachable { .. }) => {
-                    Reason::OutOfTime(refused.to_string())
+                    Reason::OutOfTime(refused.clone())
                 }
-                Refused::Rejected(_) => Reason::Refused(refused.to_string()),
+                Refused::Rejected(rejection) => Reason::Refused(rejection.clone()),
             };
             let next = match reason {
                 Reason::Cancelled => NextAction::FixRequest,
