@@ -4,7 +4,7 @@
 
 use sluice::clock::{Clock, SystemClock};
 use sluice::contract::{
-    Dimension, Outcome, ProviderPolicy, RequestClass, Response, ResponsePart, Verdict,
+    Dimension, ProviderPolicy, RequestClass, Response, ResponsePart, Verdict, WireOutcome,
 };
 use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
@@ -18,8 +18,8 @@ async fn answers(fake: &FakeProvider, path: &str, n: usize) -> Vec<Response> {
     let mut all = Vec::new();
     for _ in 0..n {
         match transport.send(&req, &[]).await {
-            Outcome::Response(r) => all.push(r),
-            Outcome::Transport(f) => panic!("the fake did not answer: {f:?}"),
+            WireOutcome::Response(r) => all.push(r),
+            WireOutcome::Transport(f) => panic!("the fake did not answer: {f:?}"),
         }
     }
     all
@@ -45,7 +45,7 @@ async fn bundled_plugins_read_the_fakes_429s_and_quota_headers() {
         // The fake's dates are on the real clock.
         req.now_ms = SystemClock.wall_ms();
         let reading = p
-            .read_response(&req, &Outcome::Response(resp), ResponsePart::Complete)
+            .read_response(&req, &WireOutcome::Response(resp), ResponsePart::Complete)
             .expect("read-response");
         let c = reading.classification;
         assert_eq!(c.verdict, Verdict::RateLimited, "{plugin}");
@@ -80,7 +80,7 @@ async fn bundled_plugins_read_the_fakes_429s_and_quota_headers() {
     );
     let second = two.remove(1);
     let classify = |resp: Response| {
-        p.read_response(&req, &Outcome::Response(resp), ResponsePart::Complete)
+        p.read_response(&req, &WireOutcome::Response(resp), ResponsePart::Complete)
             .unwrap()
             .classification
     };

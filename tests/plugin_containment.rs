@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use sluice::clock::ManualClock;
 use sluice::contract::{
-    Classification, Outcome, ProviderPolicy, Request, RequestClass, ResponsePart, Verdict,
+    Classification, ProviderPolicy, Request, RequestClass, ResponsePart, Verdict, WireOutcome,
 };
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
 use sluice::plugin::{Failure, LoadError, RuntimeConfig};
@@ -27,7 +27,11 @@ fn classify_path(plugin: &sluice::plugin::Plugin, path: &str) -> Result<Verdict,
 }
 
 /// The guarded reading of a complete `outcome`: its classification and who gave it.
-fn classify(g: &GuardedPolicy, req: &Request, outcome: &Outcome) -> (Classification, AnsweredBy) {
+fn classify(
+    g: &GuardedPolicy,
+    req: &Request,
+    outcome: &WireOutcome,
+) -> (Classification, AnsweredBy) {
     let a = g.read_response(req, outcome, ResponsePart::Complete);
     (a.value.classification, a.by)
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use sluice::clock::ManualClock;
 use sluice::contract::{
-    Cost, Dimension, Outcome, PriorityClass, ProviderPolicy, ReconcilePlan, Reconciliation,
-    RequestClass, ResponsePart, TransportFailure, UncertainWrite, Verdict,
+    Cost, Dimension, PriorityClass, ProviderPolicy, ReconcilePlan, Reconciliation, RequestClass,
+    ResponsePart, TransportFailure, UncertainWrite, Verdict, WireOutcome,
 };
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
 use sluice::plugin::{Contract, bundled};
@@ -86,7 +86,7 @@ fn its_reading_comes_from_classify_and_parse_quota() {
     assert_eq!(end.classification.verdict, Verdict::RateLimited);
     assert!(end.observations.is_empty());
     // A transport failure has no response to read quotas from.
-    let reset = Outcome::Transport(TransportFailure::ResetAfterSend);
+    let reset = WireOutcome::Transport(TransportFailure::ResetAfterSend);
     let r = p
         .read_response(&req, &reset, ResponsePart::Complete)
         .unwrap();

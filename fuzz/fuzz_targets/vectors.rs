@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
                     r.method
                 );
                 let mut blocks = vec![&r.headers];
-                if let Outcome::Response(resp) = &case.outcome {
+                if let WireOutcome::Response(resp) = &case.outcome {
                     blocks.push(&resp.headers);
                 }
                 for block in blocks {

@@ -61,7 +61,7 @@ pub enum TransportFailure {
 
 /// What came back from one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum WireOutcome {
     /// The provider answered.
     Response(Response),
     /// The provider did not answer.

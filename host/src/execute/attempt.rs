@@ -11,7 +11,7 @@ use super::usage::corrected;
 use super::{Call, Executor, NextAction, Observer, Outcome, QUOTA_EXHAUSTED, Reason};
 use crate::admission::{Acquire, Class, Permit, Refused, Rejection, Usage};
 use crate::contract::{
-    Classification, Outcome as Wire, Request, Response, ResponsePart, TransportFailure, Verdict,
+    Classification, Request, Response, ResponsePart, TransportFailure, Verdict, WireOutcome as Wire,
 };
 use crate::guard::GuardedPolicy;
 use crate::policy::encode_fields;

@@ -24,7 +24,7 @@ mod print;
 use std::path::{Path, PathBuf};
 
 pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
-pub use format::{Case, DEFAULT_NOW_MS, dimension_name};
+pub use format::{DEFAULT_NOW_MS, VectorCase, dimension_name};
 
 use crate::contract::ProviderPolicy;
 use crate::input_file::{self, InputFileError};
@@ -53,7 +53,7 @@ pub struct VectorFile {
     /// Where it was read from.
     pub path: PathBuf,
     /// Its cases, in file order.
-    pub cases: Vec<Case>,
+    pub cases: Vec<VectorCase>,
 }
 
 /// The largest vector file read, in bytes: 16 MiB. The bundled files are tens of KiB, and
@@ -167,7 +167,7 @@ pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> Report {
     }
 }
 
-fn run_case(plugin: &dyn ProviderPolicy, case: &Case) -> Option<String> {
+fn run_case(plugin: &dyn ProviderPolicy, case: &VectorCase) -> Option<String> {
     let reading = match plugin.read_response(&case.request, &case.outcome, case.part) {
         Ok(r) => r,
         Err(e) => return Some(e.to_string()),

@@ -42,7 +42,7 @@ use crate::execute::{Call, Executor, Terminal};
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, Journal, JournalError, Recorded, State};
 
-pub use case::{Case, Choice as CaseOption};
+pub use case::{Case, CaseOption, CaseSpent};
 pub use request::StoredRequest;
 pub use send::is_reconciliation;
 

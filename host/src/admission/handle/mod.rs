@@ -188,7 +188,7 @@ pub enum Refused {
 
 /// What the scheduler decided for a waiting request, sent to its [`Ticket`].
 #[derive(Debug)]
-enum Outcome {
+enum WaitEnd {
     Admitted(GrantId),
     Expired(Box<Why>),
     Cancelled,
@@ -196,7 +196,7 @@ enum Outcome {
 
 #[derive(Debug)]
 struct Waiter {
-    tx: oneshot::Sender<Outcome>,
+    tx: oneshot::Sender<WaitEnd>,
     task: Option<TaskId>,
 }
 
@@ -256,7 +256,7 @@ impl Drop for Shared {
 
 impl State {
     /// Removes a waiting request's sender, and its entry in its task's list.
-    fn take_waiter(&mut self, id: RequestId) -> Option<oneshot::Sender<Outcome>> {
+    fn take_waiter(&mut self, id: RequestId) -> Option<oneshot::Sender<WaitEnd>> {
         let w = self.waiting.remove(&id)?;
         if let Some(task) = w.task
             && let Some(ids) = self.tasks.get_mut(&task)
@@ -285,7 +285,7 @@ impl State {
                     Event::Admitted { request, grant } => {
                         let taken = self
                             .take_waiter(request)
-                            .is_some_and(|tx| tx.send(Outcome::Admitted(grant)).is_ok());
+                            .is_some_and(|tx| tx.send(WaitEnd::Admitted(grant)).is_ok());
                         if taken {
                             sent += 1;
                         } else {
@@ -296,7 +296,7 @@ impl State {
                     Event::Expired { request, why } => {
                         if let Some(tx) = self.take_waiter(request) {
                             // A ticket dropped meanwhile needs no word.
-                            let _ = tx.send(Outcome::Expired(why));
+                            let _ = tx.send(WaitEnd::Expired(why));
                             sent += 1;
                         }
                     }
@@ -448,7 +448,7 @@ impl Admission {
             let removed = state.scheduler.cancel(task);
             for id in state.tasks.remove(&task).unwrap_or_default() {
                 if let Some(w) = state.waiting.remove(&id) {
-                    let _ = w.tx.send(Outcome::Cancelled);
+                    let _ = w.tx.send(WaitEnd::Cancelled);
                 }
             }
             removed
