@@ -304,7 +304,7 @@ fn credentials_never_reach_a_plugin() {
     let clock = Arc::new(ManualClock::starting_at(0));
     let g = guarded(&clock);
     let mut req = request("POST", "https://hostile.test/echo", RequestClass::Read);
-    req.headers = sluice::policy::encode_fields([
+    req.headers = sluice::headers::encode_fields([
         ("content-type", "application/json"),
         ("Authorization", "Bearer sk-live-secret"),
         ("x-api-key", "key-secret"),
@@ -326,7 +326,7 @@ fn credentials_never_reach_a_plugin_called_directly() {
     let rt = runtime();
     let p = hostile(&rt);
     let mut req = request("POST", "https://hostile.test/echo", RequestClass::Read);
-    req.headers = sluice::policy::encode_fields([
+    req.headers = sluice::headers::encode_fields([
         ("Cookie", "session=secret-cookie"),
         ("Proxy-Authorization", "Basic secret-proxy"),
         ("api-key", "secret-azure"),

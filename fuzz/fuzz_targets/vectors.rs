@@ -8,8 +8,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use sluice::contract::Outcome;
-use sluice::policy::{encode_fields, field_pairs};
+use sluice::contract::WireOutcome;
+use sluice::headers::{encode_fields, field_pairs};
 use sluice::vectors::{VectorError, parse};
 
 fuzz_target!(|data: &[u8]| {

@@ -8,7 +8,7 @@
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 use sluice_plugin_sdk::{
-    WireOutcome, Request, RequestClass, Response, ResponsePart, TransportFailure, UncertainWrite,
+    Outcome, Request, RequestClass, Response, ResponsePart, TransportFailure, UncertainWrite,
 };
 
 /// Fields the SDK's parsers and the bundled plugins read, and some they must not.
@@ -314,16 +314,16 @@ pub fn response(u: &mut Unstructured<'_>) -> Result<Response> {
 }
 
 /// An attempt's outcome: an answer, or a transport failure.
-pub fn outcome(u: &mut Unstructured<'_>) -> Result<WireOutcome> {
+pub fn outcome(u: &mut Unstructured<'_>) -> Result<Outcome> {
     Ok(if u.ratio(1, 8)? {
-        WireOutcome::Transport(*u.choose(&[
+        Outcome::Transport(*u.choose(&[
             TransportFailure::ConnectFailed,
             TransportFailure::TimeoutBeforeSend,
             TransportFailure::TimeoutAfterSend,
             TransportFailure::ResetAfterSend,
         ])?)
     } else {
-        WireOutcome::Response(response(u)?)
+        Outcome::Response(response(u)?)
     })
 }
 

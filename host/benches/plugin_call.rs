@@ -20,8 +20,8 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use sluice::contract::{
     ProviderPolicy, Request, RequestClass, Response, ResponsePart, WireOutcome,
 };
+use sluice::headers::encode_fields;
 use sluice::plugin::{ComponentCache, Contract, Plugin, PluginRuntime, RuntimeConfig};
-use sluice::policy::encode_fields;
 use sluice_plugin_ietf::Ietf;
 use sluice_plugin_openai::OpenAi;
 

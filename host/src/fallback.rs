@@ -14,8 +14,8 @@ use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::headers::Headers;
 
 use crate::contract::{
-    Classification, Cost, Description, Dimension, Observation, PluginError, PriorityClass,
-    ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan,
+    Classification, Cost, Description, Observation, PluginError, PriorityClass, ProviderPolicy,
+    Reading, ReconcilePlan, Reconciliation, ReportedDimension, Request, RequestClass, RequestPlan,
     Response, ResponsePart, TransportFailure, UncertainWrite, Verdict, WireOutcome,
 };
 
@@ -45,7 +45,7 @@ impl ProviderPolicy for Fallback {
             tenant: None,
             deadline_ms: None,
             cost: vec![Cost {
-                dimension: Dimension::Requests,
+                dimension: ReportedDimension::Requests,
                 amount: 1,
             }],
             scopes: Vec::new(),
@@ -127,7 +127,7 @@ fn headers(block: &str) -> Headers<'_> {
     Headers::parse(block)
 }
 
-sluice_plugin_sdk::wit_conversions!(Verdict, TransportFailure, Observation, Dimension);
+sluice_plugin_sdk::wit_conversions!(Verdict, TransportFailure, Observation, ReportedDimension);
 
 #[cfg(test)]
 mod tests {
@@ -219,7 +219,7 @@ mod tests {
         assert_eq!(
             plan.cost,
             vec![Cost {
-                dimension: Dimension::Requests,
+                dimension: ReportedDimension::Requests,
                 amount: 1
             }]
         );

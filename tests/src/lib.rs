@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sluice::contract::{Request, RequestClass, Response, WireOutcome};
+use sluice::headers::encode_fields;
 use sluice::plugin::{ComponentCache, Plugin, PluginRuntime, RuntimeConfig};
-use sluice::policy::encode_fields;
 
 /// The hostile fixture's component, built by `build.rs`.
 pub const HOSTILE_WASM: &str = env!("SLUICE_HOSTILE_WASM");

@@ -14,7 +14,7 @@ use crate::contract::{
     Classification, Request, Response, ResponsePart, TransportFailure, Verdict, WireOutcome as Wire,
 };
 use crate::guard::GuardedPolicy;
-use crate::policy::encode_fields;
+use crate::headers::encode_fields;
 use crate::retry::{Backoff, ClassBudget, Next, Spent, Stop, decide, route_template};
 use crate::transport::{Fault, Started};
 

@@ -32,7 +32,7 @@ pub(super) fn corrected(estimate: Usage, reported: &[Cost]) -> Option<Usage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::Dimension as D;
+    use crate::contract::ReportedDimension as D;
 
     fn cost(dimension: D, amount: u64) -> Cost {
         Cost { dimension, amount }

@@ -33,7 +33,7 @@ macro_rules! contract_conversions {
         $crate::plugin::convert::contract_conversions!(@record $w Classification {
             verdict, retry_after_ms, error_code, should_retry
         });
-        $crate::plugin::convert::contract_conversions!(@cases $w Dimension {
+        $crate::plugin::convert::contract_conversions!(@cases $w Dimension as ReportedDimension {
             Requests, Tokens, InputTokens, OutputTokens, Concurrency, Other(x)
         });
         $crate::plugin::convert::contract_conversions!(@record $w Observation {
@@ -180,12 +180,12 @@ mod tests {
             round_trip::<_, wit::ResponsePart>(part);
         }
         let dimensions = [
-            Dimension::Requests,
-            Dimension::Tokens,
-            Dimension::InputTokens,
-            Dimension::OutputTokens,
-            Dimension::Concurrency,
-            Dimension::Other("images".into()),
+            ReportedDimension::Requests,
+            ReportedDimension::Tokens,
+            ReportedDimension::InputTokens,
+            ReportedDimension::OutputTokens,
+            ReportedDimension::Concurrency,
+            ReportedDimension::Other("images".into()),
         ];
         let verdicts = [
             Verdict::Success,
@@ -297,8 +297,8 @@ mod tests {
             wit::Outcome::Transport(wit::TransportFailure::TimeoutAfterSend)
         ));
         assert!(matches!(
-            Dimension::from(wit::Dimension::OutputTokens),
-            Dimension::OutputTokens
+            ReportedDimension::from(wit::Dimension::OutputTokens),
+            ReportedDimension::OutputTokens
         ));
         let w = wit::Request::from(request());
         assert_eq!((w.method.as_str(), w.now_ms), ("POST", -5));

@@ -21,7 +21,7 @@ use crate::contract::{
     Description, Failure, PluginError, PolicyError, ProviderPolicy, Reading, ReconcilePlan,
     Reconciliation, Request, RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
 };
-use crate::policy::without_credentials;
+use crate::headers::without_credentials;
 
 /// A warm instance and its store.
 struct Warm {

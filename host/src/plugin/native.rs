@@ -22,7 +22,7 @@ use crate::contract::{
     Description, PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request,
     RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
 };
-use crate::policy::without_credentials;
+use crate::headers::without_credentials;
 
 super::convert::contract_conversions!(guest);
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::contract::{Request, Response, TransportFailure, WireOutcome};
-use crate::policy::{encode_fields, field_pairs};
+use crate::headers::{encode_fields, field_pairs};
 
 pub use client::TransportError;
 pub use config::{BuiltInRoots, ExtraRoot, PoolConfig, ProxySetting, TransportConfig};

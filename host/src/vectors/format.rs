@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::expect::{self, Expect, RawExpect};
 use crate::contract::{
-    Dimension, Request, RequestClass, Response, ResponsePart, TransportFailure, WireOutcome,
+    ReportedDimension, Request, RequestClass, Response, ResponsePart, TransportFailure, WireOutcome,
 };
 
 /// The wall clock a case gets when it names none: the Unix epoch plus one day.
@@ -135,7 +135,7 @@ pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
 
 /// The pairs as a `fields` block; `field` names the JSON field in the error.
 fn headers(field: &str, pairs: &[(String, String)]) -> Result<String, String> {
-    crate::policy::encode_fields(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+    crate::headers::encode_fields(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())))
         .map_err(|e| format!("{field}: {e}"))
 }
 
@@ -155,13 +155,13 @@ fn transport(t: &str) -> Result<TransportFailure, String> {
 }
 
 /// The vector name of a dimension.
-pub fn dimension_name(d: &Dimension) -> &str {
+pub fn dimension_name(d: &ReportedDimension) -> &str {
     match d {
-        Dimension::Requests => "requests",
-        Dimension::Tokens => "tokens",
-        Dimension::InputTokens => "input-tokens",
-        Dimension::OutputTokens => "output-tokens",
-        Dimension::Concurrency => "concurrency",
-        Dimension::Other(n) => n,
+        ReportedDimension::Requests => "requests",
+        ReportedDimension::Tokens => "tokens",
+        ReportedDimension::InputTokens => "input-tokens",
+        ReportedDimension::OutputTokens => "output-tokens",
+        ReportedDimension::Concurrency => "concurrency",
+        ReportedDimension::Other(n) => n,
     }
 }

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::request::StoredRequest;
 use super::{WriteError, Writes};
 use crate::execute::Terminal;
+use crate::headers::field_pairs;
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, AttemptRecord};
-use crate::policy::field_pairs;
 
 /// One option a person may choose.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -28,7 +28,7 @@ use tokio::sync::{Notify, oneshot};
 use super::bucket::Nanos;
 use super::config::{Config, ConfigError};
 use super::fair::{Class, RequestId};
-use super::outcome::{Event, GrantId, Rejection, Why};
+use super::outcome::{GrantId, QueueEvent, Rejection, Why};
 use super::scheduler::{Ask, Scheduler, TaskId};
 use super::scope::ScopeKey;
 use super::usage::Usage;
@@ -218,7 +218,7 @@ struct State {
     /// The wake the driver sleeps until, as of its last look.
     armed: Option<Nanos>,
     /// Reused for every poll.
-    events: Vec<Event>,
+    events: Vec<QueueEvent>,
     /// Driver wake-ups that delivered something.
     #[cfg(test)]
     driver_deliveries: u64,
@@ -282,7 +282,7 @@ impl State {
             let mut released = false;
             for event in events.drain(..) {
                 match event {
-                    Event::Admitted { request, grant } => {
+                    QueueEvent::Admitted { request, grant } => {
                         let taken = self
                             .take_waiter(request)
                             .is_some_and(|tx| tx.send(WaitEnd::Admitted(grant)).is_ok());
@@ -293,7 +293,7 @@ impl State {
                             released = true;
                         }
                     }
-                    Event::Expired { request, why } => {
+                    QueueEvent::Expired { request, why } => {
                         if let Some(tx) = self.take_waiter(request) {
                             // A ticket dropped meanwhile needs no word.
                             let _ = tx.send(WaitEnd::Expired(why));
