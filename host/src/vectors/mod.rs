@@ -129,14 +129,14 @@ pub struct CaseResult {
 
 /// The results of one file.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub struct VectorReport {
     /// The file.
     pub path: PathBuf,
     /// One result per case, in file order.
     pub results: Vec<CaseResult>,
 }
 
-impl Report {
+impl VectorReport {
     /// Cases that passed.
     pub fn passed(&self) -> usize {
         self.results.iter().filter(|r| r.failure.is_none()).count()
@@ -152,7 +152,7 @@ impl Report {
 /// any [`ProviderPolicy`]), directly (no fallback: a plugin failure fails the case). A plugin
 /// never sees a case's credentials: [`Plugin`](crate::plugin::Plugin) redacts them, as for
 /// every request.
-pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> Report {
+pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> VectorReport {
     let results = file
         .cases
         .iter()
@@ -161,7 +161,7 @@ pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> Report {
             failure: run_case(plugin, case),
         })
         .collect();
-    Report {
+    VectorReport {
         path: file.path.clone(),
         results,
     }
