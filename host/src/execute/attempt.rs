@@ -15,7 +15,7 @@ use crate::contract::{
 };
 use crate::guard::GuardedPolicy;
 use crate::headers::encode_fields;
-use crate::retry::{Backoff, ClassBudget, Next, Spent, Stop, decide, route_template};
+use crate::retry::{AfterAttempt, Backoff, ClassBudget, Next, Spent, Stop, decide, route_template};
 use crate::transport::{Fault, Started};
 
 /// A call made ready to queue: the request plugins see, and what its plan decided.
@@ -279,9 +279,15 @@ impl Executor {
         let left = p.deadline.map(|d| d.saturating_sub(elapsed));
         let plan = {
             let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
-            decide(
-                &c, status, sent, call.class, &p.budget, &p.backoff, spent, left, &mut rng,
-            )
+            let after = AfterAttempt {
+                classification: &c,
+                status,
+                sent,
+                class: call.class,
+                spent,
+                until_deadline: left,
+            };
+            decide(&after, &p.budget, &p.backoff, &mut rng)
         };
         let hold = match c.verdict {
             // A spent billing or daily quota: nobody on the scope sends until its reset, or
