@@ -389,3 +389,33 @@ pub(super) fn read_key(call: &Call) -> String {
     h.update(&call.body);
     crate::hex::to_hex(&h.finalize())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{NotRecorded, Reason};
+    use crate::journal::JournalError;
+
+    #[test]
+    fn a_send_that_could_not_be_recorded_keeps_its_cause_as_a_type() {
+        let reason = Reason::NotRecorded(NotRecorded::new(JournalError::Missing(7)));
+        assert_eq!(
+            reason.to_string(),
+            "not recorded: no action 7 in the journal"
+        );
+        let Reason::NotRecorded(refusal) = &reason else {
+            unreachable!()
+        };
+        assert!(matches!(
+            refusal.cause().downcast_ref::<JournalError>(),
+            Some(JournalError::Missing(7))
+        ));
+        assert_eq!(
+            reason,
+            Reason::NotRecorded(NotRecorded::new(JournalError::Missing(7)))
+        );
+        assert_ne!(
+            reason,
+            Reason::NotRecorded(NotRecorded::new(JournalError::Missing(8)))
+        );
+    }
+}
