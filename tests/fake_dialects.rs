@@ -4,7 +4,7 @@
 
 use sluice::clock::{Clock, SystemClock};
 use sluice::contract::{
-    Dimension, Outcome, ProviderPolicy, RequestClass, Response, ResponsePart, Verdict,
+    ProviderPolicy, ReportedDimension, RequestClass, Response, ResponsePart, Verdict, WireOutcome,
 };
 use sluice::transport::{Timeouts, Transport};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
@@ -18,8 +18,8 @@ async fn answers(fake: &FakeProvider, path: &str, n: usize) -> Vec<Response> {
     let mut all = Vec::new();
     for _ in 0..n {
         match transport.send(&req, &[]).await {
-            Outcome::Response(r) => all.push(r),
-            Outcome::Transport(f) => panic!("the fake did not answer: {f:?}"),
+            WireOutcome::Response(r) => all.push(r),
+            WireOutcome::Transport(f) => panic!("the fake did not answer: {f:?}"),
         }
     }
     all
@@ -45,7 +45,7 @@ async fn bundled_plugins_read_the_fakes_429s_and_quota_headers() {
         // The fake's dates are on the real clock.
         req.now_ms = SystemClock.wall_ms();
         let reading = p
-            .read_response(&req, &Outcome::Response(resp), ResponsePart::Complete)
+            .read_response(&req, &WireOutcome::Response(resp), ResponsePart::Complete)
             .expect("read-response");
         let c = reading.classification;
         assert_eq!(c.verdict, Verdict::RateLimited, "{plugin}");
@@ -54,7 +54,7 @@ async fn bundled_plugins_read_the_fakes_429s_and_quota_headers() {
         let obs = reading.observations;
         let requests = obs
             .iter()
-            .find(|o| o.dimension == Dimension::Requests)
+            .find(|o| o.dimension == ReportedDimension::Requests)
             .unwrap_or_else(|| panic!("{plugin}: no request quota in {obs:?}"));
         assert_eq!(requests.limit, Some(1), "{plugin}");
         assert_eq!(requests.remaining, Some(0), "{plugin}");
@@ -80,7 +80,7 @@ async fn bundled_plugins_read_the_fakes_429s_and_quota_headers() {
     );
     let second = two.remove(1);
     let classify = |resp: Response| {
-        p.read_response(&req, &Outcome::Response(resp), ResponsePart::Complete)
+        p.read_response(&req, &WireOutcome::Response(resp), ResponsePart::Complete)
             .unwrap()
             .classification
     };
@@ -113,20 +113,24 @@ async fn bundled_plugins_read_the_usage_in_the_fakes_answers() {
             .read_response(&req, &outcome, ResponsePart::Complete)
             .expect("read-response");
         assert_eq!(reading.classification.verdict, Verdict::Success, "{plugin}");
-        let used = |d: Dimension| {
+        let used = |d: ReportedDimension| {
             reading
                 .usage
                 .iter()
                 .find(|c| c.dimension == d)
                 .map(|c| c.amount)
         };
-        assert_eq!(used(Dimension::InputTokens), Some(10), "{plugin}");
+        assert_eq!(used(ReportedDimension::InputTokens), Some(10), "{plugin}");
         let produced = fake.attempts()[0].output_tokens;
         assert!(
             produced < 50,
             "{plugin}: the answer is shorter than its maximum"
         );
-        assert_eq!(used(Dimension::OutputTokens), Some(produced), "{plugin}");
+        assert_eq!(
+            used(ReportedDimension::OutputTokens),
+            Some(produced),
+            "{plugin}"
+        );
         // OpenAI counts the prompt and the whole max_tokens when it admits a request, and
         // gives nothing back; Anthropic counts what the answer produced.
         let counted = if plugin == "openai" {
@@ -134,7 +138,7 @@ async fn bundled_plugins_read_the_usage_in_the_fakes_answers() {
         } else {
             10 + produced
         };
-        assert_eq!(used(Dimension::Tokens), Some(counted), "{plugin}");
+        assert_eq!(used(ReportedDimension::Tokens), Some(counted), "{plugin}");
         assert_eq!(fake.attempts_on(path), 1, "{plugin}");
     }
 }

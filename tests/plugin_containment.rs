@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use sluice::clock::ManualClock;
 use sluice::contract::{
-    Classification, Outcome, ProviderPolicy, Request, RequestClass, ResponsePart, Verdict,
+    Classification, ProviderPolicy, Request, RequestClass, ResponsePart, Verdict, WireOutcome,
 };
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
 use sluice::plugin::{Failure, LoadError, RuntimeConfig};
@@ -27,7 +27,11 @@ fn classify_path(plugin: &sluice::plugin::Plugin, path: &str) -> Result<Verdict,
 }
 
 /// The guarded reading of a complete `outcome`: its classification and who gave it.
-fn classify(g: &GuardedPolicy, req: &Request, outcome: &Outcome) -> (Classification, AnsweredBy) {
+fn classify(
+    g: &GuardedPolicy,
+    req: &Request,
+    outcome: &WireOutcome,
+) -> (Classification, AnsweredBy) {
     let a = g.read_response(req, outcome, ResponsePart::Complete);
     (a.value.classification, a.by)
 }
@@ -356,7 +360,7 @@ fn credentials_never_reach_a_plugin() {
     let clock = Arc::new(ManualClock::starting_at(0));
     let g = guarded(&clock);
     let mut req = request("POST", "https://hostile.test/echo", RequestClass::Read);
-    req.headers = sluice::policy::encode_fields([
+    req.headers = sluice::headers::encode_fields([
         ("content-type", "application/json"),
         ("Authorization", "Bearer sk-live-secret"),
         ("x-api-key", "key-secret"),
@@ -378,7 +382,7 @@ fn credentials_never_reach_a_plugin_called_directly() {
     let rt = runtime();
     let p = hostile(&rt);
     let mut req = request("POST", "https://hostile.test/echo", RequestClass::Read);
-    req.headers = sluice::policy::encode_fields([
+    req.headers = sluice::headers::encode_fields([
         ("Cookie", "session=secret-cookie"),
         ("Proxy-Authorization", "Basic secret-proxy"),
         ("api-key", "secret-azure"),

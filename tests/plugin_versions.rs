@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use sluice::clock::ManualClock;
 use sluice::contract::{
-    Cost, Dimension, Outcome, PriorityClass, ProviderPolicy, ReconcilePlan, Reconciliation,
-    RequestClass, ResponsePart, TransportFailure, UncertainWrite, Verdict,
+    Cost, PriorityClass, ProviderPolicy, ReconcilePlan, Reconciliation, ReportedDimension,
+    RequestClass, ResponsePart, TransportFailure, UncertainWrite, Verdict, WireOutcome,
 };
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
+use sluice::headers::encode_fields;
 use sluice::plugin::{Contract, bundled};
-use sluice::policy::encode_fields;
 use sluice_tests::{legacy, plain_response, request, response, runtime};
 
 #[test]
@@ -51,11 +51,11 @@ fn its_plan_comes_from_decide_priority_and_estimate_cost() {
         plan.cost,
         vec![
             Cost {
-                dimension: Dimension::Requests,
+                dimension: ReportedDimension::Requests,
                 amount: 1
             },
             Cost {
-                dimension: Dimension::Tokens,
+                dimension: ReportedDimension::Tokens,
                 amount: 5
             }
         ]
@@ -86,7 +86,7 @@ fn its_reading_comes_from_classify_and_parse_quota() {
     assert_eq!(end.classification.verdict, Verdict::RateLimited);
     assert!(end.observations.is_empty());
     // A transport failure has no response to read quotas from.
-    let reset = Outcome::Transport(TransportFailure::ResetAfterSend);
+    let reset = WireOutcome::Transport(TransportFailure::ResetAfterSend);
     let r = p
         .read_response(&req, &reset, ResponsePart::Complete)
         .unwrap();

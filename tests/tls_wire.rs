@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use sluice::contract::{Outcome as WireOutcome, Request, RequestClass, TransportFailure};
+use sluice::contract::{Request, RequestClass, TransportFailure, WireOutcome};
 use sluice::execute::{Call, Outcome};
 use sluice::retry::RetryConfig;
 use sluice::transport::{

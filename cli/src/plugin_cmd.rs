@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use sluice::plugin::{CacheOutcome, ComponentCache, Plugin, PluginRuntime, RuntimeConfig, bundled};
 use sluice::printable::printable;
-use sluice::vectors::{self, Report, VectorFile};
+use sluice::vectors::{self, VectorFile, VectorReport};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
@@ -131,7 +131,7 @@ fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_report(plugin: &str, report: &Report) {
+fn print_report(plugin: &str, report: &VectorReport) {
     for line in report.lines(plugin) {
         println!("{line}");
     }

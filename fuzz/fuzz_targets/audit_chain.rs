@@ -120,7 +120,9 @@ fuzz_target!(|input: Input| {
         let seq = |l: &[u8]| -> u64 {
             let text = String::from_utf8_lossy(l);
             let digits = text.split_once(r#""seq":"#).map_or("", |(_, rest)| rest);
-            let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+            let end = digits
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(digits.len());
             digits[..end].parse().unwrap_or(0)
         };
         let kept = |b: &[u8]| -> Vec<Vec<u8>> {

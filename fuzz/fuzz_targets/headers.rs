@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice::policy::{REDACTED, is_credential, redact_credentials};
+use sluice::headers::{REDACTED, is_credential, redact_credentials};
 use sluice_plugin_sdk::headers::{Headers, encode, pairs, parse_u64};
 
 fuzz_target!(|data: &[u8]| {

@@ -11,11 +11,11 @@ use arbitrary::{Arbitrary, Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use sluice::admission::{Ask, Class, Config, Scheduler, Usage};
 use sluice::contract::{
-    Classification, Cost, Description, Dimension, Observation, PriorityClass, Reading,
-    ReconcilePlan, Reconciliation, RequestPlan, StatusQuery, Verdict,
+    Classification, Cost, Description, Observation, PriorityClass, Reading, ReconcilePlan,
+    Reconciliation, ReportedDimension, RequestPlan, StatusQuery, Verdict,
 };
+use sluice::headers::{encode_fields, field_pairs};
 use sluice::plugin::{Caps, validate};
-use sluice::policy::{encode_fields, field_pairs};
 use sluice_fuzz::drive::{self, Driver};
 
 const CONFIG: &str = "
@@ -161,8 +161,8 @@ fn costs_ok(costs: &[Cost], caps: &Caps) {
     }
 }
 
-fn dimension_ok(d: &Dimension) {
-    if let Dimension::Other(name) = d {
+fn dimension_ok(d: &ReportedDimension) {
+    if let ReportedDimension::Other(name) = d {
         assert!(!name.is_empty() && name.len() <= 64);
     }
 }
@@ -309,14 +309,14 @@ fn list<T>(
     (0..n).map(|_| f(u)).collect()
 }
 
-fn dimension(u: &mut Unstructured<'_>) -> Result<Dimension> {
+fn dimension(u: &mut Unstructured<'_>) -> Result<ReportedDimension> {
     Ok(match u.int_in_range(0..=5)? {
-        0 => Dimension::Requests,
-        1 => Dimension::Tokens,
-        2 => Dimension::InputTokens,
-        3 => Dimension::OutputTokens,
-        4 => Dimension::Concurrency,
-        _ => Dimension::Other(text(u)?),
+        0 => ReportedDimension::Requests,
+        1 => ReportedDimension::Tokens,
+        2 => ReportedDimension::InputTokens,
+        3 => ReportedDimension::OutputTokens,
+        4 => ReportedDimension::Concurrency,
+        _ => ReportedDimension::Other(text(u)?),
     })
 }
 

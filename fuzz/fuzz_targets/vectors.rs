@@ -8,8 +8,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use sluice::contract::Outcome;
-use sluice::policy::{encode_fields, field_pairs};
+use sluice::contract::WireOutcome;
+use sluice::headers::{encode_fields, field_pairs};
 use sluice::vectors::{VectorError, parse};
 
 fuzz_target!(|data: &[u8]| {
@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
                     r.method
                 );
                 let mut blocks = vec![&r.headers];
-                if let Outcome::Response(resp) = &case.outcome {
+                if let WireOutcome::Response(resp) = &case.outcome {
                     blocks.push(&resp.headers);
                 }
                 for block in blocks {

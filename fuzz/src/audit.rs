@@ -114,9 +114,7 @@ pub fn write_chain(spec: &ChainSpec, log: &Path, witness: &Path) -> (Vec<u8>, Ve
         writer.append(&event(e, now)).expect("append");
     }
     if let Some(after) = spec.prune_after_ms {
-        writer
-            .prune(start + i64::from(after), now)
-            .expect("prune");
+        writer.prune(start + i64::from(after), now).expect("prune");
     }
     writer.close(now).expect("close");
     (

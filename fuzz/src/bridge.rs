@@ -21,9 +21,9 @@ pub fn verdict(v: guest::Verdict) -> host::Verdict {
     }
 }
 
-pub fn dimension(d: guest::Dimension) -> host::Dimension {
+pub fn dimension(d: guest::Dimension) -> host::ReportedDimension {
     use guest::Dimension as G;
-    use host::Dimension as H;
+    use host::ReportedDimension as H;
     match d {
         G::Requests => H::Requests,
         G::Tokens => H::Tokens,

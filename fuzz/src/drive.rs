@@ -4,7 +4,9 @@
 //! requests must always be what was submitted less what left the queue.
 
 use arbitrary::{Arbitrary, Result, Unstructured};
-use sluice::admission::{Ask, Class, Event, GrantId, Nanos, RequestId, Scheduler, TaskId, Usage};
+use sluice::admission::{
+    Ask, Class, GrantId, Nanos, QueueEvent, RequestId, Scheduler, TaskId, Usage,
+};
 use sluice::contract::Observation;
 
 /// One step.
@@ -47,7 +49,7 @@ pub struct Driver {
     now: Nanos,
     waiting: Vec<RequestId>,
     grants: Vec<GrantId>,
-    events: Vec<Event>,
+    events: Vec<QueueEvent>,
 }
 
 impl Driver {
@@ -168,11 +170,11 @@ impl Driver {
         s.poll(self.now, &mut self.events);
         for e in &self.events {
             let request = match e {
-                Event::Admitted { request, grant } => {
+                QueueEvent::Admitted { request, grant } => {
                     self.grants.push(*grant);
                     request
                 }
-                Event::Expired { request, .. } => request,
+                QueueEvent::Expired { request, .. } => request,
             };
             let before = self.waiting.len();
             self.waiting.retain(|r| r != request);

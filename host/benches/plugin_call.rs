@@ -17,9 +17,11 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use sluice::contract::{Outcome, ProviderPolicy, Request, RequestClass, Response, ResponsePart};
+use sluice::contract::{
+    ProviderPolicy, Request, RequestClass, Response, ResponsePart, WireOutcome,
+};
+use sluice::headers::encode_fields;
 use sluice::plugin::{ComponentCache, Contract, Plugin, PluginRuntime, RuntimeConfig};
-use sluice::policy::encode_fields;
 use sluice_plugin_ietf::Ietf;
 use sluice_plugin_openai::OpenAi;
 
@@ -57,7 +59,7 @@ fn headers(n: usize) -> String {
     encode_fields(h.iter().map(|(a, b)| (a.as_str(), b.as_str()))).expect("valid headers")
 }
 
-fn host_case(n: usize) -> (Request, Outcome) {
+fn host_case(n: usize) -> (Request, WireOutcome) {
     let req = Request {
         method: "POST".into(),
         url: "https://api.openai.com/v1/chat/completions".into(),
@@ -71,7 +73,7 @@ fn host_case(n: usize) -> (Request, Outcome) {
         headers: headers(n),
         body: BODY.as_bytes().to_vec(),
     };
-    (req, Outcome::Response(resp))
+    (req, WireOutcome::Response(resp))
 }
 
 fn guest_case(n: usize) -> (sluice_plugin_sdk::Request, sluice_plugin_sdk::Outcome) {
@@ -117,7 +119,7 @@ fn plugin_read(
     group: &mut Group<'_>,
     name: &str,
     plugin: &Plugin,
-    (req, outcome): &(Request, Outcome),
+    (req, outcome): &(Request, WireOutcome),
 ) {
     group.bench_with_input(BenchmarkId::new(name, HEADERS), &HEADERS, |b, _| {
         b.iter(|| {

@@ -33,7 +33,7 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use sluice::admission::{
-    Ask, Class, Config, Event, GrantId, Nanos, Route, Scheduler, TenantId, Usage,
+    Ask, Class, Config, GrantId, Nanos, QueueEvent, Route, Scheduler, TenantId, Usage,
 };
 
 /// Requests submitted, admitted and completed per iteration.
@@ -79,7 +79,7 @@ struct Rig {
     /// How far after its submission each request's deadline is, if it has one.
     deadline: Option<Nanos>,
     now: Nanos,
-    events: Vec<Event>,
+    events: Vec<QueueEvent>,
     grants: Vec<GrantId>,
 }
 
@@ -127,8 +127,8 @@ impl Rig {
         self.s.poll(self.now, &mut self.events);
         self.grants.clear();
         self.grants.extend(self.events.iter().map(|e| match e {
-            Event::Admitted { grant, .. } => *grant,
-            Event::Expired { .. } => panic!("no deadline passes during a run"),
+            QueueEvent::Admitted { grant, .. } => *grant,
+            QueueEvent::Expired { .. } => panic!("no deadline passes during a run"),
         }));
         for &g in &self.grants {
             self.s.complete(self.now, g, None);

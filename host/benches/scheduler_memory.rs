@@ -21,7 +21,7 @@ use std::mem::size_of;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sluice::admission::{Ask, Class, Config, Event, Scheduler, Scope, ScopeKey, Usage};
+use sluice::admission::{Ask, Class, Config, QueueEvent, Scheduler, Scope, ScopeKey, Usage};
 
 /// The system allocator, counting the bytes it holds.
 struct Counting;
@@ -182,7 +182,7 @@ fn main() {
         let mut events = Vec::new();
         s.poll(0, &mut events);
         assert!(
-            matches!(events[..], [Event::Admitted { .. }]),
+            matches!(events[..], [QueueEvent::Admitted { .. }]),
             "admitted at once"
         );
     });

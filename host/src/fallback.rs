@@ -14,9 +14,9 @@ use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::headers::Headers;
 
 use crate::contract::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PluginError, PriorityClass,
-    ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan,
-    Response, ResponsePart, TransportFailure, UncertainWrite, Verdict,
+    Classification, Cost, Description, Observation, PluginError, PriorityClass, ProviderPolicy,
+    Reading, ReconcilePlan, Reconciliation, ReportedDimension, Request, RequestClass, RequestPlan,
+    Response, ResponsePart, TransportFailure, UncertainWrite, Verdict, WireOutcome,
 };
 
 /// The built-in policy. Stateless; every call answers (it never returns an error).
@@ -45,7 +45,7 @@ impl ProviderPolicy for Fallback {
             tenant: None,
             deadline_ms: None,
             cost: vec![Cost {
-                dimension: Dimension::Requests,
+                dimension: ReportedDimension::Requests,
                 amount: 1,
             }],
             scopes: Vec::new(),
@@ -58,11 +58,11 @@ impl ProviderPolicy for Fallback {
     fn read_response(
         &self,
         req: &Request,
-        outcome: &Outcome,
+        outcome: &WireOutcome,
         part: ResponsePart,
     ) -> Result<Reading, PluginError> {
         let observations = match (outcome, part) {
-            (Outcome::Response(r), ResponsePart::Complete | ResponsePart::StreamStart) => {
+            (WireOutcome::Response(r), ResponsePart::Complete | ResponsePart::StreamStart) => {
                 ietf_observations(&headers(&r.headers))
             }
             _ => Vec::new(),
@@ -94,17 +94,17 @@ impl ProviderPolicy for Fallback {
 }
 
 /// Generic classification; writes fail closed.
-fn classify(req: &Request, outcome: &Outcome) -> Classification {
+fn classify(req: &Request, outcome: &WireOutcome) -> Classification {
     let (kind, retry_after_ms) = match outcome {
-        Outcome::Transport(t) => (generic::transport_kind(transport(*t)), None),
-        Outcome::Response(r) => (
+        WireOutcome::Transport(t) => (generic::transport_kind(transport(*t)), None),
+        WireOutcome::Response(r) => (
             generic::status_kind(r.status),
             generic::requested_delay_ms(r.status, &headers(&r.headers), req.now_ms),
         ),
     };
     let is_write = req.class != RequestClass::Read;
     let surely_not_sent =
-        matches!(outcome, Outcome::Transport(t) if transport(*t).surely_not_sent());
+        matches!(outcome, WireOutcome::Transport(t) if transport(*t).surely_not_sent());
     let closed = is_write
         && !surely_not_sent
         && !matches!(
@@ -127,7 +127,7 @@ fn headers(block: &str) -> Headers<'_> {
     Headers::parse(block)
 }
 
-sluice_plugin_sdk::wit_conversions!(Verdict, TransportFailure, Observation, Dimension);
+sluice_plugin_sdk::wit_conversions!(Verdict, TransportFailure, Observation, ReportedDimension);
 
 #[cfg(test)]
 mod tests {
@@ -144,15 +144,15 @@ mod tests {
         }
     }
 
-    fn classify(req: &Request, outcome: &Outcome) -> Classification {
+    fn classify(req: &Request, outcome: &WireOutcome) -> Classification {
         Fallback
             .read_response(req, outcome, ResponsePart::Complete)
             .expect("the built-in policy answers")
             .classification
     }
 
-    fn status(s: u16, headers: &str) -> Outcome {
-        Outcome::Response(Response {
+    fn status(s: u16, headers: &str) -> WireOutcome {
+        WireOutcome::Response(Response {
             status: s,
             headers: headers.into(),
             body: vec![],
@@ -178,7 +178,7 @@ mod tests {
                 assert_eq!(c.verdict, Verdict::OutcomeUnknown, "{class:?} {s}");
                 assert_eq!(c.should_retry, Some(false));
             }
-            let reset = Outcome::Transport(TransportFailure::ResetAfterSend);
+            let reset = WireOutcome::Transport(TransportFailure::ResetAfterSend);
             assert_eq!(
                 classify(&req(class), &reset).verdict,
                 Verdict::OutcomeUnknown
@@ -192,7 +192,7 @@ mod tests {
         assert_eq!(classify(&w, &status(201, "")).verdict, Verdict::Success);
         assert_eq!(classify(&w, &status(422, "")).verdict, Verdict::ClientError);
         assert_eq!(classify(&w, &status(401, "")).verdict, Verdict::AuthError);
-        let not_sent = Outcome::Transport(TransportFailure::ConnectFailed);
+        let not_sent = WireOutcome::Transport(TransportFailure::ConnectFailed);
         assert_eq!(classify(&w, &not_sent).verdict, Verdict::Transient);
     }
 
@@ -219,7 +219,7 @@ mod tests {
         assert_eq!(
             plan.cost,
             vec![Cost {
-                dimension: Dimension::Requests,
+                dimension: ReportedDimension::Requests,
                 amount: 1
             }]
         );

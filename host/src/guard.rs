@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
 use crate::contract::{
-    Outcome, PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request,
-    RequestPlan, Response, ResponsePart, UncertainWrite,
+    PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan,
+    Response, ResponsePart, UncertainWrite, WireOutcome,
 };
 use crate::fallback::Fallback;
 
@@ -135,7 +135,7 @@ impl GuardedPolicy {
     pub fn read_response(
         &self,
         req: &Request,
-        outcome: &Outcome,
+        outcome: &WireOutcome,
         part: ResponsePart,
     ) -> Answer<Reading> {
         self.answer("read-response", |p| p.read_response(req, outcome, part))
@@ -306,7 +306,7 @@ mod tests {
         fn read_response(
             &self,
             _: &Request,
-            _: &Outcome,
+            _: &WireOutcome,
             _: ResponsePart,
         ) -> Result<Reading, PluginError> {
             Err(self.fail("read-response"))

@@ -39,7 +39,8 @@
 //!   `wit/policy.wit`; plugins built against the frozen 0.1.0 still load), and
 //!   [`contract::ProviderPolicy`], the trait every policy (a plugin, the built-in one, a
 //!   native one) answers through: once before a request is queued (`plan-request`) and once
-//!   per attempt (`read-response`); [`policy`]: which headers are credentials;
+//!   per attempt (`read-response`); [`headers`]: which headers are credentials, and the
+//!   header blocks that cross the contract;
 //! - [`plugin`] loads and runs plugins under hard limits; [`guard`] puts a plugin behind
 //!   quarantine and the built-in [`fallback`] policy;
 //! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`);
@@ -58,12 +59,12 @@ mod embed;
 pub mod execute;
 pub mod fallback;
 pub mod guard;
+pub mod headers;
 mod hex;
 pub mod input_file;
 pub mod journal;
 pub mod observe;
 pub mod plugin;
-pub mod policy;
 pub mod printable;
 pub mod private_fs;
 pub mod retry;

@@ -12,9 +12,9 @@ pub mod usage_workload;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sluice::contract::{Outcome, Request, RequestClass, Response};
+use sluice::contract::{Request, RequestClass, Response, WireOutcome};
+use sluice::headers::encode_fields;
 use sluice::plugin::{ComponentCache, Plugin, PluginRuntime, RuntimeConfig};
-use sluice::policy::encode_fields;
 
 /// The hostile fixture's component, built by `build.rs`.
 pub const HOSTILE_WASM: &str = env!("SLUICE_HOSTILE_WASM");
@@ -109,6 +109,6 @@ pub fn plain_response(status: u16, headers: &[(&str, &str)]) -> Response {
 ///
 /// # Panics
 /// When a header is not valid HTTP.
-pub fn response(status: u16, headers: &[(&str, &str)]) -> Outcome {
-    Outcome::Response(plain_response(status, headers))
+pub fn response(status: u16, headers: &[(&str, &str)]) -> WireOutcome {
+    WireOutcome::Response(plain_response(status, headers))
 }

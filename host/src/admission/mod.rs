@@ -27,7 +27,7 @@ pub use config::{Config, ConfigError, model_scope};
 pub use fair::{Class, RequestId};
 pub use handle::{Acquire, Admission, Permit, Refused, Ticket};
 pub use limits::Limits;
-pub use outcome::{Bound, Event, GrantId, Rejection, Waiting, Why};
+pub use outcome::{Bound, GrantId, QueueEvent, Rejection, Waiting, Why};
 pub use scheduler::{Ask, Route, Scheduler, TaskId, TenantId};
 pub use scope::{Block, Hold, Learned, Origin, Scope, ScopeKey};
 pub use usage::{Dimension, Usage};

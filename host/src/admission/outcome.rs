@@ -109,7 +109,7 @@ fn ms(d: Duration) -> String {
 
 /// Something that happened to a queued request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub enum QueueEvent {
     /// The request may be sent now; it holds `grant` until completed or released.
     Admitted {
         /// The request.

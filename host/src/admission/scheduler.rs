@@ -20,7 +20,7 @@
 //! believes ([`super::scope::learn`]).
 //!
 //! ```
-//! use sluice::admission::{Ask, Class, Config, Event, Scheduler, TaskId, Usage, Waiting};
+//! use sluice::admission::{Ask, Class, Config, QueueEvent, Scheduler, TaskId, Usage, Waiting};
 //!
 //! let config = Config::from_toml(
 //!     "[providers.openai.limits]\nrequests_per_minute = 60\ntokens_per_minute = 1000000\n",
@@ -51,7 +51,7 @@
 //! assert_eq!(s.next_wake(), Some(until));
 //!
 //! // The response of the first reports what it used: the estimate is corrected.
-//! let Event::Admitted { grant, .. } = events[0] else { unreachable!() };
+//! let QueueEvent::Admitted { grant, .. } = events[0] else { unreachable!() };
 //! s.complete(1_000, grant, Some(&Usage::tokens(1_200, 150)));
 //!
 //! // Cancelling the task removes the eighth before it is admitted.

@@ -32,13 +32,15 @@ impl Dimension {
 
     /// The host's dimension for a plugin's, if it is a rate quota's (concurrency and
     /// provider-specific dimensions are not).
-    pub fn from_policy(d: &contract::Dimension) -> Option<Self> {
+    pub fn from_policy(d: &contract::ReportedDimension) -> Option<Self> {
         match d {
-            contract::Dimension::Requests => Some(Self::Requests),
-            contract::Dimension::Tokens => Some(Self::Tokens),
-            contract::Dimension::InputTokens => Some(Self::InputTokens),
-            contract::Dimension::OutputTokens => Some(Self::OutputTokens),
-            contract::Dimension::Concurrency | contract::Dimension::Other(_) => None,
+            contract::ReportedDimension::Requests => Some(Self::Requests),
+            contract::ReportedDimension::Tokens => Some(Self::Tokens),
+            contract::ReportedDimension::InputTokens => Some(Self::InputTokens),
+            contract::ReportedDimension::OutputTokens => Some(Self::OutputTokens),
+            contract::ReportedDimension::Concurrency | contract::ReportedDimension::Other(_) => {
+                None
+            }
         }
     }
 
@@ -157,15 +159,15 @@ mod tests {
     fn an_estimate_with_a_total_and_parts_keeps_the_total() {
         let u = Usage::from_estimate(&[
             contract::Cost {
-                dimension: contract::Dimension::InputTokens,
+                dimension: contract::ReportedDimension::InputTokens,
                 amount: 100,
             },
             contract::Cost {
-                dimension: contract::Dimension::Tokens,
+                dimension: contract::ReportedDimension::Tokens,
                 amount: 1_000,
             },
             contract::Cost {
-                dimension: contract::Dimension::Concurrency,
+                dimension: contract::ReportedDimension::Concurrency,
                 amount: 9,
             },
         ]);

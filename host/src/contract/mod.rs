@@ -21,6 +21,6 @@ pub use describe::{Description, PolicyError};
 pub use error::{Failure, PluginError};
 pub use plan::{PriorityClass, RequestPlan};
 pub use policy::ProviderPolicy;
-pub use reading::{Classification, Cost, Dimension, Observation, Reading, Verdict};
-pub use request::{Outcome, Request, RequestClass, Response, ResponsePart, TransportFailure};
+pub use reading::{Classification, Cost, Observation, Reading, ReportedDimension, Verdict};
+pub use request::{Request, RequestClass, Response, ResponsePart, TransportFailure, WireOutcome};
 pub use writes::{ReconcilePlan, Reconciliation, StatusQuery, UncertainWrite};

@@ -8,8 +8,8 @@
 //! fallback; the rest of the host talks only to the guard.
 
 use super::{
-    Description, Outcome, PluginError, Reading, ReconcilePlan, Reconciliation, Request,
-    RequestPlan, Response, ResponsePart, UncertainWrite,
+    Description, PluginError, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan,
+    Response, ResponsePart, UncertainWrite, WireOutcome,
 };
 
 /// A provider policy: what the host asks of whoever knows a provider. Every answer is the
@@ -45,7 +45,7 @@ use super::{
 ///     fn plan_request(&self, _: &Request) -> Result<RequestPlan, PluginError> {
 ///         Err(self.decline("plan-request"))
 ///     }
-///     fn read_response(&self, _: &Request, _: &Outcome, _: ResponsePart) -> Result<Reading, PluginError> {
+///     fn read_response(&self, _: &Request, _: &WireOutcome, _: ResponsePart) -> Result<Reading, PluginError> {
 ///         Err(self.decline("read-response"))
 ///     }
 ///     fn reconcile(&self, _: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
@@ -103,7 +103,7 @@ pub trait ProviderPolicy: Send + Sync + std::fmt::Debug {
     fn read_response(
         &self,
         req: &Request,
-        outcome: &Outcome,
+        outcome: &WireOutcome,
         part: ResponsePart,
     ) -> Result<Reading, PluginError>;
 

@@ -43,9 +43,11 @@ pub struct Classification {
     pub should_retry: Option<bool>,
 }
 
-/// A dimension a quota is counted in.
+/// A dimension a quota is counted in, as a plugin reports it (an [`Observation`]'s, a
+/// [`Cost`]'s): wider than the host's rate dimensions
+/// ([`admission::Dimension`](crate::admission::Dimension)), which it maps to where it can.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Dimension {
+pub enum ReportedDimension {
     /// Requests.
     Requests,
     /// Tokens of any kind (input and output together).
@@ -68,7 +70,7 @@ pub struct Observation {
     /// the bucket of the credential the request was sent with.
     pub scope: Option<String>,
     /// What the quota counts.
-    pub dimension: Dimension,
+    pub dimension: ReportedDimension,
     /// The quota's size per window.
     pub limit: Option<u64>,
     /// How much of the quota is left in the current window.
@@ -89,7 +91,7 @@ pub struct Observation {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Cost {
     /// What is being counted.
-    pub dimension: Dimension,
+    pub dimension: ReportedDimension,
     /// The amount.
     pub amount: u64,
 }

@@ -24,7 +24,7 @@ pub struct Request {
     /// The caller's declaration of what repeating this request would do.
     pub class: RequestClass,
     /// Request headers in the order they will be (or were) sent, as one `fields` block
-    /// (`name:value\n` per field; see [`crate::policy::encode_fields`]). Credentials are
+    /// (`name:value\n` per field; see [`crate::headers::encode_fields`]). Credentials are
     /// redacted by the host before they reach a plugin.
     pub headers: String,
     /// A prefix of the request body, at most the host's body cap (64 KiB by default).
@@ -61,7 +61,7 @@ pub enum TransportFailure {
 
 /// What came back from one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum WireOutcome {
     /// The provider answered.
     Response(Response),
     /// The provider did not answer.

@@ -12,9 +12,9 @@ use super::tally::Tally;
 use super::trace;
 use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
 use crate::admission::{Acquire, Class, Permit, Refused, Rejection, Usage};
-use crate::contract::{Outcome as Wire, Request};
+use crate::contract::{Request, WireOutcome as Wire};
 use crate::guard::GuardedPolicy;
-use crate::policy::encode_fields;
+use crate::headers::encode_fields;
 use crate::retry::{Backoff, ClassBudget, Stop, route_template};
 use crate::transport::{Fault, Started};
 
@@ -251,9 +251,9 @@ impl Executor {
             let reason = match &refused {
                 Refused::Cancelled => Reason::Cancelled,
                 Refused::Expired(_) | Refused::Rejected(Rejection::DeadlineUnreachable { .. }) => {
-                    Reason::OutOfTime(refused.to_string())
+                    Reason::OutOfTime(refused.clone())
                 }
-                Refused::Rejected(_) => Reason::Refused(refused.to_string()),
+                Refused::Rejected(rejection) => Reason::Refused(rejection.clone()),
             };
             let next = match reason {
                 Reason::Cancelled => NextAction::FixRequest,

@@ -1,8 +1,9 @@
 //! A call, how it ends, and who watches its attempts.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::admission::{Class, TaskId};
+use crate::admission::{Class, Refused, Rejection, TaskId};
 use crate::contract::{Classification, RequestClass, Response};
 use crate::retry::{Open, Stop};
 
@@ -200,9 +201,11 @@ pub enum Reason {
     /// The retry policy stopped it.
     Stopped(Stop),
     /// The admission queue refused it (backpressure, an oversized request).
-    Refused(String),
+    Refused(Rejection),
     /// Its deadline passed while it waited, or cannot be met: the time budget is spent.
-    OutOfTime(String),
+    /// Holds the admission's refusal ([`Refused::Expired`], or
+    /// [`Rejection::DeadlineUnreachable`]).
+    OutOfTime(Refused),
     /// Its task was cancelled.
     Cancelled,
     /// The path's circuit breaker is open.
@@ -220,7 +223,7 @@ pub enum Reason {
     /// No plugin is configured for the provider.
     UnknownProvider(String),
     /// The observer refused to let an attempt go out (the journal could not record it).
-    NotRecorded(String),
+    NotRecorded(NotRecorded),
 }
 
 /// A short account for a person: `stopped: outcome-unknown`, `refused: ...`.
@@ -282,6 +285,34 @@ pub struct Terminal {
     pub next_action: NextAction,
 }
 
+/// Why an [`Observer`] kept an attempt from going out: what it must record before a send
+/// (the journal's `sent` mark, the audit line) could not be made durable. It says what its
+/// cause says, and [`NotRecorded::cause`] gives the cause itself (a
+/// [`JournalError`](crate::journal::JournalError), a
+/// [`WriteError`](crate::writes::WriteError)) to downcast.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
+pub struct NotRecorded(Arc<dyn std::error::Error + Send + Sync>);
+
+impl NotRecorded {
+    /// The refusal caused by `cause`.
+    pub fn new(cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Arc::new(cause))
+    }
+
+    /// What could not be recorded, and why.
+    pub fn cause(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+/// Two refusals are equal when they hold the same cause, or causes that say the same.
+impl PartialEq for NotRecorded {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
 /// Sees each attempt of a call: the journal and the audit log hang here.
 pub trait Observer: Send {
     /// Just before attempt `attempt` (from 1) is sent. An error stops the call with nothing
@@ -289,8 +320,8 @@ pub trait Observer: Send {
     /// out.
     ///
     /// # Errors
-    /// Why the attempt must not be sent.
-    fn before_send(&mut self, attempt: u32) -> Result<(), String>;
+    /// [`NotRecorded`], holding why the attempt must not be sent.
+    fn before_send(&mut self, attempt: u32) -> Result<(), NotRecorded>;
     /// After attempt `attempt`: the answer's status (`None`: no answer) and how it was read.
     fn after_attempt(&mut self, attempt: u32, status: Option<u16>, read: &Classification);
     /// A retry of the call is scheduled after `delay`.
@@ -302,7 +333,7 @@ pub trait Observer: Send {
 pub struct Unobserved;
 
 impl Observer for Unobserved {
-    fn before_send(&mut self, _attempt: u32) -> Result<(), String> {
+    fn before_send(&mut self, _attempt: u32) -> Result<(), NotRecorded> {
         Ok(())
     }
     fn after_attempt(&mut self, _attempt: u32, _status: Option<u16>, _read: &Classification) {}
@@ -357,4 +388,34 @@ pub(super) fn read_key(call: &Call) -> String {
     }
     h.update(&call.body);
     crate::hex::to_hex(&h.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NotRecorded, Reason};
+    use crate::journal::JournalError;
+
+    #[test]
+    fn a_send_that_could_not_be_recorded_keeps_its_cause_as_a_type() {
+        let reason = Reason::NotRecorded(NotRecorded::new(JournalError::Missing(7)));
+        assert_eq!(
+            reason.to_string(),
+            "not recorded: no action 7 in the journal"
+        );
+        let Reason::NotRecorded(refusal) = &reason else {
+            unreachable!()
+        };
+        assert!(matches!(
+            refusal.cause().downcast_ref::<JournalError>(),
+            Some(JournalError::Missing(7))
+        ));
+        assert_eq!(
+            reason,
+            Reason::NotRecorded(NotRecorded::new(JournalError::Missing(7)))
+        );
+        assert_ne!(
+            reason,
+            Reason::NotRecorded(NotRecorded::new(JournalError::Missing(8)))
+        );
+    }
 }

@@ -35,7 +35,8 @@ use attempt::Run;
 pub use budgets::QUOTA_EXHAUSTED;
 use call::read_key;
 pub use call::{
-    Call, DEFAULT_CREDENTIAL, NextAction, Observer, Outcome, Reason, Terminal, Unobserved,
+    Call, DEFAULT_CREDENTIAL, NextAction, NotRecorded, Observer, Outcome, Reason, Terminal,
+    Unobserved,
 };
 pub use stream::{PartialStream, Stream, StreamOutcome};
 

@@ -13,10 +13,10 @@ use super::usage::{self, corrected};
 use super::{Call, Executor, NextAction, Observer, Outcome, QUOTA_EXHAUSTED, Reason};
 use crate::admission::Permit;
 use crate::contract::{
-    Classification, Outcome as Wire, Response, ResponsePart, TransportFailure, Verdict,
+    Classification, Response, ResponsePart, TransportFailure, Verdict, WireOutcome as Wire,
 };
 use crate::guard::GuardedPolicy;
-use crate::retry::{Next, Spent, decide};
+use crate::retry::{AfterAttempt, Next, Spent, decide};
 use crate::transport::Started;
 
 impl Executor {
@@ -106,9 +106,15 @@ impl Executor {
         let left = p.deadline.map(|d| d.saturating_sub(elapsed));
         let plan = {
             let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
-            decide(
-                &c, status, sent, call.class, &p.budget, &p.backoff, spent, left, &mut rng,
-            )
+            let after = AfterAttempt {
+                classification: &c,
+                status,
+                sent,
+                class: call.class,
+                spent,
+                until_deadline: left,
+            };
+            decide(&after, &p.budget, &p.backoff, &mut rng)
         };
         let hold = match c.verdict {
             // A spent billing or daily quota: nobody on the scope sends until its reset, or

@@ -18,7 +18,7 @@ use super::Terminal;
 use super::usage::corrected;
 use crate::admission::{Permit, Usage};
 use crate::contract::{
-    Outcome as Wire, Request, Response, ResponsePart, TransportFailure, Verdict,
+    Request, Response, ResponsePart, TransportFailure, Verdict, WireOutcome as Wire,
 };
 use crate::guard::GuardedPolicy;
 use crate::transport::Started;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::{NextAction, Outcome, Reason, Terminal};
-use crate::contract::{Outcome as Wire, Response};
+use crate::contract::{Response, WireOutcome as Wire};
 use crate::retry::Stop;
 
 /// What a call has done so far.

@@ -44,7 +44,7 @@ pub(super) fn applied(provider: &str, estimate: Usage, actual: Usage) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::Dimension as D;
+    use crate::contract::ReportedDimension as D;
 
     fn cost(dimension: D, amount: u64) -> Cost {
         Cost { dimension, amount }

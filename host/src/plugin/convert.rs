@@ -13,8 +13,9 @@ use std::borrow::Cow;
 
 use crate::contract::Request;
 
-/// `From` both ways between every type of `crate::contract` and the type of the same name
-/// in the module `$w`, which must mirror `wit/policy.wit` case for case and field for field.
+/// `From` both ways between every type of `crate::contract` and the type of the same name in
+/// the module `$w` (`Outcome as WireOutcome`: the WIT's name, then the contract's), which must
+/// mirror `wit/policy.wit` case for case and field for field.
 macro_rules! contract_conversions {
     ($w:ident) => {
         $crate::plugin::convert::contract_conversions!(@cases $w RequestClass { Read, IdempotentWrite, UncertainWrite });
@@ -23,7 +24,7 @@ macro_rules! contract_conversions {
         $crate::plugin::convert::contract_conversions!(@cases $w TransportFailure {
             ConnectFailed, TimeoutBeforeSend, TimeoutAfterSend, ResetAfterSend
         });
-        $crate::plugin::convert::contract_conversions!(@cases $w Outcome { Response(x), Transport(x) });
+        $crate::plugin::convert::contract_conversions!(@cases $w Outcome as WireOutcome { Response(x), Transport(x) });
         $crate::plugin::convert::contract_conversions!(@cases $w ResponsePart { Complete, StreamStart, StreamEnd });
         $crate::plugin::convert::contract_conversions!(@cases $w Verdict {
             Success, RateLimited, QuotaExhausted, Overloaded, Transient, Conflict, ClientError,
@@ -32,7 +33,7 @@ macro_rules! contract_conversions {
         $crate::plugin::convert::contract_conversions!(@record $w Classification {
             verdict, retry_after_ms, error_code, should_retry
         });
-        $crate::plugin::convert::contract_conversions!(@cases $w Dimension {
+        $crate::plugin::convert::contract_conversions!(@cases $w Dimension as ReportedDimension {
             Requests, Tokens, InputTokens, OutputTokens, Concurrency, Other(x)
         });
         $crate::plugin::convert::contract_conversions!(@record $w Observation {
@@ -60,18 +61,23 @@ macro_rules! contract_conversions {
         });
     };
     // An enum or a variant: each case by name, its payload (if any) converted.
-    (@cases $w:ident $name:ident { $($case:ident $(($x:ident))?),+ $(,)? }) => {
-        impl From<$w::$name> for $crate::contract::$name {
+    (@cases $w:ident $name:ident { $($cases:tt)+ }) => {
+        $crate::plugin::convert::contract_conversions!(@cases $w $name as $name { $($cases)+ });
+    };
+    // The same, for a contract type whose name says more than the WIT's (`outcome` is the
+    // contract's `WireOutcome`).
+    (@cases $w:ident $name:ident as $host:ident { $($case:ident $(($x:ident))?),+ $(,)? }) => {
+        impl From<$w::$name> for $crate::contract::$host {
             fn from(v: $w::$name) -> Self {
                 match v {
                     $($w::$name::$case $(($x))? => Self::$case $(($x.into()))?,)+
                 }
             }
         }
-        impl From<$crate::contract::$name> for $w::$name {
-            fn from(v: $crate::contract::$name) -> Self {
+        impl From<$crate::contract::$host> for $w::$name {
+            fn from(v: $crate::contract::$host) -> Self {
                 match v {
-                    $($crate::contract::$name::$case $(($x))? => Self::$case $(($x.into()))?,)+
+                    $($crate::contract::$host::$case $(($x))? => Self::$case $(($x.into()))?,)+
                 }
             }
         }
@@ -157,14 +163,14 @@ mod tests {
         for class in [RequestClass::Read, RequestClass::UncertainWrite] {
             round_trip::<_, wit::Request>(Request { class, ..request() });
         }
-        round_trip::<_, wit::Outcome>(Outcome::Response(response()));
+        round_trip::<_, wit::Outcome>(WireOutcome::Response(response()));
         for t in [
             TransportFailure::ConnectFailed,
             TransportFailure::TimeoutBeforeSend,
             TransportFailure::TimeoutAfterSend,
             TransportFailure::ResetAfterSend,
         ] {
-            round_trip::<_, wit::Outcome>(Outcome::Transport(t));
+            round_trip::<_, wit::Outcome>(WireOutcome::Transport(t));
         }
         for part in [
             ResponsePart::Complete,
@@ -174,12 +180,12 @@ mod tests {
             round_trip::<_, wit::ResponsePart>(part);
         }
         let dimensions = [
-            Dimension::Requests,
-            Dimension::Tokens,
-            Dimension::InputTokens,
-            Dimension::OutputTokens,
-            Dimension::Concurrency,
-            Dimension::Other("images".into()),
+            ReportedDimension::Requests,
+            ReportedDimension::Tokens,
+            ReportedDimension::InputTokens,
+            ReportedDimension::OutputTokens,
+            ReportedDimension::Concurrency,
+            ReportedDimension::Other("images".into()),
         ];
         let verdicts = [
             Verdict::Success,
@@ -287,12 +293,12 @@ mod tests {
             wit::RequestClass::IdempotentWrite
         ));
         assert!(matches!(
-            wit::Outcome::from(Outcome::Transport(TransportFailure::TimeoutAfterSend)),
+            wit::Outcome::from(WireOutcome::Transport(TransportFailure::TimeoutAfterSend)),
             wit::Outcome::Transport(wit::TransportFailure::TimeoutAfterSend)
         ));
         assert!(matches!(
-            Dimension::from(wit::Dimension::OutputTokens),
-            Dimension::OutputTokens
+            ReportedDimension::from(wit::Dimension::OutputTokens),
+            ReportedDimension::OutputTokens
         ));
         let w = wit::Request::from(request());
         assert_eq!((w.method.as_str(), w.now_ms), ("POST", -5));

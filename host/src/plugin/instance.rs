@@ -18,10 +18,10 @@ use super::limits::{Caps, RuntimeConfig};
 use super::state::{Deadline, State};
 use super::{convert, v1, validate};
 use crate::contract::{
-    Description, Failure, Outcome, PluginError, PolicyError, ProviderPolicy, Reading,
-    ReconcilePlan, Reconciliation, Request, RequestPlan, Response, ResponsePart, UncertainWrite,
+    Description, Failure, PluginError, PolicyError, ProviderPolicy, Reading, ReconcilePlan,
+    Reconciliation, Request, RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
 };
-use crate::policy::without_credentials;
+use crate::headers::without_credentials;
 
 /// A warm instance and its store.
 struct Warm {
@@ -299,7 +299,7 @@ impl ProviderPolicy for Plugin {
     fn read_response(
         &self,
         req: &Request,
-        outcome: &Outcome,
+        outcome: &WireOutcome,
         part: ResponsePart,
     ) -> Result<Reading, PluginError> {
         let req = without_credentials(req);

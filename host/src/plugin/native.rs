@@ -19,10 +19,10 @@ use super::error::{self, LoadError};
 use super::limits::Caps;
 use super::validate;
 use crate::contract::{
-    Description, Outcome, PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation,
-    Request, RequestPlan, Response, ResponsePart, UncertainWrite,
+    Description, PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request,
+    RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
 };
-use crate::policy::without_credentials;
+use crate::headers::without_credentials;
 
 super::convert::contract_conversions!(guest);
 
@@ -120,7 +120,7 @@ impl<P: guest::Plugin> ProviderPolicy for NativePlugin<P> {
     fn read_response(
         &self,
         req: &Request,
-        outcome: &Outcome,
+        outcome: &WireOutcome,
         part: ResponsePart,
     ) -> Result<Reading, PluginError> {
         let req = guest::Request::from(without_credentials(req).into_owned());

@@ -18,9 +18,9 @@
 use super::bindings::v0_1::sluice::policy::types as old;
 use super::instance::Plugin;
 use crate::contract::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PluginError, PriorityClass,
-    Reading, ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan, Response,
-    ResponsePart, StatusQuery, TransportFailure, UncertainWrite, Verdict,
+    Classification, Cost, Description, Observation, PluginError, PriorityClass, Reading,
+    ReconcilePlan, Reconciliation, ReportedDimension, Request, RequestClass, RequestPlan, Response,
+    ResponsePart, StatusQuery, TransportFailure, UncertainWrite, Verdict, WireOutcome,
 };
 
 /// `describe` of a 0.1.0 plugin.
@@ -63,13 +63,13 @@ pub(super) fn plan_request(p: &Plugin, req: &Request) -> Result<RequestPlan, Plu
 pub(super) fn read_response(
     p: &Plugin,
     req: &Request,
-    outcome: &Outcome,
+    outcome: &WireOutcome,
     part: ResponsePart,
 ) -> Result<Reading, PluginError> {
     let req = request(req);
     let old_outcome = match outcome {
-        Outcome::Response(r) => old::Outcome::Response(response(r)),
-        Outcome::Transport(t) => old::Outcome::Transport(transport(*t)),
+        WireOutcome::Response(r) => old::Outcome::Response(response(r)),
+        WireOutcome::Transport(t) => old::Outcome::Transport(transport(*t)),
     };
     let r = p.call("classify", |b, s| {
         b.frozen_v0_1()?.call_classify(s, &req, &old_outcome)
@@ -202,14 +202,14 @@ fn verdict(v: old::Verdict) -> Verdict {
     }
 }
 
-fn dimension(d: old::Dimension) -> Dimension {
+fn dimension(d: old::Dimension) -> ReportedDimension {
     match d {
-        old::Dimension::Requests => Dimension::Requests,
-        old::Dimension::Tokens => Dimension::Tokens,
-        old::Dimension::InputTokens => Dimension::InputTokens,
-        old::Dimension::OutputTokens => Dimension::OutputTokens,
-        old::Dimension::Concurrency => Dimension::Concurrency,
-        old::Dimension::Other(name) => Dimension::Other(name),
+        old::Dimension::Requests => ReportedDimension::Requests,
+        old::Dimension::Tokens => ReportedDimension::Tokens,
+        old::Dimension::InputTokens => ReportedDimension::InputTokens,
+        old::Dimension::OutputTokens => ReportedDimension::OutputTokens,
+        old::Dimension::Concurrency => ReportedDimension::Concurrency,
+        old::Dimension::Other(name) => ReportedDimension::Other(name),
     }
 }
 

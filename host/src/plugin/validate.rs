@@ -7,8 +7,8 @@
 
 use super::limits::Caps;
 use crate::contract::{
-    Classification, Cost, Description, Dimension, Observation, Reading, ReconcilePlan,
-    Reconciliation, RequestPlan,
+    Classification, Cost, Description, Observation, Reading, ReconcilePlan, Reconciliation,
+    ReportedDimension, RequestPlan,
 };
 
 /// `Ok`, or what is wrong with the output, for [`super::Failure::InvalidOutput`].
@@ -43,8 +43,8 @@ fn amount(field: &str, v: Option<u64>, max: u64) -> Check {
     }
 }
 
-fn dimension(d: &Dimension, caps: &Caps) -> Check {
-    if let Dimension::Other(name) = d {
+fn dimension(d: &ReportedDimension, caps: &Caps) -> Check {
+    if let ReportedDimension::Other(name) = d {
         if name.is_empty() || name.len() > 64 {
             return Err(format!("dimension name {name:?} must be 1 to 64 bytes"));
         }
@@ -55,9 +55,9 @@ fn dimension(d: &Dimension, caps: &Caps) -> Check {
 
 fn headers(field: &str, block: &str, caps: &Caps) -> Check {
     string(field, block, caps)?;
-    let pairs: Vec<(&str, &str)> = crate::policy::field_pairs(block).collect();
+    let pairs: Vec<(&str, &str)> = crate::headers::field_pairs(block).collect();
     list(field, &pairs, caps)?;
-    crate::policy::encode_fields(pairs)
+    crate::headers::encode_fields(pairs)
         .map(drop)
         .map_err(|e| format!("{field}: {e}"))
 }
@@ -246,7 +246,7 @@ mod tests {
             tenant: Some("acme".into()),
             deadline_ms: Some(1),
             cost: vec![Cost {
-                dimension: Dimension::Requests,
+                dimension: ReportedDimension::Requests,
                 amount: 1,
             }],
             scopes: vec!["model:gpt-4o".into()],
@@ -300,7 +300,7 @@ mod tests {
         assert!(request_plan(&p, &caps()).unwrap_err().contains("deadline"));
         let p = RequestPlan {
             cost: vec![Cost {
-                dimension: Dimension::Tokens,
+                dimension: ReportedDimension::Tokens,
                 amount: caps().max_amount + 1,
             }],
             ..plan()
@@ -321,7 +321,7 @@ mod tests {
             usage,
         };
         let tokens = |amount| Cost {
-            dimension: Dimension::Tokens,
+            dimension: ReportedDimension::Tokens,
             amount,
         };
         assert!(super::reading(&reading(vec![tokens(10)]), &caps()).is_ok());

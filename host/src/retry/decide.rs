@@ -101,23 +101,40 @@ pub struct Spent {
     pub waited: Duration,
 }
 
-/// Decides after one attempt.
-///
-/// - `status`: the response's status, `None` for a transport failure;
-/// - `sent`: whether the request may have reached the provider;
-/// - `until_deadline`: the time left before the call's deadline, if it has one.
-#[allow(clippy::too_many_arguments, reason = "every input is a separate fact")]
+/// What is known after one attempt: how its plugin read it, what it was, and what the call
+/// has spent so far.
+#[derive(Debug, Clone, Copy)]
+pub struct AfterAttempt<'a> {
+    /// The plugin's reading of the answer (or of the transport failure).
+    pub classification: &'a Classification,
+    /// The response's status, `None` for a transport failure.
+    pub status: Option<u16>,
+    /// Whether the request may have reached the provider.
+    pub sent: bool,
+    /// The request's class.
+    pub class: RequestClass,
+    /// What the call has spent, this attempt included.
+    pub spent: Spent,
+    /// The time left before the call's deadline, if it has one.
+    pub until_deadline: Option<Duration>,
+}
+
+/// Decides after one attempt, from what is known of it (`after`), the request class's
+/// `budget` and the `backoff`; `rng` draws the jitter.
 pub fn decide(
-    c: &Classification,
-    status: Option<u16>,
-    sent: bool,
-    class: RequestClass,
+    after: &AfterAttempt<'_>,
     budget: &ClassBudget,
     backoff: &Backoff,
-    spent: Spent,
-    until_deadline: Option<Duration>,
     rng: &mut fastrand::Rng,
 ) -> Plan {
+    let AfterAttempt {
+        classification: c,
+        status,
+        sent,
+        class,
+        spent,
+        until_deadline,
+    } = *after;
     let asked = c.retry_after_ms.map(Duration::from_millis);
     let retry = spent.attempts.saturating_sub(1);
     let stop = |s| Plan {
@@ -186,17 +203,19 @@ mod tests {
     fn plan(cl: &Classification, status: Option<u16>, class: RequestClass, attempts: u32) -> Plan {
         let config = RetryConfig::default();
         decide(
-            cl,
-            status,
-            true,
-            class,
+            &AfterAttempt {
+                classification: cl,
+                status,
+                sent: true,
+                class,
+                spent: Spent {
+                    attempts,
+                    waited: Duration::ZERO,
+                },
+                until_deadline: None,
+            },
             &config.budget(class),
             &config.backoff(),
-            Spent {
-                attempts,
-                waited: Duration::ZERO,
-            },
-            None,
             &mut fastrand::Rng::with_seed(3),
         )
     }
@@ -304,17 +323,19 @@ mod tests {
     fn a_deadline_too_close_ends_the_call_at_once() {
         let config = RetryConfig::default();
         let p = decide(
-            &c(Verdict::RateLimited, Some(10_000)),
-            Some(429),
-            true,
-            RequestClass::Read,
+            &AfterAttempt {
+                classification: &c(Verdict::RateLimited, Some(10_000)),
+                status: Some(429),
+                sent: true,
+                class: RequestClass::Read,
+                spent: Spent {
+                    attempts: 1,
+                    waited: Duration::ZERO,
+                },
+                until_deadline: Some(Duration::from_secs(5)),
+            },
             &config.budget(RequestClass::Read),
             &config.backoff(),
-            Spent {
-                attempts: 1,
-                waited: Duration::ZERO,
-            },
-            Some(Duration::from_secs(5)),
             &mut fastrand::Rng::with_seed(1),
         );
         assert!(matches!(p.next, Next::Stop(Stop::DeadlinePassed { .. })));

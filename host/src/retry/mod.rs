@@ -11,4 +11,4 @@ pub mod decide;
 pub use backoff::Backoff;
 pub use breaker::{Breakers, Open, route_template};
 pub use classes::{ClassBudget, RetryConfig, RetryConfigError, class_name, class_named};
-pub use decide::{Next, Plan, Spent, Stop, decide};
+pub use decide::{AfterAttempt, Next, Plan, Spent, Stop, decide};

@@ -3,7 +3,7 @@
 //! The host is the only layer that retries, because only it knows whether a resend is safe
 //! and whether the scope can take it; a client that quietly retried would send attempts the
 //! budgets never counted, and could send a write twice. So the client follows no redirects
-//! (a redirect is another attempt) and every attempt ends in an [`Outcome`]: a response, or
+//! (a redirect is another attempt) and every attempt ends in a [`WireOutcome`]: a response, or
 //! a transport failure sorted by whether the request may have reached the provider.
 //!
 //! What cannot be told apart is counted as sent: a timeout after the connection opened, or
@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::contract::{Outcome, Request, Response, TransportFailure};
-use crate::policy::{encode_fields, field_pairs};
+use crate::contract::{Request, Response, TransportFailure, WireOutcome};
+use crate::headers::{encode_fields, field_pairs};
 
 pub use client::TransportError;
 pub use config::{BuiltInRoots, ExtraRoot, PoolConfig, ProxySetting, TransportConfig};
@@ -87,14 +87,14 @@ impl Transport {
 
     /// Sends `req` once, with `secrets` (credential headers, kept out of `req` so that
     /// plugins never see them) added, and reads the whole answer.
-    pub async fn send(&self, req: &Request, secrets: &[(&str, &str)]) -> Outcome {
+    pub async fn send(&self, req: &Request, secrets: &[(&str, &str)]) -> WireOutcome {
         let started = match self.start(req, secrets).await {
             Ok(s) => s,
-            Err(f) => return Outcome::Transport(f.failure),
+            Err(f) => return WireOutcome::Transport(f.failure),
         };
         match started.collect().await {
-            Ok(r) => Outcome::Response(r),
-            Err(f) => Outcome::Transport(f.failure),
+            Ok(r) => WireOutcome::Response(r),
+            Err(f) => WireOutcome::Transport(f.failure),
         }
     }
 

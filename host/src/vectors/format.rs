@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::expect::{self, Expect, RawExpect};
 use crate::contract::{
-    Dimension, Outcome, Request, RequestClass, Response, ResponsePart, TransportFailure,
+    ReportedDimension, Request, RequestClass, Response, ResponsePart, TransportFailure, WireOutcome,
 };
 
 /// The wall clock a case gets when it names none: the Unix epoch plus one day.
@@ -49,21 +49,21 @@ pub(super) struct RawResponse {
 
 /// A case, validated and turned into the host's types.
 #[derive(Debug, Clone)]
-pub struct Case {
+pub struct VectorCase {
     /// The case's name.
     pub name: String,
     /// The request.
     pub request: Request,
     /// The outcome of the attempt.
-    pub outcome: Outcome,
+    pub outcome: WireOutcome,
     /// Which part of the answer the plugin reads (`complete` unless the case says).
     pub part: ResponsePart,
     /// What must be concluded.
     pub expect: Expect,
 }
 
-/// Turns a raw case into a [`Case`], or names the field that is wrong.
-pub(super) fn validate(raw: RawCase) -> Result<Case, String> {
+/// Turns a raw case into a [`VectorCase`], or names the field that is wrong.
+pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
     let now_ms = match &raw.now {
         None => DEFAULT_NOW_MS,
         Some(s) => sluice_plugin_sdk::time::parse_rfc3339_ms(s).ok_or_else(|| {
@@ -98,12 +98,12 @@ pub(super) fn validate(raw: RawCase) -> Result<Case, String> {
                 r.status
             ));
         }
-        (Some(r), None) => Outcome::Response(Response {
+        (Some(r), None) => WireOutcome::Response(Response {
             status: r.status,
             headers: headers("response.headers", &r.headers)?,
             body: r.body.into_bytes(),
         }),
-        (None, Some(t)) => Outcome::Transport(transport(&t)?),
+        (None, Some(t)) => WireOutcome::Transport(transport(&t)?),
         (Some(_), Some(_)) => return Err("response and transport: give one, not both".into()),
         (None, None) => return Err("response: missing (or give transport)".into()),
     };
@@ -117,14 +117,14 @@ pub(super) fn validate(raw: RawCase) -> Result<Case, String> {
             ));
         }
     };
-    let has_response = matches!(outcome, Outcome::Response(_));
+    let has_response = matches!(outcome, WireOutcome::Response(_));
     if !has_response && part != ResponsePart::Complete {
         return Err(
             "part: a transport failure is read as complete (a stream needs a response)".into(),
         );
     }
     let expect = expect::validate(raw.expect, has_response, raw.tolerance_ms)?;
-    Ok(Case {
+    Ok(VectorCase {
         name: raw.name,
         request,
         outcome,
@@ -135,7 +135,7 @@ pub(super) fn validate(raw: RawCase) -> Result<Case, String> {
 
 /// The pairs as a `fields` block; `field` names the JSON field in the error.
 fn headers(field: &str, pairs: &[(String, String)]) -> Result<String, String> {
-    crate::policy::encode_fields(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+    crate::headers::encode_fields(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())))
         .map_err(|e| format!("{field}: {e}"))
 }
 
@@ -155,13 +155,13 @@ fn transport(t: &str) -> Result<TransportFailure, String> {
 }
 
 /// The vector name of a dimension.
-pub fn dimension_name(d: &Dimension) -> &str {
+pub fn dimension_name(d: &ReportedDimension) -> &str {
     match d {
-        Dimension::Requests => "requests",
-        Dimension::Tokens => "tokens",
-        Dimension::InputTokens => "input-tokens",
-        Dimension::OutputTokens => "output-tokens",
-        Dimension::Concurrency => "concurrency",
-        Dimension::Other(n) => n,
+        ReportedDimension::Requests => "requests",
+        ReportedDimension::Tokens => "tokens",
+        ReportedDimension::InputTokens => "input-tokens",
+        ReportedDimension::OutputTokens => "output-tokens",
+        ReportedDimension::Concurrency => "concurrency",
+        ReportedDimension::Other(n) => n,
     }
 }

@@ -24,7 +24,7 @@ mod print;
 use std::path::{Path, PathBuf};
 
 pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
-pub use format::{Case, DEFAULT_NOW_MS, dimension_name};
+pub use format::{DEFAULT_NOW_MS, VectorCase, dimension_name};
 
 use crate::contract::ProviderPolicy;
 use crate::input_file::{self, InputFileError};
@@ -53,7 +53,7 @@ pub struct VectorFile {
     /// Where it was read from.
     pub path: PathBuf,
     /// Its cases, in file order.
-    pub cases: Vec<Case>,
+    pub cases: Vec<VectorCase>,
 }
 
 /// The largest vector file read, in bytes: 16 MiB. The bundled files are tens of KiB, and
@@ -129,14 +129,14 @@ pub struct CaseResult {
 
 /// The results of one file.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub struct VectorReport {
     /// The file.
     pub path: PathBuf,
     /// One result per case, in file order.
     pub results: Vec<CaseResult>,
 }
 
-impl Report {
+impl VectorReport {
     /// Cases that passed.
     pub fn passed(&self) -> usize {
         self.results.iter().filter(|r| r.failure.is_none()).count()
@@ -152,7 +152,7 @@ impl Report {
 /// any [`ProviderPolicy`]), directly (no fallback: a plugin failure fails the case). A plugin
 /// never sees a case's credentials: [`Plugin`](crate::plugin::Plugin) redacts them, as for
 /// every request.
-pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> Report {
+pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> VectorReport {
     let results = file
         .cases
         .iter()
@@ -161,13 +161,13 @@ pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> Report {
             failure: run_case(plugin, case),
         })
         .collect();
-    Report {
+    VectorReport {
         path: file.path.clone(),
         results,
     }
 }
 
-fn run_case(plugin: &dyn ProviderPolicy, case: &Case) -> Option<String> {
+fn run_case(plugin: &dyn ProviderPolicy, case: &VectorCase) -> Option<String> {
     let reading = match plugin.read_response(&case.request, &case.outcome, case.part) {
         Ok(r) => r,
         Err(e) => return Some(e.to_string()),

@@ -5,10 +5,10 @@
 //! invisible characters the way Rust writes them in a string (`\n`, `\u{1b}`): still
 //! readable, and never more than the one line.
 
-use super::Report;
+use super::VectorReport;
 use crate::printable::printable;
 
-impl Report {
+impl VectorReport {
     /// The report as `sluice plugin test` prints it, one line per case:
     /// `ok   PLUGIN FILE :: NAME`, or `FAIL PLUGIN FILE :: NAME: DIFFERENCE`, with every
     /// piece passed through [`printable`].
@@ -35,7 +35,7 @@ mod tests {
 
     #[test]
     fn every_piece_of_a_line_is_escaped() {
-        let report = Report {
+        let report = VectorReport {
             path: PathBuf::from("v\u{2028}.json"),
             results: vec![
                 CaseResult {

@@ -6,13 +6,13 @@ use serde::{Deserialize, Serialize};
 use super::request::StoredRequest;
 use super::{WriteError, Writes};
 use crate::execute::Terminal;
+use crate::headers::field_pairs;
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, AttemptRecord};
-use crate::policy::field_pairs;
 
 /// One option a person may choose.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Choice {
+pub struct CaseOption {
     /// Its name (`sluice escalations resolve ID --option NAME`).
     pub name: String,
     /// What it does.
@@ -23,7 +23,7 @@ pub struct Choice {
 
 /// What was spent before the escalation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Spent {
+pub struct CaseSpent {
     /// Attempts sent for the action, over all runs.
     pub attempts: u32,
     /// Time the last call waited between attempts, in milliseconds.
@@ -74,9 +74,9 @@ pub struct Case {
     /// The last answer's `Retry-After` and rate-limit headers.
     pub limit_headers: Vec<(String, String)>,
     /// What was spent.
-    pub spent: Spent,
+    pub spent: CaseSpent,
     /// The options.
-    pub options: Vec<Choice>,
+    pub options: Vec<CaseOption>,
 }
 
 /// Whether a response header says something about limits (and nothing else).
@@ -130,7 +130,7 @@ pub(super) fn build(
         client_reference: action.client_reference.clone(),
         operation_id: action.operation_id.clone(),
         reconciliation_query: query,
-        spent: Spent {
+        spent: CaseSpent {
             attempts: action.attempts,
             waited_ms: terminal.map_or(0, |t| {
                 u64::try_from(t.waited.as_millis()).unwrap_or(u64::MAX)
@@ -144,7 +144,7 @@ pub(super) fn build(
         options: kind
             .options()
             .iter()
-            .map(|c| Choice {
+            .map(|c| CaseOption {
                 name: c.name().to_owned(),
                 does: c.describe().to_owned(),
                 may_create_second_side_effect: c.may_duplicate(),

@@ -36,13 +36,13 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::admission::TaskId;
-use crate::audit::{AuditLog, Event, EventKind};
+use crate::audit::{AuditError, AuditLog, Event, EventKind};
 use crate::clock::Clock;
 use crate::execute::{Call, Executor, Terminal};
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, Journal, JournalError, Recorded, State};
 
-pub use case::{Case, Choice as CaseOption};
+pub use case::{Case, CaseOption, CaseSpent};
 pub use request::StoredRequest;
 pub use send::is_reconciliation;
 
@@ -118,11 +118,11 @@ pub enum WriteError {
     Journal(#[from] JournalError),
     /// The audit log could not be written; nothing is sent without it.
     #[error("the audit log: {0}")]
-    Audit(String),
+    Audit(#[from] AuditError),
     /// An attempt went out but its result could not be recorded; the action stays `sent`,
-    /// so it is settled by reading, never resent.
+    /// so it is settled by reading, never resent. Holds the first journal or audit failure.
     #[error("an attempt's result could not be recorded (the action stays `sent`): {0}")]
-    NotRecorded(String),
+    NotRecorded(#[source] Box<WriteError>),
     /// The journal holds a request this host cannot read back.
     #[error("action {id}: its stored request is unreadable: {why}")]
     StoredRequest {
@@ -313,7 +313,7 @@ impl Writes {
         self.audit
             .append(&event)
             .map(|_| ())
-            .map_err(|e| WriteError::Audit(e.to_string()))
+            .map_err(WriteError::Audit)
     }
 
     fn event(&self, kind: EventKind, action: &Action) -> Event {

@@ -7,7 +7,7 @@ use super::request::keyed;
 use super::{Step, WriteError, WriteOutcome, Writes, task_id};
 use crate::audit::EventKind;
 use crate::contract::{Classification, Response, Verdict};
-use crate::execute::{Call, Observer, Outcome, Reason, Terminal};
+use crate::execute::{Call, NotRecorded, Observer, Outcome, Reason, Terminal};
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, AttemptRecord, State};
 use crate::retry::Stop;
@@ -37,30 +37,30 @@ struct Recorder<'a> {
     /// client or auth error): then nothing of it happened.
     refused_every_time: bool,
     /// The first journal or audit failure after a send, reported when the call ends.
-    error: Option<String>,
+    error: Option<WriteError>,
 }
 
 impl Recorder<'_> {
     fn keep(&mut self, result: Result<(), WriteError>) {
         if let Err(e) = result {
             tracing::error!(action = self.action.id, "{e}");
-            self.error.get_or_insert(e.to_string());
+            self.error.get_or_insert(e);
         }
     }
 }
 
 impl Observer for Recorder<'_> {
-    fn before_send(&mut self, attempt: u32) -> Result<(), String> {
+    fn before_send(&mut self, attempt: u32) -> Result<(), NotRecorded> {
         let w = self.writes;
         w.journal
             .advance(self.action.id, State::Sent, None)
-            .map_err(|e| e.to_string())?;
+            .map_err(NotRecorded::new)?;
         w.audit(
             w.event(EventKind::ActionSent, self.action)
                 .attempt(self.before + attempt)
                 .detail(self.note),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(NotRecorded::new)?;
         w.step(Step::SentCommitted(self.before + attempt));
         Ok(())
     }
@@ -156,7 +156,7 @@ impl Writes {
         if let Some(e) = error {
             // The journal or the log missed a result: leave the action as it is (`sent`),
             // so it is settled by reading, never resent.
-            return Err(WriteError::NotRecorded(e));
+            return Err(WriteError::NotRecorded(Box::new(e)));
         }
         match outcome {
             Outcome::Succeeded { response, .. } => self.succeeded(
@@ -300,6 +300,7 @@ pub(super) fn describe(t: &Terminal) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::{Bound, Rejection};
     use crate::execute::NextAction;
 
     fn ended(reason: Reason, attempts: u32, last_status: Option<u16>) -> Terminal {
@@ -332,8 +333,16 @@ mod tests {
             "stopped: status 409 not retried after 3 attempts, last status 409, waited 1500 ms"
         );
         assert_eq!(
-            describe(&ended(Reason::Refused("queue\nfull".into()), 0, None)),
-            "refused: queue\\nfull after 0 attempts, no answer, waited 1500 ms"
+            describe(&ended(
+                Reason::Refused(Rejection::Backpressure(Bound::Tenant {
+                    tenant: "acme\nfull".into(),
+                    max_queued: 3
+                })),
+                0,
+                None
+            )),
+            "refused: backpressure: tenant acme\\nfull already has 3 requests waiting (its \
+             tier's max_queued) after 0 attempts, no answer, waited 1500 ms"
         );
     }
 }

@@ -21,9 +21,9 @@ use crate::audit::EventKind;
 use crate::contract::{ReconcilePlan, Reconciliation, RequestClass, StatusQuery, UncertainWrite};
 use crate::execute::{Call, Outcome};
 use crate::guard::GuardedPolicy;
+use crate::headers::field_pairs;
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, AttemptRecord, State};
-use crate::policy::field_pairs;
 
 /// Whether `body` holds `reference`: the provider can be asked about a reference only if it
 /// was sent one.

@@ -146,8 +146,8 @@ fn a_learned_limit_smaller_than_configured_paces_the_scope() {
 
 #[test]
 fn a_plugins_observations_land_in_the_grants_scopes() {
-    use sluice::admission::Event;
-    use sluice::contract::{Dimension as D, Observation};
+    use sluice::admission::QueueEvent;
+    use sluice::contract::{Observation, ReportedDimension as D};
 
     let mut sim = Sim::new(CONFIG);
     let a = sim.route("p", "a", &[]);
@@ -155,7 +155,7 @@ fn a_plugins_observations_land_in_the_grants_scopes() {
     sim.submit(call(0, a, w, Class::Standard));
     let mut events = Vec::new();
     sim.s.poll(0, &mut events);
-    let Event::Admitted { grant, .. } = events[0] else {
+    let QueueEvent::Admitted { grant, .. } = events[0] else {
         panic!("{events:?}")
     };
     let obs = |scope: Option<&str>, dimension, remaining| Observation {

@@ -9,7 +9,7 @@ use sluice::admission::{
     Acquire, Admission, Block, Config, Origin, ScopeKey, Waiting, model_scope,
 };
 use sluice::clock::{TokioClock, tokio_now};
-use sluice::contract::{Dimension as D, Observation};
+use sluice::contract::{Observation, ReportedDimension as D};
 
 /// 60 requests a minute on the model, paced at 90%: a burst of 7, then one every 60 s / 54.
 const CONFIG: &str = "[providers.openai.models.gpt-4o]\nrequests_per_minute = 60\n";

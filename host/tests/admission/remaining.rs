@@ -2,8 +2,8 @@
 //! delays the next admissions by exactly what the difference takes; a figure above it lets
 //! nothing more through; `remaining: 0` with a reset still holds the scope until the reset.
 
-use sluice::admission::{Ask, Class, Event, GrantId, Nanos, Route, TenantId, Usage};
-use sluice::contract::{Dimension as D, Observation};
+use sluice::admission::{Ask, Class, GrantId, Nanos, QueueEvent, Route, TenantId, Usage};
+use sluice::contract::{Observation, ReportedDimension as D};
 
 use crate::sim::{Arrival, SEC, Sim, call};
 
@@ -32,7 +32,7 @@ fn one_in_flight() -> (Sim, GrantId, Route, TenantId) {
     sim.s.submit(0, ask).unwrap();
     let mut events = Vec::new();
     sim.s.poll(0, &mut events);
-    let [Event::Admitted { grant, .. }] = events[..] else {
+    let [QueueEvent::Admitted { grant, .. }] = events[..] else {
         panic!("{events:?}")
     };
     (sim, grant, route, tenant)

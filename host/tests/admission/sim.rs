@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use sluice::admission::{
-    Ask, Class, Config, Event, GrantId, Nanos, Rejection, RequestId, Route, Scheduler, TaskId,
+    Ask, Class, Config, GrantId, Nanos, QueueEvent, Rejection, RequestId, Route, Scheduler, TaskId,
     TenantId, Usage,
 };
 
@@ -103,7 +103,7 @@ impl Sim {
         self.s.poll(self.now, &mut events);
         for e in events {
             match e {
-                Event::Admitted { request, grant } => {
+                QueueEvent::Admitted { request, grant } => {
                     let a = self
                         .pending
                         .remove(&request)
@@ -121,7 +121,7 @@ impl Sim {
                         actual: a.actual,
                     });
                 }
-                Event::Expired { request, why } => {
+                QueueEvent::Expired { request, why } => {
                     let a = self
                         .pending
                         .remove(&request)

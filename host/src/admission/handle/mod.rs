@@ -28,7 +28,7 @@ use tokio::sync::{Notify, oneshot};
 use super::bucket::Nanos;
 use super::config::{Config, ConfigError};
 use super::fair::{Class, RequestId};
-use super::outcome::{Event, GrantId, Rejection, Why};
+use super::outcome::{GrantId, QueueEvent, Rejection, Why};
 use super::scheduler::{Ask, Scheduler, TaskId};
 use super::scope::ScopeKey;
 use super::usage::Usage;
@@ -188,7 +188,7 @@ pub enum Refused {
 
 /// What the scheduler decided for a waiting request, sent to its [`Ticket`].
 #[derive(Debug)]
-enum Outcome {
+enum WaitEnd {
     Admitted(GrantId),
     Expired(Box<Why>),
     Cancelled,
@@ -196,7 +196,7 @@ enum Outcome {
 
 #[derive(Debug)]
 struct Waiter {
-    tx: oneshot::Sender<Outcome>,
+    tx: oneshot::Sender<WaitEnd>,
     task: Option<TaskId>,
 }
 
@@ -218,7 +218,7 @@ struct State {
     /// The wake the driver sleeps until, as of its last look.
     armed: Option<Nanos>,
     /// Reused for every poll.
-    events: Vec<Event>,
+    events: Vec<QueueEvent>,
     /// Driver wake-ups that delivered something.
     #[cfg(test)]
     driver_deliveries: u64,
@@ -256,7 +256,7 @@ impl Drop for Shared {
 
 impl State {
     /// Removes a waiting request's sender, and its entry in its task's list.
-    fn take_waiter(&mut self, id: RequestId) -> Option<oneshot::Sender<Outcome>> {
+    fn take_waiter(&mut self, id: RequestId) -> Option<oneshot::Sender<WaitEnd>> {
         let w = self.waiting.remove(&id)?;
         if let Some(task) = w.task
             && let Some(ids) = self.tasks.get_mut(&task)
@@ -282,10 +282,10 @@ impl State {
             let mut released = false;
             for event in events.drain(..) {
                 match event {
-                    Event::Admitted { request, grant } => {
+                    QueueEvent::Admitted { request, grant } => {
                         let taken = self
                             .take_waiter(request)
-                            .is_some_and(|tx| tx.send(Outcome::Admitted(grant)).is_ok());
+                            .is_some_and(|tx| tx.send(WaitEnd::Admitted(grant)).is_ok());
                         if taken {
                             sent += 1;
                         } else {
@@ -293,10 +293,10 @@ impl State {
                             released = true;
                         }
                     }
-                    Event::Expired { request, why } => {
+                    QueueEvent::Expired { request, why } => {
                         if let Some(tx) = self.take_waiter(request) {
                             // A ticket dropped meanwhile needs no word.
-                            let _ = tx.send(Outcome::Expired(why));
+                            let _ = tx.send(WaitEnd::Expired(why));
                             sent += 1;
                         }
                     }
@@ -449,7 +449,7 @@ impl Admission {
             let removed = state.scheduler.cancel(task);
             for id in state.tasks.remove(&task).unwrap_or_default() {
                 if let Some(w) = state.waiting.remove(&id) {
-                    let _ = w.tx.send(Outcome::Cancelled);
+                    let _ = w.tx.send(WaitEnd::Cancelled);
                 }
             }
             removed

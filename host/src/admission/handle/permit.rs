@@ -10,7 +10,7 @@ use super::*;
 pub struct Ticket {
     pub(super) id: RequestId,
     pub(super) shared: Arc<Shared>,
-    pub(super) rx: oneshot::Receiver<Outcome>,
+    pub(super) rx: oneshot::Receiver<WaitEnd>,
     /// The outcome was received: nothing left to withdraw or release.
     pub(super) settled: bool,
 }
@@ -39,15 +39,15 @@ impl Future for Ticket {
         };
         self.settled = true;
         Poll::Ready(match outcome {
-            Ok(Outcome::Admitted(grant)) => Ok(Permit {
+            Ok(WaitEnd::Admitted(grant)) => Ok(Permit {
                 grant,
                 request: self.id,
                 shared: Arc::downgrade(&self.shared),
                 done: false,
             }),
-            Ok(Outcome::Expired(why)) => Err(Refused::Expired(why)),
+            Ok(WaitEnd::Expired(why)) => Err(Refused::Expired(why)),
             // The sender is dropped unsent only when the request is gone from the handle.
-            Ok(Outcome::Cancelled) | Err(_) => Err(Refused::Cancelled),
+            Ok(WaitEnd::Cancelled) | Err(_) => Err(Refused::Cancelled),
         })
     }
 }
@@ -65,7 +65,7 @@ impl Drop for Ticket {
             } else {
                 // Decided under the lock before we took it: admitted, expired or cancelled.
                 rx.close();
-                if let Ok(Outcome::Admitted(grant)) = rx.try_recv() {
+                if let Ok(WaitEnd::Admitted(grant)) = rx.try_recv() {
                     state.scheduler.complete(now, grant, None);
                 }
             }

@@ -306,7 +306,7 @@ async fn an_observed_exhausted_quota_holds_the_scope_until_its_reset() {
     let permit = a.acquire(call("k")).await.unwrap();
     let exhausted = Observation {
         scope: None,
-        dimension: crate::contract::Dimension::Requests,
+        dimension: crate::contract::ReportedDimension::Requests,
         limit: Some(100),
         remaining: Some(0),
         used: None,

@@ -7,7 +7,7 @@ use super::turn::Turn;
 use super::{Ask, Pending, Scheduler, Timer};
 use crate::admission::bucket::Nanos;
 use crate::admission::fair::{Flow, FlowId, LaneState, RequestId};
-use crate::admission::outcome::{Event, Waiting};
+use crate::admission::outcome::{QueueEvent, Waiting};
 use crate::admission::scope::Block;
 
 impl Scheduler {
@@ -136,7 +136,7 @@ impl Scheduler {
 
     /// Admits every request that may go at `now` and expires every request whose deadline
     /// has passed, appending what happened to `events`.
-    pub fn poll(&mut self, now: Nanos, events: &mut Vec<Event>) {
+    pub fn poll(&mut self, now: Nanos, events: &mut Vec<QueueEvent>) {
         self.now = self.now.max(now);
         let now = self.now;
         if self.deadlines.len() > 2 * self.requests.len() + 64 {
@@ -233,10 +233,10 @@ impl Scheduler {
 
     /// Removes a waiting request whose deadline has passed, or that can no longer be
     /// admitted, and says why.
-    pub(super) fn expire(&mut self, now: Nanos, id: RequestId, events: &mut Vec<Event>) {
+    pub(super) fn expire(&mut self, now: Nanos, id: RequestId, events: &mut Vec<QueueEvent>) {
         if let Some(why) = self.explain(now, id) {
             self.remove(id);
-            events.push(Event::Expired {
+            events.push(QueueEvent::Expired {
                 request: id,
                 why: Box::new(why),
             });
@@ -257,7 +257,7 @@ impl Waiting {
 #[cfg(test)]
 mod tests {
     use super::super::{Ask, Scheduler, TaskId};
-    use crate::admission::{Class, Config, Event, ScopeKey, Usage};
+    use crate::admission::{Class, Config, QueueEvent, ScopeKey, Usage};
 
     /// Regression: when the request its lane waited for was withdrawn, the next one slept
     /// until the withdrawn one's time although it fitted at once.
@@ -285,7 +285,7 @@ mod tests {
         assert!(s.withdraw(big));
         s.poll(1_000_000_000, &mut events);
         assert!(
-            matches!(events[..], [Event::Admitted { request, .. }] if request == small),
+            matches!(events[..], [QueueEvent::Admitted { request, .. }] if request == small),
             "{events:?}"
         );
     }
@@ -379,6 +379,6 @@ mod tests {
             s.deadlines.len()
         );
         s.poll(60_000_000_000, &mut events);
-        assert!(matches!(events[..], [Event::Admitted { request, .. }] if request == waiting));
+        assert!(matches!(events[..], [QueueEvent::Admitted { request, .. }] if request == waiting));
     }
 }

@@ -9,7 +9,7 @@ use std::cmp::Reverse;
 use super::{Grant, Scheduler, Timer};
 use crate::admission::bucket::Nanos;
 use crate::admission::fair::{FlowId, LaneState, RequestId};
-use crate::admission::outcome::Event;
+use crate::admission::outcome::QueueEvent;
 use crate::admission::scope::Block;
 use crate::admission::usage::Usage;
 
@@ -40,7 +40,7 @@ impl Scheduler {
     }
 
     /// One turn of a lane: admits its next request, or finds what it waits on.
-    pub(super) fn turn(&mut self, now: Nanos, lane: u32, events: &mut Vec<Event>) -> Turn {
+    pub(super) fn turn(&mut self, now: Nanos, lane: u32, events: &mut Vec<QueueEvent>) -> Turn {
         for class in 0..3 {
             while let Some((tag, flow)) = self.lanes[lane as usize].classes[class].peek() {
                 let live = self.flows.get(flow).is_some_and(|f| !f.parked);
@@ -176,7 +176,14 @@ impl Scheduler {
 
     /// Admits `pick`: charges every scope of its lane (and its tenant's quota), moves its
     /// flow's tag on by its size, and hands out its grant.
-    fn admit(&mut self, now: Nanos, lane: u32, class: usize, pick: Pick, events: &mut Vec<Event>) {
+    fn admit(
+        &mut self,
+        now: Nanos,
+        lane: u32,
+        class: usize,
+        pick: Pick,
+        events: &mut Vec<QueueEvent>,
+    ) {
         let q = &mut self.lanes[lane as usize].classes[class];
         if let Some(tag) = pick.turn {
             q.pop();
@@ -223,7 +230,7 @@ impl Scheduler {
             usage: p.usage,
             ends,
         });
-        events.push(Event::Admitted {
+        events.push(QueueEvent::Admitted {
             request: pick.id,
             grant,
         });
