@@ -180,6 +180,9 @@ fn print_setup(out: &mut String, setup: &ProviderSetup) {
             (None, None) => "nowhere".to_owned(),
         };
         let state = match source.check() {
+            Ok(()) if source.readable_by_others() => {
+                "readable now, and by other users too: chmod 600 it".to_owned()
+            }
             Ok(()) => "readable now".to_owned(),
             Err(e) => format!("NOT READABLE NOW, the host will not start: {e}"),
         };

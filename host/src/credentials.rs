@@ -154,6 +154,20 @@ impl CredentialSource {
         self.header_value().map(|_| ())
     }
 
+    /// Whether the secret's file can be read by users other than its owner (a secret in an
+    /// environment variable, or on a system without Unix permissions, is not). Not refused —
+    /// mounted secrets are often `0644` — but worth a `chmod 600`.
+    pub fn readable_by_others(&self) -> bool {
+        #[cfg(unix)]
+        if let Some(path) = &self.file
+            && let Ok(meta) = std::fs::metadata(path)
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            return meta.permissions().mode() & 0o044 != 0;
+        }
+        false
+    }
+
     /// The header and its value, read now.
     ///
     /// # Errors
@@ -337,6 +351,20 @@ mod tests {
         assert!(matches!(both.check(), Err(CredentialError::NoSource)));
         let header = CredentialSource::file(&empty).in_header("bad header", None);
         assert!(matches!(header.check(), Err(CredentialError::BadHeader(_))));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_secret_file_others_can_read_is_told_apart() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "sk").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(!CredentialSource::file(&path).readable_by_others());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(CredentialSource::file(&path).readable_by_others());
+        assert!(!CredentialSource::env("X").readable_by_others());
     }
 
     #[test]

@@ -234,6 +234,17 @@ impl SluiceBuilder {
             Some(c) => c,
             None => {
                 config.check_credentials(&origin)?;
+                for (provider, setup) in &config.providers {
+                    for (label, source) in &setup.credentials {
+                        if source.readable_by_others() {
+                            tracing::warn!(
+                                provider = %printable(provider),
+                                credential = %printable(label),
+                                "the credential's file is readable by other users: chmod 600 it"
+                            );
+                        }
+                    }
+                }
                 Arc::new(keyring(&config))
             }
         };
