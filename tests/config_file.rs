@@ -6,7 +6,7 @@ use std::path::Path;
 
 use sluice::Sluice;
 use sluice::contract::RequestClass;
-use sluice::execute::{Call, Outcome};
+use sluice::execute::{Call, Outcome, Reason};
 use sluice::writes::{Write, WriteOutcome};
 use sluice_fake_provider::tls::TestCa;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
@@ -90,9 +90,24 @@ async fn a_host_from_one_file_sends_with_the_key_file_and_reads_it_again_when_it
         "{first:?}"
     );
 
-    // A label the file does not name sends no key: the provider refuses it.
+    // A label the file does not name: refused here, nothing sent without a key.
     let unknown = sluice.execute(&chat().credential("someone-else")).await;
-    assert_eq!(status(&unknown), Some(401), "{unknown:?}");
+    let Outcome::Ended(ended) = &unknown else {
+        panic!("an unknown label ends the call: {unknown:?}")
+    };
+    assert!(
+        matches!(ended.reason, Reason::UnknownCredential { .. }),
+        "{unknown:?}"
+    );
+    assert!(!ended.sent);
+    assert!(
+        ended
+            .reason
+            .to_string()
+            .contains("providers.openai.credentials"),
+        "{}",
+        ended.reason
+    );
 
     // The key file is read at each send: a rotated (here, wrong) key is what goes out next.
     std::fs::write(dir.path().join("openai.key"), "sk-rotated").unwrap();
@@ -100,7 +115,7 @@ async fn a_host_from_one_file_sends_with_the_key_file_and_reads_it_again_when_it
     assert_eq!(status(&rotated), Some(401), "{rotated:?}");
 
     let statuses: Vec<_> = fake.attempts().iter().map(|a| a.status).collect();
-    assert_eq!(statuses, [Some(200), Some(401), Some(401)]);
+    assert_eq!(statuses, [Some(200), Some(401)]);
 
     // The state went where the file said, the audit key with it, private.
     let state = dir.path().join("state");

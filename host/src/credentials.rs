@@ -27,6 +27,14 @@ pub const MAX_CREDENTIAL_FILE_BYTES: u64 = 16 * 1024;
 pub trait Credentials: Send + Sync {
     /// The headers that carry `credential` of `provider`; none when there is no such label.
     fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)>;
+
+    /// Whether `provider` has a credential labelled `credential`: `Some(false)` stops a
+    /// call before it is sent without its key. `None` (the default): not known here, and
+    /// the call goes with whatever [`Credentials::headers`] gives.
+    fn knows(&self, provider: &str, credential: &str) -> Option<bool> {
+        let _ = (provider, credential);
+        None
+    }
 }
 
 /// Shows that credentials are there, never what they hold.
@@ -275,6 +283,13 @@ impl Keyring {
 }
 
 impl Credentials for Keyring {
+    /// A provider with no credentials configured takes calls without any (a local
+    /// gateway, a test server); one with credentials knows exactly its labels.
+    fn knows(&self, provider: &str, credential: &str) -> Option<bool> {
+        self.has_provider(provider)
+            .then(|| self.has(provider, credential))
+    }
+
     fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)> {
         let Some(source) = self
             .sources
@@ -328,6 +343,9 @@ mod tests {
         std::fs::write(&path, "new").unwrap();
         assert_eq!(keyring.headers("openai", "team")[0].1, "Bearer new");
         assert!(keyring.headers("openai", "other").is_empty());
+        assert_eq!(keyring.knows("openai", "team"), Some(true));
+        assert_eq!(keyring.knows("openai", "other"), Some(false), "stopped before sending");
+        assert_eq!(keyring.knows("gateway", "any"), None, "a provider without credentials");
     }
 
     #[test]

@@ -196,6 +196,7 @@ pub fn outcome(o: &crate::execute::Outcome) -> &'static str {
             Reason::ScopeRetriesFull { .. } => "scope-retries-full",
             Reason::TaskBudgetExhausted { .. } => "task-budget-exhausted",
             Reason::UnknownProvider(_) => "unknown-provider",
+            Reason::UnknownCredential { .. } => "unknown-credential",
             Reason::NotRecorded(_) => "not-recorded",
         },
     }

@@ -123,6 +123,16 @@ impl Executor {
                 NextAction::FixRequest,
             ));
         };
+        if self.credentials.knows(&call.provider, &call.credential) == Some(false) {
+            // Sent without its key, the request would only be refused: nothing goes out.
+            return Run::Done(t.end(
+                Reason::UnknownCredential {
+                    provider: call.provider.clone(),
+                    label: call.credential.clone(),
+                },
+                NextAction::FixRequest,
+            ));
+        }
         let route = route_template(&call.method, &call.url);
         // The breaker is one credential's: another credential's revoked key or malformed
         // requests never stop this one's calls.

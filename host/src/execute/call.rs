@@ -222,6 +222,13 @@ pub enum Reason {
     },
     /// No plugin is configured for the provider.
     UnknownProvider(String),
+    /// The provider's credentials have no such label: nothing was sent without a key.
+    UnknownCredential {
+        /// The provider.
+        provider: String,
+        /// The label the call named.
+        label: String,
+    },
     /// The observer refused to let an attempt go out (the journal could not record it).
     NotRecorded(NotRecorded),
 }
@@ -251,6 +258,14 @@ impl std::fmt::Display for Reason {
             Self::TaskBudgetExhausted { max_attempts } => {
                 write!(f, "the task's budget of {max_attempts} attempts is spent")
             }
+            Self::UnknownCredential { provider, label } => write!(
+                f,
+                "provider `{}` has no credential labelled `{}`: name one the configuration \
+                 gives it (providers.{}.credentials)",
+                crate::printable::printable(provider),
+                crate::printable::printable(label),
+                crate::printable::printable(provider)
+            ),
             Self::UnknownProvider(provider) => {
                 write!(f, "no plugin is configured for provider `{provider}`")
             }
