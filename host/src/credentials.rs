@@ -344,8 +344,16 @@ mod tests {
         assert_eq!(keyring.headers("openai", "team")[0].1, "Bearer new");
         assert!(keyring.headers("openai", "other").is_empty());
         assert_eq!(keyring.knows("openai", "team"), Some(true));
-        assert_eq!(keyring.knows("openai", "other"), Some(false), "stopped before sending");
-        assert_eq!(keyring.knows("gateway", "any"), None, "a provider without credentials");
+        assert_eq!(
+            keyring.knows("openai", "other"),
+            Some(false),
+            "stopped before sending"
+        );
+        assert_eq!(
+            keyring.knows("gateway", "any"),
+            None,
+            "a provider without credentials"
+        );
     }
 
     #[test]
