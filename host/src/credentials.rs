@@ -267,19 +267,6 @@ impl Keyring {
     pub fn has_provider(&self, provider: &str) -> bool {
         self.sources.keys().any(|(p, _)| p == provider)
     }
-
-    /// Checks that every source can be read now, naming the first that cannot.
-    ///
-    /// # Errors
-    /// `(provider, label, why)`.
-    pub fn check(&self) -> Result<(), (String, String, CredentialError)> {
-        for ((provider, label), source) in &self.sources {
-            source
-                .check()
-                .map_err(|e| (provider.clone(), label.clone(), e))?;
-        }
-        Ok(())
-    }
 }
 
 impl Credentials for Keyring {

@@ -100,7 +100,7 @@ pub fn transport(attempt_timeout: Duration) -> Transport {
 
 /// An executor in front of a provider, reading it with the bundled `plugin` (also the
 /// provider's name; its credentials get 6 000 requests a minute), on tokio's clock. Its
-/// host's state (journal and audit log) goes in a directory removed when the process ends.
+/// host's state (journal and audit log), which an executor alone never uses, is removed.
 ///
 /// # Panics
 /// When a part does not start.
@@ -126,10 +126,11 @@ pub fn executor_with(
         .state_dir(dir.path())
         .build()
         .expect("a host");
-    // The executor outlives the host's state, which only writes use: the directory goes
-    // when the process ends.
-    std::mem::forget(dir);
-    sluice.executor().clone()
+    // Only writes use the host's state (journal, audit log): the executor goes on alone,
+    // and the directory is removed when `dir` drops, after the host that held it open.
+    let executor = sluice.executor().clone();
+    drop(sluice);
+    executor
 }
 
 /// A builder for a host in front of a provider (on tokio's clock, so a test on a paused
