@@ -114,6 +114,11 @@ impl Rate {
         self.limit
     }
 
+    /// The paced units per window: the limit times the margin; the rest is the burst.
+    pub fn paced(&self) -> u64 {
+        self.limit - self.capacity + 1
+    }
+
     /// Nanoseconds per unit at the paced rate.
     pub fn interval(&self) -> Nanos {
         self.interval

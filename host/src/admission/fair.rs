@@ -52,8 +52,10 @@ slotmap::new_key_type! {
     pub(crate) struct FlowId;
 }
 
-/// The queue class of a request, most urgent first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// The queue class of a request, most urgent first. Serializes as `interactive`,
+/// `standard` or `background`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Class {
     /// A person or an agent in a live conversation waits on it.
     Interactive = 0,

@@ -8,7 +8,8 @@
 //! - [`scheduler`]: the state machine that admits requests when every scope they charge can
 //!   take them, on the caller's clock;
 //! - [`config`]: the TOML that configures all of it;
-//! - [`coalesce`]: identical immutable reads in flight, shared when the caller says so.
+//! - [`coalesce`]: identical immutable reads in flight, shared when the caller says so;
+//! - [`snapshot`]: a read-only view of every scope and of the queue, for operators.
 
 pub mod bucket;
 pub mod coalesce;
@@ -19,6 +20,7 @@ pub mod limits;
 pub mod outcome;
 pub mod scheduler;
 pub mod scope;
+pub mod snapshot;
 pub mod tenant;
 pub mod usage;
 
@@ -30,4 +32,8 @@ pub use limits::Limits;
 pub use outcome::{Bound, GrantId, QueueEvent, Rejection, Waiting, Why};
 pub use scheduler::{Ask, Route, Scheduler, TaskId, TenantId};
 pub use scope::{Block, Hold, Learned, Origin, Scope, ScopeKey};
+pub use snapshot::{
+    ConcurrencyStatus, HoldStatus, QueueRow, QuotaOrigin, QuotaStatus, ReportedQuota, ScopeKind,
+    ScopeStatus, Snapshot,
+};
 pub use usage::{Dimension, Usage};

@@ -119,6 +119,8 @@ struct Pending {
 struct Grant {
     lane: u32,
     tenant: u32,
+    /// The class it was queued in, for [`Scheduler::snapshot`].
+    class: Class,
     usage: Usage,
     /// Each charged quota's state after the charge (see `Scope::take`); inline for the
     /// usual two scopes of two quotas, so an admission does not allocate for it.
@@ -212,6 +214,7 @@ mod explain;
 mod names;
 mod observe;
 mod run;
+mod snapshot;
 mod submit;
 mod turn;
 

@@ -220,7 +220,8 @@ impl Scope {
         }
     }
 
-    fn quotas(&self) -> impl Iterator<Item = (&QuotaSpec, Nanos)> {
+    /// Each quota and its theoretical arrival time.
+    pub(crate) fn quotas(&self) -> impl Iterator<Item = (&QuotaSpec, Nanos)> {
         self.shape
             .quotas
             .iter()

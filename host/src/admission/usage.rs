@@ -8,8 +8,9 @@ use std::fmt;
 
 use crate::contract;
 
-/// What a quota bucket counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// What a quota bucket counts. Serializes as its [`Dimension::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Dimension {
     /// Requests.
     Requests,

@@ -31,6 +31,7 @@ use super::fair::{Class, RequestId};
 use super::outcome::{GrantId, QueueEvent, Rejection, Why};
 use super::scheduler::{Ask, Scheduler, TaskId};
 use super::scope::ScopeKey;
+use super::snapshot::Snapshot;
 use super::usage::Usage;
 use crate::clock::Clock;
 use crate::contract::Observation;
@@ -460,6 +461,14 @@ impl Admission {
     pub fn explain(&self, request: RequestId) -> Option<Why> {
         let state = self.shared.lock();
         state.scheduler.explain(self.shared.now(), request)
+    }
+
+    /// Admission as it stands now: every scope and the queue (see [`Scheduler::snapshot`]).
+    /// Takes the lock for one pass over the scheduler's state and changes nothing: unlike
+    /// [`Admission::with_scheduler`], it does not poll, so looking never admits anything.
+    pub fn snapshot(&self) -> Snapshot {
+        let state = self.shared.lock();
+        state.scheduler.snapshot(self.shared.now())
     }
 
     /// Holds the scope named `scope` for `retry_after` from now: nothing charged to it is

@@ -105,7 +105,7 @@ impl Scheduler {
         Route(lane)
     }
 
-    fn tier_of(&self, tenant: &str) -> u32 {
+    pub(super) fn tier_of(&self, tenant: &str) -> u32 {
         self.config
             .tenants
             .assign

@@ -202,7 +202,7 @@ impl Scheduler {
             None => f.finish.max(q.vtime),
         };
         f.finish = start.saturating_add(p.size);
-        let (tenant, finish, live) = (f.tenant, f.finish, f.live);
+        let (tenant, finish, live, flow_class) = (f.tenant, f.finish, f.live, f.class);
         let mut ends = super::Ends::new();
         for &s in &self.lanes[lane as usize].scopes {
             self.slots[s as usize].scope.take(now, &p.usage, &mut ends);
@@ -227,6 +227,7 @@ impl Scheduler {
         let grant = self.grants.insert(Grant {
             lane,
             tenant,
+            class: flow_class,
             usage: p.usage,
             ends,
         });

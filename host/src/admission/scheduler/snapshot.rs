@@ -1,0 +1,82 @@
+//! The scheduler's side of a [`Snapshot`]: which scopes exist, what is queued on and in
+//! flight through each, and the queue by tenant and class. Reads only (see
+//! [`crate::admission::snapshot`]).
+
+use std::collections::BTreeMap;
+
+use super::Scheduler;
+use crate::admission::bucket::Nanos;
+use crate::admission::fair::Class;
+use crate::admission::scope::ScopeKey;
+use crate::admission::snapshot::{Counts, QueueRow, ScopeStatus, Snapshot};
+
+impl Scheduler {
+    /// Admission as it stands at `now`: every scope's limits, pace, availability, hold and
+    /// reported figures, and the queue by tenant and class. Changes nothing.
+    pub fn snapshot(&self, now: Nanos) -> Snapshot {
+        let now = self.now.max(now);
+        let mut counts = vec![Counts::default(); self.slots.len()];
+        // In flight by lane, then by scope: one pass over the grants.
+        let mut lanes = vec![0_u64; self.lanes.len()];
+        let mut rows: BTreeMap<(u32, Class), (u64, u64)> = BTreeMap::new();
+        for g in self.grants.values() {
+            lanes[g.lane as usize] += 1;
+            rows.entry((g.tenant, g.class)).or_default().1 += 1;
+        }
+        for (lane, n) in self.lanes.iter().zip(lanes).filter(|(_, n)| *n > 0) {
+            for &s in &lane.scopes {
+                counts[s as usize].in_flight += n;
+            }
+        }
+        for f in self.flows.values().filter(|f| f.live > 0) {
+            rows.entry((f.tenant, f.class)).or_default().0 += u64::from(f.live);
+        }
+        // A tenant's quota counts what the tenant has waiting and in flight.
+        for t in &self.tenants {
+            if let Some(q) = t.quota {
+                counts[q as usize].queued = u64::from(t.queued);
+                counts[q as usize].in_flight = u64::from(t.in_flight);
+            }
+        }
+        for (slot, c) in self.slots.iter().zip(counts.iter_mut()) {
+            c.configured = match &slot.key {
+                ScopeKey::Provider { provider, name, .. } => {
+                    self.shapes.contains_key(&(provider.clone(), name.clone()))
+                }
+                ScopeKey::Tenant(t) => self.tiers[self.tier_of(t) as usize].quota.is_some(),
+            };
+            if matches!(slot.key, ScopeKey::Provider { .. }) {
+                c.queued = u64::from(slot.queued);
+            }
+        }
+        let mut order: Vec<usize> = (0..self.slots.len()).collect();
+        order.sort_unstable_by(|&a, &b| self.slots[a].key.cmp(&self.slots[b].key));
+        let scopes = order
+            .into_iter()
+            .map(|i| {
+                let slot = &self.slots[i];
+                ScopeStatus::of(&slot.key, &slot.scope, now, counts[i])
+            })
+            .collect();
+        let mut queue: Vec<QueueRow> = rows
+            .into_iter()
+            .map(|((tenant, class), (queued, in_flight))| {
+                let t = &self.tenants[tenant as usize];
+                QueueRow {
+                    tenant: t.name.to_string(),
+                    tier: self.tiers[t.tier as usize].name.to_string(),
+                    class,
+                    queued,
+                    in_flight,
+                }
+            })
+            .collect();
+        queue.sort_unstable_by(|a, b| (&a.tenant, a.class).cmp(&(&b.tenant, b.class)));
+        Snapshot {
+            scopes,
+            queue,
+            queued: u64::from(self.queued),
+            in_flight: self.grants.len() as u64,
+        }
+    }
+}
