@@ -104,7 +104,7 @@ async fn the_seed_acceptance_run() {
         RequestClass::UncertainWrite,
         "amount=4200&card-secret=x",
     );
-    let WriteOutcome::Succeeded { action } = writes.write(&pay).await.unwrap() else {
+    let WriteOutcome::Succeeded { action, .. } = writes.write(&pay).await.unwrap() else {
         panic!("reconciled")
     };
     assert_eq!(fake.stored().len(), 1);

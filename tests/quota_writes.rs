@@ -92,7 +92,7 @@ async fn a_write_refused_by_a_spent_quota_escalates_and_raising_the_quota_sends_
         .resolve(escalation, &decide(Choice::RaiseQuota), 0)
         .unwrap();
     let applied = writes.apply_decisions().await.unwrap();
-    let [WriteOutcome::Succeeded { action: done }] = &applied[..] else {
+    let [WriteOutcome::Succeeded { action: done, .. }] = &applied[..] else {
         panic!("{applied:?}")
     };
     assert_eq!(done.id, action.id);

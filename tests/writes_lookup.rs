@@ -82,7 +82,7 @@ async fn an_issue_stored_and_then_dropped_is_found_by_its_reference_not_created_
     let dir = tempfile::tempdir().unwrap();
     let writes = stack(&dir, Duration::from_secs(2), Duration::from_secs(1));
     let outcome = writes.write(&issue(&fake, "report")).await.unwrap();
-    let WriteOutcome::Succeeded { action } = outcome else {
+    let WriteOutcome::Succeeded { action, .. } = outcome else {
         panic!("found by the lookup: {outcome:?}")
     };
     let stored = fake.stored();
@@ -101,7 +101,7 @@ async fn an_issue_that_was_never_created_is_looked_for_twice_then_sent_once() {
     let dir = tempfile::tempdir().unwrap();
     let writes = stack(&dir, Duration::from_secs(2), Duration::from_millis(300));
     let outcome = writes.write(&issue(&fake, "report")).await.unwrap();
-    let WriteOutcome::Succeeded { action } = outcome else {
+    let WriteOutcome::Succeeded { action, .. } = outcome else {
         panic!("sent once it was surely not there: {outcome:?}")
     };
     assert_eq!(of_action(&fake.stored(), "report").len(), 1);
@@ -148,7 +148,7 @@ async fn an_attempt_still_at_the_provider_is_found_by_the_second_look_not_sent_a
     let dir = tempfile::tempdir().unwrap();
     let writes = stack(&dir, attempt_timeout, Duration::from_secs(3));
     let outcome = writes.write(&issue(&fake, "report")).await.unwrap();
-    let WriteOutcome::Succeeded { action } = outcome else {
+    let WriteOutcome::Succeeded { action, .. } = outcome else {
         panic!("found by the second look: {outcome:?}")
     };
     assert_eq!(fake.duplicates(), 0);

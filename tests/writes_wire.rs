@@ -86,7 +86,7 @@ async fn a_write_stored_and_then_dropped_is_reconciled_to_exactly_one_record() {
         "amount=100&card-secret=x",
     );
     let outcome = writes.write(&w).await.unwrap();
-    let WriteOutcome::Succeeded { action } = outcome else {
+    let WriteOutcome::Succeeded { action, .. } = outcome else {
         panic!("reconciled to success: {outcome:?}")
     };
     assert_eq!(fake.stored().len(), 1, "exactly one record at the provider");
@@ -270,7 +270,7 @@ async fn a_write_the_plugin_cannot_settle_is_escalated_with_a_sanitized_case_and
         )
         .unwrap();
     let applied = writes.apply_decisions().await.unwrap();
-    let [WriteOutcome::Succeeded { action }] = &applied[..] else {
+    let [WriteOutcome::Succeeded { action, .. }] = &applied[..] else {
         panic!("settled by the query: {applied:?}")
     };
     assert_eq!(action.operation_id.as_deref(), Some("obj_000001"));
@@ -443,7 +443,7 @@ async fn a_restarted_host_settles_a_sent_write_with_its_original_key() {
     let key = fake.attempts()[0].idempotency_key.clone().unwrap();
     let (restarted, _) = stack("stripe", &dir);
     let resumed = restarted.recover().await.unwrap();
-    let [WriteOutcome::Succeeded { action }] = &resumed[..] else {
+    let [WriteOutcome::Succeeded { action, .. }] = &resumed[..] else {
         panic!("{resumed:?}")
     };
     assert_eq!(action.idempotency_key, key, "the original key");
@@ -522,7 +522,7 @@ async fn continued_access_sends_the_escalated_write_once_with_its_key() {
     assert_eq!((approval.kind, approval.action_id), ("access", None));
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let applied = writes.apply_decisions().await.unwrap();
-    let [WriteOutcome::Succeeded { action: done }] = &applied[..] else {
+    let [WriteOutcome::Succeeded { action: done, .. }] = &applied[..] else {
         panic!("{applied:?}")
     };
     assert_eq!(done.id, action.id);

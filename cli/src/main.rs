@@ -5,6 +5,8 @@ mod config_cmd;
 mod demo;
 mod escalations_cmd;
 mod plugin_cmd;
+mod serve_cmd;
+mod stop;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -35,6 +37,9 @@ enum Command {
     /// Run a reference workload on embedded fake providers, through sluice and through a
     /// naive client side by side, and report what each achieved.
     Demo(demo::DemoArgs),
+    /// Serve agents in any language: their provider SDKs point at this sidecar, which
+    /// governs every call (admission, retries, safe writes, audit) and holds the keys.
+    Serve(serve_cmd::ServeArgs),
     /// List, show and resolve escalations: the decisions a person must make.
     Escalations {
         #[command(subcommand)]
@@ -86,6 +91,7 @@ fn main() -> ExitCode {
         Command::Audit { command } => audit_cmd::run(command),
         Command::Escalations { command } => escalations_cmd::run(command),
         Command::Demo(args) => demo::run(args),
+        Command::Serve(args) => serve_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -22,7 +22,6 @@ mod naive;
 mod outputs;
 mod report;
 mod state;
-mod stop;
 mod workload;
 
 use std::io::Write as _;
@@ -36,10 +35,10 @@ use anyhow::Context as _;
 use clap::Args;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
 
+use crate::stop::{Stop, Stopped};
 use outputs::JsonReport;
 use report::{Report, Side};
 use state::{Ledger, StateDir};
-use stop::{Stop, Stopped};
 use workload::{PAYMENTS, PAYMENTS_RPM, RPM, TPM};
 
 /// The longest run, in seconds: an hour (the reference run is two minutes).

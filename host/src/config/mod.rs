@@ -34,6 +34,7 @@
 //! of its own name. An admission-only file is a valid configuration file.
 
 mod parse;
+mod serve;
 #[cfg(test)]
 mod tests;
 
@@ -47,6 +48,11 @@ use crate::credentials::{CredentialError, CredentialSource};
 use crate::printable::printable;
 use crate::retry::RetryConfig;
 use crate::transport::TransportConfig;
+
+pub use serve::{
+    AdminConfig, AgentConfig, AgentProviderKeys, ErrorShape, ServeConfig, ServeProvider,
+    TokenSource,
+};
 
 /// The largest configuration file read, in bytes.
 pub use crate::admission::config::MAX_FILE_BYTES;
@@ -69,6 +75,8 @@ pub struct SluiceConfig {
     pub transport: TransportConfig,
     /// How long one plugin call may run; `None`: the runtime's default.
     pub plugin_call_deadline: Option<Duration>,
+    /// The sidecar, `sluice serve` (the `[serve]` table).
+    pub serve: ServeConfig,
 }
 
 /// One provider: who reads its answers, where it is, and the credentials it takes.

@@ -20,13 +20,13 @@ pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
 pub const MAX_RETENTION_DAYS: u64 = 3_650;
 
 /// Reads one key's value out of a table, naming it on error.
-struct Keys<'a> {
-    origin: &'a str,
-    base_dir: &'a Path,
+pub(super) struct Keys<'a> {
+    pub(super) origin: &'a str,
+    pub(super) base_dir: &'a Path,
 }
 
 impl Keys<'_> {
-    fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigFileError {
+    pub(super) fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigFileError {
         ConfigFileError::Invalid {
             origin: self.origin.to_owned(),
             key: key.to_owned(),
@@ -34,7 +34,7 @@ impl Keys<'_> {
         }
     }
 
-    fn string(
+    pub(super) fn string(
         &self,
         table: &mut Table,
         key: &str,
@@ -48,7 +48,7 @@ impl Keys<'_> {
         }
     }
 
-    fn path(
+    pub(super) fn path(
         &self,
         table: &mut Table,
         key: &str,
@@ -59,7 +59,12 @@ impl Keys<'_> {
             .map(|s| self.base_dir.join(s)))
     }
 
-    fn table(&self, table: &mut Table, key: &str, path: &str) -> Result<Table, ConfigFileError> {
+    pub(super) fn table(
+        &self,
+        table: &mut Table,
+        key: &str,
+        path: &str,
+    ) -> Result<Table, ConfigFileError> {
         match table.remove(key) {
             None => Ok(Table::new()),
             Some(Value::Table(t)) => Ok(t),
@@ -68,7 +73,7 @@ impl Keys<'_> {
     }
 
     /// A whole number from `min` to `max`.
-    fn number(
+    pub(super) fn number(
         &self,
         table: &mut Table,
         key: &str,
@@ -88,7 +93,7 @@ impl Keys<'_> {
         }
     }
 
-    fn no_other_keys(
+    pub(super) fn no_other_keys(
         &self,
         table: &Table,
         path: &str,
@@ -140,8 +145,10 @@ pub(super) fn parse(
         }
     }
 
+    let serve = super::serve::parse(&keys, keys.table(&mut root, "serve", "serve")?)?;
+
     let admission = admission_part(origin, root)?;
-    Ok(SluiceConfig {
+    let mut config = SluiceConfig {
         state_dir,
         providers,
         admission,
@@ -149,7 +156,10 @@ pub(super) fn parse(
         audit,
         transport,
         plugin_call_deadline,
-    })
+        serve,
+    };
+    super::serve::reconcile(origin, &mut config)?;
+    Ok(config)
 }
 
 /// Takes a provider's own keys out of its table, leaving admission's.

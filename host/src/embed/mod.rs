@@ -154,6 +154,11 @@ impl Sluice {
         &self.audit
     }
 
+    /// The clock every part of the host runs on.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
     /// Signs what the audit log holds with a last checkpoint. Call it before the process
     /// exits; a host that dies without it leaves an unsigned tail, which the next start
     /// signs.

@@ -38,6 +38,7 @@ use tokio::sync::watch;
 use crate::admission::TaskId;
 use crate::audit::{AuditError, AuditLog, Event, EventKind};
 use crate::clock::Clock;
+use crate::contract::Response;
 use crate::execute::{Call, Executor, Terminal};
 use crate::journal::escalations::Kind;
 use crate::journal::{Action, Journal, JournalError, Recorded, State};
@@ -67,6 +68,9 @@ pub enum WriteOutcome {
     Succeeded {
         /// The action as journaled.
         action: Action,
+        /// The provider's answer to the write, when this run received it (`None`: the
+        /// action was done by an earlier run, or settled by a status query).
+        response: Option<Box<Response>>,
     },
     /// The provider refused it, and nothing of it happened.
     Failed {
@@ -100,7 +104,7 @@ impl WriteOutcome {
     /// The action.
     pub fn action(&self) -> &Action {
         match self {
-            Self::Succeeded { action }
+            Self::Succeeded { action, .. }
             | Self::Failed { action, .. }
             | Self::Escalated { action, .. }
             | Self::Cancelled { action }
@@ -429,7 +433,10 @@ impl Writes {
     fn outcome_of(&self, action: &Action) -> Result<WriteOutcome, WriteError> {
         let action = action.clone();
         Ok(match action.state {
-            State::Succeeded => WriteOutcome::Succeeded { action },
+            State::Succeeded => WriteOutcome::Succeeded {
+                action,
+                response: None,
+            },
             State::Failed => WriteOutcome::Failed {
                 action,
                 terminal: None,

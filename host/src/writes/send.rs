@@ -159,13 +159,21 @@ impl Writes {
             return Err(WriteError::NotRecorded(Box::new(e)));
         }
         match outcome {
-            Outcome::Succeeded { response, .. } => self.succeeded(
-                action,
-                operation_id(&response),
-                EventKind::ActionResult,
-                response.status,
-                "succeeded",
-            ),
+            Outcome::Succeeded { response, .. } => self
+                .succeeded(
+                    action,
+                    operation_id(&response),
+                    EventKind::ActionResult,
+                    response.status,
+                    "succeeded",
+                )
+                .map(|done| match done {
+                    WriteOutcome::Succeeded { action, .. } => WriteOutcome::Succeeded {
+                        action,
+                        response: Some(Box::new(response)),
+                    },
+                    other => other,
+                }),
             Outcome::Ended(t) => self.after_failure(action, t, refused, note).await,
         }
     }
@@ -271,7 +279,10 @@ impl Writes {
             op.as_deref().unwrap_or("unknown")
         )))?;
         self.step(Step::ResultCommitted(State::Succeeded));
-        Ok(WriteOutcome::Succeeded { action: done })
+        Ok(WriteOutcome::Succeeded {
+            action: done,
+            response: None,
+        })
     }
 }
 

@@ -1,4 +1,5 @@
-//! Stopping a run on SIGINT, SIGTERM or SIGHUP instead of dying mid-way.
+//! Stopping a run (`sluice demo`, `sluice serve`) on SIGINT, SIGTERM or SIGHUP instead of
+//! dying mid-way.
 //!
 //! By default these signals end a process where it stands: no destructor runs, so a temporary
 //! state directory stays behind with the journal and the audit log, and a kept audit log ends

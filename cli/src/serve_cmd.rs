@@ -1,0 +1,145 @@
+//! `sluice serve`: the sidecar. Builds the host from the configuration file, carries on
+//! the writes a previous run left, serves agents (and the admin API) until SIGINT, SIGTERM
+//! or SIGHUP, then stops gracefully within `serve.shutdown_deadline_ms`.
+//!
+//! `--fake-providers` puts a fake provider on loopback behind every configured provider
+//! (its dialect by the provider's plugin), with a key of its own that the sidecar sends:
+//! the configuration runs as written with no account and no provider key, and the state
+//! goes to a temporary directory unless `--state-dir` names one.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use sluice::Sluice;
+use sluice::config::{PluginSource, SluiceConfig};
+use sluice::printable::printable;
+use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
+use sluice_serve::Sidecar;
+
+use crate::stop::Stop;
+
+/// `sluice serve` options.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The configuration file (its `[serve]` table: listeners, agents, admin token).
+    #[arg(long)]
+    config: PathBuf,
+    /// Listen for agents here instead of `serve.listen` (port 0: any free port).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Listen for the admin API here instead of `serve.admin.listen`.
+    #[arg(long)]
+    admin_listen: Option<SocketAddr>,
+    /// Keep the journal, the audit log and its key here instead of `state_dir`.
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Send every provider's calls to a fake provider started on loopback (no account, no
+    /// key): to try the configuration as written.
+    #[arg(long)]
+    fake_providers: bool,
+}
+
+/// The key each fake provider demands, and the sidecar sends it.
+const FAKE_KEY: &str = "fake-provider-key";
+
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut config = SluiceConfig::from_file(&args.config)?;
+    // Installed before the runtime starts; `/metrics` on the admin API renders it.
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .context("installing the metrics recorder")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let mut stop = Stop::listen().context("listening for stop signals")?;
+        let mut fakes = Vec::new();
+        let mut builder = Sluice::builder();
+        let mut temp = None;
+        if args.fake_providers {
+            for (name, setup) in &mut config.providers {
+                let fake = FakeProvider::start(FakeConfig::new(style_of(&setup.plugin)))
+                    .await
+                    .context("starting a fake provider")?;
+                fake.require_credential("authorization", &format!("Bearer {FAKE_KEY}"));
+                eprintln!(
+                    "provider {} -> fake provider at {}",
+                    printable(name),
+                    fake.url("")
+                );
+                setup.base_url = Some(fake.url(""));
+                setup.credentials.clear();
+                fakes.push(fake);
+            }
+            builder = builder.credentials(Arc::new(|_: &str, _: &str| {
+                vec![("authorization".to_owned(), format!("Bearer {FAKE_KEY}"))]
+            }));
+            if args.state_dir.is_none() && config.state_dir.is_none() {
+                let dir = tempfile::tempdir().context("making a temporary state directory")?;
+                builder = builder.state_dir(dir.path().join("state"));
+                temp = Some(dir);
+            }
+        }
+        if let Some(dir) = &args.state_dir {
+            builder = builder.state_dir(dir);
+        }
+        let sluice = Arc::new(builder.config(config.clone()).build()?);
+        let mut sidecar = Sidecar::new(sluice, &config)?.metrics(metrics);
+        if let Some(addr) = args.listen {
+            sidecar = sidecar.listen(addr);
+        }
+        if let Some(addr) = args.admin_listen {
+            sidecar = sidecar.admin_listen(addr);
+        }
+        let running = sidecar.start().await?;
+        eprintln!(
+            "sluice serve: agents connect to http://{}/PROVIDER/... (providers: {})",
+            running.addr(),
+            config
+                .providers
+                .keys()
+                .map(|p| printable(p).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if let Some(admin) = running.admin_addr() {
+            eprintln!("sluice serve: admin API at http://{admin}");
+        }
+        let signal = stop.signalled().await;
+        eprintln!(
+            "sluice serve: {}: stopping (in-flight calls get {} ms)",
+            signal.name(),
+            config.serve.shutdown_deadline.as_millis()
+        );
+        let drained = running.shutdown().await;
+        if drained.writes_left > 0 {
+            eprintln!(
+                "sluice serve: {} writes were still running at the deadline; the journal holds \
+                 them and the next start carries them on",
+                drained.writes_left
+            );
+        } else {
+            eprintln!("sluice serve: stopped; no write left unfinished");
+        }
+        drop(fakes);
+        drop(temp);
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The dialect of the fake provider behind a provider of `plugin`.
+fn style_of(plugin: &PluginSource) -> Style {
+    match plugin {
+        PluginSource::Bundled(name) => match name.as_str() {
+            "anthropic" => Style::Anthropic,
+            "github" => Style::GitHub,
+            "stripe" => Style::Stripe,
+            _ => Style::OpenAi,
+        },
+        PluginSource::File(_) => Style::OpenAi,
+    }
+}

@@ -1,0 +1,493 @@
+//! The `[serve]` table: how `sluice serve`, the sidecar, listens, who its agents are, and how
+//! it speaks each provider's dialect.
+//!
+//! ```toml
+//! [serve]
+//! listen = "127.0.0.1:8700"          # where agents' SDKs point (loopback by default)
+//! shutdown_deadline_ms = 10000       # in-flight calls get this long after a stop signal
+//! agent_provider_keys = "refuse"     # or "strip": a provider key an agent sends itself
+//!
+//! [serve.admin]
+//! listen = "127.0.0.1:8701"
+//! token = { env = "SLUICE_ADMIN_TOKEN" }
+//!
+//! [serve.agents.research]
+//! token = { env = "RESEARCH_AGENT_TOKEN" }   # or { file = "..." }, or { sha256 = "<hex>" }
+//! tenant = "acme"
+//! tier = "paid"                      # optional: the tenant's tier (tenants.assign)
+//! name_tenant = false                # may its requests name another tenant
+//! credentials = { openai = "team-key" }
+//!
+//! [serve.providers.openai]
+//! error_shape = "openai"             # default: the bundled plugin's name
+//! read_routes = ["POST /v1/chat/completions"]   # non-GET routes safe to send again
+//! ```
+//!
+//! The sidecar itself lives in the `sluice-serve` crate; this is only its configuration, so
+//! that one file configures the whole host and `sluice config check` checks all of it.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toml::{Table, Value};
+
+use super::ConfigFileError;
+use super::parse::Keys;
+
+/// The default address the sidecar listens on for agents.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8700";
+/// The default address of the admin API.
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:8701";
+/// The largest request body the sidecar takes by default: 32 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
+/// How long in-flight calls get after a stop signal, by default.
+pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The `[serve]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeConfig {
+    /// Where agents connect.
+    pub listen: SocketAddr,
+    /// How long in-flight calls get to finish (or be journaled) after a stop signal.
+    pub shutdown_deadline: Duration,
+    /// What happens to a request that carries a provider key of its own.
+    pub agent_provider_keys: AgentProviderKeys,
+    /// The largest request body taken, in bytes.
+    pub max_body_bytes: u64,
+    /// The admin API; `None`: not served.
+    pub admin: Option<AdminConfig>,
+    /// The agents, by name.
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// How each provider is spoken to, by the provider's name (see [`ServeProvider`]).
+    pub providers: BTreeMap<String, ServeProvider>,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            listen: DEFAULT_LISTEN
+                .parse()
+                .unwrap_or(([127, 0, 0, 1], 8700).into()),
+            shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
+            agent_provider_keys: AgentProviderKeys::Refuse,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            admin: None,
+            agents: BTreeMap::new(),
+            providers: BTreeMap::new(),
+        }
+    }
+}
+
+/// What the sidecar does with a provider key an agent sent itself (keys stay in the sidecar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentProviderKeys {
+    /// Refuse the request (403), naming the header.
+    Refuse,
+    /// Remove the key and send the request with the sidecar's credential.
+    Strip,
+}
+
+/// The `[serve.admin]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    /// Where the admin API listens.
+    pub listen: SocketAddr,
+    /// The token its callers present (`authorization: Bearer <token>`).
+    pub token: TokenSource,
+}
+
+/// One agent: the token it presents, and the tenant its calls are billed to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// Its token.
+    pub token: TokenSource,
+    /// The tenant its calls are billed to.
+    pub tenant: String,
+    /// The tenant's tier, when the agent's entry names it (it is then the tenant's tier in
+    /// admission, `tenants.assign`).
+    pub tier: Option<String>,
+    /// Whether a request may name another tenant (`x-sluice-tenant`): a platform that
+    /// serves many customers through one agent token.
+    pub name_tenant: bool,
+    /// The credential label it uses, by provider; a provider left out: its only credential,
+    /// or `default`.
+    pub credentials: BTreeMap<String, String>,
+}
+
+/// Where a token is read from. A token is compared by its SHA-256, so the file can hold
+/// the digest alone.
+#[derive(Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    /// An environment variable, read at start.
+    Env(String),
+    /// A file (surrounding whitespace trimmed), read at start.
+    File(PathBuf),
+    /// The token's SHA-256, hex: the configuration never holds the token.
+    Sha256([u8; 32]),
+}
+
+/// Names where the token comes from, never a digest.
+impl std::fmt::Debug for TokenSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Env(v) => write!(f, "Env({v:?})"),
+            Self::File(p) => write!(f, "File({p:?})"),
+            Self::Sha256(_) => f.write_str("Sha256(..)"),
+        }
+    }
+}
+
+/// How the sidecar speaks to one provider's SDKs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServeProvider {
+    /// The JSON shape of the errors the sidecar answers for it; `None`: the shape of the
+    /// bundled plugin of the same name, else OpenAI's.
+    pub error_shape: Option<ErrorShape>,
+    /// Routes besides `GET`, `HEAD` and `OPTIONS` that are reads (safe to send again, no
+    /// side effect: a generation), as `METHOD /path` (a trailing `*` matches any rest);
+    /// `None`: the bundled plugin's known reads. Any other route is a write, journaled.
+    pub read_routes: Option<Vec<String>>,
+}
+
+/// A provider's JSON error shape, so its SDK surfaces the sidecar's own errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorShape {
+    /// `{"error": {"message", "type", "code"}}`.
+    OpenAi,
+    /// `{"type": "error", "error": {"type", "message"}}`.
+    Anthropic,
+    /// `{"message", "documentation_url"}`.
+    GitHub,
+    /// `{"error": {"type", "code", "message"}}`.
+    Stripe,
+}
+
+impl ErrorShape {
+    /// The shape named `name` (`openai`, `anthropic`, `github`, `stripe`).
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "openai" => Some(Self::OpenAi),
+            "anthropic" => Some(Self::Anthropic),
+            "github" => Some(Self::GitHub),
+            "stripe" => Some(Self::Stripe),
+            _ => None,
+        }
+    }
+}
+
+/// Parses the `[serve]` table.
+pub(super) fn parse(keys: &Keys<'_>, mut table: Table) -> Result<ServeConfig, ConfigFileError> {
+    let mut serve = ServeConfig::default();
+    if let Some(addr) = address(keys, &mut table, "listen", "serve.listen")? {
+        serve.listen = addr;
+    }
+    if let Some(ms) = keys.number(
+        &mut table,
+        "shutdown_deadline_ms",
+        "serve.shutdown_deadline_ms",
+        1,
+        super::parse::MAX_TIMEOUT_MS,
+    )? {
+        serve.shutdown_deadline = Duration::from_millis(ms);
+    }
+    if let Some(n) = keys.number(
+        &mut table,
+        "max_body_bytes",
+        "serve.max_body_bytes",
+        1024,
+        1 << 30,
+    )? {
+        serve.max_body_bytes = n;
+    }
+    match keys
+        .string(
+            &mut table,
+            "agent_provider_keys",
+            "serve.agent_provider_keys",
+        )?
+        .as_deref()
+    {
+        None | Some("refuse") => {}
+        Some("strip") => serve.agent_provider_keys = AgentProviderKeys::Strip,
+        Some(_) => {
+            return Err(keys.invalid("serve.agent_provider_keys", "`refuse` or `strip`"));
+        }
+    }
+    let admin = keys.table(&mut table, "admin", "serve.admin")?;
+    if !admin.is_empty() {
+        serve.admin = Some(admin_table(keys, admin)?);
+    }
+    for (name, value) in keys.table(&mut table, "agents", "serve.agents")? {
+        let at = format!("serve.agents.{name}");
+        let Value::Table(t) = value else {
+            return Err(keys.invalid(&at, "a table"));
+        };
+        serve.agents.insert(name, agent(keys, &at, t)?);
+    }
+    for (name, value) in keys.table(&mut table, "providers", "serve.providers")? {
+        let at = format!("serve.providers.{name}");
+        let Value::Table(t) = value else {
+            return Err(keys.invalid(&at, "a table"));
+        };
+        serve.providers.insert(name, provider(keys, &at, t)?);
+    }
+    keys.no_other_keys(
+        &table,
+        "serve",
+        &[
+            "listen",
+            "shutdown_deadline_ms",
+            "max_body_bytes",
+            "agent_provider_keys",
+            "admin",
+            "agents",
+            "providers",
+        ],
+    )?;
+    Ok(serve)
+}
+
+fn address(
+    keys: &Keys<'_>,
+    table: &mut Table,
+    key: &str,
+    path: &str,
+) -> Result<Option<SocketAddr>, ConfigFileError> {
+    keys.string(table, key, path)?
+        .map(|s| {
+            s.parse()
+                .map_err(|_| keys.invalid(path, "an address and port, such as `127.0.0.1:8700`"))
+        })
+        .transpose()
+}
+
+fn admin_table(keys: &Keys<'_>, mut table: Table) -> Result<AdminConfig, ConfigFileError> {
+    let listen = address(keys, &mut table, "listen", "serve.admin.listen")?.unwrap_or_else(|| {
+        DEFAULT_ADMIN_LISTEN
+            .parse()
+            .unwrap_or(([127, 0, 0, 1], 8701).into())
+    });
+    let token = match table.remove("token") {
+        Some(v) => token(keys, "serve.admin.token", v)?,
+        None => {
+            return Err(keys.invalid(
+                "serve.admin.token",
+                "the admin API needs a token: `token = { env = \"SLUICE_ADMIN_TOKEN\" }`",
+            ));
+        }
+    };
+    keys.no_other_keys(&table, "serve.admin", &["listen", "token"])?;
+    Ok(AdminConfig { listen, token })
+}
+
+fn agent(keys: &Keys<'_>, at: &str, mut table: Table) -> Result<AgentConfig, ConfigFileError> {
+    let token = match table.remove("token") {
+        Some(v) => token(keys, &format!("{at}.token"), v)?,
+        None => return Err(keys.invalid(&format!("{at}.token"), "every agent needs a token")),
+    };
+    let Some(tenant) = keys.string(&mut table, "tenant", &format!("{at}.tenant"))? else {
+        return Err(keys.invalid(
+            &format!("{at}.tenant"),
+            "every agent needs the tenant its calls are billed to",
+        ));
+    };
+    let tier = keys.string(&mut table, "tier", &format!("{at}.tier"))?;
+    let name_tenant = match table.remove("name_tenant") {
+        None => false,
+        Some(Value::Boolean(b)) => b,
+        Some(_) => return Err(keys.invalid(&format!("{at}.name_tenant"), "true or false")),
+    };
+    let mut credentials = BTreeMap::new();
+    for (provider, label) in keys.table(&mut table, "credentials", &format!("{at}.credentials"))? {
+        match label {
+            Value::String(s) if !s.is_empty() => {
+                credentials.insert(provider, s);
+            }
+            _ => {
+                return Err(keys.invalid(
+                    &format!("{at}.credentials.{provider}"),
+                    "the label of one of the provider's credentials",
+                ));
+            }
+        }
+    }
+    keys.no_other_keys(
+        &table,
+        at,
+        &["token", "tenant", "tier", "name_tenant", "credentials"],
+    )?;
+    Ok(AgentConfig {
+        token,
+        tenant,
+        tier,
+        name_tenant,
+        credentials,
+    })
+}
+
+fn token(keys: &Keys<'_>, at: &str, value: Value) -> Result<TokenSource, ConfigFileError> {
+    const HOW: &str =
+        "one of `{ env = \"VAR\" }`, `{ file = \"path\" }` or `{ sha256 = \"<64 hex digits>\" }`";
+    let Value::Table(mut t) = value else {
+        return Err(keys.invalid(at, HOW));
+    };
+    let env = keys.string(&mut t, "env", &format!("{at}.env"))?;
+    let file = keys.path(&mut t, "file", &format!("{at}.file"))?;
+    let sha = keys.string(&mut t, "sha256", &format!("{at}.sha256"))?;
+    keys.no_other_keys(&t, at, &["env", "file", "sha256"])?;
+    match (env, file, sha) {
+        (Some(v), None, None) => Ok(TokenSource::Env(v)),
+        (None, Some(p), None) => Ok(TokenSource::File(p)),
+        (None, None, Some(hex)) => digest(&hex)
+            .map(TokenSource::Sha256)
+            .ok_or_else(|| keys.invalid(&format!("{at}.sha256"), "64 hex digits")),
+        _ => Err(keys.invalid(at, HOW)),
+    }
+}
+
+/// 64 hex digits as 32 bytes.
+fn digest(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+fn provider(keys: &Keys<'_>, at: &str, mut table: Table) -> Result<ServeProvider, ConfigFileError> {
+    let error_shape = keys
+        .string(&mut table, "error_shape", &format!("{at}.error_shape"))?
+        .map(|s| {
+            ErrorShape::named(&s).ok_or_else(|| {
+                keys.invalid(
+                    &format!("{at}.error_shape"),
+                    "one of `openai`, `anthropic`, `github`, `stripe`",
+                )
+            })
+        })
+        .transpose()?;
+    let read_routes = match table.remove("read_routes") {
+        None => None,
+        Some(Value::Array(items)) => Some(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::String(s) if route_ok(&s) => Ok(s),
+                    _ => Err(keys.invalid(
+                        &format!("{at}.read_routes[{i}]"),
+                        "`METHOD /path`, such as `POST /v1/chat/completions` (a trailing `*` \
+                         matches any rest)",
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        Some(_) => {
+            return Err(keys.invalid(
+                &format!("{at}.read_routes"),
+                "a list of `METHOD /path` routes",
+            ));
+        }
+    };
+    keys.no_other_keys(&table, at, &["error_shape", "read_routes"])?;
+    Ok(ServeProvider {
+        error_shape,
+        read_routes,
+    })
+}
+
+/// `METHOD /path`: an upper-case method, one space, a path from `/` with no spaces.
+fn route_ok(route: &str) -> bool {
+    route.split_once(' ').is_some_and(|(method, path)| {
+        !method.is_empty()
+            && method.bytes().all(|b| b.is_ascii_uppercase())
+            && path.starts_with('/')
+            && !path.contains(char::is_whitespace)
+    })
+}
+
+/// Checks the `[serve]` table against the rest of the file: the providers it names exist,
+/// each agent's credential labels are the provider's, and an agent's tier is defined and
+/// agrees with `tenants.assign`, where it is then entered.
+pub(super) fn reconcile(
+    origin: &str,
+    config: &mut super::SluiceConfig,
+) -> Result<(), ConfigFileError> {
+    let invalid = |key: String, message: String| ConfigFileError::Invalid {
+        origin: origin.to_owned(),
+        key,
+        message,
+    };
+    let names = || {
+        config
+            .providers
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for name in config.serve.providers.keys() {
+        if !config.providers.contains_key(name) {
+            return Err(invalid(
+                format!("serve.providers.{name}"),
+                format!("no provider of that name; the providers are {}", names()),
+            ));
+        }
+    }
+    let mut assign = Vec::new();
+    for (agent, a) in &config.serve.agents {
+        for (provider, label) in &a.credentials {
+            let Some(setup) = config.providers.get(provider) else {
+                return Err(invalid(
+                    format!("serve.agents.{agent}.credentials.{provider}"),
+                    format!("no provider of that name; the providers are {}", names()),
+                ));
+            };
+            if !setup.credentials.contains_key(label) {
+                return Err(invalid(
+                    format!("serve.agents.{agent}.credentials.{provider}"),
+                    format!("provider `{provider}` has no credential labelled `{label}`"),
+                ));
+            }
+        }
+        if let Some(tier) = &a.tier {
+            let defined = tier == crate::admission::config::DEFAULT_TIER
+                || config.admission.tiers.contains_key(tier);
+            if !defined {
+                return Err(invalid(
+                    format!("serve.agents.{agent}.tier"),
+                    format!("no tier `{tier}` is defined under [tiers]"),
+                ));
+            }
+            match config.admission.tenants.assign.get(&a.tenant) {
+                Some(t) if t != tier => {
+                    return Err(invalid(
+                        format!("serve.agents.{agent}.tier"),
+                        format!(
+                            "tenant `{}` is in tier `{t}` (tenants.assign), not `{tier}`",
+                            a.tenant
+                        ),
+                    ));
+                }
+                _ => assign.push((a.tenant.clone(), tier.clone())),
+            }
+        }
+    }
+    for (tenant, tier) in assign {
+        if let Some(t) = config.admission.tenants.assign.get(&tenant)
+            && *t != tier
+        {
+            return Err(invalid(
+                "serve.agents".into(),
+                format!("two agents put tenant `{tenant}` in tiers `{t}` and `{tier}`"),
+            ));
+        }
+        config.admission.tenants.assign.insert(tenant, tier);
+    }
+    Ok(())
+}

@@ -1,0 +1,297 @@
+//! Who is calling: each agent presents its own token, never a provider key.
+//!
+//! An agent sends its sluice token where its SDK puts the API key (`authorization: Bearer`,
+//! `x-api-key`), or in `x-sluice-token`. Tokens are compared by their SHA-256, so the
+//! configuration may hold only the digest. Every credential header is removed before the
+//! request goes on: the provider sees the sidecar's key, and never an agent's token. A
+//! credential header that holds something else than the agent's token is a provider key of
+//! the agent's own: refused, or stripped, as configured.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use hyper::HeaderMap;
+use sha2::{Digest, Sha256};
+use sluice::config::{AgentProviderKeys, ServeConfig, TokenSource};
+use sluice::input_file;
+
+use crate::error::ServeError;
+
+/// The header an agent may carry its token in, whatever its SDK does with the API key.
+pub const TOKEN_HEADER: &str = "x-sluice-token";
+
+/// Headers that carry credentials in providers' APIs.
+const CREDENTIAL_HEADERS: [&str; 4] = ["authorization", "x-api-key", "api-key", TOKEN_HEADER];
+
+/// One agent, as configured.
+#[derive(Debug)]
+pub struct Agent {
+    /// Its name in the configuration.
+    pub name: String,
+    /// The tenant its calls are billed to.
+    pub tenant: String,
+    /// Whether its requests may name another tenant.
+    pub name_tenant: bool,
+    /// Its credential label by provider.
+    pub credentials: BTreeMap<String, String>,
+}
+
+/// The agents, by their tokens' digests.
+#[derive(Debug, Default)]
+pub struct Agents {
+    by_digest: HashMap<[u8; 32], Arc<Agent>>,
+    provider_keys: Option<AgentProviderKeys>,
+}
+
+/// Why a request was not let in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No token at all.
+    NoToken,
+    /// A token no agent has.
+    UnknownToken,
+    /// A provider key of the agent's own, in `header` (refused by configuration).
+    ProviderKey(String),
+}
+
+impl Refusal {
+    /// A message for the agent: what is wrong and what to do.
+    pub fn message(&self) -> String {
+        match self {
+            Self::NoToken => "sluice: no agent token; pass your sluice agent token as the SDK's \
+                              api_key (or in the x-sluice-token header)"
+                .into(),
+            Self::UnknownToken => "sluice: the token is not an agent token of this sidecar; \
+                                   provider keys stay in the sidecar, so pass your sluice agent \
+                                   token as the SDK's api_key"
+                .into(),
+            Self::ProviderKey(h) => format!(
+                "sluice: the request carries a provider key of its own in `{h}`; keys stay in \
+                 the sidecar: remove it and authenticate with your agent token"
+            ),
+        }
+    }
+}
+
+/// The agent a request comes from, and the request's headers without any credential.
+#[derive(Debug)]
+pub struct Admitted {
+    /// The agent.
+    pub agent: Arc<Agent>,
+    /// Whether a provider key of the agent's own was stripped.
+    pub stripped_key: bool,
+}
+
+/// The SHA-256 of a token.
+pub fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.trim().as_bytes()).into()
+}
+
+/// The token a source holds (its digest, for `sha256`), read now.
+///
+/// # Errors
+/// [`ServeError::Token`] naming the key and the source.
+pub fn load_token(key: &str, source: &TokenSource) -> Result<[u8; 32], ServeError> {
+    let bad = |why: String| ServeError::Token {
+        key: key.to_owned(),
+        why,
+    };
+    match source {
+        TokenSource::Sha256(d) => Ok(*d),
+        TokenSource::Env(var) => match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Ok(digest(&v)),
+            _ => Err(bad(format!(
+                "the environment variable {var} is not set (or is empty): export it before \
+                 starting"
+            ))),
+        },
+        TokenSource::File(path) => {
+            let text = input_file::read_text(path, 4096)
+                .map_err(|e| bad(format!("the token file {e}")))?;
+            if text.trim().is_empty() {
+                return Err(bad(format!("the token file {} is empty", path.display())));
+            }
+            Ok(digest(&text))
+        }
+    }
+}
+
+impl Agents {
+    /// The configured agents, their tokens read now.
+    ///
+    /// # Errors
+    /// [`ServeError::Token`]: a token cannot be read, or two agents share one.
+    pub fn load(config: &ServeConfig) -> Result<Self, ServeError> {
+        let mut by_digest = HashMap::new();
+        for (name, a) in &config.agents {
+            let key = format!("serve.agents.{name}.token");
+            let d = load_token(&key, &a.token)?;
+            let agent = Arc::new(Agent {
+                name: name.clone(),
+                tenant: a.tenant.clone(),
+                name_tenant: a.name_tenant,
+                credentials: a.credentials.clone(),
+            });
+            if let Some(other) = by_digest.insert(d, agent) {
+                return Err(ServeError::Token {
+                    key,
+                    why: format!("agent `{}` has the same token", other.name),
+                });
+            }
+        }
+        Ok(Self {
+            by_digest,
+            provider_keys: Some(config.agent_provider_keys),
+        })
+    }
+
+    /// How many agents there are.
+    pub fn len(&self) -> usize {
+        self.by_digest.len()
+    }
+
+    /// Whether no agent is configured (every request is refused).
+    pub fn is_empty(&self) -> bool {
+        self.by_digest.is_empty()
+    }
+
+    /// The agent `headers` authenticate, with every credential header removed from them
+    /// (`extra` names the provider's own credential headers besides the usual ones).
+    ///
+    /// # Errors
+    /// A [`Refusal`]: no token, an unknown one, or a provider key of the agent's own where the
+    /// configuration refuses them.
+    pub fn admit(&self, headers: &mut HeaderMap, extra: &[String]) -> Result<Admitted, Refusal> {
+        let names: Vec<&str> = CREDENTIAL_HEADERS
+            .iter()
+            .copied()
+            .chain(extra.iter().map(String::as_str))
+            .collect();
+        // Each credential header's value, as a token would be: the bearer scheme removed.
+        let mut values: Vec<(&str, String)> = Vec::new();
+        for name in &names {
+            for v in headers.get_all(*name) {
+                let v = v.to_str().unwrap_or("");
+                let token = v
+                    .strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+                    .unwrap_or(v);
+                values.push((name, token.trim().to_owned()));
+            }
+        }
+        if values.iter().all(|(_, v)| v.is_empty()) {
+            return Err(Refusal::NoToken);
+        }
+        let found = values
+            .iter()
+            .find_map(|(_, v)| self.by_digest.get(&digest(v)).map(|a| (a, digest(v))));
+        let Some((agent, token)) = found else {
+            return Err(Refusal::UnknownToken);
+        };
+        let foreign = values
+            .iter()
+            .find(|(_, v)| !v.is_empty() && digest(v) != token)
+            .map(|(n, _)| (*n).to_owned());
+        let stripped_key = match (foreign, self.provider_keys) {
+            (Some(h), Some(AgentProviderKeys::Refuse) | None) => {
+                return Err(Refusal::ProviderKey(h));
+            }
+            (Some(_), Some(AgentProviderKeys::Strip)) => true,
+            (None, _) => false,
+        };
+        for name in names {
+            headers.remove(name);
+        }
+        Ok(Admitted {
+            agent: agent.clone(),
+            stripped_key,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice::config::AgentConfig;
+
+    fn agents(keys: AgentProviderKeys) -> Agents {
+        let mut config = ServeConfig {
+            agent_provider_keys: keys,
+            ..ServeConfig::default()
+        };
+        config.agents.insert(
+            "bot".into(),
+            AgentConfig {
+                token: TokenSource::Sha256(digest("agent-token")),
+                tenant: "acme".into(),
+                tier: None,
+                name_tenant: false,
+                credentials: BTreeMap::new(),
+            },
+        );
+        Agents::load(&config).unwrap()
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (n, v) in pairs {
+            h.append(*n, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn a_token_sent_as_the_sdk_api_key_admits_the_agent_and_is_never_forwarded() {
+        let a = agents(AgentProviderKeys::Refuse);
+        for (name, value) in [
+            ("authorization", "Bearer agent-token"),
+            ("x-api-key", "agent-token"),
+            ("x-sluice-token", "agent-token"),
+        ] {
+            let mut h = headers(&[(name, value), ("content-type", "application/json")]);
+            let admitted = a.admit(&mut h, &[]).unwrap();
+            assert_eq!(admitted.agent.tenant, "acme");
+            assert!(h.get(name).is_none(), "{name} is removed");
+            assert!(h.get("content-type").is_some());
+        }
+    }
+
+    #[test]
+    fn no_token_and_a_wrong_token_are_told_apart() {
+        let a = agents(AgentProviderKeys::Refuse);
+        assert_eq!(
+            a.admit(&mut headers(&[]), &[]).unwrap_err(),
+            Refusal::NoToken
+        );
+        assert_eq!(
+            a.admit(&mut headers(&[("authorization", "Bearer sk-live")]), &[])
+                .unwrap_err(),
+            Refusal::UnknownToken
+        );
+    }
+
+    #[test]
+    fn a_provider_key_beside_the_agent_token_is_refused_or_stripped_by_configuration() {
+        let both = [
+            ("x-sluice-token", "agent-token"),
+            ("authorization", "Bearer sk-proj-123"),
+        ];
+        let refused = agents(AgentProviderKeys::Refuse).admit(&mut headers(&both), &[]);
+        assert_eq!(
+            refused.unwrap_err(),
+            Refusal::ProviderKey("authorization".into())
+        );
+        let mut h = headers(&both);
+        let admitted = agents(AgentProviderKeys::Strip).admit(&mut h, &[]).unwrap();
+        assert!(admitted.stripped_key);
+        assert!(h.get("authorization").is_none());
+    }
+
+    #[test]
+    fn a_providers_own_credential_header_counts_as_a_key() {
+        let a = agents(AgentProviderKeys::Refuse);
+        let mut h = headers(&[("x-sluice-token", "agent-token"), ("x-goog-api-key", "k")]);
+        let err = a.admit(&mut h, &["x-goog-api-key".into()]).unwrap_err();
+        assert_eq!(err, Refusal::ProviderKey("x-goog-api-key".into()));
+    }
+}

@@ -1,0 +1,330 @@
+//! One agent request, through the whole host: `/{provider}/{path}` is authenticated, its
+//! hints read, and sent to the provider's base URL as a [`Call`] — a read through the retry
+//! engine (streamed straight through when it asks for a stream), a write through the
+//! journal, so it is sent with one idempotency key and never twice.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::HeaderValue;
+use hyper::{HeaderMap, Request, Response};
+use serde_json::json;
+use sluice::config::ErrorShape;
+use sluice::contract::RequestClass;
+use sluice::execute::{Call, Outcome, StreamOutcome};
+use sluice::task::TaskId;
+use sluice::writes::{Write, WriteError};
+
+use crate::Shared;
+use crate::agents::{Admitted, Refusal};
+use crate::hints::{self, Hints};
+use crate::reply::{self, Body};
+use crate::shape::SluiceError;
+use crate::streaming;
+use crate::upstream::Upstream;
+
+/// Answers one request. Never fails: every refusal is an answer in the provider's shape.
+pub(crate) async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let provider = provider_of(req.uri().path()).to_owned();
+    let response = match shared.upstreams.get(&provider) {
+        None => unknown_provider(&shared, &provider),
+        Some(up) => {
+            let shape = up.shape;
+            match forward(&shared, up, req).await {
+                Ok(r) => r,
+                Err(e) => reply::error(shape, &e),
+            }
+        }
+    };
+    metrics::counter!(
+        "sluice_serve_requests_total",
+        "provider" => if shared.upstreams.contains_key(&provider) { provider } else { "unknown".to_owned() },
+        "status" => response.status().as_u16().to_string()
+    )
+    .increment(1);
+    Ok(response)
+}
+
+/// The first segment of `path`: the provider's name.
+fn provider_of(path: &str) -> &str {
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    rest.split('/').next().unwrap_or("")
+}
+
+fn unknown_provider(shared: &Shared, provider: &str) -> Response<Body> {
+    let known: Vec<&str> = shared.upstreams.keys().map(String::as_str).collect();
+    let named = sluice::printable::printable_cut(provider, 100);
+    let message = if provider.is_empty() {
+        format!(
+            "sluice: name a provider first in the path, /PROVIDER/...; the providers are: {}",
+            known.join(", ")
+        )
+    } else {
+        format!(
+            "sluice: no provider `{named}` is configured; the providers are: {} (requests go \
+             to /PROVIDER/...)",
+            known.join(", ")
+        )
+    };
+    reply::error(
+        ErrorShape::OpenAi,
+        &SluiceError::new(404, "unknown_provider", message)
+            .detail(json!({"provider": named, "providers": known})),
+    )
+}
+
+/// Whether a JSON body asks for a streamed answer (`"stream": true`).
+fn wants_stream(body: &[u8]) -> bool {
+    memchr::memmem::find(body, b"\"stream\"").is_some()
+        && serde_json::from_slice::<serde_json::Value>(body)
+            .is_ok_and(|v| v.get("stream") == Some(&serde_json::Value::Bool(true)))
+}
+
+async fn forward(
+    shared: &Arc<Shared>,
+    up: &Upstream,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, SluiceError> {
+    let (mut parts, body) = req.into_parts();
+    let Admitted {
+        agent,
+        stripped_key,
+    } = shared
+        .agents
+        .admit(&mut parts.headers, &up.credential_headers())
+        .map_err(|r| {
+            let status = if matches!(r, Refusal::ProviderKey(_)) {
+                403
+            } else {
+                401
+            };
+            SluiceError::new(status, "unauthorized", r.message())
+        })?;
+    if stripped_key {
+        tracing::debug!(agent = %agent.name, "a provider key sent by the agent was stripped");
+    }
+    let hints = Hints::take(&mut parts.headers)
+        .map_err(|e| SluiceError::new(400, "bad_hint", e.to_string()))?;
+    let tenant = match &hints.tenant {
+        Some(t) if *t != agent.tenant && !agent.name_tenant => {
+            return Err(SluiceError::new(
+                403,
+                "tenant_not_allowed",
+                format!(
+                    "sluice: agent `{}` may not name a tenant (its calls are billed to `{}`); \
+                     allow it with `serve.agents.{}.name_tenant = true`",
+                    agent.name, agent.tenant, agent.name
+                ),
+            ));
+        }
+        Some(t) => t.clone(),
+        None => agent.tenant.clone(),
+    };
+    let sdk_retry = shared.sdk_retries.detect(&agent.name, &parts.headers);
+
+    let body = Limited::new(body, shared.max_body_bytes)
+        .collect()
+        .await
+        .map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                SluiceError::new(
+                    413,
+                    "body_too_large",
+                    format!(
+                        "sluice: the request body is larger than {} bytes (serve.max_body_bytes)",
+                        shared.max_body_bytes
+                    ),
+                )
+            } else {
+                SluiceError::new(
+                    400,
+                    "body_unreadable",
+                    format!("sluice: the request body: {e}"),
+                )
+            }
+        })?
+        .to_bytes();
+
+    let path = parts.uri.path()[up.name.len() + 1..].to_owned();
+    let path = if path.is_empty() {
+        "/".to_owned()
+    } else {
+        path
+    };
+    let url = match parts.uri.query() {
+        Some(q) => format!("{}{path}?{q}", up.base_url),
+        None => format!("{}{path}", up.base_url),
+    };
+    let method = parts.method.as_str();
+    let class = hints.class.unwrap_or_else(|| up.class_of(method, &path));
+    let mut call = Call::new(up.name.clone(), method, url)
+        .credential(up.credential(agent.credentials.get(&up.name)))
+        .tenant(tenant.clone())
+        .class(class)
+        .body(body.to_vec());
+    call.headers = headers_for_provider(&parts.headers);
+    if let Some(p) = hints.priority {
+        call = call.priority(p);
+    }
+    if let Some(d) = hints.deadline {
+        call = call.deadline(d);
+    }
+
+    let writes = class != RequestClass::Read;
+    let task = match (&hints.task, writes) {
+        (Some(t), _) => Some(t.clone()),
+        (None, true) => Some(format!("agent:{}", agent.name)),
+        (None, false) => None,
+    };
+    if let Some(t) = &task {
+        call = call.task(TaskId::named(t));
+        shared
+            .tasks
+            .begin(t, &agent.name, &tenant, shared.sluice.clock().wall_ms());
+    }
+    let _ended = task.as_ref().map(|t| TaskEnd(shared.clone(), t.clone()));
+
+    let mut response = if writes {
+        let action = match &hints.action {
+            Some(a) => a.clone(),
+            None => unnamed_action(&parts.headers)?,
+        };
+        let goal = hints
+            .goal
+            .clone()
+            .unwrap_or_else(|| format!("{method} {path} for agent {}", agent.name));
+        let write = Write {
+            task: task.clone().unwrap_or_default(),
+            action,
+            goal,
+            call,
+        };
+        write_through_journal(shared, up.shape, write).await?
+    } else if wants_stream(&body) {
+        match shared.sluice.execute_stream(&call).await {
+            StreamOutcome::Streaming(stream) => streaming::respond(*stream, up.shape),
+            StreamOutcome::Ended(t) => reply::ended(up.shape, &t),
+        }
+    } else {
+        match shared.sluice.execute(&call).await {
+            Outcome::Succeeded {
+                response,
+                attempts,
+                waited,
+            } => reply::provider(response, attempts, waited),
+            Outcome::Ended(t) => reply::ended(up.shape, &t),
+        }
+    };
+    if let Some(n) = sdk_retry {
+        response
+            .headers_mut()
+            .insert(hints::SDK_RETRY, HeaderValue::from(n));
+    }
+    Ok(response)
+}
+
+/// Marks a task's call ended when the request's work is dropped, however it ends.
+struct TaskEnd(Arc<Shared>, String);
+
+impl Drop for TaskEnd {
+    fn drop(&mut self) {
+        self.0.tasks.end(&self.1);
+    }
+}
+
+/// The agent's headers as they go to the provider: no hop-by-hop header, no credential,
+/// no hint, no `accept-encoding` (the plugin reads the answer).
+fn headers_for_provider(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter(|(n, _)| reply::forwarded(n.as_str()))
+        .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect()
+}
+
+/// The action name of a write that names none: the agent's own `Idempotency-Key`, so its
+/// resubmits are the same action; else a fresh name (journaled and sent once, but a
+/// resubmit is a new action).
+fn unnamed_action(headers: &HeaderMap) -> Result<String, SluiceError> {
+    if let Some(key) = headers.get("idempotency-key") {
+        let key = key.to_str().unwrap_or("").trim();
+        if key.is_empty() || key.len() > 200 {
+            return Err(SluiceError::new(
+                400,
+                "bad_idempotency_key",
+                "sluice: the Idempotency-Key header must be 1 to 200 visible characters",
+            ));
+        }
+        return Ok(format!("key:{key}"));
+    }
+    let mut bytes = [0u8; 12];
+    getrandom::fill(&mut bytes).map_err(|e| {
+        SluiceError::new(
+            500,
+            "no_randomness",
+            format!("sluice: the system's random source failed: {e}"),
+        )
+    })?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("once:{hex}"))
+}
+
+/// Writes `write` through the journal, in a task of its own: an agent that hangs up does
+/// not cut a write short between its send and its record. The sidecar's shutdown waits for
+/// it (up to its deadline; past it, the journal holds the write for the next start).
+async fn write_through_journal(
+    shared: &Arc<Shared>,
+    shape: ErrorShape,
+    write: Write,
+) -> Result<Response<Body>, SluiceError> {
+    let sluice = shared.sluice.clone();
+    let guard = shared.drain.enter();
+    let done = tokio::spawn(async move {
+        let outcome = sluice.write(&write).await;
+        drop(guard);
+        outcome
+    })
+    .await
+    .map_err(|e| SluiceError::new(500, "write_panicked", format!("sluice: {e}")))?;
+    match done {
+        Ok(outcome) => Ok(reply::write(shape, outcome)),
+        Err(WriteError::Journal(e)) => Err(SluiceError::new(
+            409,
+            "write_refused",
+            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
+        )),
+        Err(e) => Err(SluiceError::new(
+            500,
+            "write_not_recorded",
+            format!(
+                "sluice: {}; nothing more was sent",
+                sluice::printable::printable(&e.to_string())
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_provider_is_the_first_path_segment() {
+        assert_eq!(provider_of("/openai/v1/chat/completions"), "openai");
+        assert_eq!(provider_of("/anthropic"), "anthropic");
+        assert_eq!(provider_of("/"), "");
+    }
+
+    #[test]
+    fn only_a_top_level_stream_true_asks_for_a_stream() {
+        assert!(wants_stream(br#"{"model":"m","stream":true}"#));
+        assert!(!wants_stream(br#"{"model":"m","stream":false}"#));
+        assert!(!wants_stream(br#"{"model":"m","options":{"stream":true}}"#));
+        assert!(!wants_stream(b"not json \"stream\": true"));
+    }
+}

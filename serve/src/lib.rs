@@ -1,0 +1,337 @@
+//! `sluice serve`: the sidecar that agents in any language point their provider SDK at.
+//!
+//! An agent changes only its SDK's base URL (`http://127.0.0.1:8700/openai/v1`) and its API
+//! key (its own sluice agent token). Each request `/{provider}/...` then goes through the
+//! whole host — admission, the retry engine, the provider's plugin, the journal for writes
+//! and the audit log — to the provider's configured base URL, with the sidecar's credential
+//! added on the way out. The answer is the provider's, with `x-sluice-attempts` and
+//! `x-sluice-waited-ms`; a call that ended without success is answered in the provider's
+//! own error shape, with sluice's reason and the next safe action in it.
+//!
+//! - [`agents`]: agent tokens, and provider keys kept out;
+//! - [`hints`]: the `x-sluice-*` request hints and answer headers;
+//! - [`upstream`]: where each provider is, which routes are reads;
+//! - `forward`: one request through the host; `streaming`: server-sent events passed
+//!   through; `reply`: answers and errors in the provider's shape;
+//! - [`admin`]: the admin API on its own listener and token;
+//! - `drain`: the writes a shutdown waits for.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use sluice::Sluice;
+//! use sluice::config::SluiceConfig;
+//! use sluice_serve::Sidecar;
+//!
+//! let config = SluiceConfig::from_file("sluice.toml".as_ref())?;
+//! let sluice = Arc::new(Sluice::builder().config(config.clone()).build()?);
+//! let running = Sidecar::new(sluice, &config)?.start().await?;
+//! println!("agents connect to http://{}", running.addr());
+//! // ... on a stop signal:
+//! let drained = running.shutdown().await;
+//! println!("{} writes left to the next start", drained.writes_left);
+//! # Ok(()) }
+//! ```
+
+pub mod admin;
+pub mod agents;
+mod drain;
+mod error;
+mod forward;
+pub mod hints;
+mod reply;
+mod sdk_retry;
+mod shape;
+mod streaming;
+pub mod tasks;
+pub mod upstream;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use metrics_exporter_prometheus::PrometheusHandle;
+use sluice::Sluice;
+use sluice::config::{ServeConfig, SluiceConfig};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use error::ServeError;
+pub use shape::SluiceError;
+
+use agents::Agents;
+use drain::Drain;
+use sdk_retry::SdkRetries;
+use tasks::TaskBoard;
+use upstream::Upstream;
+
+/// What every request's handler shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub sluice: Arc<Sluice>,
+    pub upstreams: BTreeMap<String, Upstream>,
+    pub agents: Agents,
+    pub max_body_bytes: usize,
+    pub tasks: TaskBoard,
+    pub sdk_retries: SdkRetries,
+    pub drain: Drain,
+    /// The writes a previous run left unfinished are carried on: until then, not ready.
+    pub ready: AtomicBool,
+    pub metrics: Option<PrometheusHandle>,
+}
+
+/// A sidecar, configured, not yet listening.
+#[derive(Debug)]
+pub struct Sidecar {
+    shared: Arc<Shared>,
+    serve: ServeConfig,
+    admin_token: Option<[u8; 32]>,
+}
+
+impl Sidecar {
+    /// A sidecar for `sluice`, configured by `config` (its `[serve]` table and providers).
+    /// Agents' tokens are read now.
+    ///
+    /// # Errors
+    /// [`ServeError`]: a provider has no base URL, or a token cannot be read.
+    pub fn new(sluice: Arc<Sluice>, config: &SluiceConfig) -> Result<Self, ServeError> {
+        let serve = config.serve.clone();
+        let admin_token = serve
+            .admin
+            .as_ref()
+            .map(|a| agents::load_token("serve.admin.token", &a.token))
+            .transpose()?;
+        let shared = Shared {
+            sluice,
+            upstreams: Upstream::all(config)?,
+            agents: Agents::load(&serve)?,
+            max_body_bytes: usize::try_from(serve.max_body_bytes).unwrap_or(usize::MAX),
+            tasks: TaskBoard::default(),
+            sdk_retries: SdkRetries::default(),
+            drain: Drain::default(),
+            ready: AtomicBool::new(false),
+            metrics: None,
+        };
+        Ok(Self {
+            shared: Arc::new(shared),
+            serve,
+            admin_token,
+        })
+    }
+
+    /// Serves `/metrics` on the admin API from `handle` (the Prometheus recorder the
+    /// process installed).
+    #[must_use]
+    pub fn metrics(mut self, handle: PrometheusHandle) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.metrics = Some(handle);
+        }
+        self
+    }
+
+    /// Listens on `addr` instead of `serve.listen` (port 0: any free port).
+    #[must_use]
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.serve.listen = addr;
+        self
+    }
+
+    /// Listens for the admin API on `addr` instead of `serve.admin.listen`.
+    #[must_use]
+    pub fn admin_listen(mut self, addr: SocketAddr) -> Self {
+        if let Some(admin) = &mut self.serve.admin {
+            admin.listen = addr;
+        }
+        self
+    }
+
+    /// Binds the listeners and starts serving; carries on, in the background, the writes a
+    /// previous run left unfinished (`/readyz` answers 200 once that is done).
+    ///
+    /// # Errors
+    /// [`ServeError::Bind`] naming the address.
+    pub async fn start(self) -> Result<Running, ServeError> {
+        let listener = bind(self.serve.listen, "serve.listen").await?;
+        let addr = listener.local_addr().unwrap_or(self.serve.listen);
+        let admin = match (&self.serve.admin, self.admin_token) {
+            (Some(a), Some(token)) => {
+                let l = bind(a.listen, "serve.admin.listen").await?;
+                Some((l.local_addr().unwrap_or(a.listen), l, token))
+            }
+            _ => None,
+        };
+        if self.shared.agents.is_empty() {
+            tracing::warn!("no agents are configured ([serve.agents]): every request is refused");
+        }
+        let (stop, stopped) = watch::channel(false);
+        let shared = self.shared.clone();
+        let recovery = tokio::spawn(recover(shared.clone()));
+        let agents_task = tokio::spawn(accept(listener, stopped.clone(), {
+            let shared = shared.clone();
+            move |req| forward::handle(shared.clone(), req)
+        }));
+        let (admin_addr, admin_task) = match admin {
+            Some((a, l, token)) => {
+                let state = Arc::new(admin::Admin::new(shared.clone(), token));
+                let task = tokio::spawn(accept(l, stopped, move |req| {
+                    admin::handle(state.clone(), req)
+                }));
+                (Some(a), Some(task))
+            }
+            None => (None, None),
+        };
+        tracing::info!(%addr, admin = ?admin_addr, "sluice serve is listening");
+        Ok(Running {
+            addr,
+            admin_addr,
+            stop,
+            accept: agents_task,
+            admin: admin_task,
+            recovery,
+            shared,
+            deadline: self.serve.shutdown_deadline,
+        })
+    }
+}
+
+async fn bind(addr: SocketAddr, what: &'static str) -> Result<TcpListener, ServeError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, what, source })
+}
+
+/// Carries on the writes a previous run left unfinished, then says the sidecar is ready.
+async fn recover(shared: Arc<Shared>) {
+    match shared.sluice.recover().await {
+        Ok(done) if done.is_empty() => {}
+        Ok(done) => tracing::info!(
+            writes = done.len(),
+            "carried on the writes the previous run left unfinished"
+        ),
+        Err(e) => tracing::error!("carrying on unfinished writes failed: {e}"),
+    }
+    shared.ready.store(true, Ordering::Release);
+}
+
+/// Accepts connections until a stop is signalled, then lets each finish its request in
+/// flight; the connections still open when the returned future is dropped are cut.
+async fn accept<F, Fut>(listener: TcpListener, mut stop: watch::Receiver<bool>, handler: F)
+where
+    F: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<hyper::Response<reply::Body>, std::convert::Infallible>>
+        + Send
+        + 'static,
+{
+    let graceful = GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of file descriptors, or a connection reset before it was
+                        // taken: the listener itself is fine.
+                        tracing::warn!("accepting a connection failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let handler = handler.clone();
+                let conn = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service_fn(handler));
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!("a connection ended with an error: {e}");
+                    }
+                });
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+/// A sidecar that is serving.
+#[derive(Debug)]
+pub struct Running {
+    addr: SocketAddr,
+    admin_addr: Option<SocketAddr>,
+    stop: watch::Sender<bool>,
+    accept: JoinHandle<()>,
+    admin: Option<JoinHandle<()>>,
+    recovery: JoinHandle<()>,
+    shared: Arc<Shared>,
+    deadline: Duration,
+}
+
+/// What a shutdown left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    /// Journaled writes still running at the deadline: the journal holds them, and the
+    /// next start carries them on.
+    pub writes_left: usize,
+    /// Whether every connection finished its request in flight before the deadline.
+    pub connections_closed: bool,
+}
+
+impl Running {
+    /// Where agents connect.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Where the admin API listens, when configured.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
+    }
+
+    /// Whether the writes a previous run left were carried on.
+    pub fn ready(&self) -> bool {
+        self.shared.ready.load(Ordering::Acquire)
+    }
+
+    /// Stops: accepts nothing more, lets requests in flight finish and journaled writes
+    /// settle, all within the configured deadline (`serve.shutdown_deadline_ms`); then cuts
+    /// what is left (a write cut short is in the journal, and the next start carries it
+    /// on) and signs the audit log's tail.
+    pub async fn shutdown(self) -> Drained {
+        let clock = self.shared.sluice.clock().clone();
+        let started = clock.now();
+        let _ = self.stop.send(true);
+        let aborts: Vec<_> = std::iter::once(self.accept.abort_handle())
+            .chain(self.admin.as_ref().map(JoinHandle::abort_handle))
+            .collect();
+        let closed = tokio::time::timeout(self.deadline, async {
+            let _ = self.accept.await;
+            if let Some(admin) = self.admin {
+                let _ = admin.await;
+            }
+        })
+        .await
+        .is_ok();
+        for a in aborts {
+            a.abort();
+        }
+        let spent = clock.now().saturating_duration_since(started);
+        let left = self.deadline.saturating_sub(spent);
+        let writes_left = self.shared.drain.wait(left).await;
+        self.recovery.abort();
+        if let Err(e) = self.shared.sluice.close() {
+            tracing::error!("signing the audit log's tail failed: {e}");
+        }
+        Drained {
+            writes_left,
+            connections_closed: closed,
+        }
+    }
+}

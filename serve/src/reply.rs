@@ -1,0 +1,304 @@
+//! Answers to agents: the provider's own answer passed back, or — for a call that ended
+//! without success — the provider's error shape with sluice's account in it: why the call
+//! ended, the next safe action, attempts and time waited.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Response, StatusCode};
+use serde_json::{Value, json};
+use sluice::config::ErrorShape;
+use sluice::contract;
+use sluice::execute::{NextAction, Reason, Terminal};
+use sluice::writes::WriteOutcome;
+
+use crate::hints;
+use crate::shape::SluiceError;
+
+/// What the body of an answer may fail with (a stream that broke off).
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+/// The body of an answer.
+pub type Body = BoxBody<Bytes, BodyError>;
+
+/// A whole body.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+/// Headers a proxy never passes on (RFC 9110 §7.6.1), and the length, which hyper sets.
+fn hop_by_hop(name: &str) -> bool {
+    matches!(
+        name,
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "content-length"
+            | "host"
+    )
+}
+
+/// Whether a request header is passed on to the provider.
+pub fn forwarded(name: &str) -> bool {
+    // The body is read by the provider's plugin: it must come back unencoded.
+    !hop_by_hop(name) && name != "accept-encoding"
+}
+
+/// A header value of visible ASCII, at most `max` characters (others become `?`).
+fn header_text(text: &str, max: usize) -> HeaderValue {
+    let s: String = text
+        .chars()
+        .take(max)
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static("?"))
+}
+
+/// A response of `status` with `body`, and the provider's headers from a `fields` block.
+pub fn with_fields(status: u16, fields: &str, body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let h = r.headers_mut();
+    for line in fields.lines() {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let name = name.trim().to_ascii_lowercase();
+        if hop_by_hop(&name) {
+            continue;
+        }
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value.trim()),
+        ) {
+            h.append(n, v);
+        }
+    }
+    r
+}
+
+/// Adds the attempts and the time waited to an answer.
+pub fn tally(r: &mut Response<Body>, attempts: u32, waited: Duration) {
+    let h = r.headers_mut();
+    h.insert(hints::ATTEMPTS, HeaderValue::from(attempts));
+    h.insert(
+        hints::WAITED_MS,
+        HeaderValue::from(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX)),
+    );
+}
+
+/// The provider's answer, passed back.
+pub fn provider(resp: contract::Response, attempts: u32, waited: Duration) -> Response<Body> {
+    let mut r = with_fields(resp.status, &resp.headers, full(resp.body));
+    tally(&mut r, attempts, waited);
+    r
+}
+
+/// One of the sidecar's own errors, in `shape`.
+pub fn error(shape: ErrorShape, e: &SluiceError) -> Response<Body> {
+    let mut r = Response::new(full(e.body(shape)));
+    *r.status_mut() = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// The next action's name (`retry-later`) and how long to wait first, if known.
+pub fn next_action(next: &NextAction) -> (&'static str, Option<Duration>) {
+    match next {
+        NextAction::FixRequest => ("fix-request", None),
+        NextAction::Reauthenticate => ("reauthenticate", None),
+        NextAction::RetryLater(d) => ("retry-later", *d),
+        NextAction::Reconcile => ("reconcile", None),
+        NextAction::WaitForQuota(d) => ("wait-for-quota", *d),
+        NextAction::ResolveConflict => ("resolve-conflict", None),
+    }
+}
+
+/// The status an agent sees for a call that ended: the provider's, when it answered with
+/// an error; else what the reason means in HTTP.
+fn status_of(t: &Terminal) -> u16 {
+    if let Some(s) = t.last_status.filter(|s| *s >= 400) {
+        return s;
+    }
+    match &t.reason {
+        Reason::OutOfTime(_) => 504,
+        Reason::Cancelled => 409,
+        Reason::UnknownProvider(_) => 404,
+        Reason::UnknownCredential { .. } | Reason::NotRecorded(_) => 500,
+        Reason::Refused(_)
+        | Reason::BreakerOpen(_)
+        | Reason::ScopeRetriesFull { .. }
+        | Reason::TaskBudgetExhausted { .. } => 503,
+        // No answer, or one the plugin read as a failure: the gateway failed.
+        Reason::Stopped(_) => 502,
+    }
+}
+
+/// sluice's account of a call that ended.
+fn account(t: &Terminal) -> Value {
+    let (next, after) = next_action(&t.next_action);
+    json!({
+        "reason": sluice::printable::printable(&t.reason.to_string()),
+        "next_action": next,
+        "retry_after_ms": after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        "attempts": t.attempts,
+        "waited_ms": u64::try_from(t.waited.as_millis()).unwrap_or(u64::MAX),
+        "sent": t.sent,
+        "last_status": t.last_status,
+        "provider_error_code": t.error_code,
+        "transport_error": t.transport_error,
+    })
+}
+
+/// The provider's own error body with `account` put in it (under the error object, where
+/// the shape has one), when the body is a JSON object.
+fn annotated(shape: ErrorShape, body: &[u8], account: &Value) -> Option<String> {
+    let mut v: Value = serde_json::from_slice(body).ok()?;
+    let obj = v.as_object_mut()?;
+    let target = match shape {
+        ErrorShape::GitHub => obj,
+        _ => obj.get_mut("error")?.as_object_mut()?,
+    };
+    target.insert("sluice".into(), account.clone());
+    Some(v.to_string())
+}
+
+/// The answer to a call that ended without success: the provider's error (its status, its
+/// headers, its body with sluice's account in it) when it answered with one, else a
+/// `call_ended` error in its shape; with the reason and the next action as headers.
+pub fn ended(shape: ErrorShape, t: &Terminal) -> Response<Body> {
+    let status = status_of(t);
+    let account = account(t);
+    let (next, after) = next_action(&t.next_action);
+    let from_provider = t
+        .last_response
+        .as_ref()
+        .filter(|r| r.status >= 400)
+        .and_then(|r| Some((r, annotated(shape, &r.body, &account)?)));
+    let mut r = match from_provider {
+        Some((resp, body)) => with_fields(resp.status, &resp.headers, full(body)),
+        None => {
+            let message = format!(
+                "sluice: the call ended without success ({}); next: {next}",
+                sluice::printable::printable(&t.reason.to_string())
+            );
+            error(
+                shape,
+                &SluiceError::new(status, "call_ended", message).detail(account),
+            )
+        }
+    };
+    tally(&mut r, t.attempts, t.waited);
+    let h = r.headers_mut();
+    h.insert(hints::REASON, header_text(&t.reason.to_string(), 300));
+    h.insert(hints::NEXT_ACTION, HeaderValue::from_static(next));
+    if let Some(d) = after {
+        let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+        h.insert(hyper::header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    }
+    r
+}
+
+/// The answer to a journaled write.
+pub fn write(shape: ErrorShape, outcome: WriteOutcome) -> Response<Body> {
+    let state = outcome.action().state.name();
+    let action = outcome.action().clone();
+    let described = json!({
+        "task": action.task, "action": action.action, "state": state,
+        "attempts": action.attempts, "operation_id": action.operation_id,
+    });
+    let mut r = match outcome {
+        WriteOutcome::Succeeded {
+            response: Some(resp),
+            action,
+        } => provider(*resp, action.attempts, Duration::ZERO),
+        WriteOutcome::Succeeded { action, .. } => {
+            // Done before (an earlier submit, or a run before a restart): its answer is not
+            // kept, so the journal's account stands in for it.
+            let body = json!({"id": action.operation_id, "object": "sluice.action",
+                              "sluice": described});
+            let mut r = Response::new(full(body.to_string()));
+            r.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            r.headers_mut()
+                .insert("x-sluice-replayed", HeaderValue::from_static("true"));
+            r
+        }
+        WriteOutcome::Failed {
+            terminal: Some(t), ..
+        }
+        | WriteOutcome::Deferred {
+            terminal: Some(t), ..
+        } => ended(shape, &t),
+        WriteOutcome::Failed { .. } => error(
+            shape,
+            &SluiceError::new(
+                409,
+                "write_failed",
+                "sluice: this action was refused by the provider before; nothing of it happened",
+            )
+            .detail(described),
+        ),
+        WriteOutcome::Deferred { .. } => error(
+            shape,
+            &SluiceError::new(
+                409,
+                "write_held",
+                "sluice: nothing was sent; the action's task waits for a person's decision \
+                 (sluice escalations list)",
+            )
+            .detail(described),
+        ),
+        WriteOutcome::Escalated { escalation, .. } => {
+            let mut r = error(
+                shape,
+                &SluiceError::new(
+                    409,
+                    "write_escalated",
+                    format!(
+                        "sluice: whether the write happened is not known yet and a person \
+                         decides (escalation {escalation}); do not send it again under another \
+                         action name"
+                    ),
+                )
+                .detail(described),
+            );
+            r.headers_mut()
+                .insert(hints::ESCALATION, HeaderValue::from(escalation));
+            r
+        }
+        WriteOutcome::Cancelled { .. } => error(
+            shape,
+            &SluiceError::new(
+                409,
+                "write_cancelled",
+                "sluice: the action or its task was cancelled; nothing more is sent for it",
+            )
+            .detail(described),
+        ),
+    };
+    r.headers_mut()
+        .insert(hints::ACTION_STATE, HeaderValue::from_static(state));
+    r
+}

@@ -1,0 +1,101 @@
+//! The sidecar's own errors in each provider's JSON error shape, so that an agent's SDK
+//! raises them as it raises the provider's (with the message and the status an agent's
+//! code already handles), with sluice's account beside them under `sluice`.
+
+use serde_json::{Value, json};
+use sluice::config::ErrorShape;
+
+/// One error the sidecar answers.
+#[derive(Debug, Clone)]
+pub struct SluiceError {
+    /// The HTTP status.
+    pub status: u16,
+    /// A short machine name (`unknown_provider`, `call_ended`, `write_escalated`).
+    pub kind: &'static str,
+    /// What happened and what to do, for people.
+    pub message: String,
+    /// sluice's account: reason, next action, attempts... (an object).
+    pub detail: Value,
+}
+
+impl SluiceError {
+    /// An error with no more detail than its message.
+    pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            kind,
+            message: message.into(),
+            detail: json!({}),
+        }
+    }
+
+    /// With `detail` as sluice's account.
+    #[must_use]
+    pub fn detail(mut self, detail: Value) -> Self {
+        self.detail = detail;
+        self
+    }
+
+    /// The account under `sluice`: `kind` and `detail`'s fields.
+    fn account(&self) -> Value {
+        let mut account = json!({ "kind": self.kind });
+        if let (Value::Object(a), Value::Object(d)) = (&mut account, &self.detail) {
+            a.extend(d.clone());
+        }
+        account
+    }
+
+    /// The JSON body in `shape`.
+    pub fn body(&self, shape: ErrorShape) -> String {
+        let kind = format!("sluice_{}", self.kind);
+        let v = match shape {
+            ErrorShape::OpenAi => json!({"error": {
+                "message": self.message, "type": kind, "param": null, "code": self.kind,
+                "sluice": self.account()}}),
+            ErrorShape::Anthropic => json!({"type": "error", "error": {
+                "type": kind, "message": self.message, "sluice": self.account()}}),
+            ErrorShape::GitHub => json!({
+                "message": self.message,
+                "documentation_url": "https://github.com/sluice/sluice#sluice-serve",
+                "status": self.status.to_string(), "sluice": self.account()}),
+            ErrorShape::Stripe => json!({"error": {
+                "type": "api_error", "code": kind, "message": self.message,
+                "sluice": self.account()}}),
+        };
+        v.to_string()
+    }
+
+    /// The error as a server-sent event in `shape`, for a stream that broke off after its
+    /// answer began (the status is already sent).
+    pub fn event(&self, shape: ErrorShape) -> String {
+        match shape {
+            ErrorShape::Anthropic => format!("event: error\ndata: {}\n\n", self.body(shape)),
+            _ => format!("data: {}\n\n", self.body(shape)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_shape_puts_the_message_where_its_sdk_reads_it() {
+        let e = SluiceError::new(404, "unknown_provider", "no provider `foo`")
+            .detail(json!({"provider": "foo"}));
+        let v: Value = serde_json::from_str(&e.body(ErrorShape::OpenAi)).unwrap();
+        assert_eq!(v["error"]["message"], "no provider `foo`");
+        assert_eq!(v["error"]["sluice"]["provider"], "foo");
+        let v: Value = serde_json::from_str(&e.body(ErrorShape::Anthropic)).unwrap();
+        assert_eq!(v["type"], "error");
+        assert_eq!(v["error"]["type"], "sluice_unknown_provider");
+        let v: Value = serde_json::from_str(&e.body(ErrorShape::GitHub)).unwrap();
+        assert_eq!(v["message"], "no provider `foo`");
+        let v: Value = serde_json::from_str(&e.body(ErrorShape::Stripe)).unwrap();
+        assert_eq!(v["error"]["code"], "sluice_unknown_provider");
+        assert!(
+            e.event(ErrorShape::Anthropic)
+                .starts_with("event: error\ndata: {")
+        );
+    }
+}

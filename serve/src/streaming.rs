@@ -1,0 +1,59 @@
+//! A streamed answer passed straight through: each chunk goes to the agent as it arrives
+//! from the provider. The host's [`Stream`] keeps the call's admission slot while it runs
+//! and, at its end, corrects the charge by the usage the stream reports. A stream that
+//! breaks off after it began is never retried (the agent has part of an answer already):
+//! the agent gets an error event in the provider's shape, then the end of the stream.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Channel};
+use hyper::Response;
+use hyper::body::Frame;
+use serde_json::json;
+use sluice::config::ErrorShape;
+use sluice::execute::Stream;
+
+use crate::reply::{self, Body, BodyError};
+use crate::shape::SluiceError;
+
+/// How many chunks may wait for a slow agent before the provider's stream is paused.
+const BUFFERED_CHUNKS: usize = 16;
+
+/// The answer to a call whose stream began.
+pub fn respond(mut stream: Stream, shape: ErrorShape) -> Response<Body> {
+    let (mut tx, body) = Channel::<Bytes, BodyError>::new(BUFFERED_CHUNKS);
+    let status = stream.status;
+    let headers = stream.headers.clone();
+    let (attempts, waited) = (stream.attempts, stream.waited);
+    tokio::spawn(async move {
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(bytes) => {
+                    if tx.send(Frame::data(bytes)).await.is_err() {
+                        // The agent hung up: dropping the stream ends the provider's too.
+                        return;
+                    }
+                }
+                Err(broken) => {
+                    let e = SluiceError::new(
+                        502,
+                        "stream_broken",
+                        format!(
+                            "sluice: {}; it is not sent again (part of the answer was already \
+                             delivered)",
+                            sluice::printable::printable(&broken.to_string())
+                        ),
+                    )
+                    .detail(json!({
+                        "delivered_bytes": broken.delivered,
+                        "provider_error_code": broken.error_code,
+                    }));
+                    let _ = tx.send(Frame::data(Bytes::from(e.event(shape)))).await;
+                    return;
+                }
+            }
+        }
+    });
+    let mut r = reply::with_fields(status, &headers, body.boxed());
+    reply::tally(&mut r, attempts, waited);
+    r
+}

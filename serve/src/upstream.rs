@@ -1,0 +1,202 @@
+//! Where `/{provider}/...` goes: the provider's base URL, the dialect of its errors, which of
+//! its routes are reads, and the credential an agent's call is sent with.
+
+use std::collections::BTreeMap;
+
+use sluice::config::{ErrorShape, PluginSource, SluiceConfig};
+use sluice::contract::RequestClass;
+use sluice::execute::DEFAULT_CREDENTIAL;
+
+use crate::error::ServeError;
+
+/// Reads besides `GET`, `HEAD` and `OPTIONS` that each bundled provider serves: generations
+/// and counts, safe to send again.
+fn known_reads(plugin: &str) -> &'static [&'static str] {
+    match plugin {
+        "openai" => &[
+            "POST /v1/chat/completions",
+            "POST /v1/completions",
+            "POST /v1/embeddings",
+            "POST /v1/responses",
+            "POST /v1/moderations",
+        ],
+        "anthropic" => &[
+            "POST /v1/messages",
+            "POST /v1/messages/count_tokens",
+            "POST /v1/complete",
+        ],
+        _ => &[],
+    }
+}
+
+/// One provider as the sidecar forwards to it.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    /// Its name, the first segment of the path.
+    pub name: String,
+    /// Its base URL, without a trailing `/`.
+    pub base_url: String,
+    /// The shape of the errors the sidecar answers for it.
+    pub shape: ErrorShape,
+    /// Its read routes (`METHOD /path`, a trailing `*` matching any rest).
+    reads: Vec<String>,
+    /// Its credential labels, and the headers each is sent in.
+    credentials: BTreeMap<String, String>,
+}
+
+impl Upstream {
+    /// Every configured provider.
+    ///
+    /// # Errors
+    /// [`ServeError::Config`]: a provider has no `base_url`.
+    pub fn all(config: &SluiceConfig) -> Result<BTreeMap<String, Self>, ServeError> {
+        let mut out = BTreeMap::new();
+        for (name, setup) in &config.providers {
+            let Some(base) = &setup.base_url else {
+                return Err(ServeError::Config(format!(
+                    "`providers.{name}.base_url`: the sidecar forwards /{name}/... to it; set \
+                     it (for example `https://api.openai.com`)"
+                )));
+            };
+            let plugin = match &setup.plugin {
+                PluginSource::Bundled(p) => p.as_str(),
+                PluginSource::File(_) => "",
+            };
+            let serve = config.serve.providers.get(name);
+            let shape = serve
+                .and_then(|s| s.error_shape)
+                .or_else(|| ErrorShape::named(plugin))
+                .unwrap_or(ErrorShape::OpenAi);
+            let reads = serve
+                .and_then(|s| s.read_routes.clone())
+                .unwrap_or_else(|| known_reads(plugin).iter().map(|s| (*s).into()).collect());
+            let credentials = setup
+                .credentials
+                .iter()
+                .map(|(label, source)| (label.clone(), source.header.to_ascii_lowercase()))
+                .collect();
+            out.insert(
+                name.clone(),
+                Self {
+                    name: name.clone(),
+                    base_url: base.trim_end_matches('/').to_owned(),
+                    shape,
+                    reads,
+                    credentials,
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    /// The class of a request that names none: a read for `GET`, `HEAD`, `OPTIONS` and the
+    /// provider's read routes; anything else an uncertain write (journaled, sent once, and
+    /// reconciled rather than resent blindly).
+    pub fn class_of(&self, method: &str, path: &str) -> RequestClass {
+        if matches!(method, "GET" | "HEAD" | "OPTIONS") {
+            return RequestClass::Read;
+        }
+        let read = self.reads.iter().any(|r| {
+            let Some((m, p)) = r.split_once(' ') else {
+                return false;
+            };
+            m == method
+                && match p.strip_suffix('*') {
+                    Some(prefix) => path.starts_with(prefix),
+                    None => path == p,
+                }
+        });
+        if read {
+            RequestClass::Read
+        } else {
+            RequestClass::UncertainWrite
+        }
+    }
+
+    /// The credential label an agent's call is sent with: the agent's choice for this
+    /// provider, else the provider's only credential, else `default`.
+    pub fn credential(&self, chosen: Option<&String>) -> String {
+        if let Some(label) = chosen {
+            return label.clone();
+        }
+        match self.credentials.keys().next() {
+            Some(only) if self.credentials.len() == 1 => only.clone(),
+            _ => DEFAULT_CREDENTIAL.to_owned(),
+        }
+    }
+
+    /// The headers the provider's credentials are sent in (an agent must not send them).
+    pub fn credential_headers(&self) -> Vec<String> {
+        let mut h: Vec<String> = self.credentials.values().cloned().collect();
+        h.sort();
+        h.dedup();
+        h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn upstreams(toml: &str) -> BTreeMap<String, Upstream> {
+        Upstream::all(&SluiceConfig::from_toml(toml, Path::new(".")).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn generations_are_reads_and_other_posts_are_writes() {
+        let u = upstreams(
+            "[providers.openai]\nbase_url = \"http://127.0.0.1:1/\"\n\
+             [providers.openai.limits]\nrequests_per_minute = 60\n\
+             [providers.stripe]\nbase_url = \"http://127.0.0.1:2\"\n\
+             [providers.stripe.limits]\nrequests_per_minute = 60\n",
+        );
+        let openai = &u["openai"];
+        assert_eq!(openai.base_url, "http://127.0.0.1:1");
+        assert_eq!(openai.shape, ErrorShape::OpenAi);
+        assert_eq!(
+            openai.class_of("POST", "/v1/chat/completions"),
+            RequestClass::Read
+        );
+        assert_eq!(
+            openai.class_of("POST", "/v1/batches"),
+            RequestClass::UncertainWrite
+        );
+        assert_eq!(openai.class_of("GET", "/v1/models"), RequestClass::Read);
+        let stripe = &u["stripe"];
+        assert_eq!(stripe.shape, ErrorShape::Stripe);
+        assert_eq!(
+            stripe.class_of("POST", "/v1/payment_intents"),
+            RequestClass::UncertainWrite
+        );
+    }
+
+    #[test]
+    fn configured_read_routes_replace_the_known_ones_and_match_prefixes() {
+        let u = upstreams(
+            "[providers.openai]\nbase_url = \"http://127.0.0.1:1\"\n\
+             [providers.openai.limits]\nrequests_per_minute = 60\n\
+             [serve.providers.openai]\nread_routes = [\"POST /v1/search/*\"]\n",
+        );
+        let openai = &u["openai"];
+        assert_eq!(
+            openai.class_of("POST", "/v1/search/docs"),
+            RequestClass::Read
+        );
+        assert_eq!(
+            openai.class_of("POST", "/v1/chat/completions"),
+            RequestClass::UncertainWrite
+        );
+    }
+
+    #[test]
+    fn a_provider_without_a_base_url_is_named() {
+        let config = SluiceConfig::from_toml(
+            "[providers.openai.limits]\nrequests_per_minute = 60\n",
+            Path::new("."),
+        )
+        .unwrap();
+        let err = Upstream::all(&config).unwrap_err().to_string();
+        assert!(err.contains("providers.openai.base_url"), "{err}");
+    }
+}
