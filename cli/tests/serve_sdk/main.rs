@@ -1,0 +1,181 @@
+//! The official Python SDKs (openai, anthropic; pinned in `tests/python/requirements.txt`)
+//! against `sluice serve`, as agents use them: base URL at the sidecar, the agent's token as
+//! the API key, `max_retries=0`. Each case runs a script of `tests/python/` and asserts on
+//! what the SDK saw (the JSON line the script prints) and on what the fake providers
+//! received.
+//!
+//! The Python is `$SLUICE_SDK_PYTHON`, else `target/sdk-venv` (made by
+//! `tests/python/make-venv.sh` when missing or out of date: PyPI must be reachable then).
+
+#![cfg(unix)]
+
+mod python;
+mod sidecar;
+mod writes;
+
+use serde_json::Value;
+use sluice_fake_provider::{Fault, RetryAfter};
+
+use sidecar::{AGENT_TOKEN, World};
+
+const CHAT: &str = "/v1/chat/completions";
+const MESSAGES: &str = "/v1/messages";
+
+/// The calls a chat script made.
+fn calls(seen: &Value) -> &Vec<Value> {
+    seen["calls"].as_array().expect("a list of calls")
+}
+
+/// A sidecar header of one call, as text.
+fn header<'a>(call: &'a Value, name: &str) -> Option<&'a str> {
+    call["headers"][name].as_str()
+}
+
+#[test]
+fn the_sdks_get_a_completion_and_streams_through_the_sidecar() {
+    let world = World::new();
+    let sidecar = world.serve();
+
+    let chat = python::run("openai_chat.py", &[], &sidecar.url, AGENT_TOKEN);
+    let call = &calls(&chat)[0];
+    assert_eq!(call["status"], 200, "{chat}");
+    let answered = world.openai.stored()[0].id.clone();
+    assert_eq!(
+        call["id"],
+        answered.as_str(),
+        "the provider's answer, parsed: {chat}"
+    );
+    assert_eq!(header(call, "x-sluice-attempts"), Some("1"), "{chat}");
+
+    let streamed = python::run("openai_chat.py", &["--stream"], &sidecar.url, AGENT_TOKEN);
+    let call = &calls(&streamed)[0];
+    assert_eq!(call["status"], 200, "{streamed}");
+    assert!(call["chunks"].as_u64().unwrap() > 1, "{streamed}");
+    assert!(
+        call["text"].as_str().unwrap().starts_with("tok0 "),
+        "{streamed}"
+    );
+
+    let anthropic = python::run("anthropic_stream.py", &[], &sidecar.url, AGENT_TOKEN);
+    assert_eq!(anthropic["status"], 200, "{anthropic}");
+    assert!(anthropic["deltas"].as_u64().unwrap() > 1, "{anthropic}");
+    assert_eq!(anthropic["last"], "message_stop", "{anthropic}");
+
+    // At the providers: one attempt each, with the sidecar's key (they demand it), the
+    // streams delivered whole.
+    let openai = world.openai.attempts();
+    assert_eq!(openai.len(), 2, "{openai:?}");
+    assert_eq!(openai[0].status, Some(200));
+    assert_eq!(openai[1].stream, Some(true), "{openai:?}");
+    let messages = world.anthropic.attempts();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0].path, MESSAGES);
+    assert_eq!(messages[0].stream, Some(true), "{messages:?}");
+    eprintln!(
+        "openai: {} attempts, {} chunks streamed; anthropic: {} events",
+        openai.len(),
+        call["chunks"],
+        anthropic["events"]
+    );
+}
+
+#[test]
+fn a_429_storm_is_absorbed_and_the_sdk_sees_only_200s() {
+    let world = World::new();
+    let storm = 8;
+    let limited = Fault::RateLimited {
+        retry_after: Some(RetryAfter::Seconds(1)),
+    };
+    world
+        .openai
+        .script(CHAT, std::iter::repeat_n(limited, storm));
+    let sidecar = world.serve();
+
+    let seen = python::run(
+        "openai_chat.py",
+        &["--count", "4", "--threads", "4"],
+        &sidecar.url,
+        AGENT_TOKEN,
+    );
+    let calls = calls(&seen);
+    assert_eq!(calls.len(), 4);
+    for call in calls {
+        assert_eq!(call["status"], 200, "the SDK sees only 200s: {seen}");
+    }
+    let attempts: usize = calls
+        .iter()
+        .map(|c| {
+            header(c, "x-sluice-attempts")
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(
+        world.openai.answered(429),
+        storm,
+        "the storm hit the provider"
+    );
+    assert_eq!(world.openai.answered(200), 4);
+    assert_eq!(
+        attempts,
+        4 + storm,
+        "the answers account for every attempt: {seen}"
+    );
+    eprintln!("429 storm: the provider answered {storm} 429s and 4 200s; the SDK saw 4 200s");
+}
+
+#[test]
+fn refusals_reach_the_sdks_as_their_own_errors() {
+    let world = World::new();
+    let sidecar = world.serve();
+
+    let seen = python::run(
+        "refusals.py",
+        &["sk-proj-not-an-agent-token"],
+        &sidecar.url,
+        AGENT_TOKEN,
+    );
+    for sdk in ["openai_bad_token", "anthropic_bad_token"] {
+        assert_eq!(seen[sdk]["error"], "AuthenticationError", "{sdk}: {seen}");
+        assert_eq!(seen[sdk]["status"], 401, "{sdk}: {seen}");
+        let message = seen[sdk]["message"].as_str().unwrap();
+        assert!(message.contains("agent token"), "{sdk}: {message}");
+    }
+    let unknown = &seen["unknown_provider"];
+    assert_eq!(unknown["error"], "NotFoundError", "{seen}");
+    assert_eq!(unknown["status"], 404, "{seen}");
+    let message = unknown["message"].as_str().unwrap();
+    assert!(
+        message.contains("no provider `mistral`") && message.contains("openai"),
+        "the message names the provider asked for and those there are: {message}"
+    );
+    let sent = world.openai.attempts().len() + world.anthropic.attempts().len();
+    assert_eq!(sent, 0, "nothing refused reached a provider");
+}
+
+#[test]
+fn an_sdk_that_retries_anyway_is_told_on_its_retry() {
+    let world = World::new();
+    // The sidecar leaves a 500 to the caller (retry_statuses): the SDK, set to retry, does.
+    world.openai.script(
+        CHAT,
+        [Fault::Status {
+            status: 500,
+            code: "server_error",
+        }],
+    );
+    let sidecar = world.serve();
+
+    let seen = python::run(
+        "openai_chat.py",
+        &["--max-retries", "2"],
+        &sidecar.url,
+        AGENT_TOKEN,
+    );
+    let call = &calls(&seen)[0];
+    assert_eq!(call["status"], 200, "the SDK's retry succeeded: {seen}");
+    assert_eq!(header(call, "x-sluice-sdk-retry"), Some("1"), "{seen}");
+    assert_eq!(world.openai.answered(500), 1);
+    assert_eq!(world.openai.attempts_on(CHAT), 2, "the SDK's one retry");
+}

@@ -1,0 +1,330 @@
+//! The world of one test: fake providers in this process (OpenAI, Anthropic, and a Stripe-
+//! style payments API), a configuration naming them, and `sluice serve` run as a user runs
+//! it — a child process, stopped by a signal.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
+
+/// The token the agent passes as its SDK's api_key.
+pub const AGENT_TOKEN: &str = "agent-token-of-the-sdk-tests";
+/// The admin API's token.
+const ADMIN_TOKEN: &str = "admin-token-of-the-sdk-tests";
+/// The keys the fake providers demand: the sidecar holds them, from its environment.
+const OPENAI_KEY: &str = "sk-fake-openai";
+const ANTHROPIC_KEY: &str = "sk-ant-fake";
+const PAYMENTS_KEY: &str = "sk_test_fake";
+/// The longest a sidecar may take to start, or to stop.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Fake providers, and the runtime they run on.
+pub struct World {
+    pub openai: FakeProvider,
+    pub anthropic: FakeProvider,
+    pub payments: FakeProvider,
+    /// The configuration file and the state directory.
+    pub dir: tempfile::TempDir,
+    // Dropped last: the providers' tasks run on it.
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl World {
+    /// Starts the providers, each demanding its key, and writes the configuration.
+    pub fn new() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime for the fake providers");
+        let start = |style| {
+            runtime
+                .block_on(FakeProvider::start(FakeConfig::new(style)))
+                .expect("start a fake provider")
+        };
+        let openai = start(Style::OpenAi);
+        openai.require_credential("authorization", &format!("Bearer {OPENAI_KEY}"));
+        let anthropic = start(Style::Anthropic);
+        anthropic.require_credential("x-api-key", ANTHROPIC_KEY);
+        let payments = start(Style::Stripe);
+        payments.require_credential("authorization", &format!("Bearer {PAYMENTS_KEY}"));
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let world = Self {
+            openai,
+            anthropic,
+            payments,
+            dir,
+            _runtime: runtime,
+        };
+        std::fs::write(world.config(), world.config_text()).expect("write the configuration");
+        world
+    }
+
+    /// The configuration file.
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("sluice.toml")
+    }
+
+    /// The journal of the sidecar's writes.
+    pub fn journal(&self) -> PathBuf {
+        self.dir.path().join("state/journal.sqlite")
+    }
+
+    fn config_text(&self) -> String {
+        let agent: String = Sha256::digest(AGENT_TOKEN)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!(
+            r#"
+state_dir = "{state}"
+
+[providers.openai]
+base_url = "{openai}"
+[providers.openai.credentials.team-key]
+env = "SDK_TEST_OPENAI_KEY"
+[providers.openai.limits]
+requests_per_minute = 6000
+
+[providers.anthropic]
+base_url = "{anthropic}"
+[providers.anthropic.credentials.team-key]
+env = "SDK_TEST_ANTHROPIC_KEY"
+header = "x-api-key"
+[providers.anthropic.limits]
+requests_per_minute = 6000
+
+# A Stripe-style payments API: its plugin settles an uncertain write by a resend with the
+# write's one idempotency key, which the provider answers with the first result.
+[providers.payments]
+plugin = "stripe"
+base_url = "{payments}"
+[providers.payments.credentials.live]
+env = "SDK_TEST_PAYMENTS_KEY"
+[providers.payments.limits]
+requests_per_minute = 6000
+
+[retry]
+backoff_base_ms = 50
+backoff_cap_ms = 500
+breaker_threshold = 1000
+# A 500 is left to the caller (the SDK-retry case); 429s are waited out, many times over.
+[retry.classes.read]
+max_attempts = 20
+max_wait_ms = 60000
+retry_statuses = [408, 429, 502, 503, 504, 529]
+
+[serve]
+listen = "127.0.0.1:0"
+shutdown_deadline_ms = 5000
+[serve.admin]
+listen = "127.0.0.1:0"
+token = {{ env = "SDK_TEST_ADMIN_TOKEN" }}
+[serve.agents.bot]
+token = {{ sha256 = "{agent}" }}
+tenant = "acme"
+"#,
+            state = self.dir.path().join("state").display(),
+            openai = self.openai.url(""),
+            anthropic = self.anthropic.url(""),
+            payments = self.payments.url(""),
+        )
+    }
+
+    /// Starts `sluice serve` on this world's configuration and waits until it is ready.
+    pub fn serve(&self) -> Sidecar {
+        Sidecar::start(&self.config())
+    }
+}
+
+/// A deadline on the wall clock, for waiting on other processes: the sidecar and the
+/// scripts run on real time, which no clock the test injects could move.
+pub struct Deadline {
+    started: Instant,
+    at: Instant,
+}
+
+impl Deadline {
+    /// `patience` from now.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "other processes run on real time"
+    )]
+    pub fn after(patience: Duration) -> Self {
+        let started = Instant::now();
+        Self {
+            started,
+            at: started + patience,
+        }
+    }
+
+    /// The time left.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "other processes run on real time"
+    )]
+    pub fn left(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+
+    /// Whether it has passed.
+    pub fn passed(&self) -> bool {
+        self.left().is_zero()
+    }
+
+    /// The time since it was set.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "other processes run on real time"
+    )]
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
+
+/// `sluice serve`, running.
+pub struct Sidecar {
+    child: Option<Child>,
+    /// `http://127.0.0.1:PORT`: where agents connect.
+    pub url: String,
+    admin: SocketAddr,
+    log: Arc<Mutex<String>>,
+}
+
+/// The address after `marker` in `line` (`... marker127.0.0.1:PORT/...`).
+fn addr_after(line: &str, marker: &str) -> Option<SocketAddr> {
+    let rest = &line[line.find(marker)? + marker.len()..];
+    let end = rest.find(['/', ' ']).unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+impl Sidecar {
+    fn start(config: &Path) -> Self {
+        let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-cache");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["serve", "--config"])
+            .arg(config)
+            .env("XDG_CACHE_HOME", cache)
+            .env("SDK_TEST_OPENAI_KEY", OPENAI_KEY)
+            .env("SDK_TEST_ANTHROPIC_KEY", ANTHROPIC_KEY)
+            .env("SDK_TEST_PAYMENTS_KEY", PAYMENTS_KEY)
+            .env("SDK_TEST_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start sluice serve");
+        let stderr = child.stderr.take().expect("its standard error");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                kept.lock().unwrap().push_str(&format!("{line}\n"));
+                let _ = tx.send(line);
+            }
+        });
+        let (mut agents, mut admin) = (None, None);
+        let deadline = Deadline::after(PATIENCE);
+        while agents.is_none() || admin.is_none() {
+            let Ok(line) = rx.recv_timeout(deadline.left()) else {
+                let _ = child.kill();
+                panic!(
+                    "sluice serve did not say where it listens:\n{}",
+                    log.lock().unwrap()
+                );
+            };
+            agents = agents.or_else(|| addr_after(&line, "agents connect to http://"));
+            admin = admin.or_else(|| addr_after(&line, "admin API at http://"));
+        }
+        let (agents, admin) = (agents.unwrap(), admin.unwrap());
+        let sidecar = Self {
+            child: Some(child),
+            url: format!("http://{agents}"),
+            admin,
+            log,
+        };
+        sidecar.wait_ready();
+        sidecar
+    }
+
+    /// Waits until `/readyz` answers 200: the writes a previous run left were carried on.
+    fn wait_ready(&self) {
+        let deadline = Deadline::after(PATIENCE);
+        while admin_get(self.admin, "/readyz") != Some(200) {
+            assert!(
+                !deadline.passed(),
+                "sluice serve never became ready:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// What it printed on standard error so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn signal(&mut self, signal: rustix::process::Signal) -> (ExitStatus, String) {
+        let mut child = self.child.take().expect("running");
+        rustix::process::kill_process(rustix::process::Pid::from_child(&child), signal)
+            .expect("signal sluice serve");
+        let deadline = Deadline::after(PATIENCE);
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait for sluice serve") {
+                break s;
+            }
+            if deadline.passed() {
+                let _ = child.kill();
+                panic!("sluice serve did not stop:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // The reader thread gets the last lines once the pipe closes.
+        std::thread::sleep(Duration::from_millis(100));
+        (status, self.log())
+    }
+
+    /// Stops it with SIGTERM (a graceful stop); its exit status and what it printed.
+    pub fn terminate(mut self) -> (ExitStatus, String) {
+        self.signal(rustix::process::Signal::TERM)
+    }
+
+    /// Kills it with SIGKILL, as a crash would.
+    pub fn kill(mut self) -> (ExitStatus, String) {
+        self.signal(rustix::process::Signal::KILL)
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The status of `GET path` on the admin API, with its token; `None` when it cannot be
+/// asked.
+fn admin_get(addr: SocketAddr, path: &str) -> Option<u16> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {ADMIN_TOKEN}\r\n\
+         connection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    answer.split(' ').nth(1)?.parse().ok()
+}

@@ -1,0 +1,235 @@
+//! Writes through the sidecar with the openai SDK's generic `client.post`: journaled, sent
+//! with one idempotency key, never done twice — when the provider drops the answer, and
+//! when the sidecar is stopped (SIGTERM) or killed (SIGKILL) under load and started again
+//! on the same state.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::Value;
+use sluice::journal::{Journal, State, client_reference};
+use sluice_fake_provider::Fault;
+
+use crate::python;
+use crate::sidecar::{AGENT_TOKEN, Deadline, World};
+
+const INTENTS: &str = "/v1/payment_intents";
+const BATCHES: &str = "/v1/batches";
+
+/// The writes a script made.
+fn writes(seen: &Value) -> &Vec<Value> {
+    seen["writes"].as_array().expect("a list of writes")
+}
+
+#[test]
+fn a_write_stored_and_then_dropped_is_reconciled_to_one_effect() {
+    let world = World::new();
+    world.payments.script(INTENTS, [Fault::StoreThenDrop]);
+    world.openai.script(BATCHES, [Fault::StoreThenDrop]);
+    let sidecar = world.serve();
+
+    let seen = python::run(
+        "writes.py",
+        &[
+            "--provider",
+            "payments",
+            "--path",
+            INTENTS,
+            "--task",
+            "invoices",
+            "--prefix",
+            "pay-",
+        ],
+        &sidecar.url,
+        AGENT_TOKEN,
+    );
+    let write = &writes(&seen)[0];
+    assert_eq!(write["status"], 200, "{seen}");
+    assert_eq!(
+        write["headers"]["x-sluice-action-state"], "succeeded",
+        "{seen}"
+    );
+    assert_eq!(write["headers"]["x-sluice-attempts"], "2", "{seen}");
+    let stored = world.payments.stored();
+    assert_eq!(stored.len(), 1, "one effect at the provider: {stored:?}");
+    assert_eq!(
+        write["id"],
+        stored[0].id.as_str(),
+        "the SDK got the stored object"
+    );
+    assert_eq!(
+        stored[0].reference.as_deref(),
+        Some(client_reference("invoices", "pay-0").as_str())
+    );
+    let key = stored[0]
+        .idempotency_key
+        .clone()
+        .expect("stored under a key");
+    assert_eq!(
+        world.payments.attempts_with_key(&key),
+        2,
+        "dropped, then reconciled by a resend with the one key"
+    );
+    assert_eq!(world.payments.duplicates(), 0);
+
+    // OpenAI has no way to look a write up: an uncertain batch goes to a person, and is
+    // never resent.
+    let batch = python::run("openai_batch.py", &["batch-1"], &sidecar.url, AGENT_TOKEN);
+    assert_eq!(batch["error"], "ConflictError", "{batch}");
+    assert_eq!(batch["status"], 409, "{batch}");
+    assert_eq!(
+        batch["headers"]["x-sluice-action-state"], "escalated",
+        "{batch}"
+    );
+    assert!(
+        batch["headers"]["x-sluice-escalation"].is_string(),
+        "{batch}"
+    );
+    assert_eq!(world.openai.attempts_on(BATCHES), 1, "never resent");
+    assert_eq!(world.openai.stored().len(), 1);
+}
+
+/// How a sidecar is stopped mid-load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Term,
+    Kill,
+}
+
+/// `count` writes from 8 Python threads; the sidecar is stopped by `stop` once a third of
+/// them are stored, then started again on the same state. Every write the SDK saw succeed
+/// is stored once; after the restart every journaled write is settled and stored once, and
+/// nothing else is stored.
+fn writes_survive(stop: Stop, count: usize, slow: Duration) {
+    let world = World::new();
+    world
+        .payments
+        .script(INTENTS, std::iter::repeat_n(Fault::Slow(slow), count * 2));
+    let task = "load";
+    let sidecar = world.serve();
+    let started = Deadline::after(Duration::from_secs(60));
+    let count_arg = count.to_string();
+    let mut load = python::start(
+        "writes.py",
+        &[
+            "--provider",
+            "payments",
+            "--path",
+            INTENTS,
+            "--task",
+            task,
+            "--count",
+            &count_arg,
+            "--threads",
+            "8",
+            "--prefix",
+            "load-",
+        ],
+        &sidecar.url,
+        AGENT_TOKEN,
+    );
+    while world.payments.stored().len() < count / 3 {
+        if load.try_wait().expect("ask after the script").is_some() {
+            let seen = python::finish("writes.py", load);
+            panic!("the load ended before a third of it was stored: {seen}");
+        }
+        assert!(
+            !started.passed(),
+            "the load never got a third of the way:\n{}",
+            sidecar.log()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stored_at_stop = world.payments.stored().len();
+    let (status, log) = match stop {
+        Stop::Term => sidecar.terminate(),
+        Stop::Kill => sidecar.kill(),
+    };
+    if stop == Stop::Term {
+        assert!(status.success(), "a graceful stop: {status}\n{log}");
+        assert!(log.contains("SIGTERM: stopping"), "{log}");
+    }
+    let seen = python::finish("writes.py", load);
+    let ok: BTreeSet<String> = writes(&seen)
+        .iter()
+        .filter(|w| w["status"] == 200)
+        .map(|w| w["action"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        ok.len() < count,
+        "the stop came mid-load: {} of {count} succeeded",
+        ok.len()
+    );
+
+    let unfinished = Journal::open_existing(&world.journal())
+        .and_then(|j| j.unfinished())
+        .expect("the journal, between the runs")
+        .len();
+    if stop == Stop::Term {
+        // A graceful stop lets the writes in flight finish (serve.shutdown_deadline_ms).
+        assert_eq!(unfinished, 0, "{log}");
+        assert!(log.contains("no write left unfinished"), "{log}");
+    }
+
+    // Started again on the same state: it is ready once the journal's writes are settled.
+    let again = world.serve();
+    let (status, log) = again.terminate();
+    assert!(status.success(), "{status}\n{log}");
+
+    let journal = Journal::open_existing(&world.journal()).expect("the sidecar's journal");
+    let actions = journal.all().expect("the journal's actions");
+    let mut at_provider: BTreeMap<String, usize> = BTreeMap::new();
+    for s in world.payments.stored() {
+        *at_provider
+            .entry(s.reference.expect("every write carries its reference"))
+            .or_default() += 1;
+    }
+    let reference = |action: &str| client_reference(task, action);
+    for action in &ok {
+        assert_eq!(
+            at_provider.get(&reference(action)),
+            Some(&1),
+            "{action}: the SDK saw it succeed, so it is stored once"
+        );
+    }
+    for a in &actions {
+        assert_eq!(
+            a.state,
+            State::Succeeded,
+            "settled after the restart: {a:?}"
+        );
+        assert_eq!(
+            at_provider.get(&reference(&a.action)),
+            Some(&1),
+            "{}: journaled, so stored once",
+            a.action
+        );
+    }
+    assert_eq!(
+        at_provider.len(),
+        actions.len(),
+        "nothing stored that the journal does not hold"
+    );
+    assert_eq!(world.payments.duplicates(), 0);
+    eprintln!(
+        "{stop:?} under load: {count} writes sent, {stored_at_stop} stored at the stop, {} \
+         seen to succeed by the SDK, {unfinished} left unfinished by the stop; after the \
+         restart {} journaled and settled, {} stored at the provider ({} attempts), 0 \
+         duplicates, in {:.1} s",
+        ok.len(),
+        actions.len(),
+        at_provider.len(),
+        world.payments.attempts().len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_sigterm_under_load_loses_no_write_and_does_none_twice() {
+    writes_survive(Stop::Term, 40, Duration::from_millis(150));
+}
+
+#[test]
+fn a_sigkill_under_load_loses_no_journaled_write_and_does_none_twice() {
+    writes_survive(Stop::Kill, 40, Duration::from_millis(400));
+}
