@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use sluice::admission::{Limits, Rate};
-use sluice::config::{PluginSource, ProviderSetup, SluiceConfig};
+use sluice::config::{
+    AgentProviderKeys, PluginSource, ProviderSetup, ServeConfig, SluiceConfig, TokenSource,
+};
 use sluice::plugin::bundled;
 use sluice::printable::printable;
 
@@ -140,7 +142,58 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 r.as_secs() / 86_400
             ))
     );
+    print_serve(&mut out, &host.serve);
     crate::print_once(&out)
+}
+
+/// The `[serve]` table: where agents and the admin API connect, and each agent's tenant and
+/// whether its token can be read now (`sluice serve` does not start without it).
+fn print_serve(out: &mut String, serve: &ServeConfig) {
+    let keys = match serve.agent_provider_keys {
+        AgentProviderKeys::Refuse => "refused",
+        AgentProviderKeys::Strip => "stripped",
+    };
+    outln!(
+        out,
+        "serve: agents at {}, {}, shutdown within {} ms, provider keys sent by agents {keys}",
+        serve.listen,
+        crate::count(serve.agents.len() as u64, "agent"),
+        serve.shutdown_deadline.as_millis()
+    );
+    let readable = |key: &str, source: &TokenSource| -> String {
+        let from = match source {
+            TokenSource::Env(var) => format!("${}", printable(var)),
+            TokenSource::File(path) => printable(&path.display().to_string()).into_owned(),
+            TokenSource::Sha256(_) => return "its SHA-256".to_owned(),
+        };
+        match sluice_serve::agents::load_token(key, source) {
+            Ok(_) => format!("{from} (readable now)"),
+            Err(e) => format!("{from} (NOT READABLE NOW, sluice serve will not start: {e})"),
+        }
+    };
+    match &serve.admin {
+        Some(admin) => outln!(
+            out,
+            "  admin API at {}, token from {}",
+            admin.listen,
+            readable("serve.admin.token", &admin.token)
+        ),
+        None => outln!(out, "  no admin API ([serve.admin] not set)"),
+    }
+    for (name, agent) in &serve.agents {
+        outln!(
+            out,
+            "  agent {}: tenant {}{}, token from {}",
+            printable(name),
+            printable(&agent.tenant),
+            if agent.name_tenant {
+                " (may name others)"
+            } else {
+                ""
+            },
+            readable(&format!("serve.agents.{name}.token"), &agent.token)
+        );
+    }
 }
 
 /// Whether the plugin `source` names can be loaded: a bundled name, or a file that exists.

@@ -1,14 +1,17 @@
-//! Work that must not be cut short by a shutdown: each journaled write holds a guard while
-//! it runs, and a shutdown waits until none is left, or its deadline passes (the journal
-//! then holds what is unfinished, and the next start carries it on).
+//! Work that must not be cut short by a shutdown: each journaled write runs in a task of its
+//! own, which a shutdown waits for until none is left or its deadline passes. What runs then
+//! is cut, as a process that exits cuts it: the journal holds every such write, and the
+//! next start carries it on from its state (never resending blindly).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::task::{AbortHandle, JoinHandle};
 
-/// Counts the work in flight.
+/// The work in flight.
 #[derive(Debug, Default)]
 pub struct Drain {
     inner: Arc<Inner>,
@@ -18,14 +21,23 @@ pub struct Drain {
 struct Inner {
     count: AtomicUsize,
     idle: Notify,
+    next: AtomicU64,
+    tasks: Mutex<HashMap<u64, AbortHandle>>,
+}
+
+impl Inner {
+    fn tasks(&self) -> std::sync::MutexGuard<'_, HashMap<u64, AbortHandle>> {
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Held while one piece of work runs.
 #[derive(Debug)]
-pub struct Guard(Arc<Inner>);
+struct Guard(Arc<Inner>, u64);
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        self.0.tasks().remove(&self.1);
         if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.0.idle.notify_waiters();
         }
@@ -33,10 +45,25 @@ impl Drop for Guard {
 }
 
 impl Drain {
-    /// A piece of work begins; it ends when the guard is dropped.
-    pub fn enter(&self) -> Guard {
+    /// Runs `work` in a task of its own, counted until it ends.
+    pub fn spawn<F>(&self, work: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
         self.inner.count.fetch_add(1, Ordering::AcqRel);
-        Guard(self.inner.clone())
+        let guard = Guard(self.inner.clone(), id);
+        // The task's guard removes its entry under this lock: holding it while the entry is
+        // made keeps a task that ends at once from leaving its entry behind.
+        let mut tasks = self.inner.tasks();
+        let handle = tokio::spawn(async move {
+            let out = work.await;
+            drop(guard);
+            out
+        });
+        tasks.insert(id, handle.abort_handle());
+        handle
     }
 
     /// Work in flight now.
@@ -58,6 +85,13 @@ impl Drain {
         let _ = tokio::time::timeout(deadline, idle).await;
         self.in_flight()
     }
+
+    /// Cuts the work still in flight, as the process's exit would.
+    pub fn abort_all(&self) {
+        for task in self.inner.tasks().values() {
+            task.abort();
+        }
+    }
 }
 
 #[cfg(test)]
@@ -65,15 +99,15 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn waiting_ends_when_the_last_guard_drops_or_at_the_deadline() {
+    async fn waiting_ends_when_the_work_ends_or_at_the_deadline() {
         let drain = Drain::default();
-        let g = drain.enter();
-        assert_eq!(drain.wait(Duration::from_secs(1)).await, 1);
-        let later = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            drop(g);
-        });
+        let quick = drain.spawn(tokio::time::sleep(Duration::from_millis(10)));
         assert_eq!(drain.wait(Duration::from_secs(5)).await, 0);
-        later.await.unwrap();
+        quick.await.unwrap();
+        let slow = drain.spawn(tokio::time::sleep(Duration::from_secs(60)));
+        assert_eq!(drain.wait(Duration::from_secs(1)).await, 1);
+        drain.abort_all();
+        assert!(slow.await.unwrap_err().is_cancelled());
+        assert_eq!(drain.in_flight(), 0, "an aborted task's guard is dropped");
     }
 }

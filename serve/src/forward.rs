@@ -276,21 +276,29 @@ fn unnamed_action(headers: &HeaderMap) -> Result<String, SluiceError> {
 
 /// Writes `write` through the journal, in a task of its own: an agent that hangs up does
 /// not cut a write short between its send and its record. The sidecar's shutdown waits for
-/// it (up to its deadline; past it, the journal holds the write for the next start).
+/// it (up to its deadline; past it, the write is cut, and the journal holds it for the next
+/// start).
 async fn write_through_journal(
     shared: &Arc<Shared>,
     shape: ErrorShape,
     write: Write,
 ) -> Result<Response<Body>, SluiceError> {
     let sluice = shared.sluice.clone();
-    let guard = shared.drain.enter();
-    let done = tokio::spawn(async move {
-        let outcome = sluice.write(&write).await;
-        drop(guard);
-        outcome
-    })
-    .await
-    .map_err(|e| SluiceError::new(500, "write_panicked", format!("sluice: {e}")))?;
+    let done = shared
+        .drain
+        .spawn(async move { sluice.write(&write).await })
+        .await
+        .map_err(|e| {
+            SluiceError::new(
+                503,
+                "write_interrupted",
+                format!(
+                    "sluice: the sidecar stopped before the write ended ({e}); the journal holds \
+                 it and the next start carries it on: send it again with the same \
+                 x-sluice-action to learn its outcome"
+                ),
+            )
+        })?;
     match done {
         Ok(outcome) => Ok(reply::write(shape, outcome)),
         Err(WriteError::Journal(e)) => Err(SluiceError::new(

@@ -325,6 +325,7 @@ impl Running {
         let spent = clock.now().saturating_duration_since(started);
         let left = self.deadline.saturating_sub(spent);
         let writes_left = self.shared.drain.wait(left).await;
+        self.shared.drain.abort_all();
         self.recovery.abort();
         if let Err(e) = self.shared.sluice.close() {
             tracing::error!("signing the audit log's tail failed: {e}");

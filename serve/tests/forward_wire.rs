@@ -1,0 +1,300 @@
+//! The sidecar at the wire: what agents see, and what the fake provider received.
+
+mod support;
+
+use std::time::Duration;
+
+use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
+use support::{AGENT_TOKEN, PROVIDER_KEY, client, config_text, start, start_in};
+
+const CHAT: &str = "/v1/chat/completions";
+const OBJECTS: &str = "/v1/objects";
+
+async fn fake(style: Style) -> FakeProvider {
+    let fake = FakeProvider::start(FakeConfig::new(style).stream_gap(Duration::from_millis(40)))
+        .await
+        .unwrap();
+    fake.require_credential("authorization", &format!("Bearer {PROVIDER_KEY}"));
+    fake
+}
+
+fn openai(fake: &FakeProvider) -> String {
+    config_text(&[("openai", "openai", &fake.url(""), "authorization")], "")
+}
+
+fn stripe(fake: &FakeProvider, extra: &str) -> String {
+    config_text(
+        &[("stripe", "stripe", &fake.url(""), "authorization")],
+        extra,
+    )
+}
+
+const BODY: &str =
+    r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"max_tokens":16}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_storm_is_absorbed_and_the_agent_sees_only_the_answer() {
+    let fake = fake(Style::OpenAi).await;
+    let limited = Fault::RateLimited {
+        retry_after: Some(RetryAfter::Millis(50)),
+    };
+    fake.script(CHAT, [limited, limited]);
+    let side = start(&openai(&fake)).await;
+    let r = client()
+        .post(format!("{}/openai{CHAT}", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .header("content-type", "application/json")
+        .body(BODY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-sluice-attempts"], "3");
+    assert_eq!(fake.answered(429), 2, "the provider answered the storm");
+    // The fake demands the sidecar's key: a 200 means the agent's token was replaced by it.
+    assert_eq!(fake.answered(200), 1);
+    assert_eq!(fake.answered(401), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_answer_was_lost_is_done_once_and_answered() {
+    let fake = fake(Style::Stripe).await;
+    fake.script(OBJECTS, [Fault::StoreThenDrop]);
+    let side = start(&stripe(&fake, "")).await;
+    let send = || {
+        client()
+            .post(format!("{}/stripe{OBJECTS}", side.url))
+            .bearer_auth(AGENT_TOKEN)
+            .header("x-sluice-task", "invoices")
+            .header("x-sluice-action", "charge-42")
+            .body("amount=100")
+            .send()
+    };
+    let r = send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-sluice-action-state"], "succeeded");
+    assert_eq!(
+        fake.stored().len(),
+        1,
+        "stored once though the answer was lost"
+    );
+    let key = fake.attempts()[0].idempotency_key.clone().expect("a key");
+    assert_eq!(fake.attempts_with_key(&key), 2, "resent with the same key");
+    // The agent sends it again (its own retry): the journal answers, nothing is sent.
+    let again = send().await.unwrap();
+    assert_eq!(again.status(), 200);
+    assert_eq!(again.headers()["x-sluice-replayed"], "true");
+    assert_eq!(fake.attempts().len(), 2);
+    assert_eq!(fake.stored().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_key_sent_by_an_agent_is_refused_or_stripped_as_configured() {
+    let fake = fake(Style::OpenAi).await;
+    let send = |url: String| {
+        client()
+            .get(format!("{url}/openai/v1/models"))
+            .header("x-sluice-token", AGENT_TOKEN)
+            .bearer_auth("sk-proj-agents-own-key")
+            .send()
+    };
+    let refusing = start(&openai(&fake)).await;
+    let r = send(refusing.url.clone()).await.unwrap();
+    assert_eq!(r.status(), 403);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("authorization"),
+        "{body}"
+    );
+    assert_eq!(fake.attempts().len(), 0, "nothing reached the provider");
+
+    let text = openai(&fake).replace(
+        "[serve.agents.bot]",
+        "[serve]\nagent_provider_keys = \"strip\"\n[serve.agents.bot]",
+    );
+    let stripping = start(&text).await;
+    let r = send(stripping.url.clone()).await.unwrap();
+    assert_eq!(r.status(), 200, "sent with the sidecar's key");
+    assert_eq!(fake.answered(401), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_tokens_unknown_providers_and_bad_hints_are_refused_by_name() {
+    let fake = fake(Style::OpenAi).await;
+    let side = start(&openai(&fake)).await;
+    let c = client();
+    let r = c
+        .get(format!("{}/openai/v1/models", side.url))
+        .bearer_auth("not-a-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = c
+        .get(format!("{}/mistral/v1/models", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let body: serde_json::Value = r.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`mistral`") && message.contains("openai"),
+        "{message}"
+    );
+    let r = c
+        .get(format!("{}/openai/v1/models", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .header("x-sluice-priority", "urgent")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("x-sluice-priority"),
+        "{body}"
+    );
+    let r = c
+        .get(format!("{}/openai/v1/models", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .header("x-sluice-tenant", "someone-else")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403, "the agent may not name a tenant");
+    assert_eq!(fake.attempts().len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the test measures when chunks really arrive"
+)]
+async fn a_stream_passes_through_chunk_by_chunk() {
+    let fake = fake(Style::Anthropic).await;
+    let text = config_text(
+        &[("anthropic", "anthropic", &fake.url(""), "authorization")],
+        "",
+    );
+    let side = start(&text).await;
+    let mut r = client()
+        .post(format!("{}/anthropic/v1/messages", side.url))
+        .header("x-api-key", AGENT_TOKEN)
+        .body(r#"{"model":"claude","max_tokens":8,"stream":true,"messages":[]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let clock = tokio::time::Instant::now;
+    let began = clock();
+    let mut arrivals = Vec::new();
+    let mut whole = Vec::new();
+    while let Some(chunk) = r.chunk().await.unwrap() {
+        arrivals.push(clock().duration_since(began));
+        whole.extend_from_slice(&chunk);
+    }
+    let text = String::from_utf8(whole).unwrap();
+    assert!(text.contains("event: message_stop"), "{text}");
+    // The fake pauses 40 ms between events: passed through as they come, the first chunks
+    // arrive well before the last.
+    assert!(arrivals.len() >= 5, "{} chunks", arrivals.len());
+    let first = arrivals[0];
+    let last = *arrivals.last().unwrap();
+    assert!(
+        last - first >= Duration::from_millis(150),
+        "chunks arrived at {arrivals:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_a_write_in_flight_finish_and_refuses_new_connections() {
+    let fake = fake(Style::Stripe).await;
+    fake.script(OBJECTS, [Fault::Slow(Duration::from_millis(400))]);
+    let side = start(&stripe(&fake, "")).await;
+    let url = side.url.clone();
+    let write = tokio::spawn(async move {
+        client()
+            .post(format!("{url}/stripe{OBJECTS}"))
+            .bearer_auth(AGENT_TOKEN)
+            .header("x-sluice-action", "refund-7")
+            .body("amount=5")
+            .send()
+            .await
+    });
+    while fake.attempts().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let drained = side.running.shutdown().await;
+    assert_eq!(drained.writes_left, 0);
+    let r = write.await.unwrap().unwrap();
+    assert_eq!(r.status(), 200, "the write in flight finished");
+    assert_eq!(fake.stored().len(), 1);
+    let refused = client()
+        .get(format!("{}/stripe/v1/objects/x", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .send()
+        .await;
+    assert!(refused.is_err(), "no longer accepting");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cut_by_the_shutdown_deadline_is_carried_on_at_the_next_start() {
+    let fake = fake(Style::Stripe).await;
+    // The provider takes a second: longer than the sidecar's shutdown deadline.
+    fake.script(OBJECTS, [Fault::Slow(Duration::from_secs(1))]);
+    let text = stripe(&fake, "[serve]\nshutdown_deadline_ms = 100\n");
+    let side = start(&text).await;
+    let url = side.url.clone();
+    let write = tokio::spawn(async move {
+        client()
+            .post(format!("{url}/stripe{OBJECTS}"))
+            .bearer_auth(AGENT_TOKEN)
+            .header("x-sluice-action", "payout-9")
+            .body("amount=9")
+            .send()
+            .await
+    });
+    while fake.attempts().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let drained = side.running.shutdown().await;
+    assert_eq!(drained.writes_left, 1, "cut at the deadline");
+    let answered = write.await.unwrap();
+    assert!(
+        answered.is_err() || answered.as_ref().unwrap().status() == 503,
+        "the agent is told the write did not end: {answered:?}"
+    );
+    drop(side.sluice);
+
+    // The next start finds it `sent` in the journal and settles it with the same key.
+    let next = start_in(&text, side.state).await;
+    for _ in 0..400 {
+        if next.running.ready() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(next.running.ready(), "recovery finished");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let key = fake.attempts()[0].idempotency_key.clone().expect("a key");
+    assert!(
+        fake.attempts()
+            .iter()
+            .all(|a| a.idempotency_key.as_deref() == Some(&key))
+    );
+    assert_eq!(fake.stored().len(), 1, "done once: {:?}", fake.stored());
+    let all = next.sluice.journal().all().unwrap();
+    let action = all
+        .iter()
+        .find(|a| a.task == "agent:bot" && a.action == "payout-9")
+        .expect("journaled");
+    assert_eq!(action.state.name(), "succeeded");
+}
