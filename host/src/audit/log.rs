@@ -135,6 +135,16 @@ impl AuditLog {
         &self.path
     }
 
+    /// The public half of the key that signs the log's checkpoints: what verifies it.
+    pub fn verifying_key(&self) -> ed25519_dalek::VerifyingKey {
+        self.key.verifying_key()
+    }
+
+    /// The witness file every checkpoint is copied to, if the log has one.
+    pub fn witness(&self) -> Option<&Path> {
+        self.settings.witness.as_deref()
+    }
+
     /// The seq of the last record written, 0 for an empty log.
     pub fn last_seq(&self) -> u64 {
         self.state().seq

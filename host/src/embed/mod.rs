@@ -30,11 +30,11 @@ use std::sync::Arc;
 pub use builder::{BuildError, SluiceBuilder};
 
 use crate::admission::Admission;
-use crate::audit::{AuditError, AuditLog};
+use crate::audit::{self, AuditError, AuditLog, Fingerprint, Report, VerifyError, VerifyOptions};
 use crate::clock::Clock;
 use crate::execute::{Call, Executor, Outcome, StreamOutcome};
 use crate::journal::Journal;
-use crate::writes::{Write, WriteError, WriteOutcome, Writes};
+use crate::writes::{TaskCancelled, Write, WriteError, WriteOutcome, Writes};
 
 /// A whole host: admission, plugins, retries, safe writes and the audit log, on one clock.
 #[derive(Debug)]
@@ -114,8 +114,59 @@ impl Sluice {
     ///
     /// # Errors
     /// [`WriteError`]: the journal or the audit log failed.
-    pub fn cancel_task(&self, task: &str) -> Result<usize, WriteError> {
+    pub fn cancel_task(&self, task: &str) -> Result<TaskCancelled, WriteError> {
         self.writes.cancel_task(task)
+    }
+
+    /// Verifies the audit log as `sluice audit verify` does: with the public half of the
+    /// key that signs it (the state directory's `audit.pub`, or the configured key's), held
+    /// to its witness (the configured one, else the state directory's `audit.witness`),
+    /// pinned to `expect_key` when given. The log is live, so its records after the last
+    /// checkpoint, and a last checkpoint not yet copied to the witness, are accepted and
+    /// counted ([`Report::unsigned_tail`], [`Report::witness_behind`]).
+    ///
+    /// A log this host has written nothing to yet — an empty file, and an empty (or no)
+    /// witness — verifies with no record: the offline verifier refuses an empty file, as it
+    /// cannot tell a new log from an emptied one, but the writer can (a log emptied under a
+    /// running host is refused, as the writer has written to it).
+    ///
+    /// # Errors
+    /// [`VerifyError`]: the log (or its witness) was altered, is signed by another key than
+    /// `expect_key`, or cannot be read.
+    pub fn verify_audit(&self, expect_key: Option<Fingerprint>) -> Result<Report, VerifyError> {
+        let key = self.audit.verifying_key();
+        let given = Fingerprint::of(&key);
+        if let Some(expected) = expect_key
+            && expected != given
+        {
+            return Err(VerifyError::UnexpectedKey { given, expected });
+        }
+        let empty = |path: &std::path::Path| std::fs::metadata(path).map_or(true, |m| m.len() == 0);
+        let witness = self.audit.witness();
+        if self.audit.last_seq() == 0
+            && std::fs::metadata(self.audit.path()).is_ok_and(|m| m.is_file() && m.len() == 0)
+            && witness.is_none_or(empty)
+        {
+            return Ok(Report {
+                key: given,
+                records: 0,
+                checkpoints: 0,
+                first_seq: 0,
+                last_seq: 0,
+                pruned_before: None,
+                unproven_start: false,
+                unsigned_tail: 0,
+                witnessed: witness.map(|_| 0),
+                witness_behind: false,
+            });
+        }
+        let options = VerifyOptions {
+            witness,
+            allow_open_tail: true,
+            allow_pruned: false,
+            expect_key,
+        };
+        audit::verify_with(self.audit.path(), &key, &options)
     }
 
     /// `call` with its relative URL made absolute, when it has one and its provider a base.

@@ -113,6 +113,15 @@ impl WriteOutcome {
     }
 }
 
+/// What cancelling a task cancelled ([`Writes::cancel_task`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TaskCancelled {
+    /// Its calls that were waiting for admission (reads and writes alike): refused at once.
+    pub waiting_calls: usize,
+    /// Its journaled actions that had sent nothing: cancelled, never sent.
+    pub unsent_actions: usize,
+}
+
 /// A write that could not be carried out safely.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -408,19 +417,22 @@ impl Writes {
     /// Cancels `task`: its waiting calls are refused at once and never wake, its actions
     /// that sent nothing are cancelled, and it can start no new ones. Actions that may
     /// already have happened are still settled (by reading, never by resending). Returns
-    /// how many actions were cancelled.
+    /// how many waiting calls and unsent actions were cancelled.
     ///
     /// # Errors
     /// The journal or the audit log failed.
-    pub fn cancel_task(&self, task: &str) -> Result<usize, WriteError> {
-        self.executor.cancel_task(task_id(task));
+    pub fn cancel_task(&self, task: &str) -> Result<TaskCancelled, WriteError> {
+        let waiting_calls = self.executor.cancel_task(task_id(task));
         let n = self.journal.cancel_task(task, self.clock.wall_ms())?;
         self.audit(
             Event::new(EventKind::Cancelled, self.clock.wall_ms())
                 .task(task)
                 .detail(&format!("task cancelled; {n} unsent action(s) cancelled")),
         )?;
-        Ok(n)
+        Ok(TaskCancelled {
+            waiting_calls,
+            unsent_actions: n,
+        })
     }
 
     fn cancel_action(&self, action: &Action) -> Result<WriteOutcome, WriteError> {
