@@ -54,7 +54,7 @@ use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use metrics_exporter_prometheus::PrometheusHandle;
 use sluice::Sluice;
@@ -245,7 +245,10 @@ where
                 };
                 let _ = stream.set_nodelay(true);
                 let handler = handler.clone();
+                // A client gets 30 s (hyper's default) to send a request's headers: a
+                // connection that trickles them in does not hold its task for ever.
                 let conn = http1::Builder::new()
+                    .timer(TokioTimer::new())
                     .serve_connection(TokioIo::new(stream), service_fn(handler));
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {

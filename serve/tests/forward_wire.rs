@@ -178,17 +178,21 @@ async fn bad_tokens_unknown_providers_and_bad_hints_are_refused_by_name() {
     clippy::disallowed_methods,
     reason = "the test measures when chunks really arrive"
 )]
-async fn a_stream_passes_through_chunk_by_chunk() {
+async fn a_stream_passes_through_chunk_by_chunk_and_its_usage_corrects_the_charge() {
     let fake = fake(Style::Anthropic).await;
     let text = config_text(
         &[("anthropic", "anthropic", &fake.url(""), "authorization")],
         "",
+    )
+    .replace(
+        "requests_per_minute = 6000\n",
+        "requests_per_minute = 6000\noutput_tokens_per_minute = 60000\n",
     );
     let side = start(&text).await;
     let mut r = client()
         .post(format!("{}/anthropic/v1/messages", side.url))
         .header("x-api-key", AGENT_TOKEN)
-        .body(r#"{"model":"claude","max_tokens":8,"stream":true,"messages":[]}"#)
+        .body(r#"{"model":"claude","max_tokens":5000,"stream":true,"messages":[]}"#)
         .send()
         .await
         .unwrap();
@@ -211,6 +215,24 @@ async fn a_stream_passes_through_chunk_by_chunk() {
     assert!(
         last - first >= Duration::from_millis(150),
         "chunks arrived at {arrivals:?}"
+    );
+
+    // The call was charged its `max_tokens` (5 000 output tokens) when admitted; the usage
+    // the stream reported at its end (what the model wrote: 10 to 59% of it) replaced that
+    // charge. Refill in the meantime only adds, and is far below the 2 000 tokens between
+    // the two charges.
+    let written = fake.attempts()[0].output_tokens;
+    assert!((1..=2950).contains(&written), "{written}");
+    let snapshot = side.sluice.admission().snapshot();
+    let output = snapshot
+        .scopes
+        .iter()
+        .flat_map(|s| &s.quotas)
+        .find(|q| q.dimension == sluice::admission::Dimension::OutputTokens)
+        .expect("the output-token quota");
+    assert!(
+        output.available + written >= output.burst,
+        "charged more than what was written ({written}): {output:?}"
     );
 }
 
