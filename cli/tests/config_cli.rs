@@ -225,6 +225,59 @@ fn the_example_configuration_file_checks_and_names_each_credentials_source() {
     }
 }
 
+/// The sidecar's example file checks, and says where agents and the admin API connect and
+/// whether each token can be read now.
+#[test]
+fn the_sidecar_example_checks_and_names_each_tokens_source() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/serve.toml");
+    let o = check(&example);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for shown in [
+        "serve: agents at 127.0.0.1:8700, 1 agent, shutdown within 10000 ms, provider keys sent \
+         by agents refused",
+        "  admin API at 127.0.0.1:8701, token from $SLUICE_ADMIN_TOKEN",
+        "  agent research: tenant acme, token from $SLUICE_AGENT_TOKEN",
+    ] {
+        assert!(out.contains(shown), "no `{shown}` in:\n{out}");
+    }
+}
+
+/// A `[serve]` table's mistakes are named by key: an agent's unknown credential label, an
+/// undefined tier, an admin API without a token.
+#[test]
+fn a_serve_table_mistake_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sluice.toml");
+    let provider = "[providers.openai]\nbase_url = \"http://127.0.0.1:1\"\n\
+                    [providers.openai.credentials.team]\nenv = \"K\"\n";
+    let agent = "[serve.agents.bot]\ntoken = { env = \"T\" }\ntenant = \"acme\"\n";
+    for (text, key) in [
+        (
+            format!("{provider}{agent}credentials = {{ openai = \"other\" }}\n"),
+            "`serve.agents.bot.credentials.openai`: provider `openai` has no credential labelled `other`",
+        ),
+        (
+            format!("{provider}{agent}tier = \"gold\"\n"),
+            "`serve.agents.bot.tier`: no tier `gold` is defined",
+        ),
+        (
+            format!("{provider}[serve.admin]\nlisten = \"127.0.0.1:9\"\n"),
+            "`serve.admin.token`: the admin API needs a token",
+        ),
+        (
+            format!("{provider}[serve]\nlisten = \"localhost\"\n"),
+            "`serve.listen`: an address and port",
+        ),
+    ] {
+        std::fs::write(&file, &text).unwrap();
+        let o = check(&file);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{text}: {err}");
+        assert!(err.contains(key), "{text}: {err}");
+    }
+}
+
 /// A provider whose plugin is neither bundled nor a file is refused, naming the key.
 #[test]
 fn a_plugin_that_cannot_be_found_is_refused_naming_the_key() {
