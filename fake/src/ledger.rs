@@ -114,6 +114,9 @@ pub(crate) struct Ledger {
     pub attempts: Vec<Attempt>,
     pub stored: Vec<Stored>,
     pub by_key: HashMap<String, usize>,
+    /// How many objects are stored under each path: the next one's number. Kept apart so
+    /// that storing stays constant-time however many writes the ledger holds.
+    stored_on: HashMap<String, u64>,
     pub scripts: HashMap<String, VecDeque<Fault>>,
     /// Faults for the next writes only (not reads) on a path, played before `scripts`.
     pub write_scripts: HashMap<String, VecDeque<Fault>>,
@@ -145,7 +148,16 @@ impl Ledger {
     }
 
     fn push(&mut self, id: String, key: Option<&str>, path: &str, body: Bytes) -> usize {
-        let number = 1 + self.stored.iter().filter(|s| s.path == path).count() as u64;
+        let number = match self.stored_on.get_mut(path) {
+            Some(n) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                self.stored_on.insert(path.to_owned(), 1);
+                1
+            }
+        };
         self.stored.push(Stored {
             id,
             idempotency_key: key.map(str::to_owned),

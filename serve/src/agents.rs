@@ -167,30 +167,34 @@ impl Agents {
             .copied()
             .chain(extra.iter().map(String::as_str))
             .collect();
-        // Each credential header's value, as a token would be: the bearer scheme removed.
-        let mut values: Vec<(&str, String)> = Vec::new();
+        // Each non-empty credential header's value, as a token would be (the bearer scheme
+        // removed), by its digest: each value is hashed once.
+        let mut values: Vec<(&str, [u8; 32])> = Vec::new();
         for name in &names {
             for v in headers.get_all(*name) {
                 let v = v.to_str().unwrap_or("");
                 let token = v
                     .strip_prefix("Bearer ")
                     .or_else(|| v.strip_prefix("bearer "))
-                    .unwrap_or(v);
-                values.push((name, token.trim().to_owned()));
+                    .unwrap_or(v)
+                    .trim();
+                if !token.is_empty() {
+                    values.push((name, digest(token)));
+                }
             }
         }
-        if values.iter().all(|(_, v)| v.is_empty()) {
+        if values.is_empty() {
             return Err(Refusal::NoToken);
         }
         let found = values
             .iter()
-            .find_map(|(_, v)| self.by_digest.get(&digest(v)).map(|a| (a, digest(v))));
+            .find_map(|(_, d)| self.by_digest.get(d).map(|a| (a, *d)));
         let Some((agent, token)) = found else {
             return Err(Refusal::UnknownToken);
         };
         let foreign = values
             .iter()
-            .find(|(_, v)| !v.is_empty() && digest(v) != token)
+            .find(|(_, d)| *d != token)
             .map(|(n, _)| (*n).to_owned());
         let stripped_key = match (foreign, self.provider_keys) {
             (Some(h), Some(AgentProviderKeys::Refuse) | None) => {

@@ -96,7 +96,7 @@ async fn forward(
         stripped_key,
     } = shared
         .agents
-        .admit(&mut parts.headers, &up.credential_headers())
+        .admit(&mut parts.headers, up.credential_headers())
         .map_err(|r| {
             let status = if matches!(r, Refusal::ProviderKey(_)) {
                 403

@@ -42,6 +42,8 @@ pub struct Upstream {
     reads: Vec<String>,
     /// Its credential labels, and the headers each is sent in.
     credentials: BTreeMap<String, String>,
+    /// Those headers, sorted, each once: looked at in every request.
+    credential_headers: Vec<String>,
 }
 
 impl Upstream {
@@ -70,11 +72,14 @@ impl Upstream {
             let reads = serve
                 .and_then(|s| s.read_routes.clone())
                 .unwrap_or_else(|| known_reads(plugin).iter().map(|s| (*s).into()).collect());
-            let credentials = setup
+            let credentials: BTreeMap<String, String> = setup
                 .credentials
                 .iter()
                 .map(|(label, source)| (label.clone(), source.header.to_ascii_lowercase()))
                 .collect();
+            let mut credential_headers: Vec<String> = credentials.values().cloned().collect();
+            credential_headers.sort();
+            credential_headers.dedup();
             out.insert(
                 name.clone(),
                 Self {
@@ -83,6 +88,7 @@ impl Upstream {
                     shape,
                     reads,
                     credentials,
+                    credential_headers,
                 },
             );
         }
@@ -126,11 +132,8 @@ impl Upstream {
     }
 
     /// The headers the provider's credentials are sent in (an agent must not send them).
-    pub fn credential_headers(&self) -> Vec<String> {
-        let mut h: Vec<String> = self.credentials.values().cloned().collect();
-        h.sort();
-        h.dedup();
-        h
+    pub fn credential_headers(&self) -> &[String] {
+        &self.credential_headers
     }
 }
 
