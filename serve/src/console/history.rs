@@ -5,8 +5,9 @@
 //! every open page shows the same figures. A sample is small (a number per scope, two per
 //! tenant) and the ring fixed, so an idle console costs nothing that grows.
 //!
-//! - utilization: of each scope's quotas, the largest share spent (`1 - available/limit`),
-//!   from the admission snapshot;
+//! - utilization: of each scope's quotas, the largest share of the bucket spent
+//!   (`1 - available/burst`: an idle quota admits its burst at once, a busy or held one
+//!   nothing), from the admission snapshot;
 //! - waits: p50 and p99 of the admission waits of each tenant's calls admitted in the last
 //!   [`WAIT_WINDOW_MS`] ([`sluice::execute::Executor::recent_waits`]).
 
@@ -83,8 +84,8 @@ pub(crate) fn sample(now_ms: i64, snapshot: &Snapshot, waits: &[Waited]) -> Samp
             let spent = s
                 .quotas
                 .iter()
-                .filter(|q| q.limit > 0)
-                .map(|q| 1.0 - (q.available.min(q.limit) as f64 / q.limit as f64))
+                .map(|q| (q.available, q.burst.max(1)))
+                .map(|(available, burst)| 1.0 - (available.min(burst) as f64 / burst as f64))
                 .fold(None, |m: Option<f64>, u| Some(m.map_or(u, |m| m.max(u))))?;
             Some((s.key.clone(), spent))
         })

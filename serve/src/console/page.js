@@ -122,7 +122,7 @@
       "Nothing sampled yet.");
     const tenants = [...new Set(d.history.flatMap((h) => Object.keys(h.waits)))];
     const waits = [];
-    let top = 1;
+    let top = 10;
     tenants.forEach((name, i) => {
       for (const [q, dashed] of [["p50_ms", false], ["p99_ms", true]]) {
         const points = d.history.map((h) => [h.at_ms, h.waits[name] ? h.waits[name][q] : 0]);
@@ -130,6 +130,9 @@
         waits.push({ name: name + " " + q.slice(0, 3), color: i, dashed, points });
       }
     });
+    // A round top (10, 20, 50, 100, ... ms) keeps the axis' labels readable.
+    const step = Math.pow(10, Math.floor(Math.log10(top)));
+    top = [1, 2, 5, 10].map((m) => m * step).find((t) => t >= top);
     plot("waits-plot", waits, top, (v) => ms(Math.round(v)), d.now_ms,
       "No call has been admitted in the last 5 minutes.");
   }

@@ -368,7 +368,8 @@ async fn the_live_data_shows_429s_holds_breakers_and_sampled_waits() {
     let history = data["history"].as_array().unwrap();
     assert!(!history.is_empty(), "{data}");
     let last = history.last().unwrap();
-    assert!(last["utilization"]["openai/team-key"].is_number(), "{last}");
+    // Held: the bucket admits nothing, all of it is spent.
+    assert_eq!(last["utilization"]["openai/team-key"], 1.0, "{last}");
     assert_eq!(last["waits"]["acme"]["calls"], 1, "{last}");
 }
 
@@ -379,13 +380,16 @@ async fn the_live_data_shows_429s_holds_breakers_and_sampled_waits() {
 async fn screenshot() {
     let s = console_stack(Style::Stripe, "stripe").await;
     let id = uncertain_write(&s).await;
-    for _ in 0..6 {
-        let r = s
-            .agent("GET", "/stripe/v1/objects", &[])
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "{}", r.status());
+    // A few seconds of reads, in bursts, for the plots to draw.
+    for i in 0..16 {
+        for _ in 0..(i % 4 + 1) {
+            let r = s
+                .agent("GET", "/stripe/v1/objects", &[])
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{}", r.status());
+        }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     s.fake.script(
@@ -404,7 +408,7 @@ async fn screenshot() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let browser = Browser::start(1200, 1500).await;
+    let browser = Browser::start(1200, 1900).await;
     sign_in(&browser, &s, OPERATOR_TOKEN).await;
     browser
         .find(&format!("a.open-escalation[data-id=\"{id}\"]"))
