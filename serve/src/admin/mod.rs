@@ -17,7 +17,7 @@
 //! - `GET /audit/verify`: verifies the audit log ([`audit`]).
 //!
 //! The operator's console (`/console`, HTML for people, signed in with a session cookie) is
-//! served on the same listener: see [`crate::console`].
+//! served on the same listener: see `crate::console`.
 //!
 //! An unknown route is answered 404 with the list of routes; a known one asked with another
 //! method, 405 with `Allow`.
