@@ -172,12 +172,22 @@ fn print_serve(out: &mut String, serve: &ServeConfig) {
         }
     };
     match &serve.admin {
-        Some(admin) => outln!(
-            out,
-            "  admin API at {}, token from {}",
-            admin.listen,
-            readable("serve.admin.token", &admin.token)
-        ),
+        Some(admin) => {
+            outln!(
+                out,
+                "  admin API at {}, token from {}",
+                admin.listen,
+                readable("serve.admin.token", &admin.token)
+            );
+            for (name, token) in &admin.operators {
+                outln!(
+                    out,
+                    "  console operator {}: token from {}",
+                    printable(name),
+                    readable(&format!("serve.admin.operators.{name}"), token)
+                );
+            }
+        }
         None => outln!(out, "  no admin API ([serve.admin] not set)"),
     }
     for (name, agent) in &serve.agents {

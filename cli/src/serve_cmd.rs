@@ -108,6 +108,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
         if let Some(admin) = running.admin_addr() {
             eprintln!("sluice serve: admin API at http://{admin}");
+            eprintln!("sluice serve: operator's console at http://{admin}/console");
         }
         let signal = stop.signalled().await;
         eprintln!(

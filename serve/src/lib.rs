@@ -14,6 +14,7 @@
 //! - `forward`: one request through the host; `streaming`: server-sent events passed
 //!   through; `reply`: answers and errors in the provider's shape;
 //! - [`admin`]: the admin API on its own listener and token;
+//! - `console`: the operators' page on the admin listener (`/console`), signed in by token;
 //! - `drain`: the writes a shutdown waits for.
 //!
 //! ```no_run
@@ -35,6 +36,7 @@
 
 pub mod admin;
 pub mod agents;
+mod console;
 mod drain;
 mod error;
 mod forward;
@@ -93,6 +95,8 @@ pub struct Sidecar {
     shared: Arc<Shared>,
     serve: ServeConfig,
     admin_token: Option<[u8; 32]>,
+    /// The console's operators: name and token digest.
+    operators: Vec<(String, [u8; 32])>,
 }
 
 impl Sidecar {
@@ -108,6 +112,15 @@ impl Sidecar {
             .as_ref()
             .map(|a| agents::load_token("serve.admin.token", &a.token))
             .transpose()?;
+        let operators = serve
+            .admin
+            .iter()
+            .flat_map(|a| &a.operators)
+            .map(|(name, source)| {
+                let key = format!("serve.admin.operators.{name}");
+                agents::load_token(&key, source).map(|digest| (name.clone(), digest))
+            })
+            .collect::<Result<Vec<_>, ServeError>>()?;
         let shared = Shared {
             sluice,
             upstreams: Upstream::all(config)?,
@@ -123,6 +136,7 @@ impl Sidecar {
             shared: Arc::new(shared),
             serve,
             admin_token,
+            operators,
         })
     }
 
@@ -177,15 +191,21 @@ impl Sidecar {
             let shared = shared.clone();
             move |req| forward::handle(shared.clone(), req)
         }));
-        let (admin_addr, admin_task) = match admin {
+        let (admin_addr, admin_task, sampler) = match admin {
             Some((a, l, token)) => {
-                let state = Arc::new(admin::Admin::new(shared.clone(), token));
+                let history = Arc::new(console::history::History::default());
+                let sampler = tokio::spawn(console::history::run(
+                    shared.sluice.clone(),
+                    history.clone(),
+                ));
+                let console = console::Console::new(token, self.operators, history);
+                let state = Arc::new(admin::Admin::new(shared.clone(), token, console));
                 let task = tokio::spawn(accept(l, stopped, move |req| {
                     admin::handle(state.clone(), req)
                 }));
-                (Some(a), Some(task))
+                (Some(a), Some(task), Some(sampler))
             }
-            None => (None, None),
+            None => (None, None, None),
         };
         tracing::info!(%addr, admin = ?admin_addr, "sluice serve is listening");
         Ok(Running {
@@ -194,6 +214,7 @@ impl Sidecar {
             stop,
             accept: agents_task,
             admin: admin_task,
+            sampler,
             recovery,
             shared,
             deadline: self.serve.shutdown_deadline,
@@ -272,6 +293,8 @@ pub struct Running {
     stop: watch::Sender<bool>,
     accept: JoinHandle<()>,
     admin: Option<JoinHandle<()>>,
+    /// Samples what the console plots, while the admin API serves.
+    sampler: Option<JoinHandle<()>>,
     recovery: JoinHandle<()>,
     shared: Arc<Shared>,
     deadline: Duration,
@@ -330,6 +353,9 @@ impl Running {
         let writes_left = self.shared.drain.wait(left).await;
         self.shared.drain.abort_all();
         self.recovery.abort();
+        if let Some(sampler) = &self.sampler {
+            sampler.abort();
+        }
         if let Err(e) = self.shared.sluice.close() {
             tracing::error!("signing the audit log's tail failed: {e}");
         }

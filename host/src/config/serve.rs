@@ -10,6 +10,9 @@
 //! [serve.admin]
 //! listen = "127.0.0.1:8701"
 //! token = { env = "SLUICE_ADMIN_TOKEN" }
+//! # Optional: people who sign in to the console (`/console`) by name; a decision records
+//! # the name. The admin token signs in as `admin`.
+//! operators = { "ops@example.com" = { env = "OPS_CONSOLE_TOKEN" } }
 //!
 //! [serve.agents.research]
 //! token = { env = "RESEARCH_AGENT_TOKEN" }   # or { file = "..." }, or { sha256 = "<hex>" }
@@ -96,6 +99,10 @@ pub struct AdminConfig {
     pub listen: SocketAddr,
     /// The token its callers present (`authorization: Bearer <token>`).
     pub token: TokenSource,
+    /// The operators who sign in to the console, by name, and their tokens: the name is
+    /// who decides an escalation signed in with that token. Each name is one line of
+    /// visible characters, as the journal takes it.
+    pub operators: BTreeMap<String, TokenSource>,
 }
 
 /// One agent: the token it presents, and the tenant its calls are billed to.
@@ -278,8 +285,20 @@ fn admin_table(keys: &Keys<'_>, mut table: Table) -> Result<AdminConfig, ConfigF
             ));
         }
     };
-    keys.no_other_keys(&table, "serve.admin", &["listen", "token"])?;
-    Ok(AdminConfig { listen, token })
+    let mut operators = BTreeMap::new();
+    for (name, value) in keys.table(&mut table, "operators", "serve.admin.operators")? {
+        let at = format!("serve.admin.operators.{name}");
+        if let Err(e) = crate::journal::text::check_operator(&name) {
+            return Err(keys.invalid(&at, e.to_string()));
+        }
+        operators.insert(name, self::token(keys, &at, value)?);
+    }
+    keys.no_other_keys(&table, "serve.admin", &["listen", "token", "operators"])?;
+    Ok(AdminConfig {
+        listen,
+        token,
+        operators,
+    })
 }
 
 fn agent(keys: &Keys<'_>, at: &str, mut table: Table) -> Result<AgentConfig, ConfigFileError> {

@@ -175,3 +175,20 @@ fn a_credential_that_cannot_be_read_is_named_by_provider_and_label() {
     assert!(e.contains("providers.openai.credentials.team-key"), "{e}");
     assert!(e.contains("SLUICE_TEST_SURELY_UNSET_VARIABLE"), "{e}");
 }
+
+#[test]
+fn console_operators_are_read_by_name_and_a_name_the_journal_would_refuse_is_named() {
+    let text = "[serve.admin]\ntoken = { env = \"A\" }\n\
+                [serve.admin.operators]\n\"ops@example.com\" = { env = \"OPS\" }\n";
+    let c = SluiceConfig::from_toml(text, Path::new(".")).unwrap();
+    let admin = c.serve.admin.unwrap();
+    assert_eq!(
+        admin.operators.get("ops@example.com"),
+        Some(&TokenSource::Env("OPS".into()))
+    );
+    let e = error(
+        "[serve.admin]\ntoken = { env = \"A\" }\noperators = { \" ops\" = { env = \"O\" } }\n",
+    );
+    assert!(e.contains("serve.admin.operators. ops"), "{e}");
+    assert!(e.contains("space"), "{e}");
+}

@@ -9,8 +9,8 @@ use tracing::{Instrument, Span};
 
 use super::stream::Stream;
 use super::tally::Tally;
-use super::trace;
 use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
+use super::{recent, trace};
 use crate::admission::{Acquire, Class, Permit, Refused, Rejection, Usage};
 use crate::contract::{Request, WireOutcome as Wire};
 use crate::guard::GuardedPolicy;
@@ -191,7 +191,16 @@ impl Executor {
         }
         t.attempts += 1;
         let started = self.transport.start(&p.req, cx.secrets).await;
-        trace::answered(call, started.as_ref().ok().map(|s| s.status));
+        let status = started.as_ref().ok().map(|s| s.status);
+        trace::answered(call, status);
+        if status == Some(429) {
+            self.recent.answered_429(recent::Answered429 {
+                at_ms: self.clock.wall_ms(),
+                path: cx.path.to_owned(),
+                tenant: p.tenant.clone(),
+                attempt: t.attempts,
+            });
+        }
         let (wire, permit) = match started {
             Ok(s) if cx.stream && (200..300).contains(&s.status) => {
                 match self.open_stream(s, permit, policy, p, t, observer).await {
@@ -255,6 +264,11 @@ impl Executor {
         t.queued += waited;
         if admitted.is_ok() {
             trace::admitted(call, cx.span, &p.tenant, waited, t.queued);
+            self.recent.waited(recent::Waited {
+                at_ms: self.clock.wall_ms(),
+                tenant: p.tenant.clone(),
+                waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+            });
         }
         admitted.map_err(|refused| {
             trace::left_queue(call, &refused);

@@ -12,6 +12,7 @@ mod attempt;
 mod budgets;
 mod call;
 mod reading;
+pub mod recent;
 mod stream;
 mod tally;
 mod trace;
@@ -54,6 +55,8 @@ pub struct Executor {
     tasks: Tasks,
     /// Reads in flight that opted into sharing, by what they ask.
     reads: Coalescer<String, Outcome>,
+    /// The last 429s the providers answered, and the last admission waits.
+    recent: recent::Recent,
     /// The secret headers of each call's credential label, asked for at each send.
     credentials: Arc<dyn Credentials>,
     clock: Arc<dyn Clock>,
@@ -84,6 +87,7 @@ impl Executor {
             delayed: Mutex::default(),
             tasks,
             reads: Coalescer::new(),
+            recent: recent::Recent::default(),
             credentials: Arc::new(NoCredentials),
             clock,
         }
@@ -100,6 +104,24 @@ impl Executor {
     /// Where the secret headers of a call's credential label come from.
     pub fn credentials(&self) -> &Arc<dyn Credentials> {
         &self.credentials
+    }
+
+    /// Every path's circuit breaker with failures counted, as it stands now (see
+    /// [`crate::retry::Breakers::states`]). Looking changes nothing.
+    pub fn breakers(&self) -> Vec<crate::retry::BreakerState> {
+        self.breakers.states(self.clock.now())
+    }
+
+    /// The last 429s the providers answered, oldest first, absorbed by retries or not
+    /// (see [`recent`]).
+    pub fn recent_429s(&self) -> Vec<recent::Answered429> {
+        self.recent.list_429s()
+    }
+
+    /// The last admission waits, oldest first: how long calls queued before they were
+    /// admitted, by tenant (see [`recent`]).
+    pub fn recent_waits(&self) -> Vec<recent::Waited> {
+        self.recent.list_waits()
     }
 
     /// The admission handle the executor queues on.

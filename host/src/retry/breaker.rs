@@ -54,6 +54,22 @@ pub struct Open {
     pub retry_in: Duration,
 }
 
+/// One path's breaker as it stands, for an operator to look at ([`Breakers::states`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BreakerState {
+    /// The path: `provider credential METHOD /route`.
+    pub route: String,
+    /// The failure that repeats.
+    pub error: String,
+    /// How many times in a row.
+    pub failures: u32,
+    /// `closed` (failures counted, below the threshold), `open` (calls refused) or
+    /// `half-open` (its time is up: the next call probes the path).
+    pub state: &'static str,
+    /// How long until an open path is tried again (0 unless open).
+    pub retry_in_ms: u64,
+}
+
 /// Breakers for every path.
 #[derive(Debug)]
 pub struct Breakers {
@@ -99,6 +115,32 @@ impl Breakers {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Every path with failures counted, as it stands at `now`, sorted by path. Looking
+    /// changes nothing: a path whose time is up shows `half-open` but stays counted open
+    /// until a call probes it.
+    pub fn states(&self, now: Instant) -> Vec<BreakerState> {
+        let mut states: Vec<BreakerState> = self
+            .paths()
+            .iter()
+            .map(|(route, p)| {
+                let (state, retry_in) = match p.open_until {
+                    Some(t) if t > now => ("open", t - now),
+                    Some(_) => ("half-open", Duration::ZERO),
+                    None => ("closed", Duration::ZERO),
+                };
+                BreakerState {
+                    route: route.clone(),
+                    error: p.code.clone(),
+                    failures: p.failures,
+                    state,
+                    retry_in_ms: u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX),
+                }
+            })
+            .collect();
+        states.sort_by(|a, b| a.route.cmp(&b.route));
+        states
     }
 
     /// Records a success on `route`.
@@ -184,6 +226,31 @@ mod tests {
             ),
             "POST /v1/charges/{}/capture"
         );
+    }
+
+    #[test]
+    fn states_show_counted_open_and_half_open_paths_without_changing_them() {
+        let b = Breakers::new(2, Duration::from_secs(30));
+        #[allow(clippy::disallowed_methods, reason = "an anchor for offsets in a test")]
+        let t = Instant::now();
+        assert!(b.states(t).is_empty());
+        b.failure("p c GET /b", "500 boom", t);
+        b.failure("p c GET /a", "401 invalid_api_key", t);
+        b.failure("p c GET /a", "401 invalid_api_key", t);
+        let states = b.states(t + Duration::from_secs(10));
+        assert_eq!(states.len(), 2);
+        assert_eq!(
+            (
+                states[0].route.as_str(),
+                states[0].state,
+                states[0].retry_in_ms
+            ),
+            ("p c GET /a", "open", 20_000)
+        );
+        assert_eq!((states[1].state, states[1].failures), ("closed", 1));
+        let later = t + Duration::from_secs(31);
+        assert_eq!(b.states(later)[0].state, "half-open");
+        assert!(b.check("p c GET /a", t).is_err(), "looking closed nothing");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::Shared;
 use crate::reply::Body;
 
 /// Verifies the audit log.
-pub(super) fn verify(shared: &Shared, q: Option<&str>) -> Response<Body> {
+pub(crate) fn verify(shared: &Shared, q: Option<&str>) -> Response<Body> {
     let expect_key = match query(q, &["expect_key"]) {
         Ok(pairs) => match pairs.last() {
             None => None,

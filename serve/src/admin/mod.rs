@@ -16,6 +16,9 @@
 //!   `POST /escalations/{id}/resolve` (a decision, carried out at once) ([`escalations`]);
 //! - `GET /audit/verify`: verifies the audit log ([`audit`]).
 //!
+//! The operator's console (`/console`, HTML for people, signed in with a session cookie) is
+//! served on the same listener: see `crate::console`.
+//!
 //! An unknown route is answered 404 with the list of routes; a known one asked with another
 //! method, 405 with `Allow`.
 //!
@@ -23,7 +26,7 @@
 //! embedding platform or the `sluice` CLI makes: a cancel, a decision and a verification here
 //! are the CLI's, recorded and audited the same way.
 
-mod audit;
+pub(crate) mod audit;
 mod escalations;
 mod scopes;
 mod tasks;
@@ -40,6 +43,7 @@ use serde_json::{Value, json};
 
 use crate::Shared;
 use crate::agents::digest;
+use crate::console::{self, Console};
 use crate::reply::{Body, full};
 
 /// Every route, as an unknown route's answer lists them.
@@ -62,11 +66,16 @@ pub const ROUTES: &[&str] = &[
 pub struct Admin {
     pub(crate) shared: Arc<Shared>,
     token: [u8; 32],
+    console: Console,
 }
 
 impl Admin {
-    pub(crate) fn new(shared: Arc<Shared>, token: [u8; 32]) -> Self {
-        Self { shared, token }
+    pub(crate) fn new(shared: Arc<Shared>, token: [u8; 32], console: Console) -> Self {
+        Self {
+            shared,
+            token,
+            console,
+        }
     }
 
     /// Whether `req` carries the admin token.
@@ -153,6 +162,10 @@ pub(crate) async fn handle(
     let path = req.uri().path().to_owned();
     if req.method() == Method::GET && path == "/healthz" {
         return Ok(json_reply(200, &json!({"status": "ok"})));
+    }
+    // The console signs people in with a session of its own (see `crate::console`).
+    if console::owns(&path) {
+        return Ok(console::handle(&admin.shared, &admin.console, req).await);
     }
     if !admin.authorized(&req) {
         let mut r = error_reply(

@@ -25,7 +25,7 @@ pub struct Stack {
     pub sluice: Arc<Sluice>,
 }
 
-fn sha256_hex(text: &str) -> String {
+pub fn sha256_hex(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -35,6 +35,11 @@ fn sha256_hex(text: &str) -> String {
 /// A sidecar for the bundled `plugin`'s provider, faked in `style`, whose credential may
 /// send 600 requests a minute; agent `bot` bills tenant `acme`.
 pub async fn stack(style: Style, plugin: &str) -> Stack {
+    stack_with(style, plugin, "").await
+}
+
+/// [`stack`], with `admin` (TOML lines) added to its `[serve.admin]` table.
+pub async fn stack_with(style: Style, plugin: &str, admin: &str) -> Stack {
     let fake = FakeProvider::start(FakeConfig::new(style)).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("provider.key");
@@ -51,6 +56,7 @@ pub async fn stack(style: Style, plugin: &str) -> Stack {
 
         [serve.admin]
         token = {{ sha256 = "{admin}" }}
+        {admin_extra}
         [serve.agents.bot]
         token = {{ sha256 = "{agent}" }}
         tenant = "acme"
@@ -58,6 +64,7 @@ pub async fn stack(style: Style, plugin: &str) -> Stack {
         url = fake.url(""),
         key = key.display(),
         admin = sha256_hex(ADMIN_TOKEN),
+        admin_extra = admin,
         agent = sha256_hex(AGENT_TOKEN),
     );
     let config = SluiceConfig::from_toml(&text, Path::new(".")).unwrap();
