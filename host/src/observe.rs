@@ -182,7 +182,8 @@ pub fn refusal(r: &Rejection) -> &'static str {
 
 /// The `outcome` of a call: `succeeded`, `streaming`, or why it ended — `stopped`,
 /// `refused`, `out-of-time`, `cancelled`, `breaker-open`, `scope-retries-full`,
-/// `task-budget-exhausted`, `unknown-provider`, `not-recorded`.
+/// `task-budget-exhausted`, `unknown-provider`, `unknown-credential`, `not-recorded`,
+/// `budget-spent`.
 pub fn outcome(o: &crate::execute::Outcome) -> &'static str {
     use crate::execute::{Outcome, Reason};
     match o {
@@ -198,6 +199,7 @@ pub fn outcome(o: &crate::execute::Outcome) -> &'static str {
             Reason::UnknownProvider(_) => "unknown-provider",
             Reason::UnknownCredential { .. } => "unknown-credential",
             Reason::NotRecorded(_) => "not-recorded",
+            Reason::BudgetSpent(_) => "budget-spent",
         },
     }
 }
