@@ -15,7 +15,8 @@
 //!
 //! **Estimated, then corrected.** A call is charged when it is admitted — one request, the
 //! tokens its plugin's plan estimates, and their price — and the charge is corrected to the
-//! usage the answer reports when it ends ([`Reservation::settle`]); a call that sent nothing
+//! usage the answer reports when it ends, as billed: its input and output tokens, not the
+//! reservation a rate limit counts ([`Reservation::settle`]); a call that sent nothing
 //! gives its charge back ([`Reservation::release`]); a call that was sent but whose usage is
 //! unknown keeps its estimate. A call counts once, however many attempts it took: a
 //! provider bills what it answered, not the 429s before. A call is refused once a budget is
@@ -27,8 +28,9 @@
 //! host keeps what every tenant spent this month.
 //!
 //! **Watched.** As a tenant's use crosses a threshold of a budget (80% and 100% by
-//! default), a `warn` event is logged and [`BUDGET_THRESHOLDS`] counts it; every change
-//! sets [`BUDGET_USED_RATIO`], and every refusal counts in [`BUDGET_REFUSALS`].
+//! default), a `warn` event is logged and [`crate::observe::BUDGET_THRESHOLDS`] counts it;
+//! every change sets [`crate::observe::BUDGET_USED_RATIO`], and every refusal counts in
+//! [`crate::observe::BUDGET_REFUSALS`].
 
 mod config;
 mod window;
@@ -42,15 +44,7 @@ pub use crate::admission::Usage;
 use crate::admission::config::TenantsConfig;
 use crate::clock::Clock;
 use crate::journal::{Journal, JournalError};
-
-/// Counter: a tenant's use crossed a threshold of a budget (`tenant`, `budget`,
-/// `threshold`, in percent).
-pub const BUDGET_THRESHOLDS: &str = "sluice_budget_thresholds_total";
-/// Gauge: the share of a budget a tenant has used in the current period (`tenant`,
-/// `budget`).
-pub const BUDGET_USED_RATIO: &str = "sluice_budget_used_ratio";
-/// Counter: calls refused because a budget was spent (`tenant`, `budget`).
-pub const BUDGET_REFUSALS: &str = "sluice_budget_refusals_total";
+use crate::observe::{BUDGET_REFUSALS, BUDGET_THRESHOLDS, BUDGET_USED_RATIO};
 
 /// What counts against budgets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
