@@ -35,7 +35,7 @@ use crate::private_fs;
 pub const APPLICATION_ID: i32 = 0x736c_7563;
 
 /// The schema version this build writes and reads (SQLite's `user_version`). A journal of
-/// an earlier version is brought up to it when opened ([`MIGRATIONS`]).
+/// an earlier version is brought up to it when opened (each version's additions, in order).
 pub const SCHEMA_VERSION: i32 = 2;
 
 /// How long a statement waits for another process's lock before failing.
