@@ -1,5 +1,6 @@
 //! `sluice config check`: validates a configuration file (providers' plugins, base URLs and
-//! credentials, admission, retry, audit, transport) and shows how each scope will be paced.
+//! credentials, admission, retry, audit, transport, budgets and prices) and shows how each
+//! scope will be paced and what each tenant may spend.
 //!
 //! Every name printed comes from the file (providers, scopes, models, tiers), so each goes
 //! through `sluice::printable`: a key such as `"a\nfake: valid"` would otherwise print a
@@ -11,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use sluice::admission::{Limits, Rate};
+use sluice::budget::{BudgetConfig, BudgetLimits};
 use sluice::config::{
     AgentProviderKeys, PluginSource, ProviderSetup, ServeConfig, SluiceConfig, TokenSource,
 };
@@ -143,7 +145,59 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
             ))
     );
     print_serve(&mut out, &host.serve);
+    print_budgets(&mut out, &host.budgets);
     crate::print_once(&out)
+}
+
+/// Budgets and prices: the calendar, each tier's and tenant's budgets, each model's price.
+fn print_budgets(out: &mut String, budgets: &BudgetConfig) {
+    if !budgets.is_active() {
+        outln!(out, "budgets: none");
+        return;
+    }
+    let thresholds: Vec<String> = budgets
+        .thresholds_percent
+        .iter()
+        .map(|t| format!("{t}%"))
+        .collect();
+    outln!(
+        out,
+        "budgets: calendar days and months in {}, money in micro-units of {}, reported at {}",
+        printable(budgets.calendar.name()),
+        budgets.currency,
+        thresholds.join(", ")
+    );
+    let limits = |l: &BudgetLimits| -> String {
+        let parts: Vec<String> = l.iter().map(|(b, n)| format!("{b} {n}")).collect();
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(", ")
+        }
+    };
+    for (tier, l) in &budgets.tiers {
+        if !l.is_empty() {
+            outln!(out, "  tier {}: each tenant {}", printable(tier), limits(l));
+        }
+    }
+    for (tenant, l) in &budgets.tenants {
+        outln!(out, "  tenant {}: {}", printable(tenant), limits(l));
+    }
+    for (provider, models) in &budgets.prices {
+        for (model, p) in models {
+            let cached = p
+                .cached_input_micros_per_million
+                .map_or_else(|| "the input price".to_owned(), |c| c.to_string());
+            outln!(
+                out,
+                "  price {} {}: per million tokens, input {}, output {}, cached input {cached}",
+                printable(provider),
+                printable(model),
+                p.input_micros_per_million,
+                p.output_micros_per_million
+            );
+        }
+    }
 }
 
 /// The `[serve]` table: where agents and the admin API connect, and each agent's tenant and

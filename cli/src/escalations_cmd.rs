@@ -56,7 +56,7 @@ pub enum EscalationsCommand {
         journal: PathBuf,
         /// The option: query-existing, retry-same-key, cancel, send-as-new (uncertain
         /// writes); continue-access, cancel (spent time budgets); wait, raise-quota,
-        /// change-plan, cancel (spent quotas).
+        /// change-plan, cancel (spent quotas); wait, raise-budget, cancel (spent budgets).
         #[arg(long)]
         option: String,
         /// Who decides: one line of visible characters, at most 256 bytes.

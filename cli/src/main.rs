@@ -1,6 +1,7 @@
 //! `sluice`: the command line of the sluice governor.
 
 mod audit_cmd;
+mod budgets_cmd;
 mod config_cmd;
 mod demo;
 mod escalations_cmd;
@@ -45,6 +46,8 @@ enum Command {
         #[command(subcommand)]
         command: escalations_cmd::EscalationsCommand,
     },
+    /// Show what each tenant has spent this day and month, against its budgets.
+    Budgets(budgets_cmd::BudgetsArgs),
     /// Make audit signing keys and verify audit logs offline.
     Audit {
         #[command(subcommand)]
@@ -92,6 +95,7 @@ fn main() -> ExitCode {
         Command::Escalations { command } => escalations_cmd::run(command),
         Command::Demo(args) => demo::run(args),
         Command::Serve(args) => serve_cmd::run(args),
+        Command::Budgets(args) => budgets_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -55,6 +55,16 @@ fn the_demo_report_holds_sluice_to_its_promises() {
             .unwrap()
     };
     assert!(share("noisy") <= share("acme"), "{s}");
+    // The noisy tenant reaches its spend budget within the run: refused at once from then on.
+    let b = &s["budget"];
+    assert_eq!(b["tenant"], "noisy", "{b}");
+    assert!(b["reached_at_s"].as_f64().unwrap() < 120.0, "{b}");
+    assert!(b["refused_calls"].as_u64().unwrap() > 0, "{b}");
+    assert!(b["spent_micros"].as_u64().unwrap() > 0, "{b}");
+    assert!(
+        stdout.contains("budget: tenant noisy's spend_micros_per_month"),
+        "{stdout}"
+    );
     // The naive client ran the same agents beside it.
     assert!(r["naive"]["provider"]["attempts"].as_u64().unwrap() > 0);
     assert!(

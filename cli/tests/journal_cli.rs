@@ -48,6 +48,7 @@ fn every_command(path: &Path) -> Vec<Vec<String>> {
             "--by",
             "ops",
         ],
+        vec!["budgets", "--journal", journal],
     ]
     .into_iter()
     .map(|args| args.into_iter().map(String::from).collect())

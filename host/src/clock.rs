@@ -56,6 +56,37 @@ impl Clock for TokioClock {
     }
 }
 
+/// Tokio's clock with a wall clock that starts where it is told and moves with tokio's
+/// clock: a host on a paused test runtime (or the demo) lives through a given date — the
+/// last hour of a month — in virtual time. Calendar budgets ([`crate::budget`]) read it.
+#[derive(Debug, Clone, Copy)]
+pub struct TokioWallClock {
+    start: tokio::time::Instant,
+    wall_start_ms: i64,
+}
+
+impl TokioWallClock {
+    /// A clock whose wall time is `wall_ms` (milliseconds since the Unix epoch) now.
+    pub fn starting_at(wall_ms: i64) -> Self {
+        Self {
+            start: tokio_now(),
+            wall_start_ms: wall_ms,
+        }
+    }
+}
+
+impl Clock for TokioWallClock {
+    fn now(&self) -> Instant {
+        tokio_now().into_std()
+    }
+
+    fn wall_ms(&self) -> i64 {
+        let since = tokio_now().saturating_duration_since(self.start);
+        let ms = i64::try_from(since.as_millis()).unwrap_or(i64::MAX);
+        self.wall_start_ms.saturating_add(ms)
+    }
+}
+
 /// Tokio's now: the machine's monotonic clock, or tokio's paused clock in tests. For code that
 /// measures tokio timers (tests of timing); host logic takes a [`Clock`] instead.
 #[allow(
@@ -119,6 +150,15 @@ mod tests {
         c.advance(Duration::from_millis(250));
         assert_eq!(c.wall_ms(), 1_250);
         assert_eq!(c.now() - t0, Duration::from_millis(250));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tokio_wall_clock_moves_its_date_with_tokio_paused_time() {
+        let c = TokioWallClock::starting_at(1_000);
+        let t0 = c.now();
+        tokio::time::sleep(Duration::from_secs(3_600)).await;
+        assert_eq!(c.wall_ms(), 1_000 + 3_600_000);
+        assert_eq!(c.now() - t0, Duration::from_secs(3_600));
     }
 
     #[tokio::test(start_paused = true)]

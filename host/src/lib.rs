@@ -29,6 +29,8 @@
 //! - [`Sluice`] and [`SluiceBuilder`]: the one way in, from a [`config`] file;
 //! - [`execute`]: one call from the queue to a typed outcome ([`execute::Call`]);
 //! - [`admission`]: scopes, GCRA buckets, the fair priority queue, tenants and tiers;
+//! - [`budget`]: spend budgets per tenant over calendar days and months, priced from the
+//!   configuration's price table and kept in the journal;
 //! - [`retry`]: budgets per request class, backoff, circuit breakers;
 //! - [`task`]: a task's identity, and where its cancellation and budgets live;
 //! - [`transport`]: HTTP, TLS, timeouts and proxies;
@@ -51,6 +53,7 @@
 
 pub mod admission;
 pub mod audit;
+pub mod budget;
 pub mod clock;
 pub mod config;
 pub mod contract;

@@ -32,6 +32,8 @@
 //! | breaker opened / half-open / closed | warn / info / info | `retry::breaker` | `path`, `error`, `failures`, `open_ms` |
 //! | plugin call failed / quarantined / quarantine lifted | warn / warn / info | `guard` | `plugin`, `error`, `until_s` |
 //! | usage corrected | debug | `execute::usage` | `provider`, `estimated_tokens`, `actual_tokens` |
+//! | call refused: the tenant's budget is spent | warn | `execute::charge` | `provider`, `tenant`, `budget`, `resets_at_ms` |
+//! | budget threshold crossed | warn | `budget` | `tenant`, `budget`, `threshold_percent`, `used`, `limit`, `period`, `resets_at_ms` |
 //!
 //! # Metrics
 //!
@@ -53,6 +55,9 @@
 //! | [`PLUGIN_CALL`] | histogram | `plugin`, `function` (`plan-request`, `read-response`, `reconcile`, `read-reconciliation`) | seconds a plugin call took, on the real clock |
 //! | [`PLUGIN_FAILURES`] | counter | `plugin` | plugin calls that failed (trap, timeout, invalid output...) |
 //! | [`PLUGIN_QUARANTINED`] | gauge | `plugin` | 1 while the plugin is quarantined, else 0 |
+//! | [`BUDGET_THRESHOLDS`] | counter | `tenant`, `budget` (`spend_micros_per_month`...), `threshold` (percent) | a tenant's use crossed a threshold of a budget |
+//! | [`BUDGET_USED_RATIO`] | gauge | `tenant`, `budget` | the share of the budget used in its current period |
+//! | [`BUDGET_REFUSALS`] | counter | `tenant`, `budget` | calls refused because the budget was spent |
 //!
 //! A gauge kept per scope ([`QUEUE_DEPTH`]) is registered when the scheduler first meets the
 //! scope: install the recorder before building the host.
@@ -88,6 +93,13 @@ pub const PLUGIN_CALL: &str = "sluice_plugin_call_seconds";
 pub const PLUGIN_FAILURES: &str = "sluice_plugin_failures_total";
 /// Gauge: 1 while a plugin is quarantined.
 pub const PLUGIN_QUARANTINED: &str = "sluice_plugin_quarantined";
+
+/// Counter: a tenant's use crossed a threshold of a budget.
+pub const BUDGET_THRESHOLDS: &str = "sluice_budget_thresholds_total";
+/// Gauge: the share of a budget a tenant has used in its current period.
+pub const BUDGET_USED_RATIO: &str = "sluice_budget_used_ratio";
+/// Counter: calls refused because a budget was spent.
+pub const BUDGET_REFUSALS: &str = "sluice_budget_refusals_total";
 
 /// The span of one logical call.
 pub const CALL_SPAN: &str = "sluice.call";
@@ -131,6 +143,15 @@ pub fn describe() {
     describe_histogram!(PLUGIN_CALL, Unit::Seconds, "Time a plugin call took");
     describe_counter!(PLUGIN_FAILURES, "Plugin calls that failed");
     describe_gauge!(PLUGIN_QUARANTINED, "1 while the plugin is quarantined");
+    describe_counter!(
+        BUDGET_THRESHOLDS,
+        "A tenant's use crossed a threshold of a budget"
+    );
+    describe_gauge!(
+        BUDGET_USED_RATIO,
+        "The share of a budget a tenant has used in its current period"
+    );
+    describe_counter!(BUDGET_REFUSALS, "Calls refused because a budget was spent");
 }
 
 /// A request class as the contract spells it.
@@ -182,7 +203,8 @@ pub fn refusal(r: &Rejection) -> &'static str {
 
 /// The `outcome` of a call: `succeeded`, `streaming`, or why it ended — `stopped`,
 /// `refused`, `out-of-time`, `cancelled`, `breaker-open`, `scope-retries-full`,
-/// `task-budget-exhausted`, `unknown-provider`, `not-recorded`.
+/// `task-budget-exhausted`, `unknown-provider`, `unknown-credential`, `not-recorded`,
+/// `budget-spent`.
 pub fn outcome(o: &crate::execute::Outcome) -> &'static str {
     use crate::execute::{Outcome, Reason};
     match o {
@@ -198,6 +220,7 @@ pub fn outcome(o: &crate::execute::Outcome) -> &'static str {
             Reason::UnknownProvider(_) => "unknown-provider",
             Reason::UnknownCredential { .. } => "unknown-credential",
             Reason::NotRecorded(_) => "not-recorded",
+            Reason::BudgetSpent(_) => "budget-spent",
         },
     }
 }

@@ -9,9 +9,9 @@ use std::time::Duration;
 use sluice::Sluice;
 use sluice::admission::Class;
 use sluice::audit::verify;
-use sluice::clock::{Clock, TokioClock};
+use sluice::clock::{Clock, TokioClock, tokio_now};
 use sluice::contract::RequestClass;
-use sluice::execute::{Call, Outcome};
+use sluice::execute::{Call, Outcome, Reason};
 use sluice::journal::State;
 use sluice::writes::Write;
 use sluice_fake_provider::FakeProvider;
@@ -22,7 +22,8 @@ use super::state::Ledger;
 use super::workload::{Agent, CHAT, Op, PAYMENTS, PAYMENTS_RPM, RPM, TPM};
 
 /// The host's configuration: both accounts paced at 97% of their limits, tenants weighted
-/// equally, plugins given the time a debug build needs (more than the 5 ms default).
+/// equally, plugins given the time a debug build needs (more than the 5 ms default), the
+/// model's tokens priced and the noisy tenant given a spend budget ([`super::budget`]).
 fn config() -> String {
     format!(
         "margin = 0.97\n\
@@ -34,7 +35,8 @@ fn config() -> String {
          [tiers.standard]\nweight = 1\n\
          [tenants]\ndefault_tier = \"standard\"\n\
          [transport]\nconnect_timeout_ms = 2000\nfirst_byte_timeout_ms = 30000\nidle_timeout_ms = 30000\n\
-         [plugins]\ncall_deadline_ms = 100\n"
+         [plugins]\ncall_deadline_ms = 100\n{}",
+        super::budget::config()
     )
 }
 
@@ -75,15 +77,33 @@ pub async fn run(
             .build()?,
     );
     let journal = host.journal().clone();
+    let budgets = host.executor().budgets().cloned();
+    let refusals = super::budget::Shared::default();
+    let shared = refusals.clone();
     let (chat_url, pay_url) = (chat.url(CHAT), payments.url(PAYMENTS));
+    let start = tokio_now();
     let records = drive("sluice", agents, duration, move |agent, i, op| {
         let host = host.clone();
+        let refusals = shared.clone();
         let (chat_url, pay_url) = (chat_url.clone(), pay_url.clone());
         async move {
             match op {
                 Op::Chat { body, .. } => {
                     let c = call(&agent, "openai", chat_url, RequestClass::Read, body);
-                    matches!(host.execute(&c).await, Outcome::Succeeded { .. })
+                    match host.execute(&c).await {
+                        Outcome::Succeeded { .. } => true,
+                        Outcome::Ended(t) if matches!(t.reason, Reason::BudgetSpent(_)) => {
+                            {
+                                let mut r = refusals.borrow_mut();
+                                r.calls += 1;
+                                r.first.get_or_insert(tokio_now() - start);
+                            }
+                            // Spent until the month ends: the agent stops asking.
+                            tokio::time::sleep(duration).await;
+                            false
+                        }
+                        Outcome::Ended(_) => false,
+                    }
                 }
                 Op::Pay { body } => {
                     let w = Write {
@@ -140,6 +160,10 @@ pub async fn run(
             Err(e) => format!("failed: {e}"),
         },
     };
+    let budget = match budgets {
+        Some(b) => Some(super::budget::after(&b, &refusals.borrow())?),
+        None => None,
+    };
     Ok(Raw {
         records,
         chat_attempts: chat.attempts(),
@@ -147,5 +171,6 @@ pub async fn run(
         stored: payments.stored(),
         writes: Some(writes),
         audit: Some(audit),
+        budget,
     })
 }

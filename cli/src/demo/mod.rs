@@ -7,6 +7,7 @@
 //! Tenants `acme`, `globex` and `initech` each run one interactive agent and background
 //! agents; `noisy` runs about three eighths of all the agents, all in the background. The
 //! same agents, with the same seeds, then run through a naive client against fresh providers.
+//! sluice holds `noisy` to a spend budget it reaches within the run ([`budget`]).
 //!
 //! By default the run is on virtual time (tokio's paused clock: the providers, the host and
 //! every timer move together, and idle time is skipped), so two minutes of load take
@@ -15,6 +16,7 @@
 //! What a run keeps on disk, and how it stops on a signal, is in [`state`] and [`stop`]; what
 //! it writes beside its state (the JSON report, a kept key), in [`outputs`].
 
+mod budget;
 mod drive;
 mod governed;
 mod metrics;

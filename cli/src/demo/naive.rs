@@ -104,5 +104,6 @@ pub async fn run(
         stored: payments.stored(),
         writes: None,
         audit: None,
+        budget: None,
     }
 }

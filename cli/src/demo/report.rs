@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use sluice_fake_provider::{Attempt, Stored};
 
+use super::budget::BudgetRun;
 use super::workload::{EQUAL_TENANTS, NOISY, RPM, Record, TPM};
 
 /// What sluice's journal says of the writes.
@@ -51,6 +52,8 @@ pub struct Raw {
     pub writes: Option<WriteRun>,
     /// sluice's audit log figures.
     pub audit: Option<AuditRun>,
+    /// The noisy tenant's spend budget (sluice).
+    pub budget: Option<BudgetRun>,
 }
 
 /// One tenant's figures.
@@ -121,6 +124,8 @@ pub struct Side {
     pub writes: Writes,
     /// The audit log (sluice).
     pub audit: Option<AuditRun>,
+    /// The noisy tenant's spend budget (sluice).
+    pub budget: Option<BudgetRun>,
 }
 
 fn percentile(mut v: Vec<Duration>, p: f64) -> u64 {
@@ -221,6 +226,7 @@ impl Side {
                 escalations: raw.writes.as_ref().map(|w| w.escalations),
             },
             audit: raw.audit,
+            budget: raw.budget,
         }
     }
 
@@ -456,6 +462,9 @@ impl Report {
                 a.key,
                 a.verification
             );
+        }
+        if let Some(b) = &s.budget {
+            let _ = writeln!(o, "{}", super::budget::render(b));
         }
         let _ = writeln!(o, "\nchecks on sluice:");
         for c in &self.checks {

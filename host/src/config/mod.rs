@@ -26,6 +26,14 @@
 //!
 //! [plugins]
 //! call_deadline_ms = 5              # how long one plugin call may run
+//!
+//! [budgets]                         # spend budgets: see crate::budget
+//! time_zone = "Europe/Berlin"
+//! [tiers.free.budgets]
+//! spend_micros_per_month = 5000000
+//! [providers.openai.prices."gpt-4o"]
+//! input_micros_per_million = 2500000
+//! output_micros_per_million = 10000000
 //! ```
 //!
 //! Every key is checked: an unknown key, a wrong type or a number out of its range is an
@@ -33,6 +41,7 @@
 //! are taken from the file's directory. A provider without `plugin` uses the bundled plugin
 //! of its own name. An admission-only file is a valid configuration file.
 
+mod budgets;
 mod parse;
 mod serve;
 #[cfg(test)]
@@ -49,6 +58,7 @@ use crate::printable::printable;
 use crate::retry::RetryConfig;
 use crate::transport::TransportConfig;
 
+pub use budgets::{MAX_BUDGET, MAX_PRICE_MICROS};
 pub use serve::{
     AdminConfig, AgentConfig, AgentProviderKeys, ErrorShape, ServeConfig, ServeProvider,
     TokenSource,
@@ -77,6 +87,9 @@ pub struct SluiceConfig {
     pub plugin_call_deadline: Option<Duration>,
     /// The sidecar, `sluice serve` (the `[serve]` table).
     pub serve: ServeConfig,
+    /// Spend budgets and prices (the `[budgets]` table, `[tiers.X.budgets]`,
+    /// `[tenants.budgets.X]`, `[providers.X.prices.MODEL]`).
+    pub budgets: crate::budget::BudgetConfig,
 }
 
 /// One provider: who reads its answers, where it is, and the credentials it takes.

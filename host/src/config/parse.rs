@@ -146,6 +146,7 @@ pub(super) fn parse(
     }
 
     let serve = super::serve::parse(&keys, keys.table(&mut root, "serve", "serve")?)?;
+    let budgets = super::budgets::parse(&keys, &mut root)?;
 
     let admission = admission_part(origin, root)?;
     let mut config = SluiceConfig {
@@ -157,6 +158,7 @@ pub(super) fn parse(
         transport,
         plugin_call_deadline,
         serve,
+        budgets,
     };
     super::serve::reconcile(origin, &mut config)?;
     Ok(config)
@@ -228,7 +230,7 @@ fn admission_part(origin: &str, root: Table) -> Result<admission::Config, Config
             let mut message = one_line(&e.inner().to_string());
             if message.starts_with("unknown field") && message.contains("`limits`") {
                 // A provider's table: its own keys were taken out before admission read it.
-                message.push_str(", `plugin`, `base_url`, `credentials`");
+                message.push_str(", `plugin`, `base_url`, `credentials`, `prices`");
             }
             ConfigFileError::Invalid {
                 origin: origin.to_owned(),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::Sluice;
 use crate::admission::{self, Admission};
 use crate::audit::{self, AuditKey, AuditLog, AuditSettings};
+use crate::budget::Budgets;
 use crate::clock::{Clock, TokioClock};
 use crate::config::{ConfigFileError, PluginSource, SluiceConfig};
 use crate::credentials::{Credentials, Keyring};
@@ -258,24 +259,31 @@ impl SluiceBuilder {
             Some(s) => s,
             None => os_seed()?,
         };
-        let executor = Arc::new(
-            Executor::new(
-                admission,
-                policies,
-                transport,
-                config.retry.clone(),
-                clock.clone(),
-                seed,
-            )
-            .with_credentials(credentials),
-        );
-
         let state_dir = match self.state_dir.or(config.state_dir.clone()) {
             Some(dir) => dir,
             None => user_state_dir().ok_or(BuildError::NoStateDir)?,
         };
         open_state_dir(&state_dir)?;
         let journal = Arc::new(Journal::open_or_create(&state_dir.join("journal.sqlite"))?);
+        let mut executor = Executor::new(
+            admission,
+            policies,
+            transport,
+            config.retry.clone(),
+            clock.clone(),
+            seed,
+        )
+        .with_credentials(credentials);
+        if config.budgets.is_active() {
+            // Budget use is counted in the journal, so that a restart keeps it.
+            executor = executor.with_budgets(Arc::new(Budgets::new(
+                config.budgets.clone(),
+                config.admission.tenants.clone(),
+                journal.clone(),
+                clock.clone(),
+            )));
+        }
+        let executor = Arc::new(executor);
         let audit = match self.audit_log {
             Some(log) => log,
             None => {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{Instrument, Span};
 
+use super::charge;
 use super::stream::Stream;
 use super::tally::Tally;
 use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
@@ -29,6 +30,10 @@ pub(super) struct Prepared {
     /// The call's class budget and backoff, read from the configuration once per call.
     pub(super) budget: ClassBudget,
     pub(super) backoff: Backoff,
+    /// The usage the last answer reported as billed, and the input tokens of it read from
+    /// the provider's cache: what the call's budget charge is corrected to.
+    pub(super) actual: Option<Usage>,
+    pub(super) cached_input: u64,
 }
 
 /// What every attempt of a call shares.
@@ -90,6 +95,8 @@ impl Executor {
             scopes,
             budget: self.retry.budget(call.class),
             backoff: self.retry.backoff(),
+            actual: None,
+            cached_input: 0,
             req,
         })
     }
@@ -148,6 +155,11 @@ impl Executor {
             return Run::Done(t.end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
         };
         span.record("tenant", p.tenant.as_str());
+        // A spent budget refuses before the call takes a place in the queue.
+        let reservation = match self.charge(&call.provider, &p) {
+            Ok(r) => r,
+            Err(end) => return Run::Done(end),
+        };
         let credentials = self.credentials.headers(&call.provider, &call.credential);
         let secrets: Vec<(&str, &str)> = credentials
             .iter()
@@ -166,7 +178,16 @@ impl Executor {
             let attempt = trace::attempt_span(span, t.attempts + 1);
             let step = self.attempt(&cx, &mut p, &mut t, observer);
             if let Some(run) = step.instrument(attempt).await {
-                return run;
+                return match run {
+                    Run::Done(outcome) => {
+                        charge::settle(reservation, &outcome, p.actual, p.cached_input);
+                        Run::Done(outcome)
+                    }
+                    Run::Stream(mut stream) => {
+                        stream.charged_to(reservation);
+                        Run::Stream(stream)
+                    }
+                };
             }
         }
     }

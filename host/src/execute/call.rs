@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::admission::{Class, Refused, Rejection, TaskId};
+use crate::budget::BudgetSpent;
 use crate::contract::{Classification, RequestClass, Response};
 use crate::retry::{Open, Stop};
 
@@ -231,6 +232,9 @@ pub enum Reason {
     },
     /// The observer refused to let an attempt go out (the journal could not record it).
     NotRecorded(NotRecorded),
+    /// A budget of the call's tenant is spent: refused at once, before it queued, until
+    /// the budget's period resets (or the budget is raised).
+    BudgetSpent(BudgetSpent),
 }
 
 /// A short account for a person: `stopped: outcome-unknown`, `refused: ...`.
@@ -270,6 +274,7 @@ impl std::fmt::Display for Reason {
                 write!(f, "no plugin is configured for provider `{provider}`")
             }
             Self::NotRecorded(why) => write!(f, "not recorded: {why}"),
+            Self::BudgetSpent(spent) => write!(f, "budget spent: {spent}"),
         }
     }
 }

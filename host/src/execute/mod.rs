@@ -11,6 +11,7 @@
 mod attempt;
 mod budgets;
 mod call;
+mod charge;
 mod reading;
 pub mod recent;
 mod stream;
@@ -24,6 +25,7 @@ use std::time::Duration;
 
 use crate::admission::Admission;
 use crate::admission::coalesce::{Coalescer, Joined};
+use crate::budget::Budgets;
 use crate::clock::Clock;
 use crate::contract::RequestClass;
 use crate::credentials::{Credentials, NoCredentials};
@@ -39,6 +41,7 @@ pub use call::{
     Call, DEFAULT_CREDENTIAL, NextAction, NotRecorded, Observer, Outcome, Reason, Terminal,
     Unobserved,
 };
+pub use charge::CACHED_INPUT_TOKENS;
 pub use stream::{PartialStream, Stream, StreamOutcome};
 
 /// Runs calls: admission, transport, plugins and the retry policy together.
@@ -59,6 +62,8 @@ pub struct Executor {
     recent: recent::Recent,
     /// The secret headers of each call's credential label, asked for at each send.
     credentials: Arc<dyn Credentials>,
+    /// Tenants' spend budgets, checked before a call queues; `None`: none.
+    budgets: Option<Arc<Budgets>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -89,8 +94,23 @@ impl Executor {
             reads: Coalescer::new(),
             recent: recent::Recent::default(),
             credentials: Arc::new(NoCredentials),
+            budgets: None,
             clock,
         }
+    }
+
+    /// Checks and counts every call against its tenant's `budgets` (by default, none): a
+    /// call of a tenant whose budget is spent is refused before it queues
+    /// ([`Reason::BudgetSpent`]).
+    #[must_use]
+    pub fn with_budgets(mut self, budgets: Arc<Budgets>) -> Self {
+        self.budgets = Some(budgets);
+        self
+    }
+
+    /// The budgets calls are counted against, if any.
+    pub fn budgets(&self) -> Option<&Arc<Budgets>> {
+        self.budgets.as_ref()
     }
 
     /// Sends each call with the headers `credentials` give its credential label (by

@@ -6,6 +6,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use super::attempt::{Prepared, failed};
+use super::charge;
 use super::stream::{self, Stream};
 use super::tally::{Tally, next_action};
 use super::trace;
@@ -68,7 +69,7 @@ impl Executor {
     pub(super) fn read_attempt(
         &self,
         call: &Call,
-        p: &Prepared,
+        p: &mut Prepared,
         policy: &GuardedPolicy,
         wire: &Wire,
         permit: Permit,
@@ -95,6 +96,10 @@ impl Executor {
             actual = corrected(p.estimate, &reading.usage);
             if let Some(actual) = actual {
                 usage::applied(&call.provider, p.estimate, actual);
+            }
+            if let Some(billed) = charge::billed(p.estimate, &reading.usage) {
+                p.actual = Some(billed);
+                p.cached_input = charge::cached_input(&reading.usage);
             }
         }
         t.error_code.clone_from(&c.error_code);

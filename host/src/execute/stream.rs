@@ -17,6 +17,7 @@ use bytes::Bytes;
 use super::Terminal;
 use super::usage::corrected;
 use crate::admission::{Permit, Usage};
+use crate::budget::Reservation;
 use crate::contract::{
     Request, Response, ResponsePart, TransportFailure, Verdict, WireOutcome as Wire,
 };
@@ -73,6 +74,9 @@ pub struct Stream {
     delivered: u64,
     usage: Option<Usage>,
     done: bool,
+    /// The call's charge against its tenant's budgets, corrected when the stream ends whole
+    /// (a broken stream keeps its estimate).
+    budget: Option<Reservation>,
 }
 
 pub(super) struct Opened {
@@ -105,7 +109,13 @@ impl Stream {
             delivered: 0,
             usage: None,
             done: false,
+            budget: None,
         }
+    }
+
+    /// Corrects `reservation` when the stream ends whole.
+    pub(super) fn charged_to(&mut self, reservation: Option<Reservation>) {
+        self.budget = reservation;
     }
 
     /// The next chunk as the provider sent it; `None` once the stream has ended whole.
@@ -198,6 +208,10 @@ impl Stream {
         self.usage = corrected(self.estimate, &reading.usage);
         if let Some(permit) = self.permit.take() {
             permit.complete(self.usage);
+        }
+        if let Some(budget) = self.budget.take() {
+            let billed = super::charge::billed(self.estimate, &reading.usage);
+            budget.settle(billed, super::charge::cached_input(&reading.usage));
         }
         let c = reading.classification;
         (c.verdict != Verdict::Success).then(|| PartialStream {

@@ -414,6 +414,7 @@ impl Journal {
 }
 
 mod attempts;
+mod budget_use;
 mod error;
 pub mod escalations;
 mod open;
@@ -421,6 +422,7 @@ mod state;
 pub mod text;
 
 pub use attempts::AttemptRecord;
+pub use budget_use::PeriodUse;
 pub use error::JournalError;
 use error::Unknown;
 pub use open::{APPLICATION_ID, SCHEMA_VERSION};

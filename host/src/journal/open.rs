@@ -13,7 +13,10 @@
 //!   `CREATE` — and a file that is not a sluice journal, or one of a newer schema, is refused
 //!   and left byte for byte as it was;
 //! - an operator's command ([`Journal::open_existing`]) opens only a file that exists and is
-//!   not empty, and runs SQLite's `quick_check` first, so that damage is reported as damage.
+//!   not empty, and runs SQLite's `quick_check` first, so that damage is reported as damage;
+//! - a journal of an earlier schema version is migrated when opened, after those checks:
+//!   each version's additions ([`MIGRATIONS`]) run in one transaction with the new
+//!   `user_version`, so a journal is of one version or the next, never between.
 //!
 //! The journal holds payment bodies: a new one is created `0600` in a directory created
 //! `0700`, whatever the umask ([`crate::private_fs`]). SQLite gives its `-wal` and `-shm`
@@ -31,8 +34,9 @@ use crate::private_fs;
 /// The SQLite `application_id` of a sluice journal: `sluc` in ASCII.
 pub const APPLICATION_ID: i32 = 0x736c_7563;
 
-/// The schema version this build writes and reads (SQLite's `user_version`).
-pub const SCHEMA_VERSION: i32 = 1;
+/// The schema version this build writes and reads (SQLite's `user_version`). A journal of
+/// an earlier version is brought up to it when opened (each version's additions, in order).
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// How long a statement waits for another process's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -105,11 +109,31 @@ CREATE TABLE disclosures (
 );
 ";
 
+/// What each schema version adds to the one before it, from version 2 on: `MIGRATIONS[0]`
+/// makes a version 1 journal a version 2 one. A new journal gets [`SCHEMA`] and every
+/// migration, in one transaction.
+const MIGRATIONS: [&str; 1] = [
+    // 2: budget use, per tenant and calendar period (see `crate::budget`).
+    "
+CREATE TABLE budget_use (
+    tenant TEXT NOT NULL,
+    window TEXT NOT NULL,
+    period TEXT NOT NULL,
+    starts_ms INTEGER NOT NULL,
+    resets_ms INTEGER NOT NULL,
+    requests INTEGER NOT NULL DEFAULT 0,
+    tokens INTEGER NOT NULL DEFAULT 0,
+    spend_micros INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, window, period)
+);
+",
+];
+
 /// What a database's header and catalogue say it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Found {
-    /// A sluice journal of a schema this build reads.
-    Journal,
+    /// A sluice journal of a schema this build reads, of this version.
+    Journal(i32),
     /// A database with nothing in it: no identity, no tables.
     Blank,
 }
@@ -124,7 +148,7 @@ fn identify(conn: &Connection, path: &str) -> Result<Found, JournalError> {
     let version = read("user_version")?;
     if application_id == APPLICATION_ID {
         return match version {
-            SCHEMA_VERSION => Ok(Found::Journal),
+            1..=SCHEMA_VERSION => Ok(Found::Journal(version)),
             v if v > SCHEMA_VERSION => Err(JournalError::NewerSchema {
                 path: path.into(),
                 version: v,
@@ -216,8 +240,29 @@ fn create_schema(conn: &mut Connection, name: &str) -> Result<(), JournalError> 
     // either created the journal already or not started.
     if identify(&tx, name)? == Found::Blank {
         tx.execute_batch(SCHEMA).map_err(err)?;
+        for step in MIGRATIONS {
+            tx.execute_batch(step).map_err(err)?;
+        }
         tx.pragma_update(None, "application_id", APPLICATION_ID)
             .map_err(err)?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(err)?;
+    }
+    tx.commit().map_err(err)
+}
+
+/// Brings a journal of an earlier schema version up to [`SCHEMA_VERSION`], one migration
+/// after another, in one transaction (unless another host got there first).
+fn migrate(conn: &mut Connection, name: &str) -> Result<(), JournalError> {
+    let err = |e| JournalError::from_sqlite(name, e);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(err)?;
+    if let Found::Journal(version) = identify(&tx, name)? {
+        let done = usize::try_from(version - 1).unwrap_or(0);
+        for step in MIGRATIONS.iter().skip(done) {
+            tx.execute_batch(step).map_err(err)?;
+        }
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(err)?;
     }
@@ -277,8 +322,10 @@ impl Journal {
         let mut conn = connect(path, &name)?;
         let found = identify(&conn, &name)?;
         durable(&conn, &name)?;
-        if found == Found::Blank {
-            create_schema(&mut conn, &name)?;
+        match found {
+            Found::Blank => create_schema(&mut conn, &name)?,
+            Found::Journal(v) if v < SCHEMA_VERSION => migrate(&mut conn, &name)?,
+            Found::Journal(_) => {}
         }
         Ok(Self::with(name, conn))
     }
@@ -297,8 +344,9 @@ impl Journal {
         if regular_file(path, &name)? == 0 {
             return Err(JournalError::Empty { path: name });
         }
-        let conn = connect(path, &name)?;
-        if identify(&conn, &name)? == Found::Blank {
+        let mut conn = connect(path, &name)?;
+        let found = identify(&conn, &name)?;
+        if found == Found::Blank {
             return Err(JournalError::NotAJournal {
                 path: name,
                 found: "an SQLite database with nothing in it".into(),
@@ -306,6 +354,9 @@ impl Journal {
         }
         quick_check(&conn, &name)?;
         durable(&conn, &name)?;
+        if matches!(found, Found::Journal(v) if v < SCHEMA_VERSION) {
+            migrate(&mut conn, &name)?;
+        }
         Ok(Self::with(name, conn))
     }
 

@@ -113,8 +113,9 @@ impl Writes {
                 let call = stored.call(&action, self.journal.body(id)?);
                 self.send(&action, &call, RESEND).await?
             }
-            // Refused by a spent quota: nothing happened, so it is sent as it first was.
-            Choice::Wait => {
+            // Refused by a spent quota or budget: nothing happened, so it is sent as it
+            // first was (a budget is checked again).
+            Choice::Wait | Choice::RaiseBudget => {
                 let call = stored.call(&action, self.journal.body(id)?);
                 self.send(&action, &call, "send").await?
             }

@@ -195,6 +195,14 @@ impl Writes {
                 return self.outcome_of(&now);
             }
             if now.state == State::Pending
+                && let Reason::BudgetSpent(spent) = &t.reason
+            {
+                // Refused before it queued: the tenant's budget is spent until its period
+                // resets. A person decides (wait for the reset, raise the budget, cancel).
+                let reason = format!("the tenant's budget is spent: {spent}");
+                return self.escalate(&now, Kind::BudgetSpent, &reason, Some(&t), None);
+            }
+            if now.state == State::Pending
                 && matches!(t.reason, Reason::OutOfTime(_) | Reason::Refused(_))
                 && let Some(hold) = self.quota_hold(&now)?
             {

@@ -11,6 +11,8 @@ pub enum Kind {
     /// The provider's quota (a billing or daily one) is spent: the write was refused, or
     /// could not be sent before it resets.
     QuotaExhausted,
+    /// A budget of the write's tenant is spent ([`crate::budget`]): nothing was sent.
+    BudgetSpent,
 }
 
 impl Kind {
@@ -20,13 +22,19 @@ impl Kind {
             Self::UncertainWrite => "uncertain_write",
             Self::TimeBudget => "time_budget",
             Self::QuotaExhausted => "quota_exhausted",
+            Self::BudgetSpent => "budget_spent",
         }
     }
 
     pub(super) fn parse(s: &str) -> Option<Self> {
-        [Self::UncertainWrite, Self::TimeBudget, Self::QuotaExhausted]
-            .into_iter()
-            .find(|k| k.name() == s)
+        [
+            Self::UncertainWrite,
+            Self::TimeBudget,
+            Self::QuotaExhausted,
+            Self::BudgetSpent,
+        ]
+        .into_iter()
+        .find(|k| k.name() == s)
     }
 
     /// The options a person may choose.
@@ -45,6 +53,7 @@ impl Kind {
                 Choice::ChangePlan,
                 Choice::Cancel,
             ],
+            Self::BudgetSpent => &[Choice::Wait, Choice::RaiseBudget, Choice::Cancel],
         }
     }
 }
@@ -70,6 +79,9 @@ pub enum Choice {
     RaiseQuota,
     /// Give this action up; the task goes on another way.
     ChangePlan,
+    /// The tenant's budget was raised in the configuration: send it now, with the same key
+    /// (the budget is checked again).
+    RaiseBudget,
 }
 
 impl Choice {
@@ -84,11 +96,12 @@ impl Choice {
             Self::Wait => "wait",
             Self::RaiseQuota => "raise-quota",
             Self::ChangePlan => "change-plan",
+            Self::RaiseBudget => "raise-budget",
         }
     }
 
     /// Every choice, in the order the CLI lists them.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::QueryExisting,
         Self::RetrySameKey,
         Self::Cancel,
@@ -97,6 +110,7 @@ impl Choice {
         Self::Wait,
         Self::RaiseQuota,
         Self::ChangePlan,
+        Self::RaiseBudget,
     ];
 
     /// Parses a name from [`Choice::name`].
@@ -117,11 +131,18 @@ impl Choice {
                 "send as a new operation with a new key: MAY CREATE A SECOND SIDE EFFECT"
             }
             Self::ContinueAccess => "let the task continue: approves access, not any one action",
-            Self::Wait => "send it with the same key once the quota is back",
+            Self::Wait => {
+                "send it with the same key once the quota or budget is back (a budget is \
+                 checked again when it is sent)"
+            }
             Self::RaiseQuota => {
                 "you raised the quota at the provider: send it now, with the same key"
             }
             Self::ChangePlan => "give this action up; the task goes on another way",
+            Self::RaiseBudget => {
+                "you raised the tenant's budget in the configuration: send it now, with the \
+                 same key (the budget is checked again)"
+            }
         }
     }
 

@@ -167,7 +167,10 @@ impl Journal {
             return Err(JournalError::AlreadyResolved(id));
         }
         if decision.choice == Choice::Cancel
-            && matches!(e.kind, Kind::TimeBudget | Kind::QuotaExhausted)
+            && matches!(
+                e.kind,
+                Kind::TimeBudget | Kind::QuotaExhausted | Kind::BudgetSpent
+            )
         {
             // Out of time and given up: the whole task ends, and none of it wakes later.
             tx.execute(

@@ -118,7 +118,8 @@ fn a_journal_of_a_newer_schema_is_refused_before_any_write() {
             matches!(e, JournalError::NewerSchema { version, .. } if version == SCHEMA_VERSION + 1),
             "{e}"
         );
-        assert!(e.to_string().contains("schema version 2"), "{e}");
+        let newer = format!("schema version {}", SCHEMA_VERSION + 1);
+        assert!(e.to_string().contains(&newer), "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 }
@@ -168,4 +169,45 @@ fn errors_say_their_cause_once() {
     assert!(matches!(e, JournalError::NotAJournal { .. }), "{e}");
     // Each error's message holds what it has to say; none is repeated as a cause.
     assert!(std::error::Error::source(&e).is_none(), "{e}");
+}
+
+#[test]
+fn a_journal_of_the_first_schema_is_migrated_and_keeps_its_actions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite");
+    // A version 1 journal, as an earlier build made it, with one action in it.
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    conn.pragma_update(None, "application_id", APPLICATION_ID)
+        .unwrap();
+    conn.pragma_update(None, "user_version", 1).unwrap();
+    drop(conn);
+    let j = Journal::open_or_create(&path).unwrap();
+    assert!(matches!(j.record(&intent()).unwrap(), Recorded::New(_)));
+    drop(j);
+    let conn = Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", 1).unwrap();
+    conn.execute_batch("DROP TABLE budget_use").unwrap();
+    drop(conn);
+
+    for open in [Journal::open_or_create, Journal::open_existing] {
+        let j = open(&path).unwrap();
+        assert_eq!(j.all().unwrap().len(), 1, "the action is kept");
+        drop(j);
+        let conn = Connection::open(&path).unwrap();
+        let version: i32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let tables: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'budget_use'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 1, "the migration made the budget table");
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn.execute_batch("DROP TABLE budget_use").unwrap();
+    }
 }

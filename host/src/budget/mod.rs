@@ -1,0 +1,389 @@
+//! Spend budgets per tenant: requests, tokens and spend per calendar day and month.
+//!
+//! Admission's quotas ([`crate::admission`]) are rolling windows that *pace*: a request
+//! over the per-minute quota waits its turn. A budget is a different promise, the one a
+//! platform that resells model access makes to its customers: this tenant may spend this
+//! much this month. So a budget follows the calendar of a configured time zone
+//! ([`Calendar`]: a month resets at midnight on the first, where the books are kept), and a
+//! spent budget is not a wait in the queue — the call is refused at once, with the tenant,
+//! the budget and when it resets ([`BudgetSpent`]).
+//!
+//! **Prices are data.** Spend is counted in integer micro-units of one currency, from the
+//! price table of the configuration ([`Price`], per provider and model), because prices
+//! change more often than plugins do. A call's model is the scope its plugin plans it into
+//! (`model:gpt-4o`); a model without a price costs nothing (and its tokens still count).
+//!
+//! **Estimated, then corrected.** A call is charged when it is admitted — one request, the
+//! tokens its plugin's plan estimates, and their price — and the charge is corrected to the
+//! usage the answer reports when it ends, as billed: its input and output tokens, not the
+//! reservation a rate limit counts ([`Reservation::settle`]); a call that sent nothing
+//! gives its charge back ([`Reservation::release`]); a call that was sent but whose usage is
+//! unknown keeps its estimate. A call counts once, however many attempts it took: a
+//! provider bills what it answered, not the 429s before. A call is refused once a budget is
+//! spent (its use at or above the limit); the call that crosses the limit is let through,
+//! as its use is known only at its end.
+//!
+//! **Durable.** Use is kept in the journal's SQLite, per tenant and period
+//! ([`crate::journal::PeriodUse`]), committed at each charge and correction: a restarted
+//! host keeps what every tenant spent this month.
+//!
+//! **Watched.** As a tenant's use crosses a threshold of a budget (80% and 100% by
+//! default), a `warn` event is logged and [`crate::observe::BUDGET_THRESHOLDS`] counts it;
+//! every change sets [`crate::observe::BUDGET_USED_RATIO`], and every refusal counts in
+//! [`crate::observe::BUDGET_REFUSALS`].
+
+mod config;
+mod window;
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+pub use config::{Budget, BudgetConfig, BudgetLimits, DEFAULT_THRESHOLDS_PERCENT, Measure, Price};
+pub use window::{Calendar, Period, UnknownTimeZone, Window};
+
+pub use crate::admission::Usage;
+use crate::admission::config::TenantsConfig;
+use crate::clock::Clock;
+use crate::journal::{Journal, JournalError};
+use crate::observe::{BUDGET_REFUSALS, BUDGET_THRESHOLDS, BUDGET_USED_RATIO};
+
+/// What counts against budgets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Amounts {
+    /// Calls.
+    pub requests: u64,
+    /// Tokens of any kind.
+    pub tokens: u64,
+    /// Spend, in micro-units of the currency.
+    pub spend_micros: u64,
+}
+
+/// A call refused because one of its tenant's budgets is spent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "tenant `{}` has spent its budget {budget} ({used} of {limit}): it resets at {resets_at}",
+    crate::printable::printable(.tenant)
+)]
+pub struct BudgetSpent {
+    /// The tenant.
+    pub tenant: String,
+    /// The budget that is spent.
+    pub budget: Budget,
+    /// Its limit.
+    pub limit: u64,
+    /// What the tenant has used of it.
+    pub used: u64,
+    /// When its period ends and it is whole again, in milliseconds since the Unix epoch.
+    pub resets_at_ms: i64,
+    /// The same instant in the budgets' time zone, for people: `2026-04-01 00:00 +02:00`.
+    pub resets_at: String,
+}
+
+/// Why a call could not be charged.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    /// A budget is spent: the call is refused.
+    #[error(transparent)]
+    Spent(#[from] BudgetSpent),
+    /// The journal could not record the charge: the call is not sent uncounted.
+    #[error("the budget's use could not be recorded: {0}")]
+    Ledger(#[from] JournalError),
+}
+
+/// What a call is charged for: its tenant, its provider and model (for the price), and the
+/// usage its plan estimates.
+#[derive(Debug, Clone, Copy)]
+pub struct Charge<'a> {
+    /// The tenant billed.
+    pub tenant: &'a str,
+    /// The provider, as configured.
+    pub provider: &'a str,
+    /// The model, when the call names one (its `model:` scope).
+    pub model: Option<&'a str>,
+    /// The usage estimated before sending.
+    pub estimate: Usage,
+}
+
+/// Every tenant's budgets, checked before a call queues and counted in the journal.
+#[derive(Debug)]
+pub struct Budgets {
+    config: BudgetConfig,
+    tenants: TenantsConfig,
+    journal: Arc<Journal>,
+    clock: Arc<dyn Clock>,
+    /// Held from a check to its charge, so two calls cannot both take the last of a budget
+    /// unseen.
+    charging: Mutex<()>,
+}
+
+impl Budgets {
+    /// Budgets by `config`, each tenant in its tier by `tenants`, counted in `journal`, on
+    /// `clock`'s wall time.
+    pub fn new(
+        config: BudgetConfig,
+        tenants: TenantsConfig,
+        journal: Arc<Journal>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            config,
+            tenants,
+            journal,
+            clock,
+            charging: Mutex::new(()),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BudgetConfig {
+        &self.config
+    }
+
+    /// The budgets of `tenant`: its tier's, with its own replacing them.
+    pub fn limits_of(&self, tenant: &str) -> BudgetLimits {
+        let tier = self
+            .tenants
+            .assign
+            .get(tenant)
+            .unwrap_or(&self.tenants.default_tier);
+        self.config.limits_of(tenant, tier)
+    }
+
+    /// The day and the month it is now.
+    fn periods_now(&self) -> [Period; 2] {
+        let now = self.clock.wall_ms();
+        Window::ALL.map(|w| self.config.calendar.period(w, now))
+    }
+
+    /// What `tenant` has used in each of `periods`.
+    fn used(&self, tenant: &str, periods: &[Period; 2]) -> Result<[Amounts; 2], JournalError> {
+        Ok([
+            self.journal.budget_use(tenant, &periods[0])?,
+            self.journal.budget_use(tenant, &periods[1])?,
+        ])
+    }
+
+    /// What `usage` (with `cached_input` of its input tokens read from the cache) counts
+    /// for a call of `provider`'s `model`.
+    fn amounts(&self, provider: &str, model: Option<&str>, usage: &Usage, cached: u64) -> Amounts {
+        let price = model.and_then(|m| self.config.price(provider, m));
+        Amounts {
+            requests: usage.requests,
+            tokens: usage.get(crate::admission::Dimension::Tokens),
+            spend_micros: price.map_or(0, |p| p.cost_micros(usage, cached)),
+        }
+    }
+
+    /// Checks `charge`'s tenant's budgets and charges the estimate: `Ok(None)` when nothing
+    /// is budgeted or priced.
+    ///
+    /// # Errors
+    /// [`BudgetError::Spent`] when a budget of the tenant is spent now (nothing charged);
+    /// [`BudgetError::Ledger`] when the journal failed.
+    pub fn admit(
+        self: &Arc<Self>,
+        charge: &Charge<'_>,
+    ) -> Result<Option<Reservation>, BudgetError> {
+        if !self.config.is_active() {
+            return Ok(None);
+        }
+        let limits = self.limits_of(charge.tenant);
+        let charged = self.amounts(charge.provider, charge.model, &charge.estimate, 0);
+        let _charging = self.charging.lock().unwrap_or_else(PoisonError::into_inner);
+        let periods = self.periods_now();
+        let before = self.used(charge.tenant, &periods)?;
+        for (budget, limit) in limits.iter() {
+            let i = window_index(budget.window);
+            let used = budget.measure.of(&before[i]);
+            if used >= limit {
+                metrics::counter!(
+                    BUDGET_REFUSALS,
+                    "tenant" => charge.tenant.to_owned(),
+                    "budget" => budget.key()
+                )
+                .increment(1);
+                return Err(BudgetSpent {
+                    tenant: charge.tenant.to_owned(),
+                    budget,
+                    limit,
+                    used,
+                    resets_at_ms: periods[i].resets_ms,
+                    resets_at: self.config.calendar.local_time(periods[i].resets_ms),
+                }
+                .into());
+            }
+        }
+        self.journal
+            .change_budget_use(charge.tenant, &periods, &charged, &Amounts::default())?;
+        self.report(charge.tenant, &limits, &periods, &before)?;
+        Ok(Some(Reservation {
+            budgets: self.clone(),
+            tenant: charge.tenant.to_owned(),
+            provider: charge.provider.to_owned(),
+            model: charge.model.map(str::to_owned),
+            periods,
+            charged,
+        }))
+    }
+
+    /// Reports the thresholds of `limits` that `tenant`'s use crossed since it was
+    /// `before`, and sets the gauges.
+    fn report(
+        &self,
+        tenant: &str,
+        limits: &BudgetLimits,
+        periods: &[Period; 2],
+        before: &[Amounts; 2],
+    ) -> Result<(), JournalError> {
+        if limits.is_empty() {
+            return Ok(());
+        }
+        let after = self.used(tenant, periods)?;
+        for (budget, limit) in limits.iter() {
+            let i = window_index(budget.window);
+            let (was, is) = (budget.measure.of(&before[i]), budget.measure.of(&after[i]));
+            #[allow(clippy::cast_precision_loss, reason = "a ratio for a gauge")]
+            let ratio = is as f64 / limit.max(1) as f64;
+            metrics::gauge!(BUDGET_USED_RATIO, "tenant" => tenant.to_owned(), "budget" => budget.key())
+                .set(ratio);
+            for &threshold in &self.config.thresholds_percent {
+                let mark = u128::from(limit) * u128::from(threshold);
+                if u128::from(was) * 100 < mark && u128::from(is) * 100 >= mark {
+                    tracing::warn!(
+                        tenant,
+                        budget = %budget,
+                        threshold_percent = threshold,
+                        used = is,
+                        limit,
+                        period = %periods[i].label,
+                        resets_at_ms = periods[i].resets_ms,
+                        "budget threshold crossed"
+                    );
+                    metrics::counter!(
+                        BUDGET_THRESHOLDS,
+                        "tenant" => tenant.to_owned(),
+                        "budget" => budget.key(),
+                        "threshold" => threshold.to_string()
+                    )
+                    .increment(1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What `tenant` has used in the current day and month, with its limits: what
+    /// `sluice budgets` shows.
+    ///
+    /// # Errors
+    /// A journal failure.
+    pub fn standing(&self, tenant: &str) -> Result<Vec<Standing>, JournalError> {
+        let periods = self.periods_now();
+        let used = self.used(tenant, &periods)?;
+        let limits = self.limits_of(tenant);
+        Ok(Budget::ALL
+            .into_iter()
+            .map(|budget| {
+                let i = window_index(budget.window);
+                Standing {
+                    budget,
+                    period: periods[i].clone(),
+                    used: budget.measure.of(&used[i]),
+                    limit: limits.get(budget),
+                }
+            })
+            .collect())
+    }
+}
+
+/// One budget of a tenant now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    /// The budget.
+    pub budget: Budget,
+    /// The current period of its window.
+    pub period: Period,
+    /// What the tenant has used of it in the period.
+    pub used: u64,
+    /// Its limit, if it has one.
+    pub limit: Option<u64>,
+}
+
+impl Standing {
+    /// What is left: `None` without a limit.
+    pub fn left(&self) -> Option<u64> {
+        self.limit.map(|l| l.saturating_sub(self.used))
+    }
+}
+
+fn window_index(window: Window) -> usize {
+    match window {
+        Window::Day => 0,
+        Window::Month => 1,
+    }
+}
+
+/// A call's charge against its tenant's budgets, made when it was admitted, in the periods
+/// it was admitted in. Settle it with the usage the answer reported, or release it when
+/// nothing was sent; dropped, the estimate stands.
+#[derive(Debug)]
+pub struct Reservation {
+    budgets: Arc<Budgets>,
+    tenant: String,
+    provider: String,
+    model: Option<String>,
+    periods: [Period; 2],
+    charged: Amounts,
+}
+
+impl Reservation {
+    /// What was charged so far.
+    pub fn charged(&self) -> Amounts {
+        self.charged
+    }
+
+    /// Corrects the charge to `actual` (with `cached_input` of its input tokens read from
+    /// the provider's cache); `None`: the answer reported nothing, and the estimate stands.
+    pub fn settle(self, actual: Option<Usage>, cached_input: u64) {
+        let Some(actual) = actual else { return };
+        let b = &self.budgets;
+        let now = b.amounts(&self.provider, self.model.as_deref(), &actual, cached_input);
+        self.change(&now);
+    }
+
+    /// Gives the whole charge back: nothing was sent.
+    pub fn release(self) {
+        self.change(&Amounts::default());
+    }
+
+    /// Moves the charge from what it was to `now`.
+    fn change(&self, now: &Amounts) {
+        let was = &self.charged;
+        let add = Amounts {
+            requests: now.requests.saturating_sub(was.requests),
+            tokens: now.tokens.saturating_sub(was.tokens),
+            spend_micros: now.spend_micros.saturating_sub(was.spend_micros),
+        };
+        let remove = Amounts {
+            requests: was.requests.saturating_sub(now.requests),
+            tokens: was.tokens.saturating_sub(now.tokens),
+            spend_micros: was.spend_micros.saturating_sub(now.spend_micros),
+        };
+        if add == Amounts::default() && remove == Amounts::default() {
+            return;
+        }
+        let b = &self.budgets;
+        let limits = b.limits_of(&self.tenant);
+        let _charging = b.charging.lock().unwrap_or_else(PoisonError::into_inner);
+        let changed = b.used(&self.tenant, &self.periods).and_then(|before| {
+            b.journal
+                .change_budget_use(&self.tenant, &self.periods, &add, &remove)?;
+            b.report(&self.tenant, &limits, &self.periods, &before)
+        });
+        if let Err(e) = changed {
+            tracing::error!(tenant = %self.tenant, "a budget correction was not recorded: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

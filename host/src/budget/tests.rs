@@ -1,0 +1,204 @@
+//! Budgets on a manual clock against a journal in a temporary directory.
+
+use std::time::Duration;
+
+use super::*;
+use crate::clock::ManualClock;
+
+const DAY: Duration = Duration::from_secs(86_400);
+
+fn utc(s: &str) -> i64 {
+    s.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+}
+
+fn spend_month() -> Budget {
+    Budget::new(Measure::SpendMicros, Window::Month)
+}
+
+/// `free` tenants may spend 10 000 micro-units a month, in Berlin; gpt-4o is priced.
+fn config() -> BudgetConfig {
+    let mut c = BudgetConfig {
+        calendar: Calendar::named("Europe/Berlin").unwrap(),
+        ..BudgetConfig::default()
+    };
+    c.tiers.insert(
+        "free".into(),
+        BudgetLimits::none().with(spend_month(), 10_000),
+    );
+    let price = Price {
+        input_micros_per_million: 2_500_000,
+        output_micros_per_million: 10_000_000,
+        cached_input_micros_per_million: None,
+    };
+    c.prices
+        .entry("openai".into())
+        .or_default()
+        .insert("gpt-4o".into(), price);
+    c
+}
+
+struct Host {
+    budgets: Arc<Budgets>,
+    clock: Arc<ManualClock>,
+}
+
+fn host(journal: &std::path::Path, clock: Arc<ManualClock>) -> Host {
+    let tenants = TenantsConfig {
+        default_tier: "free".into(),
+        ..TenantsConfig::default()
+    };
+    let journal = Arc::new(Journal::open_or_create(journal).unwrap());
+    Host {
+        budgets: Arc::new(Budgets::new(config(), tenants, journal, clock.clone())),
+        clock,
+    }
+}
+
+/// A call of 1 000 input and 500 output tokens of gpt-4o: 7 500 micro-units.
+fn call(tenant: &str) -> Charge<'_> {
+    Charge {
+        tenant,
+        provider: "openai",
+        model: Some("gpt-4o"),
+        estimate: Usage::tokens(1_000, 500),
+    }
+}
+
+fn month_spend(h: &Host, tenant: &str) -> u64 {
+    let standing = h.budgets.standing(tenant).unwrap();
+    standing
+        .iter()
+        .find(|s| s.budget == spend_month())
+        .unwrap()
+        .used
+}
+
+#[test]
+fn a_spent_budget_refuses_at_once_naming_the_tenant_the_budget_and_the_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::starting_at(utc("2026-03-10T12:00:00Z")));
+    let h = host(&dir.path().join("j.sqlite"), clock);
+    h.budgets.admit(&call("acme")).unwrap().unwrap();
+    h.budgets.admit(&call("acme")).unwrap().unwrap(); // 15 000: over, let through
+    let Err(BudgetError::Spent(spent)) = h.budgets.admit(&call("acme")) else {
+        panic!("a spent budget must refuse");
+    };
+    assert_eq!(spent.tenant, "acme");
+    assert_eq!(spent.budget, spend_month());
+    assert_eq!((spent.used, spent.limit), (15_000, 10_000));
+    // April begins at midnight in Berlin: 22:00 UTC on 31 March (summer time).
+    assert_eq!(spent.resets_at_ms, utc("2026-03-31T22:00:00Z"));
+    assert_eq!(
+        spent.to_string(),
+        "tenant `acme` has spent its budget spend_micros_per_month (15000 of 10000): it \
+         resets at 2026-04-01 00:00 +02:00"
+    );
+    // Another tenant of the same tier has its own budget.
+    assert!(h.budgets.admit(&call("bob")).unwrap().is_some());
+}
+
+#[test]
+fn an_estimate_is_corrected_to_the_actual_usage_and_a_call_that_sent_nothing_gives_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::starting_at(utc("2026-03-10T12:00:00Z")));
+    let h = host(&dir.path().join("j.sqlite"), clock);
+    let r = h.budgets.admit(&call("acme")).unwrap().unwrap();
+    assert_eq!(month_spend(&h, "acme"), 7_500, "the estimate is charged");
+    // The answer used 1 000 input tokens (400 of them cached, at the input price here) and
+    // 100 output: 2 500 + 1 000.
+    r.settle(Some(Usage::tokens(1_000, 100)), 400);
+    assert_eq!(month_spend(&h, "acme"), 3_500);
+    let r = h.budgets.admit(&call("acme")).unwrap().unwrap();
+    r.release();
+    assert_eq!(
+        month_spend(&h, "acme"),
+        3_500,
+        "nothing sent, nothing spent"
+    );
+    let tokens = h.budgets.standing("acme").unwrap();
+    let tokens = tokens
+        .iter()
+        .find(|s| s.budget == Budget::new(Measure::Tokens, Window::Day))
+        .unwrap();
+    assert_eq!(
+        (tokens.used, tokens.limit, tokens.left()),
+        (1_100, None, None)
+    );
+}
+
+#[test]
+fn a_month_ends_at_midnight_in_the_configured_zone_and_the_next_starts_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    // 31 March, 23:00 Berlin time (21:00 UTC): still March.
+    let clock = Arc::new(ManualClock::starting_at(utc("2026-03-31T21:00:00Z")));
+    let h = host(&dir.path().join("j.sqlite"), clock);
+    h.budgets.admit(&call("acme")).unwrap().unwrap();
+    h.budgets.admit(&call("acme")).unwrap().unwrap();
+    assert!(h.budgets.admit(&call("acme")).is_err(), "March is spent");
+    // 30 minutes later: 23:30 in Berlin, still March.
+    h.clock.advance(Duration::from_secs(30 * 60));
+    assert!(
+        h.budgets.admit(&call("acme")).is_err(),
+        "still March in Berlin"
+    );
+    // 21:00 UTC + 1 h: 00:00 on 1 April in Berlin, 22:00 on 31 March in UTC.
+    h.clock.advance(Duration::from_secs(30 * 60));
+    let r = h.budgets.admit(&call("acme")).unwrap();
+    assert!(r.is_some(), "April's budget is whole");
+    assert_eq!(month_spend(&h, "acme"), 7_500);
+    let standing = h.budgets.standing("acme").unwrap();
+    let month = standing.iter().find(|s| s.budget == spend_month()).unwrap();
+    assert_eq!(month.period.label, "2026-04");
+}
+
+#[test]
+fn a_restart_in_the_middle_of_a_month_keeps_the_spend() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.sqlite");
+    let clock = Arc::new(ManualClock::starting_at(utc("2026-03-10T12:00:00Z")));
+    let first = host(&path, clock.clone());
+    first
+        .budgets
+        .admit(&call("acme"))
+        .unwrap()
+        .unwrap()
+        .settle(Some(Usage::tokens(1_000, 500)), 0);
+    drop(first);
+    clock.advance(DAY * 5);
+    let second = host(&path, clock);
+    assert_eq!(month_spend(&second, "acme"), 7_500, "the spend survives");
+    second.budgets.admit(&call("acme")).unwrap().unwrap();
+    assert!(second.budgets.admit(&call("acme")).is_err());
+}
+
+#[test]
+fn a_charge_in_one_period_is_corrected_in_that_period_after_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::starting_at(utc("2026-03-31T21:59:00Z")));
+    let h = host(&dir.path().join("j.sqlite"), clock);
+    let r = h.budgets.admit(&call("acme")).unwrap().unwrap();
+    h.clock.advance(Duration::from_secs(120)); // April in Berlin
+    r.settle(Some(Usage::tokens(1_000, 0)), 0);
+    assert_eq!(month_spend(&h, "acme"), 0, "April is untouched");
+    let rows = h.budgets.journal.budget_uses().unwrap();
+    let march = rows
+        .iter()
+        .find(|r| r.window == Window::Month && r.period == "2026-03")
+        .unwrap();
+    assert_eq!(march.amounts.spend_micros, 2_500);
+}
+
+#[test]
+fn nothing_is_counted_when_nothing_is_budgeted_or_priced() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Arc::new(Journal::open_or_create(&dir.path().join("j.sqlite")).unwrap());
+    let clock = Arc::new(ManualClock::starting_at(0));
+    let b = Arc::new(Budgets::new(
+        BudgetConfig::default(),
+        TenantsConfig::default(),
+        journal.clone(),
+        clock,
+    ));
+    assert!(b.admit(&call("acme")).unwrap().is_none());
+    assert!(journal.budget_uses().unwrap().is_empty());
+}

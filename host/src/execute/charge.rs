@@ -1,0 +1,150 @@
+//! A call's charge against its tenant's budgets ([`crate::budget`]): made before it
+//! queues, corrected to the usage the answer reported when it ends, given back when
+//! nothing was sent.
+
+use std::time::Duration;
+
+use super::attempt::Prepared;
+use super::tally::Tally;
+use super::{Executor, NextAction, NotRecorded, Outcome, Reason};
+use crate::admission::config::MODEL_SCOPE_PREFIX;
+use crate::admission::{Dimension, Usage};
+use crate::budget::{BudgetError, Charge, Reservation};
+use crate::contract::{Cost, ReportedDimension};
+
+/// The provider-specific usage dimension a plugin reports input tokens read from the
+/// provider's cache in (part of its input tokens, priced at the cached-input price).
+pub const CACHED_INPUT_TOKENS: &str = "cached-input-tokens";
+
+impl Executor {
+    /// Charges `p`'s estimate to its tenant's budgets. `Ok(None)`: nothing is budgeted.
+    ///
+    /// A spent budget ends the call at once, before it queues, with when it resets; a
+    /// journal that cannot record the charge ends it too: nothing is sent uncounted.
+    pub(super) fn charge(
+        &self,
+        call_provider: &str,
+        p: &Prepared,
+    ) -> Result<Option<Reservation>, Outcome> {
+        let Some(budgets) = &self.budgets else {
+            return Ok(None);
+        };
+        let model = p
+            .scopes
+            .iter()
+            .find_map(|s| s.strip_prefix(MODEL_SCOPE_PREFIX));
+        let charge = Charge {
+            tenant: &p.tenant,
+            provider: call_provider,
+            model,
+            estimate: p.estimate,
+        };
+        budgets.admit(&charge).map_err(|e| match e {
+            BudgetError::Spent(spent) => {
+                let now = self.clock.wall_ms();
+                let until = u64::try_from(spent.resets_at_ms.saturating_sub(now)).unwrap_or(0);
+                tracing::warn!(
+                    provider = call_provider,
+                    tenant = %spent.tenant,
+                    budget = %spent.budget,
+                    resets_at_ms = spent.resets_at_ms,
+                    "call refused: the tenant's budget is spent"
+                );
+                Tally::default().end(
+                    Reason::BudgetSpent(spent),
+                    NextAction::WaitForQuota(Some(Duration::from_millis(until))),
+                )
+            }
+            BudgetError::Ledger(e) => Tally::default().end(
+                Reason::NotRecorded(NotRecorded::new(e)),
+                NextAction::RetryLater(None),
+            ),
+        })
+    }
+}
+
+/// Settles a call's charge by how it ended: corrected to the usage its answer reported
+/// (`actual`, with `cached` input tokens), given back when nothing was sent, its estimate
+/// kept when something was sent and no usage came back.
+pub(super) fn settle(
+    reservation: Option<Reservation>,
+    outcome: &Outcome,
+    actual: Option<Usage>,
+    cached: u64,
+) {
+    let Some(r) = reservation else { return };
+    match outcome {
+        Outcome::Ended(t) if !t.sent => r.release(),
+        _ => r.settle(actual, cached),
+    }
+}
+
+/// The usage a provider bills for, from what its answer reported: the input and output
+/// tokens when either is reported (a plugin's token total may count more, as a rate
+/// limit counts a request's whole reservation), else the token total, unsplit; `None` when
+/// no token figure was reported (the estimate stands). One request, as estimated.
+pub(super) fn billed(estimate: Usage, reported: &[Cost]) -> Option<Usage> {
+    let amount = |d: Dimension| {
+        reported
+            .iter()
+            .rev()
+            .find(|c| Dimension::from_policy(&c.dimension) == Some(d))
+            .map(|c| c.amount)
+    };
+    let (input, output) = (
+        amount(Dimension::InputTokens),
+        amount(Dimension::OutputTokens),
+    );
+    let usage = if input.is_some() || output.is_some() {
+        Usage::tokens(input.unwrap_or(0), output.unwrap_or(0))
+    } else {
+        Usage {
+            other_tokens: amount(Dimension::Tokens)?,
+            ..Usage::ONE_REQUEST
+        }
+    };
+    Some(Usage {
+        requests: estimate.requests,
+        ..usage
+    })
+}
+
+/// The input tokens read from the cache that a reading reports, if any.
+pub(super) fn cached_input(reported: &[Cost]) -> u64 {
+    reported
+        .iter()
+        .rev()
+        .find(|c| matches!(&c.dimension, ReportedDimension::Other(n) if n == CACHED_INPUT_TOKENS))
+        .map_or(0, |c| c.amount)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::ReportedDimension as D;
+
+    fn cost(dimension: D, amount: u64) -> Cost {
+        Cost { dimension, amount }
+    }
+
+    #[test]
+    fn a_call_is_billed_its_input_and_output_not_a_rate_limits_reservation() {
+        // OpenAI's plugin reports a token total of at least the reservation (1 100).
+        let estimate = Usage {
+            other_tokens: 1_100,
+            ..Usage::ONE_REQUEST
+        };
+        let reported = [
+            cost(D::InputTokens, 100),
+            cost(D::OutputTokens, 300),
+            cost(D::Tokens, 1_100),
+            cost(D::Other(CACHED_INPUT_TOKENS.into()), 40),
+        ];
+        assert_eq!(billed(estimate, &reported), Some(Usage::tokens(100, 300)));
+        assert_eq!(cached_input(&reported), 40);
+        // A total alone is billed unsplit; nothing reported keeps the estimate.
+        let total = billed(estimate, &[cost(D::Tokens, 700)]).unwrap();
+        assert_eq!((total.other_tokens, total.requests), (700, 1));
+        assert_eq!(billed(estimate, &[cost(D::Requests, 1)]), None);
+    }
+}
