@@ -35,6 +35,7 @@ pub(crate) fn label(choice: Choice) -> &'static str {
         Choice::Wait => "Wait",
         Choice::RaiseQuota => "Raise the quota",
         Choice::ChangePlan => "Change the plan",
+        Choice::RaiseBudget => "Raise the budget",
     }
 }
 
