@@ -84,13 +84,7 @@ pub(super) fn settle(
 /// limit counts a request's whole reservation), else the token total, unsplit; `None` when
 /// no token figure was reported (the estimate stands). One request, as estimated.
 pub(super) fn billed(estimate: Usage, reported: &[Cost]) -> Option<Usage> {
-    let amount = |d: Dimension| {
-        reported
-            .iter()
-            .rev()
-            .find(|c| Dimension::from_policy(&c.dimension) == Some(d))
-            .map(|c| c.amount)
-    };
+    let amount = |d: Dimension| super::usage::reported_amount(reported, d);
     let (input, output) = (
         amount(Dimension::InputTokens),
         amount(Dimension::OutputTokens),

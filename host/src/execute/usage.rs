@@ -8,13 +8,7 @@ use crate::contract::Cost;
 /// not named keeps its estimate (a token total beyond the input and output parts counts as
 /// unsplit tokens). `None` when nothing the host counts was reported: the estimate stands.
 pub(super) fn corrected(estimate: Usage, reported: &[Cost]) -> Option<Usage> {
-    let amount = |d: Dimension| {
-        reported
-            .iter()
-            .rev()
-            .find(|c| Dimension::from_policy(&c.dimension) == Some(d))
-            .map(|c| c.amount)
-    };
+    let amount = |d: Dimension| reported_amount(reported, d);
     if Dimension::ALL.iter().all(|d| amount(*d).is_none()) {
         return None;
     }
@@ -94,4 +88,13 @@ mod tests {
             None
         );
     }
+}
+
+/// The amount `reported` gives dimension `d`: its last figure for it, if any.
+pub(super) fn reported_amount(reported: &[Cost], d: Dimension) -> Option<u64> {
+    reported
+        .iter()
+        .rev()
+        .find(|c| Dimension::from_policy(&c.dimension) == Some(d))
+        .map(|c| c.amount)
 }

@@ -63,7 +63,12 @@ fn refused(e: &JournalError) -> (u16, String) {
 
 /// `GET /console/escalations/{id}`: the case, its decisions, and the options.
 pub(crate) fn show(shared: &Shared, session: &Session, id: i64) -> Response<Body> {
-    match view(shared, session, id, "") {
+    case_page(shared, session, id, "")
+}
+
+/// The case's page, with `notice` (HTML) above it.
+fn case_page(shared: &Shared, session: &Session, id: i64, notice: &str) -> Response<Body> {
+    match view(shared, session, id, notice) {
         Ok(html) => page(
             200,
             &format!("Escalation {id}"),
@@ -255,16 +260,7 @@ pub(crate) async fn resolve(
         notice.push_str(r#"<p class="error">send-as-new may create a second side effect.</p>"#);
     }
     notice.push_str("</div>");
-    match view(shared, session, id, &notice) {
-        Ok(html) => page(
-            200,
-            &format!("Escalation {id}"),
-            Some(session),
-            &html,
-            false,
-        ),
-        Err((status, message)) => problem(status, Some(session), &message),
-    }
+    case_page(shared, session, id, &notice)
 }
 
 /// What carrying out a decision did to one action, in words.
