@@ -6,6 +6,8 @@ mod config_cmd;
 mod demo;
 mod escalations_cmd;
 mod plugin_cmd;
+mod plugin_new;
+mod plugin_template;
 mod serve_cmd;
 mod stop;
 

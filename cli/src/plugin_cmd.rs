@@ -1,4 +1,4 @@
-//! `sluice plugin test` and `sluice plugin inspect`.
+//! `sluice plugin test`, `inspect`, `list` and `new` (in `plugin_new`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,6 +25,11 @@ pub enum PluginCommand {
     },
     /// List the bundled plugins.
     List,
+    /// Create a plugin crate: a skeleton plugin with unit tests, test vectors and a README.
+    ///
+    /// The crate stands outside any workspace and depends on this checkout's SDK by path.
+    /// Refuses a bad crate name and an existing directory that is not empty.
+    New(crate::plugin_new::NewArgs),
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +90,7 @@ pub fn run(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             inspect(&p, &rt);
             Ok(ExitCode::SUCCESS)
         }
+        PluginCommand::New(args) => crate::plugin_new::run(&args),
         PluginCommand::List => {
             for name in bundled::names() {
                 println!("{name}");

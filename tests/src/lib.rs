@@ -112,3 +112,9 @@ pub fn plain_response(status: u16, headers: &[(&str, &str)]) -> Response {
 pub fn response(status: u16, headers: &[(&str, &str)]) -> WireOutcome {
     WireOutcome::Response(plain_response(status, headers))
 }
+
+/// The repository README's plugin example ("Writing a plugin"), compiled as a doctest against
+/// the SDK so it stays true. (The SDK doctests its own README; this one lives outside it.)
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmePluginExample;

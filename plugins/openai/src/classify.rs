@@ -60,26 +60,19 @@ fn error_code(body: &[u8]) -> (Option<String>, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_plugin_sdk::{RequestClass, Response, Verdict, headers};
+    use sluice_plugin_sdk::test::{request, response};
+    use sluice_plugin_sdk::{Verdict, headers};
 
     fn read(status: u16, body: &str) -> Classification {
-        let req = Request {
-            method: "POST".into(),
-            url: "https://api.openai.com/v1/chat/completions".into(),
-            class: RequestClass::Read,
-            headers: String::new(),
-            body: vec![],
-            now_ms: 0,
-        };
-        let outcome = Outcome::Response(Response {
-            status,
-            headers: "retry-after:20\n".into(),
-            body: body.as_bytes().to_vec(),
-        });
-        let Outcome::Response(r) = &outcome else {
-            unreachable!()
-        };
-        classify(&req, &outcome, &headers(&r.headers))
+        let req = request(
+            "POST",
+            "https://api.openai.com/v1/chat/completions",
+            &[],
+            "",
+        );
+        let resp = response(status, &[("retry-after", "20")], body);
+        let h = headers(&resp.headers);
+        classify(&req, &resp.clone().into(), &h)
     }
 
     #[test]

@@ -171,17 +171,15 @@ sluice_plugin_sdk::export_plugin!(OpenAi);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_plugin_sdk::RequestClass;
+    use sluice_plugin_sdk::test::{request, response};
 
     fn req(body: &str) -> Request {
-        Request {
-            method: "POST".into(),
-            url: "https://api.openai.com/v1/chat/completions".into(),
-            class: RequestClass::Read,
-            headers: String::new(),
-            body: body.as_bytes().to_vec(),
-            now_ms: 0,
-        }
+        request(
+            "POST",
+            "https://api.openai.com/v1/chat/completions",
+            &[("content-type", "application/json")],
+            body,
+        )
     }
 
     #[test]
@@ -189,12 +187,11 @@ mod tests {
         let r = req(
             r#"{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":"12345678"}]}"#,
         );
-        let resp = Response {
-            status: 200,
-            headers: String::new(),
-            body: br#"{"usage":{"prompt_tokens":3,"completion_tokens":10,"total_tokens":13}}"#
-                .to_vec(),
-        };
+        let resp = response(
+            200,
+            &[],
+            r#"{"usage":{"prompt_tokens":3,"completion_tokens":10,"total_tokens":13}}"#,
+        );
         let c = OpenAi::usage(&r, &resp, ResponsePart::Complete).unwrap();
         let amount = |d: Dimension| c.iter().find(|x| x.dimension == d).map(|x| x.amount);
         assert_eq!(
@@ -240,13 +237,15 @@ mod tests {
         let r = req(r#"{"model":"gpt-4o","max_tokens":10}"#);
         let plan = OpenAi::plan_request(&r).unwrap();
         assert_eq!(plan.scopes, vec!["model:gpt-4o".to_owned()]);
-        let resp = Response {
-            status: 200,
-            headers: "x-ratelimit-limit-requests:500\nx-ratelimit-remaining-requests:499\n".into(),
-            body: vec![],
-        };
-        let reading =
-            OpenAi::read_response(&r, &Outcome::Response(resp), ResponsePart::Complete).unwrap();
+        let resp = response(
+            200,
+            &[
+                ("x-ratelimit-limit-requests", "500"),
+                ("x-ratelimit-remaining-requests", "499"),
+            ],
+            "",
+        );
+        let reading = OpenAi::read_response(&r, &resp.into(), ResponsePart::Complete).unwrap();
         assert_eq!(
             reading.observations[0].scope.as_deref(),
             Some(plan.scopes[0].as_str())
@@ -260,12 +259,15 @@ mod tests {
     #[test]
     fn the_reading_of_a_stream_s_end_has_usage_and_no_header_observations() {
         let r = req(r#"{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true}}"#);
-        let resp = Response {
-            status: 200,
-            headers: "x-ratelimit-limit-requests:500\nx-ratelimit-remaining-requests:499\n".into(),
-            body: b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"total_tokens\":7}}\n\ndata: [DONE]\n\n".to_vec(),
-        };
-        let outcome = Outcome::Response(resp);
+        let resp = response(
+            200,
+            &[
+                ("x-ratelimit-limit-requests", "500"),
+                ("x-ratelimit-remaining-requests", "499"),
+            ],
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"total_tokens\":7}}\n\ndata: [DONE]\n\n",
+        );
+        let outcome = resp.into();
         let end = OpenAi::read_response(&r, &outcome, ResponsePart::StreamEnd).unwrap();
         assert!(end.observations.is_empty());
         assert_eq!(end.usage.len(), 3);

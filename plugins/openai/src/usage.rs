@@ -93,13 +93,10 @@ fn costs(u: Usage) -> Vec<Cost> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_plugin_sdk::test::response;
 
     fn ok(body: &str) -> Response {
-        Response {
-            status: 200,
-            headers: String::new(),
-            body: body.as_bytes().to_vec(),
-        }
+        response(200, &[], body)
     }
 
     fn amounts(c: &[Cost]) -> Vec<(Dimension, u64)> {

@@ -1,7 +1,7 @@
 //! Writing a sluice provider plugin.
 //!
 //! A plugin is a WebAssembly component (target `wasm32-wasip2`) that exports the
-//! `sluice:policy/policy@0.2.0` interface. This crate gives a plugin author three things:
+//! `sluice:policy/policy@0.2.0` interface. This crate gives a plugin author four things:
 //!
 //! - [`Plugin`]: a trait of small hooks (`classify`, `parse_quota`, `usage`, `priority`,
 //!   `estimate_cost`, `scopes`, ...), each with a sensible default, composed into the
@@ -12,10 +12,15 @@
 //!   [`ratelimit`] (the IETF fields), [`time`] (HTTP-dates, RFC 3339, Go durations),
 //!   [`json`] (error codes in truncated bodies) and [`sse`] (server-sent events in the cut
 //!   body of a stream's end);
-//! - [`generic`]: the RFC reading of a response, shared with the host's built-in fallback.
+//! - [`generic`]: the RFC reading of a response, shared with the host's built-in fallback;
+//! - [`test`]: a request or a response in one line, for a plugin's unit tests.
 //!
 //! The parsers are plain Rust and work on any target: test a plugin's logic natively with
 //! `cargo test`, then check it against recorded responses with `sluice plugin test`.
+//! `sluice plugin new NAME` writes a plugin crate that does both.
+//!
+//! The crate stands alone: the contract's WIT is vendored in its `wit/` directory, so a
+//! plugin outside the sluice repository depends on it like on any other crate.
 //!
 //! ```
 //! use sluice_plugin_sdk::{Description, Plugin};
@@ -53,7 +58,7 @@ mod guest;
 #[cfg(feature = "guest")]
 pub use guest::*;
 
-/// The README's plugin example, compiled as a doctest so it stays true.
+/// The crate README's example, compiled as a doctest so it stays true.
 #[cfg(all(doctest, feature = "guest"))]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeExample;

@@ -4,10 +4,12 @@
 pub mod caps;
 mod export;
 mod plugin;
+pub mod test;
 
 pub use plugin::{Plugin, Priority, default_plan_request, default_read_response};
 
-/// The bindings wit-bindgen generates from `wit/` (`sluice:policy@0.2.0`).
+/// The bindings wit-bindgen generates from the crate's `wit/` (`sluice:policy@0.2.0`, vendored
+/// from the repository's `wit/` so the crate builds on its own).
 ///
 /// `wit/deps/` also holds the frozen `sluice:policy@0.1.0`, so two versions of one package
 /// are loaded and wit-bindgen names the module of each with its version:
@@ -20,7 +22,7 @@ pub use plugin::{Plugin, Priority, default_plan_request, default_read_response};
 )]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "wit",
         world: "provider-policy",
         pub_export_macro: true,
         export_macro_name: "export_bindings",
@@ -42,6 +44,13 @@ use crate::headers::Headers;
 /// A [`Headers`] view over a WIT `fields` block.
 pub fn headers(block: &str) -> Headers<'_> {
     Headers::parse(block)
+}
+
+/// A response is the outcome of an attempt that got one.
+impl From<Response> for Outcome {
+    fn from(resp: Response) -> Self {
+        Outcome::Response(resp)
+    }
 }
 
 crate::wit_conversions!(pub Verdict, TransportFailure, Observation, Dimension);
