@@ -35,6 +35,15 @@ pub(super) fn applied(provider: &str, estimate: Usage, actual: Usage) {
         .increment(1);
 }
 
+/// The amount `reported` gives dimension `d`: its last figure for it, if any.
+pub(super) fn reported_amount(reported: &[Cost], d: Dimension) -> Option<u64> {
+    reported
+        .iter()
+        .rev()
+        .find(|c| Dimension::from_policy(&c.dimension) == Some(d))
+        .map(|c| c.amount)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,13 +97,4 @@ mod tests {
             None
         );
     }
-}
-
-/// The amount `reported` gives dimension `d`: its last figure for it, if any.
-pub(super) fn reported_amount(reported: &[Cost], d: Dimension) -> Option<u64> {
-    reported
-        .iter()
-        .rev()
-        .find(|c| Dimension::from_policy(&c.dimension) == Some(d))
-        .map(|c| c.amount)
 }
