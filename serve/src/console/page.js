@@ -67,10 +67,11 @@
       const remaining = s.remaining
         .map((r) => (r.remaining ?? "?") + (r.limit ? " of " + r.limit : "") + " " + r.dimension)
         .join(", ");
-      const held = s.held ? s.held.reason + " (" + ms(s.held.left_ms) + " left)" : "";
+      // A held scope waits for its hold, which says why; else what keeps a request out now.
+      const why = s.held ? "held: " + s.held.reason + " (" + ms(s.held.left_ms) + " left)" : s.waiting_because;
       const next = !s.next_allowed_ms ? "now" : "in " + ms(s.next_allowed_ms);
       return [el("td", { class: "mono" }, s.key), limits || "–", paced || "–", remaining || "–", next,
-        [s.waiting_because, held].filter(Boolean).join("; ") || "–", num(s.queued), num(s.in_flight)];
+        why || "–", num(s.queued), num(s.in_flight)];
     });
     fill("scopes", table(["scope", "limit", "paced rate", "remaining (provider)", "next allowed",
       "why calls wait", "queued", "in flight"], rows, "No scope yet: no call has been made."));

@@ -76,23 +76,9 @@ async fn scopes_show_the_configured_limit_after_a_call_and_the_hold_after_a_429(
 
     // A 429 asking for ten minutes, to a call that may take 300 ms: the call ends, and the
     // scope is held for every later one.
-    s.fake.script(
-        "/v1/chat/completions",
-        [Fault::RateLimited {
-            retry_after: Some(RetryAfter::Seconds(600)),
-        }],
-    );
     let r = s
-        .agent(
-            "POST",
-            "/openai/v1/chat/completions",
-            &[("x-sluice-deadline-ms", "300")],
-        )
-        .header("content-type", "application/json")
-        .body(chat())
-        .send()
-        .await
-        .unwrap();
+        .held_by_429("POST", "/openai/v1/chat/completions", 600)
+        .await;
     assert!(!r.status().is_success(), "{}", r.status());
     let v = s.get("/scopes").await;
     let scope = v["scopes"]

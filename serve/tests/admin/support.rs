@@ -167,6 +167,29 @@ impl Stack {
         }
         req
     }
+
+    /// Holds the scope of `path` (`/PROVIDER/...`): the fake answers the next attempt there
+    /// 429, asking for `retry_after_secs`, to an agent's call that may take 300 ms (a POST
+    /// sends a chat body). The call ends without success; its answer is returned.
+    pub async fn held_by_429(
+        &self,
+        method: &str,
+        path: &str,
+        retry_after_secs: u64,
+    ) -> reqwest::Response {
+        let at_provider = path.splitn(3, '/').nth(2).map(|p| format!("/{p}")).unwrap();
+        self.fake.script(
+            &at_provider,
+            [sluice_fake_provider::Fault::RateLimited {
+                retry_after: Some(sluice_fake_provider::RetryAfter::Seconds(retry_after_secs)),
+            }],
+        );
+        let mut req = self.agent(method, path, &[("x-sluice-deadline-ms", "300")]);
+        if method == "POST" {
+            req = req.header("content-type", "application/json").body(chat());
+        }
+        req.send().await.unwrap()
+    }
 }
 
 /// Asks `path` until `done` holds of its answer (at most 10 s).

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sluice::journal::escalations::Choice;
-use sluice_fake_provider::{Fault, RetryAfter, Style};
-use support::{ADMIN_TOKEN, Stack, chat, sha256_hex, stack_with};
+use sluice_fake_provider::{Fault, Style};
+use support::{ADMIN_TOKEN, Stack, sha256_hex, stack_with};
 use webdriver::Browser;
 
 const OPERATOR: &str = "ops@example.com";
@@ -324,23 +324,9 @@ async fn forged_forms_and_requests_without_a_session_are_refused_and_decide_noth
 async fn the_live_data_shows_429s_holds_breakers_and_sampled_waits() {
     let s = console_stack(Style::OpenAi, "openai").await;
     let (cookie, _) = session(&s).await;
-    s.fake.script(
-        "/v1/chat/completions",
-        [Fault::RateLimited {
-            retry_after: Some(RetryAfter::Seconds(600)),
-        }],
-    );
     let r = s
-        .agent(
-            "POST",
-            "/openai/v1/chat/completions",
-            &[("x-sluice-deadline-ms", "300")],
-        )
-        .header("content-type", "application/json")
-        .body(chat())
-        .send()
-        .await
-        .unwrap();
+        .held_by_429("POST", "/openai/v1/chat/completions", 600)
+        .await;
     assert!(!r.status().is_success());
     // The sampler runs once a second.
     tokio::time::sleep(Duration::from_millis(1200)).await;
@@ -392,21 +378,7 @@ async fn screenshot() {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    s.fake.script(
-        "/v1/balance",
-        [Fault::RateLimited {
-            retry_after: Some(RetryAfter::Seconds(90)),
-        }],
-    );
-    let _ = s
-        .agent(
-            "GET",
-            "/stripe/v1/balance",
-            &[("x-sluice-deadline-ms", "300")],
-        )
-        .send()
-        .await
-        .unwrap();
+    let _ = s.held_by_429("GET", "/stripe/v1/balance", 90).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let browser = Browser::start(1200, 1900).await;
     sign_in(&browser, &s, OPERATOR_TOKEN).await;
