@@ -179,7 +179,7 @@ impl ProviderConfig {
 }
 
 /// `name` as a TOML key: bare when it can be, else quoted.
-fn toml_key(name: &str) -> String {
+pub(crate) fn toml_key(name: &str) -> String {
     let bare = !name.is_empty()
         && name
             .bytes()

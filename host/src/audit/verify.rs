@@ -51,6 +51,24 @@ pub struct Report {
     pub witness_behind: bool,
 }
 
+impl Report {
+    /// The report of a log that holds no record yet, signed by `key`'s holder.
+    pub fn empty(key: Fingerprint) -> Self {
+        Self {
+            key,
+            records: 0,
+            checkpoints: 0,
+            first_seq: 0,
+            last_seq: 0,
+            pruned_before: None,
+            unproven_start: false,
+            unsigned_tail: 0,
+            witnessed: None,
+            witness_behind: false,
+        }
+    }
+}
+
 /// How to verify: the witness, and what to accept or expect.
 #[derive(Debug, Clone, Default)]
 pub struct VerifyOptions<'a> {
@@ -179,18 +197,7 @@ pub fn verify_with(
     {
         return Err(VerifyError::UnexpectedKey { given, expected });
     }
-    let mut report = Report {
-        key: given,
-        records: 0,
-        checkpoints: 0,
-        first_seq: 0,
-        last_seq: 0,
-        pruned_before: None,
-        unproven_start: false,
-        unsigned_tail: 0,
-        witnessed: None,
-        witness_behind: false,
-    };
+    let mut report = Report::empty(given);
     let pass = read_log(log, key, options.allow_open_tail, &mut report)?;
     let last_checkpoint = pass.checkpoints.last().map(|c| c.seq);
     if let Some(start) = report.pruned_before {

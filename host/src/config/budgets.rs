@@ -67,7 +67,7 @@ pub(super) fn parse(keys: &Keys<'_>, root: &mut Table) -> Result<BudgetConfig, C
             let at = format!("providers.{provider}.prices");
             let mut models = BTreeMap::new();
             for (model, value) in keys.table(p, "prices", &at)? {
-                let key = format!("{at}.{}", quoted(&model));
+                let key = format!("{at}.{}", crate::admission::config::toml_key(&model));
                 let Value::Table(t) = value else {
                     return Err(keys.invalid(&key, "a table of prices"));
                 };
@@ -127,19 +127,6 @@ fn price(keys: &Keys<'_>, mut t: Table, at: &str) -> Result<Price, ConfigFileErr
         output_micros_per_million: output.ok_or_else(|| need(PRICE_KEYS[1]))?,
         cached_input_micros_per_million: cached,
     })
-}
-
-/// `name` as a TOML key: bare when it can be, else quoted.
-fn quoted(name: &str) -> String {
-    let bare = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if bare {
-        name.to_owned()
-    } else {
-        format!("{name:?}")
-    }
 }
 
 #[cfg(test)]

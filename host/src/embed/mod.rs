@@ -148,16 +148,8 @@ impl Sluice {
             && witness.is_none_or(empty)
         {
             return Ok(Report {
-                key: given,
-                records: 0,
-                checkpoints: 0,
-                first_seq: 0,
-                last_seq: 0,
-                pruned_before: None,
-                unproven_start: false,
-                unsigned_tail: 0,
                 witnessed: witness.map(|_| 0),
-                witness_behind: false,
+                ..Report::empty(given)
             });
         }
         let options = VerifyOptions {
