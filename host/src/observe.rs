@@ -34,6 +34,7 @@
 //! | usage corrected | debug | `execute::usage` | `provider`, `estimated_tokens`, `actual_tokens` |
 //! | call refused: the tenant's budget is spent | warn | `execute::charge` | `provider`, `tenant`, `budget`, `resets_at_ms` |
 //! | budget threshold crossed | warn | `budget` | `tenant`, `budget`, `threshold_percent`, `used`, `limit`, `period`, `resets_at_ms` |
+//! | shared store unreachable: local pacing / reached again | warn / info | `admission::shared` | `error`, `hosts` |
 //!
 //! # Metrics
 //!
@@ -58,6 +59,9 @@
 //! | [`BUDGET_THRESHOLDS`] | counter | `tenant`, `budget` (`spend_micros_per_month`...), `threshold` (percent) | a tenant's use crossed a threshold of a budget |
 //! | [`BUDGET_USED_RATIO`] | gauge | `tenant`, `budget` | the share of the budget used in its current period |
 //! | [`BUDGET_REFUSALS`] | counter | `tenant`, `budget` | calls refused because the budget was spent |
+//! | [`SHARED_STORE_UP`] | gauge | | 1 while the shared store answers, 0 while admission paces locally |
+//! | [`SHARED_STORE_FALLBACKS`] | counter | | times the shared store stopped answering and admission fell back to local pacing |
+//! | [`SHARED_WAITS`] | counter | `reason` (`quota`, `hold`, `slots`) | admissions the shared store sent back to wait |
 //!
 //! A gauge kept per scope ([`QUEUE_DEPTH`]) is registered when the scheduler first meets the
 //! scope: install the recorder before building the host.
@@ -100,6 +104,12 @@ pub const BUDGET_THRESHOLDS: &str = "sluice_budget_thresholds_total";
 pub const BUDGET_USED_RATIO: &str = "sluice_budget_used_ratio";
 /// Counter: calls refused because a budget was spent.
 pub const BUDGET_REFUSALS: &str = "sluice_budget_refusals_total";
+/// Gauge: 1 while the shared store answers, 0 while admission paces locally.
+pub const SHARED_STORE_UP: &str = "sluice_shared_store_up";
+/// Counter: times the shared store stopped answering.
+pub const SHARED_STORE_FALLBACKS: &str = "sluice_shared_store_fallbacks_total";
+/// Counter: admissions the shared store sent back to wait.
+pub const SHARED_WAITS: &str = "sluice_shared_waits_total";
 
 /// The span of one logical call.
 pub const CALL_SPAN: &str = "sluice.call";

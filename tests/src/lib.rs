@@ -1,11 +1,12 @@
 //! Shared support for sluice's end-to-end tests: a plugin runtime with a test cache, the
 //! test fixtures (the hostile plugin, the plugin built against the frozen contract 0.1.0),
 //! request builders, a whole host ([`stack`]), seeded kill -9 runs of a host process
-//! ([`crash_run`]), a counting proxy ([`proxy`]) and the usage-correction workload
-//! ([`usage_workload`]).
+//! ([`crash_run`]), a counting proxy ([`proxy`]), a real `redis-server` ([`redis_server`])
+//! and the usage-correction workload ([`usage_workload`]).
 
 pub mod crash_run;
 pub mod proxy;
+pub mod redis_server;
 pub mod stack;
 pub mod usage_workload;
 

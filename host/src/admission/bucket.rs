@@ -124,6 +124,11 @@ impl Rate {
         self.interval
     }
 
+    /// How far the theoretical arrival time may run ahead of now: the burst's worth of time.
+    pub fn tolerance(&self) -> Nanos {
+        self.tolerance
+    }
+
     /// The earliest instant at or after `now` when `cost` units fit, for a bucket whose
     /// theoretical arrival time is `tat`.
     ///

@@ -9,7 +9,9 @@
 //!   take them, on the caller's clock;
 //! - [`config`]: the TOML that configures all of it;
 //! - [`coalesce`]: identical immutable reads in flight, shared when the caller says so;
-//! - [`snapshot`]: a read-only view of every scope and of the queue, for operators.
+//! - [`snapshot`]: a read-only view of every scope and of the queue, for operators;
+//! - [`shared`]: the scopes' state shared by several hosts on Redis, so N hosts admit one
+//!   limit, not N.
 
 pub mod bucket;
 pub mod coalesce;
@@ -20,6 +22,7 @@ pub mod limits;
 pub mod outcome;
 pub mod scheduler;
 pub mod scope;
+pub mod shared;
 pub mod snapshot;
 pub mod tenant;
 pub mod usage;

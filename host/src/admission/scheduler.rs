@@ -214,6 +214,7 @@ mod explain;
 mod names;
 mod observe;
 mod run;
+mod shared;
 mod snapshot;
 mod submit;
 mod turn;

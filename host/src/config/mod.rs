@@ -44,6 +44,7 @@
 mod budgets;
 mod parse;
 mod serve;
+mod store;
 #[cfg(test)]
 mod tests;
 
@@ -90,6 +91,9 @@ pub struct SluiceConfig {
     /// Spend budgets and prices (the `[budgets]` table, `[tiers.X.budgets]`,
     /// `[tenants.budgets.X]`, `[providers.X.prices.MODEL]`).
     pub budgets: crate::budget::BudgetConfig,
+    /// The store of admission state shared by several hosts (the `[store]` table); `None`:
+    /// in memory, per host.
+    pub store: Option<admission::shared::SharedConfig>,
 }
 
 /// One provider: who reads its answers, where it is, and the credentials it takes.

@@ -147,6 +147,7 @@ pub(super) fn parse(
 
     let serve = super::serve::parse(&keys, keys.table(&mut root, "serve", "serve")?)?;
     let budgets = super::budgets::parse(&keys, &mut root)?;
+    let store = super::store::parse(&keys, &mut root)?;
 
     let admission = admission_part(origin, root)?;
     let mut config = SluiceConfig {
@@ -159,6 +160,7 @@ pub(super) fn parse(
         plugin_call_deadline,
         serve,
         budgets,
+        store,
     };
     super::serve::reconcile(origin, &mut config)?;
     Ok(config)

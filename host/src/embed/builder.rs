@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Sluice;
+use crate::admission::shared::{Gate, GateError, SharedConfig};
 use crate::admission::{self, Admission};
 use crate::audit::{self, AuditKey, AuditLog, AuditSettings};
 use crate::budget::Budgets;
@@ -43,6 +44,7 @@ pub struct SluiceBuilder {
     credentials: Option<Arc<dyn Credentials>>,
     provider_timeout: Option<Duration>,
     on_write_step: Option<Box<dyn Fn(Step) + Send + Sync>>,
+    store: Option<SharedConfig>,
 }
 
 impl std::fmt::Debug for SluiceBuilder {
@@ -92,6 +94,9 @@ pub enum BuildError {
         /// What is wrong and what to do.
         why: String,
     },
+    /// The shared store's settings cannot work.
+    #[error(transparent)]
+    Store(#[from] GateError),
     /// No state directory was named and the user has no home to keep one in.
     #[error(
         "no state directory: set `state_dir` in the configuration (neither XDG_STATE_HOME nor \
@@ -220,6 +225,14 @@ impl SluiceBuilder {
         self
     }
 
+    /// Shares admission's quotas with other hosts through the store `store` names (as the
+    /// `[store]` table does; this takes precedence over it).
+    #[must_use]
+    pub fn shared_store(mut self, store: SharedConfig) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Builds the host. Must run inside a tokio runtime with timers (admission's driver is
     /// spawned on it).
     ///
@@ -250,7 +263,6 @@ impl SluiceBuilder {
             }
         };
         let policies = policies(&config, self.cache, self.runtime, &clock)?;
-        let admission = Admission::new(config.admission.clone(), clock.clone())?;
         let transport = match self.transport {
             Some(t) => t,
             None => Transport::with_config(config.transport.clone())?,
@@ -264,6 +276,22 @@ impl SluiceBuilder {
             None => user_state_dir().ok_or(BuildError::NoStateDir)?,
         };
         open_state_dir(&state_dir)?;
+        let gate = match self.store.or(config.store.clone()) {
+            None => None,
+            Some(store) => {
+                let host = store
+                    .host_id
+                    .clone()
+                    .unwrap_or_else(|| default_host_id(&state_dir));
+                Some(Gate::new(store, host, clock.clone())?)
+            }
+        };
+        let admission = match &gate {
+            None => Admission::new(config.admission.clone(), clock.clone())?,
+            Some(gate) => {
+                Admission::with_gate(config.admission.clone(), clock.clone(), gate.clone())?
+            }
+        };
         let journal = Arc::new(Journal::open_or_create(&state_dir.join("journal.sqlite"))?);
         let mut executor = Executor::new(
             admission,
@@ -306,6 +334,9 @@ impl SluiceBuilder {
         if let Some(listener) = self.on_write_step {
             writes = writes.on_step(listener);
         }
+        if let Some(gate) = gate {
+            writes = writes.claims(gate);
+        }
         let base_urls: BTreeMap<String, String> = config
             .providers
             .iter()
@@ -320,6 +351,18 @@ impl SluiceBuilder {
             base_urls,
         })
     }
+}
+
+/// This host's default name in the shared store: the machine's name and the state
+/// directory, so that two hosts on one machine (each with its own journal) differ.
+fn default_host_id(state_dir: &Path) -> String {
+    let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{machine}:{}", state_dir.display())
 }
 
 /// The credentials the configuration names.

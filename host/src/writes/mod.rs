@@ -144,6 +144,10 @@ pub enum WriteError {
         /// Why.
         why: String,
     },
+    /// Another host owns the action, or the shared store could not say: nothing was
+    /// recorded or sent.
+    #[error(transparent)]
+    Claim(#[from] crate::admission::shared::ClaimError),
 }
 
 /// A point in a write's life, reported to a [`Writes::on_step`] listener (for progress
@@ -201,12 +205,21 @@ pub struct Writes {
     provider_timeout: Duration,
     /// Actions being written by this host: a second submit of one waits for the first.
     inflight: Mutex<HashMap<i64, watch::Receiver<bool>>>,
+    /// The shared store in which this host claims each action before it records it, when
+    /// several hosts share the quotas (see [`crate::admission::shared::ClaimError`]).
+    claims: Option<crate::admission::shared::Gate>,
 }
 
 impl std::fmt::Debug for Writes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writes").finish_non_exhaustive()
     }
+}
+
+/// An action's name in the shared store: its task and its name, each length-prefixed so
+/// that no two pairs give one name.
+fn claim_name(task: &str, action: &str) -> String {
+    format!("{}:{task}/{action}", task.len())
 }
 
 /// The task id of a task name: [`TaskId::named`].
@@ -257,7 +270,16 @@ impl Writes {
             listener: None,
             provider_timeout: DEFAULT_PROVIDER_TIMEOUT,
             inflight: Mutex::default(),
+            claims: None,
         }
+    }
+
+    /// Claims every new action in the shared store behind `gate` before recording it, so
+    /// that a second host given the same action refuses it ([`WriteError::Claim`]).
+    #[must_use]
+    pub fn claims(mut self, gate: crate::admission::shared::Gate) -> Self {
+        self.claims = Some(gate);
+        self
     }
 
     /// Claims action `id` in `inflight` (the locked map), unless another run has it.
@@ -342,7 +364,13 @@ impl Writes {
     /// [`WriteError::Journal`] when the action was recorded before with another body
     /// ([`JournalError::BodyMismatch`]) or its task was cancelled, or when the journal or
     /// the audit log cannot be written — in which case nothing more was sent.
+    /// [`WriteError::Claim`] when another host owns the action, or the shared store cannot
+    /// say — in which case nothing was recorded or sent.
     pub async fn write(&self, write: &Write) -> Result<WriteOutcome, WriteError> {
+        if let Some(gate) = &self.claims {
+            // Before the journal: an action another host owns is not recorded here at all.
+            gate.claim(&claim_name(&write.task, &write.action)).await?;
+        }
         let stored = StoredRequest::of(&write.call);
         let intent = stored.intent(write);
         self.step(Step::Recording);

@@ -30,7 +30,8 @@ use super::config::{Config, ConfigError};
 use super::fair::{Class, RequestId};
 use super::outcome::{GrantId, QueueEvent, Rejection, Why};
 use super::scheduler::{Ask, Scheduler, TaskId};
-use super::scope::ScopeKey;
+use super::scope::{Block, Hold, ScopeKey};
+use super::shared::{Gate, Passed};
 use super::snapshot::Snapshot;
 use super::usage::Usage;
 use crate::clock::Clock;
@@ -203,6 +204,8 @@ struct Waiter {
 
 struct Shared {
     state: Mutex<State>,
+    /// The shared store's gate, when several hosts share the quotas.
+    gate: Option<Gate>,
     /// Tells the driver that the earliest wake moved earlier (or that [`Shared`] is gone).
     notify: Arc<Notify>,
     clock: Arc<dyn Clock>,
@@ -245,6 +248,93 @@ impl Shared {
         let r = f(&mut state, now);
         state.settle(now, &self.notify);
         r
+    }
+}
+
+impl Shared {
+    /// Shares the scope named `key` as it now stands here (its hold, its learned limits)
+    /// with the hosts sharing the store, if any; `remaining` is what a response said is left
+    /// of one of its quotas.
+    fn share_with(&self, key: &ScopeKey, remaining: Option<(super::usage::Dimension, u64)>) {
+        let Some(gate) = &self.gate else {
+            return;
+        };
+        let mut figures = {
+            let mut state = self.lock();
+            state.scheduler.figures(self.now(), key)
+        };
+        if let Some((dimension, left)) = remaining {
+            for q in figures
+                .quotas
+                .iter_mut()
+                .filter(|q| q.dimension == dimension)
+            {
+                q.available = Some(left);
+            }
+        }
+        gate.share(figures);
+    }
+
+    fn share(&self, key: &ScopeKey) {
+        self.share_with(key, None);
+    }
+}
+
+/// What a ticket needs to pass the shared store's gate once the local queue admits it.
+struct Gated {
+    gate: Gate,
+    class: Class,
+    tenant: Arc<str>,
+    submitted: Nanos,
+    deadline: Option<Nanos>,
+}
+
+impl Gated {
+    /// Passes `permit` through the gate: asks the store, and while it says wait, holds the
+    /// scope here for as long (so this host does not keep asking) and asks again then.
+    async fn pass(self, shared: Arc<Shared>, mut permit: Permit) -> Result<Permit, Refused> {
+        loop {
+            let charges = shared.lock().scheduler.charges(permit.grant);
+            let Some(call) = charges else {
+                return Err(Refused::Cancelled);
+            };
+            match self.gate.pass(call).await {
+                Passed::Go(lease) => {
+                    permit.lease = Some((self.gate, lease));
+                    return Ok(permit);
+                }
+                Passed::Wait {
+                    scope,
+                    wait,
+                    reason,
+                } => {
+                    let now = shared.now();
+                    let until = now.saturating_add(nanos(wait));
+                    if self.deadline.is_some_and(|d| until > d) {
+                        return Err(Refused::Expired(Box::new(Why {
+                            class: self.class,
+                            tenant: self.tenant,
+                            waited: Duration::from_nanos(now.saturating_sub(self.submitted)),
+                            deadline: self.deadline,
+                            waiting: super::outcome::Waiting::Scope {
+                                scope,
+                                block: Block::Held(Hold {
+                                    until,
+                                    reason: reason.into(),
+                                }),
+                            },
+                        })));
+                    }
+                    // Quietly: this is pacing, not a 429; the store already knows.
+                    shared.change(|state, now| {
+                        state
+                            .scheduler
+                            .hold(&scope, now.saturating_add(nanos(wait)), &reason);
+                    });
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
     }
 }
 
@@ -370,6 +460,36 @@ impl Admission {
     /// # Panics
     /// Outside a tokio runtime, or in one without timers (`enable_time`).
     pub fn new(config: Config, clock: Arc<dyn Clock>) -> Result<Self, ConfigError> {
+        Self::build(config, clock, None)
+    }
+
+    /// As [`Admission::new`], with quotas shared with other hosts through `gate`: a call
+    /// the local queue admits is sent only once the shared store admits it too (see
+    /// [`crate::admission::shared`]).
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the configuration does not validate.
+    ///
+    /// # Panics
+    /// As [`Admission::new`].
+    pub fn with_gate(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        gate: Gate,
+    ) -> Result<Self, ConfigError> {
+        Self::build(config, clock, Some(gate))
+    }
+
+    /// The shared store's gate, when the quotas are shared.
+    pub fn gate(&self) -> Option<&Gate> {
+        self.shared.gate.as_ref()
+    }
+
+    fn build(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        gate: Option<Gate>,
+    ) -> Result<Self, ConfigError> {
         let scheduler = Scheduler::new(config)?;
         // Panics here, not in the driver, when the runtime has no timers.
         drop(tokio::time::sleep(Duration::ZERO));
@@ -384,6 +504,7 @@ impl Admission {
                 #[cfg(test)]
                 driver_deliveries: 0,
             }),
+            gate,
             notify: notify.clone(),
             origin: clock.now(),
             clock,
@@ -431,14 +552,25 @@ impl Admission {
             if let Some(task) = request.task {
                 state.tasks.entry(task).or_default().push(id);
             }
-            Ok::<_, Rejection>(id)
+            Ok::<_, Rejection>((id, now))
         });
-        let id = submitted.inspect_err(|rejection| refused(&request, rejection))?;
+        let (id, now) = submitted.inspect_err(|rejection| refused(&request, rejection))?;
+        let gated = self.shared.gate.clone().map(|gate| {
+            Box::new(Gated {
+                gate,
+                class: request.class,
+                tenant: request.tenant.as_str().into(),
+                submitted: now,
+                deadline: request.deadline.map(|d| now.saturating_add(nanos(d))),
+            })
+        });
         Ok(Ticket {
             id,
             shared: self.shared.clone(),
             rx,
             settled: false,
+            gated,
+            passing: None,
         })
     }
 
@@ -480,6 +612,7 @@ impl Admission {
             state.scheduler.hold(scope, until, reason);
         });
         held(scope, retry_after, reason);
+        self.shared.share(scope);
     }
 
     /// Now on the scheduler's clock: what [`Scheduler`] methods take as `now`, and the clock

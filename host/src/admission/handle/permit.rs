@@ -13,7 +13,14 @@ pub struct Ticket {
     pub(super) rx: oneshot::Receiver<WaitEnd>,
     /// The outcome was received: nothing left to withdraw or release.
     pub(super) settled: bool,
+    /// The shared store's gate to pass once admitted here, when the quotas are shared.
+    pub(super) gated: Option<Box<Gated>>,
+    /// The admitted permit passing that gate.
+    pub(super) passing: Option<Passing>,
 }
+
+/// A permit on its way through the shared store's gate.
+pub(super) type Passing = Pin<Box<dyn Future<Output = Result<Permit, Refused>> + Send>>;
 
 impl Ticket {
     /// The request, for [`Admission::explain`].
@@ -32,6 +39,13 @@ impl Future for Ticket {
     type Output = Result<Permit, Refused>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Some(passing) = &mut self.passing {
+            let out = passing.as_mut().poll(cx);
+            if out.is_ready() {
+                self.passing = None;
+            }
+            return out;
+        }
         assert!(!self.settled, "a Ticket polled after it resolved");
         let outcome = match Pin::new(&mut self.rx).poll(cx) {
             Poll::Pending => return Poll::Pending,
@@ -39,12 +53,25 @@ impl Future for Ticket {
         };
         self.settled = true;
         Poll::Ready(match outcome {
-            Ok(WaitEnd::Admitted(grant)) => Ok(Permit {
-                grant,
-                request: self.id,
-                shared: Arc::downgrade(&self.shared),
-                done: false,
-            }),
+            Ok(WaitEnd::Admitted(grant)) => {
+                let permit = Permit {
+                    grant,
+                    request: self.id,
+                    shared: Arc::downgrade(&self.shared),
+                    done: false,
+                    lease: None,
+                };
+                let Some(gated) = self.gated.take() else {
+                    return Poll::Ready(Ok(permit));
+                };
+                // Admitted here; now the hosts sharing the quotas must agree.
+                let mut passing = Box::pin(gated.pass(self.shared.clone(), permit));
+                let out = passing.as_mut().poll(cx);
+                if out.is_pending() {
+                    self.passing = Some(passing);
+                }
+                return out;
+            }
             Ok(WaitEnd::Expired(why)) => Err(Refused::Expired(why)),
             // The sender is dropped unsent only when the request is gone from the handle.
             Ok(WaitEnd::Cancelled) | Err(_) => Err(Refused::Cancelled),
@@ -92,6 +119,8 @@ pub struct Permit {
     /// Weak: a permit alone does not keep the scheduler (or its driver) alive.
     pub(super) shared: Weak<Shared>,
     pub(super) done: bool,
+    /// The lease the shared store gave the call, ended with it.
+    pub(super) lease: Option<(Gate, crate::admission::shared::Lease)>,
 }
 
 impl Permit {
@@ -126,7 +155,24 @@ impl Permit {
         let Some(shared) = self.shared.upgrade() else {
             return 0;
         };
-        shared.change(|state, now| state.scheduler.observe(now, self.grant, observations))
+        let recorded =
+            shared.change(|state, now| state.scheduler.observe(now, self.grant, observations));
+        if shared.gate.is_some() {
+            for o in observations {
+                let Some(dimension) = super::super::usage::Dimension::from_policy(&o.dimension)
+                else {
+                    continue;
+                };
+                let key = shared
+                    .lock()
+                    .scheduler
+                    .observed_scope(self.grant, o.scope.as_deref());
+                if let Some(key) = key {
+                    shared.share_with(&key, o.remaining.map(|left| (dimension, left)));
+                }
+            }
+        }
+        recorded
     }
 
     /// Holds the call's credential scope (`name: None`) or its narrower scope `name` for
@@ -143,12 +189,19 @@ impl Permit {
             Some(key)
         });
         // Reported outside the lock: a subscriber may write to a terminal or a socket.
-        key.inspect(|key| held(key, retry_after, reason)).is_some()
+        key.inspect(|key| {
+            held(key, retry_after, reason);
+            shared.share(key);
+        })
+        .is_some()
     }
 
     fn finish(&mut self, actual: Option<&Usage>) {
         if std::mem::replace(&mut self.done, true) {
             return;
+        }
+        if let Some((gate, lease)) = self.lease.take() {
+            gate.finish(lease, actual.copied());
         }
         if let Some(shared) = self.shared.upgrade() {
             let grant = self.grant;

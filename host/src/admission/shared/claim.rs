@@ -1,0 +1,61 @@
+//! Which host owns an action. The journal stays per host: the host that runs a task owns
+//! its writes, records them, and settles them after a crash. A second host given the same
+//! action (an agent that resubmits to another replica) must not perform it a second time,
+//! nor settle it from a journal that never saw it: the claim in the shared store refuses it,
+//! naming the owner.
+
+use super::Gate;
+use super::redis::StoreError;
+
+/// An action that cannot be claimed by this host.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimError {
+    /// Another host claimed it first; its journal holds it.
+    #[error(
+        "action {action:?} belongs to host {owner:?}, whose journal holds it: send it there, or use a new action name"
+    )]
+    Elsewhere {
+        /// The action.
+        action: String,
+        /// The host that owns it.
+        owner: String,
+    },
+    /// The store did not answer, so the claim could not be made: nothing was sent.
+    #[error(
+        "action {action:?} could not be claimed in the shared store ({error}); nothing was sent, try again"
+    )]
+    Unreachable {
+        /// The action.
+        action: String,
+        /// What the store said.
+        error: String,
+    },
+}
+
+impl Gate {
+    /// Claims `action` for this host, or finds it already this host's.
+    ///
+    /// # Errors
+    /// [`ClaimError::Elsewhere`] when another host owns it; [`ClaimError::Unreachable`]
+    /// when the store does not answer (a write is never sent unclaimed: that is how one
+    /// would be done twice).
+    pub async fn claim(&self, action: &str) -> Result<(), ClaimError> {
+        let ttl = self.config().claim_ttl;
+        match self.store().claim(action, self.host_id(), ttl).await {
+            Ok(None) => Ok(()),
+            Ok(Some(owner)) => Err(ClaimError::Elsewhere {
+                action: action.into(),
+                owner,
+            }),
+            Err(e) => {
+                if !matches!(e, StoreError::Reply(_)) {
+                    self.went_away(&e);
+                }
+                Err(ClaimError::Unreachable {
+                    action: action.into(),
+                    error: e.to_string(),
+                })
+            }
+        }
+    }
+}

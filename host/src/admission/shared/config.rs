@@ -1,0 +1,79 @@
+//! How a host reaches the shared store, and what it assumes when it cannot.
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+/// The shared store's settings: `[store]` in `sluice.toml`, or
+/// [`crate::embed::SluiceBuilder::shared_store`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedConfig {
+    /// The Redis server: `redis://HOST:PORT[/DB]` (`rediss://` for TLS is not built in).
+    pub url: String,
+    /// How many hosts share the quotas. When Redis cannot be reached, each host paces every
+    /// quota at its limit divided by this, so that together they stay within it.
+    pub hosts: NonZeroU32,
+    /// This host's name in the store: it owns the actions it claims. Default: the machine's
+    /// host name and the journal's path, so two hosts on one machine differ by their journals.
+    pub host_id: Option<String>,
+    /// Prefix of every key the store writes. Default: `sluice`.
+    pub key_prefix: String,
+    /// How long a concurrency lease lives without renewal: a host that dies gives its slots
+    /// back after this. Its live leases are renewed every third of it. Default: 10 s.
+    pub lease_ttl: Duration,
+    /// How long one store command may take before the host falls back to local pacing.
+    /// Default: 250 ms.
+    pub timeout: Duration,
+    /// How long an action's claim is kept after it is made. Default: 30 days.
+    pub claim_ttl: Duration,
+}
+
+impl SharedConfig {
+    /// A store at `url` shared by `hosts` hosts, with the defaults.
+    pub fn new(url: impl Into<String>, hosts: NonZeroU32) -> Self {
+        Self {
+            url: url.into(),
+            hosts,
+            host_id: None,
+            key_prefix: "sluice".into(),
+            lease_ttl: Duration::from_secs(10),
+            timeout: Duration::from_millis(250),
+            claim_ttl: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+
+    /// Checks what can be checked without connecting.
+    ///
+    /// # Errors
+    /// [`SharedConfigError`] naming the setting.
+    pub fn validate(&self) -> Result<(), SharedConfigError> {
+        if !self.url.starts_with("redis://") {
+            return Err(SharedConfigError::Url(self.url.clone()));
+        }
+        if ::redis::Client::open(self.url.as_str()).is_err() {
+            return Err(SharedConfigError::Url(self.url.clone()));
+        }
+        if self.lease_ttl < Duration::from_millis(300) {
+            return Err(SharedConfigError::LeaseTtl(self.lease_ttl));
+        }
+        if self.key_prefix.is_empty() || self.key_prefix.contains(char::is_whitespace) {
+            return Err(SharedConfigError::Prefix(self.key_prefix.clone()));
+        }
+        Ok(())
+    }
+}
+
+/// A shared-store setting that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SharedConfigError {
+    /// Not a `redis://` URL.
+    #[error(
+        "{0:?} is not a Redis URL: write redis://HOST:PORT (for example redis://127.0.0.1:6379)"
+    )]
+    Url(String),
+    /// A lease so short that renewing it would be most of the traffic.
+    #[error("a lease of {0:?} is too short: at least 300 ms (the default is 10 s)")]
+    LeaseTtl(Duration),
+    /// An empty prefix, or one with spaces.
+    #[error("the key prefix {0:?} must be non-empty, without spaces")]
+    Prefix(String),
+}

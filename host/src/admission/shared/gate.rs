@@ -1,0 +1,394 @@
+//! The gate a locally admitted call passes before it is sent: the shared store while it
+//! answers, local conservative pacing while it does not; and the upkeep around it (renewing
+//! the leases of calls in flight, probing a store that went away).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use super::fallback::{Fallback, Local};
+use super::redis::{RedisStore, Refusal, StoreError, Verdict};
+use super::{ScopeFigures, SharedConfig, SharedConfigError};
+use crate::admission::bucket::Nanos;
+use crate::admission::scope::ScopeKey;
+use crate::admission::usage::Usage;
+use crate::clock::Clock;
+
+/// The gate could not be set up.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GateError {
+    /// A setting cannot work.
+    #[error("store: {0}")]
+    Config(#[from] SharedConfigError),
+    /// The Redis client could not be made.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// What the gate decided for one call.
+#[derive(Debug)]
+pub enum Passed {
+    /// Send it; end the lease with [`Gate::finish`].
+    Go(Lease),
+    /// Not yet: the scope `scope` takes it in `wait` at the earliest.
+    Wait {
+        /// The scope that refused.
+        scope: ScopeKey,
+        /// How long to wait before asking again.
+        wait: Duration,
+        /// Why, in words, for an operator.
+        reason: String,
+    },
+}
+
+/// A call that passed the gate: what it charged and the leases it holds.
+#[derive(Debug)]
+pub struct Lease {
+    id: String,
+    call: Vec<ScopeFigures>,
+    lease_keys: Vec<String>,
+    /// Each quota's schedule end in the store; empty when admitted by local pacing.
+    ends: Vec<u64>,
+    /// Admitted by the store (else by local pacing).
+    shared: bool,
+}
+
+impl Lease {
+    /// The lease's name in the store.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether the shared store admitted it (else local pacing did, the store being away).
+    pub fn shared(&self) -> bool {
+        self.shared
+    }
+}
+
+/// The gate; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: RedisStore,
+    config: SharedConfig,
+    host_id: String,
+    clock: Arc<dyn Clock>,
+    origin: Instant,
+    up: AtomicBool,
+    next_lease: AtomicU64,
+    state: Mutex<State>,
+    runtime: tokio::runtime::Handle,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    fallback: Fallback,
+    /// The lease sets each live lease is in, by lease id: renewed, and put back after the
+    /// store lost them.
+    live: HashMap<String, Vec<String>>,
+    probing: bool,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn now(&self) -> Nanos {
+        let elapsed = self.clock.now().saturating_duration_since(self.origin);
+        u64::try_from(elapsed.as_nanos()).unwrap_or(Nanos::MAX)
+    }
+}
+
+impl Gate {
+    /// A gate on the store `config` names, for the host `host_id`. Spawns the task that
+    /// renews leases on the current tokio runtime; it stops when the last clone is gone.
+    ///
+    /// # Errors
+    /// [`GateError`] for settings that cannot work.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn new(
+        config: SharedConfig,
+        host_id: String,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, GateError> {
+        config.validate()?;
+        let store = RedisStore::new(&config)?;
+        metrics::gauge!(crate::observe::SHARED_STORE_UP).set(1.0);
+        let inner = Arc::new(Inner {
+            store,
+            host_id,
+            origin: clock.now(),
+            clock,
+            up: AtomicBool::new(true),
+            next_lease: AtomicU64::new(0),
+            state: Mutex::new(State::default()),
+            runtime: tokio::runtime::Handle::current(),
+            config,
+        });
+        inner.runtime.spawn(renew_leases(
+            Arc::downgrade(&inner),
+            inner.config.lease_ttl / 3,
+        ));
+        Ok(Self { inner })
+    }
+
+    /// The store's settings.
+    pub fn config(&self) -> &SharedConfig {
+        &self.inner.config
+    }
+
+    /// This host's name in the store.
+    pub fn host_id(&self) -> &str {
+        &self.inner.host_id
+    }
+
+    /// The store itself.
+    pub fn store(&self) -> &RedisStore {
+        &self.inner.store
+    }
+
+    /// Whether the shared store answers (else admission paces locally).
+    pub fn is_up(&self) -> bool {
+        self.inner.up.load(Ordering::Relaxed)
+    }
+
+    /// Checks and charges `call` (see [`crate::admission::Scheduler::charges`]): in the
+    /// shared store, or by local conservative pacing while it is away.
+    pub async fn pass(&self, call: Vec<ScopeFigures>) -> Passed {
+        let inner = &self.inner;
+        let n = inner.next_lease.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{}#{n}", inner.host_id);
+        let lease_keys: Vec<String> = call
+            .iter()
+            .map(|f| inner.store.lease_key(&f.scope))
+            .collect();
+        if self.is_up() {
+            match inner.store.admit(&call, &id).await {
+                Ok(Verdict::Admitted { ends }) => {
+                    let mut state = inner.lock();
+                    state.fallback.hold_slots(&call, &lease_keys);
+                    let sets = sets_of(&call, &lease_keys);
+                    if !sets.is_empty() {
+                        state.live.insert(id.clone(), sets);
+                    }
+                    return Passed::Go(Lease {
+                        id,
+                        call,
+                        lease_keys,
+                        ends,
+                        shared: true,
+                    });
+                }
+                Ok(Verdict::Wait { scope, wait, why }) => {
+                    let (label, reason) = match &why {
+                        Refusal::Spent(q) => ("quota", spent(&call[scope], *q)),
+                        Refusal::Held(r) => ("hold", format!("held by a host sharing it: {r}")),
+                        Refusal::Full => (
+                            "slots",
+                            "every concurrency slot is leased by the hosts sharing it".into(),
+                        ),
+                    };
+                    metrics::counter!(crate::observe::SHARED_WAITS, "reason" => label).increment(1);
+                    return Passed::Wait {
+                        scope: call[scope].scope.clone(),
+                        wait,
+                        reason,
+                    };
+                }
+                Err(e) => self.went_away(&e),
+            }
+        }
+        let keys: Vec<Vec<String>> = call
+            .iter()
+            .map(|f| {
+                f.quotas
+                    .iter()
+                    .map(|q| {
+                        format!(
+                            "{}:{}:{}",
+                            f.scope,
+                            q.dimension.name(),
+                            q.window.as_millis()
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let now = inner.now();
+        let hosts = inner.config.hosts.get();
+        let local = inner
+            .lock()
+            .fallback
+            .admit(now, hosts, &call, &keys, &lease_keys);
+        match local {
+            Local::Admitted => {
+                let sets = sets_of(&call, &lease_keys);
+                if !sets.is_empty() {
+                    inner.lock().live.insert(id.clone(), sets);
+                }
+                Passed::Go(Lease {
+                    id,
+                    call,
+                    lease_keys,
+                    ends: Vec::new(),
+                    shared: false,
+                })
+            }
+            Local::Wait(scope, wait) => Passed::Wait {
+                scope: call[scope].scope.clone(),
+                wait,
+                reason: format!(
+                    "the shared store is unreachable: paced locally at 1/{hosts} of its limits"
+                ),
+            },
+        }
+    }
+
+    /// Ends a call: frees its slots and corrects its charge to `actual` in the store (in
+    /// the background; a store that does not answer lets the lease expire).
+    pub fn finish(&self, lease: Lease, actual: Option<Usage>) {
+        let inner = &self.inner;
+        {
+            let mut state = inner.lock();
+            state.fallback.release(&lease.call, &lease.lease_keys);
+            state.live.remove(&lease.id);
+        }
+        if !lease.shared || !self.is_up() {
+            return;
+        }
+        let gate = self.clone();
+        inner.runtime.spawn(async move {
+            let store = &gate.inner.store;
+            if let Err(e) = store
+                .settle(&lease.call, &lease.id, &lease.ends, actual.as_ref())
+                .await
+            {
+                tracing::debug!(error = %e, lease = %lease.id, "a lease could not be settled; it expires by itself");
+            }
+        });
+    }
+
+    /// Shares what a response taught this host about a scope (a hold, what is left, a
+    /// learned limit) with every host, in the background.
+    pub fn share(&self, scope: ScopeFigures) {
+        if !self.is_up() {
+            return;
+        }
+        let gate = self.clone();
+        self.inner.runtime.spawn(async move {
+            if let Err(e) = gate.inner.store.share(&scope).await {
+                gate.went_away(&e);
+            }
+        });
+    }
+
+    /// The store stopped answering: pace locally, and probe it until it answers.
+    pub(super) fn went_away(&self, error: &StoreError) {
+        let inner = &self.inner;
+        if inner.up.swap(false, Ordering::Relaxed) {
+            tracing::warn!(
+                error = %error,
+                hosts = inner.config.hosts.get(),
+                "the shared store is unreachable: admission paces every quota locally at its limit divided by the hosts"
+            );
+            metrics::gauge!(crate::observe::SHARED_STORE_UP).set(0.0);
+            metrics::counter!(crate::observe::SHARED_STORE_FALLBACKS).increment(1);
+        }
+        let mut state = inner.lock();
+        if !std::mem::replace(&mut state.probing, true) {
+            inner.runtime.spawn(probe(Arc::downgrade(inner)));
+        }
+    }
+}
+
+/// The lease sets of the scopes with a concurrency limit.
+fn sets_of(call: &[ScopeFigures], lease_keys: &[String]) -> Vec<String> {
+    call.iter()
+        .zip(lease_keys)
+        .filter(|(f, _)| f.concurrency.is_some())
+        .map(|(_, k)| k.clone())
+        .collect()
+}
+
+fn spent(scope: &ScopeFigures, quota: usize) -> String {
+    scope.quotas.get(quota).map_or_else(
+        || "a quota shared with other hosts is spent".into(),
+        |q| {
+            format!(
+                "its {} quota ({} per {} ms) is spent by the hosts sharing it",
+                q.dimension.name(),
+                q.limit,
+                q.window.as_millis()
+            )
+        },
+    )
+}
+
+/// Every live lease, as (lease set, lease id) pairs.
+fn live_pairs(inner: &Inner) -> Vec<(String, String)> {
+    inner
+        .lock()
+        .live
+        .iter()
+        .flat_map(|(id, sets)| sets.iter().map(|k| (k.clone(), id.clone())))
+        .collect()
+}
+
+/// Renews this host's live leases every `every`, while the store answers.
+async fn renew_leases(inner: Weak<Inner>, every: Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        if !inner.up.load(Ordering::Relaxed) {
+            continue;
+        }
+        let pairs = live_pairs(&inner);
+        if let Err(e) = inner.store.renew(&pairs).await {
+            Gate { inner }.went_away(&e);
+        }
+    }
+}
+
+/// How often a host that fell back asks the store whether it answers again. Short, because
+/// until every host is back, those still pacing locally add their share to what the store
+/// admits: at most (hosts − 1)/hosts of the pace for this long, within the margin.
+const PROBE_EVERY: Duration = Duration::from_millis(100);
+
+/// Asks the store every [`PROBE_EVERY`] until it answers; then puts this host's live leases
+/// back (the store may have lost them) before admitting through it again.
+async fn probe(inner: Weak<Inner>) {
+    loop {
+        tokio::time::sleep(PROBE_EVERY).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        if inner.store.ping().await.is_err() {
+            continue;
+        }
+        if inner.store.renew(&live_pairs(&inner)).await.is_err() {
+            continue;
+        }
+        {
+            let mut state = inner.lock();
+            state.probing = false;
+            state.fallback.forget_quotas();
+        }
+        inner.up.store(true, Ordering::Relaxed);
+        metrics::gauge!(crate::observe::SHARED_STORE_UP).set(1.0);
+        tracing::info!(
+            hosts = inner.config.hosts.get(),
+            "the shared store answers again: admission uses the shared state"
+        );
+        return;
+    }
+}

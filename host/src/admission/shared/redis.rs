@@ -1,0 +1,358 @@
+//! The store on Redis: one connection (multiplexed, reconnecting by itself), the scripts of
+//! [`super::scripts`], and the keys they touch.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Script, Value};
+
+use super::scripts::{ADMIT, IDLE_KEEP_MS, LEARNED_FOR_US, RENEW, SETTLE, SHARE};
+use super::{QuotaFigures, ScopeFigures, SharedConfig};
+use crate::admission::scope::ScopeKey;
+use crate::admission::usage::Usage;
+
+/// The store could not answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// Redis did not answer within the configured timeout.
+    #[error("the shared store did not answer within {0:?}")]
+    Timeout(Duration),
+    /// Redis answered with an error, or could not be reached.
+    #[error("the shared store failed: {0}")]
+    Redis(String),
+    /// A script answered what it never answers.
+    #[error("the shared store's script answered {0}")]
+    Reply(String),
+}
+
+/// What the store decided for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Charged: send it. Each quota's schedule end (µs on the store's clock), in the order
+    /// of the figures' quotas, for [`RedisStore::settle`].
+    Admitted {
+        /// The schedule ends.
+        ends: Vec<u64>,
+    },
+    /// Not now: a quota is spent, the scope is held, or every slot is taken.
+    Wait {
+        /// The scope that refused, by its index in the figures.
+        scope: usize,
+        /// How long until it may take the call.
+        wait: Duration,
+        /// Why, in words.
+        why: Refusal,
+    },
+}
+
+/// Why the store refused a call for now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A quota is spent: its index in the scope's quotas.
+    Spent(usize),
+    /// A host put the scope on hold, for this reason.
+    Held(String),
+    /// Every concurrency slot is leased.
+    Full,
+}
+
+/// The shared store on Redis.
+#[derive(Clone)]
+pub struct RedisStore {
+    conn: ConnectionManager,
+    prefix: String,
+    timeout: Duration,
+    lease_ttl_us: u64,
+    admit: Script,
+    settle: Script,
+    share: Script,
+    renew: Script,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// A store for `config`. Connects lazily: a Redis that is down at start is found at the
+    /// first admission, which then falls back to local pacing.
+    ///
+    /// # Errors
+    /// [`StoreError::Redis`] for a URL the client cannot use.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn new(config: &SharedConfig) -> Result<Self, StoreError> {
+        let client = redis::Client::open(config.url.as_str()).map_err(redis_error)?;
+        let manager = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.timeout))
+            .set_response_timeout(Some(config.timeout))
+            .set_number_of_retries(1)
+            .set_max_delay(config.timeout);
+        let conn = ConnectionManager::new_lazy_with_config(client, manager).map_err(redis_error)?;
+        Ok(Self {
+            conn,
+            prefix: config.key_prefix.clone(),
+            timeout: config.timeout,
+            lease_ttl_us: micros(config.lease_ttl),
+            admit: Script::new(ADMIT),
+            settle: Script::new(SETTLE),
+            share: Script::new(SHARE),
+            renew: Script::new(RENEW),
+        })
+    }
+
+    /// The key of a quota of `scope`.
+    fn quota_key(&self, scope: &ScopeKey, q: &QuotaFigures) -> String {
+        format!(
+            "{}:q:{scope}:{}:{}",
+            self.prefix,
+            q.dimension.name(),
+            q.window.as_millis()
+        )
+    }
+
+    fn hold_key(&self, scope: &ScopeKey) -> String {
+        format!("{}:h:{scope}", self.prefix)
+    }
+
+    /// The key of the set of `scope`'s concurrency leases.
+    pub(super) fn lease_key(&self, scope: &ScopeKey) -> String {
+        format!("{}:c:{scope}", self.prefix)
+    }
+
+    pub(super) fn claim_key(&self, action: &str) -> String {
+        format!("{}:a:{action}", self.prefix)
+    }
+
+    /// Checks and charges every quota, hold and concurrency limit of one call, in one
+    /// round trip; `lease` names its concurrency leases.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn admit(&self, call: &[ScopeFigures], lease: &str) -> Result<Verdict, StoreError> {
+        let mut inv = self.admit.prepare_invoke();
+        // Index of each quota, hold and lease set in KEYS, back to its scope.
+        let mut quota_of = Vec::new();
+        let mut lease_of = Vec::new();
+        for (s, f) in call.iter().enumerate() {
+            for (i, q) in f.quotas.iter().enumerate() {
+                inv.key(self.quota_key(&f.scope, q));
+                quota_of.push((s, i));
+            }
+        }
+        for f in call {
+            inv.key(self.hold_key(&f.scope));
+        }
+        for (s, f) in call.iter().enumerate() {
+            if f.concurrency.is_some() {
+                inv.key(self.lease_key(&f.scope));
+                lease_of.push(s);
+            }
+        }
+        inv.arg(lease)
+            .arg(self.lease_ttl_us)
+            .arg(quota_of.len())
+            .arg(call.len())
+            .arg(lease_of.len())
+            .arg(LEARNED_FOR_US)
+            .arg(IDLE_KEEP_MS);
+        for f in call {
+            for q in &f.quotas {
+                inv.arg(q.interval)
+                    .arg(q.tolerance)
+                    .arg(q.cost)
+                    .arg(u8::from(q.learned));
+            }
+        }
+        for f in call {
+            if let Some(limit) = f.concurrency {
+                inv.arg(limit);
+            }
+        }
+        let reply: Vec<Value> = self.run(inv.invoke_async(&mut self.conn.clone())).await?;
+        let number = |i: usize| match reply.get(i) {
+            Some(Value::Int(n)) => u64::try_from(*n).ok(),
+            _ => None,
+        };
+        let bad = || StoreError::Reply(format!("{reply:?}"));
+        let verdict = number(0).ok_or_else(bad)?;
+        let index = usize::try_from(number(1).ok_or_else(bad)?).map_err(|_| bad())?;
+        let wait = Duration::from_micros(number(2).ok_or_else(bad)?);
+        Ok(match verdict {
+            0 => Verdict::Admitted {
+                ends: (4..reply.len()).filter_map(number).collect(),
+            },
+            1 => {
+                let &(scope, quota) = index
+                    .checked_sub(1)
+                    .and_then(|i| quota_of.get(i))
+                    .ok_or_else(bad)?;
+                Verdict::Wait {
+                    scope,
+                    wait,
+                    why: Refusal::Spent(quota),
+                }
+            }
+            2 => Verdict::Wait {
+                scope: index
+                    .checked_sub(1)
+                    .filter(|i| *i < call.len())
+                    .ok_or_else(bad)?,
+                wait,
+                why: Refusal::Held(match reply.get(3) {
+                    Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+                    _ => String::new(),
+                }),
+            },
+            3 => Verdict::Wait {
+                scope: *index
+                    .checked_sub(1)
+                    .and_then(|i| lease_of.get(i))
+                    .ok_or_else(bad)?,
+                wait,
+                why: Refusal::Full,
+            },
+            _ => return Err(bad()),
+        })
+    }
+
+    /// Ends a call admitted by [`RedisStore::admit`]: releases its leases, and corrects its
+    /// charge from the figures' costs to `actual` (when known).
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn settle(
+        &self,
+        call: &[ScopeFigures],
+        lease: &str,
+        ends: &[u64],
+        actual: Option<&Usage>,
+    ) -> Result<(), StoreError> {
+        let mut inv = self.settle.prepare_invoke();
+        let mut quotas = Vec::new();
+        for f in call {
+            for q in &f.quotas {
+                inv.key(self.quota_key(&f.scope, q));
+                quotas.push(q);
+            }
+        }
+        let leases: Vec<_> = call.iter().filter(|f| f.concurrency.is_some()).collect();
+        for f in &leases {
+            inv.key(self.lease_key(&f.scope));
+        }
+        inv.arg(lease).arg(quotas.len()).arg(leases.len());
+        for (i, q) in quotas.iter().enumerate() {
+            let change = actual.map_or(0, |u| i128::from(u.get(q.dimension)) - i128::from(q.cost));
+            inv.arg(q.interval)
+                .arg(change.to_string())
+                .arg(ends.get(i).copied().unwrap_or(0));
+        }
+        let _: i64 = self.run(inv.invoke_async(&mut self.conn.clone())).await?;
+        Ok(())
+    }
+
+    /// Shares what a response taught this host about a scope: its hold, what its quotas
+    /// have left (where the figures say), and the limits it learned.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn share(&self, scope: &ScopeFigures) -> Result<(), StoreError> {
+        let mut inv = self.share.prepare_invoke();
+        inv.key(self.hold_key(&scope.scope));
+        for q in &scope.quotas {
+            inv.key(self.quota_key(&scope.scope, q));
+        }
+        let (hold_ns, reason) = scope
+            .held_for
+            .as_ref()
+            .map_or((0, ""), |(ns, reason)| (*ns, &**reason));
+        inv.arg(hold_ns / 1_000)
+            .arg(reason)
+            .arg(scope.quotas.len())
+            .arg(LEARNED_FOR_US)
+            .arg(IDLE_KEEP_MS);
+        for q in &scope.quotas {
+            let left = q.available.map_or(-1, i128::from);
+            inv.arg(q.interval)
+                .arg(q.tolerance)
+                .arg(left.to_string())
+                .arg(u8::from(q.learned));
+        }
+        let _: i64 = self.run(inv.invoke_async(&mut self.conn.clone())).await?;
+        Ok(())
+    }
+
+    /// Renews `leases` (each a lease set's key and a lease id), adding back any the store
+    /// lost.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn renew(&self, leases: &[(String, String)]) -> Result<(), StoreError> {
+        if leases.is_empty() {
+            return Ok(());
+        }
+        let mut inv = self.renew.prepare_invoke();
+        inv.arg(self.lease_ttl_us);
+        for (key, id) in leases {
+            inv.key(key).arg(id);
+        }
+        let _: i64 = self.run(inv.invoke_async(&mut self.conn.clone())).await?;
+        Ok(())
+    }
+
+    /// Claims `action` for `host` for `ttl`: `None` when it is this host's (now or
+    /// before), else the host that owns it.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn claim(
+        &self,
+        action: &str,
+        host: &str,
+        ttl: Duration,
+    ) -> Result<Option<String>, StoreError> {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.claim_key(action))
+            .arg(host)
+            .arg("NX")
+            .arg("GET")
+            .arg("PX")
+            .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let owner: Option<String> = self.run(cmd.query_async(&mut self.conn.clone())).await?;
+        Ok(owner.filter(|o| o != host))
+    }
+
+    /// Whether Redis answers.
+    ///
+    /// # Errors
+    /// [`StoreError`] when it does not.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let _: String = self
+            .run(redis::cmd("PING").query_async(&mut self.conn.clone()))
+            .await?;
+        Ok(())
+    }
+
+    async fn run<T>(
+        &self,
+        f: impl Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.timeout, f).await {
+            Ok(r) => r.map_err(redis_error),
+            Err(_) => Err(StoreError::Timeout(self.timeout)),
+        }
+    }
+}
+
+fn redis_error(e: redis::RedisError) -> StoreError {
+    StoreError::Redis(e.to_string())
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}

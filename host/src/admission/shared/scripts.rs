@@ -1,0 +1,181 @@
+//! The Lua scripts the shared store runs. Each is atomic in Redis: no other host's command
+//! runs between its reads and its writes. They are loaded once and then called by their
+//! SHA-1 hash (`EVALSHA`, falling back to `EVAL` once if the server forgot them).
+//!
+//! Time is Redis's own (`TIME`), in microseconds, so the hosts' clocks need not agree.
+//! Paces and bursts arrive from the host in nanoseconds and are used as microseconds with a
+//! fraction: a Lua number is a double, exact to well under a microsecond at today's epoch.
+//!
+//! A quota's key is a hash: `tat` (its theoretical arrival time), and, when a host learned a
+//! tighter limit from a response, `li`/`lt`/`lx` (that pace, that burst, and until when it
+//! is believed). A key the store does not know starts with an empty burst (`tat = now +
+//! burst`): after a restart that lost the state, the provider may still count what was
+//! sent before it.
+
+/// How long a learned limit is believed without a response repeating it: 10 minutes.
+pub(super) const LEARNED_FOR_US: u64 = 600_000_000;
+
+/// How long an idle quota's state is kept after its schedule ends: one hour. A quota idle
+/// that long is full again; forgetting it costs at most its burst.
+pub(super) const IDLE_KEEP_MS: u64 = 3_600_000;
+
+/// Checks and charges every quota, hold and concurrency limit of one call.
+///
+/// KEYS: the quotas (`nb`), the holds (`nh`), the lease sets (`nc`).
+/// ARGV: lease id, lease ttl (µs), nb, nh, nc, learned-for (µs), idle-keep (ms); then per
+/// quota: interval (ns), tolerance (ns), cost, learned (0/1); then per lease set: its limit.
+///
+/// Returns `{verdict, index, wait_us, reason, ends...}`: verdict 0 admitted (with each
+/// quota's schedule end, µs, for the correction), 1 a quota is spent (index of the quota),
+/// 2 held (index of the hold, its reason), 3 every slot taken (index of the set; wait until
+/// the first lease expires).
+pub(super) const ADMIT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local lease, ttl = ARGV[1], tonumber(ARGV[2])
+local nb, nh, nc = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local learned_for, keep = tonumber(ARGV[6]), tonumber(ARGV[7])
+for i = 1, nh do
+  local ms = redis.call('PTTL', KEYS[nb + i])
+  if ms > 0 then
+    return {2, i, ms * 1000, redis.call('GET', KEYS[nb + i]) or ''}
+  end
+end
+local a, wait, worst, plan = 8, 0, 0, {}
+for i = 1, nb do
+  local interval, tol = tonumber(ARGV[a]) / 1000, tonumber(ARGV[a + 1]) / 1000
+  local cost, learned = tonumber(ARGV[a + 2]), ARGV[a + 3]
+  a = a + 4
+  local h = redis.call('HMGET', KEYS[i], 'tat', 'li', 'lt', 'lx')
+  if learned == '1' then
+    redis.call('HSET', KEYS[i], 'li', interval, 'lt', tol, 'lx', now + learned_for)
+  elseif h[4] and tonumber(h[4]) > now and tonumber(h[2]) > interval then
+    interval, tol = tonumber(h[2]), tonumber(h[3])
+  end
+  local tat = tonumber(h[1])
+  if tat == nil then
+    -- Unknown here: an empty burst, kept, so that waiting for it ends.
+    tat = now + tol
+    redis.call('HSET', KEYS[i], 'tat', tat)
+    redis.call('PEXPIRE', KEYS[i], math.ceil(tol / 1000) + keep)
+  end
+  local at = math.max(tat, now) + cost * interval - tol
+  if at - now > wait then
+    wait, worst = at - now, i
+  end
+  plan[i] = math.max(tat, now) + cost * interval
+end
+if wait > 0 then
+  return {1, worst, math.ceil(wait), ''}
+end
+for i = 1, nc do
+  local k = KEYS[nb + nh + i]
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', now)
+  if redis.call('ZCARD', k) >= tonumber(ARGV[a + i - 1]) then
+    local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+    return {3, i, math.max(1, math.ceil(tonumber(first[2]) - now)), ''}
+  end
+end
+local out = {0, 0, 0, ''}
+for i = 1, nb do
+  redis.call('HSET', KEYS[i], 'tat', plan[i])
+  redis.call('PEXPIRE', KEYS[i], math.ceil((plan[i] - now) / 1000) + keep)
+  out[4 + i] = math.floor(plan[i])
+end
+for i = 1, nc do
+  local k = KEYS[nb + nh + i]
+  redis.call('ZADD', k, now + ttl, lease)
+  redis.call('PEXPIRE', k, math.ceil(ttl / 1000) * 2)
+end
+return out
+";
+
+/// Ends a call: releases its leases and corrects its charge to its actual usage.
+///
+/// KEYS: the quotas (`nb`), the lease sets (`nc`).
+/// ARGV: lease id, nb, nc; then per quota: interval (ns), change (actual − estimate, may be
+/// negative), the call's schedule end (µs, from [`ADMIT`]).
+///
+/// Use above the estimate is charged now. Use below it is given back from the call's own
+/// place in the schedule, but never to before now, and never more than the call's place
+/// still ahead: a window must not see more than the limit.
+pub(super) const SETTLE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local lease, nb, nc = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local a = 4
+for i = 1, nb do
+  local interval, change, ends = tonumber(ARGV[a]) / 1000, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  a = a + 3
+  local tat = tonumber(redis.call('HGET', KEYS[i], 'tat'))
+  if tat and change > 0 then
+    redis.call('HSET', KEYS[i], 'tat', math.max(tat, now) + change * interval)
+  elseif tat and change < 0 then
+    local back = math.min(-change * interval, math.max(0, ends - now), math.max(0, tat - now))
+    if back > 0 then
+      redis.call('HSET', KEYS[i], 'tat', tat - back)
+    end
+  end
+end
+for i = 1, nc do
+  redis.call('ZREM', KEYS[nb + i], lease)
+end
+return 1
+";
+
+/// Shares what a response taught one host about a scope: a hold, what is left, a limit.
+///
+/// KEYS: the hold, then the quotas (`nb`).
+/// ARGV: hold (µs, 0 for none), its reason, nb, learned-for (µs), idle-keep (ms); then per
+/// quota: interval (ns), tolerance (ns), available (units; -1: unknown), learned (0/1).
+///
+/// A hold only lengthens (as a local hold does) and restarts the quota at its pace with an
+/// empty burst; `available` only takes (a quota believed fuller than the provider says is
+/// debited, never refilled).
+pub(super) const SHARE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local hold, reason, nb = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local learned_for, keep = tonumber(ARGV[4]), tonumber(ARGV[5])
+if hold > 0 then
+  local left = redis.call('PTTL', KEYS[1])
+  if left < hold / 1000 then
+    redis.call('SET', KEYS[1], reason, 'PX', math.ceil(hold / 1000))
+  end
+end
+local a = 6
+for i = 1, nb do
+  local k = KEYS[1 + i]
+  local interval, tol = tonumber(ARGV[a]) / 1000, tonumber(ARGV[a + 1]) / 1000
+  local available, learned = tonumber(ARGV[a + 2]), ARGV[a + 3]
+  a = a + 4
+  if learned == '1' then
+    redis.call('HSET', k, 'li', interval, 'lt', tol, 'lx', now + learned_for)
+  end
+  local tat = tonumber(redis.call('HGET', k, 'tat')) or (now + tol)
+  local target = tat
+  if hold > 0 then
+    target = math.max(target, now + hold + tol - interval)
+  end
+  if available >= 0 then
+    target = math.max(target, now + tol - available * interval)
+  end
+  redis.call('HSET', k, 'tat', target)
+  redis.call('PEXPIRE', k, math.ceil(math.max(0, target - now) / 1000) + keep)
+end
+return 1
+";
+
+/// Keeps a host's leases alive, and puts them back after the store lost them.
+///
+/// KEYS: lease sets, one per lease. ARGV: ttl (µs), then the lease ids in KEYS' order.
+pub(super) const RENEW: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local ttl = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  redis.call('ZADD', KEYS[i], now + ttl, ARGV[1 + i])
+  redis.call('PEXPIRE', KEYS[i], math.ceil(ttl / 1000) * 2)
+end
+return #KEYS
+";

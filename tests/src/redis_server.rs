@@ -1,0 +1,101 @@
+//! A real `redis-server` on a loopback port, owned by one test: started empty (no
+//! persistence), killed with the test, and restartable on the same port, empty again, as a
+//! Redis without persistence comes back after a crash.
+//!
+//! The binary is `$SLUICE_REDIS_SERVER` or `redis-server` on the `PATH` (Debian's
+//! `redis-server` package; `.ci/run` installs it when missing).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `redis-server`.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl RedisServer {
+    /// Starts one on a free loopback port.
+    ///
+    /// # Panics
+    /// When `redis-server` is not installed (the message says how to install it) or does
+    /// not answer within 10 s.
+    pub fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let mut server = Self {
+            child: None,
+            port,
+            dir: tempfile::tempdir().expect("a directory for redis"),
+        };
+        server.spawn();
+        server
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills it (SIGKILL): its state is gone.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        let binary =
+            std::env::var("SLUICE_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+        let child = Command::new(&binary)
+            .args(["--bind", "127.0.0.1", "--port"])
+            .arg(self.port.to_string())
+            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {binary:?} ({e}): install Redis (Debian: apt-get install \
+                     redis-server) or set SLUICE_REDIS_SERVER to its path"
+                )
+            });
+        self.child = Some(child);
+        for _ in 0..1_000 {
+            if self.pong() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server on port {} did not answer PING", self.port);
+    }
+
+    fn pong(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        let mut buf = [0; 7];
+        s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
