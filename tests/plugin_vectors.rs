@@ -35,6 +35,31 @@ fn every_bundled_plugin_passes_its_own_vectors() {
 }
 
 #[test]
+fn every_bundled_plugins_vectors_check_every_export() {
+    for name in bundled::names() {
+        let path = workspace().join("plugins").join(name).join("vectors.json");
+        let file = vectors::load(&path).unwrap();
+        assert!(file.describe.is_some(), "{name}: describe is not checked");
+        assert!(
+            file.cases.iter().any(|c| c.expect.plan.is_some()),
+            "{name}: plan-request is not checked"
+        );
+        assert!(
+            file.cases.iter().any(|c| c.expect.should_retry.is_some()),
+            "{name}: no case checks the retry advice"
+        );
+        assert!(
+            file.writes.iter().any(|w| w.reconcile.is_some()),
+            "{name}: reconcile is not checked"
+        );
+        assert!(
+            file.writes.iter().any(|w| w.reconciliation.is_some()),
+            "{name}: read-reconciliation is not checked"
+        );
+    }
+}
+
+#[test]
 fn every_plugin_crate_ships_vectors() {
     for entry in std::fs::read_dir(workspace().join("plugins")).unwrap() {
         let dir = entry.unwrap().path();
