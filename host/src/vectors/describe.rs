@@ -140,13 +140,19 @@ mod tests {
         };
         assert_eq!(
             want.check(&openai()).as_deref(),
-            Some(r#"describe.hosts: expected ["api.openai.com"], got ["*.openai.azure.com", "api.openai.com"]"#)
+            Some(
+                r#"describe.hosts: expected ["api.openai.com"], got ["*.openai.azure.com", "api.openai.com"]"#
+            )
         );
         let want = ExpectedDescription {
             routes: Some(vec![]),
             ..ExpectedDescription::default()
         };
-        assert!(want.check(&openai()).unwrap().starts_with("describe.routes:"));
+        assert!(
+            want.check(&openai())
+                .unwrap()
+                .starts_with("describe.routes:")
+        );
     }
 
     #[test]

@@ -6,8 +6,9 @@ use std::path::Path;
 
 use super::*;
 use crate::contract::{
-    Classification, Description, PluginError, PriorityClass, Reading, ReconcilePlan, Reconciliation, Request,
-    RequestPlan, Response, ResponsePart, StatusQuery, UncertainWrite, Verdict, WireOutcome,
+    Classification, Description, PluginError, PriorityClass, Reading, ReconcilePlan,
+    Reconciliation, Request, RequestPlan, Response, ResponsePart, StatusQuery, UncertainWrite,
+    Verdict, WireOutcome,
 };
 
 /// A policy that gives the same answers whatever it is asked.
@@ -94,7 +95,11 @@ const WRITE: &str = r#"{"name": "a lost charge",
 /// The failures of running `case` (with `expect` in place) in a file of its own against `p`.
 fn failures(p: &Answers, top: &str) -> Vec<Option<String>> {
     let file = parse(Path::new("t.json"), top).unwrap();
-    run(p, &file).results.into_iter().map(|r| r.failure).collect()
+    run(p, &file)
+        .results
+        .into_iter()
+        .map(|r| r.failure)
+        .collect()
 }
 
 fn attempt(expect: &str) -> String {
@@ -158,9 +163,17 @@ fn describe_is_checked_once_per_file_before_the_cases() {
 #[test]
 fn a_describe_that_checks_nothing_or_misspells_a_field_is_malformed() {
     let empty = attempt(r#"{"verdict": "client-error"}"#).replacen('{', r#"{"describe": {}, "#, 1);
-    assert!(malformed(&empty).contains("describe: checks nothing"), "{}", malformed(&empty));
+    assert!(
+        malformed(&empty).contains("describe: checks nothing"),
+        "{}",
+        malformed(&empty)
+    );
     let typo = empty.replace("{}", r#"{"host": ["x"]}"#);
-    assert!(malformed(&typo).contains("describe: field `host`"), "{}", malformed(&typo));
+    assert!(
+        malformed(&typo).contains("describe: field `host`"),
+        "{}",
+        malformed(&typo)
+    );
 }
 
 #[test]
@@ -182,7 +195,9 @@ fn a_reconcile_query_passes_on_the_same_query_and_names_the_first_field_that_dif
     let headers = same.replace(r#"[["accept", "application/json"]]"#, "[]");
     assert_eq!(
         failures(&p, &write(&headers)),
-        [Some(r#"reconcile.headers: expected "", got "accept:application/json\n""#.into())]
+        [Some(
+            r#"reconcile.headers: expected "", got "accept:application/json\n""#.into()
+        )]
     );
 }
 
@@ -190,7 +205,10 @@ fn a_reconcile_query_passes_on_the_same_query_and_names_the_first_field_that_dif
 fn a_reconcile_of_another_kind_fails_naming_both_kinds() {
     let p = Answers::new();
     let resend = r#"{"reconcile": {"kind": "resend-same-key"}}"#;
-    let resend = write(resend).replace(r#""response": {"status": 200, "body": "{\"id\":\"ch_1\"}"}, "#, "");
+    let resend = write(resend).replace(
+        r#""response": {"status": 200, "body": "{\"id\":\"ch_1\"}"}, "#,
+        "",
+    );
     assert_eq!(
         failures(&p, &resend),
         [Some(
@@ -204,10 +222,15 @@ fn a_reconcile_of_another_kind_fails_naming_both_kinds() {
     };
     let text = resend.replace("resend-same-key", "unsupported");
     assert_eq!(failures(&unsupported, &text), [None]);
-    let reason = text.replace(r#""kind": "unsupported""#, r#""kind": "unsupported", "reason": "other""#);
+    let reason = text.replace(
+        r#""kind": "unsupported""#,
+        r#""kind": "unsupported", "reason": "other""#,
+    );
     assert_eq!(
         failures(&unsupported, &reason),
-        [Some(r#"reconcile.reason: expected "other", got "no lookup""#.into())]
+        [Some(
+            r#"reconcile.reason: expected "other", got "no lookup""#.into()
+        )]
     );
 }
 
@@ -218,15 +241,24 @@ fn a_reconciliation_passes_on_the_same_answer_and_fails_on_another() {
     assert_eq!(failures(&p, &write(found)), [None]);
     assert_eq!(
         failures(&p, &write(&found.replace("ch_1", "ch_9"))),
-        [Some(r#"reconciliation.operation_id: expected "ch_9", got "ch_1""#.into())]
+        [Some(
+            r#"reconciliation.operation_id: expected "ch_9", got "ch_1""#.into()
+        )]
     );
     assert_eq!(
-        failures(&p, &write(r#"{"reconciliation": {"kind": "found", "operation_id": null}}"#)),
-        [Some(r#"reconciliation.operation_id: expected null, got "ch_1""#.into())]
+        failures(
+            &p,
+            &write(r#"{"reconciliation": {"kind": "found", "operation_id": null}}"#)
+        ),
+        [Some(
+            r#"reconciliation.operation_id: expected null, got "ch_1""#.into()
+        )]
     );
     assert_eq!(
         failures(&p, &write(r#"{"reconciliation": {"kind": "not-found"}}"#)),
-        [Some(r#"reconciliation: expected not-found, got found ("ch_1")"#.into())]
+        [Some(
+            r#"reconciliation: expected not-found, got found ("ch_1")"#.into()
+        )]
     );
     let unknown = Answers {
         reconciliation: Reconciliation::Unknown("search lags".into()),
@@ -236,17 +268,25 @@ fn a_reconciliation_passes_on_the_same_answer_and_fails_on_another() {
     assert_eq!(failures(&unknown, &text), [None]);
     assert_eq!(
         failures(&unknown, &text.replace("search lags", "gone")),
-        [Some(r#"reconciliation.reason: expected "gone", got "search lags""#.into())]
+        [Some(
+            r#"reconciliation.reason: expected "gone", got "search lags""#.into()
+        )]
     );
 }
 
 #[test]
 fn write_cases_that_check_nothing_or_cannot_be_run_are_malformed() {
     let no_response = |e: &str| {
-        write(e).replace(r#""response": {"status": 200, "body": "{\"id\":\"ch_1\"}"}, "#, "")
+        write(e).replace(
+            r#""response": {"status": 200, "body": "{\"id\":\"ch_1\"}"}, "#,
+            "",
+        )
     };
     for (text, message) in [
-        (write("{}"), "write 0 (\"a lost charge\"): expect: checks nothing"),
+        (
+            write("{}"),
+            "write 0 (\"a lost charge\"): expect: checks nothing",
+        ),
         (
             no_response(r#"{"reconciliation": {"kind": "not-found"}}"#),
             "expect.reconciliation: needs \"response\"",
