@@ -1,8 +1,11 @@
 //! Test vectors: recorded provider responses and what a plugin must conclude from them
-//! (the format is `docs/PLUGIN-VECTORS.md`). `sluice plugin test` runs them; so does the
-//! test suite, for every bundled plugin. Each case costs the plugin what an attempt costs
-//! it in production: one `read-response` call (and one `plan-request` call when the case
-//! expects a plan).
+//! (the format is `docs/PLUGIN-VECTORS.md`), with an expectation for every export of the
+//! contract. `sluice plugin test` runs them; so does the test suite, for every bundled
+//! plugin. Each case costs the plugin what an attempt costs it in production: one
+//! `read-response` call (and one `plan-request` call when the case expects a plan); a write
+//! case costs what settling a write does (`reconcile`, `read-reconciliation`), and a file's
+//! `describe` is checked against what the plugin said when it loaded. [`record`] writes
+//! cases from captured traffic.
 //!
 //! ```no_run
 //! use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
