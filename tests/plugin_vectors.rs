@@ -93,6 +93,41 @@ fn a_wrong_expectation_fails_and_names_the_difference() {
 }
 
 #[test]
+fn a_write_case_the_component_answers_otherwise_fails_naming_the_difference() {
+    let rt = runtime();
+    let plugin = rt.load_bundled("stripe").unwrap();
+    let text = r#"{"describe": {"provider": "Stripe", "hosts": ["api.stripe.com"]}, "cases": [],
+      "writes": [
+        {"name": "an id is looked up",
+         "write": {"method": "POST", "url": "https://api.stripe.com/v1/refunds", "operation_id": "re_1"},
+         "expect": {"reconcile": {"kind": "query", "url": "https://api.stripe.com/v1/refunds/re_1"}}},
+        {"name": "wrong on purpose: a key alone is resent, not looked up",
+         "write": {"method": "POST", "url": "https://api.stripe.com/v1/refunds", "idempotency_key": "k-1"},
+         "expect": {"reconcile": {"kind": "query", "url": "https://api.stripe.com/v1/refunds/k-1"}}},
+        {"name": "wrong on purpose: a 404 for the id is not found",
+         "write": {"method": "POST", "url": "https://api.stripe.com/v1/refunds", "operation_id": "re_1"},
+         "response": {"status": 404, "body": "{}"},
+         "expect": {"reconciliation": {"kind": "found"}}}
+      ]}"#;
+    let file = vectors::parse(Path::new("inline.json"), text).unwrap();
+    let report = vectors::run(&plugin, &file);
+    let failures: Vec<Option<&str>> = report
+        .results
+        .iter()
+        .map(|r| r.failure.as_deref())
+        .collect();
+    assert_eq!(
+        failures,
+        [
+            None,
+            None,
+            Some("reconcile: expected query, got resend-same-key"),
+            Some("reconciliation: expected found, got not-found"),
+        ]
+    );
+}
+
+#[test]
 fn observation_mismatches_name_the_field() {
     let rt = runtime();
     let plugin = rt.load_bundled("ietf").unwrap();
