@@ -35,6 +35,31 @@ fn every_bundled_plugin_passes_its_own_vectors() {
 }
 
 #[test]
+fn every_bundled_plugins_vectors_check_every_export() {
+    for name in bundled::names() {
+        let path = workspace().join("plugins").join(name).join("vectors.json");
+        let file = vectors::load(&path).unwrap();
+        assert!(file.describe.is_some(), "{name}: describe is not checked");
+        assert!(
+            file.cases.iter().any(|c| c.expect.plan.is_some()),
+            "{name}: plan-request is not checked"
+        );
+        assert!(
+            file.cases.iter().any(|c| c.expect.should_retry.is_some()),
+            "{name}: no case checks the retry advice"
+        );
+        assert!(
+            file.writes.iter().any(|w| w.reconcile.is_some()),
+            "{name}: reconcile is not checked"
+        );
+        assert!(
+            file.writes.iter().any(|w| w.reconciliation.is_some()),
+            "{name}: read-reconciliation is not checked"
+        );
+    }
+}
+
+#[test]
 fn every_plugin_crate_ships_vectors() {
     for entry in std::fs::read_dir(workspace().join("plugins")).unwrap() {
         let dir = entry.unwrap().path();
@@ -65,6 +90,41 @@ fn a_wrong_expectation_fails_and_names_the_difference() {
     assert_eq!(report.failed(), 1);
     let f = report.results[0].failure.as_deref().unwrap();
     assert_eq!(f, "verdict: expected overloaded, got rate-limited");
+}
+
+#[test]
+fn a_write_case_the_component_answers_otherwise_fails_naming_the_difference() {
+    let rt = runtime();
+    let plugin = rt.load_bundled("stripe").unwrap();
+    let text = r#"{"describe": {"provider": "Stripe", "hosts": ["api.stripe.com"]}, "cases": [],
+      "writes": [
+        {"name": "an id is looked up",
+         "write": {"method": "POST", "url": "https://api.stripe.com/v1/refunds", "operation_id": "re_1"},
+         "expect": {"reconcile": {"kind": "query", "url": "https://api.stripe.com/v1/refunds/re_1"}}},
+        {"name": "wrong on purpose: a key alone is resent, not looked up",
+         "write": {"method": "POST", "url": "https://api.stripe.com/v1/refunds", "idempotency_key": "k-1"},
+         "expect": {"reconcile": {"kind": "query", "url": "https://api.stripe.com/v1/refunds/k-1"}}},
+        {"name": "wrong on purpose: a 404 for the id is not found",
+         "write": {"method": "POST", "url": "https://api.stripe.com/v1/refunds", "operation_id": "re_1"},
+         "response": {"status": 404, "body": "{}"},
+         "expect": {"reconciliation": {"kind": "found"}}}
+      ]}"#;
+    let file = vectors::parse(Path::new("inline.json"), text).unwrap();
+    let report = vectors::run(&plugin, &file);
+    let failures: Vec<Option<&str>> = report
+        .results
+        .iter()
+        .map(|r| r.failure.as_deref())
+        .collect();
+    assert_eq!(
+        failures,
+        [
+            None,
+            None,
+            Some("reconcile: expected query, got resend-same-key"),
+            Some("reconciliation: expected found, got not-found"),
+        ]
+    );
 }
 
 #[test]

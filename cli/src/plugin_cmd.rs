@@ -1,13 +1,15 @@
 //! `sluice plugin test`, `inspect`, `list` and `new` (in `plugin_new`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use sluice::contract::RequestClass;
 use sluice::plugin::{CacheOutcome, ComponentCache, Plugin, PluginRuntime, RuntimeConfig, bundled};
 use sluice::printable::printable;
+use sluice::vectors::record::{RecordOptions, Recording};
 use sluice::vectors::{self, VectorFile, VectorReport};
 
 #[derive(Debug, Subcommand)]
@@ -15,6 +17,13 @@ pub enum PluginCommand {
     /// Check a plugin against vector files; prints one line per case and `N passed, N failed`.
     ///
     /// Exits 1 when a case fails, 2 when a file or the plugin cannot be loaded.
+    ///
+    /// With --record FILE, records cases instead: reads a captured response (a HAR file, or
+    /// a `curl -i` dump, with or without -v), has the plugin read it, and adds a case per
+    /// exchange to the --out vector file (created when absent; printed when --out is not
+    /// given), its expectations filled with what the plugin answered. Review them before
+    /// committing. Credential and account headers are written as [redacted]; a case name
+    /// the file already holds is refused, and nothing is written.
     Test(TestArgs),
     /// Show what a plugin says about itself, what it exports and the limits it runs under.
     Inspect {
@@ -38,13 +47,51 @@ pub struct TestArgs {
     #[arg(required_unless_present = "bundled")]
     plugin: Option<String>,
     /// Vector files (the format of docs/PLUGIN-VECTORS.md).
-    #[arg(required_unless_present = "bundled")]
+    #[arg(required_unless_present_any = ["bundled", "record"])]
     vectors: Vec<PathBuf>,
     /// Test every bundled plugin against the vectors it ships with.
-    #[arg(long, conflicts_with_all = ["plugin", "vectors"])]
+    #[arg(long, conflicts_with_all = ["plugin", "vectors", "record"])]
     bundled: bool,
+    /// Record cases from a captured response: a HAR file or a `curl -i` dump.
+    #[arg(long, value_name = "FILE", conflicts_with = "vectors")]
+    record: Option<PathBuf>,
+    /// The vector file the recorded cases are added to (created when absent). Without it,
+    /// the cases are printed as a vector file.
+    #[arg(long, value_name = "VECTORS.json", requires = "record")]
+    out: Option<PathBuf>,
+    /// HAR: record only entries whose URL starts with URL (repeatable; default every
+    /// entry). curl dump: the request's URL (default: from the -v lines).
+    #[arg(long, value_name = "URL", requires = "record")]
+    request_url: Vec<String>,
+    /// curl dump: the request's method (default: from the -v lines, else GET).
+    #[arg(long, value_name = "METHOD", requires = "record")]
+    request_method: Option<String>,
+    /// The request class written in the cases.
+    #[arg(long, value_enum, value_name = "CLASS", requires = "record")]
+    request_class: Option<ClassArg>,
+    /// The recorded case's name (default: `METHOD /path answered STATUS`).
+    #[arg(long, value_name = "NAME", requires = "record")]
+    name: Option<String>,
     #[command(flatten)]
     runtime: RuntimeArgs,
+}
+
+/// A request class, as the vector format names it.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ClassArg {
+    Read,
+    IdempotentWrite,
+    UncertainWrite,
+}
+
+impl From<ClassArg> for RequestClass {
+    fn from(c: ClassArg) -> Self {
+        match c {
+            ClassArg::Read => Self::Read,
+            ClassArg::IdempotentWrite => Self::IdempotentWrite,
+            ClassArg::UncertainWrite => Self::UncertainWrite,
+        }
+    }
 }
 
 /// The longest deadline `--deadline-ms` takes: ten minutes is already far past anything a
@@ -102,6 +149,9 @@ pub fn run(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
 
 fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
     let rt = args.runtime.runtime()?;
+    if let Some(capture) = &args.record {
+        return record(&rt, args, capture);
+    }
     let mut runs: Vec<(Plugin, Vec<VectorFile>)> = Vec::new();
     if args.bundled {
         for name in bundled::names() {
@@ -135,6 +185,60 @@ fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--record`: the new cases go to `--out`, or to standard output as a vector file.
+fn record(rt: &PluginRuntime, args: &TestArgs, capture: &Path) -> anyhow::Result<ExitCode> {
+    let spec = args.plugin.as_deref().context("name a plugin")?;
+    let plugin = rt.load_spec(spec)?;
+    let opts = RecordOptions {
+        request_urls: args.request_url.clone(),
+        request_method: args.request_method.clone(),
+        request_class: args.request_class.map(Into::into),
+        name: args.name.clone(),
+    };
+    let recording = vectors::record::record(&plugin, capture, args.out.as_deref(), &opts)?;
+    let failed: Vec<String> = recording
+        .report
+        .lines(plugin.name())
+        .filter(|l| l.starts_with("FAIL"))
+        .collect();
+    // A recorded case fails only if the plugin answers differently twice: not deterministic.
+    anyhow::ensure!(
+        failed.is_empty(),
+        "the plugin answered the recorded cases differently when they were replayed; nothing \
+         written:\n{}",
+        failed.join("\n")
+    );
+    let Some(out) = &args.out else {
+        print!("{}", recording.text);
+        report_recorded(&recording, None);
+        return Ok(ExitCode::SUCCESS);
+    };
+    vectors::record::save(out, &recording)
+        .with_context(|| format!("{}: cannot write", out.display()))?;
+    report_recorded(&recording, Some(out));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What was recorded, on standard error (standard output may carry the vector file).
+fn report_recorded(recording: &Recording, out: Option<&Path>) {
+    let n = recording.names.len();
+    match out {
+        Some(out) => eprintln!(
+            "recorded {n} case{} into {}:",
+            if n == 1 { "" } else { "s" },
+            printable(&out.display().to_string())
+        ),
+        None => eprintln!("recorded {n} case{}:", if n == 1 { "" } else { "s" }),
+    }
+    for name in &recording.names {
+        eprintln!("  {}", printable(name));
+    }
+    for note in &recording.notes {
+        eprintln!("note: {}", printable(note));
+    }
+    eprintln!("their expectations are what the plugin answers now: review them before committing");
 }
 
 fn print_report(plugin: &str, report: &VectorReport) {

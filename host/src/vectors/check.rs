@@ -37,6 +37,15 @@ pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {
             show(c.error_code.as_ref())
         ));
     }
+    if let Some(want) = e.should_retry
+        && want != c.should_retry
+    {
+        return Some(format!(
+            "should_retry: expected {}, got {}",
+            show(want),
+            show(c.should_retry)
+        ));
+    }
     None
 }
 

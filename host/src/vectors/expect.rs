@@ -15,6 +15,8 @@ pub(super) struct RawExpect {
     pub retry_after_ms: Option<Option<u64>>,
     #[serde(default, deserialize_with = "present")]
     pub error_code: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    pub should_retry: Option<Option<bool>>,
     pub observations: Option<Vec<ExpectedObservation>>,
     #[serde(default)]
     pub observations_exact: bool,
@@ -88,6 +90,8 @@ pub struct Expect {
     pub retry_after_ms: Option<Option<u64>>,
     /// The error code, when checked (`Some(None)`: none expected).
     pub error_code: Option<Option<String>>,
+    /// The provider's retry advice, when checked (`Some(None)`: none expected).
+    pub should_retry: Option<Option<bool>>,
     /// Expected observations, when checked.
     pub observations: Option<Vec<ExpectedObservation>>,
     /// Whether reported observations beyond the expected ones fail the case.
@@ -154,6 +158,7 @@ pub(super) fn validate(
         verdict,
         retry_after_ms: raw.retry_after_ms,
         error_code: raw.error_code,
+        should_retry: raw.should_retry,
         observations: raw.observations,
         observations_exact: raw.observations_exact,
         usage: raw.usage,
@@ -170,11 +175,13 @@ fn vacuous(raw: &RawExpect) -> Result<(), String> {
     let checks_any = raw.verdict.is_some()
         || raw.retry_after_ms.is_some()
         || raw.error_code.is_some()
+        || raw.should_retry.is_some()
         || raw.observations.is_some()
         || raw.usage.is_some()
         || raw.plan.is_some();
     if !checks_any {
-        const CHECKS: &str = "verdict, retry_after_ms, error_code, observations, usage, plan";
+        const CHECKS: &str =
+            "verdict, retry_after_ms, error_code, should_retry, observations, usage, plan";
         return Err(format!(
             "expect: checks nothing; name at least one of {CHECKS}"
         ));

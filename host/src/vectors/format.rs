@@ -64,12 +64,7 @@ pub struct VectorCase {
 
 /// Turns a raw case into a [`VectorCase`], or names the field that is wrong.
 pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
-    let now_ms = match &raw.now {
-        None => DEFAULT_NOW_MS,
-        Some(s) => sluice_plugin_sdk::time::parse_rfc3339_ms(s).ok_or_else(|| {
-            format!("now: {s:?} is not an RFC 3339 timestamp (like 2026-11-29T12:00:00Z)")
-        })?,
-    };
+    let now_ms = now_ms(raw.now.as_deref())?;
     let class = match raw.request.class.as_str() {
         "read" => RequestClass::Read,
         "idempotent-write" => RequestClass::IdempotentWrite,
@@ -92,17 +87,7 @@ pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
         now_ms,
     };
     let outcome = match (raw.response, raw.transport) {
-        (Some(r), None) if !(100..=599).contains(&r.status) => {
-            return Err(format!(
-                "response.status: {} is not an HTTP status (100 to 599)",
-                r.status
-            ));
-        }
-        (Some(r), None) => WireOutcome::Response(Response {
-            status: r.status,
-            headers: headers("response.headers", &r.headers)?,
-            body: r.body.into_bytes(),
-        }),
+        (Some(r), None) => WireOutcome::Response(response(r)?),
         (None, Some(t)) => WireOutcome::Transport(transport(&t)?),
         (Some(_), Some(_)) => return Err("response and transport: give one, not both".into()),
         (None, None) => return Err("response: missing (or give transport)".into()),
@@ -133,8 +118,33 @@ pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
     })
 }
 
+/// The case's wall clock: `now` read as RFC 3339, or [`DEFAULT_NOW_MS`].
+pub(super) fn now_ms(now: Option<&str>) -> Result<i64, String> {
+    match now {
+        None => Ok(DEFAULT_NOW_MS),
+        Some(s) => sluice_plugin_sdk::time::parse_rfc3339_ms(s).ok_or_else(|| {
+            format!("now: {s:?} is not an RFC 3339 timestamp (like 2026-11-29T12:00:00Z)")
+        }),
+    }
+}
+
+/// A case's `response`, validated.
+pub(super) fn response(r: RawResponse) -> Result<Response, String> {
+    if !(100..=599).contains(&r.status) {
+        return Err(format!(
+            "response.status: {} is not an HTTP status (100 to 599)",
+            r.status
+        ));
+    }
+    Ok(Response {
+        status: r.status,
+        headers: headers("response.headers", &r.headers)?,
+        body: r.body.into_bytes(),
+    })
+}
+
 /// The pairs as a `fields` block; `field` names the JSON field in the error.
-fn headers(field: &str, pairs: &[(String, String)]) -> Result<String, String> {
+pub(super) fn headers(field: &str, pairs: &[(String, String)]) -> Result<String, String> {
     crate::headers::encode_fields(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())))
         .map_err(|e| format!("{field}: {e}"))
 }

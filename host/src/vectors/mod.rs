@@ -1,8 +1,11 @@
 //! Test vectors: recorded provider responses and what a plugin must conclude from them
-//! (the format is `docs/PLUGIN-VECTORS.md`). `sluice plugin test` runs them; so does the
-//! test suite, for every bundled plugin. Each case costs the plugin what an attempt costs
-//! it in production: one `read-response` call (and one `plan-request` call when the case
-//! expects a plan).
+//! (the format is `docs/PLUGIN-VECTORS.md`), with an expectation for every export of the
+//! contract. `sluice plugin test` runs them; so does the test suite, for every bundled
+//! plugin. Each case costs the plugin what an attempt costs it in production: one
+//! `read-response` call (and one `plan-request` call when the case expects a plan); a write
+//! case costs what settling a write does (`reconcile`, `read-reconciliation`), and a file's
+//! `describe` is checked against what the plugin said when it loaded. [`record`] writes
+//! cases from captured traffic.
 //!
 //! ```no_run
 //! use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
@@ -17,14 +20,19 @@
 //! ```
 
 mod check;
+mod describe;
 mod expect;
 mod format;
 mod print;
+pub mod record;
+mod writes;
 
 use std::path::{Path, PathBuf};
 
+pub use describe::ExpectedDescription;
 pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
 pub use format::{DEFAULT_NOW_MS, VectorCase, dimension_name};
+pub use writes::{ExpectedReconcile, ExpectedReconciliation, WriteCase};
 
 use crate::contract::ProviderPolicy;
 use crate::input_file::{self, InputFileError};
@@ -52,8 +60,12 @@ pub enum VectorError {
 pub struct VectorFile {
     /// Where it was read from.
     pub path: PathBuf,
+    /// What `describe` must answer, when the file checks it.
+    pub describe: Option<ExpectedDescription>,
     /// Its cases, in file order.
     pub cases: Vec<VectorCase>,
+    /// Its write cases, in file order.
+    pub writes: Vec<WriteCase>,
 }
 
 /// The largest vector file read, in bytes: 16 MiB. The bundled files are tens of KiB, and
@@ -91,31 +103,64 @@ pub fn parse(path: &Path, text: &str) -> Result<VectorFile, VectorError> {
         .ok_or_else(|| malformed("missing the top-level \"cases\" array".into()))?;
     if let Some(extra) = root
         .as_object()
-        .and_then(|o| o.keys().find(|k| *k != "cases"))
+        .and_then(|o| o.keys().find(|k| !TOP_LEVEL.contains(&k.as_str())))
     {
         return Err(malformed(format!(
-            "unknown top-level field {extra:?} (only \"cases\" is allowed)"
+            "unknown top-level field {extra:?} (only \"cases\", \"writes\" and \"describe\" \
+             are allowed)"
         )));
     }
+    let describe = match root.get("describe") {
+        None => None,
+        Some(value) => {
+            let d: ExpectedDescription = serde_path_to_error::deserialize(value)
+                .map_err(|e| malformed(format!("describe: field `{}`: {}", e.path(), e.inner())))?;
+            d.validate().map_err(malformed)?;
+            Some(d)
+        }
+    };
     let mut out = Vec::with_capacity(cases.len());
     for (i, value) in cases.iter().enumerate() {
-        let label = match value.get("name").and_then(|n| n.as_str()) {
-            Some(n) => format!("case {i} ({n:?})"),
-            None => format!("case {i}"),
-        };
+        let label = label("case", i, value);
         let raw: format::RawCase = serde_path_to_error::deserialize(value)
             .map_err(|e| malformed(format!("{label}: field `{}`: {}", e.path(), e.inner())))?;
         out.push(format::validate(raw).map_err(|m| malformed(format!("{label}: {m}")))?);
     }
-    if out.is_empty() {
+    let raw_writes = match root.get("writes") {
+        None => &[][..],
+        Some(w) => w
+            .as_array()
+            .ok_or_else(|| malformed("\"writes\" is not an array".into()))?,
+    };
+    let mut writes = Vec::with_capacity(raw_writes.len());
+    for (i, value) in raw_writes.iter().enumerate() {
+        let label = label("write", i, value);
+        let raw: writes::RawWriteCase = serde_path_to_error::deserialize(value)
+            .map_err(|e| malformed(format!("{label}: field `{}`: {}", e.path(), e.inner())))?;
+        writes.push(writes::validate(raw).map_err(|m| malformed(format!("{label}: {m}")))?);
+    }
+    if out.is_empty() && writes.is_empty() {
         return Err(malformed(
             "\"cases\" is empty: a vector file must hold at least one case".into(),
         ));
     }
     Ok(VectorFile {
         path: path.to_owned(),
+        describe,
         cases: out,
+        writes,
     })
+}
+
+/// The fields a vector file's top level may have.
+const TOP_LEVEL: &[&str] = &["cases", "writes", "describe"];
+
+/// How an error names the `i`th entry of a list: `case 3 ("its name")`.
+fn label(kind: &str, i: usize, value: &serde_json::Value) -> String {
+    match value.get("name").and_then(|n| n.as_str()) {
+        Some(n) => format!("{kind} {i} ({n:?})"),
+        None => format!("{kind} {i}"),
+    }
 }
 
 /// The result of one case.
@@ -153,17 +198,21 @@ impl VectorReport {
 /// never sees a case's credentials: [`Plugin`](crate::plugin::Plugin) redacts them, as for
 /// every request.
 pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> VectorReport {
-    let results = file
-        .cases
-        .iter()
-        .map(|case| CaseResult {
-            name: case.name.clone(),
-            failure: run_case(plugin, case),
-        })
-        .collect();
+    let describe = file.describe.as_ref().map(|want| CaseResult {
+        name: describe::RESULT_NAME.into(),
+        failure: want.check(plugin.description()),
+    });
+    let cases = file.cases.iter().map(|case| CaseResult {
+        name: case.name.clone(),
+        failure: run_case(plugin, case),
+    });
+    let writes = file.writes.iter().map(|case| CaseResult {
+        name: case.name.clone(),
+        failure: writes::run(plugin, case),
+    });
     VectorReport {
         path: file.path.clone(),
-        results,
+        results: describe.into_iter().chain(cases).chain(writes).collect(),
     }
 }
 
@@ -185,3 +234,6 @@ fn run_case(plugin: &dyn ProviderPolicy, case: &VectorCase) -> Option<String> {
         Err(e) => Some(e.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests;

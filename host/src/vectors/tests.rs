@@ -1,0 +1,328 @@
+//! The expectations of every export, each passing when the policy answers what the file
+//! says and failing, with the difference named, when it answers anything else. The policy
+//! here is a table of answers, so each test states exactly what the plugin said.
+
+use std::path::Path;
+
+use super::*;
+use crate::contract::{
+    Classification, Description, PluginError, PriorityClass, Reading, ReconcilePlan,
+    Reconciliation, Request, RequestPlan, Response, ResponsePart, StatusQuery, UncertainWrite,
+    Verdict, WireOutcome,
+};
+
+/// A policy that gives the same answers whatever it is asked.
+#[derive(Debug)]
+struct Answers {
+    description: Description,
+    should_retry: Option<bool>,
+    plan: ReconcilePlan,
+    reconciliation: Reconciliation,
+}
+
+impl Answers {
+    fn new() -> Self {
+        Self {
+            description: Description {
+                name: "stripe".into(),
+                version: "1.2.0".into(),
+                provider: "Stripe".into(),
+                hosts: vec!["api.stripe.com".into()],
+                routes: vec!["/v1/*".into()],
+            },
+            should_retry: Some(false),
+            plan: ReconcilePlan::Query(StatusQuery {
+                method: "GET".into(),
+                url: "https://api.stripe.com/v1/charges/ch_1".into(),
+                headers: "accept:application/json\n".into(),
+                body: vec![],
+            }),
+            reconciliation: Reconciliation::Found(Some("ch_1".into())),
+        }
+    }
+}
+
+impl ProviderPolicy for Answers {
+    fn description(&self) -> &Description {
+        &self.description
+    }
+    fn plan_request(&self, _: &Request) -> Result<RequestPlan, PluginError> {
+        Ok(RequestPlan {
+            class: PriorityClass::Standard,
+            tenant: None,
+            deadline_ms: None,
+            cost: vec![],
+            scopes: vec![],
+        })
+    }
+    fn read_response(
+        &self,
+        _: &Request,
+        _: &WireOutcome,
+        _: ResponsePart,
+    ) -> Result<Reading, PluginError> {
+        Ok(Reading {
+            classification: Classification {
+                verdict: Verdict::ClientError,
+                retry_after_ms: None,
+                error_code: Some("card_declined".into()),
+                should_retry: self.should_retry,
+            },
+            observations: vec![],
+            usage: vec![],
+        })
+    }
+    fn reconcile(&self, _: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
+        Ok(self.plan.clone())
+    }
+    fn read_reconciliation(
+        &self,
+        _: &UncertainWrite,
+        _: &Response,
+    ) -> Result<Reconciliation, PluginError> {
+        Ok(self.reconciliation.clone())
+    }
+}
+
+const ATTEMPT: &str = r#"{"name": "a declined card",
+    "request": {"method": "POST", "url": "https://api.stripe.com/v1/charges", "class": "uncertain-write"},
+    "response": {"status": 402}, "expect": EXPECT}"#;
+
+const WRITE: &str = r#"{"name": "a lost charge",
+    "write": {"method": "POST", "url": "https://api.stripe.com/v1/charges", "operation_id": "ch_1"},
+    "response": {"status": 200, "body": "{\"id\":\"ch_1\"}"}, "expect": EXPECT}"#;
+
+/// The failures of running `case` (with `expect` in place) in a file of its own against `p`.
+fn failures(p: &Answers, top: &str) -> Vec<Option<String>> {
+    let file = parse(Path::new("t.json"), top).unwrap();
+    run(p, &file)
+        .results
+        .into_iter()
+        .map(|r| r.failure)
+        .collect()
+}
+
+fn attempt(expect: &str) -> String {
+    format!(r#"{{"cases": [{}]}}"#, ATTEMPT.replace("EXPECT", expect))
+}
+
+fn write(expect: &str) -> String {
+    format!(
+        r#"{{"cases": [], "writes": [{}]}}"#,
+        WRITE.replace("EXPECT", expect)
+    )
+}
+
+fn malformed(text: &str) -> String {
+    parse(Path::new("t.json"), text).unwrap_err().to_string()
+}
+
+#[test]
+fn should_retry_passes_when_the_advice_matches_and_fails_naming_both_when_not() {
+    let p = Answers::new();
+    assert_eq!(failures(&p, &attempt(r#"{"should_retry": false}"#)), [None]);
+    assert_eq!(
+        failures(&p, &attempt(r#"{"should_retry": true}"#)),
+        [Some("should_retry: expected true, got false".into())]
+    );
+    assert_eq!(
+        failures(&p, &attempt(r#"{"should_retry": null}"#)),
+        [Some("should_retry: expected null, got false".into())]
+    );
+}
+
+#[test]
+fn should_retry_alone_is_an_expectation_that_checks_something() {
+    let p = Answers {
+        should_retry: None,
+        ..Answers::new()
+    };
+    assert_eq!(failures(&p, &attempt(r#"{"should_retry": null}"#)), [None]);
+}
+
+#[test]
+fn describe_is_checked_once_per_file_before_the_cases() {
+    let p = Answers::new();
+    let text = attempt(r#"{"verdict": "client-error"}"#).replacen(
+        '{',
+        r#"{"describe": {"name": "stripe", "hosts": ["api.stripe.com"]}, "#,
+        1,
+    );
+    let report = run(&p, &parse(Path::new("t.json"), &text).unwrap());
+    assert_eq!(report.results.len(), 2);
+    assert_eq!(report.results[0].name, "describe");
+    assert_eq!(report.failed(), 0);
+
+    let wrong = text.replace(r#""name": "stripe""#, r#""name": "stripe-v2""#);
+    assert_eq!(
+        failures(&p, &wrong)[0].as_deref(),
+        Some(r#"describe.name: expected "stripe-v2", got "stripe""#)
+    );
+}
+
+#[test]
+fn a_describe_that_checks_nothing_or_misspells_a_field_is_malformed() {
+    let empty = attempt(r#"{"verdict": "client-error"}"#).replacen('{', r#"{"describe": {}, "#, 1);
+    assert!(
+        malformed(&empty).contains("describe: checks nothing"),
+        "{}",
+        malformed(&empty)
+    );
+    let typo = empty.replace("{}", r#"{"host": ["x"]}"#);
+    assert!(
+        malformed(&typo).contains("describe: field `host`"),
+        "{}",
+        malformed(&typo)
+    );
+}
+
+#[test]
+fn a_reconcile_query_passes_on_the_same_query_and_names_the_first_field_that_differs() {
+    let p = Answers::new();
+    let same = r#"{"reconcile": {"kind": "query", "method": "GET",
+        "url": "https://api.stripe.com/v1/charges/ch_1",
+        "headers": [["accept", "application/json"]], "body": ""},
+        "reconciliation": {"kind": "found", "operation_id": "ch_1"}}"#;
+    assert_eq!(failures(&p, &write(same)), [None]);
+    let url = same.replace("charges/ch_1", "charges/ch_2");
+    assert_eq!(
+        failures(&p, &write(&url)),
+        [Some(
+            r#"reconcile.url: expected "https://api.stripe.com/v1/charges/ch_2", got "https://api.stripe.com/v1/charges/ch_1""#
+                .into()
+        )]
+    );
+    let headers = same.replace(r#"[["accept", "application/json"]]"#, "[]");
+    assert_eq!(
+        failures(&p, &write(&headers)),
+        [Some(
+            r#"reconcile.headers: expected "", got "accept:application/json\n""#.into()
+        )]
+    );
+}
+
+#[test]
+fn a_reconcile_of_another_kind_fails_naming_both_kinds() {
+    let p = Answers::new();
+    let resend = r#"{"reconcile": {"kind": "resend-same-key"}}"#;
+    let resend = write(resend).replace(
+        r#""response": {"status": 200, "body": "{\"id\":\"ch_1\"}"}, "#,
+        "",
+    );
+    assert_eq!(
+        failures(&p, &resend),
+        [Some(
+            "reconcile: expected resend-same-key, got query (GET https://api.stripe.com/v1/charges/ch_1)"
+                .into()
+        )]
+    );
+    let unsupported = Answers {
+        plan: ReconcilePlan::Unsupported("no lookup".into()),
+        ..Answers::new()
+    };
+    let text = resend.replace("resend-same-key", "unsupported");
+    assert_eq!(failures(&unsupported, &text), [None]);
+    let reason = text.replace(
+        r#""kind": "unsupported""#,
+        r#""kind": "unsupported", "reason": "other""#,
+    );
+    assert_eq!(
+        failures(&unsupported, &reason),
+        [Some(
+            r#"reconcile.reason: expected "other", got "no lookup""#.into()
+        )]
+    );
+}
+
+#[test]
+fn a_reconciliation_passes_on_the_same_answer_and_fails_on_another() {
+    let p = Answers::new();
+    let found = r#"{"reconciliation": {"kind": "found", "operation_id": "ch_1"}}"#;
+    assert_eq!(failures(&p, &write(found)), [None]);
+    assert_eq!(
+        failures(&p, &write(&found.replace("ch_1", "ch_9"))),
+        [Some(
+            r#"reconciliation.operation_id: expected "ch_9", got "ch_1""#.into()
+        )]
+    );
+    assert_eq!(
+        failures(
+            &p,
+            &write(r#"{"reconciliation": {"kind": "found", "operation_id": null}}"#)
+        ),
+        [Some(
+            r#"reconciliation.operation_id: expected null, got "ch_1""#.into()
+        )]
+    );
+    assert_eq!(
+        failures(&p, &write(r#"{"reconciliation": {"kind": "not-found"}}"#)),
+        [Some(
+            r#"reconciliation: expected not-found, got found ("ch_1")"#.into()
+        )]
+    );
+    let unknown = Answers {
+        reconciliation: Reconciliation::Unknown("search lags".into()),
+        ..Answers::new()
+    };
+    let text = write(r#"{"reconciliation": {"kind": "unknown", "reason": "search lags"}}"#);
+    assert_eq!(failures(&unknown, &text), [None]);
+    assert_eq!(
+        failures(&unknown, &text.replace("search lags", "gone")),
+        [Some(
+            r#"reconciliation.reason: expected "gone", got "search lags""#.into()
+        )]
+    );
+}
+
+#[test]
+fn write_cases_that_check_nothing_or_cannot_be_run_are_malformed() {
+    let no_response = |e: &str| {
+        write(e).replace(
+            r#""response": {"status": 200, "body": "{\"id\":\"ch_1\"}"}, "#,
+            "",
+        )
+    };
+    for (text, message) in [
+        (
+            write("{}"),
+            "write 0 (\"a lost charge\"): expect: checks nothing",
+        ),
+        (
+            no_response(r#"{"reconciliation": {"kind": "not-found"}}"#),
+            "expect.reconciliation: needs \"response\"",
+        ),
+        (
+            write(r#"{"reconcile": {"kind": "resend-same-key"}}"#),
+            "response: nothing reads it",
+        ),
+        (
+            no_response(r#"{"reconcile": {"kind": "query"}}"#),
+            "expect.reconcile: a query checks nothing more than its kind",
+        ),
+        (
+            no_response(r#"{"reconcile": {"kind": "retry"}}"#),
+            "unknown variant `retry`",
+        ),
+        (
+            no_response(r#"{"reconcile": {"kind": "unsupported", "url": "x"}}"#),
+            "unknown field `url`",
+        ),
+        (
+            no_response(r#"{"reconcile": {"kind": "resend-same-key", "reason": "x"}}"#),
+            "unknown field `reason`",
+        ),
+        (
+            write(r#"{"reconciliation": {"kind": "not-found", "operation_id": "x"}}"#),
+            "unknown field `operation_id`",
+        ),
+    ] {
+        let err = malformed(&text);
+        assert!(err.contains(message), "{err}\nwanted: {message}");
+    }
+}
+
+#[test]
+fn a_file_with_neither_cases_nor_writes_is_malformed() {
+    let err = malformed(r#"{"cases": [], "writes": []}"#);
+    assert!(err.contains("at least one case"), "{err}");
+}
