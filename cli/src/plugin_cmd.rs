@@ -1,4 +1,5 @@
-//! `sluice plugin test`, `inspect`, `list` and `new` (in `plugin_new`).
+//! `sluice plugin test`, `inspect`, `list`, `new` (in `plugin_new`) and `run-test` (in
+//! `plugin_run_test`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

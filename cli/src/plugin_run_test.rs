@@ -13,7 +13,10 @@ use anyhow::Context as _;
 use clap::Args;
 use sluice::plugin::command::{self, CommandExit};
 
+/// Without a `--help` of its own: `cargo test --target wasm32-wasip2 -- --help` passes it to
+/// the test binary, whose help it is (`sluice plugin help run-test` shows this one).
 #[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
 pub struct RunTestArgs {
     /// The test binary: a WASI command component, as `cargo test --target wasm32-wasip2`
     /// builds.
