@@ -4,7 +4,7 @@
 //! `cargo test --target wasm32-wasip2` builds a crate's unit tests into a WASI *command*
 //! component (it exports `wasi:cli/run`) and hands it to the target's runner. Running it here
 //! rather than in another WebAssembly runtime tests the plugin's code where it will run: the
-//! same engine, the same WASI context as a plugin instance (no files, no sockets, no
+//! wasmtime the host embeds, the WASI context of a plugin instance (no files, no sockets, no
 //! environment, clocks frozen at the Unix epoch, fixed randomness) and the contract's imports
 //! (a plugin that logs links as it does in production). A test binary gets only what a test
 //! harness needs on top: its arguments (test filters, `--nocapture`, ...) and the process's
