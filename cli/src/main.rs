@@ -7,6 +7,7 @@ mod demo;
 mod escalations_cmd;
 mod plugin_cmd;
 mod plugin_new;
+mod plugin_run_test;
 mod plugin_template;
 mod serve_cmd;
 mod stop;

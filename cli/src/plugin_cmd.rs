@@ -1,4 +1,5 @@
-//! `sluice plugin test`, `inspect`, `list` and `new` (in `plugin_new`).
+//! `sluice plugin test`, `inspect`, `list`, `new` (in `plugin_new`) and `run-test` (in
+//! `plugin_run_test`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -39,6 +40,13 @@ pub enum PluginCommand {
     /// The crate stands outside any workspace and depends on this checkout's SDK by path.
     /// Refuses a bad crate name and an existing directory that is not empty.
     New(crate::plugin_new::NewArgs),
+    /// Run a plugin crate's wasm32-wasip2 test binary in the plugin sandbox: cargo's runner.
+    ///
+    /// In the crate's `.cargo/config.toml`: `[target.wasm32-wasip2] runner = ["sluice",
+    /// "plugin", "run-test"]`; then `cargo test --target wasm32-wasip2`. Output is the
+    /// binary's stdout and stderr; it gets no files, network or environment. Exits with the
+    /// binary's status (134 when it traps, 2 when it cannot run).
+    RunTest(crate::plugin_run_test::RunTestArgs),
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +146,7 @@ pub fn run(cmd: PluginCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         PluginCommand::New(args) => crate::plugin_new::run(&args),
+        PluginCommand::RunTest(args) => crate::plugin_run_test::run(&args),
         PluginCommand::List => {
             for name in bundled::names() {
                 println!("{name}");

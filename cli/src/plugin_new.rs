@@ -109,6 +109,7 @@ pub fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
     println!("next:");
     println!("  cd {shown}");
     println!("  cargo test");
+    println!("  cargo test --target wasm32-wasip2");
     println!("  cargo build --target wasm32-wasip2 --release");
     println!("  sluice plugin test target/wasm32-wasip2/release/{lib}.wasm vectors.json");
     Ok(ExitCode::SUCCESS)

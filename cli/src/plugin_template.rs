@@ -48,6 +48,10 @@ pub const FILES: &[TemplateFile] = &[
         template: LIB_RS,
     },
     TemplateFile {
+        path: ".cargo/config.toml",
+        template: CARGO_CONFIG_TOML,
+    },
+    TemplateFile {
         path: "vectors.json",
         template: VECTORS_JSON,
     },
@@ -93,6 +97,15 @@ strip = "debuginfo"
 # A crate of its own, even inside another project's directory: an enclosing workspace does
 # not capture it.
 [workspace]
+"#;
+
+const CARGO_CONFIG_TOML: &str = r#"# `cargo test --target wasm32-wasip2` builds the unit tests into a WebAssembly component and
+# runs it with `sluice plugin run-test`: in the engine that hosts the plugin, sandboxed as the
+# plugin is (no files, network or environment; clocks frozen at the Unix epoch), with the
+# test binary's stdout and stderr. `sluice` must be on your PATH (see README.md); without it
+# cargo says it could not execute `sluice`. Plain `cargo test` runs natively and needs none.
+[target.wasm32-wasip2]
+runner = ["sluice", "plugin", "run-test"]
 "#;
 
 const LIB_RS: &str = r##"//! The {{name}} plugin: how sluice reads one provider's answers and plans its requests.
@@ -314,12 +327,17 @@ cargo component build --release
 ## Test
 
 ```sh
-cargo test                                                           # the unit tests, natively
+cargo test                                    # the unit tests, natively
+cargo test --target wasm32-wasip2             # the unit tests, in sluice's plugin sandbox
 sluice plugin test target/wasm32-wasip2/release/{{lib}}.wasm vectors.json   # the component
 ```
 
 The unit tests build requests and responses with `sluice_plugin_sdk::test::{request,
-response}`. `vectors.json` records requests, the answers a provider sent and what the plugin
+response}`. Built for `wasm32-wasip2`, they run under `sluice plugin run-test`, the runner
+`.cargo/config.toml` names (so `sluice` must be on your `PATH`): in the engine and the
+sandbox the plugin runs in, with no files, network or environment and a clock frozen at the
+Unix epoch. A panic there aborts the whole run (`panic = "abort"` is the target's default):
+`cargo test --target wasm32-wasip2 -- --nocapture` shows its message. `vectors.json` records requests, the answers a provider sent and what the plugin
 must conclude (the format is `docs/PLUGIN-VECTORS.md` in the sluice repository): add a case
 for every answer of your provider you have seen. `sluice plugin test` runs the component
 in the host's sandbox, as in production, and prints one line per case; `sluice plugin

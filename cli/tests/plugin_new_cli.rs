@@ -7,7 +7,7 @@ mod support;
 use support::{sluice, stderr, stdout};
 
 #[test]
-fn a_new_plugin_crate_has_its_manifest_skeleton_vectors_and_readme() {
+fn a_new_plugin_crate_has_its_manifest_runner_skeleton_vectors_and_readme() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("acme");
     let o = sluice(&[
@@ -45,6 +45,12 @@ fn a_new_plugin_crate_has_its_manifest_skeleton_vectors_and_readme() {
     let vectors: serde_json::Value = serde_json::from_str(&read("vectors.json")).unwrap();
     assert!(vectors["cases"].as_array().is_some_and(|c| c.len() >= 3));
     assert!(read("README.md").contains("acme_policy.wasm"));
+    let config = read(".cargo/config.toml");
+    assert!(
+        config
+            .contains("[target.wasm32-wasip2]\nrunner = [\"sluice\", \"plugin\", \"run-test\"]\n"),
+        "{config}"
+    );
 }
 
 #[test]

@@ -128,7 +128,7 @@ fn reading_within_caps(r: &Reading, caps: &Caps) {
             assert!(v <= caps.max_amount);
         }
         for v in [o.reset_after_ms, o.window_ms].into_iter().flatten() {
-            assert!(v <= caps.max_delay_ms);
+            assert!(v <= caps.max_window_ms);
         }
     }
     costs_ok(&r.usage, caps);
@@ -279,6 +279,8 @@ fn amount(u: &mut Unstructured<'_>) -> Result<u64> {
             1,
             86_400_000,
             86_400_001,
+            2_678_400_000,
+            2_678_400_001,
             1_000_000_000_000,
             1_000_000_000_001,
         ])?,

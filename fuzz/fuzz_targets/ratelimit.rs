@@ -1,9 +1,10 @@
 //! The IETF rate-limit fields (`sluice_plugin_sdk::ratelimit`): `RateLimit` and
 //! `RateLimit-Policy` (structured) and the older separate fields.
 //!
-//! Two inputs, by the first byte: an arbitrary header block, where every duration read must
-//! be within a day and every structured quota must be named; or quotas written as
-//! structured fields, which must read back as exactly the quotas written.
+//! Two inputs, by the first byte: an arbitrary header block, where every window and reset
+//! read must be within a month (31 days), every delay asked for within a day, and every
+//! structured quota must be named; or quotas written as structured fields, which must read
+//! back as exactly the quotas written (a window past a month left out, a reset clamped).
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -11,7 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use sluice_plugin_sdk::generic::requested_delay_ms;
 use sluice_plugin_sdk::headers::Headers;
 use sluice_plugin_sdk::ratelimit::{Quota, Unit, quotas};
-use sluice_plugin_sdk::time::MAX_DELAY_MS;
+use sluice_plugin_sdk::time::{MAX_DELAY_MS, MAX_WINDOW_MS};
 
 fuzz_target!(|data: &[u8]| {
     match data.split_first() {
@@ -28,7 +29,7 @@ fn raw(data: &[u8]) {
     let h = Headers::parse(block);
     for q in quotas(&h) {
         for ms in [q.reset_after_ms, q.window_ms].into_iter().flatten() {
-            assert!(ms <= MAX_DELAY_MS, "{q:?}");
+            assert!(ms <= MAX_WINDOW_MS, "{q:?}");
         }
         if q.source.starts_with("ratelimit-policy") {
             assert!(q.policy.is_some() && q.limit.is_some(), "{q:?}");
@@ -83,7 +84,8 @@ fn written(data: &[u8]) {
         ("RateLimit-Policy", policy_field.as_str()),
         ("RateLimit", state_field.as_str()),
     ]);
-    let ms = |s: u64| (s * 1000).min(MAX_DELAY_MS);
+    let ms = |s: u64| (s * 1000).min(MAX_WINDOW_MS);
+    let window = |s: u64| Some(s * 1000).filter(|w| *w <= MAX_WINDOW_MS);
     let mut want: Vec<Quota> = Vec::new();
     for p in policies.iter().filter(|p| p.quota.is_some()) {
         let (q, w, unit) = p.quota.unwrap();
@@ -97,7 +99,7 @@ fn written(data: &[u8]) {
             limit: Some(q),
             remaining: p.state.map(|(r, _)| r),
             reset_after_ms: p.state.and_then(|(_, t)| t).map(ms),
-            window_ms: w.map(ms),
+            window_ms: w.and_then(window),
             source: "ratelimit-policy,ratelimit",
         });
     }

@@ -85,8 +85,14 @@ pub struct Caps {
     pub max_scopes: usize,
     /// Longest status-query body, in bytes. Default: 64 KiB.
     pub max_body_bytes: usize,
-    /// Longest delay a plugin may ask for, in milliseconds. Default: one day.
+    /// Longest delay a plugin may ask for before a retry (`retry-after-ms`), in
+    /// milliseconds. Default: one day. A call is not kept waiting longer for a retry; a
+    /// quota spent for longer is a `quota-exhausted` verdict and an observation's reset.
     pub max_delay_ms: u64,
+    /// Longest quota window (`window-ms`) and time until a quota resets (`reset-after-ms`)
+    /// an observation may report, in milliseconds. Default: 31 days, so a monthly quota can
+    /// be stated as one.
+    pub max_window_ms: u64,
     /// Largest quota figure, cost or usage amount. Default: 10^12.
     pub max_amount: u64,
     /// Log messages kept per call; more are dropped. Default: 16.
@@ -102,6 +108,7 @@ impl Default for Caps {
             max_scopes: 16,
             max_body_bytes: 64 << 10,
             max_delay_ms: 24 * 60 * 60 * 1000,
+            max_window_ms: 31 * 24 * 60 * 60 * 1000,
             max_amount: 1_000_000_000_000,
             max_log_messages: 16,
         }

@@ -11,10 +11,14 @@
 //! A component is bound to the contract version it exports ([`Contract`]): the current
 //! `sluice:policy@0.2.0`, or the frozen `0.1.0`, whose functions answer the current API
 //! through `v1.rs`. Every answer is checked against the caps in `validate.rs` either way.
+//!
+//! [`command`] runs a plugin crate's test binary in the same sandbox (`sluice plugin
+//! run-test`, cargo's runner for `wasm32-wasip2`).
 
 pub mod bindings;
 pub mod bundled;
 mod cache;
+pub mod command;
 mod contract;
 mod convert;
 mod error;

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, UpdateDeadline};
-use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{
+    HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
+};
 
 use super::bindings::sluice::policy0_2_0::{log, types};
 use super::bindings::v0_1::sluice::policy::{log as log_v0_1, types as types_v0_1};
@@ -135,7 +137,15 @@ impl State {
 /// guest imports these interfaces whether it uses them or not; this makes them inert, so a
 /// plugin stays a pure function of what the host passes in.
 fn capability_free_wasi() -> WasiCtx {
-    WasiCtx::builder()
+    sandbox_wasi().build()
+}
+
+/// The plugin sandbox's WASI context, still open to additions: no sockets, no name lookups,
+/// frozen clocks and fixed randomness, and (as every builder starts) no files, environment,
+/// arguments or stdio. A plugin's test binary (`command.rs`) adds its arguments and output.
+pub(crate) fn sandbox_wasi() -> WasiCtxBuilder {
+    let mut builder = WasiCtx::builder();
+    builder
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false)
@@ -143,8 +153,8 @@ fn capability_free_wasi() -> WasiCtx {
         .monotonic_clock(FrozenClock)
         .secure_random(wasmtime_wasi::Deterministic::new(vec![0x5a]))
         .insecure_random(wasmtime_wasi::Deterministic::new(vec![0xa5]))
-        .insecure_random_seed(0)
-        .build()
+        .insecure_random_seed(0);
+    builder
 }
 
 /// A clock that never moves. Plugins get time only through `now-ms`.

@@ -1,7 +1,7 @@
 //! Checks on everything a plugin returns. The canonical ABI already guarantees types; these
 //! checks add the caps and ranges the host relies on, so a plugin cannot hand the scheduler
-//! a year-long delay, a hundred scopes to charge, an absurd token count or a megabyte error
-//! code.
+//! a year-long delay or quota window, a hundred scopes to charge, an absurd token count or a
+//! megabyte error code.
 //!
 //! The module is public only with the `fuzzing` feature, for the fuzz targets in `fuzz/`.
 
@@ -129,8 +129,8 @@ fn observations(o: &[Observation], caps: &Caps) -> Check {
         ] {
             amount(f, v, caps.max_amount)?;
         }
-        amount("reset-after-ms", ob.reset_after_ms, caps.max_delay_ms)?;
-        amount("window-ms", ob.window_ms, caps.max_delay_ms)?;
+        amount("reset-after-ms", ob.reset_after_ms, caps.max_window_ms)?;
+        amount("window-ms", ob.window_ms, caps.max_window_ms)?;
     }
     Ok(())
 }
@@ -351,6 +351,39 @@ mod tests {
         assert!(reconcile_plan(&q("get", "https://api.stripe.com/v1/x"), &caps()).is_err());
         assert!(reconcile_plan(&q("GET", "file:///etc/passwd"), &caps()).is_err());
         assert!(reconcile_plan(&q("", "https://x"), &caps()).is_err());
+    }
+
+    #[test]
+    fn a_quota_window_and_its_reset_may_run_31_days_and_not_32() {
+        const DAY_MS: u64 = 86_400_000;
+        let observed = |window_ms: u64, reset_after_ms: u64| Reading {
+            classification: Classification {
+                verdict: crate::contract::Verdict::Success,
+                retry_after_ms: None,
+                error_code: None,
+                should_retry: None,
+            },
+            observations: vec![Observation {
+                scope: None,
+                dimension: ReportedDimension::Tokens,
+                limit: Some(1_000_000),
+                remaining: Some(999_000),
+                used: None,
+                reset_after_ms: Some(reset_after_ms),
+                window_ms: Some(window_ms),
+                source: "ratelimit-policy,ratelimit".into(),
+            }],
+            usage: vec![],
+        };
+        assert_eq!(caps().max_window_ms, 31 * DAY_MS);
+        assert!(reading(&observed(30 * DAY_MS, 14 * DAY_MS), &caps()).is_ok());
+        assert!(reading(&observed(31 * DAY_MS, 31 * DAY_MS), &caps()).is_ok());
+        let window = reading(&observed(32 * DAY_MS, DAY_MS), &caps()).unwrap_err();
+        assert!(window.contains("window-ms is 2764800000"), "{window}");
+        let reset = reading(&observed(DAY_MS, 32 * DAY_MS), &caps()).unwrap_err();
+        assert!(reset.contains("reset-after-ms"), "{reset}");
+        // A retry's delay keeps its cap of a day.
+        assert_eq!(caps().max_delay_ms, DAY_MS);
     }
 
     #[test]

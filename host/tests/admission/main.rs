@@ -7,6 +7,7 @@ mod fairness;
 mod holds;
 mod limits;
 mod models;
+mod monthly;
 mod priority;
 mod remaining;
 mod sim;

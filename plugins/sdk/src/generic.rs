@@ -8,6 +8,7 @@
 use crate::headers::Headers;
 use crate::ratelimit;
 use crate::retry_after::retry_after_ms;
+use crate::time::MAX_DELAY_MS;
 
 /// The kind of outcome (mirrors the WIT `verdict`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,7 +144,8 @@ macro_rules! wit_conversions {
 }
 
 /// The delay a response asks for: `Retry-After` when present; else, on a 429 or 503, the
-/// reset of an exhausted IETF quota.
+/// reset of an exhausted IETF quota, at most a day ([`MAX_DELAY_MS`]; a monthly quota's reset
+/// may be weeks off, and the observation carries it whole).
 pub fn requested_delay_ms(status: u16, headers: &Headers<'_>, now_ms: i64) -> Option<u64> {
     if let Some(ms) = retry_after_ms(headers, now_ms) {
         return Some(ms);
@@ -153,7 +155,8 @@ pub fn requested_delay_ms(status: u16, headers: &Headers<'_>, now_ms: i64) -> Op
             .into_iter()
             .filter(|q| q.remaining == Some(0))
             .filter_map(|q| q.reset_after_ms)
-            .max();
+            .max()
+            .map(|ms| ms.min(MAX_DELAY_MS));
     }
     None
 }
@@ -198,5 +201,12 @@ mod tests {
             Some(3000),
             "Retry-After wins"
         );
+    }
+
+    #[test]
+    fn a_monthly_quota_spent_asks_for_at_most_a_day() {
+        let h = Headers::new([("RateLimit-Remaining", "0"), ("RateLimit-Reset", "1209600")]);
+        assert_eq!(requested_delay_ms(429, &h, 0), Some(MAX_DELAY_MS));
+        assert_eq!(ratelimit::quotas(&h)[0].reset_after_ms, Some(1_209_600_000));
     }
 }

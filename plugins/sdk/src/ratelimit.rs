@@ -7,9 +7,14 @@
 //!
 //! A malformed field is ignored, never guessed at. The structured form wins when both are
 //! present, as the draft says.
+//!
+//! Windows and resets run up to a month ([`MAX_WINDOW_MS`]): an API's monthly quota is read
+//! as one. A reset further off is clamped to a month (the next answer says it again); a
+//! window longer than a month is left out, never shortened, since the same limit over a
+//! shorter window would let through many times what the provider allows.
 
 use crate::headers::Headers;
-use crate::time::MAX_DELAY_MS;
+use crate::time::MAX_WINDOW_MS;
 
 /// What a quota unit counts, as the structured fields name it (`qu`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +68,7 @@ pub fn separate(headers: &Headers<'_>, prefix: &str) -> Option<Quota> {
     let remaining = headers.get_u64(&format!("{prefix}-remaining"));
     let reset_after_ms = headers
         .get_u64(&format!("{prefix}-reset"))
-        .map(|s| s.saturating_mul(1000).min(MAX_DELAY_MS));
+        .map(seconds_to_reset_ms);
     if limit.is_none() && remaining.is_none() && reset_after_ms.is_none() {
         return None;
     }
@@ -80,6 +85,11 @@ pub fn separate(headers: &Headers<'_>, prefix: &str) -> Option<Quota> {
             "x-ratelimit-limit,x-ratelimit-remaining,x-ratelimit-reset"
         },
     })
+}
+
+/// Delta seconds until a reset, in milliseconds, clamped to [`MAX_WINDOW_MS`].
+fn seconds_to_reset_ms(seconds: u64) -> u64 {
+    seconds.saturating_mul(1000).min(MAX_WINDOW_MS)
 }
 
 /// `100` or the draft-03 form `100, 100;w=60`: the first item's integer.
@@ -105,13 +115,15 @@ fn structured(headers: &Headers<'_>) -> Vec<Quota> {
             limit: Some(limit),
             remaining: None,
             reset_after_ms: None,
-            window_ms: param_int(&params, "w").map(|w| w.saturating_mul(1000).min(MAX_DELAY_MS)),
+            window_ms: param_int(&params, "w")
+                .map(|w| w.saturating_mul(1000))
+                .filter(|w| *w <= MAX_WINDOW_MS),
             source: "ratelimit-policy,ratelimit",
         });
     }
     for (name, params) in headers.all("ratelimit").flat_map(items) {
         let remaining = param_int(&params, "r");
-        let reset = param_int(&params, "t").map(|t| t.saturating_mul(1000).min(MAX_DELAY_MS));
+        let reset = param_int(&params, "t").map(seconds_to_reset_ms);
         if remaining.is_none() {
             continue; // r is required.
         }
@@ -223,6 +235,37 @@ mod tests {
         );
         assert_eq!(q[0].window_ms, Some(60_000));
         assert_eq!((q[1].limit, q[1].remaining), (Some(1000), None));
+    }
+
+    #[test]
+    fn a_monthly_quota_keeps_its_month() {
+        let h = Headers::new([
+            ("RateLimit-Policy", r#""month";q=1000000;w=2592000"#),
+            ("RateLimit", r#""month";r=999000;t=1209600"#),
+        ]);
+        let q = quotas(&h);
+        assert_eq!(q[0].window_ms, Some(2_592_000_000));
+        assert_eq!(q[0].reset_after_ms, Some(1_209_600_000));
+        assert_eq!(
+            (q[0].limit, q[0].remaining),
+            (Some(1_000_000), Some(999_000))
+        );
+    }
+
+    #[test]
+    fn a_window_past_a_month_is_left_out_and_a_reset_past_it_is_clamped() {
+        let h = Headers::new([
+            ("RateLimit-Policy", r#""year";q=1000;w=31536000"#),
+            ("RateLimit", r#""year";r=10;t=31536000"#),
+        ]);
+        let q = quotas(&h);
+        assert_eq!((q[0].limit, q[0].window_ms), (Some(1000), None));
+        assert_eq!(q[0].reset_after_ms, Some(MAX_WINDOW_MS));
+        let h = Headers::new([
+            ("RateLimit-Remaining", "0"),
+            ("RateLimit-Reset", "99999999999"),
+        ]);
+        assert_eq!(quotas(&h)[0].reset_after_ms, Some(MAX_WINDOW_MS));
     }
 
     #[test]

@@ -77,8 +77,9 @@ pub struct Learned {
 impl Scope {
     /// Records what a response said about one dimension (of the quota with `window`, when
     /// the provider stated one). `remaining: 0` with a reset holds the scope until the reset;
-    /// a limit with a window, for a dimension the configuration did not bound or bound
-    /// higher, becomes a learned quota; a `remaining` below what the scope's bucket for it
+    /// a limit with a window (a minute to a month), for a dimension the configuration did not
+    /// bound or bound higher, becomes a learned quota, starting from the `remaining` stated
+    /// with it (else with an empty burst); a `remaining` below what the scope's bucket for it
     /// believes is left debits the bucket (see the module docs).
     pub fn learn(&mut self, now: Nanos, learned: Learned, window: Option<Duration>) {
         let spent = matches!((learned.remaining, learned.reset_at), (Some(0), Some(_)));
@@ -87,7 +88,15 @@ impl Scope {
             self.hold(reset.max(now), &reason);
         }
         if let (Some(limit), Some(window)) = (learned.limit.and_then(NonZeroU64::new), window) {
-            self.learn_quota(now, learned.dimension, window, limit, &learned.source);
+            let used_known = learned.remaining.is_some();
+            self.learn_quota(
+                now,
+                learned.dimension,
+                window,
+                limit,
+                used_known,
+                &learned.source,
+            );
         }
         if !spent && let Some(remaining) = learned.remaining {
             self.believe(now, learned.dimension, window, remaining, learned.reset_at);
@@ -136,12 +145,16 @@ impl Scope {
         rate.debit_to(&mut self.tats[i].tat, now, believed, reset_at)
     }
 
+    /// Makes `limit` per `window` a quota of the scope, unless the configuration bounds it
+    /// lower. `used_known`: the same figure states a `remaining`, which [`Self::believe`]
+    /// then debits the new quota to.
     fn learn_quota(
         &mut self,
         now: Nanos,
         dimension: Dimension,
         window: Duration,
         limit: NonZeroU64,
+        used_known: bool,
         source: &str,
     ) {
         let at = self
@@ -164,9 +177,13 @@ impl Scope {
             origin: Origin::Observed(source.into()),
             rate,
         };
-        // How much was used is not known: start the new quota with an empty burst.
+        // Start from what the provider says is left: a full burst, debited to `remaining`
+        // next. Without a `remaining`, how much was used is not known: start with an empty
+        // burst. (A monthly quota learned empty would pace its first call for hours.)
         let mut tat = 0;
-        rate.hold_until(&mut tat, now);
+        if !used_known {
+            rate.hold_until(&mut tat, now);
+        }
         let shape = Arc::make_mut(&mut self.shape);
         let mut tats = std::mem::take(&mut self.tats).into_vec();
         // A fresh `shifted` origin: grants charged before hold ends of the old quota, which

@@ -8,10 +8,12 @@
 //! could get a plugin quarantined for every tenant. [`export_plugin!`](crate::export_plugin)
 //! therefore fits every answer to the caps before it leaves the component: amounts and delays
 //! are clamped, strings and lists cut, a name that cannot be cut (an over-long scope or
-//! dimension) dropped, and a status query that cannot be sent settled as unsupported.
+//! dimension) dropped, and a status query that cannot be sent settled as unsupported. A
+//! quota window longer than the host takes (a month) is dropped rather than clamped: the
+//! same limit over a shorter window would let through more than the provider allows.
 
 use super::{Cost, Dimension, Observation, Reading, ReconcilePlan, Reconciliation, RequestPlan};
-use crate::time::MAX_DELAY_MS;
+use crate::time::{MAX_DELAY_MS, MAX_WINDOW_MS};
 
 /// Longest string the host takes (an error code, a source, a reason, a URL), in bytes.
 pub const MAX_STRING_BYTES: usize = 2048;
@@ -94,15 +96,14 @@ fn observation(o: Observation) -> Option<Observation> {
         return None;
     }
     let amount = |v: Option<u64>| v.map(|v| v.min(MAX_AMOUNT));
-    let delay = |v: Option<u64>| v.map(|v| v.min(MAX_DELAY_MS));
     Some(Observation {
         scope: o.scope.and_then(name),
         dimension: o.dimension,
         limit: amount(o.limit),
         remaining: amount(o.remaining),
         used: amount(o.used),
-        reset_after_ms: delay(o.reset_after_ms),
-        window_ms: delay(o.window_ms),
+        reset_after_ms: o.reset_after_ms.map(|v| v.min(MAX_WINDOW_MS)),
+        window_ms: o.window_ms.filter(|w| *w <= MAX_WINDOW_MS),
         source: cut(o.source, MAX_STRING_BYTES),
     })
 }
@@ -197,8 +198,31 @@ mod tests {
         assert!(r.classification.error_code.unwrap().len() <= MAX_STRING_BYTES);
         assert_eq!(r.observations.len(), MAX_LIST_LEN);
         assert_eq!(r.observations[0].limit, Some(MAX_AMOUNT));
-        assert_eq!(r.observations[0].reset_after_ms, Some(MAX_DELAY_MS));
+        assert_eq!(r.observations[0].reset_after_ms, Some(MAX_WINDOW_MS));
         assert_eq!(r.usage[0].amount, MAX_AMOUNT);
+    }
+
+    #[test]
+    fn a_monthly_window_is_kept_and_a_longer_one_dropped_not_shortened() {
+        let window = |ms: u64| {
+            let mut o = crate::observation(Dimension::Tokens, "ratelimit-policy");
+            o.limit = Some(1_000_000);
+            o.window_ms = Some(ms);
+            let r = fit_reading(Reading {
+                classification: crate::Classification {
+                    verdict: crate::Verdict::Success,
+                    retry_after_ms: None,
+                    error_code: None,
+                    should_retry: None,
+                },
+                observations: vec![o],
+                usage: Vec::new(),
+            });
+            r.observations[0].window_ms
+        };
+        assert_eq!(window(30 * 86_400_000), Some(30 * 86_400_000));
+        assert_eq!(window(MAX_WINDOW_MS), Some(MAX_WINDOW_MS));
+        assert_eq!(window(MAX_WINDOW_MS + 1), None);
     }
 
     #[test]

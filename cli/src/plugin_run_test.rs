@@ -1,0 +1,49 @@
+//! `sluice plugin run-test`: cargo's runner for a plugin crate's `wasm32-wasip2` tests.
+//!
+//! A plugin crate's `.cargo/config.toml` names it (`[target.wasm32-wasip2] runner =
+//! ["sluice", "plugin", "run-test"]`), so `cargo test --target wasm32-wasip2` runs the unit
+//! tests inside the engine that hosts the plugin, sandboxed as the plugin is; see
+//! `sluice::plugin::command`. The exit status is the test binary's own.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use sluice::plugin::command::{self, CommandExit};
+
+/// Without a `--help` of its own: `cargo test --target wasm32-wasip2 -- --help` passes it to
+/// the test binary, whose help it is (`sluice plugin help run-test` shows this one).
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct RunTestArgs {
+    /// The test binary: a WASI command component, as `cargo test --target wasm32-wasip2`
+    /// builds.
+    wasm: PathBuf,
+    /// Its arguments, passed on as given (test filters, `--nocapture`, `--list`...).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<OsString>,
+}
+
+pub fn run(args: &RunTestArgs) -> anyhow::Result<ExitCode> {
+    let guest_args = args
+        .args
+        .iter()
+        .map(|a| {
+            a.to_str()
+                .map(str::to_owned)
+                .with_context(|| format!("an argument is not UTF-8: {}", a.to_string_lossy()))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let exit = command::run_test_binary(&args.wasm, &guest_args)?;
+    if let CommandExit::Trapped(trap) = &exit {
+        // libtest captures a test's output, the panic message with it, and the abort loses
+        // it: say how to see it.
+        eprintln!(
+            "error: {} trapped (a panic aborts the whole run on wasm32-wasip2; `-- --nocapture` shows its message): {trap}",
+            args.wasm.display()
+        );
+    }
+    Ok(ExitCode::from(exit.status()))
+}
