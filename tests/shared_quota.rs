@@ -14,7 +14,7 @@ use sluice::execute::{Call, Outcome};
 use sluice::retry::RetryConfig;
 use sluice::writes::{WriteError, WriteOutcome};
 use sluice_fake_provider::{Attempt, FakeConfig, FakeProvider, Fault, RetryAfter, Style};
-use sluice_tests::redis_server::RedisServer;
+use sluice_tests::redis_server::{RedisServer, TestRedis};
 use sluice_tests::stack::{builder, transport, write};
 
 const CHAT: &str = "/v1/chat/completions";
@@ -274,10 +274,18 @@ async fn a_killed_hosts_concurrency_slots_come_back_when_its_leases_expire() {
     assert!(back <= Duration::from_millis(3_000), "back after {back:?}");
 }
 
-/// A host in this process sharing quotas through `redis` as `id`.
-fn host(redis: &str, id: &str, plugin: &str, dir: &Path, limits: &str) -> sluice::Sluice {
+/// A host in this process sharing quotas through `redis` as `id`, under the key prefix
+/// `prefix`.
+fn host(
+    (redis, prefix): (&str, &str),
+    id: &str,
+    plugin: &str,
+    dir: &Path,
+    limits: &str,
+) -> sluice::Sluice {
     let config = format!(
-        "[store]\nurl = \"{redis}\"\nhosts = 2\nhost_id = \"{id}\"\n\n[providers.{plugin}.limits]\n{limits}\n"
+        "[store]\nurl = \"{redis}\"\nhosts = 2\nhost_id = \"{id}\"\nkey_prefix = \"{prefix}\"\n\n\
+         [providers.{plugin}.limits]\n{limits}\n"
     );
     let retry = RetryConfig {
         backoff_base_ms: 50,
@@ -304,7 +312,7 @@ fn chat(fake: &FakeProvider) -> Call {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
-    let redis = RedisServer::start();
+    let redis = TestRedis::get();
     let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
         .await
         .expect("fake");
@@ -316,8 +324,9 @@ async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
     );
     let dir = tempfile::tempdir().expect("dir");
     let limits = "requests_per_minute = 6000";
-    let a = Arc::new(host(&redis.url(), "a", "openai", dir.path(), limits));
-    let b = host(&redis.url(), "b", "openai", dir.path(), limits);
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let a = Arc::new(host((&url, &prefix), "a", "openai", dir.path(), limits));
+    let b = host((&url, &prefix), "b", "openai", dir.path(), limits);
     let call = chat(&fake);
     let first = {
         let (a, call) = (a.clone(), call.clone());
@@ -351,14 +360,15 @@ async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_host_given_the_same_action_refuses_it_naming_its_owner() {
-    let redis = RedisServer::start();
+    let redis = TestRedis::get();
     let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
         .await
         .expect("fake");
     let dir = tempfile::tempdir().expect("dir");
     let limits = "requests_per_minute = 6000";
-    let a = host(&redis.url(), "host-a", "stripe", dir.path(), limits);
-    let b = host(&redis.url(), "host-b", "stripe", dir.path(), limits);
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let a = host((&url, &prefix), "host-a", "stripe", dir.path(), limits);
+    let b = host((&url, &prefix), "host-b", "stripe", dir.path(), limits);
     let pay = write(
         "stripe",
         "invoice-42",
@@ -396,7 +406,7 @@ async fn without_redis_a_host_paces_at_its_share_of_the_limit() {
     let dir = tempfile::tempdir().expect("dir");
     // 600 a minute paced at 540: 9 a second; two hosts, so 4.5 a second for this one.
     let sluice = Arc::new(host(
-        &format!("redis://127.0.0.1:{port}"),
+        (&format!("redis://127.0.0.1:{port}"), "sluice"),
         "alone",
         "openai",
         dir.path(),

@@ -70,6 +70,22 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         Some(dir) => outln!(out, "state: {}", printable(&dir.display().to_string())),
         None => outln!(out, "state: the user's state directory (no state_dir set)"),
     }
+    match &host.store {
+        None => outln!(out, "store: in memory, this host only"),
+        Some(store) => outln!(
+            out,
+            "store: {} shared by {} hosts (each paces at 1/{} of a limit while it is unreachable), host id {}, leases {} ms, key prefix {}",
+            printable(&store.shown_url()),
+            store.hosts,
+            store.hosts,
+            store.host_id.as_deref().map_or_else(
+                || "the host name and the state directory".to_owned(),
+                |h| printable(h).into_owned()
+            ),
+            store.lease_ttl.as_millis(),
+            printable(&store.key_prefix)
+        ),
+    }
     outln!(
         out,
         "queue: at most {} waiting ({} per scope), {} s longest wait",

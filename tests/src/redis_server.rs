@@ -99,3 +99,37 @@ impl Drop for RedisServer {
         self.kill();
     }
 }
+
+/// The Redis of a test that never stops it: the one `.ci/run` starts for the tests
+/// (`$SLUICE_TEST_REDIS_URL`), else one of its own. Tests that share one keep apart by
+/// their key prefix ([`TestRedis::prefix`]).
+#[derive(Debug)]
+pub enum TestRedis {
+    /// The server named by `$SLUICE_TEST_REDIS_URL`.
+    Given(String),
+    /// One started for this test.
+    Own(RedisServer),
+}
+
+impl TestRedis {
+    /// The server named by `$SLUICE_TEST_REDIS_URL`, else a new one.
+    pub fn get() -> Self {
+        match std::env::var("SLUICE_TEST_REDIS_URL") {
+            Ok(url) if !url.is_empty() => Self::Given(url),
+            _ => Self::Own(RedisServer::start()),
+        }
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        match self {
+            Self::Given(url) => url.clone(),
+            Self::Own(server) => server.url(),
+        }
+    }
+
+    /// A key prefix no other test uses.
+    pub fn prefix() -> String {
+        format!("sluice-test-{:016x}", fastrand::u64(..))
+    }
+}

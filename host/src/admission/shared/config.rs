@@ -41,16 +41,21 @@ impl SharedConfig {
         }
     }
 
+    /// The URL without its password, to print.
+    pub fn shown_url(&self) -> String {
+        shown(&self.url)
+    }
+
     /// Checks what can be checked without connecting.
     ///
     /// # Errors
     /// [`SharedConfigError`] naming the setting.
     pub fn validate(&self) -> Result<(), SharedConfigError> {
         if !self.url.starts_with("redis://") {
-            return Err(SharedConfigError::Url(self.url.clone()));
+            return Err(SharedConfigError::Url(shown(&self.url)));
         }
         if ::redis::Client::open(self.url.as_str()).is_err() {
-            return Err(SharedConfigError::Url(self.url.clone()));
+            return Err(SharedConfigError::Url(shown(&self.url)));
         }
         if self.lease_ttl < Duration::from_millis(300) {
             return Err(SharedConfigError::LeaseTtl(self.lease_ttl));
@@ -59,6 +64,16 @@ impl SharedConfig {
             return Err(SharedConfigError::Prefix(self.key_prefix.clone()));
         }
         Ok(())
+    }
+}
+
+/// `url` with the user and password it may carry replaced by `***`.
+fn shown(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}***{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
     }
 }
 
@@ -76,4 +91,24 @@ pub enum SharedConfigError {
     /// An empty prefix, or one with spaces.
     #[error("the key prefix {0:?} must be non-empty, without spaces")]
     Prefix(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_in_the_url_is_never_shown() {
+        let c = SharedConfig::new("redis://:hunter2@10.0.0.5:6379/0", NonZeroU32::MIN);
+        assert_eq!(c.shown_url(), "redis://***@10.0.0.5:6379/0");
+        let bad = SharedConfig::new("http://user:hunter2@x", NonZeroU32::MIN);
+        assert!(!bad.validate().unwrap_err().to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn a_lease_shorter_than_300_ms_is_refused() {
+        let mut c = SharedConfig::new("redis://127.0.0.1:6379", NonZeroU32::MIN);
+        c.lease_ttl = Duration::from_millis(100);
+        assert!(matches!(c.validate(), Err(SharedConfigError::LeaseTtl(_))));
+    }
 }

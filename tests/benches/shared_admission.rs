@@ -1,0 +1,145 @@
+//! What sharing quotas on Redis costs, on loopback: one admission (acquire and complete)
+//! with admission in memory and with the shared store, measured side by side in one run;
+//! then the admissions per second of one host and of four hosts sharing one store.
+//!
+//! Run: `cargo bench -p sluice-tests --bench shared_admission` (starts its own
+//! `redis-server`; Debian: `apt-get install redis-server`).
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use sluice::admission::shared::{Gate, SharedConfig};
+use sluice::admission::{Acquire, Admission, Config};
+use sluice::clock::{Clock, SystemClock};
+use sluice_tests::redis_server::RedisServer;
+
+/// Limits no run reaches: what is measured is the admission's own cost, never a wait.
+const LIMITS: &str = "[providers.openai.limits]\nrequests_per_minute = 60000000\n\
+                      concurrent_requests = 100000\n";
+
+fn config() -> Config {
+    Config::from_toml(LIMITS).expect("a configuration")
+}
+
+fn shared(url: &str, host: &str, prefix: &str) -> Admission {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let mut store = SharedConfig::new(url, NonZeroU32::new(4).expect("4"));
+    store.key_prefix = prefix.into();
+    let gate = Gate::new(store, host.into(), clock.clone()).expect("a gate");
+    Admission::with_gate(config(), clock, gate).expect("admission")
+}
+
+#[allow(clippy::disallowed_methods, reason = "a benchmark's stopwatch")]
+fn now() -> Instant {
+    Instant::now()
+}
+
+/// `n` admissions one after another; each one's latency in nanoseconds.
+async fn latencies(admission: &Admission, n: usize, out: &mut Vec<u64>) {
+    for _ in 0..n {
+        let started = now();
+        let permit = admission
+            .acquire(Acquire::new("openai", "team-key"))
+            .await
+            .expect("admitted");
+        permit.complete(None);
+        out.push(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "an index into a few thousand samples"
+    )]
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    #[allow(clippy::cast_precision_loss, reason = "nanoseconds to microseconds")]
+    let us = sorted[i] as f64 / 1_000.0;
+    us
+}
+
+/// Admissions per second of `hosts`, each with `tasks` callers, for `run`.
+async fn throughput(hosts: &[Admission], tasks: usize, run: Duration) -> f64 {
+    let admitted = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut handles = Vec::new();
+    for admission in hosts {
+        for _ in 0..tasks {
+            let (admission, admitted, stop) = (admission.clone(), admitted.clone(), stop.clone());
+            handles.push(tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let permit = admission
+                        .acquire(Acquire::new("openai", "team-key"))
+                        .await
+                        .expect("admitted");
+                    permit.complete(None);
+                    admitted.fetch_add(1, Ordering::Relaxed);
+                }
+            }));
+        }
+    }
+    let started = now();
+    tokio::time::sleep(run).await;
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.await.expect("a caller");
+    }
+    #[allow(clippy::cast_precision_loss, reason = "a count of admissions")]
+    let rate = admitted.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
+    rate
+}
+
+fn main() {
+    let redis = RedisServer::start();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let local = Admission::new(config(), Arc::new(SystemClock)).expect("admission");
+        let store = shared(&redis.url(), "bench-1", "bench-latency");
+        // Warm both (connection, script cache), then alternate rounds so that both see
+        // the same machine.
+        let (mut l, mut r) = (Vec::new(), Vec::new());
+        latencies(&local, 500, &mut Vec::new()).await;
+        latencies(&store, 500, &mut Vec::new()).await;
+        for _ in 0..10 {
+            latencies(&local, 1_000, &mut l).await;
+            latencies(&store, 1_000, &mut r).await;
+        }
+        l.sort_unstable();
+        r.sort_unstable();
+        println!(
+            "one admission (acquire + complete), {} each, alternating rounds:",
+            l.len()
+        );
+        println!("  admission        p50 µs   p99 µs");
+        println!(
+            "  in memory     {:>9.1} {:>8.1}",
+            percentile(&l, 0.5),
+            percentile(&l, 0.99)
+        );
+        println!(
+            "  Redis         {:>9.1} {:>8.1}",
+            percentile(&r, 0.5),
+            percentile(&r, 0.99)
+        );
+
+        let run = Duration::from_secs(5);
+        let one = throughput(&[shared(&redis.url(), "t-1", "bench-one")], 32, run).await;
+        let four: Vec<Admission> = (0..4)
+            .map(|i| shared(&redis.url(), &format!("t4-{i}"), "bench-four"))
+            .collect();
+        let four = throughput(&four, 32, run).await;
+        let memory = throughput(&[local], 32, run).await;
+        println!("admissions per second, 32 callers per host, {run:?}:");
+        println!("  one host, in memory      {memory:>9.0}");
+        println!("  one host, Redis          {one:>9.0}");
+        println!("  four hosts, one Redis    {four:>9.0}");
+    });
+}
