@@ -1,6 +1,6 @@
 //! The builder: a configuration, overrides, and the parts wired in one place.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,14 +10,15 @@ use crate::admission::{self, Admission};
 use crate::audit::{self, AuditKey, AuditLog, AuditSettings};
 use crate::budget::Budgets;
 use crate::clock::{Clock, TokioClock};
-use crate::config::{ConfigFileError, PluginSource, SluiceConfig};
+use crate::config::{ConfigFileError, SluiceConfig};
 use crate::credentials::{Credentials, Keyring};
 use crate::execute::Executor;
-use crate::guard::{GuardedPolicy, QuarantinePolicy};
+use crate::guard::QuarantinePolicy;
 use crate::journal::{Journal, JournalError};
 use crate::plugin::{ComponentCache, LoadError, PluginRuntime, RuntimeConfig};
 use crate::printable::printable;
 use crate::private_fs;
+use crate::reload::{PluginSet, Refusal};
 use crate::transport::{Transport, TransportError};
 use crate::writes::{Step, Writes};
 
@@ -67,13 +68,13 @@ pub enum BuildError {
     /// The configuration does not parse or validate.
     #[error(transparent)]
     Config(#[from] ConfigFileError),
-    /// A provider's plugin did not load.
+    /// A provider's plugin did not load, or failed its checks (its vectors, ...).
     #[error("provider `{}`: {error}", printable(.provider))]
     Plugin {
         /// The provider.
         provider: String,
         /// Why.
-        error: LoadError,
+        error: Refusal,
     },
     /// The plugin runtime did not start.
     #[error("the plugin runtime: {0}")]
@@ -161,7 +162,8 @@ impl SluiceBuilder {
     }
 
     /// Runs plugins under `runtime`'s limits instead of the defaults (the configuration's
-    /// `plugins.call_deadline_ms` still applies).
+    /// `plugins.call_deadline_ms` still applies, and so does each provider's
+    /// `plugin_limits`).
     #[must_use]
     pub fn plugin_runtime(mut self, runtime: RuntimeConfig) -> Self {
         self.runtime = Some(runtime);
@@ -249,7 +251,7 @@ impl SluiceBuilder {
                 Arc::new(keyring(&config))
             }
         };
-        let policies = policies(&config, self.cache, self.runtime, &clock)?;
+        let plugins = Arc::new(plugins(&config, self.cache, self.runtime, &clock)?);
         let admission = Admission::new(config.admission.clone(), clock.clone())?;
         let transport = match self.transport {
             Some(t) => t,
@@ -265,9 +267,9 @@ impl SluiceBuilder {
         };
         open_state_dir(&state_dir)?;
         let journal = Arc::new(Journal::open_or_create(&state_dir.join("journal.sqlite"))?);
-        let mut executor = Executor::new(
+        let mut executor = Executor::with_policy_slots(
             admission,
-            policies,
+            plugins.slots(),
             transport,
             config.retry.clone(),
             clock.clone(),
@@ -313,6 +315,7 @@ impl SluiceBuilder {
             .collect();
         Ok(Sluice {
             executor,
+            plugins,
             writes,
             journal,
             audit,
@@ -333,34 +336,21 @@ fn keyring(config: &SluiceConfig) -> Keyring {
     keyring
 }
 
-/// Each configured provider's plugin, loaded and guarded.
-fn policies(
+/// Each configured provider's plugin, loaded under its own limits, checked and guarded.
+fn plugins(
     config: &SluiceConfig,
     cache: Option<ComponentCache>,
     runtime: Option<RuntimeConfig>,
     clock: &Arc<dyn Clock>,
-) -> Result<HashMap<String, Arc<GuardedPolicy>>, BuildError> {
+) -> Result<PluginSet, BuildError> {
     let mut limits = runtime.unwrap_or_default();
     if let Some(deadline) = config.plugin_call_deadline {
         limits.call_deadline = deadline;
     }
     let cache = cache.unwrap_or_else(ComponentCache::user_default);
     let runtime = PluginRuntime::new(limits, cache).map_err(BuildError::Runtime)?;
-    let mut policies = HashMap::new();
-    for (name, setup) in &config.providers {
-        let loaded = match &setup.plugin {
-            PluginSource::Bundled(bundled) => runtime.load_bundled(bundled),
-            PluginSource::File(path) => runtime.load_file(path),
-        };
-        let plugin = loaded.map_err(|error| BuildError::Plugin {
-            provider: name.clone(),
-            error,
-        })?;
-        let guarded =
-            GuardedPolicy::new(Arc::new(plugin), QuarantinePolicy::default(), clock.clone());
-        policies.insert(name.clone(), Arc::new(guarded));
-    }
-    Ok(policies)
+    PluginSet::load(config, runtime, QuarantinePolicy::default(), clock.clone())
+        .map_err(|(provider, error)| BuildError::Plugin { provider, error })
 }
 
 /// `$XDG_STATE_HOME/sluice`, else `~/.local/state/sluice`.

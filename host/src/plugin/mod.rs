@@ -11,6 +11,9 @@
 //! A component is bound to the contract version it exports ([`Contract`]): the current
 //! `sluice:policy@0.2.0`, or the frozen `0.1.0`, whose functions answer the current API
 //! through `v1.rs`. Every answer is checked against the caps in `validate.rs` either way.
+//!
+//! The limits are the runtime's ([`RuntimeConfig`]), and each plugin may have its own
+//! ([`PluginLimits`]): they are a store's, and every plugin has stores of its own.
 
 pub mod bindings;
 pub mod bundled;
@@ -22,6 +25,7 @@ mod instance;
 mod limits;
 #[cfg(feature = "native-plugins")]
 mod native;
+mod own_limits;
 mod runtime;
 mod state;
 mod v1;
@@ -40,4 +44,5 @@ pub use instance::Plugin;
 pub use limits::{Caps, MAX_PLUGIN_BYTES, RuntimeConfig};
 #[cfg(feature = "native-plugins")]
 pub use native::NativePlugin;
+pub use own_limits::PluginLimits;
 pub use runtime::PluginRuntime;
