@@ -15,7 +15,10 @@ async fn every_route_but_healthz_refuses_a_missing_or_a_wrong_admin_token() {
     assert_eq!((status, &v["status"]), (200, &json!("ok")));
     for route in ROUTES.iter().filter(|r| **r != "GET /healthz") {
         let (method, path) = route.split_once(' ').unwrap();
-        let path = path.replace("{name}", "t").replace("{id}", "1");
+        let path = path
+            .replace("{name}", "t")
+            .replace("{id}", "1")
+            .replace("{provider}", "p");
         for token in [None, Some("not-the-token")] {
             let (status, v) = s.ask(method, &path, token, None).await;
             assert_eq!(status, 401, "{route} with {token:?}: {v}");
