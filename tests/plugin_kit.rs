@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use sluice::contract::{RequestClass, ResponsePart};
 use sluice::execute::{Call, Outcome};
 use sluice::guard::AnsweredBy;
@@ -99,6 +100,33 @@ async fn teapot(sluice: &Sluice, fake: &FakeProvider) -> Option<u16> {
             None
         }
     }
+}
+
+/// `sluice_plugin_reloads_total{provider="relay"}` as recorded: (refused, reloaded).
+fn reloads(snapshotter: &Snapshotter) -> (u64, u64) {
+    let mut counted = (0, 0);
+    for (key, .., value) in snapshotter.snapshot().into_vec() {
+        let k = key.key();
+        let label = |name: &str| {
+            k.labels()
+                .find(|l| l.key() == name)
+                .map(|l| l.value().to_owned())
+        };
+        if k.name() != sluice::observe::PLUGIN_RELOADS
+            || label("provider").as_deref() != Some("relay")
+        {
+            continue;
+        }
+        let DebugValue::Counter(n) = value else {
+            panic!("a counter, not {value:?}");
+        };
+        match label("result").as_deref() {
+            Some("refused") => counted.0 += n,
+            Some("reloaded") => counted.1 += n,
+            other => panic!("a result of refused or reloaded, not {other:?}"),
+        }
+    }
+    counted
 }
 
 fn version(sluice: &Sluice) -> String {
@@ -205,10 +233,14 @@ async fn a_version_that_is_not_a_component_names_another_plugin_or_fails_its_vec
     )
     .expect("generation one passes its vectors at start");
     let path = dir.path().join("relay.wasm");
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let reload =
+        |sluice: &Sluice| metrics::with_local_recorder(&recorder, || sluice.reload_plugin("relay"));
 
     // Not a component at all.
     write_atomically(&path, b"\0asm, or so it says");
-    let e = sluice.reload_plugin("relay").unwrap_err();
+    let e = reload(&sluice).unwrap_err();
     assert!(
         matches!(
             &e,
@@ -228,7 +260,7 @@ async fn a_version_that_is_not_a_component_names_another_plugin_or_fails_its_vec
 
     // A good component, but another plugin: the hostile fixture.
     swap(&path, HOSTILE_WASM);
-    let e = sluice.reload_plugin("relay").unwrap_err();
+    let e = reload(&sluice).unwrap_err();
     let ReloadError::Refused {
         reason: Refusal::OtherPlugin { expected, found },
         ..
@@ -245,7 +277,7 @@ async fn a_version_that_is_not_a_component_names_another_plugin_or_fails_its_vec
 
     // The right plugin, whose vectors fail: generation two reads the 418 otherwise.
     swap(&path, RELAY_TWO_WASM);
-    let e = sluice.reload_plugin("relay").unwrap_err();
+    let e = reload(&sluice).unwrap_err();
     let ReloadError::Refused {
         reason: Refusal::Vectors { case, failed, .. },
         ..
@@ -268,10 +300,15 @@ async fn a_version_that_is_not_a_component_names_another_plugin_or_fails_its_vec
     assert_eq!(fake.attempts_on("/teapot"), 3);
     // And a good one is still taken: generation one again, its vectors passing.
     swap(&path, RELAY_ONE_WASM);
-    let r = sluice.reload_plugin("relay").unwrap();
+    let r = reload(&sluice).unwrap();
     assert_eq!(
         (r.vectors_passed, r.previous_version.as_str()),
         (1, "1.0.0")
+    );
+    assert_eq!(
+        reloads(&snapshotter),
+        (3, 1),
+        "each reload counted by its result"
     );
     assert!(matches!(
         sluice.reload_plugin("nobody"),

@@ -236,46 +236,24 @@ impl PluginSet {
         let _one_at_a_time = p.reloading.lock().unwrap_or_else(|e| e.into_inner());
         let old = p.slot.current();
         let serving = old.plugin().name().to_owned();
-        match self.admit(&p.origin, Some(&serving)) {
-            Ok((plugin, vectors_passed)) => {
-                let reloaded = Reloaded {
-                    provider: provider.to_owned(),
-                    plugin: serving,
-                    version: plugin.description().version.clone(),
-                    previous_version: old.plugin().description().version.clone(),
-                    contract: plugin.contract(),
-                    vectors_passed,
-                };
-                p.slot.replace(self.guard(plugin));
-                if old.health().quarantined_until.is_some() {
-                    metrics::gauge!(crate::observe::PLUGIN_QUARANTINED, "plugin" => reloaded.plugin.clone())
-                        .set(0.0);
-                }
-                metrics::counter!(crate::observe::PLUGIN_RELOADS, "provider" => provider.to_owned(), "result" => "reloaded")
-                    .increment(1);
-                tracing::info!(
-                    provider = %printable(provider),
-                    plugin = %printable(&reloaded.plugin),
-                    version = %printable(&reloaded.version),
-                    previous = %printable(&reloaded.previous_version),
-                    "plugin reloaded; new calls run on the new version"
-                );
-                Ok(reloaded)
-            }
-            Err(reason) => {
-                metrics::counter!(crate::observe::PLUGIN_RELOADS, "provider" => provider.to_owned(), "result" => "refused")
-                    .increment(1);
-                tracing::warn!(
-                    provider = %printable(provider),
-                    reason = %reason,
-                    "plugin reload refused; the old version keeps serving"
-                );
-                Err(ReloadError::Refused {
-                    provider: provider.to_owned(),
-                    reason,
-                })
-            }
-        }
+        let (plugin, vectors_passed) = self
+            .admit(&p.origin, Some(&serving))
+            .map_err(|reason| ReloadError::Refused {
+                provider: provider.to_owned(),
+                reason,
+            })
+            .inspect_err(|e| refused(provider, e))?;
+        let reloaded = Reloaded {
+            provider: provider.to_owned(),
+            plugin: serving,
+            version: plugin.description().version.clone(),
+            previous_version: old.plugin().description().version.clone(),
+            contract: plugin.contract(),
+            vectors_passed,
+        };
+        p.slot.replace(self.guard(plugin));
+        took(&reloaded, &old);
+        Ok(reloaded)
     }
 
     /// Loads the plugin of `p` and runs every check; `serving` is the name of the version it
@@ -318,4 +296,36 @@ impl PluginSet {
             self.clock.clone(),
         ))
     }
+}
+
+/// Reports a reload that took effect: a quarantine of the old version no longer holds.
+fn took(r: &Reloaded, old: &GuardedPolicy) {
+    use crate::observe::{PLUGIN_QUARANTINED, PLUGIN_RELOADS};
+    if old.health().quarantined_until.is_some() {
+        metrics::gauge!(PLUGIN_QUARANTINED, "plugin" => r.plugin.clone()).set(0.0);
+    }
+    let provider = r.provider.clone();
+    metrics::counter!(PLUGIN_RELOADS, "provider" => provider, "result" => "reloaded").increment(1);
+    tracing::info!(
+        provider = %printable(&r.provider),
+        plugin = %printable(&r.plugin),
+        version = %printable(&r.version),
+        previous = %printable(&r.previous_version),
+        "plugin reloaded; new calls run on the new version"
+    );
+}
+
+/// Reports a refused reload: the old version keeps serving.
+fn refused(provider: &str, e: &ReloadError) {
+    let ReloadError::Refused { reason, .. } = e else {
+        return;
+    };
+    let label = provider.to_owned();
+    metrics::counter!(crate::observe::PLUGIN_RELOADS, "provider" => label, "result" => "refused")
+        .increment(1);
+    tracing::warn!(
+        provider = %printable(provider),
+        reason = %reason,
+        "plugin reload refused; the old version keeps serving"
+    );
 }
