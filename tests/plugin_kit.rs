@@ -17,6 +17,7 @@ use sluice::contract::{RequestClass, ResponsePart};
 use sluice::execute::{Call, Outcome};
 use sluice::guard::AnsweredBy;
 use sluice::plugin::{LoadError, RuntimeConfig};
+use sluice::reload::watch::WATCH_INTERVAL;
 use sluice::reload::{Refusal, ReloadError};
 use sluice::{BuildError, Sluice};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
@@ -314,6 +315,44 @@ async fn a_version_that_is_not_a_component_names_another_plugin_or_fails_its_vec
         sluice.reload_plugin("nobody"),
         Err(ReloadError::UnknownProvider { .. })
     ));
+}
+
+/// Waits (up to 20 s) until `relay` serves `want`.
+async fn until_version(sluice: &Sluice, want: &str) {
+    for _ in 0..400 {
+        if version(sluice) == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{want} never served; {} does", version(sluice));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_plugin_file_is_reloaded_when_it_changes_and_a_bad_change_leaves_the_old_one() {
+    let fake = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let sluice = relay_host(dir.path(), &fake, "reload = \"watch\"").unwrap();
+    let path = dir.path().join("relay.wasm");
+    assert_eq!(version(&sluice), "1.0.0");
+
+    swap(&path, RELAY_TWO_WASM);
+    until_version(&sluice, "2.0.0").await;
+    assert_eq!(teapot(&sluice, &fake).await, None, "generation two answers");
+
+    // A change that is no plugin: refused, and generation two keeps serving.
+    write_atomically(&path, b"not a component");
+    tokio::time::sleep(WATCH_INTERVAL * 3).await;
+    assert_eq!(version(&sluice), "2.0.0");
+    assert_eq!(teapot(&sluice, &fake).await, None, "still generation two");
+
+    swap(&path, RELAY_ONE_WASM);
+    until_version(&sluice, "1.0.0").await;
+    assert_eq!(
+        teapot(&sluice, &fake).await,
+        Some(418),
+        "generation one again"
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]

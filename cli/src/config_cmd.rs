@@ -14,7 +14,8 @@ use clap::Subcommand;
 use sluice::admission::{Limits, Rate};
 use sluice::budget::{BudgetConfig, BudgetLimits};
 use sluice::config::{
-    AgentProviderKeys, PluginSource, ProviderSetup, ServeConfig, SluiceConfig, TokenSource,
+    AgentProviderKeys, PluginSource, ProviderSetup, ReloadTrigger, ServeConfig, SluiceConfig,
+    TokenSource,
 };
 use sluice::plugin::{PluginLimits, bundled};
 use sluice::printable::printable;
@@ -303,6 +304,14 @@ fn print_setup(out: &mut String, setup: &ProviderSetup) {
         );
     }
     print_plugin_limits(out, &setup.plugin_limits);
+    match setup.reload {
+        ReloadTrigger::Manual => outln!(out, "  reload: on request (admin API, the library)"),
+        ReloadTrigger::Watch => outln!(
+            out,
+            "  reload: on request, and when the file changes (looked at every {} s)",
+            sluice::reload::watch::WATCH_INTERVAL.as_secs()
+        ),
+    }
     if let Some(url) = &setup.base_url {
         outln!(out, "  base URL: {}", printable(url));
     }

@@ -13,6 +13,7 @@
 //! [providers.acme]
 //! plugin = "plugins/acme.wasm"      # an external plugin, reloadable while it serves
 //! vectors = "plugins/acme.json"     # cases it must pass before it takes traffic
+//! reload = "watch"                  # reloaded when the file changes ("manual": on request)
 //! [providers.acme.plugin_limits]    # its own limits (crate::plugin::PluginLimits)
 //! call_deadline_ms = 2              # max_memory_mib, max_table_elements,
 //! max_memory_mib = 8                # max_warm_instances, instance_max_calls
@@ -111,6 +112,8 @@ pub struct ProviderSetup {
     pub vectors: Option<PathBuf>,
     /// Its plugin's own limits, where they differ from the runtime's.
     pub plugin_limits: crate::plugin::PluginLimits,
+    /// What reloads its plugin besides a request (`reload`).
+    pub reload: ReloadTrigger,
     /// What a call's relative URL (`/v1/models`) is resolved against.
     pub base_url: Option<String>,
     /// Its credentials, by label.
@@ -124,6 +127,18 @@ pub enum PluginSource {
     Bundled(String),
     /// A component file (`.wasm`).
     File(PathBuf),
+}
+
+/// What reloads a provider's plugin (`[providers.X] reload`). Either way a reload can be
+/// asked for ([`Sluice::reload_plugin`](crate::Sluice::reload_plugin), the admin API).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReloadTrigger {
+    /// Only a request (`"manual"`, the default).
+    #[default]
+    Manual,
+    /// Also a change of the plugin file (`"watch"`; a `.wasm` file only): see
+    /// [`crate::reload::watch`].
+    Watch,
 }
 
 /// The `[audit]` table.

@@ -174,6 +174,7 @@ fn provider(
     let plugin = super::plugin::source(keys, name, table)?;
     let vectors = keys.path(table, "vectors", &at("vectors"))?;
     let plugin_limits = super::plugin::limits(keys, name, table)?;
+    let reload = super::plugin::reload(keys, name, table, &plugin)?;
     let base_url = keys.string(table, "base_url", &at("base_url"))?;
     if let Some(url) = &base_url
         && !(url.starts_with("https://") || url.starts_with("http://"))
@@ -203,6 +204,7 @@ fn provider(
         plugin,
         vectors,
         plugin_limits,
+        reload,
         base_url,
         credentials,
     })
@@ -229,7 +231,8 @@ fn admission_part(origin: &str, root: Table) -> Result<admission::Config, Config
             if message.starts_with("unknown field") && message.contains("`limits`") {
                 // A provider's table: its own keys were taken out before admission read it.
                 message.push_str(
-                    ", `plugin`, `vectors`, `plugin_limits`, `base_url`, `credentials`, `prices`",
+                    ", `plugin`, `vectors`, `plugin_limits`, `reload`, `base_url`, `credentials`, \
+                     `prices`",
                 );
             }
             ConfigFileError::Invalid {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use toml::Table;
 
 use super::parse::Keys;
-use super::{ConfigFileError, PluginSource};
+use super::{ConfigFileError, PluginSource, ReloadTrigger};
 use crate::plugin::PluginLimits;
 
 /// The keys of `[providers.X.plugin_limits]`.
@@ -38,6 +38,26 @@ pub(super) fn source(
             Some(p) => PluginSource::Bundled(p),
         },
     )
+}
+
+/// `reload`: `"manual"` (the default) or `"watch"`, which needs a plugin file to watch.
+pub(super) fn reload(
+    keys: &Keys<'_>,
+    name: &str,
+    table: &mut Table,
+    source: &PluginSource,
+) -> Result<ReloadTrigger, ConfigFileError> {
+    let at = format!("providers.{name}.reload");
+    match keys.string(table, "reload", &at)?.as_deref() {
+        None | Some("manual") => Ok(ReloadTrigger::Manual),
+        Some("watch") if matches!(source, PluginSource::File(_)) => Ok(ReloadTrigger::Watch),
+        Some("watch") => Err(keys.invalid(
+            &at,
+            "\"watch\" watches a plugin file: set `plugin` to the path of a .wasm file, or \
+             leave `reload` unset",
+        )),
+        Some(_) => Err(keys.invalid(&at, "\"manual\" or \"watch\"")),
+    }
 }
 
 /// `[providers.X.plugin_limits]`, each key in its range.

@@ -20,6 +20,7 @@ requests_per_minute = 500
 [providers.gateway]
 plugin = "plugins/gateway.wasm"
 vectors = "plugins/gateway.json"
+reload = "watch"
 [providers.gateway.plugin_limits]
 call_deadline_ms = 2
 max_memory_mib = 8
@@ -80,6 +81,10 @@ fn a_whole_file_is_read_with_its_paths_taken_from_its_directory() {
         }
     );
     assert!(openai.plugin_limits.is_default() && openai.vectors.is_none());
+    assert_eq!(
+        (openai.reload, gateway.reload),
+        (ReloadTrigger::Manual, ReloadTrigger::Watch)
+    );
     assert_eq!(
         gateway.credentials["default"],
         CredentialSource::file("/etc/sluice/secrets/gateway").in_header("x-api-key", None)

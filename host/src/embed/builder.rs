@@ -313,6 +313,8 @@ impl SluiceBuilder {
             .iter()
             .filter_map(|(name, p)| Some((name.clone(), p.base_url.clone()?)))
             .collect();
+        // Every part is up: from now on a watched plugin file's change reloads it.
+        plugins.watch();
         Ok(Sluice {
             executor,
             plugins,

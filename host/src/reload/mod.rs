@@ -34,8 +34,15 @@
 //! vectors on the calling thread: milliseconds to seconds. From async code, call it on a
 //! blocking thread (`tokio::task::spawn_blocking`), as `sluice serve`'s admin API does.
 //! Reloads of one provider run one at a time.
+//!
+//! # Triggers
+//!
+//! A library call ([`Sluice::reload_plugin`](crate::Sluice::reload_plugin)), the admin API of
+//! `sluice serve` (`POST /plugins/{provider}/reload`), and, for a provider configured with
+//! `reload = "watch"`, a change of its plugin file ([`watch`]).
 
 mod slot;
+pub mod watch;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -44,7 +51,7 @@ use std::sync::{Arc, Mutex};
 pub use slot::PolicySlot;
 
 use crate::clock::Clock;
-use crate::config::{PluginSource, SluiceConfig};
+use crate::config::{PluginSource, ReloadTrigger, SluiceConfig};
 use crate::guard::{GuardedPolicy, QuarantinePolicy};
 use crate::plugin::{Contract, LoadError, Plugin, PluginLimits, PluginRuntime};
 use crate::printable::printable;
@@ -136,12 +143,13 @@ pub struct Reloaded {
     pub vectors_passed: usize,
 }
 
-/// Where a provider's plugin comes from, its own limits and its vectors.
+/// Where a provider's plugin comes from, its own limits, its vectors and what reloads it.
 #[derive(Debug)]
 struct Origin {
     source: PluginSource,
     limits: PluginLimits,
     vectors: Option<PathBuf>,
+    reload: ReloadTrigger,
 }
 
 /// One provider's plugin: its origin, and the slot its current version is in.
@@ -186,6 +194,7 @@ impl PluginSet {
                 source: setup.plugin.clone(),
                 limits: setup.plugin_limits.clone(),
                 vectors: setup.vectors.clone(),
+                reload: setup.reload,
             };
             let (plugin, _) = set
                 .admit(&origin, None)
@@ -198,6 +207,22 @@ impl PluginSet {
             set.providers.insert(name.clone(), provider);
         }
         Ok(set)
+    }
+
+    /// Starts watching the plugin file of every provider configured with `reload = "watch"`
+    /// on the current tokio runtime (see [`watch`]); the watcher stops once the set is
+    /// dropped.
+    pub fn watch(self: &Arc<Self>) {
+        let files = self
+            .providers
+            .iter()
+            .filter(|(_, p)| p.origin.reload == ReloadTrigger::Watch)
+            .filter_map(|(name, p)| match &p.origin.source {
+                PluginSource::File(path) => Some((name.clone(), path.clone())),
+                PluginSource::Bundled(_) => None,
+            })
+            .collect();
+        watch::spawn(self, files);
     }
 
     /// Each provider's slot, for the executor.
