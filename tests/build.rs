@@ -1,5 +1,6 @@
-//! Builds the test fixtures from source: the hostile plugin (`plugins/fixtures/hostile`) and
-//! the plugin built against the frozen contract 0.1.0 (`plugins/fixtures/v1`).
+//! Builds the test fixtures from source: the hostile plugin (`plugins/fixtures/hostile`),
+//! the plugin built against the frozen contract 0.1.0 (`plugins/fixtures/v1`), and the two
+//! generations of the relay plugin that the reload tests swap (`plugins/fixtures/relay`).
 
 fn main() {
     let manifest =
@@ -9,7 +10,12 @@ fn main() {
         .expect("tests/ lives in the workspace root");
     let built = sluice_plugin_builder::build(
         workspace,
-        &["sluice-plugin-hostile", "sluice-plugin-legacy"],
+        &[
+            "sluice-plugin-hostile",
+            "sluice-plugin-legacy",
+            "sluice-plugin-relay-one",
+            "sluice-plugin-relay-two",
+        ],
     );
     println!(
         "cargo:rustc-env=SLUICE_HOSTILE_WASM={}",
@@ -18,5 +24,13 @@ fn main() {
     println!(
         "cargo:rustc-env=SLUICE_LEGACY_WASM={}",
         built[1].wasm.display()
+    );
+    println!(
+        "cargo:rustc-env=SLUICE_RELAY_ONE_WASM={}",
+        built[2].wasm.display()
+    );
+    println!(
+        "cargo:rustc-env=SLUICE_RELAY_TWO_WASM={}",
+        built[3].wasm.display()
     );
 }

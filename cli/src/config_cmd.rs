@@ -1,6 +1,6 @@
-//! `sluice config check`: validates a configuration file (providers' plugins, base URLs and
-//! credentials, admission, retry, audit, transport, budgets and prices) and shows how each
-//! scope will be paced and what each tenant may spend.
+//! `sluice config check`: validates a configuration file (providers' plugins, their vectors
+//! and own limits, base URLs and credentials, admission, retry, audit, transport, budgets
+//! and prices) and shows how each scope will be paced and what each tenant may spend.
 //!
 //! Every name printed comes from the file (providers, scopes, models, tiers), so each goes
 //! through `sluice::printable`: a key such as `"a\nfake: valid"` would otherwise print a
@@ -14,9 +14,10 @@ use clap::Subcommand;
 use sluice::admission::{Limits, Rate};
 use sluice::budget::{BudgetConfig, BudgetLimits};
 use sluice::config::{
-    AgentProviderKeys, PluginSource, ProviderSetup, ServeConfig, SluiceConfig, TokenSource,
+    AgentProviderKeys, PluginSource, ProviderSetup, ReloadTrigger, ServeConfig, SluiceConfig,
+    TokenSource,
 };
-use sluice::plugin::bundled;
+use sluice::plugin::{PluginLimits, bundled};
 use sluice::printable::printable;
 
 /// Admission configuration commands.
@@ -57,6 +58,14 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
             eprintln!(
                 "error: {origin}: `providers.{}.plugin`: {why}",
                 printable(name)
+            );
+            return Ok(ExitCode::from(2));
+        }
+        if let Some(vectors) = setup.vectors.as_deref().filter(|v| !v.is_file()) {
+            eprintln!(
+                "error: {origin}: `providers.{}.vectors`: {}: no such file",
+                printable(name),
+                printable(&vectors.display().to_string())
             );
             return Ok(ExitCode::from(2));
         }
@@ -303,6 +312,22 @@ fn print_setup(out: &mut String, setup: &ProviderSetup) {
             outln!(out, "  plugin: {}", printable(&path.display().to_string()));
         }
     }
+    if let Some(vectors) = &setup.vectors {
+        outln!(
+            out,
+            "  vectors: {} (must pass at start and at each reload)",
+            printable(&vectors.display().to_string())
+        );
+    }
+    print_plugin_limits(out, &setup.plugin_limits);
+    match setup.reload {
+        ReloadTrigger::Manual => outln!(out, "  reload: on request (admin API, the library)"),
+        ReloadTrigger::Watch => outln!(
+            out,
+            "  reload: on request, and when the file changes (looked at every {} s)",
+            sluice::reload::watch::WATCH_INTERVAL.as_secs()
+        ),
+    }
     if let Some(url) = &setup.base_url {
         outln!(out, "  base URL: {}", printable(url));
     }
@@ -326,6 +351,35 @@ fn print_setup(out: &mut String, setup: &ProviderSetup) {
             printable(&source.header)
         );
     }
+}
+
+/// A plugin's own limits, those it sets; the runtime's defaults for the rest.
+fn print_plugin_limits(out: &mut String, limits: &PluginLimits) {
+    if limits.is_default() {
+        outln!(out, "  plugin limits: the runtime's");
+        return;
+    }
+    let mut set = Vec::new();
+    if let Some(d) = limits.call_deadline {
+        set.push(format!("call deadline {} ms", d.as_millis()));
+    }
+    if let Some(m) = limits.max_memory_bytes {
+        set.push(format!("memory {} MiB", m >> 20));
+    }
+    if let Some(t) = limits.max_table_elements {
+        set.push(format!("table {t} elements"));
+    }
+    if let Some(w) = limits.max_warm_instances {
+        set.push(format!("{w} warm instances"));
+    }
+    if let Some(n) = limits.instance_max_calls {
+        set.push(format!("{n} calls per instance"));
+    }
+    outln!(
+        out,
+        "  plugin limits: {}; the runtime's for the rest",
+        set.join(", ")
+    );
 }
 
 fn print_limits(out: &mut String, what: &str, limits: &Limits, margin: f64) -> anyhow::Result<()> {

@@ -300,3 +300,38 @@ fn a_plugin_that_cannot_be_found_is_refused_naming_the_key() {
         assert!(err.contains(key), "{text}: {err}");
     }
 }
+
+/// The external-plugin example checks, and shows each plugin's vectors, own limits and what
+/// reloads it; a vector file that is not there is named by its key.
+#[test]
+fn the_plugin_example_shows_vectors_own_limits_and_reload_and_a_missing_vector_file_is_named() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/plugins.toml");
+    let o = check(&example);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for shown in [
+        "/plugins/openai/vectors.json (must pass at start and at each reload)",
+        "  plugin limits: call deadline 10 ms, memory 32 MiB, table 10000 elements, 4 warm \
+         instances, 5000 calls per instance; the runtime's for the rest",
+        "  plugin limits: the runtime's",
+        "  reload: on request (admin API, the library)",
+    ] {
+        assert!(out.contains(shown), "no `{shown}` in:\n{out}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sluice.toml");
+    std::fs::write(
+        &file,
+        "[providers.openai]\nvectors = \"gone.json\"\n[providers.openai.plugin_limits]\n\
+         max_memory_mib = 8\n",
+    )
+    .unwrap();
+    let o = check(&file);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`providers.openai.vectors`") && err.contains("gone.json: no such file"),
+        "{err}"
+    );
+}

@@ -44,7 +44,9 @@
 //!   per attempt (`read-response`); [`headers`]: which headers are credentials, and the
 //!   header blocks that cross the contract;
 //! - [`plugin`] loads and runs plugins under hard limits; [`guard`] puts a plugin behind
-//!   quarantine and the built-in [`fallback`] policy;
+//!   quarantine and the built-in [`fallback`] policy; [`reload`] loads each provider's
+//!   plugin under its own limits, checks it against its vectors, and swaps in a new version
+//!   while calls run ([`Sluice::reload_plugin`]);
 //! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`);
 //! - [`clock`]: time, injected; [`input_file`], [`private_fs`]: reading untrusted files and
 //!   writing private ones; [`printable`]: how anything sluice did not write is printed.
@@ -70,6 +72,7 @@ pub mod observe;
 pub mod plugin;
 pub mod printable;
 pub mod private_fs;
+pub mod reload;
 pub mod retry;
 pub mod task;
 pub mod transport;

@@ -31,6 +31,7 @@
 //! | retry scheduled | info | `execute` | `provider`, `attempt`, `delay_ms`, `reason` (the verdict), `status` |
 //! | breaker opened / half-open / closed | warn / info / info | `retry::breaker` | `path`, `error`, `failures`, `open_ms` |
 //! | plugin call failed / quarantined / quarantine lifted | warn / warn / info | `guard` | `plugin`, `error`, `until_s` |
+//! | plugin reloaded / reload refused | info / warn | `reload` | `provider`, `plugin`, `version`, `reason` |
 //! | usage corrected | debug | `execute::usage` | `provider`, `estimated_tokens`, `actual_tokens` |
 //! | call refused: the tenant's budget is spent | warn | `execute::charge` | `provider`, `tenant`, `budget`, `resets_at_ms` |
 //! | budget threshold crossed | warn | `budget` | `tenant`, `budget`, `threshold_percent`, `used`, `limit`, `period`, `resets_at_ms` |
@@ -56,6 +57,7 @@
 //! | [`PLUGIN_CALL`] | histogram | `plugin`, `function` (`plan-request`, `read-response`, `reconcile`, `read-reconciliation`) | seconds a plugin call took, on the real clock |
 //! | [`PLUGIN_FAILURES`] | counter | `plugin` | plugin calls that failed (trap, timeout, invalid output...) |
 //! | [`PLUGIN_QUARANTINED`] | gauge | `plugin` | 1 while the plugin is quarantined, else 0 |
+//! | [`PLUGIN_RELOADS`] | counter | `provider`, `result` (`reloaded`, `refused`) | reloads of a provider's plugin, whether the new version took traffic |
 //! | [`BUDGET_THRESHOLDS`] | counter | `tenant`, `budget` (`spend_micros_per_month`...), `threshold` (percent) | a tenant's use crossed a threshold of a budget |
 //! | [`BUDGET_USED_RATIO`] | gauge | `tenant`, `budget` | the share of the budget used in its current period |
 //! | [`BUDGET_REFUSALS`] | counter | `tenant`, `budget` | calls refused because the budget was spent |
@@ -97,6 +99,8 @@ pub const PLUGIN_CALL: &str = "sluice_plugin_call_seconds";
 pub const PLUGIN_FAILURES: &str = "sluice_plugin_failures_total";
 /// Gauge: 1 while a plugin is quarantined.
 pub const PLUGIN_QUARANTINED: &str = "sluice_plugin_quarantined";
+/// Counter: reloads of a provider's plugin, by result (`reloaded`, `refused`).
+pub const PLUGIN_RELOADS: &str = "sluice_plugin_reloads_total";
 
 /// Counter: a tenant's use crossed a threshold of a budget.
 pub const BUDGET_THRESHOLDS: &str = "sluice_budget_thresholds_total";
@@ -153,6 +157,10 @@ pub fn describe() {
     describe_histogram!(PLUGIN_CALL, Unit::Seconds, "Time a plugin call took");
     describe_counter!(PLUGIN_FAILURES, "Plugin calls that failed");
     describe_gauge!(PLUGIN_QUARANTINED, "1 while the plugin is quarantined");
+    describe_counter!(
+        PLUGIN_RELOADS,
+        "Reloads of a provider's plugin, by whether the new version took traffic"
+    );
     describe_counter!(
         BUDGET_THRESHOLDS,
         "A tenant's use crossed a threshold of a budget"

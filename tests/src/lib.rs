@@ -1,8 +1,9 @@
 //! Shared support for sluice's end-to-end tests: a plugin runtime with a test cache, the
-//! test fixtures (the hostile plugin, the plugin built against the frozen contract 0.1.0),
-//! request builders, a whole host ([`stack`]), seeded kill -9 runs of a host process
-//! ([`crash_run`]), a counting proxy ([`proxy`]), a real `redis-server` ([`redis_server`])
-//! and the usage-correction workload ([`usage_workload`]).
+//! test fixtures (the hostile plugin, the plugin built against the frozen contract 0.1.0,
+//! the two generations of the relay plugin), request builders, a whole host ([`stack`]),
+//! seeded kill -9 runs of a host process ([`crash_run`]), a counting proxy ([`proxy`]), a
+//! real `redis-server` ([`redis_server`]) and the usage-correction workload
+//! ([`usage_workload`]).
 
 pub mod crash_run;
 pub mod proxy;
@@ -23,6 +24,13 @@ pub const HOSTILE_WASM: &str = env!("SLUICE_HOSTILE_WASM");
 /// The component of the fixture built against the frozen `sluice:policy@0.1.0`, built by
 /// `build.rs`.
 pub const LEGACY_WASM: &str = env!("SLUICE_LEGACY_WASM");
+
+/// Generation one of the relay fixture (reads a 418 as a success), built by `build.rs`.
+pub const RELAY_ONE_WASM: &str = env!("SLUICE_RELAY_ONE_WASM");
+
+/// Generation two of the relay fixture (reads a 418 as the caller's error), built by
+/// `build.rs`.
+pub const RELAY_TWO_WASM: &str = env!("SLUICE_RELAY_TWO_WASM");
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {

@@ -9,6 +9,14 @@
 //! [providers.openai]
 //! plugin = "openai"                 # a bundled plugin, or the path of a .wasm file
 //! base_url = "https://api.openai.com"
+//!
+//! [providers.acme]
+//! plugin = "plugins/acme.wasm"      # an external plugin, reloadable while it serves
+//! vectors = "plugins/acme.json"     # cases it must pass before it takes traffic
+//! reload = "watch"                  # reloaded when the file changes ("manual": on request)
+//! [providers.acme.plugin_limits]    # its own limits (crate::plugin::PluginLimits)
+//! call_deadline_ms = 2              # max_memory_mib, max_table_elements,
+//! max_memory_mib = 8                # max_warm_instances, instance_max_calls
 //! [providers.openai.credentials.team-key]
 //! env = "OPENAI_API_KEY"            # or file = "/run/secrets/openai"
 //! [providers.openai.limits]
@@ -43,6 +51,7 @@
 
 mod budgets;
 mod parse;
+mod plugin;
 mod serve;
 mod store;
 #[cfg(test)]
@@ -60,6 +69,7 @@ use crate::retry::RetryConfig;
 use crate::transport::TransportConfig;
 
 pub use budgets::{MAX_BUDGET, MAX_PRICE_MICROS};
+pub use plugin::MAX_PLUGIN_MEMORY_MIB;
 pub use serve::{
     AdminConfig, AgentConfig, AgentProviderKeys, ErrorShape, ServeConfig, ServeProvider,
     TokenSource,
@@ -101,6 +111,13 @@ pub struct SluiceConfig {
 pub struct ProviderSetup {
     /// Its plugin.
     pub plugin: PluginSource,
+    /// Test vectors its plugin must pass before it serves, at start and at each reload
+    /// (the format of `docs/PLUGIN-VECTORS.md`); `None`: none.
+    pub vectors: Option<PathBuf>,
+    /// Its plugin's own limits, where they differ from the runtime's.
+    pub plugin_limits: crate::plugin::PluginLimits,
+    /// What reloads its plugin besides a request (`reload`).
+    pub reload: ReloadTrigger,
     /// What a call's relative URL (`/v1/models`) is resolved against.
     pub base_url: Option<String>,
     /// Its credentials, by label.
@@ -114,6 +131,18 @@ pub enum PluginSource {
     Bundled(String),
     /// A component file (`.wasm`).
     File(PathBuf),
+}
+
+/// What reloads a provider's plugin (`[providers.X] reload`). Either way a reload can be
+/// asked for ([`Sluice::reload_plugin`](crate::Sluice::reload_plugin), the admin API).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReloadTrigger {
+    /// Only a request (`"manual"`, the default).
+    #[default]
+    Manual,
+    /// Also a change of the plugin file (`"watch"`; a `.wasm` file only): see
+    /// [`crate::reload::watch`].
+    Watch,
 }
 
 /// The `[audit]` table.

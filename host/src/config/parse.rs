@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::{AuditConfig, ConfigFileError, PluginSource, ProviderSetup, SluiceConfig};
+use super::{AuditConfig, ConfigFileError, ProviderSetup, SluiceConfig};
 use crate::admission;
 use crate::credentials::CredentialSource;
 use crate::retry::RetryConfig;
@@ -173,13 +173,10 @@ fn provider(
     table: &mut Table,
 ) -> Result<ProviderSetup, ConfigFileError> {
     let at = |k: &str| format!("providers.{name}.{k}");
-    let plugin = match keys.string(table, "plugin", &at("plugin"))? {
-        None => PluginSource::Bundled(name.to_owned()),
-        Some(p) if p.ends_with(".wasm") || p.contains('/') => {
-            PluginSource::File(keys.base_dir.join(p))
-        }
-        Some(p) => PluginSource::Bundled(p),
-    };
+    let plugin = super::plugin::source(keys, name, table)?;
+    let vectors = keys.path(table, "vectors", &at("vectors"))?;
+    let plugin_limits = super::plugin::limits(keys, name, table)?;
+    let reload = super::plugin::reload(keys, name, table, &plugin)?;
     let base_url = keys.string(table, "base_url", &at("base_url"))?;
     if let Some(url) = &base_url
         && !(url.starts_with("https://") || url.starts_with("http://"))
@@ -207,6 +204,9 @@ fn provider(
     }
     Ok(ProviderSetup {
         plugin,
+        vectors,
+        plugin_limits,
+        reload,
         base_url,
         credentials,
     })
@@ -232,7 +232,10 @@ fn admission_part(origin: &str, root: Table) -> Result<admission::Config, Config
             let mut message = one_line(&e.inner().to_string());
             if message.starts_with("unknown field") && message.contains("`limits`") {
                 // A provider's table: its own keys were taken out before admission read it.
-                message.push_str(", `plugin`, `base_url`, `credentials`, `prices`");
+                message.push_str(
+                    ", `plugin`, `vectors`, `plugin_limits`, `reload`, `base_url`, `credentials`, \
+                     `prices`",
+                );
             }
             ConfigFileError::Invalid {
                 origin: origin.to_owned(),

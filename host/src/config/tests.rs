@@ -19,6 +19,12 @@ requests_per_minute = 500
 
 [providers.gateway]
 plugin = "plugins/gateway.wasm"
+vectors = "plugins/gateway.json"
+reload = "watch"
+[providers.gateway.plugin_limits]
+call_deadline_ms = 2
+max_memory_mib = 8
+max_warm_instances = 0
 [providers.gateway.credentials.default]
 file = "secrets/gateway"
 header = "x-api-key"
@@ -60,6 +66,24 @@ fn a_whole_file_is_read_with_its_paths_taken_from_its_directory() {
     assert_eq!(
         gateway.plugin,
         PluginSource::File("/etc/sluice/plugins/gateway.wasm".into())
+    );
+    assert_eq!(
+        gateway.vectors.as_deref(),
+        Some(Path::new("/etc/sluice/plugins/gateway.json"))
+    );
+    assert_eq!(
+        gateway.plugin_limits,
+        crate::plugin::PluginLimits {
+            call_deadline: Some(Duration::from_millis(2)),
+            max_memory_bytes: Some(8 << 20),
+            max_warm_instances: Some(0),
+            ..Default::default()
+        }
+    );
+    assert!(openai.plugin_limits.is_default() && openai.vectors.is_none());
+    assert_eq!(
+        (openai.reload, gateway.reload),
+        (ReloadTrigger::Manual, ReloadTrigger::Watch)
     );
     assert_eq!(
         gateway.credentials["default"],
@@ -150,6 +174,26 @@ fn every_bad_key_is_named_in_its_error() {
             "providers.openai.limits.requests_per_minute",
         ),
         ("margin = 7\n", "margin"),
+        (
+            "[providers.acme.plugin_limits]\nmax_memory_mib = 0\n",
+            "providers.acme.plugin_limits.max_memory_mib",
+        ),
+        (
+            "[providers.acme.plugin_limits]\ncall_deadline_ms = 60001\n",
+            "providers.acme.plugin_limits.call_deadline_ms",
+        ),
+        (
+            "[providers.acme.plugin_limits]\nmemory_mib = 8\n",
+            "providers.acme.plugin_limits.memory_mib",
+        ),
+        (
+            "[providers.acme]\nplugin_limits = 3\n",
+            "providers.acme.plugin_limits",
+        ),
+        (
+            "[providers.acme]\nvectors = \"\"\n",
+            "providers.acme.vectors",
+        ),
     ];
     for (text, key) in cases {
         let e = error(text);

@@ -1,6 +1,6 @@
 //! The builder: a configuration, overrides, and the parts wired in one place.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,14 +11,15 @@ use crate::admission::{self, Admission};
 use crate::audit::{self, AuditKey, AuditLog, AuditSettings};
 use crate::budget::Budgets;
 use crate::clock::{Clock, TokioClock};
-use crate::config::{ConfigFileError, PluginSource, SluiceConfig};
+use crate::config::{ConfigFileError, SluiceConfig};
 use crate::credentials::{Credentials, Keyring};
 use crate::execute::Executor;
-use crate::guard::{GuardedPolicy, QuarantinePolicy};
+use crate::guard::QuarantinePolicy;
 use crate::journal::{Journal, JournalError};
 use crate::plugin::{ComponentCache, LoadError, PluginRuntime, RuntimeConfig};
 use crate::printable::printable;
 use crate::private_fs;
+use crate::reload::{PluginSet, Refusal};
 use crate::transport::{Transport, TransportError};
 use crate::writes::{Step, Writes};
 
@@ -69,13 +70,13 @@ pub enum BuildError {
     /// The configuration does not parse or validate.
     #[error(transparent)]
     Config(#[from] ConfigFileError),
-    /// A provider's plugin did not load.
+    /// A provider's plugin did not load, or failed its checks (its vectors, ...).
     #[error("provider `{}`: {error}", printable(.provider))]
     Plugin {
         /// The provider.
         provider: String,
         /// Why.
-        error: LoadError,
+        error: Refusal,
     },
     /// The plugin runtime did not start.
     #[error("the plugin runtime: {0}")]
@@ -166,7 +167,8 @@ impl SluiceBuilder {
     }
 
     /// Runs plugins under `runtime`'s limits instead of the defaults (the configuration's
-    /// `plugins.call_deadline_ms` still applies).
+    /// `plugins.call_deadline_ms` still applies, and so does each provider's
+    /// `plugin_limits`).
     #[must_use]
     pub fn plugin_runtime(mut self, runtime: RuntimeConfig) -> Self {
         self.runtime = Some(runtime);
@@ -262,7 +264,7 @@ impl SluiceBuilder {
                 Arc::new(keyring(&config))
             }
         };
-        let policies = policies(&config, self.cache, self.runtime, &clock)?;
+        let plugins = Arc::new(plugins(&config, self.cache, self.runtime, &clock)?);
         let transport = match self.transport {
             Some(t) => t,
             None => Transport::with_config(config.transport.clone())?,
@@ -293,9 +295,9 @@ impl SluiceBuilder {
             }
         };
         let journal = Arc::new(Journal::open_or_create(&state_dir.join("journal.sqlite"))?);
-        let mut executor = Executor::new(
+        let mut executor = Executor::with_policy_slots(
             admission,
-            policies,
+            plugins.slots(),
             transport,
             config.retry.clone(),
             clock.clone(),
@@ -342,8 +344,11 @@ impl SluiceBuilder {
             .iter()
             .filter_map(|(name, p)| Some((name.clone(), p.base_url.clone()?)))
             .collect();
+        // Every part is up: from now on a watched plugin file's change reloads it.
+        plugins.watch();
         Ok(Sluice {
             executor,
+            plugins,
             writes,
             journal,
             audit,
@@ -376,34 +381,21 @@ fn keyring(config: &SluiceConfig) -> Keyring {
     keyring
 }
 
-/// Each configured provider's plugin, loaded and guarded.
-fn policies(
+/// Each configured provider's plugin, loaded under its own limits, checked and guarded.
+fn plugins(
     config: &SluiceConfig,
     cache: Option<ComponentCache>,
     runtime: Option<RuntimeConfig>,
     clock: &Arc<dyn Clock>,
-) -> Result<HashMap<String, Arc<GuardedPolicy>>, BuildError> {
+) -> Result<PluginSet, BuildError> {
     let mut limits = runtime.unwrap_or_default();
     if let Some(deadline) = config.plugin_call_deadline {
         limits.call_deadline = deadline;
     }
     let cache = cache.unwrap_or_else(ComponentCache::user_default);
     let runtime = PluginRuntime::new(limits, cache).map_err(BuildError::Runtime)?;
-    let mut policies = HashMap::new();
-    for (name, setup) in &config.providers {
-        let loaded = match &setup.plugin {
-            PluginSource::Bundled(bundled) => runtime.load_bundled(bundled),
-            PluginSource::File(path) => runtime.load_file(path),
-        };
-        let plugin = loaded.map_err(|error| BuildError::Plugin {
-            provider: name.clone(),
-            error,
-        })?;
-        let guarded =
-            GuardedPolicy::new(Arc::new(plugin), QuarantinePolicy::default(), clock.clone());
-        policies.insert(name.clone(), Arc::new(guarded));
-    }
-    Ok(policies)
+    PluginSet::load(config, runtime, QuarantinePolicy::default(), clock.clone())
+        .map_err(|(provider, error)| BuildError::Plugin { provider, error })
 }
 
 /// `$XDG_STATE_HOME/sluice`, else `~/.local/state/sluice`.

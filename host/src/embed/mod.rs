@@ -34,12 +34,15 @@ use crate::audit::{self, AuditError, AuditLog, Fingerprint, Report, VerifyError,
 use crate::clock::Clock;
 use crate::execute::{Call, Executor, Outcome, StreamOutcome};
 use crate::journal::Journal;
+use crate::reload::{PluginSet, ReloadError, Reloaded};
 use crate::writes::{TaskCancelled, Write, WriteError, WriteOutcome, Writes};
 
 /// A whole host: admission, plugins, retries, safe writes and the audit log, on one clock.
 #[derive(Debug)]
 pub struct Sluice {
     executor: Arc<Executor>,
+    /// Every provider's plugin, and what reloading one takes.
+    plugins: Arc<PluginSet>,
     writes: Writes,
     journal: Arc<Journal>,
     audit: Arc<AuditLog>,
@@ -159,6 +162,33 @@ impl Sluice {
             expect_key,
         };
         audit::verify_with(self.audit.path(), &key, &options)
+    }
+
+    /// Loads `provider`'s plugin again from its configured source and, once it passed its
+    /// checks (a usable component, the same plugin, its vectors), runs every call that
+    /// begins from now on with it; calls already running finish on the version they began
+    /// with, and a refused version changes nothing. The new version starts out of
+    /// quarantine. Blocks while it compiles: from async code, call it on a blocking thread
+    /// (see [`crate::reload`]).
+    ///
+    /// ```no_run
+    /// # fn run(sluice: &sluice::Sluice) {
+    /// match sluice.reload_plugin("acme") {
+    ///     Ok(r) => println!("acme: {} now serves (was {})", r.version, r.previous_version),
+    ///     Err(e) => eprintln!("{e}"),
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`ReloadError`]: no such provider, or the check the new version failed.
+    pub fn reload_plugin(&self, provider: &str) -> Result<Reloaded, ReloadError> {
+        self.plugins.reload(provider)
+    }
+
+    /// Every provider's plugin (to reload one from a blocking thread, clone the [`Arc`]).
+    pub fn plugins(&self) -> &Arc<PluginSet> {
+        &self.plugins
     }
 
     /// `call` with its relative URL made absolute, when it has one and its provider a base.

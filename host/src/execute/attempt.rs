@@ -124,7 +124,8 @@ impl Executor {
     ) -> Run {
         let started = self.clock.now();
         let mut t = Tally::default();
-        let Some(policy) = self.policies.get(&call.provider) else {
+        // Read once: every attempt of this call plans and reads on this version.
+        let Some(policy) = self.policy(&call.provider) else {
             return Run::Done(t.end(
                 Reason::UnknownProvider(call.provider.clone()),
                 NextAction::FixRequest,
@@ -151,7 +152,7 @@ impl Executor {
                 NextAction::RetryLater(Some(after)),
             ));
         }
-        let Some(mut p) = self.prepare(call, policy) else {
+        let Some(mut p) = self.prepare(call, &policy) else {
             return Run::Done(t.end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
         };
         span.record("tenant", p.tenant.as_str());
@@ -167,7 +168,7 @@ impl Executor {
             .collect();
         let cx = Attempting {
             call,
-            policy,
+            policy: &policy,
             path: &path,
             secrets: &secrets,
             started,

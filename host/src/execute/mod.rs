@@ -30,6 +30,7 @@ use crate::clock::Clock;
 use crate::contract::RequestClass;
 use crate::credentials::{Credentials, NoCredentials};
 use crate::guard::GuardedPolicy;
+use crate::reload::PolicySlot;
 use crate::retry::{Breakers, RetryConfig};
 use crate::task::Tasks;
 use crate::transport::Transport;
@@ -48,7 +49,8 @@ pub use stream::{PartialStream, Stream, StreamOutcome};
 #[derive(Debug)]
 pub struct Executor {
     admission: Admission,
-    policies: HashMap<String, Arc<GuardedPolicy>>,
+    /// Each provider's policy, read once per call (see [`crate::reload`]).
+    policies: HashMap<String, Arc<PolicySlot>>,
     transport: Transport,
     retry: RetryConfig,
     breakers: Breakers,
@@ -72,6 +74,23 @@ impl Executor {
     pub fn new(
         admission: Admission,
         policies: HashMap<String, Arc<GuardedPolicy>>,
+        transport: Transport,
+        retry: RetryConfig,
+        clock: Arc<dyn Clock>,
+        seed: u64,
+    ) -> Self {
+        let slots = policies
+            .into_iter()
+            .map(|(name, policy)| (name, Arc::new(PolicySlot::new(policy))))
+            .collect();
+        Self::with_policy_slots(admission, slots, transport, retry, clock, seed)
+    }
+
+    /// An executor that reads each provider's policy from its slot when a call begins, so a
+    /// reload ([`crate::reload::PluginSet::reload`]) swaps it for the calls that follow.
+    pub fn with_policy_slots(
+        admission: Admission,
+        policies: HashMap<String, Arc<PolicySlot>>,
         transport: Transport,
         retry: RetryConfig,
         clock: Arc<dyn Clock>,
@@ -154,9 +173,10 @@ impl Executor {
         self.execute_observed(call, &mut Unobserved).await
     }
 
-    /// The policy that reads `provider`'s answers, if one is configured.
-    pub fn policy(&self, provider: &str) -> Option<&Arc<GuardedPolicy>> {
-        self.policies.get(provider)
+    /// The policy that reads `provider`'s answers now, if one is configured: a call that
+    /// begins now runs on it to its end, whatever reloads happen meanwhile.
+    pub fn policy(&self, provider: &str) -> Option<Arc<GuardedPolicy>> {
+        self.policies.get(provider).map(|slot| slot.current())
     }
 
     /// Runs `call` to its outcome, telling `observer` about each attempt.

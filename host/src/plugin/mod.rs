@@ -14,6 +14,9 @@
 //!
 //! [`command`] runs a plugin crate's test binary in the same sandbox (`sluice plugin
 //! run-test`, cargo's runner for `wasm32-wasip2`).
+//!
+//! The limits are the runtime's ([`RuntimeConfig`]), and each plugin may have its own
+//! ([`PluginLimits`]): they are a store's, and every plugin has stores of its own.
 
 pub mod bindings;
 pub mod bundled;
@@ -26,6 +29,7 @@ mod instance;
 mod limits;
 #[cfg(feature = "native-plugins")]
 mod native;
+mod own_limits;
 mod runtime;
 mod state;
 mod v1;
@@ -44,4 +48,5 @@ pub use instance::Plugin;
 pub use limits::{Caps, MAX_PLUGIN_BYTES, RuntimeConfig};
 #[cfg(feature = "native-plugins")]
 pub use native::NativePlugin;
+pub use own_limits::PluginLimits;
 pub use runtime::PluginRuntime;

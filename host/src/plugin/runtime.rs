@@ -14,6 +14,7 @@ use super::cache::{self, CacheOutcome, ComponentCache, Digest};
 use super::error::LoadError;
 use super::instance::Plugin;
 use super::limits::{MAX_PLUGIN_BYTES, RuntimeConfig};
+use super::own_limits::PluginLimits;
 use super::state::State;
 use crate::input_file;
 
@@ -79,7 +80,7 @@ impl PluginRuntime {
         })
     }
 
-    /// The limits every call runs under.
+    /// The limits every call runs under, unless its plugin has its own ([`PluginLimits`]).
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
     }
@@ -90,6 +91,21 @@ impl PluginRuntime {
     /// [`LoadError::Invalid`] when the bytes are not a component implementing the contract,
     /// [`LoadError::Describe`] when its `describe` fails.
     pub fn load(&self, origin: &str, bytes: &[u8]) -> Result<Plugin, LoadError> {
+        self.load_with(origin, bytes, &PluginLimits::default())
+    }
+
+    /// As [`PluginRuntime::load`], the plugin running under its own `limits` (the runtime's
+    /// where they name none).
+    ///
+    /// # Errors
+    /// As [`PluginRuntime::load`]; a plugin whose `describe` cannot run within its own
+    /// limits (too little memory to instantiate, too short a deadline) is refused.
+    pub fn load_with(
+        &self,
+        origin: &str,
+        bytes: &[u8],
+        limits: &PluginLimits,
+    ) -> Result<Plugin, LoadError> {
         let invalid = |e: wasmtime::Error| LoadError::Invalid {
             origin: origin.to_owned(),
             message: format!("{e:#}"),
@@ -121,7 +137,7 @@ impl PluginRuntime {
             &self.engine,
             component,
             pre,
-            self.config.clone(),
+            limits.apply(&self.config),
             cached,
         )
     }
@@ -133,8 +149,20 @@ impl PluginRuntime {
     /// As [`PluginRuntime::load`], plus [`LoadError::Read`] when the file cannot be read, is
     /// not a regular file, or is too large.
     pub fn load_file(&self, path: &std::path::Path) -> Result<Plugin, LoadError> {
+        self.load_file_with(path, &PluginLimits::default())
+    }
+
+    /// As [`PluginRuntime::load_file`], under the plugin's own `limits`.
+    ///
+    /// # Errors
+    /// As [`PluginRuntime::load_file`] and [`PluginRuntime::load_with`].
+    pub fn load_file_with(
+        &self,
+        path: &std::path::Path,
+        limits: &PluginLimits,
+    ) -> Result<Plugin, LoadError> {
         let bytes = input_file::read(path, MAX_PLUGIN_BYTES).map_err(LoadError::Read)?;
-        self.load(&path.display().to_string(), &bytes)
+        self.load_with(&path.display().to_string(), &bytes, limits)
     }
 
     /// Loads a plugin built into this binary by name (`openai`, `anthropic`, `github`,
@@ -143,6 +171,18 @@ impl PluginRuntime {
     /// # Errors
     /// [`LoadError::UnknownBundled`] for another name.
     pub fn load_bundled(&self, name: &str) -> Result<Plugin, LoadError> {
+        self.load_bundled_with(name, &PluginLimits::default())
+    }
+
+    /// As [`PluginRuntime::load_bundled`], under the plugin's own `limits`.
+    ///
+    /// # Errors
+    /// As [`PluginRuntime::load_bundled`] and [`PluginRuntime::load_with`].
+    pub fn load_bundled_with(
+        &self,
+        name: &str,
+        limits: &PluginLimits,
+    ) -> Result<Plugin, LoadError> {
         let bytes = super::bundled::get(name).ok_or_else(|| LoadError::UnknownBundled {
             name: name.to_owned(),
             known: match super::bundled::names().collect::<Vec<_>>().join(", ") {
@@ -152,7 +192,7 @@ impl PluginRuntime {
                 names => names,
             },
         })?;
-        self.load(&format!("bundled plugin `{name}`"), bytes)
+        self.load_with(&format!("bundled plugin `{name}`"), bytes, limits)
     }
 
     /// Loads `spec`: a bundled plugin's name, or a path to a `.wasm` file (anything with a

@@ -68,7 +68,7 @@ impl Writes {
                     .detail("sent, and no result was recorded"),
             )?;
         }
-        let Some(policy) = self.executor.policy(&action.provider).cloned() else {
+        let Some(policy) = self.executor.policy(&action.provider) else {
             let why = format!("no plugin is configured for `{}`", action.provider);
             return self.escalate(&action, Kind::UncertainWrite, &why, None, None);
         };

@@ -14,7 +14,9 @@
 //!   cancels one: its waiting calls and its unsent writes ([`tasks`]);
 //! - `GET /escalations` (the open ones; `?all=true`: all), `GET /escalations/{id}` (the case),
 //!   `POST /escalations/{id}/resolve` (a decision, carried out at once) ([`escalations`]);
-//! - `GET /audit/verify`: verifies the audit log ([`audit`]).
+//! - `GET /audit/verify`: verifies the audit log ([`audit`]);
+//! - `POST /plugins/{provider}/reload`: swaps the provider's plugin for the version its file
+//!   holds now, once that version passed its checks ([`plugins`]).
 //!
 //! The operator's console (`/console`, HTML for people, signed in with a session cookie) is
 //! served on the same listener: see `crate::console`.
@@ -28,6 +30,7 @@
 
 pub(crate) mod audit;
 mod escalations;
+mod plugins;
 mod scopes;
 mod tasks;
 mod text;
@@ -59,6 +62,7 @@ pub const ROUTES: &[&str] = &[
     "GET /escalations/{id}",
     "POST /escalations/{id}/resolve",
     "GET /audit/verify",
+    "POST /plugins/{provider}/reload",
 ];
 
 /// The admin API's state.
@@ -107,6 +111,7 @@ enum Route<'a> {
     Escalation(&'a str),
     Resolve(&'a str),
     AuditVerify,
+    ReloadPlugin(&'a str),
 }
 
 impl<'a> Route<'a> {
@@ -125,6 +130,7 @@ impl<'a> Route<'a> {
             ["escalations", id] => Self::Escalation(id),
             ["escalations", id, "resolve"] => Self::Resolve(id),
             ["audit", "verify"] => Self::AuditVerify,
+            ["plugins", provider, "reload"] => Self::ReloadPlugin(provider),
             _ => return None,
         })
     }
@@ -132,7 +138,7 @@ impl<'a> Route<'a> {
     /// The one method the route answers.
     fn method(self) -> &'static str {
         match self {
-            Self::CancelTask(_) | Self::Resolve(_) => "POST",
+            Self::CancelTask(_) | Self::Resolve(_) | Self::ReloadPlugin(_) => "POST",
             _ => "GET",
         }
     }
@@ -224,6 +230,7 @@ pub(crate) async fn handle(
         Route::Escalation(id) => escalations::show(shared, id),
         Route::Resolve(id) => escalations::resolve(shared, id, req.into_body()).await,
         Route::AuditVerify => audit::verify(shared, query),
+        Route::ReloadPlugin(provider) => plugins::reload(shared, provider).await,
     };
     Ok(r)
 }
@@ -271,6 +278,10 @@ mod tests {
             Some(Route::Resolve("7"))
         );
         assert_eq!(Route::of("/audit/verify"), Some(Route::AuditVerify));
+        assert_eq!(
+            Route::of("/plugins/acme/reload"),
+            Some(Route::ReloadPlugin("acme"))
+        );
         for path in [
             "/",
             "/scopes/",
@@ -278,12 +289,16 @@ mod tests {
             "/audit",
             "scopes",
             "/escalations/7/x",
+            "/plugins/acme",
         ] {
             assert_eq!(Route::of(path), None, "{path}");
         }
         for listed in ROUTES {
             let (method, path) = listed.split_once(' ').unwrap();
-            let path = path.replace("{name}", "t").replace("{id}", "1");
+            let path = path
+                .replace("{name}", "t")
+                .replace("{id}", "1")
+                .replace("{provider}", "p");
             let route = Route::of(&path).unwrap_or_else(|| panic!("{listed}"));
             assert_eq!(route.method(), method, "{listed}");
         }

@@ -6,7 +6,7 @@ mod support;
 use serde_json::json;
 use sluice_fake_provider::{Fault, RetryAfter, Style};
 use sluice_serve::admin::ROUTES;
-use support::{ADMIN_TOKEN, AGENT_TOKEN, chat, stack, until};
+use support::{ADMIN_TOKEN, AGENT_TOKEN, chat, stack, stack_with_plugin, until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_but_healthz_refuses_a_missing_or_a_wrong_admin_token() {
@@ -15,7 +15,10 @@ async fn every_route_but_healthz_refuses_a_missing_or_a_wrong_admin_token() {
     assert_eq!((status, &v["status"]), (200, &json!("ok")));
     for route in ROUTES.iter().filter(|r| **r != "GET /healthz") {
         let (method, path) = route.split_once(' ').unwrap();
-        let path = path.replace("{name}", "t").replace("{id}", "1");
+        let path = path
+            .replace("{name}", "t")
+            .replace("{id}", "1")
+            .replace("{provider}", "p");
         for token in [None, Some("not-the-token")] {
             let (status, v) = s.ask(method, &path, token, None).await;
             assert_eq!(status, 401, "{route} with {token:?}: {v}");
@@ -361,4 +364,73 @@ async fn the_audit_log_verifies_until_it_is_tampered_with() {
     let message = v["error"]["message"].as_str().unwrap();
     assert!(message.contains("record"), "{message}");
     assert_eq!(v["key"], key.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_reload_takes_a_good_file_and_refuses_another_plugin_or_junk_while_the_old_one_serves()
+ {
+    let files = tempfile::tempdir().unwrap();
+    let path = files.path().join("openai.wasm");
+    let install = |bytes: &[u8]| {
+        let tmp = files.path().join("openai.wasm.tmp");
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    };
+    let bundled = |name| sluice::plugin::bundled::get(name).unwrap();
+    install(bundled("openai"));
+    let s = stack_with_plugin(Style::OpenAi, "openai", &path.display().to_string()).await;
+    let call = || async {
+        s.agent("POST", "/openai/v1/chat/completions", &[])
+            .header("content-type", "application/json")
+            .body(chat())
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+    assert_eq!(call().await, 200);
+
+    // The same plugin again (a rebuild, in practice): taken.
+    let (status, v) = s.post("/plugins/openai/reload", None).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["plugin"], json!("openai"));
+    assert_eq!(v["contract"], json!("sluice:policy@0.2.0"));
+    assert_eq!(v["version"], v["previous_version"]);
+
+    // Another provider's plugin: a conflict with what serves, refused.
+    install(bundled("anthropic"));
+    let (status, v) = s.post("/plugins/openai/reload", None).await;
+    assert_eq!(status, 409, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the plugin `anthropic`, not `openai`")
+            && message.contains("the old one keeps serving"),
+        "{message}"
+    );
+    assert_eq!(call().await, 200, "the old version serves");
+
+    // Not a component at all: unusable, refused.
+    install(b"not a component");
+    let (status, v) = s.post("/plugins/openai/reload", None).await;
+    assert_eq!(status, 422, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not a usable sluice plugin"),
+        "{v}"
+    );
+    assert_eq!(call().await, 200, "the old version serves");
+
+    let (status, v) = s.post("/plugins/nobody/reload", None).await;
+    assert_eq!(status, 404, "{v}");
+    let (status, _) = s
+        .ask("GET", "/plugins/openai/reload", Some(ADMIN_TOKEN), None)
+        .await;
+    assert_eq!(status, 405);
+    assert_eq!(
+        s.fake.attempts_on("/v1/chat/completions"),
+        3,
+        "every call reached the provider once, none was lost to a reload"
+    );
 }

@@ -40,18 +40,27 @@ pub async fn stack(style: Style, plugin: &str) -> Stack {
 
 /// [`stack`], with `admin` (TOML lines) added to its `[serve.admin]` table.
 pub async fn stack_with(style: Style, plugin: &str, admin: &str) -> Stack {
+    stack_of(style, plugin, plugin, admin).await
+}
+
+/// [`stack`] for `provider`, whose plugin is `plugin` (a bundled name or a `.wasm` path).
+pub async fn stack_with_plugin(style: Style, provider: &str, plugin: &str) -> Stack {
+    stack_of(style, provider, plugin, "").await
+}
+
+async fn stack_of(style: Style, provider: &str, plugin: &str, admin: &str) -> Stack {
     let fake = FakeProvider::start(FakeConfig::new(style)).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("provider.key");
     std::fs::write(&key, "sk-test\n").unwrap();
     let text = format!(
         r#"
-        [providers.{plugin}]
+        [providers.{provider}]
         plugin = "{plugin}"
         base_url = "{url}"
-        [providers.{plugin}.credentials.team-key]
+        [providers.{provider}.credentials.team-key]
         file = "{key}"
-        [providers.{plugin}.limits]
+        [providers.{provider}.limits]
         requests_per_minute = 600
 
         [serve.admin]
