@@ -436,3 +436,49 @@ async fn without_redis_a_host_paces_at_its_share_of_the_limit() {
         "{rate:.2}/s: not half of the 9/s pace"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_own_quota_holds_across_hosts() {
+    let redis = TestRedis::get();
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    let dir = tempfile::tempdir().expect("dir");
+    // The account allows far more; tenant acme's tier allows 120 a minute, paced at 108:
+    // 1.8 a second across both hosts, not 1.8 from each.
+    let limits = "requests_per_minute = 60000\n\n[tiers.small.limits]\nrequests_per_minute = 120\n\n\
+                  [tenants.assign]\nacme = \"small\"";
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let a = Arc::new(host((&url, &prefix), "a", "openai", dir.path(), limits));
+    let b = Arc::new(host((&url, &prefix), "b", "openai", dir.path(), limits));
+    let call = chat(&fake);
+    let mut workers = Vec::new();
+    for sluice in [a, b] {
+        for _ in 0..4 {
+            let (s, call) = (sluice.clone(), call.clone());
+            workers.push(tokio::spawn(async move {
+                loop {
+                    let _ = s.executor().execute(&call).await;
+                }
+            }));
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    for w in &workers {
+        w.abort();
+    }
+    let times: Vec<f64> = fake.attempts().iter().map(seconds).collect();
+    let excess = worst_excess(&times, 60.0 / 108.0);
+    let span = times[times.len() - 1] - times[0];
+    #[allow(clippy::cast_precision_loss, reason = "a few dozen attempts")]
+    let rate = (times.len() - 1) as f64 / span;
+    println!(
+        "{} attempts at {rate:.2}/s, worst excess {excess:.2}",
+        times.len()
+    );
+    assert!(
+        excess <= 2.0,
+        "{excess:.1} attempts beyond the tenant's pace"
+    );
+    assert!(rate >= 1.6, "{rate:.2}/s: the tenant's quota was not used");
+}

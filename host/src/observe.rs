@@ -170,6 +170,18 @@ pub fn describe() {
         "The share of a budget a tenant has used in its current period"
     );
     describe_counter!(BUDGET_REFUSALS, "Calls refused because a budget was spent");
+    describe_gauge!(
+        SHARED_STORE_UP,
+        "1 while the shared store answers, 0 while admission paces locally"
+    );
+    describe_counter!(
+        SHARED_STORE_FALLBACKS,
+        "Times the shared store stopped answering"
+    );
+    describe_counter!(
+        SHARED_WAITS,
+        "Admissions the shared store sent back to wait"
+    );
 }
 
 /// A request class as the contract spells it.

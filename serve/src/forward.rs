@@ -11,6 +11,7 @@ use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::{HeaderMap, Request, Response};
 use serde_json::json;
+use sluice::admission::shared::ClaimError;
 use sluice::config::ErrorShape;
 use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome, StreamOutcome};
@@ -304,6 +305,16 @@ async fn write_through_journal(
         Err(WriteError::Journal(e)) => Err(SluiceError::new(
             409,
             "write_refused",
+            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
+        )),
+        Err(WriteError::Claim(e @ ClaimError::Elsewhere { .. })) => Err(SluiceError::new(
+            409,
+            "action_owned_elsewhere",
+            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
+        )),
+        Err(WriteError::Claim(e @ ClaimError::Unreachable { .. })) => Err(SluiceError::new(
+            503,
+            "shared_store_unreachable",
             format!("sluice: {}", sluice::printable::printable(&e.to_string())),
         )),
         Err(e) => Err(SluiceError::new(

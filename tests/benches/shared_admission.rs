@@ -1,6 +1,8 @@
 //! What sharing quotas on Redis costs, on loopback: one admission (acquire and complete)
 //! with admission in memory and with the shared store, measured side by side in one run;
-//! then the admissions per second of one host and of four hosts sharing one store.
+//! the admissions per second of one host and of four hosts sharing one store; and how
+//! tenants share one quota when their calls come from different hosts (four hosts in this
+//! process, each its own host with its own connection, on one fake provider).
 //!
 //! Run: `cargo bench -p sluice-tests --bench shared_admission` (starts its own
 //! `redis-server`; Debian: `apt-get install redis-server`).
@@ -13,7 +15,12 @@ use std::time::{Duration, Instant};
 use sluice::admission::shared::{Gate, SharedConfig};
 use sluice::admission::{Acquire, Admission, Config};
 use sluice::clock::{Clock, SystemClock};
+use sluice::contract::RequestClass;
+use sluice::execute::{Call, Outcome};
+use sluice::retry::RetryConfig;
+use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 use sluice_tests::redis_server::RedisServer;
+use sluice_tests::stack::{builder, transport};
 
 /// Limits no run reaches: what is measured is the admission's own cost, never a wait.
 const LIMITS: &str = "[providers.openai.limits]\nrequests_per_minute = 60000000\n\
@@ -93,6 +100,86 @@ async fn throughput(hosts: &[Admission], tasks: usize, run: Duration) -> f64 {
     rate
 }
 
+/// Four hosts on one quota of 300 requests a minute (paced at 4.5 a second) for `run`;
+/// `tenants[h]` lists the tenants host `h` sends for, with 8 callers each. Returns each
+/// tenant's calls that succeeded.
+async fn shares(
+    redis: &str,
+    prefix: &str,
+    tenants: [&[&'static str]; 4],
+    run: Duration,
+) -> Vec<(&'static str, u64)> {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(300))
+        .await
+        .expect("fake");
+    let counts: Arc<std::sync::Mutex<std::collections::BTreeMap<&str, u64>>> = Arc::default();
+    let mut hosts = Vec::new();
+    let mut handles = Vec::new();
+    let dir = tempfile::tempdir().expect("dir");
+    for (h, names) in tenants.iter().enumerate() {
+        let config = format!(
+            "[store]\nurl = \"{redis}\"\nhosts = 4\nhost_id = \"h{h}\"\nkey_prefix = \"{prefix}\"\n\n\
+             [providers.openai.limits]\nrequests_per_minute = 300\n"
+        );
+        let sluice = Arc::new(
+            builder(
+                "openai",
+                &config,
+                RetryConfig::default(),
+                transport(Duration::from_secs(5)),
+            )
+            .state_dir(dir.path().join(format!("h{h}")))
+            .build()
+            .expect("a host"),
+        );
+        for &tenant in *names {
+            for _ in 0..8 {
+                let (sluice, counts, url) = (
+                    sluice.clone(),
+                    counts.clone(),
+                    fake.url("/v1/chat/completions"),
+                );
+                handles.push(tokio::spawn(async move {
+                    loop {
+                        let call = Call::post(
+                            "openai",
+                            &url,
+                            r#"{"model":"gpt-4o","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}"#,
+                        )
+                        .credential("team-key")
+                        .tenant(tenant)
+                        .class(RequestClass::Read)
+                        .header("content-type", "application/json");
+                        if let Outcome::Succeeded { .. } = sluice.executor().execute(&call).await {
+                            *counts.lock().expect("counts").entry(tenant).or_default() += 1;
+                        }
+                    }
+                }));
+            }
+        }
+        hosts.push(sluice);
+    }
+    tokio::time::sleep(run).await;
+    for h in handles {
+        h.abort();
+    }
+    let counts = counts.lock().expect("counts");
+    counts.iter().map(|(t, n)| (*t, *n)).collect()
+}
+
+fn print_shares(case: &str, shares: &[(&str, u64)]) {
+    let total: u64 = shares.iter().map(|(_, n)| n).sum();
+    let parts: Vec<String> = shares
+        .iter()
+        .map(|(t, n)| {
+            #[allow(clippy::cast_precision_loss, reason = "a few hundred calls")]
+            let share = *n as f64 * 100.0 / total.max(1) as f64;
+            format!("{t} {n} ({share:.0}%)")
+        })
+        .collect();
+    println!("  {case:<44} {}", parts.join(", "));
+}
+
 fn main() {
     let redis = RedisServer::start();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -141,5 +228,32 @@ fn main() {
         println!("  one host, in memory      {memory:>9.0}");
         println!("  one host, Redis          {one:>9.0}");
         println!("  four hosts, one Redis    {four:>9.0}");
+
+        let run = Duration::from_secs(30);
+        println!("tenants of equal weight on one quota (4.5/s) from four hosts, {run:?}:");
+        let even = shares(
+            &redis.url(),
+            "bench-even",
+            [&["a", "b"], &["a", "b"], &["a", "b"], &["a", "b"]],
+            run,
+        )
+        .await;
+        print_shares("both tenants on every host", &even);
+        let skewed = shares(
+            &redis.url(),
+            "bench-skewed",
+            [&["a"], &["a"], &["a"], &["b"]],
+            run,
+        )
+        .await;
+        print_shares("a on three hosts, b on one", &skewed);
+        let mixed = shares(
+            &redis.url(),
+            "bench-mixed",
+            [&["a", "b"], &["a"], &["a"], &["a"]],
+            run,
+        )
+        .await;
+        print_shares("a on four hosts, b on one of them", &mixed);
     });
 }

@@ -255,7 +255,11 @@ impl Shared {
     /// Shares the scope named `key` as it now stands here (its hold, its learned limits)
     /// with the hosts sharing the store, if any; `remaining` is what a response said is left
     /// of one of its quotas.
-    fn share_with(&self, key: &ScopeKey, remaining: Option<(super::usage::Dimension, u64)>) {
+    ///
+    /// The figure lands in one quota, as locally ([`super::scope::learn`]): the one of the
+    /// stated window, else the dimension's shortest (a figure without a window is about
+    /// the per-minute quota, never the daily one).
+    fn share_with(&self, key: &ScopeKey, remaining: Option<Remaining>) {
         let Some(gate) = &self.gate else {
             return;
         };
@@ -263,13 +267,17 @@ impl Shared {
             let mut state = self.lock();
             state.scheduler.figures(self.now(), key)
         };
-        if let Some((dimension, left)) = remaining {
-            for q in figures
+        if let Some(r) = remaining {
+            let mut of_dimension = figures
                 .quotas
                 .iter_mut()
-                .filter(|q| q.dimension == dimension)
-            {
-                q.available = Some(left);
+                .filter(|q| q.dimension == r.dimension);
+            let quota = match r.window {
+                Some(w) => of_dimension.find(|q| q.window == w),
+                None => of_dimension.min_by_key(|q| q.window),
+            };
+            if let Some(q) = quota {
+                q.available = Some(r.left);
             }
         }
         gate.share(figures);
@@ -278,6 +286,14 @@ impl Shared {
     fn share(&self, key: &ScopeKey) {
         self.share_with(key, None);
     }
+}
+
+/// What a response said is left of one quota of a scope.
+#[derive(Debug, Clone, Copy)]
+struct Remaining {
+    dimension: super::usage::Dimension,
+    window: Option<Duration>,
+    left: u64,
 }
 
 /// What a ticket needs to pass the shared store's gate once the local queue admits it.

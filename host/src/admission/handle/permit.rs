@@ -168,7 +168,12 @@ impl Permit {
                     .scheduler
                     .observed_scope(self.grant, o.scope.as_deref());
                 if let Some(key) = key {
-                    shared.share_with(&key, o.remaining.map(|left| (dimension, left)));
+                    let remaining = o.remaining.map(|left| Remaining {
+                        dimension,
+                        window: o.window_ms.map(Duration::from_millis),
+                        left,
+                    });
+                    shared.share_with(&key, remaining);
                 }
             }
         }

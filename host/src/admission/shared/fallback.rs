@@ -3,7 +3,9 @@
 //! slot), so that hosts that all fall back stay within the limit together.
 //!
 //! A quota starts here with an empty burst, as in a store that lost its state: the moment
-//! the store went away, the provider may have counted a full window already.
+//! the store went away, the provider may have counted a full window already. It starts at a
+//! random phase of its pace, so that hosts that fell back at the same moment do not send
+//! together.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -45,10 +47,12 @@ impl Fallback {
         for (s, f) in call.iter().enumerate() {
             for (q, key) in f.quotas.iter().zip(&keys[s]) {
                 let (interval, tolerance) = scaled(q.interval, q.tolerance, hosts);
-                let tat = *self
-                    .tats
-                    .entry(key.clone())
-                    .or_insert(now.saturating_add(tolerance));
+                // Hosts fall back together, when the store goes: a random phase keeps their
+                // local paces from lining up into bursts of one call per host.
+                let tat = *self.tats.entry(key.clone()).or_insert_with(|| {
+                    now.saturating_add(tolerance)
+                        .saturating_add(fastrand::u64(..interval.max(1)))
+                });
                 let at = tat
                     .max(now)
                     .saturating_add(q.cost.saturating_mul(interval))
@@ -175,6 +179,11 @@ mod tests {
         let keys = vec![vec!["q".to_owned()]];
         let leases = vec!["c".to_owned()];
         f.hold_slots(&call, &leases); // admitted by the store before it went away
+        // The quota starts with an empty burst: the first call waits for its pace.
+        assert!(matches!(
+            f.admit(0, 4, &call, &keys, &leases),
+            Local::Wait(0, _)
+        ));
         assert_eq!(f.admit(SEC, 4, &call, &keys, &leases), Local::Admitted);
         assert!(matches!(
             f.admit(2 * SEC, 4, &call, &keys, &leases),
