@@ -168,10 +168,11 @@ async fn four_hosts_on_one_quota_never_over_admit_and_use_at_least_95_percent_of
     let times: Vec<f64> = attempts.iter().map(seconds).collect();
     assert_eq!(fake.answered(429), 0, "the provider refused some: {done:?}");
     assert!(most_in_a_minute(&times) <= RPM as usize);
-    // Four hosts, sixteen workers, one pace: never more than it, beyond network jitter.
+    // Four hosts, sixteen workers, one pace: never more than it, beyond network jitter (a
+    // tenth of the pace more over the run would be nine attempts).
     let excess = worst_excess(&times, 1.0 / PACED_PER_SEC);
     assert!(
-        excess <= 3.0,
+        excess <= 1.5,
         "{excess:.1} attempts beyond the pace; {done:?}"
     );
     // Utilization, from 2 s after the first attempt to 1 s before the first host stopped.
@@ -213,8 +214,10 @@ async fn redis_restarted_mid_run_admits_no_more_than_the_pace() {
         "attempts {}, {during} while Redis was down, worst excess {excess:.2}; {done:?}",
         times.len()
     );
+    // Hosts that fell back together start their local paces at random phases: at worst one
+    // call from each host at once, never a burst beyond that.
     assert!(
-        excess <= 4.0,
+        excess <= 3.0,
         "{excess:.1} attempts beyond the pace; {done:?}"
     );
     // The hosts went on, paced locally, while Redis was down.
