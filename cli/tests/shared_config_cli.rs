@@ -36,12 +36,18 @@ fn a_store_without_its_number_of_hosts_is_refused_saying_why() {
             "store = \"redis://127.0.0.1:6379\"\n",
             "write [store] url = \"redis://127.0.0.1:6379\" and hosts = N",
         ),
-        ("[store]\nurl = \"redis://127.0.0.1:6379\"\n", "store.hosts: missing"),
+        (
+            "[store]\nurl = \"redis://127.0.0.1:6379\"\n",
+            "`store.hosts`: missing",
+        ),
         (
             "[store]\nurl = \"http://:secret@x\"\nhosts = 2\n",
             "is not a Redis URL",
         ),
-        ("[store]\nurl = \"redis://x\"\nhosts = 2\nlease = 3\n", "store.lease: unknown key"),
+        (
+            "[store]\nurl = \"redis://x\"\nhosts = 2\nlease = 3\n",
+            "`store.lease`: unknown key",
+        ),
     ];
     for (i, (toml, said)) in bad.iter().enumerate() {
         let file = dir.path().join(format!("bad{i}.toml"));
