@@ -52,6 +52,10 @@ fn every_misbehaviour_is_a_typed_error_and_the_next_call_works() {
         ("/recurse", |f| matches!(f, Failure::StackOverflow)),
         ("/oom", |f| matches!(f, Failure::OutOfMemory(_))),
         (
+            "/sleep",
+            |f| matches!(f, Failure::Trap(m) if m.contains("a plugin call cannot wait")),
+        ),
+        (
             "/oversized",
             |f| matches!(f, Failure::InvalidOutput(m) if m.contains("error-code")),
         ),

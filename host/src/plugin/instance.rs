@@ -15,6 +15,7 @@ use super::cache::CacheOutcome;
 use super::contract::{Bindings, Contract, Pre};
 use super::error::{self, LoadError};
 use super::limits::{Caps, RuntimeConfig};
+use super::nonblocking::Blocked;
 use super::state::{Deadline, State};
 use super::{convert, v1, validate};
 use crate::contract::{
@@ -151,7 +152,9 @@ impl Plugin {
         };
         warm.store.data_mut().begin_call();
         warm.store.set_epoch_deadline(self.config.deadline_ticks());
-        match f(&warm.bindings, &mut warm.store) {
+        let answer = f(&warm.bindings, &mut warm.store);
+        warm.store.data().end_call(function);
+        match answer {
             Ok(r) => {
                 warm.calls += 1;
                 self.put_warm(warm);
@@ -240,9 +243,13 @@ impl Plugin {
             Some(Trap::StackOverflow) => Failure::StackOverflow,
             _ if memory_denied => Failure::OutOfMemory(self.config.max_memory_bytes),
             Some(trap) => Failure::Trap(trap.to_string()),
-            // Not a trap: the canonical ABI refused what the plugin returned (bad UTF-8,
-            // an out-of-range discriminant, a pointer outside its memory...).
-            None => Failure::InvalidOutput(format!("{e:#}")),
+            None => match e.downcast_ref::<Blocked>() {
+                // It would have waited on a stream or a clock.
+                Some(blocked) => Failure::Trap(blocked.to_string()),
+                // Not a trap: the canonical ABI refused what the plugin returned (bad
+                // UTF-8, an out-of-range discriminant, a pointer outside its memory...).
+                None => Failure::InvalidOutput(format!("{e:#}")),
+            },
         };
         PluginError {
             plugin: self.name.clone(),

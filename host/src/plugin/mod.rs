@@ -12,6 +12,10 @@
 //! `sluice:policy@0.2.0`, or the frozen `0.1.0`, whose functions answer the current API
 //! through `v1.rs`. Every answer is checked against the caps in `validate.rs` either way.
 //!
+//! A plugin's stdout and stderr are kept in memory during a call and logged after it, as a
+//! warning naming the plugin, escaped and capped ([`MAX_STDIO_LOG_BYTES`] per stream and
+//! call); writing to them never blocks, on any thread (`stdio.rs`, `nonblocking.rs`).
+//!
 //! [`command`] runs a plugin crate's test binary in the same sandbox (`sluice plugin
 //! run-test`, cargo's runner for `wasm32-wasip2`).
 //!
@@ -29,9 +33,11 @@ mod instance;
 mod limits;
 #[cfg(feature = "native-plugins")]
 mod native;
+mod nonblocking;
 mod own_limits;
 mod runtime;
 mod state;
+mod stdio;
 mod v1;
 #[cfg(feature = "fuzzing")]
 pub mod validate;
@@ -50,3 +56,4 @@ pub use limits::{Caps, MAX_PLUGIN_BYTES, RuntimeConfig};
 pub use native::NativePlugin;
 pub use own_limits::PluginLimits;
 pub use runtime::PluginRuntime;
+pub use stdio::MAX_STDIO_LOG_BYTES;

@@ -62,6 +62,9 @@ impl PluginRuntime {
         let mut linker = Linker::<State>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| LoadError::Runtime(format!("WASI imports: {e}")))?;
+        // Streams and polls that never block on tokio: plugin calls run on its threads.
+        super::nonblocking::add_to_linker(&mut linker)
+            .map_err(|e| LoadError::Runtime(format!("WASI stream imports: {e}")))?;
         // Both versions' imports: a component built against the frozen 0.1.0 imports
         // `sluice:policy/log@0.1.0`, a current one `@0.2.0`.
         ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)

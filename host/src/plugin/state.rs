@@ -1,5 +1,6 @@
-//! What each plugin instance's store holds: a capability-free WASI context, the resource
-//! limiter, and the sink for the plugin's log messages.
+//! What each plugin instance's store holds: a capability-free WASI context (its stdout and
+//! stderr kept in memory, see `stdio.rs`), the resource limiter, and the sink for the
+//! plugin's log messages.
 
 use std::time::Duration;
 
@@ -11,10 +12,12 @@ use wasmtime_wasi::{
 
 use super::bindings::sluice::policy0_2_0::{log, types};
 use super::bindings::v0_1::sluice::policy::{log as log_v0_1, types as types_v0_1};
+use super::stdio::PluginStdio;
 
 /// Per-instance state.
 pub(crate) struct State {
     wasi: WasiCtx,
+    stdio: PluginStdio,
     table: ResourceTable,
     max_memory: usize,
     max_table: usize,
@@ -102,8 +105,10 @@ impl State {
         max_log: usize,
         deadline: Deadline,
     ) -> Self {
+        let stdio = PluginStdio::default();
         Self {
-            wasi: capability_free_wasi(),
+            wasi: capability_free_wasi(&stdio),
+            stdio,
             table: ResourceTable::new(),
             max_memory,
             max_table,
@@ -127,17 +132,27 @@ impl State {
         self.deadline.reset();
     }
 
+    /// Called after each call of `function`, however it ended: logs what the plugin wrote
+    /// to its stdout and stderr during it.
+    pub(crate) fn end_call(&self, function: &str) {
+        self.stdio.log_call(&self.plugin, function);
+    }
+
     pub(crate) fn set_plugin_name(&mut self, name: &str) {
         name.clone_into(&mut self.plugin);
     }
 }
 
 /// A WASI context that grants nothing: no files, no environment, no arguments, no sockets,
-/// stdio discarded, clocks frozen at the Unix epoch and randomness fixed. A wasm32-wasip2
-/// guest imports these interfaces whether it uses them or not; this makes them inert, so a
-/// plugin stays a pure function of what the host passes in.
-fn capability_free_wasi() -> WasiCtx {
-    sandbox_wasi().build()
+/// no stdin, clocks frozen at the Unix epoch and randomness fixed; stdout and stderr go to
+/// `stdio`, in memory, to be logged after each call. A wasm32-wasip2 guest imports these
+/// interfaces whether it uses them or not; this makes them inert, so a plugin stays a pure
+/// function of what the host passes in.
+fn capability_free_wasi(stdio: &PluginStdio) -> WasiCtx {
+    sandbox_wasi()
+        .stdout(stdio.stdout.clone())
+        .stderr(stdio.stderr.clone())
+        .build()
 }
 
 /// The plugin sandbox's WASI context, still open to additions: no sockets, no name lookups,

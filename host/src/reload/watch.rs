@@ -33,12 +33,18 @@ fn stamp(path: &std::path::Path) -> Option<Stamp> {
 /// Watches each `(provider, file)` of `files` on the current tokio runtime.
 pub(super) fn spawn(plugins: &Arc<PluginSet>, files: Vec<(String, PathBuf)>) {
     if !files.is_empty() {
-        tokio::spawn(watch(Arc::downgrade(plugins), files));
+        // Stamped now, as the files were loaded, not when the task first runs: a change
+        // made before then is still a change.
+        let seen = files.iter().map(|(_, path)| stamp(path)).collect();
+        tokio::spawn(watch(Arc::downgrade(plugins), files, seen));
     }
 }
 
-async fn watch(plugins: Weak<PluginSet>, files: Vec<(String, PathBuf)>) {
-    let mut seen: Vec<Option<Stamp>> = files.iter().map(|(_, path)| stamp(path)).collect();
+async fn watch(
+    plugins: Weak<PluginSet>,
+    files: Vec<(String, PathBuf)>,
+    mut seen: Vec<Option<Stamp>>,
+) {
     let mut tick = tokio::time::interval(WATCH_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
