@@ -278,7 +278,8 @@ async fn a_killed_hosts_concurrency_slots_come_back_when_its_leases_expire() {
 }
 
 /// A host in this process sharing quotas through `redis` as `id`, under the key prefix
-/// `prefix`.
+/// `prefix`, with `limits` for the provider (after top-level keys and a `---` line, if
+/// any).
 fn host(
     (redis, prefix): (&str, &str),
     id: &str,
@@ -286,8 +287,10 @@ fn host(
     dir: &Path,
     limits: &str,
 ) -> sluice::Sluice {
+    // Top-level keys (a margin) come first, before any table.
+    let (top, limits) = limits.split_once("\n---\n").unwrap_or(("", limits));
     let config = format!(
-        "[store]\nurl = \"{redis}\"\nhosts = 2\nhost_id = \"{id}\"\nkey_prefix = \"{prefix}\"\n\n\
+        "{top}\n[store]\nurl = \"{redis}\"\nhosts = 2\nhost_id = \"{id}\"\nkey_prefix = \"{prefix}\"\n\n\
          [providers.{plugin}.limits]\n{limits}\n"
     );
     let retry = RetryConfig {
@@ -484,4 +487,86 @@ async fn a_tenants_own_quota_holds_across_hosts() {
         "{excess:.1} attempts beyond the tenant's pace"
     );
     assert!(rate >= 1.6, "{rate:.2}/s: the tenant's quota was not used");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_costing_more_than_the_burst_goes_once_the_shared_quota_was_idle_long_enough() {
+    let redis = TestRedis::get();
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    let dir = tempfile::tempdir().expect("dir");
+    // 100 000 tokens a minute paced at 99%: a burst of 1 001 tokens. The call plans about
+    // 1 500 (its max_tokens and its prompt): more than the burst, less than the limit.
+    let limits = "margin = 0.99\n---\ntokens_per_minute = 100000";
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let a = host((&url, &prefix), "a", "openai", dir.path(), limits);
+    let call = Call::post(
+        "openai",
+        fake.url(CHAT),
+        r#"{"model":"gpt-4o","max_tokens":1500,"messages":[{"role":"user","content":"hi"}]}"#,
+    )
+    .credential("team-key")
+    .tenant("acme")
+    .class(RequestClass::Read)
+    .header("content-type", "application/json")
+    .deadline(Duration::from_secs(10));
+    let outcome = tokio::time::timeout(Duration::from_secs(10), a.executor().execute(&call))
+        .await
+        .expect("admitted: a cost above the burst fits after an idle stretch");
+    assert!(matches!(outcome, Outcome::Succeeded { .. }), "{outcome:?}");
+    assert_eq!(fake.attempts().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_slot_is_taken_again_soon_after_it_frees_not_when_its_lease_expires() {
+    let redis = TestRedis::get();
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    fake.script(
+        CHAT,
+        std::iter::repeat_n(Fault::Slow(Duration::from_millis(200)), 12),
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    // One slot for both hosts; leases of 10 s (the default).
+    let limits = "requests_per_minute = 60000\nconcurrent_requests = 1";
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let hosts = [
+        Arc::new(host((&url, &prefix), "a", "openai", dir.path(), limits)),
+        Arc::new(host((&url, &prefix), "b", "openai", dir.path(), limits)),
+    ];
+    let call = chat(&fake);
+    #[allow(clippy::disallowed_methods, reason = "a test's stopwatch")]
+    let started = tokio::time::Instant::now();
+    let mut calls = Vec::new();
+    for sluice in &hosts {
+        for _ in 0..2 {
+            let (s, call) = (sluice.clone(), call.clone());
+            calls.push(tokio::spawn(async move {
+                for _ in 0..3 {
+                    assert!(matches!(
+                        s.executor().execute(&call).await,
+                        Outcome::Succeeded { .. }
+                    ));
+                }
+            }));
+        }
+    }
+    for c in calls {
+        c.await.expect("a caller");
+    }
+    let took = started.elapsed();
+    let attempts = fake.attempts();
+    assert_eq!(attempts.len(), 12);
+    // One at a time: each arrived after the one before had its 200 ms.
+    for pair in attempts.windows(2) {
+        let gap = pair[1].at.saturating_sub(pair[0].at);
+        assert!(gap >= Duration::from_millis(190), "two calls {gap:?} apart");
+    }
+    println!("12 calls of 200 ms through one shared slot in {took:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "{took:?}: waited for leases to expire"
+    );
 }

@@ -312,6 +312,11 @@ async fn write_through_journal(
             "action_owned_elsewhere",
             format!("sluice: {}", sluice::printable::printable(&e.to_string())),
         )),
+        Err(WriteError::Claim(e @ ClaimError::HostIdInUse { .. })) => Err(SluiceError::new(
+            503,
+            "host_id_in_use",
+            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
+        )),
         Err(WriteError::Claim(e @ ClaimError::Unreachable { .. })) => Err(SluiceError::new(
             503,
             "shared_store_unreachable",

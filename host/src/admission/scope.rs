@@ -199,6 +199,9 @@ pub struct Scope {
     /// Concurrency slots taken.
     taken: u32,
     hold: Option<Box<Hold>>,
+    /// A pause: nothing admitted before its end, but the buckets untouched and nothing
+    /// shared (the shared store's gate asked this host to wait; see [`Scope::pause`]).
+    pause: Option<Box<Hold>>,
     /// Boxed: most scopes never learn anything, and an idle scope should stay small.
     #[allow(
         clippy::box_collection,
@@ -216,6 +219,7 @@ impl Scope {
             tats,
             taken: 0,
             hold: None,
+            pause: None,
             learned: None,
         }
     }
@@ -243,7 +247,7 @@ impl Scope {
     /// What keeps `usage` from being admitted at `now`, if anything: the hold first, then
     /// the quota that lifts last, then concurrency.
     pub fn blocked(&self, now: Nanos, usage: &Usage) -> Option<Block> {
-        if let Some(hold) = self.held(now) {
+        if let Some(hold) = self.held(now).or_else(|| self.paused(now)) {
             return Some(Block::Held(hold.clone()));
         }
         let mut worst: Option<(&QuotaSpec, Nanos)> = None;
@@ -276,6 +280,7 @@ impl Scope {
     /// Whether `usage` may be admitted at `now`: [`Scope::blocked`] without the reason.
     pub(crate) fn admits(&self, now: Nanos, usage: &Usage) -> bool {
         self.held(now).is_none()
+            && self.paused(now).is_none()
             && self.quotas().all(|(q, tat)| {
                 q.rate
                     .ready_at(tat, now, usage.get(q.dimension))
@@ -358,6 +363,25 @@ impl Scope {
         }));
     }
 
+    /// Admits nothing before `until`, and changes nothing else: the shared store's gate said
+    /// the hosts sharing this scope have used it until then. Unlike [`Scope::hold`], the
+    /// buckets keep their state (a burst saved up stays saved) and the pause is not
+    /// reported as a hold, so it is never shared back as one.
+    pub fn pause(&mut self, until: Nanos, reason: &str) {
+        if self.pause.as_deref().is_some_and(|p| p.until >= until) {
+            return;
+        }
+        self.pause = Some(Box::new(Hold {
+            until,
+            reason: reason.into(),
+        }));
+    }
+
+    /// The pause in force at `now`, if any.
+    pub fn paused(&self, now: Nanos) -> Option<&Hold> {
+        self.pause.as_deref().filter(|p| p.until > now)
+    }
+
     /// Lifts the hold (a person says the provider's quota was raised): the scope admits
     /// again at once, at its pace, with no burst saved up while it was held.
     pub fn lift(&mut self, now: Nanos) {
@@ -401,6 +425,7 @@ impl Scope {
     /// When `usage` would fit after `ahead` of each dimension queued before it.
     pub(crate) fn estimate(&self, now: Nanos, ahead: &Usage, usage: &Usage) -> Nanos {
         let held = self.hold.as_deref().map_or(0, |h| h.until);
+        let held = held.max(self.pause.as_deref().map_or(0, |p| p.until));
         self.quotas()
             .map(|(q, tat)| {
                 q.rate

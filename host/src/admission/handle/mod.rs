@@ -251,109 +251,6 @@ impl Shared {
     }
 }
 
-impl Shared {
-    /// Shares the scope named `key` as it now stands here (its hold, its learned limits)
-    /// with the hosts sharing the store, if any; `remaining` is what a response said is left
-    /// of one of its quotas.
-    ///
-    /// The figure lands in one quota, as locally ([`super::scope::learn`]): the one of the
-    /// stated window, else the dimension's shortest (a figure without a window is about
-    /// the per-minute quota, never the daily one).
-    fn share_with(&self, key: &ScopeKey, remaining: Option<Remaining>) {
-        let Some(gate) = &self.gate else {
-            return;
-        };
-        let mut figures = {
-            let mut state = self.lock();
-            state.scheduler.figures(self.now(), key)
-        };
-        if let Some(r) = remaining {
-            let mut of_dimension = figures
-                .quotas
-                .iter_mut()
-                .filter(|q| q.dimension == r.dimension);
-            let quota = match r.window {
-                Some(w) => of_dimension.find(|q| q.window == w),
-                None => of_dimension.min_by_key(|q| q.window),
-            };
-            if let Some(q) = quota {
-                q.available = Some(r.left);
-            }
-        }
-        gate.share(figures);
-    }
-
-    fn share(&self, key: &ScopeKey) {
-        self.share_with(key, None);
-    }
-}
-
-/// What a response said is left of one quota of a scope.
-#[derive(Debug, Clone, Copy)]
-struct Remaining {
-    dimension: super::usage::Dimension,
-    window: Option<Duration>,
-    left: u64,
-}
-
-/// What a ticket needs to pass the shared store's gate once the local queue admits it.
-struct Gated {
-    gate: Gate,
-    class: Class,
-    tenant: Arc<str>,
-    submitted: Nanos,
-    deadline: Option<Nanos>,
-}
-
-impl Gated {
-    /// Passes `permit` through the gate: asks the store, and while it says wait, holds the
-    /// scope here for as long (so this host does not keep asking) and asks again then.
-    async fn pass(self, shared: Arc<Shared>, mut permit: Permit) -> Result<Permit, Refused> {
-        loop {
-            let charges = shared.lock().scheduler.charges(permit.grant);
-            let Some(call) = charges else {
-                return Err(Refused::Cancelled);
-            };
-            match self.gate.pass(call).await {
-                Passed::Go(lease) => {
-                    permit.lease = Some((self.gate, lease));
-                    return Ok(permit);
-                }
-                Passed::Wait {
-                    scope,
-                    wait,
-                    reason,
-                } => {
-                    let now = shared.now();
-                    let until = now.saturating_add(nanos(wait));
-                    if self.deadline.is_some_and(|d| until > d) {
-                        return Err(Refused::Expired(Box::new(Why {
-                            class: self.class,
-                            tenant: self.tenant,
-                            waited: Duration::from_nanos(now.saturating_sub(self.submitted)),
-                            deadline: self.deadline,
-                            waiting: super::outcome::Waiting::Scope {
-                                scope,
-                                block: Block::Held(Hold {
-                                    until,
-                                    reason: reason.into(),
-                                }),
-                            },
-                        })));
-                    }
-                    // Quietly: this is pacing, not a 429; the store already knows.
-                    shared.change(|state, now| {
-                        state
-                            .scheduler
-                            .hold(&scope, now.saturating_add(nanos(wait)), &reason);
-                    });
-                    tokio::time::sleep(wait).await;
-                }
-            }
-        }
-    }
-}
-
 impl Drop for Shared {
     fn drop(&mut self) {
         // The driver holds only a weak reference: wake it to find it gone.
@@ -692,7 +589,9 @@ fn nanos(d: Duration) -> Nanos {
 }
 
 mod permit;
+mod shared;
 #[cfg(test)]
 mod tests;
 
 pub use permit::{Permit, Ticket};
+use shared::{Gated, Remaining};

@@ -18,6 +18,13 @@ impl Scheduler {
         self.slots[id as usize].scope.hold(until, reason);
     }
 
+    /// Pauses the scope named `key` until `until` (see [`crate::admission::Scope::pause`]):
+    /// the shared store's gate said other hosts have used it until then.
+    pub fn pause(&mut self, key: &ScopeKey, until: Nanos, reason: &str) {
+        let id = self.scope_id(key);
+        self.slots[id as usize].scope.pause(until, reason);
+    }
+
     /// Lifts the hold on the scope named `key` (see [`crate::admission::Scope::lift`]).
     pub fn lift(&mut self, now: Nanos, key: &ScopeKey) {
         let id = self.scope_id(key);

@@ -20,6 +20,17 @@ pub enum ClaimError {
         /// The host that owns it.
         owner: String,
     },
+    /// Another live process uses this host's id: two processes with one id would both
+    /// own every action.
+    #[error(
+        "action {action:?} was not claimed: another live process uses this host's id {host:?} in the shared store (give each host its own [store] host_id; a host restarted within lease_ttl_ms waits for its previous run's mark to expire)"
+    )]
+    HostIdInUse {
+        /// The action.
+        action: String,
+        /// The host id.
+        host: String,
+    },
     /// The store did not answer, so the claim could not be made: nothing was sent.
     #[error(
         "action {action:?} could not be claimed in the shared store ({error}); nothing was sent, try again"
@@ -36,10 +47,17 @@ impl Gate {
     /// Claims `action` for this host, or finds it already this host's.
     ///
     /// # Errors
-    /// [`ClaimError::Elsewhere`] when another host owns it; [`ClaimError::Unreachable`]
+    /// [`ClaimError::Elsewhere`] when another host owns it; [`ClaimError::HostIdInUse`]
+    /// when another live process uses this host's id; [`ClaimError::Unreachable`]
     /// when the store does not answer (a write is never sent unclaimed: that is how one
     /// would be done twice).
     pub async fn claim(&self, action: &str) -> Result<(), ClaimError> {
+        if self.host_id_in_use() {
+            return Err(ClaimError::HostIdInUse {
+                action: action.into(),
+                host: self.host_id().into(),
+            });
+        }
         let ttl = self.config().claim_ttl;
         match self.store().claim(action, self.host_id(), ttl).await {
             Ok(None) => Ok(()),

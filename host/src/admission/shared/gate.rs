@@ -80,6 +80,10 @@ struct Inner {
     clock: Arc<dyn Clock>,
     origin: Instant,
     up: AtomicBool,
+    /// This process, among any that might use the same host id: part of its lease ids.
+    nonce: String,
+    /// Another live process holds this host id: claims are refused until it is gone.
+    clash: AtomicBool,
     next_lease: AtomicU64,
     state: Mutex<State>,
     runtime: tokio::runtime::Handle,
@@ -128,6 +132,8 @@ impl Gate {
             origin: clock.now(),
             clock,
             up: AtomicBool::new(true),
+            nonce: format!("{:016x}", fastrand::u64(..)),
+            clash: AtomicBool::new(false),
             next_lease: AtomicU64::new(0),
             state: Mutex::new(State::default()),
             runtime: tokio::runtime::Handle::current(),
@@ -155,6 +161,11 @@ impl Gate {
         &self.inner.store
     }
 
+    /// Whether another live process holds this host's id (then new writes are refused).
+    pub fn host_id_in_use(&self) -> bool {
+        self.inner.clash.load(Ordering::Relaxed)
+    }
+
     /// Whether the shared store answers (else admission paces locally).
     pub fn is_up(&self) -> bool {
         self.inner.up.load(Ordering::Relaxed)
@@ -165,7 +176,7 @@ impl Gate {
     pub async fn pass(&self, call: Vec<ScopeFigures>) -> Passed {
         let inner = &self.inner;
         let n = inner.next_lease.fetch_add(1, Ordering::Relaxed);
-        let id = format!("{}#{n}", inner.host_id);
+        let id = format!("{}#{}-{n}", inner.host_id, inner.nonce);
         let lease_keys: Vec<String> = call
             .iter()
             .map(|f| inner.store.lease_key(&f.scope))
@@ -261,9 +272,12 @@ impl Gate {
             state.fallback.release(&lease.call, &lease.lease_keys);
             state.live.remove(&lease.id);
         }
-        if !lease.shared || !self.is_up() {
+        if !self.is_up() {
             return;
         }
+        // A call admitted by local pacing has no charge in the store to correct, but its
+        // leases may have been put back there when the store answered again.
+        let actual = actual.filter(|_| lease.shared);
         let gate = self.clone();
         inner.runtime.spawn(async move {
             let store = &gate.inner.store;
@@ -342,20 +356,54 @@ fn live_pairs(inner: &Inner) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Renews this host's live leases every `every`, while the store answers.
+/// Says this process holds its host id, then renews its live leases, every `every` while
+/// the store answers (the first time at once).
 async fn renew_leases(inner: Weak<Inner>, every: Duration) {
+    let mut first = true;
     loop {
-        tokio::time::sleep(every).await;
+        if !std::mem::take(&mut first) {
+            tokio::time::sleep(every).await;
+        }
         let Some(inner) = inner.upgrade() else {
             return;
         };
         if !inner.up.load(Ordering::Relaxed) {
             continue;
         }
+        let ttl = inner.config.lease_ttl;
+        match inner
+            .store
+            .heartbeat(&inner.host_id, &inner.nonce, ttl)
+            .await
+        {
+            Ok(other) => clash(&inner, other.is_some()),
+            Err(e) => {
+                Gate { inner }.went_away(&e);
+                continue;
+            }
+        }
         let pairs = live_pairs(&inner);
-        if let Err(e) = inner.store.renew(&pairs).await {
+        if let Err(e) = inner.store.renew(&pairs, false).await {
             Gate { inner }.went_away(&e);
         }
+    }
+}
+
+/// Records whether another live process holds this host's id, saying so when it changes.
+fn clash(inner: &Inner, now: bool) {
+    if inner.clash.swap(now, Ordering::Relaxed) == now {
+        return;
+    }
+    if now {
+        tracing::error!(
+            host_id = %crate::printable::printable(&inner.host_id),
+            "another live process uses this host id in the shared store: new writes are refused until it is gone (give each host its own [store] host_id)"
+        );
+    } else {
+        tracing::info!(
+            host_id = %crate::printable::printable(&inner.host_id),
+            "this process alone holds its host id again: new writes are claimed again"
+        );
     }
 }
 
@@ -375,7 +423,7 @@ async fn probe(inner: Weak<Inner>) {
         if inner.store.ping().await.is_err() {
             continue;
         }
-        if inner.store.renew(&live_pairs(&inner)).await.is_err() {
+        if inner.store.renew(&live_pairs(&inner), true).await.is_err() {
             continue;
         }
         {

@@ -6,7 +6,9 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Script, Value};
 
-use super::scripts::{ADMIT, IDLE_KEEP_MS, LEARNED_FOR_US, RENEW, SETTLE, SHARE};
+use super::scripts::{
+    ADMIT, HEARTBEAT, IDLE_KEEP_MS, LEARNED_FOR_US, RENEW, SETTLE, SHARE, SLOT_POLL_US,
+};
 use super::{QuotaFigures, ScopeFigures, SharedConfig};
 use crate::admission::scope::ScopeKey;
 use crate::admission::usage::Usage;
@@ -67,6 +69,7 @@ pub struct RedisStore {
     settle: Script,
     share: Script,
     renew: Script,
+    heartbeat: Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -103,6 +106,7 @@ impl RedisStore {
             settle: Script::new(SETTLE),
             share: Script::new(SHARE),
             renew: Script::new(RENEW),
+            heartbeat: Script::new(HEARTBEAT),
         })
     }
 
@@ -160,7 +164,8 @@ impl RedisStore {
             .arg(call.len())
             .arg(lease_of.len())
             .arg(LEARNED_FOR_US)
-            .arg(IDLE_KEEP_MS);
+            .arg(IDLE_KEEP_MS)
+            .arg(SLOT_POLL_US);
         for f in call {
             for q in &f.quotas {
                 inv.arg(q.interval)
@@ -287,17 +292,22 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Renews `leases` (each a lease set's key and a lease id), adding back any the store
-    /// lost.
+    /// Renews `leases` (each a lease set's key and a lease id); with `restore`, adds back
+    /// any the store lost (after it was away), else renews only those still there.
     ///
     /// # Errors
     /// [`StoreError`] when Redis does not answer.
-    pub async fn renew(&self, leases: &[(String, String)]) -> Result<(), StoreError> {
+    pub async fn renew(
+        &self,
+        leases: &[(String, String)],
+        restore: bool,
+    ) -> Result<(), StoreError> {
         if leases.is_empty() {
             return Ok(());
         }
         let mut inv = self.renew.prepare_invoke();
-        inv.arg(self.lease_ttl_us);
+        inv.arg(self.lease_ttl_us)
+            .arg(if restore { "restore" } else { "renew" });
         for (key, id) in leases {
             inv.key(key).arg(id);
         }
@@ -325,6 +335,24 @@ impl RedisStore {
             .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
         let owner: Option<String> = self.run(cmd.query_async(&mut self.conn.clone())).await?;
         Ok(owner.filter(|o| o != host))
+    }
+
+    /// Says this process (`nonce`) is alive as `host` for `ttl`: `None`, or the nonce of
+    /// another process that holds the host id.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn heartbeat(
+        &self,
+        host: &str,
+        nonce: &str,
+        ttl: Duration,
+    ) -> Result<Option<String>, StoreError> {
+        let mut inv = self.heartbeat.prepare_invoke();
+        inv.key(format!("{}:host:{host}", self.prefix))
+            .arg(nonce)
+            .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        self.run(inv.invoke_async(&mut self.conn.clone())).await
     }
 
     /// Whether Redis answers.

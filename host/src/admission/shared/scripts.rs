@@ -19,29 +19,34 @@ pub(super) const LEARNED_FOR_US: u64 = 600_000_000;
 /// that long is full again; forgetting it costs at most its burst.
 pub(super) const IDLE_KEEP_MS: u64 = 3_600_000;
 
+/// How soon a call refused for want of a slot looks again: 50 ms.
+pub(super) const SLOT_POLL_US: u64 = 50_000;
+
 /// Checks and charges every quota, hold and concurrency limit of one call.
 ///
 /// KEYS: the quotas (`nb`), the holds (`nh`), the lease sets (`nc`).
-/// ARGV: lease id, lease ttl (µs), nb, nh, nc, learned-for (µs), idle-keep (ms); then per
-/// quota: interval (ns), tolerance (ns), cost, learned (0/1); then per lease set: its limit.
+/// ARGV: lease id, lease ttl (µs), nb, nh, nc, learned-for (µs), idle-keep (ms), slot poll
+/// (µs); then per quota: interval (ns), tolerance (ns), cost, learned (0/1); then per lease
+/// set: its limit.
 ///
 /// Returns `{verdict, index, wait_us, reason, ends...}`: verdict 0 admitted (with each
 /// quota's schedule end, µs, for the correction), 1 a quota is spent (index of the quota),
-/// 2 held (index of the hold, its reason), 3 every slot taken (index of the set; wait until
-/// the first lease expires).
+/// 2 held (index of the hold, its reason), 3 every slot taken (index of the set; look again
+/// after the slot poll, or when the first lease expires if sooner).
 pub(super) const ADMIT: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local lease, ttl = ARGV[1], tonumber(ARGV[2])
 local nb, nh, nc = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local learned_for, keep = tonumber(ARGV[6]), tonumber(ARGV[7])
+local poll = tonumber(ARGV[8])
 for i = 1, nh do
   local ms = redis.call('PTTL', KEYS[nb + i])
   if ms > 0 then
     return {2, i, ms * 1000, redis.call('GET', KEYS[nb + i]) or ''}
   end
 end
-local a, wait, worst, plan = 8, 0, 0, {}
+local a, wait, worst, plan = 9, 0, 0, {}
 for i = 1, nb do
   local interval, tol = tonumber(ARGV[a]) / 1000, tonumber(ARGV[a + 1]) / 1000
   local cost, learned = tonumber(ARGV[a + 2]), ARGV[a + 3]
@@ -59,7 +64,10 @@ for i = 1, nb do
     redis.call('HSET', KEYS[i], 'tat', tat)
     redis.call('PEXPIRE', KEYS[i], math.ceil(tol / 1000) + keep)
   end
-  local at = math.max(tat, now) + cost * interval - tol
+  -- Fits when the schedule, charged, runs at most the burst ahead of now. From `tat`, not
+  -- `max(tat, now)`: a cost above the burst fits once the quota has been idle long enough
+  -- to pay for the excess (as `Rate::ready_at`).
+  local at = tat + cost * interval - tol
   if at - now > wait then
     wait, worst = at - now, i
   end
@@ -72,8 +80,10 @@ for i = 1, nc do
   local k = KEYS[nb + nh + i]
   redis.call('ZREMRANGEBYSCORE', k, '-inf', now)
   if redis.call('ZCARD', k) >= tonumber(ARGV[a + i - 1]) then
+    -- A slot frees when a call ends, usually long before its lease expires: look again
+    -- soon, at most when the first lease expires.
     local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
-    return {3, i, math.max(1, math.ceil(tonumber(first[2]) - now)), ''}
+    return {3, i, math.max(1, math.min(poll, math.ceil(tonumber(first[2]) - now))), ''}
   end
 end
 local out = {0, 0, 0, ''}
@@ -166,16 +176,35 @@ end
 return 1
 ";
 
-/// Keeps a host's leases alive, and puts them back after the store lost them.
+/// Keeps a host's leases alive, or puts them back after the store lost them.
 ///
-/// KEYS: lease sets, one per lease. ARGV: ttl (µs), then the lease ids in KEYS' order.
+/// KEYS: lease sets, one per lease. ARGV: ttl (µs), mode (`renew`: only leases still
+/// there, so a lease its call released meanwhile stays released; `restore`: every one),
+/// then the lease ids in KEYS' order.
 pub(super) const RENEW: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local ttl = tonumber(ARGV[1])
+local ttl, restore = tonumber(ARGV[1]), ARGV[2] == 'restore'
 for i = 1, #KEYS do
-  redis.call('ZADD', KEYS[i], now + ttl, ARGV[1 + i])
+  if restore then
+    redis.call('ZADD', KEYS[i], now + ttl, ARGV[2 + i])
+  else
+    redis.call('ZADD', KEYS[i], 'XX', now + ttl, ARGV[2 + i])
+  end
   redis.call('PEXPIRE', KEYS[i], math.ceil(ttl / 1000) * 2)
 end
 return #KEYS
+";
+
+/// Says this process is alive under its host id, unless another process says so.
+///
+/// KEYS: the host's key. ARGV: this process's nonce, ttl (ms). Returns nothing, or the
+/// nonce of the other process that holds the id.
+pub(super) const HEARTBEAT: &str = r"
+local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] then
+  return v
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
 ";
