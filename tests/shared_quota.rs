@@ -570,3 +570,45 @@ async fn a_shared_slot_is_taken_again_soon_after_it_frees_not_when_its_lease_exp
         "{took:?}: waited for leases to expire"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_live_process_with_the_same_host_id_refuses_writes() {
+    let redis = TestRedis::get();
+    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
+        .await
+        .expect("fake");
+    let dir = tempfile::tempdir().expect("dir");
+    let limits = "requests_per_minute = 6000";
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let first = host((&url, &prefix), "api-1", "stripe", dir.path(), limits);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Another process given the same id (its own state directory).
+    let second = host(
+        (&url, &prefix),
+        "api-1",
+        "stripe",
+        &dir.path().join("copy"),
+        limits,
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pay = |action: &str| {
+        write(
+            "stripe",
+            "invoice-7",
+            action,
+            &fake.url("/v1/payment_intents"),
+            RequestClass::UncertainWrite,
+            "amount=100&currency=usd",
+        )
+    };
+    match second.write(&pay("pay")).await {
+        Err(WriteError::Claim(ClaimError::HostIdInUse { host, .. })) => assert_eq!(host, "api-1"),
+        other => panic!("two owners of one host id: {other:?}"),
+    }
+    assert!(matches!(
+        first.write(&pay("pay")).await,
+        Ok(WriteOutcome::Succeeded { .. })
+    ));
+    assert_eq!(fake.stored().len(), 1);
+    assert!(second.journal().all().expect("journal").is_empty());
+}

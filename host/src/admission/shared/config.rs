@@ -7,7 +7,8 @@ use std::time::Duration;
 /// [`crate::embed::SluiceBuilder::shared_store`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedConfig {
-    /// The Redis server: `redis://HOST:PORT[/DB]` (`rediss://` for TLS is not built in).
+    /// The Redis server, 7.0 or later: `redis://HOST:PORT[/DB]` (`rediss://` for TLS is not
+    /// built in).
     pub url: String,
     /// How many hosts share the quotas. When Redis cannot be reached, each host paces every
     /// quota at its limit divided by this, so that together they stay within it.

@@ -117,7 +117,12 @@ local a = 4
 for i = 1, nb do
   local interval, change, ends = tonumber(ARGV[a]) / 1000, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   a = a + 3
-  local tat = tonumber(redis.call('HGET', KEYS[i], 'tat'))
+  local h = redis.call('HMGET', KEYS[i], 'tat', 'li', 'lx')
+  local tat = tonumber(h[1])
+  -- At the pace the call was charged at: a learned one, when it is in force and slower.
+  if h[3] and tonumber(h[3]) > now and tonumber(h[2]) > interval then
+    interval = tonumber(h[2])
+  end
   if tat and change > 0 then
     redis.call('HSET', KEYS[i], 'tat', math.max(tat, now) + change * interval)
   elseif tat and change < 0 then

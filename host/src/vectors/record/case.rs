@@ -101,7 +101,7 @@ pub(super) fn cases(c: &Capture, name: &str, class: &'static str) -> Vec<Case> {
             now: c.now_ms.map(rfc3339),
             request: Req {
                 method: c.method.to_ascii_uppercase(),
-                url: c.url.clone(),
+                url: redact_query(&c.url),
                 class,
                 headers: redact(&c.request_headers, true),
                 body: c.request_body.clone(),
@@ -133,6 +133,48 @@ fn redact(h: &[(String, String)], request: bool) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// Words that mark a query parameter as a credential (`?key=`, `?api_key=`,
+/// `?access_token=`, `?X-Amz-Signature=`).
+const SECRET_PARAMS: &[&str] = &[
+    "key",
+    "token",
+    "secret",
+    "password",
+    "auth",
+    "signature",
+    "sig",
+    "session",
+    "credential",
+];
+
+/// `url` with the values of its credential-like query parameters replaced.
+fn redact_query(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let (query, fragment) = query
+        .split_once('#')
+        .map_or((query, None), |(q, f)| (q, Some(f)));
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if secret_param(name) => format!("{name}={REDACTED}"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    let mut out = format!("{base}?{}", pairs.join("&"));
+    if let Some(f) = fragment {
+        out.push('#');
+        out.push_str(f);
+    }
+    out
+}
+
+fn secret_param(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SECRET_PARAMS.iter().any(|w| name.contains(w))
 }
 
 /// At most `cap` bytes of `s`, cut at a character boundary.
@@ -313,6 +355,19 @@ mod tests {
         assert_eq!(redact(&vendor, true)[0].1, REDACTED);
         let quota = [("x-ratelimit-remaining-tokens".to_owned(), "5".to_owned())];
         assert_eq!(redact(&quota, false)[0].1, "5");
+    }
+
+    #[test]
+    fn credentials_in_the_query_are_not_written() {
+        assert_eq!(
+            redact_query("https://api.x.com/v1/m?key=AIza123&alt=json&access_token=t#f"),
+            format!("https://api.x.com/v1/m?key={REDACTED}&alt=json&access_token={REDACTED}#f")
+        );
+        assert_eq!(
+            redact_query("https://api.x.com/v1/m"),
+            "https://api.x.com/v1/m"
+        );
+        assert_eq!(redact_query("https://x/?page=2"), "https://x/?page=2");
     }
 
     #[test]
