@@ -202,6 +202,10 @@ pub struct Scope {
     /// A pause: nothing admitted before its end, but the buckets untouched and nothing
     /// shared (the shared store's gate asked this host to wait; see [`Scope::pause`]).
     pause: Option<Box<Hold>>,
+    /// Calls of this host admitted here and waiting at the shared store's gate for this
+    /// scope: while there are any, each of their refusals extends the pause, and the last
+    /// to leave lifts it.
+    gated: u32,
     /// Boxed: most scopes never learn anything, and an idle scope should stay small.
     #[allow(
         clippy::box_collection,
@@ -220,6 +224,7 @@ impl Scope {
             taken: 0,
             hold: None,
             pause: None,
+            gated: 0,
             learned: None,
         }
     }
@@ -375,6 +380,18 @@ impl Scope {
             until,
             reason: reason.into(),
         }));
+    }
+
+    /// One more call of this host waits at the shared store's gate for this scope.
+    pub(crate) fn gate_enter(&mut self) {
+        self.gated += 1;
+    }
+
+    /// One call fewer waits at the gate; the last one lifts the pause. Returns whether it
+    /// did.
+    pub(crate) fn gate_leave(&mut self) -> bool {
+        self.gated = self.gated.saturating_sub(1);
+        self.gated == 0 && self.pause.take().is_some()
     }
 
     /// The pause in force at `now`, if any.

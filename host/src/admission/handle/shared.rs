@@ -63,16 +63,24 @@ pub(super) struct Gated {
 }
 
 impl Gated {
-    /// Passes `permit` through the gate: asks the store, and while it says wait, pauses the
-    /// scope here for as long (so this host does not keep asking) and asks again then.
+    /// Passes `permit` through the gate: asks the store, and while it says wait, waits and
+    /// asks again then.
     ///
-    /// A pause is not a hold: it leaves the scope's buckets alone and is never shared, so
+    /// Meanwhile the scope that refused is paused here, a little past the time the store
+    /// named, and extended at every refusal: this host admits nothing more to it until this
+    /// call passed, so that it keeps one call at the gate per scope rather than a pile, and
+    /// its own queue (classes, tenants' shares, deadlines) still decides what goes next. A
+    /// pause is not a hold: it leaves the scope's buckets alone and is never shared, so
     /// pacing behind other hosts does not look like a 429 to anyone.
     pub(super) async fn pass(
         self,
         shared: Arc<Shared>,
         mut permit: Permit,
     ) -> Result<Permit, Refused> {
+        let mut waiting = AtGate {
+            shared: shared.clone(),
+            scopes: Vec::new(),
+        };
         loop {
             let charges = shared.lock().scheduler.charges(permit.grant);
             let Some(call) = charges else {
@@ -105,13 +113,47 @@ impl Gated {
                             },
                         })));
                     }
+                    let first = !waiting.scopes.contains(&scope);
                     shared.change(|state, now| {
-                        let until = now.saturating_add(nanos(wait));
+                        let until = now.saturating_add(nanos(wait + PAUSE_SLACK));
+                        if first {
+                            state.scheduler.gate_enter(&scope);
+                        }
                         state.scheduler.pause(&scope, until, &reason);
                     });
+                    if first {
+                        waiting.scopes.push(scope);
+                    }
                     tokio::time::sleep(wait).await;
                 }
             }
         }
+    }
+}
+
+/// How far past the store's answer a scope stays paused while a call of this host waits at
+/// the gate for it: enough for that call to ask again first (a round trip, a busy
+/// machine). Were the call gone (its caller hung up), the pause ends by itself this much
+/// later.
+const PAUSE_SLACK: Duration = Duration::from_millis(100);
+
+/// The scopes a call waits at the gate for; leaving (however the call ends, even dropped)
+/// tells the scheduler, so the last to leave lifts the scope's pause.
+struct AtGate {
+    shared: Arc<Shared>,
+    scopes: Vec<ScopeKey>,
+}
+
+impl Drop for AtGate {
+    fn drop(&mut self) {
+        if self.scopes.is_empty() {
+            return;
+        }
+        let scopes = std::mem::take(&mut self.scopes);
+        self.shared.change(|state, _| {
+            for scope in &scopes {
+                state.scheduler.gate_leave(scope);
+            }
+        });
     }
 }

@@ -25,6 +25,22 @@ impl Scheduler {
         self.slots[id as usize].scope.pause(until, reason);
     }
 
+    /// A call of this host admitted here waits at the shared store's gate for the scope
+    /// named `key` (see [`crate::admission::shared`]).
+    pub fn gate_enter(&mut self, key: &ScopeKey) {
+        let id = self.scope_id(key);
+        self.slots[id as usize].scope.gate_enter();
+    }
+
+    /// A call left the gate of the scope named `key` (passed it, or gave up); when it was the
+    /// last, the scope's pause is lifted and what waits on it may go.
+    pub fn gate_leave(&mut self, key: &ScopeKey) {
+        let id = self.scope_id(key);
+        if self.slots[id as usize].scope.gate_leave() {
+            self.wake(id);
+        }
+    }
+
     /// Lifts the hold on the scope named `key` (see [`crate::admission::Scope::lift`]).
     pub fn lift(&mut self, now: Nanos, key: &ScopeKey) {
         let id = self.scope_id(key);
