@@ -216,6 +216,10 @@ fn main() {
             percentile(&r, 0.5),
             percentile(&r, 0.99)
         );
+        // What Redis itself spent running the scripts (its own count, in µs).
+        if let Some(stats) = redis.command_stats("evalsha") {
+            println!("  inside Redis: {stats}");
+        }
 
         let run = Duration::from_secs(5);
         let one = throughput(&[shared(&redis.url(), "t-1", "bench-one")], 32, run).await;

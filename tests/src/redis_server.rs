@@ -84,6 +84,30 @@ impl RedisServer {
         panic!("redis-server on port {} did not answer PING", self.port);
     }
 
+    /// The `cmdstat_<command>` line of `INFO commandstats` (calls, µs in all, µs per call),
+    /// if the server ran the command.
+    pub fn command_stats(&self, command: &str) -> Option<String> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+        s.write_all(b"INFO commandstats\r\n").ok()?;
+        let mut text = Vec::new();
+        let mut buf = [0; 4096];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            text.extend_from_slice(&buf[..n]);
+            if text.ends_with(b"\r\n\r\n") || text.len() > 1 << 20 {
+                break;
+            }
+        }
+        let text = String::from_utf8_lossy(&text);
+        let wanted = format!("cmdstat_{command}:");
+        text.lines()
+            .find(|l| l.starts_with(&wanted))
+            .map(|l| l.trim().to_owned())
+    }
+
     fn pong(&self) -> bool {
         let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return false;
