@@ -1,0 +1,278 @@
+//! Hosts in this process sharing one `redis-server`: holds, claims, tenants' quotas, costs
+//! above the burst, shared slots, and the fallback when Redis is unreachable.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice::admission::shared::ClaimError;
+use sluice::contract::RequestClass;
+use sluice::execute::{Call, Outcome};
+use sluice::writes::{WriteError, WriteOutcome};
+use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
+use sluice_tests::redis_server::TestRedis;
+use sluice_tests::stack::write;
+
+use crate::support::{CHAT, chat, host, load, rate, worst_excess};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
+    let redis = TestRedis::get();
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    fake.script(
+        CHAT,
+        [Fault::RateLimited {
+            retry_after: Some(RetryAfter::Seconds(2)),
+        }],
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let limits = "requests_per_minute = 6000";
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let a = Arc::new(host((&url, &prefix), "a", "openai", dir.path(), limits));
+    let b = host((&url, &prefix), "b", "openai", dir.path(), limits);
+    let call = chat(&fake);
+    let first = {
+        let (a, call) = (a.clone(), call.clone());
+        tokio::spawn(async move { a.executor().execute(&call).await })
+    };
+    while fake.answered(429) == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Give host A the moment it takes to read the 429 and share the hold.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(matches!(
+        b.executor().execute(&call).await,
+        Outcome::Succeeded { .. }
+    ));
+    assert!(matches!(
+        first.await.expect("a's call"),
+        Outcome::Succeeded { .. }
+    ));
+    let attempts = fake.attempts();
+    let refused_at = attempts[0].at;
+    assert_eq!(attempts[0].status, Some(429));
+    for later in &attempts[1..] {
+        let after = later.at.saturating_sub(refused_at);
+        assert!(
+            after >= Duration::from_millis(1_900),
+            "an attempt {after:?} after the 429"
+        );
+    }
+    assert_eq!(attempts.len(), 3, "one 429, then one call from each host");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_host_given_the_same_action_refuses_it_naming_its_owner() {
+    let redis = TestRedis::get();
+    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
+        .await
+        .expect("fake");
+    let dir = tempfile::tempdir().expect("dir");
+    let limits = "requests_per_minute = 6000";
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let a = host((&url, &prefix), "host-a", "stripe", dir.path(), limits);
+    let b = host((&url, &prefix), "host-b", "stripe", dir.path(), limits);
+    let pay = write(
+        "stripe",
+        "invoice-42",
+        "pay",
+        &fake.url("/v1/payment_intents"),
+        RequestClass::UncertainWrite,
+        "amount=100&currency=usd",
+    );
+    let done = a.write(&pay).await.expect("host A's write");
+    assert!(matches!(done, WriteOutcome::Succeeded { .. }), "{done:?}");
+    match b.write(&pay).await {
+        Err(WriteError::Claim(ClaimError::Elsewhere { owner, .. })) => assert_eq!(owner, "host-a"),
+        other => panic!("host B took the action: {other:?}"),
+    }
+    // Host A may write it again (it is its own): answered from its journal, not resent.
+    assert!(matches!(
+        a.write(&pay).await,
+        Ok(WriteOutcome::Succeeded { .. })
+    ));
+    assert_eq!(fake.stored().len(), 1);
+    assert_eq!(fake.attempts().len(), 1);
+    assert!(b.journal().all().expect("journal").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_redis_a_host_paces_at_its_share_of_the_limit() {
+    // A port nothing listens on: the store is unreachable from the start.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a port")
+        .port();
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    let dir = tempfile::tempdir().expect("dir");
+    // 600 a minute paced at 540: 9 a second; two hosts, so 4.5 a second for this one.
+    let sluice = Arc::new(host(
+        (&format!("redis://127.0.0.1:{port}"), "sluice"),
+        "alone",
+        "openai",
+        dir.path(),
+        "requests_per_minute = 600",
+    ));
+    let times = load(&[sluice], 4, &chat(&fake), &fake, Duration::from_secs(8)).await;
+    let rate = rate(&times);
+    println!("{} attempts at {rate:.2}/s", times.len());
+    assert!(
+        (3.8..=4.6).contains(&rate),
+        "{rate:.2}/s: not half of the 9/s pace"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_own_quota_holds_across_hosts() {
+    let redis = TestRedis::get();
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    let dir = tempfile::tempdir().expect("dir");
+    // The account allows far more; tenant acme's tier allows 120 a minute, paced at 108:
+    // 1.8 a second across both hosts, not 1.8 from each.
+    let limits = "requests_per_minute = 60000\n\n[tiers.small.limits]\nrequests_per_minute = 120\n\n\
+                  [tenants.assign]\nacme = \"small\"";
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let a = Arc::new(host((&url, &prefix), "a", "openai", dir.path(), limits));
+    let b = Arc::new(host((&url, &prefix), "b", "openai", dir.path(), limits));
+    let times = load(&[a, b], 4, &chat(&fake), &fake, Duration::from_secs(8)).await;
+    let excess = worst_excess(&times, 60.0 / 108.0);
+    let rate = rate(&times);
+    println!(
+        "{} attempts at {rate:.2}/s, worst excess {excess:.2}",
+        times.len()
+    );
+    assert!(
+        excess <= 2.0,
+        "{excess:.1} attempts beyond the tenant's pace"
+    );
+    assert!(rate >= 1.6, "{rate:.2}/s: the tenant's quota was not used");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_costing_more_than_the_burst_goes_once_the_shared_quota_was_idle_long_enough() {
+    let redis = TestRedis::get();
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    let dir = tempfile::tempdir().expect("dir");
+    // 100 000 tokens a minute paced at 99%: a burst of 1 001 tokens. The call plans about
+    // 1 500 (its max_tokens and its prompt): more than the burst, less than the limit.
+    let limits = "margin = 0.99\n---\ntokens_per_minute = 100000";
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let a = host((&url, &prefix), "a", "openai", dir.path(), limits);
+    let call = Call::post(
+        "openai",
+        fake.url(CHAT),
+        r#"{"model":"gpt-4o","max_tokens":1500,"messages":[{"role":"user","content":"hi"}]}"#,
+    )
+    .credential("team-key")
+    .tenant("acme")
+    .class(RequestClass::Read)
+    .header("content-type", "application/json")
+    .deadline(Duration::from_secs(10));
+    let outcome = tokio::time::timeout(Duration::from_secs(10), a.executor().execute(&call))
+        .await
+        .expect("admitted: a cost above the burst fits after an idle stretch");
+    assert!(matches!(outcome, Outcome::Succeeded { .. }), "{outcome:?}");
+    assert_eq!(fake.attempts().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_slot_is_taken_again_soon_after_it_frees_not_when_its_lease_expires() {
+    let redis = TestRedis::get();
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    fake.script(
+        CHAT,
+        std::iter::repeat_n(Fault::Slow(Duration::from_millis(200)), 12),
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    // One slot for both hosts; leases of 10 s (the default).
+    let limits = "requests_per_minute = 60000\nconcurrent_requests = 1";
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let hosts = [
+        Arc::new(host((&url, &prefix), "a", "openai", dir.path(), limits)),
+        Arc::new(host((&url, &prefix), "b", "openai", dir.path(), limits)),
+    ];
+    let call = chat(&fake);
+    #[allow(clippy::disallowed_methods, reason = "a test's stopwatch")]
+    let started = tokio::time::Instant::now();
+    let mut calls = Vec::new();
+    for sluice in &hosts {
+        for _ in 0..2 {
+            let (s, call) = (sluice.clone(), call.clone());
+            calls.push(tokio::spawn(async move {
+                for _ in 0..3 {
+                    assert!(matches!(
+                        s.executor().execute(&call).await,
+                        Outcome::Succeeded { .. }
+                    ));
+                }
+            }));
+        }
+    }
+    for c in calls {
+        c.await.expect("a caller");
+    }
+    let took = started.elapsed();
+    let attempts = fake.attempts();
+    assert_eq!(attempts.len(), 12);
+    // One at a time: each arrived after the one before had its 200 ms.
+    for pair in attempts.windows(2) {
+        let gap = pair[1].at.saturating_sub(pair[0].at);
+        assert!(gap >= Duration::from_millis(190), "two calls {gap:?} apart");
+    }
+    println!("12 calls of 200 ms through one shared slot in {took:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "{took:?}: waited for leases to expire"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_live_process_with_the_same_host_id_refuses_writes() {
+    let redis = TestRedis::get();
+    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
+        .await
+        .expect("fake");
+    let dir = tempfile::tempdir().expect("dir");
+    let limits = "requests_per_minute = 6000";
+    let (url, prefix) = (redis.url(), TestRedis::prefix());
+    let first = host((&url, &prefix), "api-1", "stripe", dir.path(), limits);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Another process given the same id (its own state directory).
+    let second = host(
+        (&url, &prefix),
+        "api-1",
+        "stripe",
+        &dir.path().join("copy"),
+        limits,
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pay = |action: &str| {
+        write(
+            "stripe",
+            "invoice-7",
+            action,
+            &fake.url("/v1/payment_intents"),
+            RequestClass::UncertainWrite,
+            "amount=100&currency=usd",
+        )
+    };
+    match second.write(&pay("pay")).await {
+        Err(WriteError::Claim(ClaimError::HostIdInUse { host, .. })) => assert_eq!(host, "api-1"),
+        other => panic!("two owners of one host id: {other:?}"),
+    }
+    assert!(matches!(
+        first.write(&pay("pay")).await,
+        Ok(WriteOutcome::Succeeded { .. })
+    ));
+    assert_eq!(fake.stored().len(), 1);
+    assert!(second.journal().all().expect("journal").is_empty());
+}

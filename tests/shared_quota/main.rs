@@ -1,0 +1,7 @@
+//! Several hosts, one quota, judged at the provider: hosts share one account's quotas
+//! through a real `redis-server`, and the fake provider's ledger says what they sent — how
+//! many, when, and whether it had to refuse any.
+
+mod in_process;
+mod processes;
+mod support;

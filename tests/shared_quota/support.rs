@@ -1,0 +1,232 @@
+//! What the shared-quota tests share: host processes and hosts in this process, the load
+//! they keep up, and the measures of what the provider saw.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice::Sluice;
+use sluice::contract::RequestClass;
+use sluice::execute::Call;
+use sluice::retry::RetryConfig;
+use sluice_fake_provider::{Attempt, FakeProvider};
+use sluice_tests::redis_server::RedisServer;
+use sluice_tests::stack::{builder, transport};
+
+pub const CHAT: &str = "/v1/chat/completions";
+
+/// 300 requests a minute, paced at 90%: 270 a minute, one every 222 ms.
+pub const RPM: u64 = 300;
+pub const PACED_PER_SEC: f64 = 270.0 / 60.0;
+
+/// A host process, and its stdout.
+pub struct Host {
+    child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+impl Host {
+    /// Waits for the line that starts with `prefix`, and returns it.
+    pub fn line(&mut self, prefix: &str) -> String {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self.out.read_line(&mut line).expect("the host's output");
+            assert!(n > 0, "the host exited before printing {prefix:?}");
+            if line.starts_with(prefix) {
+                return line.trim().to_owned();
+            }
+        }
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Waits for `f` on a blocking thread.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f)
+        .await
+        .expect("the blocking part")
+}
+
+pub fn seconds(a: &Attempt) -> f64 {
+    a.at.as_secs_f64()
+}
+
+/// The most attempts that arrived in any stretch, beyond what a steady pace of one every
+/// `interval` seconds admits in it (one, plus one per interval).
+pub fn worst_excess(times: &[f64], interval: f64) -> f64 {
+    let mut worst = f64::MIN;
+    for i in 0..times.len() {
+        for j in i..times.len() {
+            #[allow(clippy::cast_precision_loss, reason = "a few hundred attempts")]
+            let count = (j - i + 1) as f64;
+            worst = worst.max(count - 1.0 - (times[j] - times[i]) / interval);
+        }
+    }
+    worst
+}
+
+/// The most attempts that arrived within any 60 s.
+pub fn most_in_a_minute(times: &[f64]) -> usize {
+    (0..times.len())
+        .map(|i| {
+            times[i..]
+                .iter()
+                .take_while(|t| **t - times[i] < 60.0)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+pub async fn four_hosts(
+    redis: &RedisServer,
+    fake: &FakeProvider,
+    dir: &Path,
+    ms: u64,
+) -> Vec<Host> {
+    let mut hosts = Vec::new();
+    for i in 0..4 {
+        let (url, fake_addr) = (redis.url(), fake.addr());
+        let dir = dir.to_owned();
+        let limits = format!("requests_per_minute = {RPM}");
+        let host = blocking(move || {
+            let fake_url = format!("http://{fake_addr}");
+            let mut h = Host::start_at(
+                &url,
+                4,
+                &format!("host-{i}"),
+                &fake_url,
+                &dir,
+                4,
+                ms,
+                &limits,
+            );
+            h.line("ready");
+            h
+        })
+        .await;
+        hosts.push(host);
+    }
+    hosts
+}
+
+impl Host {
+    #[allow(clippy::too_many_arguments, reason = "the process's own arguments")]
+    pub fn start_at(
+        redis: &str,
+        hosts: u32,
+        id: &str,
+        fake_url: &str,
+        dir: &Path,
+        workers: u32,
+        duration_ms: u64,
+        limits: &str,
+    ) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shared_host"))
+            .args([redis, &hosts.to_string(), id, fake_url])
+            .arg(dir.join(id))
+            .args([&workers.to_string(), &duration_ms.to_string(), limits])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the shared_host binary");
+        let out = BufReader::new(child.stdout.take().expect("its stdout"));
+        Self { child, out }
+    }
+}
+
+pub async fn finish(hosts: Vec<Host>) -> Vec<String> {
+    blocking(move || {
+        hosts
+            .into_iter()
+            .map(|mut h| h.line("done"))
+            .collect::<Vec<_>>()
+    })
+    .await
+}
+
+/// A host in this process sharing quotas through `redis` as `id`, under the key prefix
+/// `prefix`, with `limits` for the provider (after top-level keys and a `---` line, if
+/// any).
+pub fn host(
+    (redis, prefix): (&str, &str),
+    id: &str,
+    plugin: &str,
+    dir: &Path,
+    limits: &str,
+) -> Sluice {
+    // Top-level keys (a margin) come first, before any table.
+    let (top, limits) = limits.split_once("\n---\n").unwrap_or(("", limits));
+    let config = format!(
+        "{top}\n[store]\nurl = \"{redis}\"\nhosts = 2\nhost_id = \"{id}\"\nkey_prefix = \"{prefix}\"\n\n\
+         [providers.{plugin}.limits]\n{limits}\n"
+    );
+    let retry = RetryConfig {
+        backoff_base_ms: 50,
+        backoff_cap_ms: 200,
+        ..RetryConfig::default()
+    };
+    builder(plugin, &config, retry, transport(Duration::from_secs(5)))
+        .state_dir(dir.join(id))
+        .build()
+        .expect("a host")
+}
+
+pub fn chat(fake: &FakeProvider) -> Call {
+    Call::post(
+        "openai",
+        fake.url(CHAT),
+        r#"{"model":"gpt-4o","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}"#,
+    )
+    .credential("team-key")
+    .tenant("acme")
+    .class(RequestClass::Read)
+    .header("content-type", "application/json")
+}
+
+/// Keeps `workers` callers per host sending `call` through `hosts` for `run`, then stops
+/// them; returns when each attempt the provider saw arrived, in seconds.
+pub async fn load(
+    hosts: &[Arc<Sluice>],
+    workers: usize,
+    call: &Call,
+    fake: &FakeProvider,
+    run: Duration,
+) -> Vec<f64> {
+    let mut callers = Vec::new();
+    for sluice in hosts {
+        for _ in 0..workers {
+            let (s, call) = (sluice.clone(), call.clone());
+            callers.push(tokio::spawn(async move {
+                loop {
+                    let _ = s.executor().execute(&call).await;
+                }
+            }));
+        }
+    }
+    tokio::time::sleep(run).await;
+    for c in &callers {
+        c.abort();
+    }
+    fake.attempts().iter().map(seconds).collect()
+}
+
+/// Attempts per second from the first to the last of `times`.
+pub fn rate(times: &[f64]) -> f64 {
+    let span = times[times.len() - 1] - times[0];
+    #[allow(clippy::cast_precision_loss, reason = "a few dozen attempts")]
+    let n = (times.len() - 1) as f64;
+    n / span
+}
