@@ -9,29 +9,24 @@ use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome};
 use sluice::writes::{WriteError, WriteOutcome};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
-use sluice_tests::redis_server::TestRedis;
 use sluice_tests::stack::write;
 
-use crate::support::{CHAT, chat, host, load, rate, worst_excess};
+use crate::support::{CHAT, Stage, chat, host, load, rate, worst_excess};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
-    let redis = TestRedis::get();
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .expect("fake");
+    let stage = Stage::start(Style::OpenAi).await;
+    let fake = &stage.fake;
     fake.script(
         CHAT,
         [Fault::RateLimited {
             retry_after: Some(RetryAfter::Seconds(2)),
         }],
     );
-    let dir = tempfile::tempdir().expect("dir");
     let limits = "requests_per_minute = 6000";
-    let (url, prefix) = (redis.url(), TestRedis::prefix());
-    let a = Arc::new(host((&url, &prefix), "a", "openai", dir.path(), limits));
-    let b = host((&url, &prefix), "b", "openai", dir.path(), limits);
-    let call = chat(&fake);
+    let a = Arc::new(stage.host("a", "openai", limits));
+    let b = stage.host("b", "openai", limits);
+    let call = chat(fake);
     let first = {
         let (a, call) = (a.clone(), call.clone());
         tokio::spawn(async move { a.executor().execute(&call).await })
@@ -64,15 +59,11 @@ async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_host_given_the_same_action_refuses_it_naming_its_owner() {
-    let redis = TestRedis::get();
-    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
-        .await
-        .expect("fake");
-    let dir = tempfile::tempdir().expect("dir");
+    let stage = Stage::start(Style::Stripe).await;
+    let fake = &stage.fake;
     let limits = "requests_per_minute = 6000";
-    let (url, prefix) = (redis.url(), TestRedis::prefix());
-    let a = host((&url, &prefix), "host-a", "stripe", dir.path(), limits);
-    let b = host((&url, &prefix), "host-b", "stripe", dir.path(), limits);
+    let a = stage.host("host-a", "stripe", limits);
+    let b = stage.host("host-b", "stripe", limits);
     let pay = write(
         "stripe",
         "invoice-42",
@@ -127,19 +118,15 @@ async fn without_redis_a_host_paces_at_its_share_of_the_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenants_own_quota_holds_across_hosts() {
-    let redis = TestRedis::get();
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .expect("fake");
-    let dir = tempfile::tempdir().expect("dir");
+    let stage = Stage::start(Style::OpenAi).await;
+    let fake = &stage.fake;
     // The account allows far more; tenant acme's tier allows 120 a minute, paced at 108:
     // 1.8 a second across both hosts, not 1.8 from each.
     let limits = "requests_per_minute = 60000\n\n[tiers.small.limits]\nrequests_per_minute = 120\n\n\
                   [tenants.assign]\nacme = \"small\"";
-    let (url, prefix) = (redis.url(), TestRedis::prefix());
-    let a = Arc::new(host((&url, &prefix), "a", "openai", dir.path(), limits));
-    let b = Arc::new(host((&url, &prefix), "b", "openai", dir.path(), limits));
-    let times = load(&[a, b], 4, &chat(&fake), &fake, Duration::from_secs(8)).await;
+    let a = Arc::new(stage.host("a", "openai", limits));
+    let b = Arc::new(stage.host("b", "openai", limits));
+    let times = load(&[a, b], 4, &chat(fake), fake, Duration::from_secs(8)).await;
     let excess = worst_excess(&times, 60.0 / 108.0);
     let rate = rate(&times);
     println!(
@@ -155,16 +142,12 @@ async fn a_tenants_own_quota_holds_across_hosts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_costing_more_than_the_burst_goes_once_the_shared_quota_was_idle_long_enough() {
-    let redis = TestRedis::get();
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .expect("fake");
-    let dir = tempfile::tempdir().expect("dir");
+    let stage = Stage::start(Style::OpenAi).await;
+    let fake = &stage.fake;
     // 100 000 tokens a minute paced at 99%: a burst of 1 001 tokens. The call plans about
     // 1 500 (its max_tokens and its prompt): more than the burst, less than the limit.
     let limits = "margin = 0.99\n---\ntokens_per_minute = 100000";
-    let (url, prefix) = (redis.url(), TestRedis::prefix());
-    let a = host((&url, &prefix), "a", "openai", dir.path(), limits);
+    let a = stage.host("a", "openai", limits);
     let call = Call::post(
         "openai",
         fake.url(CHAT),
@@ -184,23 +167,19 @@ async fn a_call_costing_more_than_the_burst_goes_once_the_shared_quota_was_idle_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_slot_is_taken_again_soon_after_it_frees_not_when_its_lease_expires() {
-    let redis = TestRedis::get();
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .expect("fake");
+    let stage = Stage::start(Style::OpenAi).await;
+    let fake = &stage.fake;
     fake.script(
         CHAT,
         std::iter::repeat_n(Fault::Slow(Duration::from_millis(200)), 12),
     );
-    let dir = tempfile::tempdir().expect("dir");
     // One slot for both hosts; leases of 10 s (the default).
     let limits = "requests_per_minute = 60000\nconcurrent_requests = 1";
-    let (url, prefix) = (redis.url(), TestRedis::prefix());
     let hosts = [
-        Arc::new(host((&url, &prefix), "a", "openai", dir.path(), limits)),
-        Arc::new(host((&url, &prefix), "b", "openai", dir.path(), limits)),
+        Arc::new(stage.host("a", "openai", limits)),
+        Arc::new(stage.host("b", "openai", limits)),
     ];
-    let call = chat(&fake);
+    let call = chat(fake);
     #[allow(clippy::disallowed_methods, reason = "a test's stopwatch")]
     let started = tokio::time::Instant::now();
     let mut calls = Vec::new();
@@ -237,23 +216,13 @@ async fn a_shared_slot_is_taken_again_soon_after_it_frees_not_when_its_lease_exp
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_live_process_with_the_same_host_id_refuses_writes() {
-    let redis = TestRedis::get();
-    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
-        .await
-        .expect("fake");
-    let dir = tempfile::tempdir().expect("dir");
+    let stage = Stage::start(Style::Stripe).await;
+    let fake = &stage.fake;
     let limits = "requests_per_minute = 6000";
-    let (url, prefix) = (redis.url(), TestRedis::prefix());
-    let first = host((&url, &prefix), "api-1", "stripe", dir.path(), limits);
+    let first = stage.host("api-1", "stripe", limits);
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Another process given the same id (its own state directory).
-    let second = host(
-        (&url, &prefix),
-        "api-1",
-        "stripe",
-        &dir.path().join("copy"),
-        limits,
-    );
+    let second = stage.another_process("api-1", "stripe", limits);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let pay = |action: &str| {
         write(

@@ -11,8 +11,8 @@ use sluice::Sluice;
 use sluice::contract::RequestClass;
 use sluice::execute::Call;
 use sluice::retry::RetryConfig;
-use sluice_fake_provider::{Attempt, FakeProvider};
-use sluice_tests::redis_server::RedisServer;
+use sluice_fake_provider::{Attempt, FakeConfig, FakeProvider, Style};
+use sluice_tests::redis_server::{RedisServer, TestRedis};
 use sluice_tests::stack::{builder, transport};
 
 pub const CHAT: &str = "/v1/chat/completions";
@@ -155,6 +155,45 @@ pub async fn finish(hosts: Vec<Host>) -> Vec<String> {
             .collect::<Vec<_>>()
     })
     .await
+}
+
+/// One test's parts: a Redis, a fake provider, state directories, and a key prefix no
+/// other test uses.
+pub struct Stage {
+    pub fake: FakeProvider,
+    redis: TestRedis,
+    prefix: String,
+    dir: tempfile::TempDir,
+}
+
+impl Stage {
+    pub async fn start(style: Style) -> Self {
+        let redis = TestRedis::get();
+        let fake = FakeProvider::start(FakeConfig::new(style))
+            .await
+            .expect("fake");
+        Self {
+            fake,
+            redis,
+            prefix: TestRedis::prefix(),
+            dir: tempfile::tempdir().expect("dir"),
+        }
+    }
+
+    /// A host in this process sharing quotas as `id` (see [`host`]).
+    pub fn host(&self, id: &str, plugin: &str, limits: &str) -> Sluice {
+        self.host_in(id, plugin, self.dir.path(), limits)
+    }
+
+    /// As [`Stage::host`], its state under a directory of another name: a second process
+    /// given an id already in use.
+    pub fn another_process(&self, id: &str, plugin: &str, limits: &str) -> Sluice {
+        self.host_in(id, plugin, &self.dir.path().join("another"), limits)
+    }
+
+    fn host_in(&self, id: &str, plugin: &str, dir: &Path, limits: &str) -> Sluice {
+        host((&self.redis.url(), &self.prefix), id, plugin, dir, limits)
+    }
 }
 
 /// A host in this process sharing quotas through `redis` as `id`, under the key prefix
