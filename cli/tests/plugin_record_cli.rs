@@ -5,6 +5,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use support::{sluice, stderr, stdout};
 
@@ -14,6 +15,13 @@ fn fixture(name: &str) -> String {
         .join(name)
         .display()
         .to_string()
+}
+
+/// Runs `plugin test PLUGIN --record FILE` with `more` arguments after it.
+fn record(plugin: &str, file: &str, more: &[&str]) -> Output {
+    let mut args = vec!["plugin", "test", plugin, "--record", file];
+    args.extend(more);
+    sluice(&args)
 }
 
 fn out_in(dir: &tempfile::TempDir) -> PathBuf {
@@ -34,17 +42,16 @@ fn replay(plugin: &str, file: &Path) -> (String, Option<i32>) {
 fn a_har_file_becomes_cases_the_plugin_passes_with_no_credential_written() {
     let dir = tempfile::tempdir().unwrap();
     let out = out_in(&dir);
-    let o = sluice(&[
-        "plugin",
-        "test",
+    let o = record(
         "openai",
-        "--record",
         &fixture("openai.har"),
-        "--request-url",
-        "https://api.openai.com/",
-        "--out",
-        &out.display().to_string(),
-    ]);
+        &[
+            "--request-url",
+            "https://api.openai.com/",
+            "--out",
+            &out.display().to_string(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("recorded 3 cases into"),
@@ -83,15 +90,11 @@ fn a_har_file_becomes_cases_the_plugin_passes_with_no_credential_written() {
 fn a_recorded_expectation_edited_wrong_fails_the_replay() {
     let dir = tempfile::tempdir().unwrap();
     let out = out_in(&dir);
-    let o = sluice(&[
-        "plugin",
-        "test",
+    let o = record(
         "anthropic",
-        "--record",
         &fixture("anthropic-429.curl"),
-        "--out",
-        &out.display().to_string(),
-    ]);
+        &["--out", &out.display().to_string()],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(!text.contains("sk-ant-api03"), "{text}");
@@ -178,17 +181,16 @@ fn cases_are_added_to_a_written_file_without_touching_its_text() {
     let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/openai/vectors.json");
     let before = std::fs::read_to_string(bundled).unwrap();
     std::fs::write(&out, &before).unwrap();
-    let o = sluice(&[
-        "plugin",
-        "test",
+    let o = record(
         "openai",
-        "--record",
         &fixture("openai.har"),
-        "--request-url",
-        "https://api.openai.com/v1/chat/completions",
-        "--out",
-        &out.display().to_string(),
-    ]);
+        &[
+            "--request-url",
+            "https://api.openai.com/v1/chat/completions",
+            "--out",
+            &out.display().to_string(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let after = std::fs::read_to_string(&out).unwrap();
     let cases_end = before.rfind("\n  ],\n  \"writes\"").unwrap();
@@ -209,15 +211,7 @@ fn a_capture_that_cannot_be_a_case_is_refused_naming_the_file_and_the_entry() {
     let dir = tempfile::tempdir().unwrap();
     let out = out_in(&dir);
     let har = fixture("openai.har");
-    let o = sluice(&[
-        "plugin",
-        "test",
-        "openai",
-        "--record",
-        &har,
-        "--out",
-        &out.display().to_string(),
-    ]);
+    let o = record("openai", &har, &["--out", &out.display().to_string()]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(err.contains(&har), "{err}");
@@ -227,15 +221,11 @@ fn a_capture_that_cannot_be_a_case_is_refused_naming_the_file_and_the_entry() {
     );
     assert!(!out.exists(), "nothing written");
 
-    let o = sluice(&[
-        "plugin",
-        "test",
+    let o = record(
         "openai",
-        "--record",
         &har,
-        "--request-url",
-        "https://api.openai.com/v1/embeddings",
-    ]);
+        &["--request-url", "https://api.openai.com/v1/embeddings"],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains(
@@ -248,13 +238,7 @@ fn a_capture_that_cannot_be_a_case_is_refused_naming_the_file_and_the_entry() {
 
 #[test]
 fn without_out_the_cases_are_printed_as_a_vector_file() {
-    let o = sluice(&[
-        "plugin",
-        "test",
-        "anthropic",
-        "--record",
-        &fixture("anthropic-429.curl"),
-    ]);
+    let o = record("anthropic", &fixture("anthropic-429.curl"), &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["cases"][0]["expect"]["verdict"], "rate-limited");
