@@ -2,7 +2,7 @@
 //! that window, its `remaining` is what admission lets through at once, and a month spent
 //! holds the scope until its reset, weeks away, with no figure overflowing.
 
-use sluice::admission::{Ask, Class, GrantId, Nanos, QueueEvent, Route, TenantId, Usage};
+use sluice::admission::{Class, Nanos, Route, TenantId, Usage};
 use sluice::contract::{Observation, ReportedDimension as D};
 
 use crate::sim::{Arrival, MINUTE, SEC, Sim};
@@ -11,28 +11,6 @@ const DAY: Nanos = 24 * 60 * MINUTE;
 const MONTH_MS: u64 = 30 * 86_400_000;
 /// A provider with no configured limits: everything it has, responses teach.
 const CONFIG: &str = "[providers.p]\n";
-
-/// A scheduler with one call admitted at 0 and not completed: its grant, route and tenant.
-fn one_in_flight() -> (Sim, GrantId, Route, TenantId) {
-    let mut sim = Sim::new(CONFIG);
-    let route = sim.route("p", "acct", &[]);
-    let tenant = sim.tenant("t");
-    let ask = Ask {
-        route,
-        tenant,
-        class: Class::Standard,
-        usage: Usage::ONE_REQUEST,
-        deadline: None,
-        task: None,
-    };
-    sim.s.submit(0, ask).unwrap();
-    let mut events = Vec::new();
-    sim.s.poll(0, &mut events);
-    let [QueueEvent::Admitted { grant, .. }] = events[..] else {
-        panic!("{events:?}")
-    };
-    (sim, grant, route, tenant)
-}
 
 /// What an IETF `RateLimit-Policy: "month";q=1000000;w=2592000` and `RateLimit:
 /// "month";r=R;t=T` answer becomes in a plugin's reading.
@@ -62,7 +40,7 @@ fn thousand_token_calls(route: Route, tenant: TenantId, seconds: u64) -> Vec<Arr
 
 #[test]
 fn a_monthly_token_quota_is_learned_with_its_month() {
-    let (mut sim, grant, ..) = one_in_flight();
+    let (mut sim, grant, ..) = Sim::one_in_flight(CONFIG);
     assert_eq!(
         sim.s
             .observe(SEC, grant, &[monthly(40_000, 14 * 86_400_000)]),
@@ -86,7 +64,7 @@ fn a_monthly_token_quota_is_learned_with_its_month() {
 
 #[test]
 fn admission_lets_through_what_the_month_has_left_and_then_its_pace() {
-    let (mut sim, grant, route, tenant) = one_in_flight();
+    let (mut sim, grant, route, tenant) = Sim::one_in_flight(CONFIG);
     sim.s
         .observe(SEC, grant, &[monthly(40_000, 14 * 86_400_000)]);
     sim.now = SEC;
@@ -102,7 +80,7 @@ fn admission_lets_through_what_the_month_has_left_and_then_its_pace() {
 
 #[test]
 fn a_month_spent_holds_the_scope_until_its_reset_weeks_away() {
-    let (mut sim, grant, route, tenant) = one_in_flight();
+    let (mut sim, grant, route, tenant) = Sim::one_in_flight(CONFIG);
     let reset_ms = 14 * 86_400_000;
     sim.s.observe(SEC, grant, &[monthly(0, reset_ms)]);
     let (_, scope) = sim.s.scope(0).unwrap();

@@ -2,7 +2,7 @@
 //! delays the next admissions by exactly what the difference takes; a figure above it lets
 //! nothing more through; `remaining: 0` with a reset still holds the scope until the reset.
 
-use sluice::admission::{Ask, Class, GrantId, Nanos, QueueEvent, Route, TenantId, Usage};
+use sluice::admission::{Class, Nanos, Usage};
 use sluice::contract::{Observation, ReportedDimension as D};
 
 use crate::sim::{Arrival, SEC, Sim, call};
@@ -15,28 +15,6 @@ const CONFIG: &str =
 const REQUEST: Nanos = (60 * SEC).div_ceil(540);
 /// One token every 60 s / 90 000.
 const TOKEN: Nanos = (60 * SEC).div_ceil(90_000);
-
-/// A scheduler with one call admitted at 0 (and not completed), its grant, route and tenant.
-fn one_in_flight() -> (Sim, GrantId, Route, TenantId) {
-    let mut sim = Sim::new(CONFIG);
-    let route = sim.route("p", "acct", &[]);
-    let tenant = sim.tenant("t");
-    let ask = Ask {
-        route,
-        tenant,
-        class: Class::Standard,
-        usage: Usage::ONE_REQUEST,
-        deadline: None,
-        task: None,
-    };
-    sim.s.submit(0, ask).unwrap();
-    let mut events = Vec::new();
-    sim.s.poll(0, &mut events);
-    let [QueueEvent::Admitted { grant, .. }] = events[..] else {
-        panic!("{events:?}")
-    };
-    (sim, grant, route, tenant)
-}
 
 fn said(dimension: D, remaining: u64, reset_after_ms: Option<u64>) -> Observation {
     Observation {
@@ -54,7 +32,7 @@ fn said(dimension: D, remaining: u64, reset_after_ms: Option<u64>) -> Observatio
 /// When each of `n` calls of `usage`, all submitted at 1 s, is admitted; `observed` is what the
 /// response to the call in flight said at 1 s.
 fn admissions(observed: &[Observation], n: usize, usage: Usage) -> Vec<Nanos> {
-    let (mut sim, grant, route, tenant) = one_in_flight();
+    let (mut sim, grant, route, tenant) = Sim::one_in_flight(CONFIG);
     assert_eq!(sim.s.observe(SEC, grant, observed), observed.len());
     sim.now = SEC;
     let arrivals: Vec<Arrival> = (0..n)

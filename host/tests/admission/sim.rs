@@ -231,4 +231,27 @@ impl Sim {
             .filter_map(|id| self.s.explain(self.now, *id))
             .collect()
     }
+
+    /// A scheduler on `config` with one call to provider `p` admitted at 0 and not
+    /// completed: its grant, route and tenant.
+    pub fn one_in_flight(config: &str) -> (Self, GrantId, Route, TenantId) {
+        let mut sim = Self::new(config);
+        let route = sim.route("p", "acct", &[]);
+        let tenant = sim.tenant("t");
+        let ask = Ask {
+            route,
+            tenant,
+            class: Class::Standard,
+            usage: Usage::ONE_REQUEST,
+            deadline: None,
+            task: None,
+        };
+        sim.s.submit(0, ask).unwrap();
+        let mut events = Vec::new();
+        sim.s.poll(0, &mut events);
+        let [QueueEvent::Admitted { grant, .. }] = events[..] else {
+            panic!("{events:?}")
+        };
+        (sim, grant, route, tenant)
+    }
 }
