@@ -23,7 +23,7 @@ pub enum PluginCommand {
     /// a `curl -i` dump, with or without -v), has the plugin read it, and adds a case per
     /// exchange to the --out vector file (created when absent; printed when --out is not
     /// given), its expectations filled with what the plugin answered. Review them before
-    /// committing. Credential and account headers are written as [redacted]; a case name
+    /// committing. Credential and account headers are written redacted; a case name
     /// the file already holds is refused, and nothing is written.
     Test(TestArgs),
     /// Show what a plugin says about itself, what it exports and the limits it runs under.

@@ -13,7 +13,7 @@
 //! every timer move together, and idle time is skipped), so two minutes of load take
 //! seconds; `--real-time` runs on the wall clock.
 //!
-//! What a run keeps on disk, and how it stops on a signal, is in [`state`] and [`stop`]; what
+//! What a run keeps on disk, and how it stops on a signal, is in [`state`] and [`stop`](crate::stop); what
 //! it writes beside its state (the JSON report, a kept key), in [`outputs`].
 
 mod budget;

@@ -271,12 +271,12 @@ pub enum ConfigError {
         origin: String,
         /// The parser's message on one line: the line and column, what is wrong (naming the
         /// key), and at most [`QUOTED_CHARS`] characters of the line around the error — all
-        /// escaped by [`printable`](crate::printable::printable).
+        /// escaped by [`printable`].
         message: String,
     },
     /// A value is out of range or refers to something undefined. Both fields may quote the
     /// file (a provider's or tier's name): they are printed escaped by
-    /// [`printable`](crate::printable::printable).
+    /// [`printable`].
     #[error("`{}`: {}", printable(.key), printable(.message))]
     Invalid {
         /// The dotted key.

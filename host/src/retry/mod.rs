@@ -1,4 +1,4 @@
-//! The retry machinery, split the way tower splits it: the plugin classifies, [`decide`]
+//! The retry machinery, split the way tower splits it: the plugin classifies, [`decide`](decide())
 //! weighs the class's budget, [`backoff`] spaces the attempts, [`breaker`] stops a path that
 //! keeps failing the same way. The executor ([`crate::execute`]) runs them around the
 //! admission queue and the transport.

@@ -8,12 +8,12 @@
 //!   contract's `plan-request` and `read-response`, so a plugin overrides only what its
 //!   provider does differently; and [`export_plugin!`], which turns an implementation into
 //!   the component's exports;
-//! - parsers for what providers send: [`headers`] (case, repetition), [`retry_after`],
+//! - parsers for what providers send: [`headers`](mod@headers) (case, repetition), [`retry_after`],
 //!   [`ratelimit`] (the IETF fields), [`time`] (HTTP-dates, RFC 3339, Go durations),
 //!   [`json`] (error codes in truncated bodies) and [`sse`] (server-sent events in the cut
 //!   body of a stream's end);
 //! - [`generic`]: the RFC reading of a response, shared with the host's built-in fallback;
-//! - [`test`]: a request or a response in one line, for a plugin's unit tests.
+//! - [`test`](mod@test): a request or a response in one line, for a plugin's unit tests.
 //!
 //! The parsers are plain Rust and work on any target: test a plugin's logic natively with
 //! `cargo test`, then check it against recorded responses with `sluice plugin test`.

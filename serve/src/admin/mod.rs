@@ -8,15 +8,15 @@
 //! - `GET /metrics`: the Prometheus text format;
 //! - `GET /scopes`: every quota scope — limits, paced rate, what is available, what the
 //!   provider last reported, the hold, when the next request may go and why it waits
-//!   ([`scopes`]);
-//! - `GET /queue`: the requests waiting and in flight, by tenant and class ([`scopes`]);
+//!   (`scopes.rs`);
+//! - `GET /queue`: the requests waiting and in flight, by tenant and class (`scopes.rs`);
 //! - `GET /tasks`: the tasks agents named (`x-sluice-task`); `POST /tasks/{name}/cancel`
-//!   cancels one: its waiting calls and its unsent writes ([`tasks`]);
+//!   cancels one: its waiting calls and its unsent writes (`tasks.rs`);
 //! - `GET /escalations` (the open ones; `?all=true`: all), `GET /escalations/{id}` (the case),
-//!   `POST /escalations/{id}/resolve` (a decision, carried out at once) ([`escalations`]);
-//! - `GET /audit/verify`: verifies the audit log ([`audit`]);
+//!   `POST /escalations/{id}/resolve` (a decision, carried out at once) (`escalations.rs`);
+//! - `GET /audit/verify`: verifies the audit log (`audit.rs`);
 //! - `POST /plugins/{provider}/reload`: swaps the provider's plugin for the version its file
-//!   holds now, once that version passed its checks ([`plugins`]).
+//!   holds now, once that version passed its checks (`plugins.rs`).
 //!
 //! The operator's console (`/console`, HTML for people, signed in with a session cookie) is
 //! served on the same listener: see `crate::console`.

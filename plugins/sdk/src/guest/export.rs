@@ -1,7 +1,7 @@
 //! [`export_plugin!`](crate::export_plugin): a [`Plugin`](super::Plugin) implementation as
 //! the component's exports.
 
-/// Exports a [`Plugin`] implementation as the component's `sluice:policy/policy@0.2.0`
+/// Exports a [`Plugin`](crate::Plugin) implementation as the component's `sluice:policy/policy@0.2.0`
 /// interface: `describe`, `plan-request`, `read-response`, `reconcile` and
 /// `read-reconciliation`. Every answer is fitted to the host's caps on the way out
 /// ([`caps`](crate::caps)), so a figure from outside cannot make it invalid output.
