@@ -101,7 +101,7 @@ async fn without_redis_a_host_paces_at_its_share_of_the_limit() {
     let dir = tempfile::tempdir().expect("dir");
     // 600 a minute paced at 540: 9 a second; two hosts, so 4.5 a second for this one.
     let sluice = Arc::new(host(
-        (&format!("redis://127.0.0.1:{port}"), "sluice"),
+        (&format!("redis://127.0.0.1:{port}"), "sluice", ""),
         "alone",
         "openai",
         dir.path(),
@@ -244,4 +244,41 @@ async fn a_second_live_process_with_the_same_host_id_refuses_writes() {
     ));
     assert_eq!(fake.stored().len(), 1);
     assert!(second.journal().all().expect("journal").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_given_up_while_the_store_answers_leaves_no_slot_taken() {
+    // The store may take 5 s to answer; one slot for both hosts, on leases of 10 s.
+    let stage = Stage::alone(Style::OpenAi)
+        .await
+        .store_keys("timeout_ms = 5000");
+    let fake = &stage.fake;
+    let limits = "requests_per_minute = 60000\nconcurrent_requests = 1";
+    let a = stage.host("a", "openai", limits);
+    let b = stage.host("b", "openai", limits);
+    let call = chat(fake);
+    // Each host has its connection and its scripts loaded (one call each)...
+    for sluice in [&a, &b] {
+        let outcome = sluice.executor().execute(&call).await;
+        assert!(matches!(outcome, Outcome::Succeeded { .. }), "{outcome:?}");
+    }
+    // ...when Redis stalls for 1.5 s; host A's caller gives up while A's check waits for
+    // the answer, which then takes the one slot.
+    stage.server().pause_clients(Duration::from_millis(1_500));
+    let gave_up =
+        tokio::time::timeout(Duration::from_millis(300), a.executor().execute(&call)).await;
+    assert!(gave_up.is_err(), "{gave_up:?}");
+    #[allow(clippy::disallowed_methods, reason = "a test's stopwatch")]
+    let started = tokio::time::Instant::now();
+    let outcome = tokio::time::timeout(Duration::from_secs(15), b.executor().execute(&call))
+        .await
+        .expect("host B's call");
+    let took = started.elapsed();
+    assert!(matches!(outcome, Outcome::Succeeded { .. }), "{outcome:?}");
+    println!("host B's call went {took:?} after host A's caller gave up");
+    assert!(
+        took < Duration::from_secs(4),
+        "{took:?}: the slot came back only when its lease expired"
+    );
+    assert_eq!(fake.attempts().len(), 3, "host A's given-up call was sent");
 }

@@ -163,12 +163,21 @@ pub struct Stage {
     pub fake: FakeProvider,
     redis: TestRedis,
     prefix: String,
+    store: String,
     dir: tempfile::TempDir,
 }
 
 impl Stage {
     pub async fn start(style: Style) -> Self {
-        let redis = TestRedis::get();
+        Self::with(TestRedis::get(), style).await
+    }
+
+    /// As [`Stage::start`], with a `redis-server` of its own, for a test that stalls it.
+    pub async fn alone(style: Style) -> Self {
+        Self::with(TestRedis::Own(RedisServer::start()), style).await
+    }
+
+    async fn with(redis: TestRedis, style: Style) -> Self {
         let fake = FakeProvider::start(FakeConfig::new(style))
             .await
             .expect("fake");
@@ -176,6 +185,7 @@ impl Stage {
             fake,
             redis,
             prefix: TestRedis::prefix(),
+            store: String::new(),
             dir: tempfile::tempdir().expect("dir"),
         }
     }
@@ -185,6 +195,21 @@ impl Stage {
         self.host_in(id, plugin, self.dir.path(), limits)
     }
 
+    /// The stage's hosts with the `[store]` keys `keys` too.
+    #[must_use]
+    pub fn store_keys(mut self, keys: &str) -> Self {
+        keys.clone_into(&mut self.store);
+        self
+    }
+
+    /// The `redis-server` of a stage started [`Stage::alone`].
+    pub fn server(&self) -> &RedisServer {
+        match &self.redis {
+            TestRedis::Own(server) => server,
+            TestRedis::Given(_) => panic!("a stage started alone has its own redis-server"),
+        }
+    }
+
     /// As [`Stage::host`], its state under a directory of another name: a second process
     /// given an id already in use.
     pub fn another_process(&self, id: &str, plugin: &str, limits: &str) -> Sluice {
@@ -192,15 +217,16 @@ impl Stage {
     }
 
     fn host_in(&self, id: &str, plugin: &str, dir: &Path, limits: &str) -> Sluice {
-        host((&self.redis.url(), &self.prefix), id, plugin, dir, limits)
+        let store = (self.redis.url(), &self.prefix, &self.store);
+        host((&store.0, store.1, store.2), id, plugin, dir, limits)
     }
 }
 
 /// A host in this process sharing quotas through `redis` as `id`, under the key prefix
-/// `prefix`, with `limits` for the provider (after top-level keys and a `---` line, if
-/// any).
+/// `prefix` and with the `[store]` keys `store`, with `limits` for the provider (after
+/// top-level keys and a `---` line, if any).
 pub fn host(
-    (redis, prefix): (&str, &str),
+    (redis, prefix, store): (&str, &str, &str),
     id: &str,
     plugin: &str,
     dir: &Path,
@@ -209,7 +235,7 @@ pub fn host(
     // Top-level keys (a margin) come first, before any table.
     let (top, limits) = limits.split_once("\n---\n").unwrap_or(("", limits));
     let config = format!(
-        "{top}\n[store]\nurl = \"{redis}\"\nhosts = 2\nhost_id = \"{id}\"\nkey_prefix = \"{prefix}\"\n\n\
+        "{top}\n[store]\nurl = \"{redis}\"\nhosts = 2\nhost_id = \"{id}\"\nkey_prefix = \"{prefix}\"\n{store}\n\n\
          [providers.{plugin}.limits]\n{limits}\n"
     );
     let retry = RetryConfig {

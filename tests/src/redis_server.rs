@@ -108,6 +108,18 @@ impl RedisServer {
             .map(|l| l.trim().to_owned())
     }
 
+    /// Holds every client's commands for `pause` (`CLIENT PAUSE … ALL`): they queue, and
+    /// run once it ends, as on a server that stalls.
+    pub fn pause_clients(&self, pause: Duration) {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to redis-server");
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let command = format!("CLIENT PAUSE {} ALL\r\n", pause.as_millis());
+        s.write_all(command.as_bytes()).expect("CLIENT PAUSE sent");
+        let mut buf = [0; 5];
+        s.read_exact(&mut buf).expect("CLIENT PAUSE answered");
+        assert_eq!(&buf, b"+OK\r\n", "CLIENT PAUSE refused");
+    }
+
     fn pong(&self) -> bool {
         let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return false;

@@ -387,11 +387,12 @@ impl Scope {
         self.gated += 1;
     }
 
-    /// One call fewer waits at the gate; the last one lifts the pause. Returns whether it
-    /// did.
-    pub(crate) fn gate_leave(&mut self) -> bool {
+    /// One call fewer waits at the gate. When the last one `passed`, it lifts the pause;
+    /// one that gave up (its deadline, its caller gone) leaves the pause to run out, since
+    /// the store's answer stands. Returns whether the pause was lifted.
+    pub(crate) fn gate_leave(&mut self, passed: bool) -> bool {
         self.gated = self.gated.saturating_sub(1);
-        self.gated == 0 && self.pause.take().is_some()
+        passed && self.gated == 0 && self.pause.take().is_some()
     }
 
     /// The pause in force at `now`, if any.

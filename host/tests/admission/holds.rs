@@ -1,5 +1,6 @@
 //! A 429 on one worker holds every worker of the same scope, and no other scope; a response
-//! that reports `remaining: 0` with a reset does the same.
+//! that reports `remaining: 0` with a reset does the same; a call waiting at the shared
+//! store's gate pauses its scope until it passes.
 
 use sluice::admission::{Class, Dimension, Learned, ScopeKey};
 
@@ -191,4 +192,26 @@ fn a_plugins_observations_land_in_the_grants_scopes() {
     assert!(own.held(SEC).is_none());
     assert_eq!(own.learned()[0].remaining, Some(4_000));
     let _ = Dimension::Requests;
+}
+
+/// A call of this host waiting at the shared store's gate pauses its scope here. When it
+/// passes, the pause is lifted at once; when it gives up (its deadline, its caller gone),
+/// the pause runs to the end the store named.
+#[test]
+fn a_gate_pause_is_lifted_when_its_call_passes_and_runs_out_when_it_gives_up() {
+    for (passed, admitted) in [(true, SEC), (false, 3 * SEC)] {
+        let mut sim = Sim::new(CONFIG);
+        let a = sim.route("p", "a", &[]);
+        let t = sim.tenant("t");
+        sim.run([], SEC);
+        sim.s.gate_enter(&key("a"));
+        sim.s
+            .pause(&key("a"), 3 * SEC, "the shared store says wait");
+        let next = sim.submit(call(SEC, a, t, Class::Standard)).unwrap();
+        sim.poll();
+        assert!(sim.waiting(next), "admitted during the pause");
+        sim.s.gate_leave(&key("a"), passed);
+        sim.run([], 5 * SEC);
+        assert_eq!(sim.admitted_at(next), Some(admitted), "passed: {passed}");
+    }
 }

@@ -80,7 +80,11 @@ impl Gated {
         let mut waiting = AtGate {
             shared: shared.clone(),
             scopes: Vec::new(),
+            passed: false,
         };
+        // Long enough for this call to ask again before the pause ends, even when the
+        // store takes its whole timeout to answer.
+        let slack = PAUSE_SLACK.max(self.gate.config().timeout);
         loop {
             let charges = shared.lock().scheduler.charges(permit.grant);
             let Some(call) = charges else {
@@ -89,6 +93,7 @@ impl Gated {
             match self.gate.pass(call).await {
                 Passed::Go(lease) => {
                     permit.lease = Some((self.gate, lease));
+                    waiting.passed = true;
                     return Ok(permit);
                 }
                 Passed::Wait {
@@ -96,9 +101,24 @@ impl Gated {
                     wait,
                     reason,
                 } => {
+                    // The store's answer holds for every call of this host to the scope,
+                    // whether or not this one waits for it.
+                    let first = !waiting.scopes.contains(&scope);
+                    shared.change(|state, now| {
+                        if first {
+                            state.scheduler.gate_enter(&scope);
+                        }
+                        let until = now.saturating_add(nanos(wait + slack));
+                        state.scheduler.pause(&scope, until, &reason);
+                    });
+                    if first {
+                        waiting.scopes.push(scope.clone());
+                    }
                     let now = shared.now();
                     let until = now.saturating_add(nanos(wait));
                     if self.deadline.is_some_and(|d| until > d) {
+                        // Never sent: its charges here are given back.
+                        permit.complete(Some(Usage::default()));
                         return Err(Refused::Expired(Box::new(Why {
                             class: self.class,
                             tenant: self.tenant,
@@ -113,17 +133,6 @@ impl Gated {
                             },
                         })));
                     }
-                    let first = !waiting.scopes.contains(&scope);
-                    shared.change(|state, now| {
-                        let until = now.saturating_add(nanos(wait + PAUSE_SLACK));
-                        if first {
-                            state.scheduler.gate_enter(&scope);
-                        }
-                        state.scheduler.pause(&scope, until, &reason);
-                    });
-                    if first {
-                        waiting.scopes.push(scope);
-                    }
                     tokio::time::sleep(wait).await;
                 }
             }
@@ -132,16 +141,18 @@ impl Gated {
 }
 
 /// How far past the store's answer a scope stays paused while a call of this host waits at
-/// the gate for it: enough for that call to ask again first (a round trip, a busy
-/// machine). Were the call gone (its caller hung up), the pause ends by itself this much
-/// later.
+/// the gate for it, at least: enough for that call to ask again first (a round trip, a
+/// busy machine); the store's timeout, when longer, is used instead. Were the call gone
+/// (its caller hung up), the pause ends by itself this much later.
 const PAUSE_SLACK: Duration = Duration::from_millis(100);
 
 /// The scopes a call waits at the gate for; leaving (however the call ends, even dropped)
-/// tells the scheduler, so the last to leave lifts the scope's pause.
+/// tells the scheduler. The last to leave lifts the scope's pause if it passed; one that
+/// gave up leaves the pause to run out.
 struct AtGate {
     shared: Arc<Shared>,
     scopes: Vec<ScopeKey>,
+    passed: bool,
 }
 
 impl Drop for AtGate {
@@ -150,9 +161,10 @@ impl Drop for AtGate {
             return;
         }
         let scopes = std::mem::take(&mut self.scopes);
+        let passed = self.passed;
         self.shared.change(|state, _| {
             for scope in &scopes {
-                state.scheduler.gate_leave(scope);
+                state.scheduler.gate_leave(scope, passed);
             }
         });
     }

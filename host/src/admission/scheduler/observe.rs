@@ -32,11 +32,12 @@ impl Scheduler {
         self.slots[id as usize].scope.gate_enter();
     }
 
-    /// A call left the gate of the scope named `key` (passed it, or gave up); when it was the
-    /// last, the scope's pause is lifted and what waits on it may go.
-    pub fn gate_leave(&mut self, key: &ScopeKey) {
+    /// A call left the gate of the scope named `key`: it `passed`, or gave up. When the last
+    /// one passed, the scope's pause is lifted and what waits on it may go; after one that
+    /// gave up, the pause runs to the end the store named.
+    pub fn gate_leave(&mut self, key: &ScopeKey, passed: bool) {
         let id = self.scope_id(key);
-        if self.slots[id as usize].scope.gate_leave() {
+        if self.slots[id as usize].scope.gate_leave(passed) {
             self.wake(id);
         }
     }

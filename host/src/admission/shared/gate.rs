@@ -173,7 +173,25 @@ impl Gate {
 
     /// Checks and charges `call` (see [`crate::admission::Scheduler::charges`]): in the
     /// shared store, or by local conservative pacing while it is away.
+    ///
+    /// The check runs as a task of its own: a caller that gives up while the store is
+    /// answering leaves no lease stranded, since a lease nobody takes is finished at once
+    /// (its slots freed, its charge kept as estimated).
     pub async fn pass(&self, call: Vec<ScopeFigures>) -> Passed {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let gate = self.clone();
+        // On the caller's runtime: it is gone only if the caller is.
+        tokio::spawn(async move {
+            if let Err(Passed::Go(lease)) = answer.send(gate.check(call).await) {
+                gate.finish(lease, None);
+            }
+        });
+        answered
+            .await
+            .expect("the gate's check ends with an answer unless it panicked")
+    }
+
+    async fn check(&self, call: Vec<ScopeFigures>) -> Passed {
         let inner = &self.inner;
         let n = inner.next_lease.fetch_add(1, Ordering::Relaxed);
         let id = format!("{}#{}-{n}", inner.host_id, inner.nonce);
