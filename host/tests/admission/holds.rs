@@ -194,24 +194,33 @@ fn a_plugins_observations_land_in_the_grants_scopes() {
     let _ = Dimension::Requests;
 }
 
-/// A call of this host waiting at the shared store's gate pauses its scope here. When it
-/// passes, the pause is lifted at once; when it gives up (its deadline, its caller gone),
-/// the pause runs to the end the store named.
+/// A call of this host waiting at the shared store's gate pauses the scope it waits for
+/// here: the credential's, or the tenant's own quota. When the call passes, the pause is
+/// lifted at once; when it gives up (its deadline, its caller gone), the pause runs to the
+/// end the store named.
 #[test]
 fn a_gate_pause_is_lifted_when_its_call_passes_and_runs_out_when_it_gives_up() {
-    for (passed, admitted) in [(true, SEC), (false, 3 * SEC)] {
-        let mut sim = Sim::new(CONFIG);
+    let config = format!(
+        "{CONFIG}\n[tiers.small.limits]\nrequests_per_minute = 600\n[tenants.assign]\nt = \"small\"\n"
+    );
+    let scopes = [key("a"), ScopeKey::Tenant("t".into())];
+    for (scope, passed) in scopes.iter().flat_map(|s| [(s, true), (s, false)]) {
+        let mut sim = Sim::new(&config);
         let a = sim.route("p", "a", &[]);
         let t = sim.tenant("t");
         sim.run([], SEC);
-        sim.s.gate_enter(&key("a"));
-        sim.s
-            .pause(&key("a"), 3 * SEC, "the shared store says wait");
+        sim.s.gate_enter(scope);
+        sim.s.pause(scope, 3 * SEC, "the shared store says wait");
         let next = sim.submit(call(SEC, a, t, Class::Standard)).unwrap();
         sim.poll();
-        assert!(sim.waiting(next), "admitted during the pause");
-        sim.s.gate_leave(&key("a"), passed);
+        assert!(sim.waiting(next), "{scope}: admitted during the pause");
+        sim.s.gate_leave(scope, passed);
         sim.run([], 5 * SEC);
-        assert_eq!(sim.admitted_at(next), Some(admitted), "passed: {passed}");
+        let admitted = if passed { SEC } else { 3 * SEC };
+        assert_eq!(
+            sim.admitted_at(next),
+            Some(admitted),
+            "{scope}, passed: {passed}"
+        );
     }
 }

@@ -39,6 +39,16 @@ impl Scheduler {
         let id = self.scope_id(key);
         if self.slots[id as usize].scope.gate_leave(passed) {
             self.wake(id);
+            // A tenant's own quota: its flows were set aside until the pause's end.
+            let parked: Vec<_> = self
+                .flows
+                .iter()
+                .filter(|(_, f)| f.parked && self.tenants[f.tenant as usize].quota == Some(id))
+                .map(|(flow, _)| flow)
+                .collect();
+            for flow in parked {
+                self.unpark(flow);
+            }
         }
     }
 
