@@ -1,12 +1,14 @@
 //! Hosts in this process sharing one `redis-server`: holds, claims, tenants' quotas, costs
-//! above the burst, shared slots, and the fallback when Redis is unreachable.
+//! above the burst, shared slots, calls given up or cancelled at the gate, and the fallback
+//! when Redis is unreachable.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice::admission::TaskId;
 use sluice::admission::shared::ClaimError;
 use sluice::contract::RequestClass;
-use sluice::execute::{Call, Outcome};
+use sluice::execute::{Call, Outcome, Reason};
 use sluice::writes::{WriteError, WriteOutcome};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 use sluice_tests::stack::write;
@@ -281,4 +283,48 @@ async fn a_call_given_up_while_the_store_answers_leaves_no_slot_taken() {
         "{took:?}: the slot came back only when its lease expired"
     );
     assert_eq!(fake.attempts().len(), 3, "host A's given-up call was sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_at_the_gate_when_its_task_is_cancelled_is_not_sent() {
+    let stage = Stage::start(Style::OpenAi).await;
+    let fake = &stage.fake;
+    fake.script(
+        CHAT,
+        [Fault::RateLimited {
+            retry_after: Some(RetryAfter::Seconds(2)),
+        }],
+    );
+    let limits = "requests_per_minute = 6000";
+    let a = Arc::new(stage.host("a", "openai", limits));
+    let b = Arc::new(stage.host("b", "openai", limits));
+    let call = chat(fake);
+    let first = {
+        let (a, call) = (a.clone(), call.clone());
+        tokio::spawn(async move { a.executor().execute(&call).await })
+    };
+    while fake.answered(429) == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Host B knows of the hold only from the store: its call waits at the gate.
+    let task = TaskId::named("job-7");
+    let waiting = {
+        let (b, call) = (b.clone(), call.clone().task(task));
+        tokio::spawn(async move { b.executor().execute(&call).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "host B's call did not wait");
+    b.executor().cancel_task(task);
+    let outcome = waiting.await.expect("host B's call");
+    let Outcome::Ended(t) = &outcome else {
+        panic!("host B's call was not refused: {outcome:?}");
+    };
+    assert_eq!(t.reason, Reason::Cancelled, "{t:?}");
+    assert!(!t.sent, "{t:?}");
+    assert!(matches!(
+        first.await.expect("a's call"),
+        Outcome::Succeeded { .. }
+    ));
+    assert_eq!(fake.attempts().len(), 2, "the 429 and host A's retry only");
 }

@@ -281,7 +281,15 @@ impl Executor {
             acquire = acquire.task(task);
         }
         let queued_at = self.clock.now();
-        let admitted = self.admission.acquire(acquire).await;
+        let admitted = match self.admission.acquire(acquire).await {
+            // Its task was cancelled while it waited past the queue (at the shared store's
+            // gate): sent it is not, and its charge is given back.
+            Ok(permit) if call.task.is_some_and(|task| self.is_cancelled(task)) => {
+                permit.complete(Some(Usage::default()));
+                Err(Refused::Cancelled)
+            }
+            admitted => admitted,
+        };
         let waited = self.clock.now().saturating_duration_since(queued_at);
         t.queued += waited;
         if admitted.is_ok() {

@@ -46,7 +46,8 @@ impl Executor {
     }
 
     /// Cancels `task`: its waiting calls are refused at once, and a retry of it that is
-    /// asleep sends nothing when it wakes. Returns how many waiting calls were removed.
+    /// asleep sends nothing when it wakes, nor does a call of it waiting at the shared
+    /// store's gate when it passes. Returns how many calls were removed from the queue.
     /// (In this host's memory: [`Writes::cancel_task`](crate::writes::Writes::cancel_task)
     /// also cancels it in the journal; see [`crate::task`].)
     pub fn cancel_task(&self, task: TaskId) -> usize {
