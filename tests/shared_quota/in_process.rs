@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice::Sluice;
 use sluice::admission::TaskId;
 use sluice::admission::shared::ClaimError;
 use sluice::contract::RequestClass;
@@ -12,12 +13,14 @@ use sluice::execute::{Call, Outcome, Reason};
 use sluice::writes::{WriteError, WriteOutcome};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 use sluice_tests::stack::write;
+use tokio::task::JoinHandle;
 
 use crate::support::{CHAT, Stage, chat, host, load, rate, worst_excess};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
-    let stage = Stage::start(Style::OpenAi).await;
+/// Hosts A and B on one quota; A's call is answered 429 with `Retry-After: 2`, and A has
+/// had the moment it takes to share the hold. Returns A's call (it goes again after the
+/// hold) and host B.
+async fn held_by_a_429(stage: &Stage) -> (JoinHandle<Outcome>, Sluice) {
     let fake = &stage.fake;
     fake.script(
         CHAT,
@@ -26,18 +29,23 @@ async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
         }],
     );
     let limits = "requests_per_minute = 6000";
-    let a = Arc::new(stage.host("a", "openai", limits));
+    let a = stage.host("a", "openai", limits);
     let b = stage.host("b", "openai", limits);
     let call = chat(fake);
-    let first = {
-        let (a, call) = (a.clone(), call.clone());
-        tokio::spawn(async move { a.executor().execute(&call).await })
-    };
+    let first = tokio::spawn(async move { a.executor().execute(&call).await });
     while fake.answered(429) == 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    // Give host A the moment it takes to read the 429 and share the hold.
     tokio::time::sleep(Duration::from_millis(200)).await;
+    (first, b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
+    let stage = Stage::start(Style::OpenAi).await;
+    let fake = &stage.fake;
+    let (first, b) = held_by_a_429(&stage).await;
+    let call = chat(fake);
     assert!(matches!(
         b.executor().execute(&call).await,
         Outcome::Succeeded { .. }
@@ -289,24 +297,9 @@ async fn a_call_given_up_while_the_store_answers_leaves_no_slot_taken() {
 async fn a_call_waiting_at_the_gate_when_its_task_is_cancelled_is_not_sent() {
     let stage = Stage::start(Style::OpenAi).await;
     let fake = &stage.fake;
-    fake.script(
-        CHAT,
-        [Fault::RateLimited {
-            retry_after: Some(RetryAfter::Seconds(2)),
-        }],
-    );
-    let limits = "requests_per_minute = 6000";
-    let a = Arc::new(stage.host("a", "openai", limits));
-    let b = Arc::new(stage.host("b", "openai", limits));
+    let (first, b) = held_by_a_429(&stage).await;
+    let b = Arc::new(b);
     let call = chat(fake);
-    let first = {
-        let (a, call) = (a.clone(), call.clone());
-        tokio::spawn(async move { a.executor().execute(&call).await })
-    };
-    while fake.answered(429) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
     // Host B knows of the hold only from the store: its call waits at the gate.
     let task = TaskId::named("job-7");
     let waiting = {
