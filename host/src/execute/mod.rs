@@ -2,9 +2,10 @@
 //!
 //! Each attempt waits in the admission queue, is sent once by the [`Transport`], is read by
 //! the provider's plugin (behind its guard), and reports what the response said about the
-//! quota before anything else happens. Then [`decide`](crate::retry::decide()) weighs the class's budget: a 429
-//! holds the whole scope *before* this call schedules its retry, so every worker of the scope
-//! waits; the retry goes back through the queue, so it keeps the scope's pace. Every call
+//! quota before anything else happens. Then [`decide`](crate::retry::decide()) weighs the
+//! class's budget: a 429 holds the whole scope *before* this call schedules its retry, so
+//! every worker of the scope waits; the retry goes back through the queue, so it keeps the
+//! scope's pace. Every call
 //! ends in an [`Outcome`]: success, or a [`Terminal`] that says whether anything was sent,
 //! whether an answer came back, what was spent, and the next safe action.
 
