@@ -7,7 +7,7 @@ use sluice::admission::{
     Block, Bound, Class, Dimension, Rejection, ScopeKey, TaskId, Usage, Waiting,
 };
 
-use crate::sim::{Arrival, MS, SEC, Sim, call};
+use crate::sim::{Arrival, MS, SEC, Sim, ask, call};
 
 fn key() -> ScopeKey {
     ScopeKey::Provider {
@@ -69,20 +69,6 @@ fn a_withdrawn_request_frees_its_queue_place() {
     assert!(sim.s.withdraw(waiting));
     assert!(!sim.s.withdraw(waiting));
     assert!(sim.s.submit(0, ask(route, t)).is_ok());
-}
-
-fn ask(
-    route: sluice::admission::Route,
-    tenant: sluice::admission::TenantId,
-) -> sluice::admission::Ask {
-    sluice::admission::Ask {
-        route,
-        tenant,
-        class: Class::Standard,
-        usage: Usage::ONE_REQUEST,
-        deadline: None,
-        task: None,
-    }
 }
 
 #[test]

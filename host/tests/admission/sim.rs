@@ -238,20 +238,24 @@ impl Sim {
         let mut sim = Self::new(config);
         let route = sim.route("p", "acct", &[]);
         let tenant = sim.tenant("t");
-        let ask = Ask {
-            route,
-            tenant,
-            class: Class::Standard,
-            usage: Usage::ONE_REQUEST,
-            deadline: None,
-            task: None,
-        };
-        sim.s.submit(0, ask).unwrap();
+        sim.s.submit(0, ask(route, tenant)).unwrap();
         let mut events = Vec::new();
         sim.s.poll(0, &mut events);
         let [QueueEvent::Admitted { grant, .. }] = events[..] else {
             panic!("{events:?}")
         };
         (sim, grant, route, tenant)
+    }
+}
+
+/// One standard request of `tenant` on `route`, with no deadline and no task.
+pub fn ask(route: Route, tenant: TenantId) -> Ask {
+    Ask {
+        route,
+        tenant,
+        class: Class::Standard,
+        usage: Usage::ONE_REQUEST,
+        deadline: None,
+        task: None,
     }
 }
