@@ -164,10 +164,11 @@ async fn spend_is_estimated_before_the_call_and_corrected_by_the_usage_it_report
         tokio::spawn(async move { sluice.execute(&call).await })
     };
     tokio::time::sleep(Duration::from_secs(5)).await;
-    // While the provider thinks: the plugin's estimate, 100 prompt tokens and the whole
-    // max_tokens, unsplit, priced at the output price (the higher): 1 100 × 10.
-    assert_eq!(used(&sluice, "acme", TOKENS), 1_100);
-    assert_eq!(used(&sluice, "acme", SPEND), 11_000);
+    // While the provider thinks: the plugin's estimate, 101 prompt tokens (the 400
+    // characters and the role's 4) and the whole max_tokens, unsplit, priced at the output
+    // price (the higher): 1 101 × 10.
+    assert_eq!(used(&sluice, "acme", TOKENS), 1_101);
+    assert_eq!(used(&sluice, "acme", SPEND), 11_010);
 
     let outcome = running.await.unwrap();
     assert!(matches!(outcome, Outcome::Succeeded { .. }), "{outcome:?}");
@@ -197,7 +198,7 @@ async fn a_call_that_sent_nothing_gives_its_charge_back_and_one_without_usage_ke
     // Answered with an error that reports no usage: the estimate stands.
     let t = ended(sluice.execute(&chat(&fake, "acme")).await);
     assert!(t.sent, "{t:?}");
-    assert_eq!(used(&sluice, "acme", SPEND), 11_000);
+    assert_eq!(used(&sluice, "acme", SPEND), 11_010);
     // A call of a cancelled task is never sent: its charge is given back.
     let task = TaskId::named("cancelled-task");
     sluice.executor().cancel_task(task);

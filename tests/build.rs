@@ -1,5 +1,6 @@
 //! Builds the test fixtures from source: the hostile plugin (`plugins/fixtures/hostile`),
-//! the plugin built against the frozen contract 0.1.0 (`plugins/fixtures/v1`), and the two
+//! the plugins built against the frozen contracts 0.1.0 and 0.2.0 (`plugins/fixtures/v1`,
+//! `plugins/fixtures/v2`), and the two
 //! generations of the relay plugin that the reload tests swap (`plugins/fixtures/relay`).
 
 fn main() {
@@ -15,6 +16,7 @@ fn main() {
             "sluice-plugin-legacy",
             "sluice-plugin-relay-one",
             "sluice-plugin-relay-two",
+            "sluice-plugin-legacy-v2",
         ],
     );
     println!(
@@ -32,5 +34,9 @@ fn main() {
     println!(
         "cargo:rustc-env=SLUICE_RELAY_TWO_WASM={}",
         built[3].wasm.display()
+    );
+    println!(
+        "cargo:rustc-env=SLUICE_LEGACY_V2_WASM={}",
+        built[4].wasm.display()
     );
 }

@@ -416,6 +416,7 @@ fn a_request_past_the_queue_bound_is_refused_and_counted_with_its_reason() {
         let transport = sluice::transport::Transport::new(sluice::transport::Timeouts {
             connect: Duration::from_secs(2),
             first_byte: Duration::from_secs(5),
+            generation: Duration::from_secs(5),
             idle: Duration::from_secs(5),
         })
         .unwrap();

@@ -286,7 +286,11 @@ fn a_quarantine_and_its_end_are_counted_and_every_plugin_call_is_timed() {
         ),
         "{quarantined:?}"
     );
-    assert_eq!(timed(&quarantined), 3, "three traps");
+    assert_eq!(
+        timed(&quarantined),
+        6,
+        "three traps, each asked again without its body (and trapping again)"
+    );
     assert_eq!(gauge(&lifted), 0.0, "the probe lifted it: {lifted:?}");
     assert_eq!(timed(&lifted), 1, "the probe alone: {lifted:?}");
 }

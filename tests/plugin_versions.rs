@@ -1,6 +1,9 @@
-//! A plugin built against the frozen `sluice:policy@0.1.0` still loads, and its answers come
-//! through the current API: `plan-request` from `decide-priority` and `estimate-cost`,
-//! `read-response` from `classify` and `parse-quota`. The bundled plugins speak 0.2.0.
+//! Plugins built against the frozen `sluice:policy@0.1.0` and `@0.2.0` still load, and their
+//! answers come through the current API: a 0.1.0 plugin's `plan-request` from
+//! `decide-priority` and `estimate-cost`, its `read-response` from `classify` and
+//! `parse-quota`; a 0.2.0 plugin's through its own functions, shown a body's prefix without
+//! its digest. Neither is shown more of a body than its version promised. The bundled
+//! plugins speak 0.3.0.
 
 use std::sync::Arc;
 
@@ -12,7 +15,7 @@ use sluice::contract::{
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
 use sluice::headers::encode_fields;
 use sluice::plugin::{Contract, bundled};
-use sluice_tests::{legacy, plain_response, request, response, runtime};
+use sluice_tests::{legacy, legacy_v2, plain_response, request, response, runtime};
 
 #[test]
 fn a_0_1_0_plugin_loads_and_says_which_contract_it_speaks() {
@@ -30,7 +33,7 @@ fn a_0_1_0_plugin_loads_and_says_which_contract_it_speaks() {
     for name in bundled::names() {
         assert_eq!(
             rt.load_bundled(name).unwrap().contract(),
-            Contract::V0_2,
+            Contract::V0_3,
             "{name}"
         );
     }
@@ -40,9 +43,9 @@ fn a_0_1_0_plugin_loads_and_says_which_contract_it_speaks() {
 fn its_plan_comes_from_decide_priority_and_estimate_cost() {
     let rt = runtime();
     let p = legacy(&rt);
-    let mut req = request("POST", "https://legacy.test/v1/x", RequestClass::Read);
+    let mut req = request("POST", "https://legacy.test/v1/x", RequestClass::Read)
+        .with_body(b"12345".to_vec());
     req.headers = encode_fields([("x-tenant", "acme")]).unwrap();
-    req.body = b"12345".to_vec();
     let plan = p.plan_request(&req).unwrap();
     assert_eq!(plan.class, PriorityClass::Interactive);
     assert_eq!(plan.tenant.as_deref(), Some("acme"));
@@ -138,4 +141,76 @@ fn a_0_1_0_plugin_that_declines_is_answered_by_the_fallback() {
     );
     assert_eq!(a.value.classification.retry_after_ms, Some(3000));
     assert_eq!(g.health().total_failures, 0, "declining is not a fault");
+}
+
+#[test]
+fn a_0_2_0_plugin_loads_and_answers_through_its_own_functions() {
+    let rt = runtime();
+    let p = legacy_v2(&rt);
+    assert_eq!(p.contract(), Contract::V0_2);
+    assert_eq!(p.name(), "legacy-v2");
+    let req = request("POST", "https://legacy-v2.test/v1/x", RequestClass::Read)
+        .with_body(b"12345".to_vec());
+    let plan = p.plan_request(&req).unwrap();
+    assert_eq!(plan.class, PriorityClass::Interactive);
+    assert_eq!(plan.scopes, vec!["v2-bucket".to_owned()]);
+    assert_eq!(
+        plan.cost[1].amount, 5,
+        "one token a byte of the body it was shown"
+    );
+    let limited = response(429, &[("x-v2-remaining", "9")]);
+    let r = p
+        .read_response(&req, &limited, ResponsePart::Complete)
+        .unwrap();
+    assert_eq!(r.classification.verdict, Verdict::RateLimited);
+    assert_eq!(r.classification.error_code.as_deref(), Some("v2_429"));
+    assert_eq!(r.classification.scope, None, "0.2.0 names no scope");
+    assert_eq!(r.observations[0].remaining, Some(9));
+    let write = UncertainWrite {
+        method: "POST".into(),
+        url: "https://legacy-v2.test/v1/x".into(),
+        idempotency_key: Some("k".into()),
+        client_reference: None,
+        operation_id: None,
+        now_ms: 0,
+    };
+    assert_eq!(p.reconcile(&write).unwrap(), ReconcilePlan::ResendSameKey);
+}
+
+#[test]
+fn a_frozen_plugin_is_never_shown_more_than_its_prefix_and_the_built_in_policy_plans_longer_bodies()
+{
+    let rt = runtime();
+    for p in [legacy(&rt), legacy_v2(&rt)] {
+        let contract = p.contract();
+        let g = GuardedPolicy::new(
+            Arc::new(p),
+            QuarantinePolicy::default(),
+            Arc::new(ManualClock::starting_at(0)),
+        );
+        let at_the_prefix = request("POST", "https://legacy.test/v1/x", RequestClass::Read)
+            .with_body(vec![b'x'; 64 << 10]);
+        let a = g.plan_request(&at_the_prefix);
+        assert!(matches!(a.by, AnsweredBy::Plugin), "{contract}: {:?}", a.by);
+        let longer = at_the_prefix.with_body(vec![b'x'; 100 << 10]);
+        let a = g.plan_request(&longer);
+        assert!(
+            matches!(&a.by, AnsweredBy::Fallback(e) if !e.failure.is_fault()
+                && e.to_string().contains("0.3.0")),
+            "{contract}: {:?}",
+            a.by
+        );
+        let input = a
+            .value
+            .cost
+            .iter()
+            .find(|c| c.dimension == ReportedDimension::InputTokens)
+            .map(|c| c.amount);
+        assert_eq!(
+            input,
+            Some(25_600),
+            "{contract}: the built-in policy charges the body"
+        );
+        assert_eq!(g.health().total_failures, 0, "a decline is not a fault");
+    }
 }

@@ -18,6 +18,7 @@ fn transport() -> Transport {
     Transport::new(Timeouts {
         connect: Duration::from_secs(2),
         first_byte: Duration::from_secs(30),
+        generation: Duration::from_secs(30),
         idle: Duration::from_secs(10),
     })
     .expect("a transport")
@@ -320,6 +321,7 @@ fn slow_stream_executor(gap: Duration) -> (FakeConfig, Arc<sluice::execute::Exec
     let transport = Transport::new(Timeouts {
         connect: Duration::from_secs(2),
         first_byte: Duration::from_secs(2),
+        generation: Duration::from_secs(2),
         idle: Duration::from_secs(1),
     })
     .expect("a transport");

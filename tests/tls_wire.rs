@@ -23,6 +23,7 @@ fn timeouts() -> Timeouts {
     Timeouts {
         connect: Duration::from_secs(2),
         first_byte: Duration::from_secs(5),
+        generation: Duration::from_secs(5),
         idle: Duration::from_secs(5),
     }
 }
@@ -36,9 +37,8 @@ fn trusting(ca: &TestCa) -> TransportConfig {
 }
 
 fn chat(url: &str) -> Request {
-    let mut req = request("POST", url, RequestClass::Read);
-    req.body = br#"{"model":"gpt-4o","max_tokens":16}"#.to_vec();
-    req
+    request("POST", url, RequestClass::Read)
+        .with_body(br#"{"model":"gpt-4o","max_tokens":16}"#.to_vec())
 }
 
 /// Sends `req` once and returns the status.
@@ -107,7 +107,8 @@ async fn an_https_host_without_the_extra_root_is_refused_for_its_certificate_not
     ];
     for config in untrusting {
         let transport = Transport::with_config(config).unwrap();
-        let Err(Fault { failure, detail }) = transport.start(&chat(&fake.url(CHAT)), &[]).await
+        let Err(Fault { failure, detail }) =
+            transport.start(&chat(&fake.url(CHAT)), &[], false).await
         else {
             panic!("a server with an unknown issuer was trusted");
         };
@@ -412,7 +413,7 @@ async fn a_child_sends_one_call() {
     let transport = Transport::with_config(Setting::config(&setting)).unwrap();
     let req = chat(&target);
     if std::env::var(CHILD_EXPECT).as_deref() == Ok("refused") {
-        let Err(Fault { failure, detail }) = transport.start(&req, &[]).await else {
+        let Err(Fault { failure, detail }) = transport.start(&req, &[], false).await else {
             panic!("a server with an untrusted certificate was trusted");
         };
         assert_eq!(failure, TransportFailure::ConnectFailed, "{detail}");

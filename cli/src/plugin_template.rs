@@ -83,7 +83,7 @@ crate-type = ["cdylib"]
 sluice-plugin-sdk = {{sdk}}
 
 # `cargo component build` reads this table. The SDK already embeds the contract's WIT
-# (sluice:policy@0.2.0) in the module, so no `target` world is named here.
+# (sluice:policy@0.3.0) in the module, so no `target` world is named here.
 [package.metadata.component]
 package = "sluice:{{name}}"
 
@@ -304,7 +304,7 @@ const VECTORS_JSON: &str = r#"{
 const README_MD: &str = r#"# {{name}}
 
 A sluice provider plugin: a WebAssembly component (`wasm32-wasip2`) that implements the
-`sluice:policy@0.2.0` contract through `sluice-plugin-sdk`'s `Plugin` trait. Start in
+`sluice:policy@0.3.0` contract through `sluice-plugin-sdk`'s `Plugin` trait. Start in
 `src/lib.rs`: every hook is written out with what it decides.
 
 ## Build

@@ -1,11 +1,15 @@
 //! What an attempt asks of a model provider, read from its body as the providers count it:
-//! its prompt, the output it reserves, and whether it streams.
+//! its prompt (text, and images by their pixels), the output it reserves, and whether it
+//! streams.
+
+use crate::{Style, vision};
 
 /// What an attempt asks for.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Asked {
-    /// Its prompt: the characters of its messages' `content`, four to a token, rounded up,
-    /// or without messages its body at four bytes a token.
+    /// Its prompt: the characters of its messages' text (a `content` string, or the `text`
+    /// of its parts), four to a token, rounded up, and each image part as the provider
+    /// counts it (see [`crate::vision`]); without messages, its body at four bytes a token.
     pub input: u64,
     /// Its `max_tokens`, reserved whole as providers do.
     pub max_output: u64,
@@ -18,21 +22,23 @@ pub(crate) struct Asked {
     pub output: u64,
 }
 
-/// Reads what `body` asks for.
-pub(crate) fn asked(body: &[u8]) -> Asked {
+/// Reads what `body` asks of a provider of `style`.
+pub(crate) fn asked(body: &[u8], style: Style) -> Asked {
     let parsed = serde_json::from_slice::<serde_json::Value>(body).ok();
-    let content: Option<u64> = parsed
+    let content: Option<(u64, u64)> = parsed
         .as_ref()
         .and_then(|v| v.get("messages"))
         .and_then(serde_json::Value::as_array)
         .map(|messages| {
             messages
                 .iter()
-                .filter_map(|m| m.get("content").and_then(serde_json::Value::as_str))
-                .map(|c| c.chars().count() as u64)
-                .sum()
+                .filter_map(|m| m.get("content"))
+                .map(|c| prompt(c, style))
+                .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
         });
-    let input = content.map_or(body.len() as u64 / 4, |chars| chars.div_ceil(4));
+    let input = content.map_or(body.len() as u64 / 4, |(chars, images)| {
+        chars.div_ceil(4) + images
+    });
     let field = |k: &str| parsed.as_ref().and_then(|v| v.get(k));
     let max_output = field("max_tokens")
         .and_then(serde_json::Value::as_u64)
@@ -58,5 +64,46 @@ pub(crate) fn asked(body: &[u8]) -> Asked {
         stream,
         include_usage,
         output,
+    }
+}
+
+fn s(v: Option<&serde_json::Value>) -> Option<&str> {
+    v.and_then(serde_json::Value::as_str)
+}
+
+/// One message's `content`: (characters of text, tokens of images).
+fn prompt(content: &serde_json::Value, style: Style) -> (u64, u64) {
+    use serde_json::Value;
+    let chars = |s: &str| s.chars().count() as u64;
+    match content {
+        Value::String(s) => (chars(s), 0),
+        Value::Array(parts) => parts.iter().fold((0, 0), |(text, images), part| {
+            match s(part.get("type")) {
+                Some("text" | "input_text") => {
+                    (text + s(part.get("text")).map_or(0, chars), images)
+                }
+                // OpenAI: {"image_url": {"url", "detail"}}.
+                Some("image_url") => {
+                    let img = part.get("image_url");
+                    let url = s(img.and_then(|i| i.get("url"))).unwrap_or("");
+                    let detail = s(img.and_then(|i| i.get("detail")));
+                    (text, images + vision::image_tokens(style, url, detail))
+                }
+                // Anthropic: {"source": {"type": "base64", "media_type", "data"}}.
+                Some("image") => {
+                    let src = part.get("source");
+                    let url = match (
+                        s(src.and_then(|x| x.get("media_type"))),
+                        s(src.and_then(|x| x.get("data"))),
+                    ) {
+                        (Some(t), Some(d)) => format!("data:{t};base64,{d}"),
+                        _ => String::new(),
+                    };
+                    (text, images + vision::image_tokens(style, &url, None))
+                }
+                _ => (text, images),
+            }
+        }),
+        _ => (0, 0),
     }
 }

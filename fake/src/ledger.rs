@@ -122,6 +122,8 @@ pub(crate) struct Ledger {
     pub write_scripts: HashMap<String, VecDeque<Fault>>,
     pub window: Window,
     pub buckets: Buckets,
+    /// Daily request quotas of single models.
+    pub model_days: crate::models::ModelDays,
     /// The credential every request must carry, as (header, value); `None`: any request.
     pub credential: Option<(String, String)>,
 }

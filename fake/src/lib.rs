@@ -42,11 +42,13 @@ mod asked;
 pub mod bucket;
 mod issues;
 mod ledger;
+mod models;
 mod script;
 mod server;
 mod stream;
 mod style;
 pub mod tls;
+mod vision;
 pub mod window;
 
 use std::net::SocketAddr;
@@ -236,6 +238,15 @@ impl FakeProvider {
             .entry(path.to_owned())
             .or_default()
             .extend(faults);
+    }
+
+    /// Allows requests that name `model` (the body's `model`) `requests` a day, on top of the
+    /// provider's own limits, as OpenAI and Anthropic limit each model of a key apart. A
+    /// request past it is answered 429 with the style's quota headers, a `Retry-After` until
+    /// the provider's next day (every 24 hours from its start) and an error naming the
+    /// model's requests per day; requests for other models are not affected.
+    pub fn limit_model_per_day(&self, model: &str, requests: u64) {
+        self.shared.ledger().model_days.limit(model, requests);
     }
 
     /// Queues `faults` for the next writes (not reads) on `path`, one per write, after any

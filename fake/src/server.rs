@@ -182,9 +182,15 @@ async fn attempt(
         shared.ledger().attempts[index].status = Some(status);
         Ok(respond(status, headers, body))
     };
+    // A scripted refusal carries the quota headers every answer carries, as a real
+    // provider's does: they say which quota (and, in its figures, which model's) it is about.
     let retry = |ra: Option<RetryAfter>| {
-        ra.map(|ra| Style::retry_after_headers(ra, wall()))
-            .unwrap_or_default()
+        let mut h = style.quota_headers(&figures(&shared, now()), wall());
+        h.extend(
+            ra.map(|ra| Style::retry_after_headers(ra, wall()))
+                .unwrap_or_default(),
+        );
+        h
     };
 
     if !authorized {
@@ -221,7 +227,7 @@ async fn attempt(
             );
         }
         Some(Fault::Status { status, code }) => {
-            return answer(status, Headers::new(), style.error_body(status, code));
+            return answer(status, retry(None), style.error_body(status, code));
         }
         Some(Fault::Redirect { status, location }) => {
             return answer(
@@ -233,9 +239,28 @@ async fn attempt(
         None => {}
     }
 
-    let asked = asked(&body);
+    let asked = asked(&body, style);
     let (rpm, tpm) = (shared.config.rpm, shared.config.tpm);
     let t = now();
+    let model = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v.get("model")?.as_str().map(str::to_owned));
+    let day_spent = model.as_deref().and_then(|m| {
+        shared
+            .ledger()
+            .model_days
+            .take(m, t.duration_since(shared.started))
+            .err()
+    });
+    if let Some(next_day) = day_spent {
+        let mut headers = style.quota_headers(&figures(&shared, t), wall());
+        headers.extend(Style::retry_after_headers(
+            RetryAfter::Seconds(next_day.as_secs().max(1)),
+            wall(),
+        ));
+        let body = style.error_body(429, "requests_per_day_exceeded");
+        return answer(429, headers, body);
+    }
     let (taken, quota) = {
         let mut ledger = shared.ledger();
         let ledger = &mut *ledger;
@@ -248,17 +273,7 @@ async fn attempt(
                     .take(t, asked.input + asked.max_output, rpm, tpm)
                     .inspect_err(|_| ledger.buckets.give_back(t, asked.input, asked.max_output))
             });
-        let (remaining_requests, remaining_tokens) = ledger.window.remaining(t, rpm, tpm);
-        let quota = Quota {
-            rpm,
-            tpm,
-            remaining_requests,
-            remaining_tokens,
-            reset_after: ledger.window.reset_after(t),
-            input: ledger.buckets.input.as_mut().map(|b| b.figures(t)),
-            output: ledger.buckets.output.as_mut().map(|b| b.figures(t)),
-        };
-        (taken, quota)
+        (taken, quota_of(&shared.config, ledger, t))
     };
     let mut headers = style.quota_headers(&quota, wall());
     if taken.is_ok() {
@@ -335,6 +350,26 @@ async fn attempt(
         headers,
         style.success_body(&id, asked.input, asked.output),
     )
+}
+
+/// The quota figures at `t`, as every answer reports them.
+fn quota_of(config: &FakeConfig, ledger: &mut Ledger, t: Instant) -> Quota {
+    let (rpm, tpm) = (config.rpm, config.tpm);
+    let (remaining_requests, remaining_tokens) = ledger.window.remaining(t, rpm, tpm);
+    Quota {
+        rpm,
+        tpm,
+        remaining_requests,
+        remaining_tokens,
+        reset_after: ledger.window.reset_after(t),
+        input: ledger.buckets.input.as_mut().map(|b| b.figures(t)),
+        output: ledger.buckets.output.as_mut().map(|b| b.figures(t)),
+    }
+}
+
+/// The quota figures at `t`, taking nothing.
+fn figures(shared: &Shared, t: Instant) -> Quota {
+    quota_of(&shared.config, &mut shared.ledger(), t)
 }
 
 /// Records what an attempt produced, and gives its reservation's unused part back.

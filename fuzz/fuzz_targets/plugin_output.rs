@@ -202,6 +202,7 @@ impl<'a> Arbitrary<'a> for Answers {
                 retry_after_ms: option(u, amount)?,
                 error_code: option(u, text)?,
                 should_retry: Option::<bool>::arbitrary(u)?,
+                scope: None,
             },
             observations: list(u, observation)?,
             usage: list(u, cost)?,

@@ -72,6 +72,7 @@ pub fn reading(r: guest::Reading) -> host::Reading {
             retry_after_ms: c.retry_after_ms,
             error_code: c.error_code,
             should_retry: c.should_retry,
+            scope: None,
         },
         observations: r.observations.into_iter().map(observation).collect(),
         usage: r.usage.into_iter().map(cost).collect(),

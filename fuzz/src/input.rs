@@ -275,16 +275,23 @@ pub fn request(u: &mut Unstructured<'_>) -> Result<Request> {
         0 => line(u)?,
         _ => format!("{host}{path}"),
     };
+    let class = *u.choose(&[
+        RequestClass::Read,
+        RequestClass::IdempotentWrite,
+        RequestClass::UncertainWrite,
+    ])?;
+    let headers = Fields::arbitrary(u)?.block();
+    let body = Body::arbitrary(u)?.0;
+    // As the host shows a request to a plugin: the body's prefix, and the digest of all of it.
+    let digest = sluice_plugin_sdk::digest::digest(&body).into();
+    let prefix = body.len().min(sluice_plugin_sdk::digest::BODY_PREFIX);
     Ok(Request {
         method,
         url,
-        class: *u.choose(&[
-            RequestClass::Read,
-            RequestClass::IdempotentWrite,
-            RequestClass::UncertainWrite,
-        ])?,
-        headers: Fields::arbitrary(u)?.block(),
-        body: Body::arbitrary(u)?.0,
+        class,
+        headers,
+        body: body[..prefix].to_vec(),
+        digest,
         now_ms: now(u)?,
     })
 }

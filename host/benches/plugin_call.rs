@@ -60,14 +60,14 @@ fn headers(n: usize) -> String {
 }
 
 fn host_case(n: usize) -> (Request, WireOutcome) {
-    let req = Request {
-        method: "POST".into(),
-        url: "https://api.openai.com/v1/chat/completions".into(),
-        class: RequestClass::Read,
-        headers: "content-type:application/json\n".into(),
-        body: REQUEST_BODY.to_vec(),
-        now_ms: 1_795_953_600_000,
-    };
+    let req = Request::new(
+        "POST",
+        "https://api.openai.com/v1/chat/completions",
+        RequestClass::Read,
+        "content-type:application/json\n".into(),
+        REQUEST_BODY.to_vec(),
+        1_795_953_600_000,
+    );
     let resp = Response {
         status: 429,
         headers: headers(n),
@@ -78,14 +78,13 @@ fn host_case(n: usize) -> (Request, WireOutcome) {
 
 fn guest_case(n: usize) -> (sluice_plugin_sdk::Request, sluice_plugin_sdk::Outcome) {
     use sluice_plugin_sdk as g;
-    let req = g::Request {
-        method: "POST".into(),
-        url: "https://api.openai.com/v1/chat/completions".into(),
-        class: g::RequestClass::Read,
-        headers: "content-type:application/json\n".into(),
-        body: REQUEST_BODY.to_vec(),
-        now_ms: 1_795_953_600_000,
-    };
+    let mut req = g::test::request(
+        "POST",
+        "https://api.openai.com/v1/chat/completions",
+        &[("content-type", "application/json")],
+        REQUEST_BODY,
+    );
+    req.now_ms = 1_795_953_600_000;
     let resp = g::Response {
         status: 429,
         headers: headers(n),
@@ -146,7 +145,7 @@ fn bench(c: &mut Criterion) {
     let fresh = fresh_rt.load_bundled("openai").expect("openai plugin");
 
     // The current contract, one crossing per reading (a 0.1.0 plugin would take two).
-    assert_eq!(warm.contract(), Contract::V0_2);
+    assert_eq!(warm.contract(), Contract::V0_3);
     let host = host_case(HEADERS);
     let guest = guest_case(HEADERS);
     // Same answers from both before timing anything.

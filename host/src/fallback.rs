@@ -38,16 +38,31 @@ impl ProviderPolicy for Fallback {
         &DESCRIPTION
     }
 
-    /// Standard class, no tenant, no deadline, one request, no scopes.
-    fn plan_request(&self, _req: &Request) -> Result<RequestPlan, PluginError> {
+    /// Standard class, no tenant, no deadline, no scopes, and a conservative cost: one
+    /// request and, for a request with a body, [`fallback_tokens`] — never a free call, so
+    /// a request the plugin could not plan still counts against every token quota.
+    fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
+        let mut cost = vec![Cost {
+            dimension: ReportedDimension::Requests,
+            amount: 1,
+        }];
+        if let Some((input, output)) = fallback_tokens(req) {
+            cost.extend([
+                Cost {
+                    dimension: ReportedDimension::InputTokens,
+                    amount: input,
+                },
+                Cost {
+                    dimension: ReportedDimension::OutputTokens,
+                    amount: output,
+                },
+            ]);
+        }
         Ok(RequestPlan {
             class: PriorityClass::Standard,
             tenant: None,
             deadline_ms: None,
-            cost: vec![Cost {
-                dimension: ReportedDimension::Requests,
-                amount: 1,
-            }],
+            cost,
             scopes: Vec::new(),
         })
     }
@@ -93,6 +108,22 @@ impl ProviderPolicy for Fallback {
     }
 }
 
+/// Output tokens the built-in policy reserves for a request with a body: what a generation
+/// that names no maximum may write, as the bundled plugins assume at most.
+pub const FALLBACK_OUTPUT_TOKENS: u64 = 4_096;
+
+/// The tokens the built-in policy charges a request with a body, `(input, output)`: every
+/// byte of the body at four bytes a token (the providers' own rule of thumb for text; markup
+/// and base64 count as text here, so a request with media is overcharged) and
+/// [`FALLBACK_OUTPUT_TOKENS`]. `None` for a request without a body. An overestimate on
+/// purpose: a request the plugin could not plan is the one the host knows least about, and
+/// the usage its answer reports cannot be read without the plugin.
+pub fn fallback_tokens(req: &Request) -> Option<(u64, u64)> {
+    // The digest's length: a plugin-facing copy keeps only the body's prefix.
+    let bytes = u64::try_from(req.body.len()).map_or(u64::MAX, |n| n.max(req.digest.length));
+    (bytes > 0).then(|| (bytes.div_ceil(4), FALLBACK_OUTPUT_TOKENS))
+}
+
 /// Generic classification; writes fail closed.
 fn classify(req: &Request, outcome: &WireOutcome) -> Classification {
     let (kind, retry_after_ms) = match outcome {
@@ -120,6 +151,7 @@ fn classify(req: &Request, outcome: &WireOutcome) -> Classification {
         retry_after_ms,
         error_code: None,
         should_retry: closed.then_some(false),
+        scope: None,
     }
 }
 
@@ -134,14 +166,14 @@ mod tests {
     use super::*;
 
     fn req(class: RequestClass) -> Request {
-        Request {
-            method: "POST".into(),
-            url: "https://api.example.com/v1/things".into(),
+        Request::new(
+            "POST",
+            "https://api.example.com/v1/things",
             class,
-            headers: String::new(),
-            body: vec![],
-            now_ms: 0,
-        }
+            String::new(),
+            vec![],
+            0,
+        )
     }
 
     fn classify(req: &Request, outcome: &WireOutcome) -> Classification {
@@ -222,6 +254,24 @@ mod tests {
                 dimension: ReportedDimension::Requests,
                 amount: 1
             }]
+        );
+    }
+
+    #[test]
+    fn a_request_with_a_body_is_never_planned_free() {
+        let r = req(RequestClass::Read).with_body(vec![b'x'; 20 << 20]);
+        let plan = Fallback.plan_request(&r).unwrap();
+        let amount = |d: ReportedDimension| {
+            plan.cost
+                .iter()
+                .find(|c| c.dimension == d)
+                .map(|c| c.amount)
+        };
+        assert_eq!(amount(ReportedDimension::Requests), Some(1));
+        assert_eq!(amount(ReportedDimension::InputTokens), Some(5 << 20));
+        assert_eq!(
+            amount(ReportedDimension::OutputTokens),
+            Some(FALLBACK_OUTPUT_TOKENS)
         );
     }
 

@@ -9,6 +9,17 @@
 //! quarantined: for [`QuarantinePolicy::duration`] it is not called at all. Then one call
 //! probes it; a success lifts the quarantine, a failure renews it at once.
 //!
+//! # A fault on one input stays with that input
+//!
+//! A quarantine is shared by every tenant of the provider, so only a fault of the plugin's
+//! own may count toward it. After a fault the guard asks the plugin the same question once
+//! more without the body (the request's, and the response's): the body is what one caller
+//! sends, while the method, the route and the headers are what every caller of the route
+//! shares. A plugin that answers without the body failed on that body — a document too big
+//! for its memory, a shape it mishandles — and the fault falls back for that call alone; it
+//! is counted (`cause = "input"`) and logged, never toward quarantine. A plugin that fails
+//! again without the body is failing on its own, and the fault counts.
+//!
 //! Each plugin call is timed into [`crate::observe::PLUGIN_CALL`]; failures, quarantines and
 //! their end are events and metrics too (see [`crate::observe`]).
 //!
@@ -68,8 +79,11 @@ pub struct Answer<T> {
 pub struct Health {
     /// Failures in a row (declines do not count).
     pub consecutive_failures: u32,
-    /// Failures since the guard was made.
+    /// Failures since the guard was made that count toward quarantine.
     pub total_failures: u64,
+    /// Failures on one call's body that the plugin did not repeat without it: the input's,
+    /// not counted toward quarantine.
+    pub input_failures: u64,
     /// Times the plugin was quarantined.
     pub quarantines: u64,
     /// Until when it is quarantined, if it is.
@@ -127,7 +141,11 @@ impl GuardedPolicy {
     /// Plans a request before it is queued: class, tenant, deadline, expected cost and the
     /// scopes it counts in. The built-in plan is one request, standard class, no scope.
     pub fn plan_request(&self, req: &Request) -> Answer<RequestPlan> {
-        self.answer("plan-request", |p| p.plan_request(req))
+        self.answer(
+            "plan-request",
+            |p| p.plan_request(req),
+            |p| p.plan_request(&without_body(req)).map(drop),
+        )
     }
 
     /// Reads an attempt's outcome (or one part of a streamed answer) in one plugin call:
@@ -138,12 +156,32 @@ impl GuardedPolicy {
         outcome: &WireOutcome,
         part: ResponsePart,
     ) -> Answer<Reading> {
-        self.answer("read-response", |p| p.read_response(req, outcome, part))
+        self.answer(
+            "read-response",
+            |p| p.read_response(req, outcome, part),
+            |p| {
+                let outcome = match outcome {
+                    WireOutcome::Response(r) => WireOutcome::Response(Response {
+                        status: r.status,
+                        headers: r.headers.clone(),
+                        body: Vec::new(),
+                    }),
+                    WireOutcome::Transport(t) => WireOutcome::Transport(*t),
+                };
+                p.read_response(&without_body(req), &outcome, part)
+                    .map(drop)
+            },
+        )
     }
 
     /// Says how to settle an uncertain write.
     pub fn reconcile(&self, write: &UncertainWrite) -> Answer<ReconcilePlan> {
-        self.answer("reconcile", |p| p.reconcile(write))
+        // A write's lookup carries no body: a fault here is the plugin's.
+        self.answer(
+            "reconcile",
+            |p| p.reconcile(write),
+            |p| p.reconcile(write).map(drop),
+        )
     }
 
     /// Reads a status query's answer.
@@ -152,17 +190,29 @@ impl GuardedPolicy {
         write: &UncertainWrite,
         resp: &Response,
     ) -> Answer<Reconciliation> {
-        self.answer("read-reconciliation", |p| {
-            p.read_reconciliation(write, resp)
-        })
+        self.answer(
+            "read-reconciliation",
+            |p| p.read_reconciliation(write, resp),
+            |p| {
+                let bare = Response {
+                    status: resp.status,
+                    headers: resp.headers.clone(),
+                    body: Vec::new(),
+                };
+                p.read_reconciliation(write, &bare).map(drop)
+            },
+        )
     }
 
     /// Asks the plugin, unless it is quarantined; the built-in policy answers when it is,
-    /// or when the plugin declines or fails (a failure is recorded).
+    /// or when the plugin declines or fails (a failure is recorded). After a fault,
+    /// `without_body` asks the same question without the body, to tell a fault of the
+    /// plugin's from one of the input's (see the module docs).
     fn answer<T>(
         &self,
         function: &'static str,
         call: impl Fn(&dyn ProviderPolicy) -> Result<T, PluginError>,
+        without_body: impl FnOnce(&dyn ProviderPolicy) -> Result<(), PluginError>,
     ) -> Answer<T> {
         // The built-in policy answers every call: its `Err` arm is never taken.
         let fallback = || match call(&self.fallback) {
@@ -191,7 +241,11 @@ impl GuardedPolicy {
             }
             Err(e) => {
                 if e.failure.is_fault() {
-                    self.record_failure(&e, now);
+                    let again = self.timed(function, || without_body(&*self.plugin));
+                    match again {
+                        Err(again) if again.failure.is_fault() => self.record_failure(&e, now),
+                        _ => self.record_input_failure(&e),
+                    }
                 }
                 Answer {
                     value: fallback(),
@@ -227,9 +281,23 @@ impl GuardedPolicy {
             .set(if quarantined { 1.0 } else { 0.0 });
     }
 
+    /// A fault the plugin does not repeat without the body: that call's input's, kept out
+    /// of the count toward quarantine.
+    fn record_input_failure(&self, e: &PluginError) {
+        let plugin = self.plugin.name().to_owned();
+        metrics::counter!(crate::observe::PLUGIN_FAILURES, "plugin" => plugin, "cause" => "input")
+            .increment(1);
+        let mut h = self.lock();
+        h.input_failures += 1;
+        h.last_failure = Some(e.to_string());
+        drop(h);
+        tracing::warn!(plugin = %self.plugin.name(), error = %e, "plugin call failed on this request's body (it answers without it); the built-in policy answered this call, and the plugin goes on serving");
+    }
+
     fn record_failure(&self, e: &PluginError, now: Instant) {
         let plugin = self.plugin.name().to_owned();
-        metrics::counter!(crate::observe::PLUGIN_FAILURES, "plugin" => plugin).increment(1);
+        metrics::counter!(crate::observe::PLUGIN_FAILURES, "plugin" => plugin, "cause" => "plugin")
+            .increment(1);
         let mut h = self.lock();
         h.consecutive_failures = h.consecutive_failures.saturating_add(1);
         h.total_failures += 1;
@@ -247,6 +315,18 @@ impl GuardedPolicy {
     fn lock(&self) -> std::sync::MutexGuard<'_, Health> {
         self.health.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// `req` without its body: what every caller of the route shares.
+fn without_body(req: &Request) -> Request {
+    Request::new(
+        req.method.clone(),
+        req.url.clone(),
+        req.class,
+        req.headers.clone(),
+        Vec::new(),
+        req.now_ms,
+    )
 }
 
 #[cfg(test)]
@@ -326,20 +406,21 @@ mod tests {
     }
 
     fn req() -> Request {
-        Request {
-            method: "GET".into(),
-            url: "https://api.example.com/".into(),
-            class: RequestClass::Read,
-            headers: String::new(),
-            body: Vec::new(),
-            now_ms: 0,
-        }
+        Request::new(
+            "GET",
+            "https://api.example.com/",
+            RequestClass::Read,
+            String::new(),
+            Vec::new(),
+            0,
+        )
     }
 
     #[test]
     fn any_policy_behind_the_trait_is_quarantined_after_failing_and_probed_after_the_wait() {
         let clock = Arc::new(ManualClock::starting_at(0));
-        let flaky = Arc::new(Flaky::new(3));
+        // Each failing call is asked again without its body, and fails again: six failures.
+        let flaky = Arc::new(Flaky::new(6));
         let g = GuardedPolicy::new(flaky.clone(), QuarantinePolicy::default(), clock.clone());
         for i in 0..3 {
             let a = g.plan_request(&req());
@@ -356,8 +437,8 @@ mod tests {
         ));
         assert_eq!(
             flaky.calls.load(Ordering::SeqCst),
-            3,
-            "not called while quarantined"
+            6,
+            "three calls and their probes without the body; not called while quarantined"
         );
         assert_eq!(g.plugin().name(), "flaky");
 
@@ -368,5 +449,79 @@ mod tests {
         let h = g.health();
         assert_eq!((h.quarantines, h.total_failures), (1, 3));
         assert!(h.quarantined_until.is_none());
+    }
+
+    /// A policy that runs out of memory on any body over 1 KiB, as a plugin given a
+    /// 20 MB document would.
+    #[derive(Debug)]
+    struct Small(Description);
+
+    impl ProviderPolicy for Small {
+        fn description(&self) -> &Description {
+            &self.0
+        }
+
+        fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
+            if req.body.len() > 1024 {
+                return Err(PluginError {
+                    plugin: "small".into(),
+                    function: "plan-request",
+                    failure: Failure::OutOfMemory(16 << 20),
+                });
+            }
+            let mut plan = Fallback.plan_request(req)?;
+            plan.class = PriorityClass::Interactive;
+            Ok(plan)
+        }
+
+        fn read_response(
+            &self,
+            req: &Request,
+            outcome: &WireOutcome,
+            part: ResponsePart,
+        ) -> Result<Reading, PluginError> {
+            Fallback.read_response(req, outcome, part)
+        }
+
+        fn reconcile(&self, w: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
+            Fallback.reconcile(w)
+        }
+
+        fn read_reconciliation(
+            &self,
+            w: &UncertainWrite,
+            r: &Response,
+        ) -> Result<Reconciliation, PluginError> {
+            Fallback.read_reconciliation(w, r)
+        }
+    }
+
+    #[test]
+    fn a_fault_on_one_body_falls_back_for_that_call_and_never_quarantines_the_plugin() {
+        let clock = Arc::new(ManualClock::starting_at(0));
+        let small = Arc::new(Small(Flaky::new(0).description));
+        let g = GuardedPolicy::new(small, QuarantinePolicy::default(), clock);
+        let big = req().with_body(vec![b'x'; 20 << 20]);
+        for i in 0..10 {
+            let a = g.plan_request(&big);
+            assert!(
+                matches!(&a.by, AnsweredBy::Fallback(e) if e.failure.is_fault()),
+                "call {i}: {:?}",
+                a.by
+            );
+            assert!(
+                a.value.cost.len() > 1,
+                "the built-in plan charges the body's tokens"
+            );
+        }
+        let h = g.health();
+        assert_eq!(
+            (h.total_failures, h.input_failures, h.quarantines),
+            (0, 10, 0)
+        );
+        // Every other caller is still planned by the plugin.
+        let a = g.plan_request(&req());
+        assert!(matches!(a.by, AnsweredBy::Plugin), "{:?}", a.by);
+        assert_eq!(a.value.class, PriorityClass::Interactive);
     }
 }

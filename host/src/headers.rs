@@ -62,13 +62,19 @@ pub fn redact_credentials(block: &str) -> Cow<'_, str> {
 
 /// `req` with the value of every credential header redacted ([`redact_credentials`]);
 /// borrowed as is when it has none. Every request passes here before a plugin sees it,
-/// whoever makes the call and however the plugin runs.
+/// whoever makes the call and however the plugin runs. A copy keeps only the body's prefix
+/// (all a plugin is shown) and its digest, so a long body is never copied whole.
 pub(crate) fn without_credentials(req: &Request) -> Cow<'_, Request> {
     match redact_credentials(&req.headers) {
         Cow::Borrowed(_) => Cow::Borrowed(req),
         Cow::Owned(headers) => Cow::Owned(Request {
+            method: req.method.clone(),
+            url: req.url.clone(),
+            class: req.class,
             headers,
-            ..req.clone()
+            body: req.body_prefix().to_vec(),
+            digest: req.digest.clone(),
+            now_ms: req.now_ms,
         }),
     }
 }

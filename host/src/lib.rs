@@ -37,8 +37,8 @@
 //! - [`writes`], [`journal`]: safe writes and their SQLite journal, escalations;
 //! - [`audit`]: the tamper-evident, signed audit log and its verifier;
 //! - [`credentials`]: where each call's secret headers come from, by label;
-//! - [`contract`]: the plugin contract's vocabulary as plain types (`sluice:policy@0.2.0`,
-//!   `wit/policy.wit`; plugins built against the frozen 0.1.0 still load), and
+//! - [`contract`]: the plugin contract's vocabulary as plain types (`sluice:policy@0.3.0`,
+//!   `wit/policy.wit`; plugins built against the frozen 0.2.0 and 0.1.0 still load), and
 //!   [`contract::ProviderPolicy`], the trait every policy (a plugin, the built-in one, a
 //!   native one) answers through: once before a request is queued (`plan-request`) and once
 //!   per attempt (`read-response`); [`headers`]: which headers are credentials, and the

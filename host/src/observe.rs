@@ -55,7 +55,7 @@
 //! | [`USAGE_CORRECTIONS`] | counter | `provider` | charges corrected from the estimate to the usage an answer reported |
 //! | [`BREAKER_OPEN`] | gauge | `provider`, `credential` | paths of the credential whose breaker is open now (0 when none) |
 //! | [`PLUGIN_CALL`] | histogram | `plugin`, `function` (`plan-request`, `read-response`, `reconcile`, `read-reconciliation`) | seconds a plugin call took, on the real clock |
-//! | [`PLUGIN_FAILURES`] | counter | `plugin` | plugin calls that failed (trap, timeout, invalid output...) |
+//! | [`PLUGIN_FAILURES`] | counter | `plugin`, `cause` (`plugin`: counts toward quarantine; `input`: the plugin answers the same call without its body) | plugin calls that failed (trap, timeout, invalid output...) |
 //! | [`PLUGIN_QUARANTINED`] | gauge | `plugin` | 1 while the plugin is quarantined, else 0 |
 //! | [`PLUGIN_RELOADS`] | counter | `provider`, `result` (`reloaded`, `refused`) | reloads of a provider's plugin, whether the new version took traffic |
 //! | [`BUDGET_THRESHOLDS`] | counter | `tenant`, `budget` (`spend_micros_per_month`...), `threshold` (percent) | a tenant's use crossed a threshold of a budget |

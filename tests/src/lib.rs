@@ -25,6 +25,10 @@ pub const HOSTILE_WASM: &str = env!("SLUICE_HOSTILE_WASM");
 /// `build.rs`.
 pub const LEGACY_WASM: &str = env!("SLUICE_LEGACY_WASM");
 
+/// The component of the fixture built against the frozen `sluice:policy@0.2.0`, built by
+/// `build.rs`.
+pub const LEGACY_V2_WASM: &str = env!("SLUICE_LEGACY_V2_WASM");
+
 /// Generation one of the relay fixture (reads a 418 as a success), built by `build.rs`.
 pub const RELAY_ONE_WASM: &str = env!("SLUICE_RELAY_ONE_WASM");
 
@@ -90,16 +94,25 @@ pub fn legacy(rt: &PluginRuntime) -> Plugin {
         .expect("load the 0.1.0 fixture")
 }
 
+/// The 0.2.0 fixture, loaded.
+///
+/// # Panics
+/// When it does not load.
+pub fn legacy_v2(rt: &PluginRuntime) -> Plugin {
+    rt.load_file(Path::new(LEGACY_V2_WASM))
+        .expect("load the 0.2.0 fixture")
+}
+
 /// A request to `url` of `class`.
 pub fn request(method: &str, url: &str, class: RequestClass) -> Request {
-    Request {
-        method: method.into(),
-        url: url.into(),
+    Request::new(
+        method,
+        url,
         class,
-        headers: String::new(),
-        body: Vec::new(),
-        now_ms: 1_795_953_600_000,
-    }
+        String::new(),
+        Vec::new(),
+        1_795_953_600_000,
+    )
 }
 
 /// A response with `status` and headers (no body).

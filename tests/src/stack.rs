@@ -93,6 +93,7 @@ pub fn transport(attempt_timeout: Duration) -> Transport {
     Transport::new(Timeouts {
         connect: Duration::from_secs(2),
         first_byte: attempt_timeout,
+        generation: attempt_timeout,
         idle: attempt_timeout,
     })
     .expect("transport")

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::bucket::{Denial, Nanos, QuotaError, Rate};
-use super::limits::Limits;
+use super::limits::{Limits, MINUTE};
 use super::usage::{Dimension, Usage};
 
 pub mod learn;
@@ -355,12 +355,21 @@ impl Scope {
     }
 
     /// Admits nothing before `until`: every request charged to this scope waits.
-    pub fn hold(&mut self, until: Nanos, reason: &str) {
+    ///
+    /// A quota whose window the hold can be about restarts at `until` with an empty burst:
+    /// every quota of a minute or less (a 429 is about the provider's short windows), and a
+    /// longer one only when the hold lasts as long as its window. A short hold leaves a
+    /// day's or a month's quota as it was: emptying it would pace the scope at the day's
+    /// rate for hours after a one-second `Retry-After`.
+    pub fn hold(&mut self, now: Nanos, until: Nanos, reason: &str) {
         if self.hold.as_deref().is_some_and(|h| h.until >= until) {
             return;
         }
+        let lasts = Duration::from_nanos(until.saturating_sub(now));
         for (q, t) in self.shape.quotas.iter().zip(self.tats.iter_mut()) {
-            q.rate.hold_until(&mut t.tat, until);
+            if q.window <= MINUTE.max(lasts) {
+                q.rate.hold_until(&mut t.tat, until);
+            }
         }
         self.hold = Some(Box::new(Hold {
             until,

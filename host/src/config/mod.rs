@@ -29,7 +29,7 @@
 //! checkpoint_every = 64
 //!
 //! [transport]
-//! connect_timeout_ms = 5000         # first_byte_timeout_ms, idle_timeout_ms
+//! connect_timeout_ms = 5000         # first_byte_timeout_ms, generation_timeout_ms, idle_timeout_ms
 //! extra_roots = ["gateway-ca.pem"]  # CAs trusted besides the built-in ones
 //!
 //! [plugins]

@@ -306,6 +306,7 @@ fn transport(keys: &Keys<'_>, mut table: Table) -> Result<TransportConfig, Confi
     let timeouts = Timeouts {
         connect: ms("connect_timeout_ms", defaults.connect)?,
         first_byte: ms("first_byte_timeout_ms", defaults.first_byte)?,
+        generation: ms("generation_timeout_ms", defaults.generation)?,
         idle: ms("idle_timeout_ms", defaults.idle)?,
     };
     let extra_roots = match table.remove("extra_roots") {
@@ -329,6 +330,7 @@ fn transport(keys: &Keys<'_>, mut table: Table) -> Result<TransportConfig, Confi
         &[
             "connect_timeout_ms",
             "first_byte_timeout_ms",
+            "generation_timeout_ms",
             "idle_timeout_ms",
             "extra_roots",
         ],

@@ -64,14 +64,14 @@ use super::{
 ///     routes: vec![],
 /// });
 /// let guard = GuardedPolicy::new(Arc::new(shy), QuarantinePolicy::default(), Arc::new(ManualClock::starting_at(0)));
-/// let req = Request {
-///     method: "GET".into(),
-///     url: "https://api.example.com/v1/things".into(),
-///     class: RequestClass::Read,
-///     headers: String::new(),
-///     body: vec![],
-///     now_ms: 0,
-/// };
+/// let req = Request::new(
+///     "GET",
+///     "https://api.example.com/v1/things",
+///     RequestClass::Read,
+///     String::new(),
+///     vec![],
+///     0,
+/// );
 /// let plan = guard.plan_request(&req);
 /// assert!(matches!(plan.by, AnsweredBy::Fallback(_)));
 /// assert_eq!(plan.value.class, PriorityClass::Standard);

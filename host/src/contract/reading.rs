@@ -41,6 +41,20 @@ pub struct Classification {
     /// The provider's own advice on retrying, when it gives one (`x-should-retry`,
     /// `Stripe-Should-Retry`). Advice only: the host's budgets still decide.
     pub should_retry: Option<bool>,
+    /// The quota a `rate-limited` or `quota-exhausted` verdict is about, when the
+    /// observations alone do not say; the host holds it. `None`: the scopes of the
+    /// observations that say a quota is spent, else of every observation, else the
+    /// credential's own bucket.
+    pub scope: Option<LimitedScope>,
+}
+
+/// Which quota a limit is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LimitedScope {
+    /// The credential's own bucket: the whole key (a spent billing balance).
+    Credential,
+    /// A narrower scope, named as observations and plans name it (`model:gpt-4o`).
+    Named(String),
 }
 
 /// A dimension a quota is counted in, as a plugin reports it (an [`Observation`]'s, a

@@ -27,11 +27,58 @@ pub struct Request {
     /// (`name:value\n` per field; see [`crate::headers::encode_fields`]). Credentials are
     /// redacted by the host before they reach a plugin.
     pub headers: String,
-    /// A prefix of the request body, at most the host's body cap (64 KiB by default).
+    /// The request body. The host sends it whole; a plugin is shown its first
+    /// [`BODY_PREFIX`] bytes and its [`digest`](Self::digest).
     pub body: Vec<u8>,
+    /// What the whole body says about its cost (see [`BodyDigest`]).
+    pub digest: BodyDigest,
     /// The host's wall clock: milliseconds since the Unix epoch, UTC.
     pub now_ms: i64,
 }
+
+/// The longest prefix of a request body a plugin is shown: 64 KiB.
+pub const BODY_PREFIX: usize = sluice_plugin_sdk::digest::BODY_PREFIX;
+
+impl Request {
+    /// A request whose digest is read from `body` (see [`BodyDigest::of`]).
+    pub fn new(
+        method: impl Into<String>,
+        url: impl Into<String>,
+        class: RequestClass,
+        headers: String,
+        body: Vec<u8>,
+        now_ms: i64,
+    ) -> Self {
+        Self {
+            method: method.into(),
+            url: url.into(),
+            class,
+            headers,
+            digest: BodyDigest::of(&body),
+            body,
+            now_ms,
+        }
+    }
+
+    /// The same request with `body`, its digest read anew.
+    #[must_use]
+    pub fn with_body(mut self, body: Vec<u8>) -> Self {
+        self.digest = BodyDigest::of(&body);
+        self.body = body;
+        self
+    }
+
+    /// The body as a plugin is shown it: its first [`BODY_PREFIX`] bytes.
+    pub fn body_prefix(&self) -> &[u8] {
+        &self.body[..self.body.len().min(BODY_PREFIX)]
+    }
+}
+
+/// What a request's whole body says about its cost, read in one pass outside the sandbox
+/// (its length, text, media parts and small fields): the SDK's reader's own plain types,
+/// shared by the host and the plugins it builds, so both read a body the same way. See
+/// `sluice_plugin_sdk::digest` for what counts as media.
+pub use sluice_plugin_sdk::digest::{BodyDigest, MediaKind, MediaPart};
 
 /// A response the provider sent.
 #[derive(Debug, Clone, PartialEq, Eq)]

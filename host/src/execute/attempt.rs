@@ -64,14 +64,14 @@ impl Executor {
         let headers = call.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
         let headers = encode_fields(headers).ok()?;
         let now_ms = self.clock.wall_ms();
-        let req = Request {
-            method: call.method.clone(),
-            url: call.url.clone(),
-            class: call.class,
+        let req = Request::new(
+            call.method.clone(),
+            call.url.clone(),
+            call.class,
             headers,
-            body: call.body.clone(),
+            call.body.clone(),
             now_ms,
-        };
+        );
         let plan = policy.plan_request(&req).value;
         let deadline = call.deadline.or_else(|| {
             let ms = plan.deadline_ms?.saturating_sub(now_ms);
@@ -212,7 +212,7 @@ impl Executor {
             return Some(Run::Done(end));
         }
         t.attempts += 1;
-        let started = self.transport.start(&p.req, cx.secrets).await;
+        let started = self.transport.start(&p.req, cx.secrets, cx.stream).await;
         let status = started.as_ref().ok().map(|s| s.status);
         trace::answered(call, status);
         if status == Some(429) {

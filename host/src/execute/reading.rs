@@ -14,7 +14,8 @@ use super::usage::{self, corrected};
 use super::{Call, Executor, NextAction, Observer, Outcome, QUOTA_EXHAUSTED, Reason};
 use crate::admission::Permit;
 use crate::contract::{
-    Classification, Response, ResponsePart, TransportFailure, Verdict, WireOutcome as Wire,
+    Classification, LimitedScope, Observation, Response, ResponsePart, TransportFailure, Verdict,
+    WireOutcome as Wire,
 };
 use crate::guard::GuardedPolicy;
 use crate::retry::{AfterAttempt, Next, Spent, decide};
@@ -121,6 +122,7 @@ impl Executor {
             };
             decide(&after, &p.budget, &p.backoff, &mut rng)
         };
+        let plan = self.unanswered_generation(call, p, wire, t, plan);
         let hold = match c.verdict {
             // A spent billing or daily quota: nobody on the scope sends until its reset, or
             // for the configured time when the provider does not say.
@@ -137,10 +139,37 @@ impl Executor {
             };
             let code = c.error_code.as_deref().unwrap_or("");
             let reason = format!("{why}: {} {code}", status.unwrap_or(429));
-            permit.hold_scope(None, hold, reason.trim_end());
+            for scope in held_scopes(&c, &reading.observations) {
+                permit.hold_scope(scope, hold, reason.trim_end());
+            }
         }
         permit.complete(actual);
         (c, plan)
+    }
+
+    /// A generation (a read charged tokens) sent without an answer may have been generated
+    /// and billed: it is sent again at most once, and only when the configuration allows.
+    fn unanswered_generation(
+        &self,
+        call: &Call,
+        p: &Prepared,
+        wire: &Wire,
+        t: &mut Tally,
+        mut plan: crate::retry::Plan,
+    ) -> crate::retry::Plan {
+        let unanswered = matches!(wire, Wire::Transport(f) if may_have_been_sent(*f));
+        let generation = p.estimate.input_tokens > 0
+            || p.estimate.output_tokens > 0
+            || p.estimate.other_tokens > 0;
+        if !(unanswered && generation && call.class == crate::contract::RequestClass::Read) {
+            return plan;
+        }
+        t.unanswered += 1;
+        let allowed = u32::from(self.retry.resend_unanswered_generation);
+        if matches!(plan.next, Next::Retry { .. }) && t.unanswered > allowed {
+            plan.next = Next::Stop(crate::retry::Stop::GenerationUnanswered);
+        }
+        plan
     }
 
     /// Acts on an attempt's plan: done, stopped, or a retry after its delay. `None`: go on
@@ -223,4 +252,92 @@ fn may_have_been_sent(f: TransportFailure) -> bool {
         f,
         TransportFailure::TimeoutAfterSend | TransportFailure::ResetAfterSend
     )
+}
+
+/// The scopes a 429 or a spent quota is about: the one the plugin's classification names,
+/// else as the answer's quota figures name them — the scopes of the figures that say a quota
+/// is spent (`remaining: 0`), else of every figure it carries. A figure without a scope is
+/// about the credential's own bucket; an answer with no figures at all holds the credential's
+/// bucket, since a limit of unknown scope is assumed to be the whole account's. So a model's
+/// spent quota (OpenAI's and Anthropic's figures name the model) holds that model, and the
+/// same key's other models keep flowing.
+fn held_scopes<'a>(c: &'a Classification, observations: &'a [Observation]) -> Vec<Option<&'a str>> {
+    match &c.scope {
+        Some(LimitedScope::Credential) => return vec![None],
+        Some(LimitedScope::Named(name)) => return vec![Some(name.as_str())],
+        None => {}
+    }
+    let spent = observations.iter().any(|o| o.remaining == Some(0));
+    let mut scopes: Vec<Option<&str>> = observations
+        .iter()
+        .filter(|o| !spent || o.remaining == Some(0))
+        .map(|o| o.scope.as_deref())
+        .collect();
+    scopes.sort_unstable();
+    scopes.dedup();
+    if scopes.is_empty() {
+        scopes.push(None);
+    }
+    scopes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::held_scopes;
+    use crate::contract::{Classification, LimitedScope, Observation, ReportedDimension, Verdict};
+
+    fn figure(scope: Option<&str>, remaining: u64) -> Observation {
+        Observation {
+            scope: scope.map(str::to_owned),
+            dimension: ReportedDimension::Requests,
+            limit: Some(100),
+            remaining: Some(remaining),
+            used: None,
+            reset_after_ms: Some(1_000),
+            window_ms: None,
+            source: "x-ratelimit-remaining-requests".into(),
+        }
+    }
+
+    fn limited(scope: Option<LimitedScope>) -> Classification {
+        Classification {
+            verdict: Verdict::RateLimited,
+            retry_after_ms: None,
+            error_code: None,
+            should_retry: None,
+            scope,
+        }
+    }
+
+    #[test]
+    fn a_hold_lands_on_the_scopes_the_answer_names() {
+        let c = limited(None);
+        assert_eq!(
+            held_scopes(&c, &[]),
+            vec![None],
+            "no figures: the whole credential"
+        );
+        let model = [figure(Some("model:a"), 0), figure(Some("model:a"), 40)];
+        assert_eq!(held_scopes(&c, &model), vec![Some("model:a")]);
+        let spent_key = [figure(Some("model:a"), 3), figure(None, 0)];
+        assert_eq!(
+            held_scopes(&c, &spent_key),
+            vec![None],
+            "the spent figure decides"
+        );
+        let none_spent = [figure(Some("model:a"), 3), figure(Some("search"), 1)];
+        assert_eq!(
+            held_scopes(&c, &none_spent),
+            vec![Some("model:a"), Some("search")]
+        );
+    }
+
+    #[test]
+    fn the_classification_s_scope_overrides_the_figures() {
+        let model = [figure(Some("model:a"), 0)];
+        let key = limited(Some(LimitedScope::Credential));
+        assert_eq!(held_scopes(&key, &model), vec![None]);
+        let named = limited(Some(LimitedScope::Named("model:b".into())));
+        assert_eq!(held_scopes(&named, &model), vec![Some("model:b")]);
+    }
 }

@@ -19,6 +19,8 @@ pub(super) struct Tally {
     pub error_code: Option<String>,
     pub last_response: Option<Response>,
     pub transport_error: Option<String>,
+    /// Attempts of a generation that were sent and got no answer.
+    pub unanswered: u32,
 }
 
 impl Tally {
@@ -65,6 +67,7 @@ pub(super) fn next_action(
         Stop::ProviderSaidNo
         | Stop::AttemptsExhausted
         | Stop::WaitBudgetExhausted { .. }
-        | Stop::DeadlinePassed { .. } => NextAction::RetryLater(after),
+        | Stop::DeadlinePassed { .. }
+        | Stop::GenerationUnanswered => NextAction::RetryLater(after),
     }
 }

@@ -1,15 +1,16 @@
 //! Which version of the contract a component speaks, and its bindings for that version.
 //!
-//! A component that exports `sluice:policy/policy@0.2.0` is bound through the current
-//! bindings. One that exports only the frozen `@0.1.0` is bound through the old bindings and
-//! called through `v1.rs`, which answers the 0.2.0 functions with the 0.1.0 ones. The rest
-//! of the host sees one [`Plugin`](super::Plugin) API either way.
+//! A component that exports `sluice:policy/policy@0.3.0` is bound through the current
+//! bindings. One that exports only a frozen version is bound through that version's bindings:
+//! `@0.2.0` through `v2.rs` (the same functions, a request without its digest), `@0.1.0`
+//! through `v1.rs`, which answers the current functions with the 0.1.0 ones. The rest of the
+//! host sees one [`Plugin`](super::Plugin) API either way.
 
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
-use super::bindings::v0_1;
 use super::bindings::{ProviderPolicy, ProviderPolicyPre};
+use super::bindings::{v0_1, v0_2};
 use super::state::State;
 
 /// A version of the `sluice:policy` contract.
@@ -17,8 +18,11 @@ use super::state::State;
 pub enum Contract {
     /// `sluice:policy@0.1.0`, frozen: two calls per attempt, no usage, no scopes.
     V0_1,
-    /// `sluice:policy@0.2.0`, current: `plan-request` and `read-response`.
+    /// `sluice:policy@0.2.0`, frozen: `plan-request` and `read-response`, and a request
+    /// body's prefix without its digest.
     V0_2,
+    /// `sluice:policy@0.3.0`, current: a request's digest, and a classification's scope.
+    V0_3,
 }
 
 impl Contract {
@@ -27,6 +31,7 @@ impl Contract {
         match self {
             Self::V0_1 => "sluice:policy@0.1.0",
             Self::V0_2 => "sluice:policy@0.2.0",
+            Self::V0_3 => "sluice:policy@0.3.0",
         }
     }
 }
@@ -39,27 +44,30 @@ impl std::fmt::Display for Contract {
 
 /// A component pre-linked and bound to the contract version it exports.
 pub(super) enum Pre {
-    V0_2(ProviderPolicyPre<State>),
+    V0_3(ProviderPolicyPre<State>),
+    V0_2(v0_2::ProviderPolicyPre<State>),
     V0_1(v0_1::ProviderPolicyPre<State>),
 }
 
 impl Pre {
-    /// Binds `pre` to 0.2.0 when the component exports it, else to 0.1.0.
+    /// Binds `pre` to the newest version the component exports.
     ///
     /// # Errors
-    /// When the component exports neither (the error of binding 0.2.0, which names what is
-    /// missing).
+    /// When the component exports none (the error of binding the current version, which
+    /// names what is missing).
     pub(super) fn new(pre: InstancePre<State>) -> wasmtime::Result<Self> {
         match ProviderPolicyPre::new(pre.clone()) {
-            Ok(p) => Ok(Self::V0_2(p)),
-            Err(current) => v0_1::ProviderPolicyPre::new(pre)
-                .map(Self::V0_1)
+            Ok(p) => Ok(Self::V0_3(p)),
+            Err(current) => v0_2::ProviderPolicyPre::new(pre.clone())
+                .map(Self::V0_2)
+                .or_else(|_| v0_1::ProviderPolicyPre::new(pre).map(Self::V0_1))
                 .map_err(|_| current),
         }
     }
 
     pub(super) fn contract(&self) -> Contract {
         match self {
+            Self::V0_3(_) => Contract::V0_3,
             Self::V0_2(_) => Contract::V0_2,
             Self::V0_1(_) => Contract::V0_1,
         }
@@ -67,6 +75,7 @@ impl Pre {
 
     pub(super) fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<Bindings> {
         Ok(match self {
+            Self::V0_3(p) => Bindings::V0_3(p.instantiate(store)?),
             Self::V0_2(p) => Bindings::V0_2(p.instantiate(store)?),
             Self::V0_1(p) => Bindings::V0_1(p.instantiate(store)?),
         })
@@ -75,34 +84,49 @@ impl Pre {
 
 /// An instance's exports, in the version it was bound to.
 pub(super) enum Bindings {
-    V0_2(ProviderPolicy),
+    V0_3(ProviderPolicy),
+    V0_2(v0_2::ProviderPolicy),
     V0_1(v0_1::ProviderPolicy),
 }
 
 impl Bindings {
+    /// The 0.3.0 functions.
+    ///
+    /// # Errors
+    /// When the instance speaks a frozen version (a caller that did not check
+    /// [`Pre::contract`]).
+    pub(super) fn current(
+        &self,
+    ) -> wasmtime::Result<&super::bindings::exports::sluice::policy0_3_0::policy::Guest> {
+        match self {
+            Self::V0_3(b) => Ok(b.sluice_policy0_3_0_policy()),
+            _ => Err(mismatch(Contract::V0_3)),
+        }
+    }
+
     /// The 0.2.0 functions.
     ///
     /// # Errors
-    /// When the instance speaks 0.1.0 (a caller that did not check [`Pre::contract`]).
-    pub(super) fn current(
+    /// When the instance speaks another version.
+    pub(super) fn frozen_v0_2(
         &self,
-    ) -> wasmtime::Result<&super::bindings::exports::sluice::policy0_2_0::policy::Guest> {
+    ) -> wasmtime::Result<&v0_2::exports::sluice::policy::policy::Guest> {
         match self {
-            Self::V0_2(b) => Ok(b.sluice_policy0_2_0_policy()),
-            Self::V0_1(_) => Err(mismatch(Contract::V0_2)),
+            Self::V0_2(b) => Ok(b.sluice_policy_policy()),
+            _ => Err(mismatch(Contract::V0_2)),
         }
     }
 
     /// The 0.1.0 functions.
     ///
     /// # Errors
-    /// When the instance speaks 0.2.0.
+    /// When the instance speaks another version.
     pub(super) fn frozen_v0_1(
         &self,
     ) -> wasmtime::Result<&v0_1::exports::sluice::policy::policy::Guest> {
         match self {
             Self::V0_1(b) => Ok(b.sluice_policy_policy()),
-            Self::V0_2(_) => Err(mismatch(Contract::V0_1)),
+            _ => Err(mismatch(Contract::V0_1)),
         }
     }
 }

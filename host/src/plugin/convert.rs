@@ -5,11 +5,9 @@
 //! build — turns the same WIT into types of the same shape: the same records with the same
 //! fields, the same cases. [`contract_conversions!`] writes the conversions for one such set
 //! from the list of types below, so no case is mapped by hand (where a swapped arm would
-//! compile). It serves the 0.2.0 bindings here and, with the `native-plugins` feature, the
+//! compile). It serves the 0.3.0 bindings here and, with the `native-plugins` feature, the
 //! SDK's types (`plugin/native.rs`). The frozen 0.1.0 differs in shape and has its own
 //! conversions in `v1.rs`.
-
-use std::borrow::Cow;
 
 use crate::contract::Request;
 
@@ -18,8 +16,43 @@ use crate::contract::Request;
 /// mirror `wit/policy.wit` case for case and field for field.
 macro_rules! contract_conversions {
     ($w:ident) => {
+        $crate::plugin::convert::contract_conversions!(@common $w);
+        $crate::plugin::convert::contract_conversions!(@record $w Classification {
+            verdict, retry_after_ms, error_code, should_retry, scope: opt
+        });
+        $crate::plugin::convert::contract_conversions!(@cases $w LimitedScope { Credential, Named(x) });
+        impl From<$w::Request> for $crate::contract::Request {
+            fn from(v: $w::Request) -> Self {
+                Self {
+                    method: v.method,
+                    url: v.url,
+                    class: v.class.into(),
+                    headers: v.headers,
+                    body: v.body,
+                    digest: v.digest.into(),
+                    now_ms: v.now_ms,
+                }
+            }
+        }
+        /// The request as a plugin is shown it: the body's prefix, and its digest.
+        impl From<&$crate::contract::Request> for $w::Request {
+            fn from(v: &$crate::contract::Request) -> Self {
+                Self {
+                    method: v.method.clone(),
+                    url: v.url.clone(),
+                    class: v.class.into(),
+                    headers: v.headers.clone(),
+                    body: v.body_prefix().to_vec(),
+                    digest: v.digest.clone().into(),
+                    now_ms: v.now_ms,
+                }
+            }
+        }
+    };
+    // Every type whose shape no contract version since 0.1.0 has changed: all but the
+    // request (0.3.0 added its digest) and the classification (0.3.0 added its scope).
+    (@common $w:ident) => {
         $crate::plugin::convert::contract_conversions!(@cases $w RequestClass { Read, IdempotentWrite, UncertainWrite });
-        $crate::plugin::convert::contract_conversions!(@record $w Request { method, url, class, headers, body, now_ms });
         $crate::plugin::convert::contract_conversions!(@record $w Response { status, headers, body });
         $crate::plugin::convert::contract_conversions!(@cases $w TransportFailure {
             ConnectFailed, TimeoutBeforeSend, TimeoutAfterSend, ResetAfterSend
@@ -29,9 +62,6 @@ macro_rules! contract_conversions {
         $crate::plugin::convert::contract_conversions!(@cases $w Verdict {
             Success, RateLimited, QuotaExhausted, Overloaded, Transient, Conflict, ClientError,
             AuthError, OutcomeUnknown
-        });
-        $crate::plugin::convert::contract_conversions!(@record $w Classification {
-            verdict, retry_after_ms, error_code, should_retry
         });
         $crate::plugin::convert::contract_conversions!(@cases $w Dimension as ReportedDimension {
             Requests, Tokens, InputTokens, OutputTokens, Concurrency, Other(x)
@@ -101,17 +131,29 @@ macro_rules! contract_conversions {
     (@field $e:expr, list) => {
         $e.into_iter().map(Into::into).collect()
     };
+    (@field $e:expr, opt) => {
+        $e.map(Into::into)
+    };
 }
 pub(crate) use contract_conversions;
 
-use super::bindings::sluice::policy0_2_0::types as wit;
+use super::bindings::sluice::policy0_3_0::types as wit;
 
 contract_conversions!(wit);
+// The digest's types are the SDK's (`contract::BodyDigest`): the SDK converts them to and
+// from its own bindings, and these are the host's.
+contract_conversions!(@cases wit MediaKind { Image, Document, Audio, Other });
+contract_conversions!(@record wit MediaPart {
+    kind, media_type, bytes, width, height, pages, detail, by_url
+});
+contract_conversions!(@record wit BodyDigest {
+    length, json, text_chars, media: list, media_omitted, fields
+});
 
-/// The 0.2.0 bindings' request for `req`, copied once (not at all when it is already owned,
-/// as a request with redacted credentials is).
-pub(super) fn request(req: Cow<'_, Request>) -> wit::Request {
-    req.into_owned().into()
+/// The 0.3.0 bindings' request for `req`: its body's prefix (never the whole body) and its
+/// digest.
+pub(super) fn request(req: &Request) -> wit::Request {
+    req.into()
 }
 
 #[cfg(test)]
@@ -128,14 +170,43 @@ mod tests {
     }
 
     fn request() -> Request {
-        Request {
-            method: "POST".into(),
-            url: "https://api.example.com/v1/things?x=1".into(),
-            class: RequestClass::IdempotentWrite,
-            headers: "content-type:application/json\n".into(),
-            body: b"{}".to_vec(),
-            now_ms: -5,
-        }
+        Request::new(
+            "POST",
+            "https://api.example.com/v1/things?x=1",
+            RequestClass::IdempotentWrite,
+            "content-type:application/json\n".into(),
+            br#"{"model":"m","image":"data:image/png;base64,iVBORw0KGgo="}"#.to_vec(),
+            -5,
+        )
+    }
+
+    fn round_trip_request(r: Request) {
+        assert_eq!(Request::from(wit::Request::from(&r)), r);
+    }
+
+    #[test]
+    fn a_plugin_is_shown_the_prefix_of_a_long_body_and_the_digest_of_all_of_it() {
+        let mut long = br#"{"messages":[{"role":"user","content":""#.to_vec();
+        long.resize(long.len() + (1 << 20), b'a');
+        long.extend(br#""}],"model":"gpt-4o"}"#);
+        let req = Request::new(
+            "POST",
+            "https://x/",
+            RequestClass::Read,
+            String::new(),
+            long,
+            0,
+        );
+        let shown = wit::Request::from(&req);
+        assert_eq!(shown.body.len(), BODY_PREFIX);
+        assert_eq!(shown.digest.length, req.body.len() as u64);
+        assert!(
+            shown
+                .digest
+                .fields
+                .iter()
+                .any(|(n, v)| n == "model" && v == "\"gpt-4o\"")
+        );
     }
 
     fn response() -> Response {
@@ -159,9 +230,15 @@ mod tests {
 
     #[test]
     fn every_contract_type_survives_a_trip_through_the_bindings() {
-        round_trip::<_, wit::Request>(request());
+        round_trip_request(request());
         for class in [RequestClass::Read, RequestClass::UncertainWrite] {
-            round_trip::<_, wit::Request>(Request { class, ..request() });
+            round_trip_request(Request { class, ..request() });
+        }
+        for scope in [
+            LimitedScope::Credential,
+            LimitedScope::Named("model:m".into()),
+        ] {
+            round_trip::<_, wit::LimitedScope>(scope);
         }
         round_trip::<_, wit::Outcome>(WireOutcome::Response(response()));
         for t in [
@@ -205,6 +282,7 @@ mod tests {
                     retry_after_ms: Some(1_500),
                     error_code: Some("rate_limit_exceeded".into()),
                     should_retry: Some(false),
+                    scope: None,
                 },
                 observations: vec![Observation {
                     scope: Some("model:gpt-4o".into()),
@@ -300,7 +378,7 @@ mod tests {
             ReportedDimension::from(wit::Dimension::OutputTokens),
             ReportedDimension::OutputTokens
         ));
-        let w = wit::Request::from(request());
+        let w = wit::Request::from(&request());
         assert_eq!((w.method.as_str(), w.now_ms), ("POST", -5));
         assert!(matches!(
             PolicyError::from(wit::PolicyError::InvalidInput("x".into())),

@@ -9,15 +9,15 @@ use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::{Engine, Store, Trap};
 
-use super::bindings::exports::sluice::policy0_2_0::policy::Guest;
-use super::bindings::sluice::policy0_2_0::types as wit;
+use super::bindings::exports::sluice::policy0_3_0::policy::Guest;
+use super::bindings::sluice::policy0_3_0::types as wit;
 use super::cache::CacheOutcome;
 use super::contract::{Bindings, Contract, Pre};
 use super::error::{self, LoadError};
 use super::limits::{Caps, RuntimeConfig};
 use super::nonblocking::Blocked;
 use super::state::{Deadline, State};
-use super::{convert, v1, validate};
+use super::{convert, v1, v2, validate};
 use crate::contract::{
     Description, Failure, PluginError, PolicyError, ProviderPolicy, Reading, ReconcilePlan,
     Reconciliation, Request, RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
@@ -85,9 +85,10 @@ impl Plugin {
             cache,
         };
         let description = match plugin.contract() {
-            Contract::V0_2 => plugin
+            Contract::V0_3 => plugin
                 .call("describe", |b, s| b.current()?.call_describe(s))
                 .map(Description::from),
+            Contract::V0_2 => v2::describe(&plugin),
             Contract::V0_1 => v1::describe(&plugin),
         }
         .and_then(|d| {
@@ -167,9 +168,10 @@ impl Plugin {
         }
     }
 
-    /// One contract call: through the 0.2.0 function when the plugin speaks 0.2.0 (`current`),
-    /// else through the 0.1.0 functions that answer it (`frozen`); a `policy-error` becomes
-    /// [`Failure::Declined`], and the answer is checked against the caps either way.
+    /// One contract call: through the 0.3.0 function when the plugin speaks 0.3.0 (`current`),
+    /// else through the frozen version's functions that answer it (`frozen`, which matches
+    /// on [`Plugin::contract`]); a `policy-error` becomes [`Failure::Declined`], and the
+    /// answer is checked against the caps either way.
     fn answer<T, W: Into<T>>(
         &self,
         function: &'static str,
@@ -178,11 +180,11 @@ impl Plugin {
         check: fn(&T, &Caps) -> validate::Check,
     ) -> Result<T, PluginError> {
         let value = match self.contract() {
-            Contract::V0_2 => {
+            Contract::V0_3 => {
                 let r = self.call(function, |b, s| current(b.current()?, s))?;
                 self.declined(function, r)?.into()
             }
-            Contract::V0_1 => frozen(self)?,
+            Contract::V0_2 | Contract::V0_1 => frozen(self)?,
         };
         self.check(function, check(&value, &self.config.caps), value)
     }
@@ -290,13 +292,32 @@ impl ProviderPolicy for Plugin {
     }
 
     /// Plans a request before it is queued. A 0.1.0 plugin answers with `decide-priority`
-    /// and `estimate-cost` (and no scopes).
+    /// and `estimate-cost` (and no scopes). A plugin of a frozen version declines a body
+    /// longer than the prefix its version promised: it cannot see what it would price.
     fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
         let req = without_credentials(req);
+        let length = u64::try_from(req.body.len()).map_or(u64::MAX, |n| n.max(req.digest.length));
+        if self.contract() != Contract::V0_3 && length > crate::contract::BODY_PREFIX as u64 {
+            return Err(error::declined(
+                &self.name,
+                "plan-request",
+                &PolicyError::InvalidInput(format!(
+                    "a body of {length} bytes is longer than the {} KiB prefix {} shows a \
+                     plugin; rebuild the plugin against sluice:policy@0.3.0 to plan it from its \
+                     digest",
+                    crate::contract::BODY_PREFIX >> 10,
+                    self.contract(),
+                )),
+                &self.config.caps,
+            ));
+        }
         self.answer(
             "plan-request",
-            |g, s| g.call_plan_request(s, &convert::request(req.clone())),
-            |p| v1::plan_request(p, &req),
+            |g, s| g.call_plan_request(s, &convert::request(&req)),
+            |p| match p.contract() {
+                Contract::V0_2 => v2::plan_request(p, &req),
+                _ => v1::plan_request(p, &req),
+            },
             validate::request_plan,
         )
     }
@@ -313,10 +334,13 @@ impl ProviderPolicy for Plugin {
         self.answer(
             "read-response",
             |g, s| {
-                let (req, outcome) = (convert::request(req.clone()), outcome.clone().into());
+                let (req, outcome) = (convert::request(&req), outcome.clone().into());
                 g.call_read_response(s, &req, &outcome, part.into())
             },
-            |p| v1::read_response(p, &req, outcome, part),
+            |p| match p.contract() {
+                Contract::V0_2 => v2::read_response(p, &req, outcome, part),
+                _ => v1::read_response(p, &req, outcome, part),
+            },
             validate::reading,
         )
     }
@@ -325,7 +349,10 @@ impl ProviderPolicy for Plugin {
         self.answer(
             "reconcile",
             |g, s| g.call_reconcile(s, &write.clone().into()),
-            |p| v1::reconcile(p, write),
+            |p| match p.contract() {
+                Contract::V0_2 => v2::reconcile(p, write),
+                _ => v1::reconcile(p, write),
+            },
             validate::reconcile_plan,
         )
     }
@@ -338,7 +365,10 @@ impl ProviderPolicy for Plugin {
         self.answer(
             "read-reconciliation",
             |g, s| g.call_read_reconciliation(s, &write.clone().into(), &resp.clone().into()),
-            |p| v1::read_reconciliation(p, write, resp),
+            |p| match p.contract() {
+                Contract::V0_2 => v2::read_reconciliation(p, write, resp),
+                _ => v1::read_reconciliation(p, write, resp),
+            },
             validate::reconciliation,
         )
     }

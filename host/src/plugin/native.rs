@@ -109,7 +109,7 @@ impl<P: guest::Plugin> ProviderPolicy for NativePlugin<P> {
     }
 
     fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
-        let req = guest::Request::from(without_credentials(req).into_owned());
+        let req = guest::Request::from(&*without_credentials(req));
         self.answer(
             "plan-request",
             P::plan_request(&req),
@@ -123,7 +123,7 @@ impl<P: guest::Plugin> ProviderPolicy for NativePlugin<P> {
         outcome: &WireOutcome,
         part: ResponsePart,
     ) -> Result<Reading, PluginError> {
-        let req = guest::Request::from(without_credentials(req).into_owned());
+        let req = guest::Request::from(&*without_credentials(req));
         let outcome = guest::Outcome::from(outcome.clone());
         self.answer(
             "read-response",

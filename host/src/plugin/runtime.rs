@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
-use super::bindings::{ProviderPolicy, v0_1};
+use super::bindings::{ProviderPolicy, v0_1, v0_2};
 use super::cache::{self, CacheOutcome, ComponentCache, Digest};
 use super::error::LoadError;
 use super::instance::Plugin;
@@ -65,10 +65,13 @@ impl PluginRuntime {
         // Streams and polls that never block on tokio: plugin calls run on its threads.
         super::nonblocking::add_to_linker(&mut linker)
             .map_err(|e| LoadError::Runtime(format!("WASI stream imports: {e}")))?;
-        // Both versions' imports: a component built against the frozen 0.1.0 imports
-        // `sluice:policy/log@0.1.0`, a current one `@0.2.0`.
+        // Every version's imports: a component built against the frozen 0.1.0 imports
+        // `sluice:policy/log@0.1.0`, one built against 0.2.0 `@0.2.0`, a current one
+        // `@0.3.0`.
         ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Runtime(format!("sluice imports: {e}")))?;
+        v0_2::ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
+            .map_err(|e| LoadError::Runtime(format!("sluice 0.2.0 imports: {e}")))?;
         v0_1::ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Runtime(format!("sluice 0.1.0 imports: {e}")))?;
         let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)

@@ -10,8 +10,9 @@ use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
-use super::bindings::sluice::policy0_2_0::{log, types};
+use super::bindings::sluice::policy0_3_0::{log, types};
 use super::bindings::v0_1::sluice::policy::{log as log_v0_1, types as types_v0_1};
+use super::bindings::v0_2::sluice::policy::{log as log_v0_2, types as types_v0_2};
 use super::stdio::PluginStdio;
 
 /// Per-instance state.
@@ -227,6 +228,20 @@ impl ResourceLimiter for State {
 impl types::Host for State {}
 
 impl types_v0_1::Host for State {}
+
+impl types_v0_2::Host for State {}
+
+impl log_v0_2::Host for State {
+    fn log(&mut self, level: log_v0_2::Level, message: String) {
+        let level = match level {
+            log_v0_2::Level::Debug => log::Level::Debug,
+            log_v0_2::Level::Info => log::Level::Info,
+            log_v0_2::Level::Warn => log::Level::Warn,
+            log_v0_2::Level::Error => log::Level::Error,
+        };
+        self.write_log(level, &message);
+    }
+}
 
 impl log::Host for State {
     fn log(&mut self, level: log::Level, message: String) {

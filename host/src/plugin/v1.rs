@@ -1,6 +1,6 @@
-//! Plugins built against the frozen `sluice:policy@0.1.0`, answering the 0.2.0 API.
+//! Plugins built against the frozen `sluice:policy@0.1.0`, answering the current API.
 //!
-//! 0.1.0 has four per-request functions where 0.2.0 has two, so each 0.2.0 call becomes the
+//! 0.1.0 has four per-request functions where 0.2.0 has two, so each current call becomes the
 //! 0.1.0 calls that answer it:
 //!
 //! - `plan-request` = `decide-priority` + `estimate-cost`. 0.1.0 has no scopes, so the plan
@@ -11,7 +11,7 @@
 //!   reading has none and the host keeps its estimate.
 //!
 //! Each 0.1.0 call is a crossing of its own with its own deadline, and a failure or a decline
-//! in any of them fails the whole 0.2.0 call (the host's fallback then answers all of it).
+//! in any of them fails the whole current call (the host's fallback then answers all of it).
 //! The conversions between the two versions' types are written once, here; the types are
 //! the same record for record but for `priority`.
 
@@ -93,6 +93,7 @@ pub(super) fn read_response(
             retry_after_ms: c.retry_after_ms,
             error_code: c.error_code,
             should_retry: c.should_retry,
+            scope: None,
         },
         observations,
         usage: Vec::new(),
@@ -155,7 +156,7 @@ fn request(r: &Request) -> old::Request {
             RequestClass::UncertainWrite => old::RequestClass::UncertainWrite,
         },
         headers: r.headers.clone(),
-        body: r.body.clone(),
+        body: r.body_prefix().to_vec(),
         now_ms: r.now_ms,
     }
 }

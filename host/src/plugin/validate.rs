@@ -96,6 +96,9 @@ fn classification(c: &Classification, caps: &Caps) -> Check {
     if let Some(code) = &c.error_code {
         string("error-code", code, caps)?;
     }
+    if let Some(crate::contract::LimitedScope::Named(scope)) = &c.scope {
+        name("classification scope", scope, caps)?;
+    }
     Ok(())
 }
 
@@ -316,6 +319,7 @@ mod tests {
                 retry_after_ms: None,
                 error_code: None,
                 should_retry: None,
+                scope: None,
             },
             observations: vec![],
             usage,
@@ -362,6 +366,7 @@ mod tests {
                 retry_after_ms: None,
                 error_code: None,
                 should_retry: None,
+                scope: None,
             },
             observations: vec![Observation {
                 scope: None,
@@ -393,6 +398,7 @@ mod tests {
             retry_after_ms: Some(caps().max_delay_ms + 1),
             error_code: None,
             should_retry: None,
+            scope: None,
         };
         assert!(
             classification(&c, &caps())

@@ -57,6 +57,11 @@ pub struct RetryConfig {
     /// How long a spent quota (a billing or daily quota, `quota-exhausted`) holds its scope
     /// when the provider does not say when it resets, in milliseconds.
     pub quota_exhausted_hold_ms: u64,
+    /// Whether a generation (a read charged tokens) that was sent and got no answer — its
+    /// answer timed out or its connection broke — is sent once more. The provider may have
+    /// generated it and billed it, so it is a paid, uncertain read: resent at most once, and
+    /// only when this is `true`. Default: `false`.
+    pub resend_unanswered_generation: bool,
 }
 
 impl Default for RetryConfig {
@@ -85,6 +90,7 @@ impl Default for RetryConfig {
             breaker_threshold: 5,
             breaker_open_ms: 30_000,
             quota_exhausted_hold_ms: 15 * 60_000,
+            resend_unanswered_generation: false,
         }
     }
 }

@@ -38,6 +38,10 @@ pub enum Stop {
         /// The wait the next attempt needed.
         needed: Duration,
     },
+    /// A generation was sent and got no answer (it timed out, or its connection broke): the
+    /// provider may have generated it and billed it, so it is not sent again (or was
+    /// already sent again once, as `retry.resend_unanswered_generation` allows).
+    GenerationUnanswered,
 }
 
 /// Names the stop as the contract names a verdict (`outcome-unknown`), with its figures: what
@@ -65,6 +69,7 @@ impl std::fmt::Display for Stop {
                 "deadline-passed, the next wait needed {} ms",
                 needed.as_millis()
             ),
+            Self::GenerationUnanswered => f.write_str("generation-unanswered"),
         }
     }
 }
@@ -197,6 +202,7 @@ mod tests {
             retry_after_ms,
             error_code: None,
             should_retry: None,
+            scope: None,
         }
     }
 

@@ -10,9 +10,12 @@
 //! a connection that broke mid-exchange, may have delivered the request, so a write that
 //! ends that way is `outcome-unknown` and goes to reconciliation, never to a blind resend.
 //!
-//! An attempt is not limited in total, because a long generation streams for minutes: it
-//! must show its first byte within [`Timeouts::first_byte`], and then never go quiet for
-//! longer than [`Timeouts::idle`] between chunks.
+//! An attempt is not limited in total, because a long generation streams for minutes: a
+//! streamed answer must show its first byte within [`Timeouts::first_byte`], and then never
+//! go quiet for longer than [`Timeouts::idle`] between chunks. An answer read whole begins
+//! only when the provider is done with it — a non-streamed generation answers when the
+//! whole text is written, minutes later for a reasoning model — so its status line may take
+//! up to [`Timeouts::generation`].
 
 mod client;
 mod config;
@@ -34,8 +37,13 @@ pub use roots::MAX_ROOT_FILE_BYTES;
 pub struct Timeouts {
     /// Opening the connection (TCP and TLS). Failing here sent nothing.
     pub connect: Duration,
-    /// From sending the request to the response's status line and headers.
+    /// From sending a request whose answer is streamed to the response's status line and
+    /// headers (a streaming provider answers at once and then writes as it generates).
     pub first_byte: Duration,
+    /// From sending a request whose answer is read whole to its status line and headers:
+    /// the longest a provider may take to finish a non-streamed generation. Default: 10
+    /// minutes, so a reasoning model's long answer is not cut and paid for again.
+    pub generation: Duration,
     /// The longest silence between two chunks of a response body.
     pub idle: Duration,
 }
@@ -45,6 +53,7 @@ impl Default for Timeouts {
         Self {
             connect: Duration::from_secs(5),
             first_byte: Duration::from_secs(120),
+            generation: Duration::from_secs(600),
             idle: Duration::from_secs(30),
         }
     }
@@ -88,7 +97,7 @@ impl Transport {
     /// Sends `req` once, with `secrets` (credential headers, kept out of `req` so that
     /// plugins never see them) added, and reads the whole answer.
     pub async fn send(&self, req: &Request, secrets: &[(&str, &str)]) -> WireOutcome {
-        let started = match self.start(req, secrets).await {
+        let started = match self.start(req, secrets, false).await {
             Ok(s) => s,
             Err(f) => return WireOutcome::Transport(f.failure),
         };
@@ -98,11 +107,23 @@ impl Transport {
         }
     }
 
-    /// Sends `req` once and waits for the status line and headers.
+    /// Sends `req` once and waits for the status line and headers: within
+    /// [`Timeouts::first_byte`] when its answer is `streamed`, else within
+    /// [`Timeouts::generation`].
     ///
     /// # Errors
-    /// A [`Fault`] when no answer began within [`Timeouts::first_byte`] or the exchange broke.
-    pub async fn start(&self, req: &Request, secrets: &[(&str, &str)]) -> Result<Started, Fault> {
+    /// A [`Fault`] when no answer began in time or the exchange broke.
+    pub async fn start(
+        &self,
+        req: &Request,
+        secrets: &[(&str, &str)],
+        streamed: bool,
+    ) -> Result<Started, Fault> {
+        let limit = if streamed {
+            self.timeouts.first_byte
+        } else {
+            self.timeouts.generation
+        };
         let Ok(method) = reqwest::Method::from_bytes(req.method.as_bytes()) else {
             return Err(Fault {
                 failure: TransportFailure::ConnectFailed,
@@ -116,14 +137,14 @@ impl Transport {
         if !req.body.is_empty() {
             builder = builder.body(req.body.clone());
         }
-        let sent = tokio::time::timeout(self.timeouts.first_byte, builder.send()).await;
+        let sent = tokio::time::timeout(limit, builder.send()).await;
         let resp = match sent {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) => return Err(fault(&e, failure(&e))),
             Err(_) => {
                 return Err(Fault {
                     failure: TransportFailure::TimeoutAfterSend,
-                    detail: format!("no answer within {:?} of sending", self.timeouts.first_byte),
+                    detail: format!("no answer within {limit:?} of sending"),
                 });
             }
         };

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, verdict_name};
+use super::expect::{
+    Expect, ExpectedObservation, ExpectedPlan, class_name, scope_name, verdict_name,
+};
 use super::format::dimension_name;
 use crate::contract::{Classification, Cost, Observation, RequestPlan};
 
@@ -44,6 +46,15 @@ pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {
             "should_retry: expected {}, got {}",
             show(want),
             show(c.should_retry)
+        ));
+    }
+    if let Some(want) = &e.scope
+        && want != &c.scope
+    {
+        return Some(format!(
+            "scope: expected {}, got {}",
+            show(want.as_ref().map(scope_name)),
+            show(c.scope.as_ref().map(scope_name))
         ));
     }
     None

@@ -5,7 +5,24 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::contract::{PriorityClass, Verdict};
+use crate::contract::{LimitedScope, PriorityClass, Verdict};
+
+/// A classification's scope as a case names it: `credential` for the credential's own
+/// bucket, else the scope's name.
+pub(super) fn limited_scope(name: &str) -> LimitedScope {
+    match name {
+        "credential" => LimitedScope::Credential,
+        other => LimitedScope::Named(other.to_owned()),
+    }
+}
+
+/// The name a case gives a classification's scope.
+pub(super) fn scope_name(scope: &LimitedScope) -> &str {
+    match scope {
+        LimitedScope::Credential => "credential",
+        LimitedScope::Named(name) => name,
+    }
+}
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,6 +34,8 @@ pub(super) struct RawExpect {
     pub error_code: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     pub should_retry: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "present")]
+    pub scope: Option<Option<String>>,
     pub observations: Option<Vec<ExpectedObservation>>,
     #[serde(default)]
     pub observations_exact: bool,
@@ -92,6 +111,9 @@ pub struct Expect {
     pub error_code: Option<Option<String>>,
     /// The provider's retry advice, when checked (`Some(None)`: none expected).
     pub should_retry: Option<Option<bool>>,
+    /// The scope the classification says a limit is about, when checked (`Some(None)`: none
+    /// expected).
+    pub scope: Option<Option<LimitedScope>>,
     /// Expected observations, when checked.
     pub observations: Option<Vec<ExpectedObservation>>,
     /// Whether reported observations beyond the expected ones fail the case.
@@ -159,6 +181,7 @@ pub(super) fn validate(
         retry_after_ms: raw.retry_after_ms,
         error_code: raw.error_code,
         should_retry: raw.should_retry,
+        scope: raw.scope.map(|s| s.map(|s| limited_scope(&s))),
         observations: raw.observations,
         observations_exact: raw.observations_exact,
         usage: raw.usage,
@@ -176,12 +199,13 @@ fn vacuous(raw: &RawExpect) -> Result<(), String> {
         || raw.retry_after_ms.is_some()
         || raw.error_code.is_some()
         || raw.should_retry.is_some()
+        || raw.scope.is_some()
         || raw.observations.is_some()
         || raw.usage.is_some()
         || raw.plan.is_some();
     if !checks_any {
         const CHECKS: &str =
-            "verdict, retry_after_ms, error_code, should_retry, observations, usage, plan";
+            "verdict, retry_after_ms, error_code, should_retry, scope, observations, usage, plan";
         return Err(format!(
             "expect: checks nothing; name at least one of {CHECKS}"
         ));

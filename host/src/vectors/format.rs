@@ -78,14 +78,14 @@ pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
     if raw.request.method.is_empty() {
         return Err("request.method: empty".into());
     }
-    let request = Request {
-        method: raw.request.method.to_ascii_uppercase(),
-        url: raw.request.url,
+    let request = Request::new(
+        raw.request.method.to_ascii_uppercase(),
+        raw.request.url,
         class,
-        headers: headers("request.headers", &raw.request.headers)?,
-        body: raw.request.body.into_bytes(),
+        headers("request.headers", &raw.request.headers)?,
+        raw.request.body.into_bytes(),
         now_ms,
-    };
+    );
     let outcome = match (raw.response, raw.transport) {
         (Some(r), None) => WireOutcome::Response(response(r)?),
         (None, Some(t)) => WireOutcome::Transport(transport(&t)?),

@@ -67,6 +67,7 @@ impl ProviderPolicy for Answers {
                 retry_after_ms: None,
                 error_code: Some("card_declined".into()),
                 should_retry: self.should_retry,
+                scope: None,
             },
             observations: vec![],
             usage: vec![],

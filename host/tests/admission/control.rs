@@ -138,7 +138,7 @@ fn an_unreachable_deadline_fails_fast_with_the_estimated_wait() {
     let mut sim = Sim::new("[providers.p.limits]\nrequests_per_minute = 60\n");
     let route = sim.route("p", "acct", &[]);
     let t = sim.tenant("t");
-    sim.s.hold(&key(), 30 * SEC, "429 Retry-After: 30");
+    sim.s.hold(sim.now, &key(), 30 * SEC, "429 Retry-After: 30");
     let mut a = ask(route, t);
     a.deadline = Some(10 * SEC);
     let e = sim.s.submit(0, a).unwrap_err();
@@ -165,7 +165,7 @@ fn a_deadline_that_passes_while_waiting_expires_with_the_reason() {
     sim.run([], SEC);
     sim.now = SEC;
     // A 429 arrives after the request was queued and holds the scope past its deadline.
-    sim.s.hold(&key(), 20 * SEC, "429 Retry-After: 20");
+    sim.s.hold(sim.now, &key(), 20 * SEC, "429 Retry-After: 20");
     a.at = SEC;
     sim.submit(Arrival {
         deadline: Some(25 * SEC),
@@ -189,7 +189,7 @@ fn a_deadline_that_passes_while_waiting_expires_with_the_reason() {
     let mut a = call(0, route, t, Class::Interactive);
     a.deadline = Some(5 * SEC);
     sim.submit(a);
-    sim.s.hold(&key(), 20 * SEC, "429 Retry-After: 20");
+    sim.s.hold(sim.now, &key(), 20 * SEC, "429 Retry-After: 20");
     sim.run([], 60 * SEC);
     assert!(sim.admitted.is_empty());
     let (_, why) = &sim.expired[0];

@@ -41,7 +41,8 @@ fn a_429_holds_every_worker_of_the_scope_and_no_other() {
     let (first, rest): (Vec<_>, Vec<_>) = arrivals.into_iter().partition(|x| x.at < 5 * SEC);
     sim.run(first, 5 * SEC);
     // One worker's call on credential `a` came back 429 with Retry-After: 10.
-    sim.s.hold(&key("a"), 15 * SEC, "429 Retry-After: 10");
+    sim.s
+        .hold(sim.now, &key("a"), 15 * SEC, "429 Retry-After: 10");
     sim.run(rest, 40 * SEC);
 
     let on_a: Vec<u64> = sim

@@ -31,6 +31,7 @@ pub fn classify(req: &Request, outcome: &Outcome) -> Classification {
         retry_after_ms,
         error_code: code,
         should_retry: h.get_bool("x-should-retry"),
+        scope: None,
     }
 }
 

@@ -7,7 +7,11 @@
 //! - Delays: `retry-after` (seconds), else on a 429 the reset of the exhausted dimension.
 //! - 529 `overloaded_error` is the provider being overloaded: retry later, but the client's
 //!   pace is not the cause. `x-should-retry` is passed on.
-//! - Cost: one request; input tokens estimated from the prompt; output tokens = `max_tokens`.
+//! - Cost (see `docs/provider-counting.md`): one request; for a message (`/v1/messages`),
+//!   input tokens = the prompt read from the body's digest (its text at four characters a
+//!   token, each image by its pixels as Anthropic counts it — never its base64 — documents
+//!   by their pages) and output tokens = `max_tokens`. Other routes (token counting,
+//!   batches, models) count no tokens.
 //! - Usage: input (uncached plus cache writes; cache reads do not count toward input
 //!   limits) and output tokens, from the answer or from the stream's `message_start` and
 //!   last `message_delta` (see `usage.rs`).
@@ -18,10 +22,12 @@ mod classify;
 mod quota;
 mod usage;
 
+use sluice_plugin_sdk::cost::{document_or_audio_tokens, image_size, prompt_tokens};
+use sluice_plugin_sdk::media::{ANTHROPIC_IMAGE_MAX_TOKENS, anthropic_image_tokens};
 use sluice_plugin_sdk::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, Plugin, PolicyError,
-    Reading, Request, Response, ResponsePart, default_read_response, json, model_scope,
-    one_request,
+    Classification, Cost, Description, Dimension, MediaKind, MediaPart, Observation, Outcome,
+    Plugin, PolicyError, Reading, Request, Response, ResponsePart, default_read_response,
+    model_scope, one_request,
 };
 
 /// The Anthropic policy.
@@ -94,22 +100,12 @@ impl Plugin for Anthropic {
 
     fn estimate_cost(req: &Request) -> Result<Vec<Cost>, PolicyError> {
         let mut costs = vec![one_request()];
-        if let Some(body) = json::parse(&req.body) {
-            let input = json::tokens_for_chars(json::text_chars(
-                &body,
-                &[
-                    "model",
-                    "role",
-                    "type",
-                    "max_tokens",
-                    "metadata",
-                    "stop_sequences",
-                ],
-            ));
-            let output = body
-                .get("max_tokens")
-                .and_then(json::Value::as_u64)
-                .unwrap_or(0);
+        let path = req.url.split(['?', '#']).next().unwrap_or("");
+        if !path.ends_with("/v1/messages") {
+            return Ok(costs);
+        }
+        if let Some(input) = prompt_tokens(req, &["model"], media_tokens) {
+            let output = req.digest.number("max_tokens").unwrap_or(0);
             costs.push(Cost {
                 dimension: Dimension::InputTokens,
                 amount: input,
@@ -127,41 +123,85 @@ impl Plugin for Anthropic {
     }
 }
 
+/// Tokens Anthropic counts for one media part.
+fn media_tokens(part: &MediaPart) -> u64 {
+    match part.kind {
+        MediaKind::Image => anthropic_image_tokens(image_size(part)),
+        _ => document_or_audio_tokens(part, ANTHROPIC_IMAGE_MAX_TOKENS)
+            .unwrap_or_else(|| part.bytes.unwrap_or(0).div_ceil(4)),
+    }
+}
+
 sluice_plugin_sdk::export_plugin!(Anthropic);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_plugin_sdk::{RequestClass, Verdict};
+    use sluice_plugin_sdk::Verdict;
+    use sluice_plugin_sdk::test::{base64, png, request};
 
     #[test]
     fn cost_splits_input_and_output() {
-        let r = Request {
-            method: "POST".into(),
-            url: "https://api.anthropic.com/v1/messages".into(),
-            class: RequestClass::Read,
-            headers: String::new(),
-            body: br#"{"model":"claude","max_tokens":256,"system":"abcd","messages":[{"role":"user","content":"efgh"}]}"#.to_vec(),
-            now_ms: 0,
-        };
+        let r = request(
+            "POST",
+            MESSAGES,
+            &[],
+            r#"{"model":"claude","max_tokens":256,"system":"abcd","messages":[{"role":"user","content":"efgh"}]}"#,
+        );
         let plan = Anthropic::plan_request(&r).unwrap();
         let c = plan.cost;
         let amount = |d: Dimension| c.iter().find(|x| x.dimension == d).map(|x| x.amount);
-        assert_eq!(amount(Dimension::InputTokens), Some(2));
+        // "abcd", "user", "efgh": 12 characters, 3 tokens; the model's name is not prompt.
+        assert_eq!(amount(Dimension::InputTokens), Some(3));
         assert_eq!(amount(Dimension::OutputTokens), Some(256));
-        assert_eq!(amount(Dimension::Tokens), Some(258));
+        assert_eq!(amount(Dimension::Tokens), Some(259));
         assert_eq!(plan.scopes, vec!["model:claude".to_owned()]);
     }
 
+    const MESSAGES: &str = "https://api.anthropic.com/v1/messages";
+
+    #[test]
+    fn an_image_costs_its_pixels_not_its_base64() {
+        let body = serde_json::json!({
+            "model": "claude-sonnet-4",
+            "max_tokens": 50,
+            "messages": [{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                    "data": base64(&png(1092, 1092, 300_000))}},
+                {"type": "text", "text": "what is this?"},
+            ]}],
+        });
+        let plan =
+            Anthropic::plan_request(&request("POST", MESSAGES, &[], body.to_string())).unwrap();
+        let input = plan
+            .cost
+            .iter()
+            .find(|c| c.dimension == Dimension::InputTokens)
+            .unwrap();
+        // 1 590 for the image (the guide's 1092 × 1092 example), a few for the text.
+        assert!(
+            (1_590..1_590 + 20).contains(&input.amount),
+            "{}",
+            input.amount
+        );
+    }
+
+    #[test]
+    fn routes_other_than_messages_count_no_tokens() {
+        let r = request(
+            "POST",
+            "https://api.anthropic.com/v1/messages/count_tokens",
+            &[],
+            r#"{"model":"claude","messages":[{"role":"user","content":"hello"}]}"#,
+        );
+        assert_eq!(
+            Anthropic::plan_request(&r).unwrap().cost,
+            vec![one_request()]
+        );
+    }
+
     fn stream_end(body: &str) -> Reading {
-        let r = Request {
-            method: "POST".into(),
-            url: "https://api.anthropic.com/v1/messages".into(),
-            class: RequestClass::Read,
-            headers: String::new(),
-            body: br#"{"model":"claude","stream":true}"#.to_vec(),
-            now_ms: 0,
-        };
+        let r = request("POST", MESSAGES, &[], r#"{"model":"claude","stream":true}"#);
         let resp = Response {
             status: 200,
             headers: "anthropic-ratelimit-requests-remaining:5\n".into(),

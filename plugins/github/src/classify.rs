@@ -49,5 +49,6 @@ pub fn classify(req: &Request, outcome: &Outcome) -> Classification {
         retry_after_ms: delay,
         error_code: code.map(str::to_owned),
         should_retry: None,
+        scope: None,
     }
 }

@@ -119,32 +119,20 @@ sluice_plugin_sdk::export_plugin!(GitHub);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_plugin_sdk::test::request;
     use sluice_plugin_sdk::{RequestClass, ResponsePart};
 
     #[test]
     fn writes_cost_five_secondary_points() {
-        let r = Request {
-            method: "POST".into(),
-            url: "https://api.github.com/repos/o/r/issues".into(),
-            class: RequestClass::UncertainWrite,
-            headers: String::new(),
-            body: vec![],
-            now_ms: 0,
-        };
+        let mut r = request("POST", "https://api.github.com/repos/o/r/issues", &[], "");
+        r.class = RequestClass::UncertainWrite;
         let c = GitHub::estimate_cost(&r).unwrap();
         assert_eq!(c[1].amount, 5);
     }
 
     #[test]
     fn a_search_counts_in_the_scope_its_response_reports() {
-        let r = Request {
-            method: "GET".into(),
-            url: "https://api.github.com/search/issues?q=bug".into(),
-            class: RequestClass::Read,
-            headers: String::new(),
-            body: vec![],
-            now_ms: 0,
-        };
+        let r = request("GET", "https://api.github.com/search/issues?q=bug", &[], "");
         let plan = GitHub::plan_request(&r).unwrap();
         let resp = Response {
             status: 200,

@@ -3,7 +3,9 @@
 use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::headers::Headers;
 use sluice_plugin_sdk::retry_after::retry_after_any_ms;
-use sluice_plugin_sdk::{Classification, Outcome, Request, default_classify, json, verdict};
+use sluice_plugin_sdk::{
+    Classification, LimitedScope, Outcome, Request, default_classify, json, verdict,
+};
 
 use crate::quota::exhausted_reset_ms;
 
@@ -39,6 +41,9 @@ pub fn classify(req: &Request, outcome: &Outcome, h: &Headers<'_>) -> Classifica
         retry_after_ms,
         error_code: code,
         should_retry: h.get_bool("x-should-retry"),
+        // Credits and spend limits are the account's (or the project's, which is the key's):
+        // every model of the key is out, whatever model the headers' figures are about.
+        scope: (kind == Kind::QuotaExhausted && billing).then_some(LimitedScope::Credential),
     }
 }
 
@@ -89,6 +94,11 @@ mod tests {
             let c = read(429, body);
             assert_eq!(c.verdict, Verdict::QuotaExhausted, "{body}");
             assert_eq!(c.retry_after_ms, None, "{body}");
+            assert_eq!(
+                c.scope,
+                Some(LimitedScope::Credential),
+                "the whole key: {body}"
+            );
         }
     }
 
@@ -118,6 +128,7 @@ mod tests {
             let c = read(429, body);
             assert_eq!(c.verdict, Verdict::RateLimited, "{body}");
             assert_eq!(c.retry_after_ms, Some(20_000), "{body}");
+            assert_eq!(c.scope, None, "the figures' scope (the model): {body}");
         }
     }
 }

@@ -13,9 +13,14 @@
 //!   `organization_usage_limit_exceeded`) means credits or a spend or usage limit are used
 //!   up (quota-exhausted), while `rate_limit_exceeded` or `slow_down` is a rate limit.
 //! - `x-should-retry` is the provider's own advice, passed on.
-//! - Cost: one request, and tokens = a prompt estimate + `max_tokens` (or
-//!   `max_completion_tokens` / `max_output_tokens`; 1024 when none is set; none for
-//!   embeddings, which write no tokens).
+//! - Cost (see `docs/provider-counting.md`): one request; for a generation (chat
+//!   completions, completions, responses), tokens = the prompt + `max_tokens` (or
+//!   `max_completion_tokens` / `max_output_tokens`; [`DEFAULT_MAX_OUTPUT_TOKENS`] when none
+//!   is set); for embeddings, the prompt alone; any other route (files, batches, vector
+//!   stores...) counts no tokens. The prompt is read from the body's digest: its text at four
+//!   characters a token, and each image as OpenAI counts it for the model (512 px tiles or
+//!   32 px patches, by `detail`; never its base64), documents by their pages and audio by
+//!   its length.
 //! - Usage: the answer's `usage` (see `usage.rs`), streamed or not, as OpenAI counts it:
 //!   the tokens-per-minute limit is charged when a request is admitted (its prompt and its
 //!   whole `max_tokens`) and nothing is given back when the answer is shorter, so the
@@ -29,14 +34,19 @@ mod classify;
 mod quota;
 mod usage;
 
+use sluice_plugin_sdk::cost::{document_or_audio_tokens, first_number, image_size, prompt_tokens};
+use sluice_plugin_sdk::media::openai_image_tokens;
 use sluice_plugin_sdk::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, Plugin, PolicyError,
-    Priority, PriorityClass, Reading, Request, Response, ResponsePart, default_priority, headers,
-    json, model_scope, one_request,
+    Classification, Cost, Description, Dimension, MediaKind, MediaPart, Observation, Outcome,
+    Plugin, PolicyError, Priority, PriorityClass, Reading, Request, Response, ResponsePart,
+    default_priority, headers, model, model_scope, one_request,
 };
 
-/// Output tokens assumed when a request sets no maximum.
+/// Output tokens assumed when a generation sets no maximum.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 1024;
+
+/// The fields that bound a generation's output, in the order they are looked for.
+const MAX_OUTPUT_FIELDS: [&str; 3] = ["max_tokens", "max_completion_tokens", "max_output_tokens"];
 
 /// The OpenAI policy.
 #[derive(Debug)]
@@ -100,17 +110,11 @@ impl Plugin for OpenAi {
 
     fn priority(req: &Request) -> Result<Priority, PolicyError> {
         let mut p = default_priority(req);
-        if let Some(body) = json::parse(&req.body) {
-            if p.tenant.is_none() {
-                p.tenant = body
-                    .get("user")
-                    .and_then(|u| u.as_str())
-                    .filter(|u| !u.is_empty())
-                    .map(str::to_owned);
-            }
-            if body.get("service_tier").and_then(|t| t.as_str()) == Some("flex") {
-                p.class = PriorityClass::Background;
-            }
+        if p.tenant.is_none() {
+            p.tenant = req.digest.string("user").filter(|u| !u.is_empty());
+        }
+        if req.digest.string("service_tier").as_deref() == Some("flex") {
+            p.class = PriorityClass::Background;
         }
         Ok(p)
     }
@@ -131,26 +135,59 @@ impl Plugin for OpenAi {
     }
 }
 
-/// The tokens OpenAI counts a request for when it admits it: a prompt estimate and the whole
-/// `max_tokens`; `None` for a body that is not JSON.
-fn reserved(req: &Request) -> Option<u64> {
-    let body = json::parse(&req.body)?;
-    let prompt = json::tokens_for_chars(json::text_chars(
-        &body,
-        &["model", "role", "user", "service_tier", "response_format"],
-    ));
-    // An embedding writes no tokens; anything else may write up to its maximum.
-    let writes = !req
-        .url
-        .split(['?', '#'])
-        .next()
-        .unwrap_or("")
-        .ends_with("/embeddings");
-    let max_out = ["max_tokens", "max_completion_tokens", "max_output_tokens"]
+/// What a route counts against the tokens-per-minute limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// A generation: its prompt, and up to its maximum output.
+    Generation,
+    /// An embedding: its input; it writes no tokens.
+    Embedding,
+    /// Files, batches, vector stores, models...: no tokens.
+    NoTokens,
+}
+
+fn route(req: &Request) -> Route {
+    let path = req.url.split(['?', '#']).next().unwrap_or("");
+    if ["/chat/completions", "/completions", "/responses"]
         .iter()
-        .find_map(|k| body.get(*k).and_then(json::Value::as_u64))
-        .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-    Some(prompt.saturating_add(if writes { max_out } else { 0 }))
+        .any(|r| path.ends_with(r))
+    {
+        Route::Generation
+    } else if path.ends_with("/embeddings") {
+        Route::Embedding
+    } else {
+        Route::NoTokens
+    }
+}
+
+/// Tokens OpenAI counts for one media part of a request to `model`.
+fn media_tokens(model: &str, part: &MediaPart) -> u64 {
+    match part.kind {
+        MediaKind::Image => openai_image_tokens(model, image_size(part), part.detail.as_deref()),
+        _ => document_or_audio_tokens(part, openai_image_tokens(model, None, None))
+            .unwrap_or_else(|| part.bytes.unwrap_or(0).div_ceil(4)),
+    }
+}
+
+/// The tokens OpenAI counts a request for when it admits it: the prompt (text and media)
+/// and the whole maximum output of a generation; `None` for a route that counts no tokens,
+/// or a body that is not JSON.
+fn reserved(req: &Request) -> Option<u64> {
+    let route = route(req);
+    if route == Route::NoTokens {
+        return None;
+    }
+    let model = model(req).unwrap_or_default();
+    let prompt = prompt_tokens(req, &["model", "user", "service_tier"], |part| {
+        media_tokens(&model, part)
+    })?;
+    let out = match route {
+        Route::Generation => {
+            first_number(req, &MAX_OUTPUT_FIELDS).unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS)
+        }
+        Route::Embedding | Route::NoTokens => 0,
+    };
+    Some(prompt.saturating_add(out))
 }
 
 /// The usage an answer reports, as OpenAI counts it against its limits: its `tokens` never
@@ -171,7 +208,7 @@ sluice_plugin_sdk::export_plugin!(OpenAi);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_plugin_sdk::test::{request, response};
+    use sluice_plugin_sdk::test::{data_url, png, request, response};
 
     fn req(body: &str) -> Request {
         request(
@@ -196,7 +233,7 @@ mod tests {
         let amount = |d: Dimension| c.iter().find(|x| x.dimension == d).map(|x| x.amount);
         assert_eq!(
             amount(Dimension::Tokens),
-            Some(2 + 100),
+            Some(3 + 100),
             "counted at admission"
         );
         assert_eq!(amount(Dimension::InputTokens), Some(3));
@@ -211,7 +248,69 @@ mod tests {
         let c = OpenAi::estimate_cost(&r).unwrap();
         assert_eq!(c[0].amount, 1);
         assert_eq!(c[1].dimension, Dimension::Tokens);
-        assert_eq!(c[1].amount, 2 + 100);
+        // "user" and "12345678": 12 characters, 3 tokens; the model's name is not prompt.
+        assert_eq!(c[1].amount, 3 + 100);
+    }
+
+    #[test]
+    fn an_image_costs_its_tiles_not_its_base64() {
+        let body = serde_json::json!({
+            "model": "gpt-4o",
+            "max_tokens": 50,
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {
+                    "url": data_url("image/png", &png(1024, 1024, 200_000)),
+                    "detail": "high"}},
+            ]}],
+        });
+        let c = OpenAi::estimate_cost(&req(&body.to_string())).unwrap();
+        // 765 for the image (the guide's 1024 × 1024 example), a few for the text, 50 out.
+        let tokens = c[1].amount;
+        assert!((765 + 50..765 + 50 + 20).contains(&tokens), "{tokens}");
+    }
+
+    #[test]
+    fn routes_that_generate_nothing_cost_no_tokens() {
+        for path in ["/v1/files", "/v1/batches", "/v1/vector_stores"] {
+            let r = request(
+                "POST",
+                &format!("https://api.openai.com{path}"),
+                &[("content-type", "application/json")],
+                r#"{"purpose":"assistants","name":"report"}"#,
+            );
+            assert_eq!(
+                OpenAi::estimate_cost(&r).unwrap(),
+                vec![one_request()],
+                "{path}"
+            );
+        }
+        let embed = request(
+            "POST",
+            "https://api.openai.com/v1/embeddings",
+            &[],
+            r#"{"model":"text-embedding-3-small","input":"12345678"}"#,
+        );
+        assert_eq!(
+            OpenAi::estimate_cost(&embed).unwrap()[1].amount,
+            2,
+            "input only"
+        );
+    }
+
+    #[test]
+    fn a_body_longer_than_its_prefix_is_planned_from_its_digest() {
+        // The model and the maximum come after 20 MB of messages, as the official SDK
+        // writes them.
+        let text = "a".repeat(20 << 20);
+        let body = format!(
+            r#"{{"messages":[{{"role":"user","content":"{text}"}}],"model":"gpt-4o","max_tokens":7}}"#
+        );
+        let r = req(&body);
+        assert!(r.body.len() < body.len(), "the plugin sees a prefix");
+        let plan = OpenAi::plan_request(&r).unwrap();
+        assert_eq!(plan.scopes, vec!["model:gpt-4o".to_owned()]);
+        assert_eq!(plan.cost[1].amount, (20 << 20) / 4 + 1 + 7);
     }
 
     #[test]

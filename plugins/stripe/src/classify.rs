@@ -31,5 +31,6 @@ pub fn classify(req: &Request, outcome: &Outcome) -> Classification {
         retry_after_ms: retry_after_ms(&h, req.now_ms),
         error_code: code,
         should_retry: h.get_bool("stripe-should-retry"),
+        scope: None,
     }
 }

@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 use hyper::Response;
 use serde_json::json;
-use sluice::plugin::Contract;
 use sluice::reload::{Refusal, ReloadError};
 
 use super::text::decode;
@@ -49,10 +48,7 @@ pub(super) async fn reload(shared: &Shared, raw: &str) -> Response<Body> {
                 "plugin": r.plugin,
                 "version": r.version,
                 "previous_version": r.previous_version,
-                "contract": match r.contract {
-                    Contract::V0_2 => "sluice:policy@0.2.0",
-                    Contract::V0_1 => "sluice:policy@0.1.0",
-                },
+                "contract": r.contract.package(),
                 "vectors_passed": r.vectors_passed,
             }),
         ),

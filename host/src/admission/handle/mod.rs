@@ -522,7 +522,7 @@ impl Admission {
         // A hold only moves wakes later: the driver finds the scope held when it next wakes.
         self.shared.change(|state, now| {
             let until = now.saturating_add(nanos(retry_after));
-            state.scheduler.hold(scope, until, reason);
+            state.scheduler.hold(now, scope, until, reason);
         });
         held(scope, retry_after, reason);
         self.shared.share(scope);

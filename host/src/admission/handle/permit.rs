@@ -190,7 +190,7 @@ impl Permit {
         let key = shared.change(|state, now| {
             let key = state.scheduler.observed_scope(self.grant, name)?;
             let until = now.saturating_add(nanos(retry_after));
-            state.scheduler.hold(&key, until, reason);
+            state.scheduler.hold(now, &key, until, reason);
             Some(key)
         });
         // Reported outside the lock: a subscriber may write to a terminal or a socket.

@@ -13,9 +13,9 @@ use crate::contract::Observation;
 impl Scheduler {
     /// Holds the scope named `key` until `until`: nothing charged to it is admitted before.
     /// Call it on a 429 *before* scheduling any retry, so every worker of the scope waits.
-    pub fn hold(&mut self, key: &ScopeKey, until: Nanos, reason: &str) {
+    pub fn hold(&mut self, now: Nanos, key: &ScopeKey, until: Nanos, reason: &str) {
         let id = self.scope_id(key);
-        self.slots[id as usize].scope.hold(until, reason);
+        self.slots[id as usize].scope.hold(now, until, reason);
     }
 
     /// Pauses the scope named `key` until `until` (see [`crate::admission::Scope::pause`]):

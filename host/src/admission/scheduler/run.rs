@@ -336,7 +336,7 @@ mod tests {
             credential: "k".into(),
             name: None,
         };
-        s.hold(&key, 60_000_000_000, "429");
+        s.hold(0, &key, 60_000_000_000, "429");
         let tenants = [s.tenant("a"), s.tenant("b")];
         let waiting = s
             .submit(

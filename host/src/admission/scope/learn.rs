@@ -85,7 +85,7 @@ impl Scope {
         let spent = matches!((learned.remaining, learned.reset_at), (Some(0), Some(_)));
         if spent && let Some(reset) = learned.reset_at {
             let reason = format!("{} exhausted ({})", learned.dimension, learned.source);
-            self.hold(reset.max(now), &reason);
+            self.hold(now, reset.max(now), &reason);
         }
         if let (Some(limit), Some(window)) = (learned.limit.and_then(NonZeroU64::new), window) {
             let used_known = learned.remaining.is_some();

@@ -372,7 +372,7 @@ fn looking_changes_no_decision() {
             };
             s.submit(now, ask).unwrap();
             if step == 10 {
-                s.hold(&key, now + 2 * SEC, "429");
+                s.hold(now, &key, now + 2 * SEC, "429");
             }
             if look {
                 let snap = s.snapshot(now);

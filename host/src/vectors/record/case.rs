@@ -201,6 +201,7 @@ pub(super) struct Answered {
     retry_after_ms: Option<u64>,
     error_code: Option<String>,
     should_retry: Option<bool>,
+    scope: Option<String>,
     observations: Vec<Observed>,
     observations_exact: bool,
     usage: BTreeMap<String, u64>,
@@ -253,6 +254,10 @@ pub(super) fn expectation(
         retry_after_ms: c.retry_after_ms,
         error_code: c.error_code.clone(),
         should_retry: c.should_retry,
+        scope: c
+            .scope
+            .as_ref()
+            .map(|s| crate::vectors::expect::scope_name(s).to_owned()),
         observations: reading
             .observations
             .iter()

@@ -114,6 +114,12 @@ pub fn fit_reading(mut r: Reading) -> Reading {
     let c = &mut r.classification;
     c.retry_after_ms = c.retry_after_ms.map(|d| d.min(MAX_DELAY_MS));
     c.error_code = c.error_code.take().map(|e| cut(e, MAX_STRING_BYTES));
+    // A scope the host would refuse is no scope: the observations' scopes stand.
+    if let Some(crate::LimitedScope::Named(s)) = &c.scope
+        && (s.is_empty() || s.len() > MAX_NAME_BYTES)
+    {
+        c.scope = None;
+    }
     Reading {
         classification: r.classification,
         observations: r
@@ -190,6 +196,7 @@ mod tests {
                 retry_after_ms: Some(u64::MAX),
                 error_code: Some("é".repeat(2000)),
                 should_retry: None,
+                scope: None,
             },
             observations: vec![o; 70],
             usage: vec![amount(Dimension::Tokens, u64::MAX)],
@@ -214,6 +221,7 @@ mod tests {
                     retry_after_ms: None,
                     error_code: None,
                     should_retry: None,
+                    scope: None,
                 },
                 observations: vec![o],
                 usage: Vec::new(),

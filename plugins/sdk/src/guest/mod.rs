@@ -1,7 +1,8 @@
-//! The guest side: WIT bindings of `sluice:policy@0.2.0`, the [`Plugin`] trait with its
+//! The guest side: WIT bindings of `sluice:policy@0.3.0`, the [`Plugin`] trait with its
 //! defaults, the helpers they are made of, and the export macro.
 
 pub mod caps;
+pub mod cost;
 mod export;
 mod plugin;
 pub mod test;
@@ -13,7 +14,7 @@ pub use plugin::{Plugin, Priority, default_plan_request, default_read_response};
 ///
 /// `wit/deps/` also holds the frozen `sluice:policy@0.1.0`, so two versions of one package
 /// are loaded and wit-bindgen names the module of each with its version:
-/// `sluice::policy0_2_0`. Plugin code names the types through this crate's re-exports.
+/// `sluice::policy0_3_0`. Plugin code names the types through this crate's re-exports.
 #[allow(
     missing_docs,
     unsafe_code,
@@ -31,11 +32,12 @@ pub mod bindings {
     });
 }
 
-pub use bindings::sluice::policy0_2_0::log::Level;
-pub use bindings::sluice::policy0_2_0::types::{
-    Classification, Cost, Description, Dimension, Observation, Outcome, PolicyError, PriorityClass,
-    Reading, ReconcilePlan, Reconciliation, Request, RequestClass, RequestPlan, Response,
-    ResponsePart, StatusQuery, TransportFailure, UncertainWrite, Verdict,
+pub use bindings::sluice::policy0_3_0::log::Level;
+pub use bindings::sluice::policy0_3_0::types::{
+    BodyDigest, Classification, Cost, Description, Dimension, LimitedScope, MediaKind, MediaPart,
+    Observation, Outcome, PolicyError, PriorityClass, Reading, ReconcilePlan, Reconciliation,
+    Request, RequestClass, RequestPlan, Response, ResponsePart, StatusQuery, TransportFailure,
+    UncertainWrite, Verdict,
 };
 
 use crate::generic;
@@ -44,6 +46,76 @@ use crate::headers::Headers;
 /// A [`Headers`] view over a WIT `fields` block.
 pub fn headers(block: &str) -> Headers<'_> {
     Headers::parse(block)
+}
+
+/// `From` both ways between the digest's plain types (`crate::digest`) and the WIT's: a
+/// record field for field, an enum case for case.
+macro_rules! digest_conversions {
+    ($($from:ty => $to:ty),+) => {$(
+        impl From<$from> for $to {
+            fn from(d: $from) -> Self {
+                Self {
+                    length: d.length,
+                    json: d.json,
+                    text_chars: d.text_chars,
+                    media: d.media.into_iter().map(Into::into).collect(),
+                    media_omitted: d.media_omitted,
+                    fields: d.fields,
+                }
+            }
+        }
+    )+};
+    (@part $($from:ty => $to:ty, $fk:path => $tk:path),+) => {$(
+        impl From<$from> for $to {
+            fn from(m: $from) -> Self {
+                use $fk as F;
+                use $tk as T;
+                Self {
+                    kind: match m.kind {
+                        F::Image => T::Image,
+                        F::Document => T::Document,
+                        F::Audio => T::Audio,
+                        F::Other => T::Other,
+                    },
+                    media_type: m.media_type,
+                    bytes: m.bytes,
+                    width: m.width,
+                    height: m.height,
+                    pages: m.pages,
+                    detail: m.detail,
+                    by_url: m.by_url,
+                }
+            }
+        }
+    )+};
+}
+
+digest_conversions!(crate::digest::BodyDigest => BodyDigest, BodyDigest => crate::digest::BodyDigest);
+digest_conversions!(@part
+    crate::digest::MediaPart => MediaPart, crate::digest::MediaKind => MediaKind,
+    MediaPart => crate::digest::MediaPart, MediaKind => crate::digest::MediaKind
+);
+
+impl BodyDigest {
+    /// The value of `field` (a dotted name) as JSON text.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        crate::digest::field(&self.fields, name)
+    }
+
+    /// The string value of `field`, unquoted; `None` when absent or not a string.
+    pub fn string(&self, name: &str) -> Option<String> {
+        crate::digest::string(self.field(name)?)
+    }
+
+    /// The whole-number value of `field`; `None` when absent or not a whole number.
+    pub fn number(&self, name: &str) -> Option<u64> {
+        self.field(name)?.parse().ok()
+    }
+
+    /// The boolean value of `field`; `None` when absent or not a boolean.
+    pub fn flag(&self, name: &str) -> Option<bool> {
+        self.field(name)?.parse().ok()
+    }
 }
 
 /// A response is the outcome of an attempt that got one.
@@ -65,6 +137,7 @@ pub fn default_classify(req: &Request, outcome: &Outcome) -> Classification {
             retry_after_ms: None,
             error_code: None,
             should_retry: None,
+            scope: None,
         },
         Outcome::Response(resp) => {
             let h = headers(&resp.headers);
@@ -73,6 +146,7 @@ pub fn default_classify(req: &Request, outcome: &Outcome) -> Classification {
                 retry_after_ms: generic::requested_delay_ms(resp.status, &h, req.now_ms),
                 error_code: None,
                 should_retry: None,
+                scope: None,
             }
         }
     }
@@ -146,17 +220,23 @@ pub fn header_pair(
     Some(o)
 }
 
+/// The `model` named in a JSON request body (from its digest, so a model named past the
+/// body's prefix is found too).
+pub fn model(req: &Request) -> Option<String> {
+    req.digest.string("model").filter(|m| !m.is_empty())
+}
+
 /// The `model` named in a JSON request body, as a scope key `model:<name>`.
 pub fn model_scope(req: &Request) -> Option<String> {
-    crate::json::model(&req.body)
-        .filter(|m| !m.is_empty() && m.len() <= 128)
+    model(req)
+        .filter(|m| m.len() <= 128)
         .map(|m| format!("model:{m}"))
 }
 
 /// Writes a message to the host's log (a no-op when not running as a component).
 pub fn log(level: Level, message: &str) {
     #[cfg(target_arch = "wasm32")]
-    bindings::sluice::policy0_2_0::log::log(level, message);
+    bindings::sluice::policy0_3_0::log::log(level, message);
     #[cfg(not(target_arch = "wasm32"))]
     let _ = (level, message);
 }

@@ -26,7 +26,9 @@
 //! assert_eq!(reading.classification.retry_after_ms, Some(2_000));
 //! ```
 //!
-//! A request is a read (`RequestClass::Read`) at `now_ms` 0; set the fields for another
+//! A request is a read (`RequestClass::Read`) at `now_ms` 0, with the body's prefix and its
+//! digest as the host makes them (the first [`BODY_PREFIX`](crate::digest::BODY_PREFIX)
+//! bytes, and [`digest`](crate::digest::digest) of the whole body); set the fields for another
 //! class or clock (`req.class = RequestClass::UncertainWrite; req.now_ms = ...`), or use
 //! [`request_at`] for the clock. The helpers are plain functions with no test framework
 //! behind them, so they work the same in `#[test]` functions and in doctests.
@@ -82,14 +84,38 @@ pub fn request_at(
     headers: &[(&str, &str)],
     body: impl AsRef<[u8]>,
 ) -> Request {
+    let body = body.as_ref();
     Request {
         method: method.to_owned(),
         url: url.to_owned(),
         class: RequestClass::Read,
         headers: fields(headers),
-        body: body.as_ref().to_vec(),
+        body: body[..body.len().min(crate::digest::BODY_PREFIX)].to_vec(),
+        digest: crate::digest::digest(body).into(),
         now_ms,
     }
+}
+
+/// A PNG of `width` × `height` pixels, `size` bytes long (its header, then filler): what a
+/// plugin's cost is tested with, since only its header and its size count.
+pub fn png(width: u32, height: u32, size: usize) -> Vec<u8> {
+    let mut v = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+    v.extend(width.to_be_bytes());
+    v.extend(height.to_be_bytes());
+    v.extend([8, 6, 0, 0, 0]);
+    v.resize(size.max(v.len()), 0x55);
+    v
+}
+
+/// `bytes` as base64 (the standard alphabet, padded).
+pub fn base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// `bytes` as a data URL of `media_type`: `data:image/png;base64,...`.
+pub fn data_url(media_type: &str, bytes: &[u8]) -> String {
+    format!("data:{media_type};base64,{}", base64(bytes))
 }
 
 /// A response with its status, headers and body. `.into()` makes it an [`Outcome`](crate::Outcome).

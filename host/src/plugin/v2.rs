@@ -1,0 +1,106 @@
+//! Plugins built against the frozen `sluice:policy@0.2.0`, answering the 0.3.0 API.
+//!
+//! 0.2.0 has the same functions as 0.3.0. What differs: its request has no `digest` (it
+//! is shown the body's prefix and nothing more), and its classification names no `scope`
+//! (the host holds the scopes its observations name, as for any classification without
+//! one). Every other type has the same shape, and its conversions are the ones 0.3.0 uses
+//! ([`contract_conversions!`](super::convert::contract_conversions)'s common part).
+
+use super::bindings::v0_2::sluice::policy::types as old;
+use super::instance::Plugin;
+use crate::contract::{
+    Classification, Description, PluginError, Reading, ReconcilePlan, Reconciliation, Request,
+    RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
+};
+
+super::convert::contract_conversions!(@common old);
+
+impl From<old::Classification> for Classification {
+    fn from(c: old::Classification) -> Self {
+        Self {
+            verdict: c.verdict.into(),
+            retry_after_ms: c.retry_after_ms,
+            error_code: c.error_code,
+            should_retry: c.should_retry,
+            scope: None,
+        }
+    }
+}
+
+impl From<Classification> for old::Classification {
+    fn from(c: Classification) -> Self {
+        Self {
+            verdict: c.verdict.into(),
+            retry_after_ms: c.retry_after_ms,
+            error_code: c.error_code,
+            should_retry: c.should_retry,
+        }
+    }
+}
+
+/// The request as a 0.2.0 plugin is shown it: the body's prefix, as 0.2.0 promised.
+fn request(r: &Request) -> old::Request {
+    old::Request {
+        method: r.method.clone(),
+        url: r.url.clone(),
+        class: r.class.into(),
+        headers: r.headers.clone(),
+        body: r.body_prefix().to_vec(),
+        now_ms: r.now_ms,
+    }
+}
+
+/// `describe`, unchanged.
+pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
+    p.call("describe", |b, s| b.frozen_v0_2()?.call_describe(s))
+        .map(Into::into)
+}
+
+/// `plan-request`, with the body's prefix and no digest.
+pub(super) fn plan_request(p: &Plugin, req: &Request) -> Result<RequestPlan, PluginError> {
+    let req = request(req);
+    let r = p.call("plan-request", |b, s| {
+        b.frozen_v0_2()?.call_plan_request(s, &req)
+    })?;
+    p.declined("plan-request", r).map(Into::into)
+}
+
+/// `read-response`, its classification without a scope.
+pub(super) fn read_response(
+    p: &Plugin,
+    req: &Request,
+    outcome: &WireOutcome,
+    part: ResponsePart,
+) -> Result<Reading, PluginError> {
+    let (req, outcome) = (request(req), old::Outcome::from(outcome.clone()));
+    let r = p.call("read-response", |b, s| {
+        b.frozen_v0_2()?
+            .call_read_response(s, &req, &outcome, part.into())
+    })?;
+    p.declined("read-response", r).map(Into::into)
+}
+
+/// `reconcile`, unchanged.
+pub(super) fn reconcile(p: &Plugin, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
+    let write = old::UncertainWrite::from(write.clone());
+    let r = p.call("reconcile", |b, s| {
+        b.frozen_v0_2()?.call_reconcile(s, &write)
+    })?;
+    p.declined("reconcile", r).map(Into::into)
+}
+
+/// `read-reconciliation`, unchanged.
+pub(super) fn read_reconciliation(
+    p: &Plugin,
+    write: &UncertainWrite,
+    resp: &Response,
+) -> Result<Reconciliation, PluginError> {
+    let (write, resp) = (
+        old::UncertainWrite::from(write.clone()),
+        old::Response::from(resp.clone()),
+    );
+    let r = p.call("read-reconciliation", |b, s| {
+        b.frozen_v0_2()?.call_read_reconciliation(s, &write, &resp)
+    })?;
+    p.declined("read-reconciliation", r).map(Into::into)
+}

@@ -1,0 +1,755 @@
+//! What a request body says about its cost, read in one pass without keeping the body:
+//! its length, the characters of its text, the media it carries (images with their pixel
+//! size, documents with their pages, audio) and its small scalar fields (`model`,
+//! `max_tokens`, `stream`).
+//!
+//! The host reads every body this way outside the sandbox and hands the [`BodyDigest`] to the
+//! plugin with a bounded prefix of the body, so a plugin prices a 20 MB request (a long
+//! context, a document, an image) within its memory and deadline. A plugin can run the same
+//! reader on a body itself (its unit tests do, through `test::request`).
+//!
+//! # What counts as media
+//!
+//! Providers carry media in JSON in a few shapes, all recognised here:
+//!
+//! - a data URL, `data:<media type>;base64,<data>`, anywhere a string may stand (OpenAI's
+//!   `image_url.url`, `input_image.image_url`, `file.file_data`);
+//! - base64 data under a `data` key beside a `media_type`, `mime_type` or `format` key
+//!   (Anthropic's `source`, Gemini's `inline_data`, OpenAI's `input_audio`);
+//! - a link under a `url` key (or an `image_url` or `file_url` string) in an object that is a
+//!   media part by its `type` (`image`, `image_url`, `input_image`, `document`, `file`,
+//!   `input_file`, `url`) or by the key it stands under (`image_url`, `source`, `file`,
+//!   `image`, `document`).
+//!
+//! An image's width and height come from its header (PNG, GIF, WebP, JPEG), decoded from the
+//! first bytes of its base64 only; a PDF's pages are counted from its page objects. Every
+//! other string is text, counted in characters.
+//!
+//! Bounds: at most [`MAX_MEDIA`] parts are described (the rest are counted), at most
+//! [`MAX_FIELDS`] fields of at most [`MAX_FIELD_BYTES`] each, and the body is nested at most
+//! 128 levels deep (deeper JSON is not read: `json` is false).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use base64::Engine as _;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+
+/// The longest prefix of a request body a plugin is shown, in bytes: 64 KiB. The digest
+/// describes the whole body.
+pub const BODY_PREFIX: usize = 64 << 10;
+/// The most media parts a digest describes; more are counted in
+/// [`BodyDigest::media_omitted`].
+pub const MAX_MEDIA: usize = 256;
+/// The most scalar fields a digest keeps.
+pub const MAX_FIELDS: usize = 64;
+/// The longest field value kept, in bytes of its JSON text; longer ones are left out.
+pub const MAX_FIELD_BYTES: usize = 256;
+/// How much of an image's data is decoded to find its size: a JPEG's frame header may follow
+/// its metadata, which is rarely longer than this.
+const IMAGE_HEAD_BYTES: usize = 256 << 10;
+/// How much of a PDF is decoded to count its pages.
+const PDF_SCAN_BYTES: usize = 64 << 20;
+/// A `data` string shorter than this is text, whatever its neighbours say.
+const MIN_INLINE_BYTES: usize = 64;
+
+/// What a request body says about its cost.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BodyDigest {
+    /// The whole body's length in bytes.
+    pub length: u64,
+    /// Whether the body is JSON that was read to its end. When false, only `length`
+    /// describes the body.
+    pub json: bool,
+    /// Characters of text: every JSON string value that is not a media part.
+    pub text_chars: u64,
+    /// The media parts, in the order they appear (at most [`MAX_MEDIA`]).
+    pub media: Vec<MediaPart>,
+    /// Media parts past the first [`MAX_MEDIA`].
+    pub media_omitted: u32,
+    /// Scalar fields at the top level and one level down, as a dotted name and the value's
+    /// JSON text (`"gpt-4o"` with its quotes, `1024`, `true`), in the order they appear.
+    pub fields: Vec<(String, String)>,
+}
+
+/// What kind of media a part is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MediaKind {
+    /// A picture.
+    Image,
+    /// A document (PDF, text file...).
+    Document,
+    /// Sound.
+    Audio,
+    /// Anything else carried as data.
+    Other,
+}
+
+/// One media part of a body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaPart {
+    /// What it is.
+    pub kind: MediaKind,
+    /// Its media type, as the request states it or as its bytes show it.
+    pub media_type: Option<String>,
+    /// Its decoded size in bytes; `None` for a part given by URL.
+    pub bytes: Option<u64>,
+    /// An image's width in pixels, from its header.
+    pub width: Option<u32>,
+    /// An image's height in pixels, from its header.
+    pub height: Option<u32>,
+    /// A PDF's pages, counted from its page objects.
+    pub pages: Option<u32>,
+    /// The detail the request asks for (`low`, `high`, `auto`), when it says.
+    pub detail: Option<String>,
+    /// Whether the part is given by URL: its size is not known until it is fetched.
+    pub by_url: bool,
+}
+
+impl BodyDigest {
+    /// Reads `body` (see [`digest`]).
+    pub fn of(body: &[u8]) -> Self {
+        digest(body)
+    }
+
+    /// The value of `field` (a dotted name, as in [`BodyDigest::fields`]) as JSON text.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        field(&self.fields, name)
+    }
+
+    /// The string value of `field`, unquoted; `None` when absent or not a string.
+    pub fn string(&self, name: &str) -> Option<String> {
+        string(self.field(name)?)
+    }
+
+    /// The whole-number value of `field`; `None` when absent or not a whole number.
+    pub fn number(&self, name: &str) -> Option<u64> {
+        self.field(name)?.parse().ok()
+    }
+
+    /// The boolean value of `field`; `None` when absent or not a boolean.
+    pub fn flag(&self, name: &str) -> Option<bool> {
+        self.field(name)?.parse().ok()
+    }
+}
+
+/// The JSON text of the field `name` among a digest's `fields`.
+pub fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A field's JSON text as a string, unquoted; `None` when it is not a string.
+pub fn string(json: &str) -> Option<String> {
+    serde_json::from_str::<String>(json).ok()
+}
+
+/// Reads `body` into its digest.
+pub fn digest(body: &[u8]) -> BodyDigest {
+    let mut d = BodyDigest {
+        length: u64::try_from(body.len()).unwrap_or(u64::MAX),
+        ..BodyDigest::default()
+    };
+    let starts_json = body
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| matches!(b, b'{' | b'['));
+    if !starts_json {
+        return d;
+    }
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let mut walk = Walk {
+        d: &mut d,
+        path: Vec::new(),
+        open: Vec::new(),
+    };
+    let read = Node {
+        walk: &mut walk,
+        key: None,
+        depth: 0,
+    }
+    .deserialize(&mut de)
+    .is_ok()
+        && de.end().is_ok();
+    if read {
+        d.json = true;
+    } else {
+        let length = d.length;
+        d = BodyDigest {
+            length,
+            ..BodyDigest::default()
+        };
+    }
+    d
+}
+
+/// The walk's state: the digest being filled and the keys above the current value.
+struct Walk<'d> {
+    d: &'d mut BodyDigest,
+    path: Vec<String>,
+    /// Each object open around the current value: its `type` (empty while unknown), and
+    /// the media parts of its children whose kind only its type can tell (an Anthropic
+    /// `source` of type `url` is an image by its parent's type, which may come after it).
+    open: Vec<(String, Vec<usize>)>,
+}
+
+impl Walk<'_> {
+    fn text(&mut self, s: &str) {
+        let chars = s.bytes().filter(|b| (b & 0xC0) != 0x80).count();
+        self.d.text_chars = self
+            .d
+            .text_chars
+            .saturating_add(u64::try_from(chars).unwrap_or(u64::MAX));
+    }
+
+    fn media(&mut self, part: MediaPart) {
+        if self.d.media.len() < MAX_MEDIA {
+            self.d.media.push(part);
+        } else {
+            self.d.media_omitted = self.d.media_omitted.saturating_add(1);
+        }
+    }
+
+    /// Keeps a scalar at depth 1 or 2 as a field.
+    fn field(&mut self, depth: usize, key: Option<&str>, json: impl FnOnce() -> String) {
+        let Some(key) = key else { return };
+        if !(1..=2).contains(&depth) || self.d.fields.len() >= MAX_FIELDS {
+            return;
+        }
+        let value = json();
+        if value.len() > MAX_FIELD_BYTES {
+            return;
+        }
+        let name = if depth == 1 {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.path.last().map_or("", String::as_str))
+        };
+        self.d.fields.push((name, value));
+    }
+}
+
+/// One value of the body, with the key it stands under.
+struct Node<'w, 'd> {
+    walk: &'w mut Walk<'d>,
+    key: Option<&'w str>,
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Node<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Node<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        self.walk.field(self.depth, self.key, || v.to_string());
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        self.walk.field(self.depth, self.key, || v.to_string());
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        self.walk.field(self.depth, self.key, || v.to_string());
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        self.walk.field(self.depth, self.key, || v.to_string());
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.walk.field(self.depth, self.key, || "null".into());
+        Ok(())
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        // A string in an array or at the top (no key) or in an object (a key): a data URL is
+        // media wherever it stands; the object's own rules are applied in `visit_map`.
+        if let Some(part) = data_url(v) {
+            self.walk.media(part);
+        } else {
+            self.walk.text(v);
+        }
+        if v.len() + 2 <= MAX_FIELD_BYTES {
+            self.walk.field(self.depth, self.key, || {
+                serde_json::to_string(v).unwrap_or_default()
+            });
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if self.depth >= 128 {
+            return Err(de::Error::custom("nested too deep"));
+        }
+        while seq
+            .next_element_seed(Node {
+                walk: &mut *self.walk,
+                key: None,
+                depth: self.depth + 1,
+            })?
+            .is_some()
+        {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        if self.depth >= 128 {
+            return Err(de::Error::custom("nested too deep"));
+        }
+        let mut object = Object::default();
+        let pushed = self.key.map(str::to_owned);
+        if let Some(k) = &pushed {
+            self.walk.path.push(k.clone());
+        }
+        self.walk.open.push((String::new(), Vec::new()));
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let depth = self.depth + 1;
+            if DECIDING.contains(&key.as_ref()) {
+                // The strings that decide whether this object is a media part, and the data
+                // it may carry: held (borrowed from the body where they can be) until the
+                // object ends, since keys come in any order.
+                map.next_value_seed(Held {
+                    walk: &mut *self.walk,
+                    key: &key,
+                    depth,
+                    object: &mut object,
+                })?;
+            } else {
+                map.next_value_seed(Node {
+                    walk: &mut *self.walk,
+                    key: Some(&key),
+                    depth,
+                })?;
+            }
+        }
+        if pushed.is_some() {
+            self.walk.path.pop();
+        }
+        object.settle(self.walk, self.key);
+        if let Some((kind_word, pending)) = self.walk.open.pop() {
+            let kind = kind_from_words(&[&kind_word, self.key.unwrap_or("")]);
+            for i in pending {
+                if let Some(part) = self.walk.d.media.get_mut(i) {
+                    part.kind = kind;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The keys whose strings decide whether an object is a media part, or carry its data.
+const DECIDING: [&str; 10] = [
+    "type",
+    "media_type",
+    "mime_type",
+    "format",
+    "detail",
+    "data",
+    "file_data",
+    "url",
+    "image_url",
+    "file_url",
+];
+
+/// A value under one of the [`DECIDING`] keys: a string is held in its object; anything
+/// else is read as any other value.
+struct Held<'w, 'd, 'o, 'de> {
+    walk: &'w mut Walk<'d>,
+    key: &'w str,
+    depth: usize,
+    object: &'o mut Object<'de>,
+}
+
+impl<'w, 'd> Held<'w, 'd, '_, '_> {
+    fn node(self) -> Node<'w, 'd> {
+        Node {
+            walk: self.walk,
+            key: Some(self.key),
+            depth: self.depth,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Held<'_, '_, '_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Held<'_, '_, '_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<(), E> {
+        self.hold(Cow::Borrowed(v));
+        Ok(())
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.hold(Cow::Owned(v.to_owned()));
+        Ok(())
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        self.node().visit_bool(v)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        self.node().visit_i64(v)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        self.node().visit_u64(v)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        self.node().visit_f64(v)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.node().visit_unit()
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        self.node().visit_seq(seq)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        self.node().visit_map(map)
+    }
+}
+
+impl<'de> Held<'_, '_, '_, 'de> {
+    fn hold(self, v: Cow<'de, str>) {
+        if v.len() + 2 <= MAX_FIELD_BYTES {
+            self.walk.field(self.depth, Some(self.key), || {
+                serde_json::to_string(v.as_ref()).unwrap_or_default()
+            });
+        }
+        if self.key == "type"
+            && let Some((slot, _)) = self.walk.open.last_mut()
+        {
+            slot.clone_from(&v.to_string());
+        }
+        self.object.strings.push((self.key.to_owned(), v));
+    }
+}
+
+/// The deciding strings of one object, held until it ends.
+#[derive(Default)]
+struct Object<'de> {
+    strings: Vec<(String, Cow<'de, str>)>,
+}
+
+impl Object<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.strings
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    /// Counts each held string as media or text, now that the whole object is known.
+    fn settle(&self, walk: &mut Walk<'_>, under: Option<&str>) {
+        let kind_word = self.get("type").unwrap_or("");
+        let stated_type = self
+            .get("media_type")
+            .or_else(|| self.get("mime_type"))
+            .map(str::to_owned)
+            .or_else(|| self.get("format").map(audio_type));
+        let detail = self.get("detail").map(str::to_owned);
+        let media_object = is_media_word(kind_word) || under.is_some_and(is_media_word);
+        for (key, value) in &self.strings {
+            let value = value.as_ref();
+            if let Some(mut part) = data_url(value) {
+                part.detail.clone_from(&detail);
+                walk.media(part);
+                continue;
+            }
+            let inline = matches!(key.as_str(), "data" | "file_data")
+                && value.len() >= MIN_INLINE_BYTES
+                && (stated_type.is_some() || kind_word == "base64");
+            if inline {
+                let mut part = inline_part(value, stated_type.as_deref());
+                part.detail.clone_from(&detail);
+                walk.media(part);
+                continue;
+            }
+            let link = matches!(key.as_str(), "url" | "image_url" | "file_url")
+                && (media_object || key != "url")
+                && (value.starts_with("https://") || value.starts_with("http://"));
+            if link {
+                let kind = stated_type
+                    .as_deref()
+                    .map(kind_of)
+                    .unwrap_or_else(|| kind_from_words(&[kind_word, under.unwrap_or(""), key]));
+                if kind == MediaKind::Other {
+                    // Its parent's type may tell, once the parent ends.
+                    let index = walk.d.media.len();
+                    let depth = walk.open.len();
+                    if index < MAX_MEDIA
+                        && let Some((_, pending)) =
+                            depth.checked_sub(2).and_then(|i| walk.open.get_mut(i))
+                    {
+                        pending.push(index);
+                    }
+                }
+                walk.media(MediaPart {
+                    kind,
+                    media_type: stated_type.clone(),
+                    bytes: None,
+                    width: None,
+                    height: None,
+                    pages: None,
+                    detail: detail.clone(),
+                    by_url: true,
+                });
+                continue;
+            }
+            if !matches!(
+                key.as_str(),
+                "type" | "media_type" | "mime_type" | "format" | "detail"
+            ) {
+                walk.text(value);
+            }
+        }
+    }
+}
+
+/// Whether `word` (an object's `type`, or the key it stands under) names a media part.
+fn is_media_word(word: &str) -> bool {
+    matches!(
+        word,
+        "image"
+            | "image_url"
+            | "input_image"
+            | "document"
+            | "file"
+            | "input_file"
+            | "source"
+            | "url"
+            | "input_audio"
+            | "audio"
+    )
+}
+
+fn kind_from_words(words: &[&str]) -> MediaKind {
+    if words.iter().any(|w| w.contains("image")) {
+        MediaKind::Image
+    } else if words.iter().any(|w| w.contains("audio")) {
+        MediaKind::Audio
+    } else if words
+        .iter()
+        .any(|w| w.contains("document") || w.contains("file"))
+    {
+        MediaKind::Document
+    } else {
+        MediaKind::Other
+    }
+}
+
+/// The media type of an audio `format` (`wav`, `mp3`).
+fn audio_type(format: &str) -> String {
+    format!("audio/{format}")
+}
+
+/// The kind of a media type.
+fn kind_of(media_type: &str) -> MediaKind {
+    let t = media_type.to_ascii_lowercase();
+    if t.starts_with("image/") {
+        MediaKind::Image
+    } else if t.starts_with("audio/") {
+        MediaKind::Audio
+    } else if t.starts_with("application/pdf") || t.starts_with("text/") {
+        MediaKind::Document
+    } else {
+        MediaKind::Other
+    }
+}
+
+/// A data URL's part: `data:<type>;base64,<data>`.
+fn data_url(s: &str) -> Option<MediaPart> {
+    let rest = s.strip_prefix("data:")?;
+    let comma = rest.find(',')?;
+    let (meta, data) = (&rest[..comma], &rest[comma + 1..]);
+    let media_type = meta.split(';').next().filter(|t| !t.is_empty());
+    if !meta.split(';').any(|p| p.eq_ignore_ascii_case("base64")) {
+        // Percent-encoded data: rare for media; its length stands for its size.
+        return Some(MediaPart {
+            kind: media_type.map_or(MediaKind::Other, kind_of),
+            media_type: media_type.map(str::to_owned),
+            bytes: Some(u64::try_from(data.len()).unwrap_or(u64::MAX)),
+            width: None,
+            height: None,
+            pages: None,
+            detail: None,
+            by_url: false,
+        });
+    }
+    Some(inline_part(data, media_type))
+}
+
+/// A part carried as base64 `data`, of the `stated` media type if the request says.
+fn inline_part(data: &str, stated: Option<&str>) -> MediaPart {
+    let bytes = decoded_len(data);
+    let head = decode_prefix(data, IMAGE_HEAD_BYTES);
+    let sniffed = sniff(&head);
+    let media_type = stated.map(str::to_owned).or(sniffed.map(str::to_owned));
+    let kind = media_type.as_deref().map_or(MediaKind::Other, kind_of);
+    let (width, height) = match kind {
+        MediaKind::Image => image_size(&head).map_or((None, None), |(w, h)| (Some(w), Some(h))),
+        _ => (None, None),
+    };
+    let pages = (media_type.as_deref() == Some("application/pdf"))
+        .then(|| pdf_pages(data))
+        .flatten();
+    MediaPart {
+        kind,
+        media_type,
+        bytes: Some(bytes),
+        width,
+        height,
+        pages,
+        detail: None,
+        by_url: false,
+    }
+}
+
+/// The decoded size of base64 `data` (padding and whitespace not counted).
+fn decoded_len(data: &str) -> u64 {
+    let chars = data
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
+        .count();
+    u64::try_from(chars * 3 / 4).unwrap_or(u64::MAX)
+}
+
+/// The first `max` bytes of base64 `data`, decoded (less where it is not base64).
+fn decode_prefix(data: &str, max: usize) -> Vec<u8> {
+    let take = (max.div_ceil(3) * 4).min(data.len());
+    let cut = &data.as_bytes()[..take - take % 4];
+    let cut: Vec<u8> = cut
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    let cut = &cut[..cut.len() - cut.len() % 4];
+    base64::engine::general_purpose::STANDARD
+        .decode(cut)
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(cut))
+        .unwrap_or_default()
+}
+
+/// A media type from the first bytes of a file.
+fn sniff(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(b"\xff\xd8\xff") {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else if head.starts_with(b"%PDF-") {
+        Some("application/pdf")
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WAVE" {
+        Some("audio/wav")
+    } else {
+        None
+    }
+}
+
+/// An image's width and height from its header: PNG, GIF, WebP or JPEG.
+pub fn image_size(head: &[u8]) -> Option<(u32, u32)> {
+    let be16 = |at: usize| {
+        Some(u32::from(u16::from_be_bytes(
+            head.get(at..at + 2)?.try_into().ok()?,
+        )))
+    };
+    let le16 = |at: usize| {
+        Some(u32::from(u16::from_le_bytes(
+            head.get(at..at + 2)?.try_into().ok()?,
+        )))
+    };
+    let be32 = |at: usize| Some(u32::from_be_bytes(head.get(at..at + 4)?.try_into().ok()?));
+    let le24 = |at: usize| {
+        let b = head.get(at..at + 3)?;
+        Some(u32::from(b[0]) | u32::from(b[1]) << 8 | u32::from(b[2]) << 16)
+    };
+    match sniff(head)? {
+        "image/png" => Some((be32(16)?, be32(20)?)),
+        "image/gif" => Some((le16(6)?, le16(8)?)),
+        "image/webp" => match head.get(12..16)? {
+            b"VP8X" => Some((le24(24)? + 1, le24(27)? + 1)),
+            b"VP8L" => {
+                let b = head.get(21..25)?;
+                let bits = u32::from_le_bytes(b.try_into().ok()?);
+                Some(((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1))
+            }
+            b"VP8 " => Some((le16(26)? & 0x3FFF, le16(28)? & 0x3FFF)),
+            _ => None,
+        },
+        "image/jpeg" => {
+            // Walk the segments to the first start-of-frame marker.
+            let mut at = 2;
+            loop {
+                while *head.get(at)? == 0xFF && *head.get(at + 1)? == 0xFF {
+                    at += 1;
+                }
+                if *head.get(at)? != 0xFF {
+                    return None;
+                }
+                let marker = *head.get(at + 1)?;
+                let len = usize::try_from(be16(at + 2)?).ok()?;
+                let frame = matches!(marker, 0xC0..=0xCF) && !matches!(marker, 0xC4 | 0xC8 | 0xCC);
+                if frame {
+                    return Some((be16(at + 7)?, be16(at + 5)?));
+                }
+                at += 2 + len;
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A PDF's pages: its `/Type /Page` objects (not `/Pages`), in at most its first
+/// [`PDF_SCAN_BYTES`]. `None` when none are visible (in compressed object streams).
+fn pdf_pages(data: &str) -> Option<u32> {
+    let bytes = decode_prefix(data, PDF_SCAN_BYTES);
+    let mut pages = 0_u32;
+    let finder = memchr::memmem::Finder::new(b"/Type");
+    for at in finder.find_iter(&bytes) {
+        let rest = &bytes[at + 5..];
+        let rest = &rest[rest.iter().take_while(|b| b.is_ascii_whitespace()).count()..];
+        if rest.starts_with(b"/Page") && !rest[5..].starts_with(b"s") {
+            pages = pages.saturating_add(1);
+        }
+    }
+    (pages > 0).then_some(pages)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,183 @@
+use base64::Engine as _;
+
+use super::*;
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A PNG's signature and header, then `filler` bytes of picture.
+pub(crate) fn png(width: u32, height: u32, filler: usize) -> Vec<u8> {
+    let mut v = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+    v.extend(width.to_be_bytes());
+    v.extend(height.to_be_bytes());
+    v.extend([8, 6, 0, 0, 0, 0, 0, 0, 0]);
+    v.resize(v.len() + filler, 0x55);
+    v
+}
+
+/// A JPEG with an APP1 segment of `exif` bytes before its frame header.
+fn jpeg(width: u16, height: u16, exif: usize) -> Vec<u8> {
+    let mut v = vec![0xFF, 0xD8, 0xFF, 0xE1];
+    let len = u16::try_from(exif + 2).unwrap();
+    v.extend(len.to_be_bytes());
+    v.resize(v.len() + exif, 0);
+    v.extend([0xFF, 0xC0, 0x00, 0x11, 0x08]);
+    v.extend(height.to_be_bytes());
+    v.extend(width.to_be_bytes());
+    v.extend([0x03; 12]);
+    v
+}
+
+fn pdf(pages: usize) -> Vec<u8> {
+    let mut v = b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n".to_vec();
+    v.extend(format!("2 0 obj << /Type /Pages /Count {pages} >> endobj\n").as_bytes());
+    for i in 0..pages {
+        v.extend(format!("{} 0 obj << /Type /Page /Parent 2 0 R >> endobj\n", i + 3).as_bytes());
+    }
+    v
+}
+
+#[test]
+fn an_openai_chat_with_an_image_reads_its_size_detail_text_and_fields() {
+    let image = format!("data:image/png;base64,{}", b64(&png(1024, 768, 200_000)));
+    let body = serde_json::json!({
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "what is in this picture?"},
+            {"type": "image_url", "image_url": {"url": image, "detail": "high"}},
+        ]}],
+        "model": "gpt-4o",
+        "max_tokens": 50,
+        "stream_options": {"include_usage": true},
+    })
+    .to_string();
+    let d = digest(body.as_bytes());
+    assert!(d.json);
+    assert_eq!(d.length, body.len() as u64);
+    assert_eq!(d.media.len(), 1, "{:?}", d.media);
+    let m = &d.media[0];
+    assert_eq!(m.kind, MediaKind::Image);
+    assert_eq!(m.media_type.as_deref(), Some("image/png"));
+    assert_eq!((m.width, m.height), (Some(1024), Some(768)));
+    assert_eq!(m.detail.as_deref(), Some("high"));
+    assert!(!m.by_url);
+    assert!(m.bytes.unwrap() > 200_000);
+    // The text, the role and the model's name: never the image's base64.
+    assert!(d.text_chars < 100, "{}", d.text_chars);
+    assert_eq!(d.string("model").as_deref(), Some("gpt-4o"));
+    assert_eq!(d.number("max_tokens"), Some(50));
+    assert_eq!(d.flag("stream_options.include_usage"), Some(true));
+}
+
+#[test]
+fn an_anthropic_image_and_document_by_data_and_an_image_by_url() {
+    let body = serde_json::json!({
+        "model": "claude-sonnet-4",
+        "max_tokens": 1024,
+        "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg",
+                "data": b64(&jpeg(1092, 1092, 30_000))}},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                "data": b64(&pdf(3))}},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}},
+            {"type": "text", "text": "compare them"},
+        ]}],
+    })
+    .to_string();
+    let d = digest(body.as_bytes());
+    assert_eq!(d.media.len(), 3, "{:?}", d.media);
+    let (image, doc, link) = (&d.media[0], &d.media[1], &d.media[2]);
+    assert_eq!((image.width, image.height), (Some(1092), Some(1092)));
+    assert_eq!(image.kind, MediaKind::Image);
+    assert_eq!(doc.kind, MediaKind::Document);
+    assert_eq!(doc.pages, Some(3));
+    assert!(link.by_url && link.kind == MediaKind::Image && link.bytes.is_none());
+    assert!(d.text_chars < 60, "{}", d.text_chars);
+}
+
+#[test]
+fn gemini_inline_data_and_openai_audio_are_media() {
+    let wav = {
+        let mut v = b"RIFF\x00\x00\x00\x00WAVEfmt ".to_vec();
+        v.resize(4_000, 1);
+        v
+    };
+    let body = serde_json::json!({
+        "contents": [{"parts": [
+            {"inline_data": {"mime_type": "image/gif", "data": b64(&[&b"GIF89a\x20\x03\x58\x02"[..], &[7; 100]].concat())}},
+            {"text": "hi"},
+        ]}],
+        "messages": [{"role": "user", "content": [
+            {"type": "input_audio", "input_audio": {"data": b64(&wav), "format": "wav"}},
+        ]}],
+    })
+    .to_string();
+    let d = digest(body.as_bytes());
+    assert_eq!(d.media.len(), 2, "{:?}", d.media);
+    assert_eq!(
+        (d.media[0].width, d.media[0].height),
+        (Some(800), Some(600))
+    );
+    assert_eq!(d.media[1].kind, MediaKind::Audio);
+    assert_eq!(d.media[1].media_type.as_deref(), Some("audio/wav"));
+}
+
+#[test]
+fn a_jpeg_whose_frame_follows_long_metadata_is_still_measured() {
+    let image = format!("data:image/jpeg;base64,{}", b64(&jpeg(4032, 3024, 60_000)));
+    let d = digest(serde_json::json!({ "image": image }).to_string().as_bytes());
+    assert_eq!(
+        (d.media[0].width, d.media[0].height),
+        (Some(4032), Some(3024))
+    );
+}
+
+#[test]
+fn a_url_that_is_not_in_a_media_part_is_text() {
+    let body = r#"{"tools":[{"type":"function","url":"https://example.com/hook"}],"url":"https://x.example/"}"#;
+    let d = digest(body.as_bytes());
+    assert!(d.media.is_empty(), "{:?}", d.media);
+    assert!(d.text_chars > 40);
+}
+
+#[test]
+fn a_body_that_is_not_whole_json_has_only_its_length() {
+    for body in [
+        &b"not json at all"[..],
+        b"{\"model\":\"gpt-4o\",\"messages\":[",
+        b"",
+    ] {
+        let d = digest(body);
+        assert_eq!(d.length, body.len() as u64);
+        assert!(!d.json && d.media.is_empty() && d.fields.is_empty() && d.text_chars == 0);
+    }
+}
+
+#[test]
+fn text_is_counted_in_characters_and_long_fields_are_left_out() {
+    let long = "é".repeat(300);
+    let body = serde_json::json!({"prompt": long, "model": "m"}).to_string();
+    let d = digest(body.as_bytes());
+    assert_eq!(d.text_chars, 301);
+    assert_eq!(d.field("prompt"), None, "over the field cap");
+    assert_eq!(d.string("model").as_deref(), Some("m"));
+}
+
+#[test]
+fn nesting_past_the_bound_is_not_read() {
+    let deep = "[".repeat(200) + &"]".repeat(200);
+    assert!(!digest(deep.as_bytes()).json);
+}
+
+#[test]
+fn parts_past_the_bound_are_counted_not_described() {
+    let image = format!("data:image/png;base64,{}", b64(&png(8, 8, 0)));
+    let parts: Vec<_> = (0..MAX_MEDIA + 5).map(|_| image.clone()).collect();
+    let d = digest(
+        serde_json::json!({ "images": parts })
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(d.media.len(), MAX_MEDIA);
+    assert_eq!(d.media_omitted, 5);
+}
