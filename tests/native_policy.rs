@@ -90,6 +90,8 @@ impl sluice_plugin_sdk::Plugin for Greedy {
             provider: "Example".into(),
             hosts: vec!["api.example.com".into()],
             routes: Vec::new(),
+            read_routes: vec![],
+            error_shape: None,
         }
     }
 

@@ -318,7 +318,8 @@ async fn odd_retry_after_values_never_make_a_tight_loop() {
         "{t:?}"
     );
     assert_eq!(fake.attempts().len(), before + 1);
-    assert!(t.waited.is_zero());
+    // Its wait is its time in the queue alone: it never slept for a retry.
+    assert!(t.waited < Duration::from_millis(100), "{:?}", t.waited);
 }
 
 #[tokio::test(flavor = "current_thread")]

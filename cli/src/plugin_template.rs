@@ -128,7 +128,10 @@ pub struct {{type}};
 
 impl Plugin for {{type}} {
     /// Names the plugin and the traffic it governs: the hosts it answers for and the routes
-    /// (`/v1/*`, or with a method: `POST /v1/chat`) of those hosts.
+    /// (`/v1/*`, or with a method: `POST /v1/chat`) of those hosts; the routes that are
+    /// reads although they are not `GET` (a generation: `POST /v1/generate`), which the
+    /// sidecar then retries instead of journaling as writes; and how the provider writes
+    /// its errors (`Some(ErrorShape::Openai)`...; `None`: OpenAI's).
     fn describe() -> Description {
         Description {
             name: "{{name}}".into(),
@@ -136,6 +139,8 @@ impl Plugin for {{type}} {
             provider: "Example".into(),
             hosts: vec!["api.example.com".into()],
             routes: vec!["/v1/*".into()],
+            read_routes: vec![],
+            error_shape: None,
         }
     }
 

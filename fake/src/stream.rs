@@ -78,9 +78,14 @@ pub(crate) fn events(plan: &Plan, id: &str) -> Vec<Bytes> {
         }
         _ => {
             for k in 0..n {
-                let chunk = json!({"id": id, "object": "chat.completion.chunk",
+                let mut chunk = json!({"id": id, "object": "chat.completion.chunk",
                     "choices": [{"index": 0, "delta": {"content": format!("tok{k} ")},
                                  "finish_reason": null}]});
+                // Asked for its usage, OpenAI writes `"usage": null` into every chunk
+                // before the last.
+                if plan.include_usage {
+                    chunk["usage"] = serde_json::Value::Null;
+                }
                 out.push(sse(None, &chunk.to_string()));
             }
             if plan.include_usage {

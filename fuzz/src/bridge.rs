@@ -117,5 +117,7 @@ pub fn description(d: guest::Description) -> host::Description {
         provider: d.provider,
         hosts: d.hosts,
         routes: d.routes,
+        read_routes: vec![],
+        error_shape: None,
     }
 }

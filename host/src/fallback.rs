@@ -31,6 +31,8 @@ static DESCRIPTION: LazyLock<Description> = LazyLock::new(|| Description {
     provider: "any (generic HTTP semantics)".into(),
     hosts: Vec::new(),
     routes: Vec::new(),
+    read_routes: vec![],
+    error_shape: None,
 });
 
 impl ProviderPolicy for Fallback {

@@ -354,6 +354,8 @@ mod tests {
                     provider: "Example".into(),
                     hosts: Vec::new(),
                     routes: Vec::new(),
+                    read_routes: vec![],
+                    error_shape: None,
                 },
                 failures,
                 calls: AtomicU32::new(0),

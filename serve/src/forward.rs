@@ -23,8 +23,8 @@ use crate::agents::{Admitted, Refusal};
 use crate::hints::{self, Hints};
 use crate::reply::{self, Body};
 use crate::shape::SluiceError;
-use crate::streaming;
 use crate::upstream::Upstream;
+use crate::{stream_usage, streaming};
 
 /// Answers one request. Never fails: every refusal is an answer in the provider's shape.
 pub(crate) async fn handle(
@@ -163,11 +163,18 @@ async fn forward(
     };
     let method = parts.method.as_str();
     let class = hints.class.unwrap_or_else(|| up.class_of(method, &path));
+    // An OpenAI-style stream that does not ask for its usage is asked for it, so its charge
+    // is corrected at its end; what asking adds is taken out of the agent's stream.
+    let asked_usage = (up.shape == ErrorShape::OpenAi && method == "POST")
+        .then(|| stream_usage::ask_for_usage(&path, &body))
+        .flatten();
+    let strip_usage = asked_usage.is_some();
+    let body = asked_usage.unwrap_or_else(|| body.to_vec());
     let mut call = Call::new(up.name.clone(), method, url)
         .credential(up.credential(agent.credentials.get(&up.name)))
         .tenant(tenant.clone())
         .class(class)
-        .body(body.to_vec());
+        .body(body.clone());
     call.headers = headers_for_provider(&parts.headers);
     if let Some(p) = hints.priority {
         call = call.priority(p);
@@ -208,7 +215,7 @@ async fn forward(
         write_through_journal(shared, up.shape, write).await?
     } else if wants_stream(&body) {
         match shared.sluice.execute_stream(&call).await {
-            StreamOutcome::Streaming(stream) => streaming::respond(*stream, up.shape),
+            StreamOutcome::Streaming(stream) => streaming::respond(*stream, up.shape, strip_usage),
             StreamOutcome::Ended(t) => reply::ended(up.shape, &t),
         }
     } else {

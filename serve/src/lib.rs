@@ -44,6 +44,7 @@ pub mod hints;
 mod reply;
 mod sdk_retry;
 mod shape;
+mod stream_usage;
 mod streaming;
 pub mod tasks;
 pub mod upstream;
@@ -121,9 +122,14 @@ impl Sidecar {
                 agents::load_token(&key, source).map(|digest| (name.clone(), digest))
             })
             .collect::<Result<Vec<_>, ServeError>>()?;
+        // Read and error shapes as each plugin describes itself now, at start.
+        let upstreams = Upstream::all(config, &|name| {
+            let policy = sluice.executor().policy(name)?;
+            Some(policy.plugin().description().clone())
+        })?;
         let shared = Shared {
             sluice,
-            upstreams: Upstream::all(config)?,
+            upstreams,
             agents: Agents::load(&serve)?,
             max_body_bytes: usize::try_from(serve.max_body_bytes).unwrap_or(usize::MAX),
             tasks: TaskBoard::default(),

@@ -1,33 +1,18 @@
 //! Where `/{provider}/...` goes: the provider's base URL, the dialect of its errors, which of
 //! its routes are reads, and the credential an agent's call is sent with.
+//!
+//! Which routes are reads and how errors are written come from the configuration
+//! (`[serve.providers.X] read_routes`, `error_shape`), else from the provider's plugin as it
+//! describes itself at start (`describe`: `read-routes`, `error-shape`), so a provider whose
+//! plugin says what its generations are is safe behind the sidecar with no configuration.
 
 use std::collections::BTreeMap;
 
-use sluice::config::{ErrorShape, PluginSource, SluiceConfig};
-use sluice::contract::RequestClass;
+use sluice::config::{ErrorShape, SluiceConfig};
+use sluice::contract::{Description, RequestClass};
 use sluice::execute::DEFAULT_CREDENTIAL;
 
 use crate::error::ServeError;
-
-/// Reads besides `GET`, `HEAD` and `OPTIONS` that each bundled provider serves: generations
-/// and counts, safe to send again.
-fn known_reads(plugin: &str) -> &'static [&'static str] {
-    match plugin {
-        "openai" => &[
-            "POST /v1/chat/completions",
-            "POST /v1/completions",
-            "POST /v1/embeddings",
-            "POST /v1/responses",
-            "POST /v1/moderations",
-        ],
-        "anthropic" => &[
-            "POST /v1/messages",
-            "POST /v1/messages/count_tokens",
-            "POST /v1/complete",
-        ],
-        _ => &[],
-    }
-}
 
 /// One provider as the sidecar forwards to it.
 #[derive(Debug, Clone)]
@@ -47,11 +32,15 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// Every configured provider.
+    /// Every configured provider; `describe` gives the description of a provider's plugin,
+    /// when it has one loaded.
     ///
     /// # Errors
     /// [`ServeError::Config`]: a provider has no `base_url`.
-    pub fn all(config: &SluiceConfig) -> Result<BTreeMap<String, Self>, ServeError> {
+    pub fn all(
+        config: &SluiceConfig,
+        describe: &dyn Fn(&str) -> Option<Description>,
+    ) -> Result<BTreeMap<String, Self>, ServeError> {
         let mut out = BTreeMap::new();
         for (name, setup) in &config.providers {
             let Some(base) = &setup.base_url else {
@@ -60,18 +49,16 @@ impl Upstream {
                      it (for example `https://api.openai.com`)"
                 )));
             };
-            let plugin = match &setup.plugin {
-                PluginSource::Bundled(p) => p.as_str(),
-                PluginSource::File(_) => "",
-            };
+            let described = describe(name);
             let serve = config.serve.providers.get(name);
             let shape = serve
                 .and_then(|s| s.error_shape)
-                .or_else(|| ErrorShape::named(plugin))
+                .or_else(|| described.as_ref()?.error_shape)
                 .unwrap_or(ErrorShape::OpenAi);
             let reads = serve
                 .and_then(|s| s.read_routes.clone())
-                .unwrap_or_else(|| known_reads(plugin).iter().map(|s| (*s).into()).collect());
+                .or_else(|| described.map(|d| d.read_routes))
+                .unwrap_or_default();
             let credentials: BTreeMap<String, String> = setup
                 .credentials
                 .iter()
@@ -142,12 +129,31 @@ mod tests {
     use super::*;
     use std::path::Path;
 
+    /// What the bundled plugins say of themselves, as far as the sidecar reads it.
+    fn described(name: &str) -> Option<Description> {
+        let (read_routes, error_shape) = match name {
+            "openai" => (vec!["POST /v1/chat/completions".into()], ErrorShape::OpenAi),
+            "stripe" => (vec![], ErrorShape::Stripe),
+            _ => return None,
+        };
+        Some(Description {
+            name: name.into(),
+            version: "1.0.0".into(),
+            provider: name.into(),
+            hosts: vec![],
+            routes: vec![],
+            read_routes,
+            error_shape: Some(error_shape),
+        })
+    }
+
     fn upstreams(toml: &str) -> BTreeMap<String, Upstream> {
-        Upstream::all(&SluiceConfig::from_toml(toml, Path::new(".")).unwrap()).unwrap()
+        let config = SluiceConfig::from_toml(toml, Path::new(".")).unwrap();
+        Upstream::all(&config, &described).unwrap()
     }
 
     #[test]
-    fn generations_are_reads_and_other_posts_are_writes() {
+    fn the_plugins_read_routes_are_reads_and_other_posts_are_writes() {
         let u = upstreams(
             "[providers.openai]\nbase_url = \"http://127.0.0.1:1/\"\n\
              [providers.openai.limits]\nrequests_per_minute = 60\n\
@@ -175,7 +181,7 @@ mod tests {
     }
 
     #[test]
-    fn configured_read_routes_replace_the_known_ones_and_match_prefixes() {
+    fn configured_read_routes_replace_the_plugins_and_match_prefixes() {
         let u = upstreams(
             "[providers.openai]\nbase_url = \"http://127.0.0.1:1\"\n\
              [providers.openai.limits]\nrequests_per_minute = 60\n\
@@ -193,13 +199,28 @@ mod tests {
     }
 
     #[test]
+    fn a_provider_whose_plugin_says_nothing_has_only_get_reads_and_openai_errors() {
+        let u = upstreams(
+            "[providers.acme]\nplugin = \"ietf\"\nbase_url = \"http://127.0.0.1:1\"\n\
+             [providers.acme.limits]\nrequests_per_minute = 60\n",
+        );
+        let acme = &u["acme"];
+        assert_eq!(acme.shape, ErrorShape::OpenAi);
+        assert_eq!(
+            acme.class_of("POST", "/v1/generate"),
+            RequestClass::UncertainWrite
+        );
+        assert_eq!(acme.class_of("GET", "/v1/things"), RequestClass::Read);
+    }
+
+    #[test]
     fn a_provider_without_a_base_url_is_named() {
         let config = SluiceConfig::from_toml(
             "[providers.openai.limits]\nrequests_per_minute = 60\n",
             Path::new("."),
         )
         .unwrap();
-        let err = Upstream::all(&config).unwrap_err().to_string();
+        let err = Upstream::all(&config, &described).unwrap_err().to_string();
         assert!(err.contains("providers.openai.base_url"), "{err}");
     }
 }

@@ -320,3 +320,84 @@ async fn a_write_cut_by_the_shutdown_deadline_is_carried_on_at_the_next_start() 
         .expect("journaled");
     assert_eq!(action.state.name(), "succeeded");
 }
+
+/// Sends `body` to `url` as the agent and reads the whole answer.
+async fn streamed(url: String, body: &str) -> String {
+    let r = client()
+        .post(url)
+        .header("authorization", format!("Bearer {AGENT_TOKEN}"))
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    String::from_utf8(r.bytes().await.unwrap().to_vec()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openai_stream_that_does_not_ask_for_its_usage_is_corrected_and_reaches_the_agent_unchanged()
+ {
+    use sluice::budget::{Budget, Measure, Window};
+    let fake = fake(Style::OpenAi).await;
+    // Spend is priced by the usage a call reports: 2.5 micros an input token, 10 an output
+    // token, and a token not split into either at the output price.
+    let prices = "[budgets]\ntime_zone = \"UTC\"\n[tiers.free.budgets]\n\
+                  spend_micros_per_month = 100000000\n[tenants]\ndefault_tier = \"free\"\n\
+                  [providers.openai.prices.\"gpt-4o\"]\ninput_micros_per_million = 2500000\n\
+                  output_micros_per_million = 10000000\n";
+    let side = start(&config_text(
+        &[("openai", "openai", &fake.url(""), "authorization")],
+        prices,
+    ))
+    .await;
+    // As the official SDK writes a stream: no `stream_options`.
+    let body = format!(
+        r#"{{"model":"gpt-4o","max_tokens":1000,"stream":true,"messages":[{{"role":"user","content":"{}"}}]}}"#,
+        "x".repeat(4000)
+    );
+    let through = streamed(format!("{}/openai{CHAT}", side.url), &body).await;
+    // The same request straight to the provider, as the agent would send it without sluice.
+    let mut direct_req = client()
+        .post(fake.url(CHAT))
+        .header("authorization", format!("Bearer {PROVIDER_KEY}"))
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    let mut direct = Vec::new();
+    while let Some(chunk) = direct_req.chunk().await.unwrap() {
+        direct.extend_from_slice(&chunk);
+    }
+    let direct = String::from_utf8(direct).unwrap();
+    // The provider names each stream after its place in its ledger; all else is the same.
+    let through = through.replace("stream_000000", "stream_X");
+    let direct = direct.replace("stream_000001", "stream_X");
+    assert_eq!(
+        through, direct,
+        "the agent's stream is what it would get without sluice"
+    );
+    assert!(!through.contains("\"usage\""), "{through}");
+
+    // The host asked for the usage and read it: the spend is the answer's, 1 000 input
+    // tokens at 2.5 and what the model wrote at 10. Without the usage it would stay at its
+    // estimate: 2 001 tokens (the prompt's 1 001 and the whole max_tokens) at 10, 20 010.
+    let spend = Budget::new(Measure::SpendMicros, Window::Month);
+    let budgets = side.sluice.executor().budgets().expect("budgets");
+    let mut used = 0;
+    for _ in 0..100 {
+        used = budgets
+            .standing("acme")
+            .unwrap()
+            .iter()
+            .find(|s| s.budget == spend)
+            .unwrap()
+            .used;
+        if used != 20_010 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let written = fake.attempts()[0].output_tokens;
+    assert!((1..1_000).contains(&written), "{written}");
+    assert_eq!(used, 2_500 + 10 * written);
+}

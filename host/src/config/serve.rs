@@ -22,8 +22,8 @@
 //! credentials = { openai = "team-key" }
 //!
 //! [serve.providers.openai]
-//! error_shape = "openai"             # default: the bundled plugin's name
-//! read_routes = ["POST /v1/chat/completions"]   # non-GET routes safe to send again
+//! error_shape = "openai"             # default: as the plugin describes it, else openai
+//! read_routes = ["POST /v1/chat/completions"]   # non-GET reads; default: the plugin's
 //! ```
 //!
 //! The sidecar itself lives in the `sluice-serve` crate; this is only its configuration, so
@@ -149,40 +149,17 @@ impl std::fmt::Debug for TokenSource {
 /// How the sidecar speaks to one provider's SDKs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServeProvider {
-    /// The JSON shape of the errors the sidecar answers for it; `None`: the shape of the
-    /// bundled plugin of the same name, else OpenAI's.
+    /// The JSON shape of the errors the sidecar answers for it; `None`: the shape its plugin
+    /// describes (`error-shape`), else OpenAI's.
     pub error_shape: Option<ErrorShape>,
     /// Routes besides `GET`, `HEAD` and `OPTIONS` that are reads (safe to send again, no
     /// side effect: a generation), as `METHOD /path` (a trailing `*` matches any rest);
-    /// `None`: the bundled plugin's known reads. Any other route is a write, journaled.
+    /// `None`: the routes its plugin describes as reads (`read-routes`). Any other route is a
+    /// write, journaled.
     pub read_routes: Option<Vec<String>>,
 }
 
-/// A provider's JSON error shape, so its SDK surfaces the sidecar's own errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorShape {
-    /// `{"error": {"message", "type", "code"}}`.
-    OpenAi,
-    /// `{"type": "error", "error": {"type", "message"}}`.
-    Anthropic,
-    /// `{"message", "documentation_url"}`.
-    GitHub,
-    /// `{"error": {"type", "code", "message"}}`.
-    Stripe,
-}
-
-impl ErrorShape {
-    /// The shape named `name` (`openai`, `anthropic`, `github`, `stripe`).
-    pub fn named(name: &str) -> Option<Self> {
-        match name {
-            "openai" => Some(Self::OpenAi),
-            "anthropic" => Some(Self::Anthropic),
-            "github" => Some(Self::GitHub),
-            "stripe" => Some(Self::Stripe),
-            _ => None,
-        }
-    }
-}
+pub use crate::contract::ErrorShape;
 
 /// Parses the `[serve]` table.
 pub(super) fn parse(keys: &Keys<'_>, mut table: Table) -> Result<ServeConfig, ConfigFileError> {

@@ -13,6 +13,39 @@ pub struct Description {
     pub hosts: Vec<String>,
     /// Route patterns it understands, as `METHOD /path/{param}` or `/path/*`.
     pub routes: Vec<String>,
+    /// Non-`GET` routes that are reads (a generation), as `METHOD /path` with an optional
+    /// trailing `*`: a caller that declares no class sends them as reads, any other
+    /// non-`GET` route as an uncertain write.
+    pub read_routes: Vec<String>,
+    /// How the provider writes an error body; `None`: OpenAI's.
+    pub error_shape: Option<ErrorShape>,
+}
+
+/// How a provider writes an error body: the shape of the answers the host gives in its
+/// place, so a caller's SDK reads them as the provider's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorShape {
+    /// `{"error": {"message", "type", "code"}}`.
+    OpenAi,
+    /// `{"type": "error", "error": {"type", "message"}}`.
+    Anthropic,
+    /// `{"message", "documentation_url"}`.
+    GitHub,
+    /// `{"error": {"type", "code", "message"}}`.
+    Stripe,
+}
+
+impl ErrorShape {
+    /// The shape named `name` (`openai`, `anthropic`, `github`, `stripe`).
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "openai" => Some(Self::OpenAi),
+            "anthropic" => Some(Self::Anthropic),
+            "github" => Some(Self::GitHub),
+            "stripe" => Some(Self::Stripe),
+            _ => None,
+        }
+    }
 }
 
 /// Why a plugin declined to answer. The host then uses its built-in conservative policy for

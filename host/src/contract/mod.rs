@@ -18,7 +18,7 @@ mod reading;
 mod request;
 mod writes;
 
-pub use describe::{Description, PolicyError};
+pub use describe::{Description, ErrorShape, PolicyError};
 pub use error::{Failure, PluginError};
 pub use plan::{PriorityClass, RequestPlan};
 pub use policy::ProviderPolicy;

@@ -62,6 +62,8 @@ use super::{
 ///     provider: "Example".into(),
 ///     hosts: vec!["api.example.com".into()],
 ///     routes: vec![],
+///     read_routes: vec![],
+///     error_shape: None,
 /// });
 /// let guard = GuardedPolicy::new(Arc::new(shy), QuarantinePolicy::default(), Arc::new(ManualClock::starting_at(0)));
 /// let req = Request::new(

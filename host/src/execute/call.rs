@@ -290,7 +290,7 @@ pub struct Terminal {
     pub response_received: bool,
     /// Attempts sent.
     pub attempts: u32,
-    /// Time waited between attempts.
+    /// Time the call waited: in the admission queue and between attempts.
     pub waited: Duration,
     /// The last status, if any answer came back.
     pub last_status: Option<u16>,
@@ -380,7 +380,7 @@ pub enum Outcome {
         response: Response,
         /// Attempts sent.
         attempts: u32,
-        /// Time waited between attempts.
+        /// Time the call waited: in the admission queue and between attempts.
         waited: Duration,
     },
     /// The call ended without success.

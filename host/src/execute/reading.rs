@@ -59,7 +59,7 @@ impl Executor {
             req: p.req.clone(),
             estimate: p.estimate,
             attempts: t.attempts,
-            waited: t.waited,
+            waited: t.waited + t.queued,
         }))
     }
 
@@ -205,7 +205,7 @@ impl Executor {
                 Some(Outcome::Succeeded {
                     response,
                     attempts: t.attempts,
-                    waited: t.waited,
+                    waited: t.waited + t.queued,
                 })
             }
             Next::Stop(stop) => {

@@ -60,7 +60,7 @@ pub struct Stream {
     pub headers: String,
     /// Attempts the call sent (the last one is streaming).
     pub attempts: u32,
-    /// Time the call waited between attempts.
+    /// Time the call waited: in the admission queue and between attempts.
     pub waited: Duration,
     first: Option<Bytes>,
     body: Started,

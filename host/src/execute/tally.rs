@@ -12,6 +12,7 @@ pub(super) struct Tally {
     pub sent: bool,
     pub response_received: bool,
     pub attempts: u32,
+    /// Time waited between attempts (what the class's wait budget counts).
     pub waited: Duration,
     /// Time spent in the admission queue, every attempt together.
     pub queued: Duration,
@@ -38,7 +39,7 @@ impl Tally {
             sent: self.sent,
             response_received: self.response_received,
             attempts: self.attempts,
-            waited: self.waited,
+            waited: self.waited + self.queued,
             last_status: self.last_status,
             error_code: self.error_code,
             last_response: self.last_response,
@@ -59,6 +60,11 @@ pub(super) fn next_action(
         // An auth failure is a credential problem, not the request's.
         Stop::NeverRetry | Stop::StatusNotRetried(_) if matches!(status, Some(401 | 403)) => {
             NextAction::Reauthenticate
+        }
+        // A status the class does not retry that says nothing is wrong with the request (a
+        // 429, a timeout, a server's failure): the caller may try later, never "fix it".
+        Stop::StatusNotRetried(s) if *s == 408 || *s == 429 || *s >= 500 => {
+            NextAction::RetryLater(after)
         }
         Stop::NeverRetry | Stop::StatusNotRetried(_) => NextAction::FixRequest,
         Stop::Conflict => NextAction::ResolveConflict,

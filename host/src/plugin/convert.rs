@@ -21,6 +21,30 @@ macro_rules! contract_conversions {
             verdict, retry_after_ms, error_code, should_retry, scope: opt
         });
         $crate::plugin::convert::contract_conversions!(@cases $w LimitedScope { Credential, Named(x) });
+        // The generators write `openai` and `github` as `Openai` and `Github`.
+        impl From<$w::ErrorShape> for $crate::contract::ErrorShape {
+            fn from(v: $w::ErrorShape) -> Self {
+                match v {
+                    $w::ErrorShape::Openai => Self::OpenAi,
+                    $w::ErrorShape::Anthropic => Self::Anthropic,
+                    $w::ErrorShape::Github => Self::GitHub,
+                    $w::ErrorShape::Stripe => Self::Stripe,
+                }
+            }
+        }
+        impl From<$crate::contract::ErrorShape> for $w::ErrorShape {
+            fn from(v: $crate::contract::ErrorShape) -> Self {
+                match v {
+                    $crate::contract::ErrorShape::OpenAi => Self::Openai,
+                    $crate::contract::ErrorShape::Anthropic => Self::Anthropic,
+                    $crate::contract::ErrorShape::GitHub => Self::Github,
+                    $crate::contract::ErrorShape::Stripe => Self::Stripe,
+                }
+            }
+        }
+        $crate::plugin::convert::contract_conversions!(@record $w Description {
+            name, version, provider, hosts, routes, read_routes, error_shape: opt
+        });
         impl From<$w::Request> for $crate::contract::Request {
             fn from(v: $w::Request) -> Self {
                 Self {
@@ -50,7 +74,8 @@ macro_rules! contract_conversions {
         }
     };
     // Every type whose shape no contract version since 0.1.0 has changed: all but the
-    // request (0.3.0 added its digest) and the classification (0.3.0 added its scope).
+    // request (0.3.0 added its digest), the classification (its scope) and the description
+    // (its read routes and error shape).
     (@common $w:ident) => {
         $crate::plugin::convert::contract_conversions!(@cases $w RequestClass { Read, IdempotentWrite, UncertainWrite });
         $crate::plugin::convert::contract_conversions!(@record $w Response { status, headers, body });
@@ -85,7 +110,6 @@ macro_rules! contract_conversions {
             Query(x), ResendSameKey, Unsupported(x)
         });
         $crate::plugin::convert::contract_conversions!(@cases $w Reconciliation { Found(x), NotFound, Unknown(x) });
-        $crate::plugin::convert::contract_conversions!(@record $w Description { name, version, provider, hosts, routes });
         $crate::plugin::convert::contract_conversions!(@cases $w PolicyError {
             Unsupported(x), InvalidInput(x), Other(x)
         });
@@ -346,6 +370,8 @@ mod tests {
             provider: "OpenAI".into(),
             hosts: vec!["api.openai.com".into()],
             routes: vec!["POST /v1/chat/completions".into()],
+            read_routes: vec![],
+            error_shape: None,
         });
         for e in [
             PolicyError::Unsupported("a".into()),

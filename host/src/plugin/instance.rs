@@ -76,6 +76,8 @@ impl Plugin {
                 provider: String::new(),
                 hosts: Vec::new(),
                 routes: Vec::new(),
+                read_routes: vec![],
+                error_shape: None,
             },
             exports,
             engine: engine.clone(),

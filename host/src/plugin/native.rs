@@ -38,7 +38,7 @@ super::convert::contract_conversions!(guest);
 /// #     fn describe() -> sluice_plugin_sdk::Description {
 /// #         sluice_plugin_sdk::Description {
 /// #             name: "generic".into(), version: "1.0.0".into(), provider: "Any".into(),
-/// #             hosts: vec![], routes: vec![],
+/// #             hosts: vec![], routes: vec![], read_routes: vec![], error_shape: None,
 /// #         }
 /// #     }
 /// # }

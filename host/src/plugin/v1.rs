@@ -32,6 +32,8 @@ pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
         provider: d.provider,
         hosts: d.hosts,
         routes: d.routes,
+        read_routes: vec![],
+        error_shape: None,
     })
 }
 

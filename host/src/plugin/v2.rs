@@ -1,9 +1,9 @@
 //! Plugins built against the frozen `sluice:policy@0.2.0`, answering the 0.3.0 API.
 //!
 //! 0.2.0 has the same functions as 0.3.0. What differs: its request has no `digest` (it
-//! is shown the body's prefix and nothing more), and its classification names no `scope`
-//! (the host holds the scopes its observations name, as for any classification without
-//! one). Every other type has the same shape, and its conversions are the ones 0.3.0 uses
+//! is shown the body's prefix and nothing more), its classification names no `scope` (the
+//! host holds the scopes its observations name, as for any classification without one), and
+//! its description names no read routes and no error shape. Every other type has the same shape, and its conversions are the ones 0.3.0 uses
 //! ([`contract_conversions!`](super::convert::contract_conversions)'s common part).
 
 use super::bindings::v0_2::sluice::policy::types as old;
@@ -50,10 +50,18 @@ fn request(r: &Request) -> old::Request {
     }
 }
 
-/// `describe`, unchanged.
+/// `describe`: 0.2.0 names no read routes and no error shape.
 pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
-    p.call("describe", |b, s| b.frozen_v0_2()?.call_describe(s))
-        .map(Into::into)
+    let d = p.call("describe", |b, s| b.frozen_v0_2()?.call_describe(s))?;
+    Ok(Description {
+        name: d.name,
+        version: d.version,
+        provider: d.provider,
+        hosts: d.hosts,
+        routes: d.routes,
+        read_routes: Vec::new(),
+        error_shape: None,
+    })
 }
 
 /// `plan-request`, with the body's prefix and no digest.

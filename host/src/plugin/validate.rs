@@ -85,8 +85,18 @@ pub fn description(d: &Description, caps: &Caps) -> Check {
     }
     list("hosts", &d.hosts, caps)?;
     list("routes", &d.routes, caps)?;
-    for s in d.hosts.iter().chain(&d.routes) {
+    list("read-routes", &d.read_routes, caps)?;
+    for s in d.hosts.iter().chain(&d.routes).chain(&d.read_routes) {
         string("host or route", s, caps)?;
+    }
+    for r in &d.read_routes {
+        if r.split_once(' ')
+            .is_none_or(|(m, p)| m.is_empty() || !p.starts_with('/'))
+        {
+            return Err(format!(
+                "read-routes: {r:?} is not `METHOD /path` (a trailing `*` matches any rest)"
+            ));
+        }
     }
     Ok(())
 }

@@ -106,6 +106,8 @@ mod tests {
             provider: "OpenAI".into(),
             hosts: vec!["api.openai.com".into(), "*.openai.azure.com".into()],
             routes: vec!["/v1/*".into()],
+            read_routes: vec![],
+            error_shape: None,
         }
     }
 

@@ -29,6 +29,8 @@ impl Answers {
                 provider: "Stripe".into(),
                 hosts: vec!["api.stripe.com".into()],
                 routes: vec!["/v1/*".into()],
+                read_routes: vec![],
+                error_shape: None,
             },
             should_retry: Some(false),
             plan: ReconcilePlan::Query(StatusQuery {

@@ -25,8 +25,8 @@ mod usage;
 use sluice_plugin_sdk::cost::{document_or_audio_tokens, image_size, prompt_tokens};
 use sluice_plugin_sdk::media::{ANTHROPIC_IMAGE_MAX_TOKENS, anthropic_image_tokens};
 use sluice_plugin_sdk::{
-    Classification, Cost, Description, Dimension, MediaKind, MediaPart, Observation, Outcome,
-    Plugin, PolicyError, Reading, Request, Response, ResponsePart, default_read_response,
+    Classification, Cost, Description, Dimension, ErrorShape, MediaKind, MediaPart, Observation,
+    Outcome, Plugin, PolicyError, Reading, Request, Response, ResponsePart, default_read_response,
     model_scope, one_request,
 };
 
@@ -46,6 +46,12 @@ impl Plugin for Anthropic {
                 "POST /v1/messages/count_tokens".into(),
                 "/v1/*".into(),
             ],
+            read_routes: vec![
+                "POST /v1/messages".into(),
+                "POST /v1/messages/count_tokens".into(),
+                "POST /v1/complete".into(),
+            ],
+            error_shape: Some(ErrorShape::Anthropic),
         }
     }
 

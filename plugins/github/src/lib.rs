@@ -37,6 +37,8 @@ impl Plugin for GitHub {
             provider: "GitHub".into(),
             hosts: vec!["api.github.com".into()],
             routes: vec!["/*".into()],
+            read_routes: vec![],
+            error_shape: Some(sluice_plugin_sdk::ErrorShape::Github),
         }
     }
 

@@ -17,6 +17,8 @@ impl Plugin for Ietf {
             provider: "any (IETF HTTP semantics)".into(),
             hosts: vec!["*".into()],
             routes: vec!["/*".into()],
+            read_routes: vec![],
+            error_shape: None,
         }
     }
 }

@@ -37,9 +37,9 @@ mod usage;
 use sluice_plugin_sdk::cost::{document_or_audio_tokens, first_number, image_size, prompt_tokens};
 use sluice_plugin_sdk::media::openai_image_tokens;
 use sluice_plugin_sdk::{
-    Classification, Cost, Description, Dimension, MediaKind, MediaPart, Observation, Outcome,
-    Plugin, PolicyError, Priority, PriorityClass, Reading, Request, Response, ResponsePart,
-    default_priority, headers, model, model_scope, one_request,
+    Classification, Cost, Description, Dimension, ErrorShape, MediaKind, MediaPart, Observation,
+    Outcome, Plugin, PolicyError, Priority, PriorityClass, Reading, Request, Response,
+    ResponsePart, default_priority, headers, model, model_scope, one_request,
 };
 
 /// Output tokens assumed when a generation sets no maximum.
@@ -66,6 +66,14 @@ impl Plugin for OpenAi {
                 "POST /v1/embeddings".into(),
                 "/v1/*".into(),
             ],
+            read_routes: vec![
+                "POST /v1/chat/completions".into(),
+                "POST /v1/completions".into(),
+                "POST /v1/embeddings".into(),
+                "POST /v1/responses".into(),
+                "POST /v1/moderations".into(),
+            ],
+            error_shape: Some(ErrorShape::Openai),
         }
     }
 

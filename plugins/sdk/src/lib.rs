@@ -35,6 +35,8 @@
 //!             provider: "Acme".into(),
 //!             hosts: vec!["api.acme.example".into()],
 //!             routes: vec!["/v1/*".into()],
+//!             read_routes: vec![],
+//!             error_shape: None,
 //!         }
 //!     }
 //!     // Every other function keeps its generic default.

@@ -33,6 +33,8 @@ impl Plugin for Stripe {
             provider: "Stripe".into(),
             hosts: vec!["api.stripe.com".into()],
             routes: vec!["/v1/*".into()],
+            read_routes: vec![],
+            error_shape: Some(sluice_plugin_sdk::ErrorShape::Stripe),
         }
     }
 

@@ -34,10 +34,10 @@ pub mod bindings {
 
 pub use bindings::sluice::policy0_3_0::log::Level;
 pub use bindings::sluice::policy0_3_0::types::{
-    BodyDigest, Classification, Cost, Description, Dimension, LimitedScope, MediaKind, MediaPart,
-    Observation, Outcome, PolicyError, PriorityClass, Reading, ReconcilePlan, Reconciliation,
-    Request, RequestClass, RequestPlan, Response, ResponsePart, StatusQuery, TransportFailure,
-    UncertainWrite, Verdict,
+    BodyDigest, Classification, Cost, Description, Dimension, ErrorShape, LimitedScope, MediaKind,
+    MediaPart, Observation, Outcome, PolicyError, PriorityClass, Reading, ReconcilePlan,
+    Reconciliation, Request, RequestClass, RequestPlan, Response, ResponsePart, StatusQuery,
+    TransportFailure, UncertainWrite, Verdict,
 };
 
 use crate::generic;
