@@ -17,3 +17,29 @@ async fn corrected_charges_use_the_account_fully_without_429s() {
     assert!(f.limited_share() <= 0.005, "429s: {f:?}");
     assert!(f.answered > 50, "{f:?}");
 }
+
+/// Near the limit: against a provider whose quota is a token bucket refilled continuously
+/// (Anthropic's), told so (`refill = "continuous"`), sluice's steady use (the run's second
+/// half, once both buckets' first fill is spent) is at least 97% of its paced rate at every
+/// margin up to 0.98, never above the limit, with at most 0.5% of attempts answered 429: use
+/// rises with the margin instead of collapsing when the margin leaves a burst smaller than
+/// one request's reservation.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn use_rises_with_the_margin_up_to_the_limit_when_the_provider_refills_continuously() {
+    for margin in [0.90, 0.95, 0.98] {
+        let w = Workload {
+            margin,
+            refill: "continuous",
+            ..Workload::default()
+        };
+        let f = through_sluice(w).await;
+        println!("margin {margin}: {f:?}");
+        assert!(
+            f.steady >= 0.97 * margin,
+            "margin {margin}: {:.1}% of the paced rate: {f:?}",
+            100.0 * f.steady / margin
+        );
+        assert!(f.steady <= 1.0, "never above the limit: {f:?}");
+        assert!(f.limited_share() <= 0.005, "margin {margin}, 429s: {f:?}");
+    }
+}

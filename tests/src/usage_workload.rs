@@ -31,6 +31,10 @@ pub struct Workload {
     pub duration: Duration,
     /// The seed of the agents' prompts and `max_tokens`.
     pub seed: u64,
+    /// The share of the limit sluice paces at.
+    pub margin: f64,
+    /// How sluice is told the provider refills (`window` or `continuous`).
+    pub refill: &'static str,
 }
 
 impl Default for Workload {
@@ -40,6 +44,8 @@ impl Default for Workload {
             otpm: 80_000,
             duration: Duration::from_secs(120),
             seed: 1,
+            margin: 0.95,
+            refill: "window",
         }
     }
 }
@@ -50,6 +56,9 @@ pub struct Figures {
     /// Output tokens produced by attempts that began within the run, over the account's
     /// output tokens per minute times the run's minutes.
     pub utilization: f64,
+    /// The same over the run's second half alone: the steady pace, once a token bucket's
+    /// first fill (the provider's and sluice's own start full) is spent.
+    pub steady: f64,
     /// Attempts received.
     pub attempts: usize,
     /// Attempts answered 429.
@@ -88,8 +97,15 @@ fn figures(fake: &FakeProvider, w: &Workload) -> Figures {
         .map(|a| a.output_tokens)
         .sum();
     let minutes = w.duration.as_secs_f64() / 60.0;
+    let half = w.duration / 2;
+    let late: u64 = attempts
+        .iter()
+        .filter(|a| a.at >= half && a.at < w.duration && a.status == Some(200))
+        .map(|a| a.output_tokens)
+        .sum();
     Figures {
         utilization: produced as f64 / (w.otpm as f64 * minutes),
+        steady: late as f64 / (w.otpm as f64 * minutes / 2.0),
         attempts: attempts.len(),
         limited: fake.answered(429),
         answered: fake.answered(200),
@@ -103,16 +119,16 @@ async fn provider(w: &Workload) -> FakeProvider {
 }
 
 /// The agents through sluice: the `anthropic` plugin, the account's output tokens per minute
-/// configured and paced at 95%.
+/// configured, paced at the workload's margin and refilled as it says.
 ///
 /// # Panics
 /// When a part does not start.
 pub async fn through_sluice(w: Workload) -> Figures {
     let fake = provider(&w).await;
     let config = format!(
-        "margin = 0.95\n[queue]\nmax_wait_ms = 3600000\n\
-         [providers.anthropic.limits]\noutput_tokens_per_minute = {}\n",
-        w.otpm
+        "margin = {}\n[queue]\nmax_wait_ms = 3600000\n\
+         [providers.anthropic.limits]\noutput_tokens_per_minute = {}\nrefill = \"{}\"\n",
+        w.margin, w.otpm, w.refill
     );
     let transport = Transport::new(Timeouts::default()).expect("a transport");
     let ex = executor_with("anthropic", &config, RetryConfig::default(), transport);

@@ -11,9 +11,21 @@
 //! is the rest, `limit − paced + 1`. A window of length `window` then admits at most the burst
 //! plus `paced − 1` paced units, `limit` in all, so the bucket can never by itself push the
 //! provider over its limit, while a quiet scope can still send a small burst at once.
+//!
+//! Why a provider that refills continuously gets the whole pace as its burst
+//! ([`Refill::Continuous`]): near the limit the burst above is small (2% of the limit at a
+//! margin of 0.98), smaller than one large request, and such a request then waits for an
+//! idle stretch that a busy scope never has — use collapses as the margin rises. A provider
+//! whose quota is a token bucket (capacity `limit`, refilled at `limit / window`) refuses
+//! nothing a bucket of capacity `paced` refilled at `paced / window` admits: the provider's
+//! holds at least as much at every instant, since it starts fuller, refills faster, caps
+//! higher and loses the same charges. So the burst can be the whole pace, and use rises with
+//! the margin up to the limit.
 
 use std::num::NonZeroU64;
 use std::time::Duration;
+
+pub use super::limits::Refill;
 
 /// A point on the scheduler's clock: nanoseconds since its origin.
 pub type Nanos = u64;
@@ -63,6 +75,8 @@ pub struct Rate {
     tolerance: Nanos,
     /// The provider's limit per window: the largest single cost ever admitted.
     limit: u64,
+    /// The units paced per window.
+    paced: u64,
 }
 
 impl Rate {
@@ -73,6 +87,21 @@ impl Rate {
     /// [`QuotaError`] for a window that is zero or absurd, a margin outside (0, 1], or a pace
     /// finer than a nanosecond.
     pub fn new(limit: NonZeroU64, window: Duration, margin: f64) -> Result<Self, QuotaError> {
+        Self::refilled(limit, window, margin, Refill::Window)
+    }
+
+    /// The rate for `limit` units per `window`, paced at `margin` of the limit, with the burst
+    /// `refill` makes safe: the rest of the limit ([`Refill::Window`]) or the whole paced
+    /// amount ([`Refill::Continuous`]).
+    ///
+    /// # Errors
+    /// As [`Rate::new`].
+    pub fn refilled(
+        limit: NonZeroU64,
+        window: Duration,
+        margin: f64,
+        refill: Refill,
+    ) -> Result<Self, QuotaError> {
         if !(margin > 0.0 && margin <= 1.0) {
             return Err(QuotaError::Margin(margin));
         }
@@ -90,7 +119,10 @@ impl Rate {
             reason = "a pace between 1 and the limit"
         )]
         let paced = ((limit as f64 * margin) as u64).clamp(1, limit);
-        let capacity = limit - paced + 1;
+        let capacity = match refill {
+            Refill::Window => limit - paced + 1,
+            Refill::Continuous => paced,
+        };
         if paced > window_ns {
             return Err(QuotaError::TooFine { limit, window });
         }
@@ -101,6 +133,7 @@ impl Rate {
             capacity,
             tolerance: capacity.saturating_mul(interval),
             limit,
+            paced,
         })
     }
 
@@ -114,9 +147,9 @@ impl Rate {
         self.limit
     }
 
-    /// The paced units per window: the limit times the margin; the rest is the burst.
+    /// The paced units per window: the limit times the margin.
     pub fn paced(&self) -> u64 {
-        self.limit - self.capacity + 1
+        self.paced
     }
 
     /// Nanoseconds per unit at the paced rate.
@@ -315,6 +348,36 @@ mod tests {
         let b = bucket(600, 60);
         assert_eq!(b.capacity(), 61);
         assert_eq!(b.interval(), (60 * SEC).div_ceil(540));
+    }
+
+    #[test]
+    fn a_continuously_refilled_quota_holds_its_whole_pace_as_burst() {
+        let r = Rate::refilled(
+            NonZeroU64::new(30_000).unwrap(),
+            Duration::from_secs(60),
+            0.98,
+            Refill::Continuous,
+        )
+        .unwrap();
+        assert_eq!((r.paced(), r.capacity()), (29_400, 29_400));
+        let w = Rate::new(
+            NonZeroU64::new(30_000).unwrap(),
+            Duration::from_secs(60),
+            0.98,
+        )
+        .unwrap();
+        assert_eq!(
+            (w.paced(), w.capacity()),
+            (29_400, 601),
+            "by window: the rest of the limit"
+        );
+        // A 1 024-token reservation goes at once on a busy continuous scope that has it.
+        let mut tat = 0;
+        r.charge(&mut tat, 0, 20_000);
+        assert_eq!(r.ready_at(tat, 0, 1_024), Ok(0));
+        let mut tat = 0;
+        w.charge(&mut tat, 0, 500);
+        assert!(w.ready_at(tat, 0, 1_024).unwrap() > 0, "by window it waits");
     }
 
     #[test]

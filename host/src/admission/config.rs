@@ -25,6 +25,12 @@
 //! [providers.openai.models.gpt-4o] # the scope `model:gpt-4o`, which requests for the model
 //! tokens_per_minute = 30000        # charge and its plugin's figures land in
 //!
+//! [providers.anthropic.limits]
+//! output_tokens_per_minute = 80000
+//! refill = "continuous"            # the provider's quotas are token buckets: the whole
+//!                                  # pace may go at once (default "window": only the part
+//!                                  # of the limit above the pace)
+//!
 //! [providers.github.scopes.search] # any other narrower scope, by the name requests use
 //! requests_per_minute = 30
 //!

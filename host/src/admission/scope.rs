@@ -79,6 +79,8 @@ pub struct Shape {
     pub(crate) quotas: Vec<QuotaSpec>,
     pub(crate) concurrency: Option<u32>,
     pub(crate) margin: f64,
+    /// How the provider refills these quotas, for those learned later too.
+    pub(crate) refill: super::limits::Refill,
     /// The most requests waiting on a scope of this shape.
     pub(crate) max_queued: u32,
     /// The longest estimated wait a request is queued for.
@@ -94,7 +96,7 @@ impl Shape {
         let quotas = limits
             .quotas()
             .map(|(dimension, window, limit)| {
-                Rate::new(limit, window, margin)
+                Rate::refilled(limit, window, margin, limits.refill)
                     .map(|rate| QuotaSpec {
                         dimension,
                         window,
@@ -112,6 +114,7 @@ impl Shape {
             quotas,
             concurrency: limits.concurrent_requests.map(std::num::NonZeroU32::get),
             margin,
+            refill: limits.refill,
             max_queued: u32::MAX,
             max_wait: Nanos::MAX,
         })

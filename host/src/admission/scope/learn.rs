@@ -167,7 +167,7 @@ impl Scope {
         if at.is_some_and(|i| self.shape.quotas[i].limit <= limit) {
             return;
         }
-        let Ok(rate) = Rate::new(limit, window, self.shape.margin) else {
+        let Ok(rate) = Rate::refilled(limit, window, self.shape.margin, self.shape.refill) else {
             return;
         };
         let spec = QuotaSpec {
