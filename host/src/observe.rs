@@ -251,6 +251,7 @@ pub fn outcome(o: &crate::execute::Outcome) -> &'static str {
             Reason::UnknownCredential { .. } => "unknown-credential",
             Reason::NotRecorded(_) => "not-recorded",
             Reason::BudgetSpent(_) => "budget-spent",
+            Reason::Unpriced(_) => "unpriced",
         },
     }
 }

@@ -146,25 +146,85 @@ pub struct Price {
     pub output_micros_per_million: u64,
     /// Per million input tokens read from the provider's cache; `None`: the input price.
     pub cached_input_micros_per_million: Option<u64>,
+    /// Per million input tokens written to the provider's cache (Anthropic bills them above
+    /// the input price); `None`: the input price.
+    pub cache_write_micros_per_million: Option<u64>,
+}
+
+/// What a call's answer says of the provider's prompt cache, as providers bill it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheUse {
+    /// Input tokens (counted among the input tokens) read from the cache: OpenAI's cached
+    /// prompt tokens.
+    pub read_of_input: u64,
+    /// Tokens read from the cache and not counted among the input tokens: Anthropic's cache
+    /// reads.
+    pub read_besides_input: u64,
+    /// Input tokens (counted among the input tokens) written to the cache: Anthropic's
+    /// cache writes.
+    pub written_of_input: u64,
 }
 
 impl Price {
-    /// What `usage` costs, in micro-units, rounded up: `cached_input` of its input tokens at
-    /// the cached price and the rest at the input price, its output tokens at the output
-    /// price, and tokens not split into input and output (an estimate's total) at the
-    /// output price, the higher one, so an estimate is never too low.
-    pub fn cost_micros(&self, usage: &Usage, cached_input: u64) -> u64 {
-        let cached = cached_input.min(usage.input_tokens);
+    /// What `usage` costs, in micro-units, rounded up: of its input tokens, those read from
+    /// the cache at the cached price, those written to it at the cache-write price, the rest
+    /// at the input price; the tokens read from the cache besides its input at the cached
+    /// price; its output tokens at the output price; and tokens not split into input and
+    /// output (an estimate's total) at the output price, the higher one, so an estimate is
+    /// never too low.
+    pub fn cost_micros(&self, usage: &Usage, cache: CacheUse) -> u64 {
+        let read = cache.read_of_input.min(usage.input_tokens);
+        let written = cache.written_of_input.min(usage.input_tokens - read);
+        let plain = usage.input_tokens - read - written;
         let cached_price = self
             .cached_input_micros_per_million
             .unwrap_or(self.input_micros_per_million);
-        let per_million = u128::from(usage.input_tokens - cached)
-            * u128::from(self.input_micros_per_million)
-            + u128::from(cached) * u128::from(cached_price)
+        let write_price = self
+            .cache_write_micros_per_million
+            .unwrap_or(self.input_micros_per_million);
+        let per_million = u128::from(plain) * u128::from(self.input_micros_per_million)
+            + u128::from(read.saturating_add(cache.read_besides_input)) * u128::from(cached_price)
+            + u128::from(written) * u128::from(write_price)
             + u128::from(usage.output_tokens.saturating_add(usage.other_tokens))
                 * u128::from(self.output_micros_per_million);
         u64::try_from(per_million.div_ceil(1_000_000)).unwrap_or(u64::MAX)
     }
+}
+
+/// What the host does with a call whose model has no price while its tenant has a spend
+/// budget (`budgets.unpriced`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Unpriced {
+    /// The call is refused, naming the price to add.
+    Refuse,
+    /// It costs nothing, and a warning names the model (once per provider and model).
+    #[default]
+    Warn,
+    /// It costs nothing, silently.
+    Free,
+}
+
+/// The family of a dated model name: `gpt-4o-2024-08-06` → `gpt-4o`,
+/// `claude-sonnet-4-5-20250929` → `claude-sonnet-4-5`, `claude-3-5-sonnet-latest` →
+/// `claude-3-5-sonnet`; `None` when the name carries no date (or `-latest`).
+pub fn model_family(model: &str) -> Option<&str> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(family) = model.strip_suffix("-latest") {
+        return Some(family);
+    }
+    let parts: Vec<&str> = model.rsplitn(4, '-').collect();
+    // -YYYY-MM-DD
+    if parts.len() == 4
+        && parts[2].len() == 4
+        && parts[1].len() == 2
+        && parts[0].len() == 2
+        && [parts[0], parts[1], parts[2]].iter().all(|p| digits(p))
+    {
+        return Some(parts[3]);
+    }
+    // -YYYYMMDD, or @YYYYMMDD (Vertex)
+    let (family, date) = model.rsplit_once(['-', '@'])?;
+    (date.len() == 8 && digits(date)).then_some(family)
 }
 
 /// The budgets of a whole host: the `[budgets]` table, each tier's and tenant's `budgets`,
@@ -183,6 +243,8 @@ pub struct BudgetConfig {
     pub tenants: BTreeMap<String, BudgetLimits>,
     /// Prices by provider, then model.
     pub prices: BTreeMap<String, BTreeMap<String, Price>>,
+    /// What a call whose model has no price does to a spend budget.
+    pub unpriced: Unpriced,
 }
 
 /// The thresholds reported when the configuration names none: 80% and 100%.
@@ -197,6 +259,7 @@ impl Default for BudgetConfig {
             tiers: BTreeMap::new(),
             tenants: BTreeMap::new(),
             prices: BTreeMap::new(),
+            unpriced: Unpriced::default(),
         }
     }
 }
@@ -218,9 +281,14 @@ impl BudgetConfig {
         }
     }
 
-    /// The price of `model` at `provider`, if the table has one.
+    /// The price of `model` at `provider`, if the table has one: the model's own, else its
+    /// family's for a dated model ([`model_family`]).
     pub fn price(&self, provider: &str, model: &str) -> Option<Price> {
-        self.prices.get(provider)?.get(model).copied()
+        let prices = self.prices.get(provider)?;
+        prices
+            .get(model)
+            .or_else(|| prices.get(model_family(model)?))
+            .copied()
     }
 }
 
@@ -232,16 +300,85 @@ mod tests {
         input_micros_per_million: 2_500_000,
         output_micros_per_million: 10_000_000,
         cached_input_micros_per_million: Some(1_250_000),
+        cache_write_micros_per_million: None,
+    };
+
+    /// Claude Sonnet's prices: cache reads at a tenth of the input price, writes at 1.25×.
+    const SONNET: Price = Price {
+        input_micros_per_million: 3_000_000,
+        output_micros_per_million: 15_000_000,
+        cached_input_micros_per_million: Some(300_000),
+        cache_write_micros_per_million: Some(3_750_000),
+    };
+
+    const NO_CACHE: CacheUse = CacheUse {
+        read_of_input: 0,
+        read_besides_input: 0,
+        written_of_input: 0,
     };
 
     #[test]
     fn a_call_costs_its_tokens_at_the_models_prices() {
         // 1 000 input tokens at 2.50 per million, 500 output at 10.00: 0.0025 + 0.005.
-        assert_eq!(GPT_4O.cost_micros(&Usage::tokens(1_000, 500), 0), 7_500);
-        // 400 of the input read from the cache, at half price.
-        assert_eq!(GPT_4O.cost_micros(&Usage::tokens(1_000, 500), 400), 7_000);
+        assert_eq!(
+            GPT_4O.cost_micros(&Usage::tokens(1_000, 500), NO_CACHE),
+            7_500
+        );
+        // 400 of the input read from the cache (OpenAI's cached prompt tokens), at half price.
+        let cached = CacheUse {
+            read_of_input: 400,
+            ..NO_CACHE
+        };
+        assert_eq!(
+            GPT_4O.cost_micros(&Usage::tokens(1_000, 500), cached),
+            7_000
+        );
         // A fraction of a micro-unit is rounded up.
-        assert_eq!(GPT_4O.cost_micros(&Usage::tokens(1, 0), 0), 3);
+        assert_eq!(GPT_4O.cost_micros(&Usage::tokens(1, 0), NO_CACHE), 3);
+    }
+
+    #[test]
+    fn anthropic_cache_reads_and_writes_are_billed_as_anthropic_bills_them() {
+        // 1 000 input tokens of which 600 written to the cache, 5 000 more read from it (not
+        // among the input), 100 output: 400 × 3 + 600 × 3.75 + 5 000 × 0.30 + 100 × 15.
+        let cache = CacheUse {
+            read_of_input: 0,
+            read_besides_input: 5_000,
+            written_of_input: 600,
+        };
+        assert_eq!(
+            SONNET.cost_micros(&Usage::tokens(1_000, 100), cache),
+            1_200 + 2_250 + 1_500 + 1_500
+        );
+    }
+
+    #[test]
+    fn a_dated_model_is_priced_as_its_family() {
+        assert_eq!(model_family("gpt-4o-2024-08-06"), Some("gpt-4o"));
+        assert_eq!(
+            model_family("claude-sonnet-4-5-20250929"),
+            Some("claude-sonnet-4-5")
+        );
+        assert_eq!(
+            model_family("claude-3-5-sonnet-latest"),
+            Some("claude-3-5-sonnet")
+        );
+        assert_eq!(
+            model_family("claude-3-5-sonnet@20240620"),
+            Some("claude-3-5-sonnet")
+        );
+        assert_eq!(model_family("gpt-4o"), None);
+        assert_eq!(
+            model_family("gpt-4o-mini"),
+            None,
+            "a family of its own, not a date"
+        );
+        let mut config = BudgetConfig::default();
+        config
+            .prices
+            .insert("openai".into(), [("gpt-4o".into(), GPT_4O)].into());
+        assert_eq!(config.price("openai", "gpt-4o-2024-08-06"), Some(GPT_4O));
+        assert_eq!(config.price("openai", "gpt-4o-mini"), None);
     }
 
     #[test]
@@ -250,7 +387,7 @@ mod tests {
             other_tokens: 1_000,
             ..Usage::ONE_REQUEST
         };
-        assert_eq!(GPT_4O.cost_micros(&unsplit, 0), 10_000);
+        assert_eq!(GPT_4O.cost_micros(&unsplit, NO_CACHE), 10_000);
     }
 
     #[test]

@@ -37,7 +37,10 @@ mod window;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-pub use config::{Budget, BudgetConfig, BudgetLimits, DEFAULT_THRESHOLDS_PERCENT, Measure, Price};
+pub use config::{
+    Budget, BudgetConfig, BudgetLimits, CacheUse, DEFAULT_THRESHOLDS_PERCENT, Measure, Price,
+    Unpriced, model_family,
+};
 pub use window::{Calendar, Period, UnknownTimeZone, Window};
 
 pub use crate::admission::Usage;
@@ -78,12 +81,36 @@ pub struct BudgetSpent {
     pub resets_at: String,
 }
 
+/// A call refused because its model has no price while its tenant has a spend budget, and
+/// the configuration says to refuse such calls (`budgets.unpriced = "refuse"`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{}` has no price at provider `{}`, and tenant `{}` has a spend budget: add \
+     [providers.{}.prices.\"{}\"] (or its family's) to the configuration",
+    crate::printable::printable(.model),
+    crate::printable::printable(.provider),
+    crate::printable::printable(.tenant),
+    crate::printable::printable(.provider),
+    crate::printable::printable(.model)
+)]
+pub struct UnpricedModel {
+    /// The tenant.
+    pub tenant: String,
+    /// The provider.
+    pub provider: String,
+    /// The model without a price.
+    pub model: String,
+}
+
 /// Why a call could not be charged.
 #[derive(Debug, thiserror::Error)]
 pub enum BudgetError {
     /// A budget is spent: the call is refused.
     #[error(transparent)]
     Spent(#[from] BudgetSpent),
+    /// The call's model has no price, and unpriced calls are refused.
+    #[error(transparent)]
+    Unpriced(#[from] UnpricedModel),
     /// The journal could not record the charge: the call is not sent uncounted.
     #[error("the budget's use could not be recorded: {0}")]
     Ledger(#[from] JournalError),
@@ -113,6 +140,8 @@ pub struct Budgets {
     /// Held from a check to its charge, so two calls cannot both take the last of a budget
     /// unseen.
     charging: Mutex<()>,
+    /// The (provider, model) pairs already warned of as unpriced.
+    warned: Mutex<std::collections::BTreeSet<(String, String)>>,
 }
 
 impl Budgets {
@@ -130,6 +159,7 @@ impl Budgets {
             journal,
             clock,
             charging: Mutex::new(()),
+            warned: Mutex::default(),
         }
     }
 
@@ -162,14 +192,61 @@ impl Budgets {
         ])
     }
 
-    /// What `usage` (with `cached_input` of its input tokens read from the cache) counts
-    /// for a call of `provider`'s `model`.
-    fn amounts(&self, provider: &str, model: Option<&str>, usage: &Usage, cached: u64) -> Amounts {
+    /// What `usage` (with what it says of the provider's cache) counts for a call of
+    /// `provider`'s `model`.
+    fn amounts(
+        &self,
+        provider: &str,
+        model: Option<&str>,
+        usage: &Usage,
+        cache: CacheUse,
+    ) -> Amounts {
         let price = model.and_then(|m| self.config.price(provider, m));
         Amounts {
             requests: usage.requests,
             tokens: usage.get(crate::admission::Dimension::Tokens),
-            spend_micros: price.map_or(0, |p| p.cost_micros(usage, cached)),
+            spend_micros: price.map_or(0, |p| p.cost_micros(usage, cache)),
+        }
+    }
+
+    /// A call of a model without a price, from a tenant with a spend budget: refused, warned
+    /// of (once per provider and model) or let through free, as `budgets.unpriced` says.
+    fn unpriced(&self, charge: &Charge<'_>, limits: &BudgetLimits) -> Result<(), BudgetError> {
+        let Some(model) = charge.model else {
+            return Ok(());
+        };
+        let spends = limits
+            .iter()
+            .any(|(budget, _)| budget.measure == Measure::SpendMicros);
+        if !spends || self.config.price(charge.provider, model).is_some() {
+            return Ok(());
+        }
+        match self.config.unpriced {
+            Unpriced::Free => Ok(()),
+            Unpriced::Refuse => Err(UnpricedModel {
+                tenant: charge.tenant.to_owned(),
+                provider: charge.provider.to_owned(),
+                model: model.to_owned(),
+            }
+            .into()),
+            Unpriced::Warn => {
+                let first = self
+                    .warned
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert((charge.provider.to_owned(), model.to_owned()));
+                if first {
+                    tracing::warn!(
+                        provider = charge.provider,
+                        model,
+                        "a model without a price costs nothing against spend budgets: add \
+                         [providers.{}.prices.\"{}\"], or set budgets.unpriced",
+                        charge.provider,
+                        model
+                    );
+                }
+                Ok(())
+            }
         }
     }
 
@@ -187,7 +264,13 @@ impl Budgets {
             return Ok(None);
         }
         let limits = self.limits_of(charge.tenant);
-        let charged = self.amounts(charge.provider, charge.model, &charge.estimate, 0);
+        self.unpriced(charge, &limits)?;
+        let charged = self.amounts(
+            charge.provider,
+            charge.model,
+            &charge.estimate,
+            CacheUse::default(),
+        );
         let _charging = self.charging.lock().unwrap_or_else(PoisonError::into_inner);
         let periods = self.periods_now();
         let before = self.used(charge.tenant, &periods)?;
@@ -341,12 +424,12 @@ impl Reservation {
         self.charged
     }
 
-    /// Corrects the charge to `actual` (with `cached_input` of its input tokens read from
-    /// the provider's cache); `None`: the answer reported nothing, and the estimate stands.
-    pub fn settle(self, actual: Option<Usage>, cached_input: u64) {
+    /// Corrects the charge to `actual` (with what the answer said of the provider's cache);
+    /// `None`: the answer reported nothing, and the estimate stands.
+    pub fn settle(self, actual: Option<Usage>, cache: CacheUse) {
         let Some(actual) = actual else { return };
         let b = &self.budgets;
-        let now = b.amounts(&self.provider, self.model.as_deref(), &actual, cached_input);
+        let now = b.amounts(&self.provider, self.model.as_deref(), &actual, cache);
         self.change(&now);
     }
 

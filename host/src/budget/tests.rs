@@ -29,6 +29,7 @@ fn config() -> BudgetConfig {
         input_micros_per_million: 2_500_000,
         output_micros_per_million: 10_000_000,
         cached_input_micros_per_million: None,
+        cache_write_micros_per_million: None,
     };
     c.prices
         .entry("openai".into())
@@ -106,7 +107,13 @@ fn an_estimate_is_corrected_to_the_actual_usage_and_a_call_that_sent_nothing_giv
     assert_eq!(month_spend(&h, "acme"), 7_500, "the estimate is charged");
     // The answer used 1 000 input tokens (400 of them cached, at the input price here) and
     // 100 output: 2 500 + 1 000.
-    r.settle(Some(Usage::tokens(1_000, 100)), 400);
+    r.settle(
+        Some(Usage::tokens(1_000, 100)),
+        CacheUse {
+            read_of_input: 400,
+            ..CacheUse::default()
+        },
+    );
     assert_eq!(month_spend(&h, "acme"), 3_500);
     let r = h.budgets.admit(&call("acme")).unwrap().unwrap();
     r.release();
@@ -162,7 +169,7 @@ fn a_restart_in_the_middle_of_a_month_keeps_the_spend() {
         .admit(&call("acme"))
         .unwrap()
         .unwrap()
-        .settle(Some(Usage::tokens(1_000, 500)), 0);
+        .settle(Some(Usage::tokens(1_000, 500)), CacheUse::default());
     drop(first);
     clock.advance(DAY * 5);
     let second = host(&path, clock);
@@ -178,7 +185,7 @@ fn a_charge_in_one_period_is_corrected_in_that_period_after_it_ends() {
     let h = host(&dir.path().join("j.sqlite"), clock);
     let r = h.budgets.admit(&call("acme")).unwrap().unwrap();
     h.clock.advance(Duration::from_secs(120)); // April in Berlin
-    r.settle(Some(Usage::tokens(1_000, 0)), 0);
+    r.settle(Some(Usage::tokens(1_000, 0)), CacheUse::default());
     assert_eq!(month_spend(&h, "acme"), 0, "April is untouched");
     let rows = h.budgets.journal.budget_uses().unwrap();
     let march = rows
@@ -201,4 +208,63 @@ fn nothing_is_counted_when_nothing_is_budgeted_or_priced() {
     ));
     assert!(b.admit(&call("acme")).unwrap().is_none());
     assert!(journal.budget_uses().unwrap().is_empty());
+}
+
+#[test]
+fn a_model_without_a_price_is_refused_warned_of_or_free_as_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::starting_at(utc("2026-03-10T12:00:00Z")));
+    let tenants = TenantsConfig {
+        default_tier: "free".into(),
+        ..TenantsConfig::default()
+    };
+    let journal = Arc::new(Journal::open_or_create(&dir.path().join("j.sqlite")).unwrap());
+    let unpriced = Charge {
+        model: Some("o3-pro"),
+        ..call("acme")
+    };
+    let dated = Charge {
+        model: Some("gpt-4o-2024-08-06"),
+        ..call("acme")
+    };
+    for (choice, refused) in [
+        (Unpriced::Refuse, true),
+        (Unpriced::Warn, false),
+        (Unpriced::Free, false),
+    ] {
+        let config = BudgetConfig {
+            unpriced: choice,
+            ..config()
+        };
+        let b = Arc::new(Budgets::new(
+            config,
+            tenants.clone(),
+            journal.clone(),
+            clock.clone(),
+        ));
+        match b.admit(&unpriced) {
+            Err(BudgetError::Unpriced(u)) => {
+                assert!(refused, "{choice:?}");
+                assert_eq!(u.model, "o3-pro");
+                assert!(
+                    u.to_string()
+                        .contains("[providers.openai.prices.\"o3-pro\"]"),
+                    "{u}"
+                );
+            }
+            Ok(r) => {
+                assert!(!refused, "{choice:?}");
+                assert_eq!(
+                    r.map_or(0, |r| r.charged().spend_micros),
+                    0,
+                    "costs nothing"
+                );
+            }
+            Err(e) => panic!("{choice:?}: {e}"),
+        }
+        // A dated model is priced as its family, whatever the choice.
+        let r = b.admit(&dated).unwrap().unwrap();
+        assert_eq!(r.charged().spend_micros, 7_500, "{choice:?}");
+        r.release();
+    }
 }

@@ -8,7 +8,7 @@ use toml::{Table, Value};
 
 use super::ConfigFileError;
 use super::parse::Keys;
-use crate::budget::{Budget, BudgetConfig, BudgetLimits, Calendar, Price};
+use crate::budget::{Budget, BudgetConfig, BudgetLimits, Calendar, Price, Unpriced};
 
 /// The largest budget limit: a thousand billion (requests, tokens, or micro-units: a
 /// billion in the currency).
@@ -16,11 +16,12 @@ pub const MAX_BUDGET: u64 = 1_000_000_000_000_000;
 /// The largest price per million tokens, in micro-units: a million in the currency.
 pub const MAX_PRICE_MICROS: u64 = 1_000_000_000_000;
 
-const BUDGET_KEYS: [&str; 3] = ["time_zone", "currency", "thresholds_percent"];
-const PRICE_KEYS: [&str; 3] = [
+const BUDGET_KEYS: [&str; 4] = ["time_zone", "currency", "thresholds_percent", "unpriced"];
+const PRICE_KEYS: [&str; 4] = [
     "input_micros_per_million",
     "output_micros_per_million",
     "cached_input_micros_per_million",
+    "cache_write_micros_per_million",
 ];
 
 /// Takes every budget and price key out of `root`.
@@ -39,6 +40,19 @@ pub(super) fn parse(keys: &Keys<'_>, root: &mut Table) -> Result<BudgetConfig, C
     }
     if let Some(value) = table.remove("thresholds_percent") {
         config.thresholds_percent = thresholds(keys, value)?;
+    }
+    if let Some(unpriced) = keys.string(&mut table, "unpriced", "budgets.unpriced")? {
+        config.unpriced = match unpriced.as_str() {
+            "refuse" => Unpriced::Refuse,
+            "warn" => Unpriced::Warn,
+            "free" => Unpriced::Free,
+            _ => {
+                return Err(keys.invalid(
+                    "budgets.unpriced",
+                    "one of refuse, warn (the default) or free",
+                ));
+            }
+        };
     }
     keys.no_other_keys(&table, "budgets", &BUDGET_KEYS)?;
 
@@ -120,12 +134,14 @@ fn price(keys: &Keys<'_>, mut t: Table, at: &str) -> Result<Price, ConfigFileErr
     let input = get(PRICE_KEYS[0])?;
     let output = get(PRICE_KEYS[1])?;
     let cached = get(PRICE_KEYS[2])?;
+    let write = get(PRICE_KEYS[3])?;
     keys.no_other_keys(&t, at, &PRICE_KEYS)?;
     let need = |k: &str| keys.invalid(&format!("{at}.{k}"), "missing: a model's price names it");
     Ok(Price {
         input_micros_per_million: input.ok_or_else(|| need(PRICE_KEYS[0]))?,
         output_micros_per_million: output.ok_or_else(|| need(PRICE_KEYS[1]))?,
         cached_input_micros_per_million: cached,
+        cache_write_micros_per_million: write,
     })
 }
 

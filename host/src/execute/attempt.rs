@@ -33,7 +33,7 @@ pub(super) struct Prepared {
     /// The usage the last answer reported as billed, and the input tokens of it read from
     /// the provider's cache: what the call's budget charge is corrected to.
     pub(super) actual: Option<Usage>,
-    pub(super) cached_input: u64,
+    pub(super) cache: crate::budget::CacheUse,
 }
 
 /// What every attempt of a call shares.
@@ -96,7 +96,7 @@ impl Executor {
             budget: self.retry.budget(call.class),
             backoff: self.retry.backoff(),
             actual: None,
-            cached_input: 0,
+            cache: crate::budget::CacheUse::default(),
             req,
         })
     }
@@ -181,7 +181,7 @@ impl Executor {
             if let Some(run) = step.instrument(attempt).await {
                 return match run {
                     Run::Done(outcome) => {
-                        charge::settle(reservation, &outcome, p.actual, p.cached_input);
+                        charge::settle(reservation, &outcome, p.actual, p.cache);
                         Run::Done(outcome)
                     }
                     Run::Stream(mut stream) => {

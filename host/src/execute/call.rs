@@ -235,6 +235,9 @@ pub enum Reason {
     /// A budget of the call's tenant is spent: refused at once, before it queued, until
     /// the budget's period resets (or the budget is raised).
     BudgetSpent(BudgetSpent),
+    /// The call's model has no price while its tenant has a spend budget, and unpriced
+    /// calls are refused (`budgets.unpriced = "refuse"`).
+    Unpriced(crate::budget::UnpricedModel),
 }
 
 /// A short account for a person: `stopped: outcome-unknown`, `refused: ...`.
@@ -275,6 +278,7 @@ impl std::fmt::Display for Reason {
             }
             Self::NotRecorded(why) => write!(f, "not recorded: {why}"),
             Self::BudgetSpent(spent) => write!(f, "budget spent: {spent}"),
+            Self::Unpriced(unpriced) => write!(f, "unpriced: {unpriced}"),
         }
     }
 }

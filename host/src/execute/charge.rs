@@ -9,12 +9,12 @@ use super::tally::Tally;
 use super::{Executor, NextAction, NotRecorded, Outcome, Reason};
 use crate::admission::config::MODEL_SCOPE_PREFIX;
 use crate::admission::{Dimension, Usage};
-use crate::budget::{BudgetError, Charge, Reservation};
+use crate::budget::{BudgetError, CacheUse, Charge, Reservation};
 use crate::contract::{Cost, ReportedDimension};
 
-/// The provider-specific usage dimension a plugin reports input tokens read from the
-/// provider's cache in (part of its input tokens, priced at the cached-input price).
-pub const CACHED_INPUT_TOKENS: &str = "cached-input-tokens";
+/// The usage dimensions a plugin reports what an answer says of the provider's cache in
+/// (see `sluice_plugin_sdk::billing`), priced at the cached or cache-write price.
+pub use sluice_plugin_sdk::billing::{CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, CACHED_INPUT_TOKENS};
 
 impl Executor {
     /// Charges `p`'s estimate to its tenant's budgets. `Ok(None)`: nothing is budgeted.
@@ -55,6 +55,14 @@ impl Executor {
                     NextAction::WaitForQuota(Some(Duration::from_millis(until))),
                 )
             }
+            BudgetError::Unpriced(unpriced) => {
+                tracing::warn!(
+                    provider = call_provider,
+                    model = %unpriced.model,
+                    "call refused: its model has no price and budgets.unpriced = \"refuse\""
+                );
+                Tally::default().end(Reason::Unpriced(unpriced), NextAction::FixRequest)
+            }
             BudgetError::Ledger(e) => Tally::default().end(
                 Reason::NotRecorded(NotRecorded::new(e)),
                 NextAction::RetryLater(None),
@@ -70,12 +78,12 @@ pub(super) fn settle(
     reservation: Option<Reservation>,
     outcome: &Outcome,
     actual: Option<Usage>,
-    cached: u64,
+    cache: CacheUse,
 ) {
     let Some(r) = reservation else { return };
     match outcome {
         Outcome::Ended(t) if !t.sent => r.release(),
-        _ => r.settle(actual, cached),
+        _ => r.settle(actual, cache),
     }
 }
 
@@ -103,13 +111,20 @@ pub(super) fn billed(estimate: Usage, reported: &[Cost]) -> Option<Usage> {
     })
 }
 
-/// The input tokens read from the cache that a reading reports, if any.
-pub(super) fn cached_input(reported: &[Cost]) -> u64 {
-    reported
-        .iter()
-        .rev()
-        .find(|c| matches!(&c.dimension, ReportedDimension::Other(n) if n == CACHED_INPUT_TOKENS))
-        .map_or(0, |c| c.amount)
+/// What a reading reports of the provider's cache (nothing when it reports none).
+pub(super) fn cache_use(reported: &[Cost]) -> CacheUse {
+    let amount = |name: &str| {
+        reported
+            .iter()
+            .rev()
+            .find(|c| matches!(&c.dimension, ReportedDimension::Other(n) if n == name))
+            .map_or(0, |c| c.amount)
+    };
+    CacheUse {
+        read_of_input: amount(CACHED_INPUT_TOKENS),
+        read_besides_input: amount(CACHE_READ_TOKENS),
+        written_of_input: amount(CACHE_WRITE_TOKENS),
+    }
 }
 
 #[cfg(test)]
@@ -135,7 +150,7 @@ mod tests {
             cost(D::Other(CACHED_INPUT_TOKENS.into()), 40),
         ];
         assert_eq!(billed(estimate, &reported), Some(Usage::tokens(100, 300)));
-        assert_eq!(cached_input(&reported), 40);
+        assert_eq!(cache_use(&reported).read_of_input, 40);
         // A total alone is billed unsplit; nothing reported keeps the estimate.
         let total = billed(estimate, &[cost(D::Tokens, 700)]).unwrap();
         assert_eq!((total.other_tokens, total.requests), (700, 1));

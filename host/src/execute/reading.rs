@@ -100,7 +100,7 @@ impl Executor {
             }
             if let Some(billed) = charge::billed(p.estimate, &reading.usage) {
                 p.actual = Some(billed);
-                p.cached_input = charge::cached_input(&reading.usage);
+                p.cache = charge::cache_use(&reading.usage);
             }
         }
         t.error_code.clone_from(&c.error_code);

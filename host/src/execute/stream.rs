@@ -211,7 +211,7 @@ impl Stream {
         }
         if let Some(budget) = self.budget.take() {
             let billed = super::charge::billed(self.estimate, &reading.usage);
-            budget.settle(billed, super::charge::cached_input(&reading.usage));
+            budget.settle(billed, super::charge::cache_use(&reading.usage));
         }
         let c = reading.classification;
         (c.verdict != Verdict::Success).then(|| PartialStream {

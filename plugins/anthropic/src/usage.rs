@@ -11,16 +11,20 @@
 //!   too, for the classification.
 //!
 //! Usage is reported as `input-tokens`, `output-tokens` and `tokens` (their total), the
-//! dimensions the plugin's estimate uses. A stream cut before any `message_delta` reports
+//! dimensions the plugin's estimate uses; and, for billing, `cache-read-tokens` (the cache's
+//! reads, not among the input) and `cache-write-tokens` (its writes, among the input) when
+//! there were any. A stream cut before any `message_delta` reports
 //! its input only.
 
 use serde::Deserialize;
+use sluice_plugin_sdk::billing::{CACHE_READ_TOKENS, CACHE_WRITE_TOKENS};
 use sluice_plugin_sdk::{Cost, Dimension, amount, sse};
 
 #[derive(Debug, Default, Deserialize)]
 struct Usage {
     input_tokens: Option<u64>,
     cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
     output_tokens: Option<u64>,
 }
 
@@ -29,6 +33,15 @@ impl Usage {
     fn input(&self) -> Option<u64> {
         self.input_tokens
             .map(|i| i.saturating_add(self.cache_creation_input_tokens.unwrap_or(0)))
+    }
+
+    /// What the answer says of the cache: (tokens read, besides the input; input tokens
+    /// written).
+    fn cache(&self) -> (u64, u64) {
+        (
+            self.cache_read_input_tokens.unwrap_or(0),
+            self.cache_creation_input_tokens.unwrap_or(0),
+        )
     }
 }
 
@@ -66,7 +79,7 @@ pub fn of_body(body: &[u8]) -> Vec<Cost> {
     else {
         return Vec::new();
     };
-    costs(u.input(), u.output_tokens)
+    costs(u.input(), u.output_tokens, u.cache())
 }
 
 /// What the end of a stream says.
@@ -81,6 +94,7 @@ pub struct StreamEnd {
 /// Reads the end of a stream: usage and the first error event.
 pub fn of_stream(body: &[u8]) -> StreamEnd {
     let (mut input, mut output, mut error) = (None, None, None);
+    let mut cache = (0, 0);
     for e in sse::events(body) {
         if !(e.is("message_start") || e.is("message_delta") || e.is("error")) {
             continue;
@@ -90,7 +104,9 @@ pub fn of_stream(body: &[u8]) -> StreamEnd {
         };
         match event.kind.as_str() {
             "message_start" => {
-                input = event.message.and_then(|m| m.usage).and_then(|u| u.input());
+                let usage = event.message.and_then(|m| m.usage);
+                input = usage.as_ref().and_then(Usage::input);
+                cache = usage.as_ref().map_or((0, 0), Usage::cache);
             }
             "message_delta" => {
                 if let Some(out) = event.usage.and_then(|u| u.output_tokens) {
@@ -102,13 +118,15 @@ pub fn of_stream(body: &[u8]) -> StreamEnd {
         }
     }
     StreamEnd {
-        usage: costs(input, output),
+        usage: costs(input, output, cache),
         error,
     }
 }
 
-fn costs(input: Option<u64>, output: Option<u64>) -> Vec<Cost> {
-    let mut out = Vec::with_capacity(3);
+/// The usage reported: input, output and their total, and, for billing, the cache's reads
+/// (besides the input) and writes (among it) when there were any.
+fn costs(input: Option<u64>, output: Option<u64>, (read, written): (u64, u64)) -> Vec<Cost> {
+    let mut out = Vec::with_capacity(5);
     if let Some(i) = input {
         out.push(amount(Dimension::InputTokens, i));
     }
@@ -117,6 +135,14 @@ fn costs(input: Option<u64>, output: Option<u64>) -> Vec<Cost> {
     }
     if let (Some(i), Some(o)) = (input, output) {
         out.push(amount(Dimension::Tokens, i.saturating_add(o)));
+    }
+    if input.is_some() {
+        if read > 0 {
+            out.push(amount(Dimension::Other(CACHE_READ_TOKENS.into()), read));
+        }
+        if written > 0 {
+            out.push(amount(Dimension::Other(CACHE_WRITE_TOKENS.into()), written));
+        }
     }
     out
 }
@@ -152,7 +178,10 @@ mod tests {
             vec![
                 (Dimension::InputTokens, 112),
                 (Dimension::OutputTokens, 30),
-                (Dimension::Tokens, 142)
+                (Dimension::Tokens, 142),
+                // For billing: the reads (not input) and the writes (among it).
+                (Dimension::Other(CACHE_READ_TOKENS.into()), 5_000),
+                (Dimension::Other(CACHE_WRITE_TOKENS.into()), 100),
             ]
         );
     }
@@ -171,7 +200,9 @@ mod tests {
             vec![
                 (Dimension::InputTokens, 30),
                 (Dimension::OutputTokens, 15),
-                (Dimension::Tokens, 45)
+                (Dimension::Tokens, 45),
+                (Dimension::Other(CACHE_READ_TOKENS.into()), 100),
+                (Dimension::Other(CACHE_WRITE_TOKENS.into()), 5),
             ]
         );
         assert_eq!(end.error, None);
@@ -201,7 +232,9 @@ mod tests {
             vec![
                 (Dimension::InputTokens, 30),
                 (Dimension::OutputTokens, 15),
-                (Dimension::Tokens, 45)
+                (Dimension::Tokens, 45),
+                (Dimension::Other(CACHE_READ_TOKENS.into()), 100),
+                (Dimension::Other(CACHE_WRITE_TOKENS.into()), 5),
             ]
         );
     }

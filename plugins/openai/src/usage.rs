@@ -13,6 +13,7 @@
 //! Usage is reported as `input-tokens`, `output-tokens` and `tokens` (their total).
 
 use serde::Deserialize;
+use sluice_plugin_sdk::billing::CACHED_INPUT_TOKENS;
 use sluice_plugin_sdk::{Cost, Dimension, Response, ResponsePart, amount, sse};
 
 /// The usage object of any of OpenAI's APIs.
@@ -23,6 +24,16 @@ struct Usage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     total_tokens: Option<u64>,
+    /// Chat and text completions: `cached_tokens` of the prompt.
+    prompt_tokens_details: Option<Details>,
+    /// The Responses API: the same, for its input.
+    input_tokens_details: Option<Details>,
+}
+
+/// Where OpenAI says how much of the prompt it read from its cache.
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+struct Details {
+    cached_tokens: Option<u64>,
 }
 
 /// A body or an event with a `usage` at its top, or under `response` (Responses API
@@ -83,11 +94,24 @@ fn costs(u: Usage) -> Vec<Cost> {
         .or_else(|| u.total_tokens.map(|t| t.saturating_sub(input)))
         .unwrap_or(0);
     let total = u.total_tokens.unwrap_or(input.saturating_add(output));
-    vec![
+    let mut out = vec![
         amount(Dimension::InputTokens, input),
         amount(Dimension::OutputTokens, output),
         amount(Dimension::Tokens, total),
-    ]
+    ];
+    // The prompt tokens read from the cache, billed at the cached price.
+    let cached = [u.prompt_tokens_details, u.input_tokens_details]
+        .into_iter()
+        .flatten()
+        .find_map(|d| d.cached_tokens)
+        .filter(|c| *c > 0);
+    if let Some(cached) = cached {
+        out.push(amount(
+            Dimension::Other(CACHED_INPUT_TOKENS.into()),
+            cached.min(input),
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

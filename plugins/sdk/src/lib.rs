@@ -47,6 +47,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod billing;
 pub mod digest;
 pub mod generic;
 pub mod headers;
