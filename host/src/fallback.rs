@@ -40,9 +40,11 @@ impl ProviderPolicy for Fallback {
         &DESCRIPTION
     }
 
-    /// Standard class, no tenant, no deadline, no scopes, and a conservative cost: one
-    /// request and, for a request with a body, [`fallback_tokens`] — never a free call, so
-    /// a request the plugin could not plan still counts against every token quota.
+    /// Standard class, no tenant, no deadline, and a conservative cost: one request and, for a
+    /// request with a body, [`fallback_tokens`] — never a free call, so a request the plugin
+    /// could not plan still counts against every token quota. A body that names a `model`
+    /// (the digest reads it wherever it stands) counts in that model's scope, `model:<name>`,
+    /// as the model plugins name it: its holds and its price apply.
     fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
         let mut cost = vec![Cost {
             dimension: ReportedDimension::Requests,
@@ -60,12 +62,19 @@ impl ProviderPolicy for Fallback {
                 },
             ]);
         }
+        let scopes = req
+            .digest
+            .string("model")
+            .filter(|m| !m.is_empty() && m.len() <= 128)
+            .map(|m| format!("{}{m}", crate::admission::config::MODEL_SCOPE_PREFIX))
+            .into_iter()
+            .collect();
         Ok(RequestPlan {
             class: PriorityClass::Standard,
             tenant: None,
             deadline_ms: None,
             cost,
-            scopes: Vec::new(),
+            scopes,
         })
     }
 
@@ -263,6 +272,7 @@ mod tests {
     fn a_request_with_a_body_is_never_planned_free() {
         let r = req(RequestClass::Read).with_body(vec![b'x'; 20 << 20]);
         let plan = Fallback.plan_request(&r).unwrap();
+        assert!(plan.scopes.is_empty(), "no model named");
         let amount = |d: ReportedDimension| {
             plan.cost
                 .iter()
@@ -275,6 +285,14 @@ mod tests {
             amount(ReportedDimension::OutputTokens),
             Some(FALLBACK_OUTPUT_TOKENS)
         );
+    }
+
+    #[test]
+    fn a_body_that_names_a_model_counts_in_its_scope() {
+        let r = req(RequestClass::Read)
+            .with_body(br#"{"messages":[],"model":"gpt-4o","max_tokens":5}"#.to_vec());
+        let plan = Fallback.plan_request(&r).unwrap();
+        assert_eq!(plan.scopes, vec!["model:gpt-4o".to_owned()]);
     }
 
     #[test]
