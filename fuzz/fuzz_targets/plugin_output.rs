@@ -11,8 +11,8 @@ use arbitrary::{Arbitrary, Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use sluice::admission::{Ask, Class, Config, Scheduler, Usage};
 use sluice::contract::{
-    Classification, Cost, Description, Observation, PriorityClass, Reading, ReconcilePlan,
-    Reconciliation, ReportedDimension, RequestPlan, StatusQuery, Verdict,
+    Classification, Cost, Description, LimitedScope, Observation, PriorityClass, Reading,
+    ReconcilePlan, Reconciliation, ReportedDimension, RequestPlan, StatusQuery, Verdict,
 };
 use sluice::headers::{encode_fields, field_pairs};
 use sluice::plugin::{Caps, validate};
@@ -185,6 +185,8 @@ impl<'a> Arbitrary<'a> for Answers {
             provider: text(u)?,
             hosts: list(u, text)?,
             routes: list(u, text)?,
+            read_routes: list(u, text)?,
+            error_shape: None,
         };
         let reading = Reading {
             classification: Classification {
@@ -202,7 +204,11 @@ impl<'a> Arbitrary<'a> for Answers {
                 retry_after_ms: option(u, amount)?,
                 error_code: option(u, text)?,
                 should_retry: Option::<bool>::arbitrary(u)?,
-                scope: None,
+                scope: match u.int_in_range(0..=2_u8)? {
+                    0 => None,
+                    1 => Some(LimitedScope::Credential),
+                    _ => Some(LimitedScope::Named(text(u)?)),
+                },
             },
             observations: list(u, observation)?,
             usage: list(u, cost)?,
