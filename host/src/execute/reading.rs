@@ -139,7 +139,7 @@ impl Executor {
             };
             let code = c.error_code.as_deref().unwrap_or("");
             let reason = format!("{why}: {} {code}", status.unwrap_or(429));
-            for scope in held_scopes(&c, &reading.observations) {
+            for scope in held_scopes(&c, &reading.observations, &p.scopes) {
                 permit.hold_scope(scope, hold, reason.trim_end());
             }
         }
@@ -261,17 +261,26 @@ fn may_have_been_sent(f: TransportFailure) -> bool {
 /// bucket, since a limit of unknown scope is assumed to be the whole account's. So a model's
 /// spent quota (OpenAI's and Anthropic's figures name the model) holds that model, and the
 /// same key's other models keep flowing.
-fn held_scopes<'a>(c: &'a Classification, observations: &'a [Observation]) -> Vec<Option<&'a str>> {
+///
+/// A named scope the call is not charged in (`charged`: the call's and its plan's scopes)
+/// would hold nothing that waits, so the credential's bucket is held instead: a provider
+/// whose figures name quotas its plugin does not plan into is held whole, as before.
+fn held_scopes<'a>(
+    c: &'a Classification,
+    observations: &'a [Observation],
+    charged: &[String],
+) -> Vec<Option<&'a str>> {
+    let charged_in = |name: Option<&'a str>| name.filter(|n| charged.iter().any(|s| s == n));
     match &c.scope {
         Some(LimitedScope::Credential) => return vec![None],
-        Some(LimitedScope::Named(name)) => return vec![Some(name.as_str())],
+        Some(LimitedScope::Named(name)) => return vec![charged_in(Some(name.as_str()))],
         None => {}
     }
     let spent = observations.iter().any(|o| o.remaining == Some(0));
     let mut scopes: Vec<Option<&str>> = observations
         .iter()
         .filter(|o| !spent || o.remaining == Some(0))
-        .map(|o| o.scope.as_deref())
+        .map(|o| charged_in(o.scope.as_deref()))
         .collect();
     scopes.sort_unstable();
     scopes.dedup();
@@ -309,35 +318,51 @@ mod tests {
         }
     }
 
+    fn charged() -> Vec<String> {
+        vec!["model:a".into(), "model:b".into(), "search".into()]
+    }
+
     #[test]
     fn a_hold_lands_on_the_scopes_the_answer_names() {
-        let c = limited(None);
+        let (c, charged) = (limited(None), charged());
         assert_eq!(
-            held_scopes(&c, &[]),
+            held_scopes(&c, &[], &charged),
             vec![None],
             "no figures: the whole credential"
         );
         let model = [figure(Some("model:a"), 0), figure(Some("model:a"), 40)];
-        assert_eq!(held_scopes(&c, &model), vec![Some("model:a")]);
+        assert_eq!(held_scopes(&c, &model, &charged), vec![Some("model:a")]);
         let spent_key = [figure(Some("model:a"), 3), figure(None, 0)];
         assert_eq!(
-            held_scopes(&c, &spent_key),
+            held_scopes(&c, &spent_key, &charged),
             vec![None],
             "the spent figure decides"
         );
         let none_spent = [figure(Some("model:a"), 3), figure(Some("search"), 1)];
         assert_eq!(
-            held_scopes(&c, &none_spent),
+            held_scopes(&c, &none_spent, &charged),
             vec![Some("model:a"), Some("search")]
         );
+    }
+
+    #[test]
+    fn a_scope_the_call_is_not_charged_in_holds_the_credential() {
+        let c = limited(None);
+        let policy = [figure(Some("burst-policy"), 0)];
+        assert_eq!(held_scopes(&c, &policy, &charged()), vec![None]);
+        let named = limited(Some(LimitedScope::Named("elsewhere".into())));
+        assert_eq!(held_scopes(&named, &[], &charged()), vec![None]);
     }
 
     #[test]
     fn the_classification_s_scope_overrides_the_figures() {
         let model = [figure(Some("model:a"), 0)];
         let key = limited(Some(LimitedScope::Credential));
-        assert_eq!(held_scopes(&key, &model), vec![None]);
+        assert_eq!(held_scopes(&key, &model, &charged()), vec![None]);
         let named = limited(Some(LimitedScope::Named("model:b".into())));
-        assert_eq!(held_scopes(&named, &model), vec![Some("model:b")]);
+        assert_eq!(
+            held_scopes(&named, &model, &charged()),
+            vec![Some("model:b")]
+        );
     }
 }
