@@ -23,8 +23,9 @@ use crate::agents::{Admitted, Refusal};
 use crate::hints::{self, Hints};
 use crate::reply::{self, Body};
 use crate::shape::SluiceError;
+use crate::stream_usage::{self, Streamed};
+use crate::streaming;
 use crate::upstream::Upstream;
-use crate::{stream_usage, streaming};
 
 /// Answers one request. Never fails: every refusal is an answer in the provider's shape.
 pub(crate) async fn handle(
@@ -80,10 +81,8 @@ fn unknown_provider(shared: &Shared, provider: &str) -> Response<Body> {
 }
 
 /// Whether a JSON body asks for a streamed answer (`"stream": true`).
-fn wants_stream(body: &[u8]) -> bool {
-    memchr::memmem::find(body, b"\"stream\"").is_some()
-        && serde_json::from_slice::<serde_json::Value>(body)
-            .is_ok_and(|v| v.get("stream") == Some(&serde_json::Value::Bool(true)))
+fn wants_stream(requested: Option<&Streamed>) -> bool {
+    requested.is_some_and(Streamed::wants_stream)
 }
 
 async fn forward(
@@ -165,16 +164,18 @@ async fn forward(
     let class = hints.class.unwrap_or_else(|| up.class_of(method, &path));
     // An OpenAI-style stream that does not ask for its usage is asked for it, so its charge
     // is corrected at its end; what asking adds is taken out of the agent's stream.
-    let asked_usage = (up.shape == ErrorShape::OpenAi && method == "POST")
-        .then(|| stream_usage::ask_for_usage(&path, &body))
-        .flatten();
+    let requested = Streamed::of(&body);
+    let streamed = wants_stream(requested.as_ref());
+    let asked_usage = requested
+        .filter(|_| streamed && up.shape == ErrorShape::OpenAi && method == "POST")
+        .and_then(|r| stream_usage::ask_for_usage(&path, &body, &r));
     let strip_usage = asked_usage.is_some();
     let body = asked_usage.unwrap_or_else(|| body.to_vec());
     let mut call = Call::new(up.name.clone(), method, url)
         .credential(up.credential(agent.credentials.get(&up.name)))
         .tenant(tenant.clone())
         .class(class)
-        .body(body.clone());
+        .body(body);
     call.headers = headers_for_provider(&parts.headers);
     if let Some(p) = hints.priority {
         call = call.priority(p);
@@ -213,7 +214,7 @@ async fn forward(
             call,
         };
         write_through_journal(shared, up.shape, write).await?
-    } else if wants_stream(&body) {
+    } else if streamed {
         match shared.sluice.execute_stream(&call).await {
             StreamOutcome::Streaming(stream) => streaming::respond(*stream, up.shape, strip_usage),
             StreamOutcome::Ended(t) => reply::ended(up.shape, &t),
@@ -353,9 +354,10 @@ mod tests {
 
     #[test]
     fn only_a_top_level_stream_true_asks_for_a_stream() {
-        assert!(wants_stream(br#"{"model":"m","stream":true}"#));
-        assert!(!wants_stream(br#"{"model":"m","stream":false}"#));
-        assert!(!wants_stream(br#"{"model":"m","options":{"stream":true}}"#));
-        assert!(!wants_stream(b"not json \"stream\": true"));
+        let wants = |body: &[u8]| wants_stream(Streamed::of(body).as_ref());
+        assert!(wants(br#"{"model":"m","stream":true}"#));
+        assert!(!wants(br#"{"model":"m","stream":false}"#));
+        assert!(!wants(br#"{"model":"m","options":{"stream":true}}"#));
+        assert!(!wants(b"not json \"stream\": true"));
     }
 }

@@ -8,25 +8,46 @@
 use bytes::{Bytes, BytesMut};
 use serde::Deserialize;
 
+/// What a JSON request body says about streaming, read once per request: its top-level
+/// `stream` and `stream_options`, every other field skipped unread.
+#[derive(Debug, Deserialize)]
+pub struct Streamed {
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    stream_options: Option<serde_json::Value>,
+}
+
+impl Streamed {
+    /// Reads `body`; `None` when it names no `stream` or is not a JSON object.
+    pub fn of(body: &[u8]) -> Option<Self> {
+        memchr::memmem::find(body, b"\"stream\"")?;
+        // An array would be read as the struct by position.
+        let first = body.iter().find(|b| !b.is_ascii_whitespace())?;
+        if *first != b'{' {
+            return None;
+        }
+        serde_json::from_slice(body).ok()
+    }
+
+    /// Whether the body asks for a streamed answer (`"stream": true`).
+    pub fn wants_stream(&self) -> bool {
+        self.stream == Some(true)
+    }
+}
+
 /// The body of a streaming request to an OpenAI-style route that does not ask for its usage,
 /// rewritten to ask; `None` when there is nothing to change (not a chat or text completion,
-/// not streamed, already asking, or not a JSON object).
-pub fn ask_for_usage(path: &str, body: &[u8]) -> Option<Vec<u8>> {
-    #[derive(Deserialize)]
-    struct Streamed {
-        #[serde(default)]
-        stream: Option<bool>,
-        #[serde(default)]
-        stream_options: Option<serde_json::Value>,
-    }
+/// not streamed, already asking, or not a JSON object). `asked` is what [`Streamed::of`]
+/// read of `body`.
+pub fn ask_for_usage(path: &str, body: &[u8], asked: &Streamed) -> Option<Vec<u8>> {
     if !(path.ends_with("/chat/completions") || path.ends_with("/completions")) {
         return None;
     }
-    let asked: Streamed = serde_json::from_slice(body).ok()?;
-    if asked.stream != Some(true) {
+    if !asked.wants_stream() {
         return None;
     }
-    match asked.stream_options {
+    match &asked.stream_options {
         // The common case, the SDKs' own: no options at all. The new field goes first; the
         // rest of the body is left as the agent wrote it.
         None => {
@@ -133,17 +154,21 @@ fn is_usage_event(event: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    fn ask(path: &str, body: &[u8]) -> Option<Vec<u8>> {
+        ask_for_usage(path, body, &Streamed::of(body)?)
+    }
+
     #[test]
     fn a_stream_without_options_is_asked_for_its_usage_and_nothing_else_changes() {
         let body = br#"{"model":"gpt-4o","stream":true,"messages":[]}"#;
-        let out = ask_for_usage("/v1/chat/completions", body).unwrap();
+        let out = ask("/v1/chat/completions", body).unwrap();
         assert_eq!(
             out,
             br#"{"stream_options":{"include_usage":true},"model":"gpt-4o","stream":true,"messages":[]}"#
         );
         let other = br#"{"stream":true,"stream_options":{"include_obfuscation":false}}"#;
         let v: serde_json::Value =
-            serde_json::from_slice(&ask_for_usage("/v1/completions", other).unwrap()).unwrap();
+            serde_json::from_slice(&ask("/v1/completions", other).unwrap()).unwrap();
         assert_eq!(v["stream_options"]["include_usage"], true);
         assert_eq!(v["stream_options"]["include_obfuscation"], false);
     }
@@ -151,13 +176,10 @@ mod tests {
     #[test]
     fn what_needs_no_change_is_left_alone() {
         let asked = br#"{"stream":true,"stream_options":{"include_usage":true}}"#;
-        assert_eq!(ask_for_usage("/v1/chat/completions", asked), None);
-        assert_eq!(
-            ask_for_usage("/v1/chat/completions", br#"{"stream":false}"#),
-            None
-        );
-        assert_eq!(ask_for_usage("/v1/embeddings", br#"{"stream":true}"#), None);
-        assert_eq!(ask_for_usage("/v1/chat/completions", b"not json"), None);
+        assert_eq!(ask("/v1/chat/completions", asked), None);
+        assert_eq!(ask("/v1/chat/completions", br#"{"stream":false}"#), None);
+        assert_eq!(ask("/v1/embeddings", br#"{"stream":true}"#), None);
+        assert_eq!(ask("/v1/chat/completions", b"not json"), None);
     }
 
     #[test]
