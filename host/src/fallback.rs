@@ -130,8 +130,7 @@ pub const FALLBACK_OUTPUT_TOKENS: u64 = 4_096;
 /// purpose: a request the plugin could not plan is the one the host knows least about, and
 /// the usage its answer reports cannot be read without the plugin.
 pub fn fallback_tokens(req: &Request) -> Option<(u64, u64)> {
-    // The digest's length: a plugin-facing copy keeps only the body's prefix.
-    let bytes = u64::try_from(req.body.len()).map_or(u64::MAX, |n| n.max(req.digest.length));
+    let bytes = req.body_length();
     (bytes > 0).then(|| (bytes.div_ceil(4), FALLBACK_OUTPUT_TOKENS))
 }
 

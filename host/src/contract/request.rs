@@ -68,6 +68,12 @@ impl Request {
         self
     }
 
+    /// The whole body's length in bytes, also for a plugin-facing copy that keeps only the
+    /// prefix (its digest knows the whole).
+    pub fn body_length(&self) -> u64 {
+        u64::try_from(self.body.len()).map_or(u64::MAX, |n| n.max(self.digest.length))
+    }
+
     /// The body as a plugin is shown it: its first [`BODY_PREFIX`] bytes.
     pub fn body_prefix(&self) -> &[u8] {
         &self.body[..self.body.len().min(BODY_PREFIX)]

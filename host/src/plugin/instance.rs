@@ -298,7 +298,7 @@ impl ProviderPolicy for Plugin {
     /// longer than the prefix its version promised: it cannot see what it would price.
     fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
         let req = without_credentials(req);
-        let length = u64::try_from(req.body.len()).map_or(u64::MAX, |n| n.max(req.digest.length));
+        let length = req.body_length();
         if self.contract() != Contract::V0_3 && length > crate::contract::BODY_PREFIX as u64 {
             return Err(error::declined(
                 &self.name,
