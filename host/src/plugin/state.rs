@@ -231,35 +231,30 @@ impl types_v0_1::Host for State {}
 
 impl types_v0_2::Host for State {}
 
-impl log_v0_2::Host for State {
-    fn log(&mut self, level: log_v0_2::Level, message: String) {
-        let level = match level {
-            log_v0_2::Level::Debug => log::Level::Debug,
-            log_v0_2::Level::Info => log::Level::Info,
-            log_v0_2::Level::Warn => log::Level::Warn,
-            log_v0_2::Level::Error => log::Level::Error,
-        };
-        self.write_log(level, &message);
-    }
-}
-
 impl log::Host for State {
     fn log(&mut self, level: log::Level, message: String) {
         self.write_log(level, &message);
     }
 }
 
-impl log_v0_1::Host for State {
-    fn log(&mut self, level: log_v0_1::Level, message: String) {
-        let level = match level {
-            log_v0_1::Level::Debug => log::Level::Debug,
-            log_v0_1::Level::Info => log::Level::Info,
-            log_v0_1::Level::Warn => log::Level::Warn,
-            log_v0_1::Level::Error => log::Level::Error,
-        };
-        self.write_log(level, &message);
-    }
+/// A frozen version's `log`, into the current one's.
+macro_rules! frozen_log {
+    ($($version:ident),+) => {$(
+        impl $version::Host for State {
+            fn log(&mut self, level: $version::Level, message: String) {
+                let level = match level {
+                    $version::Level::Debug => log::Level::Debug,
+                    $version::Level::Info => log::Level::Info,
+                    $version::Level::Warn => log::Level::Warn,
+                    $version::Level::Error => log::Level::Error,
+                };
+                self.write_log(level, &message);
+            }
+        }
+    )+};
 }
+
+frozen_log!(log_v0_1, log_v0_2);
 
 impl State {
     /// A plugin's message into the host's log, within the per-call cap and truncated.
