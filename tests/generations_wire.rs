@@ -115,3 +115,79 @@ async fn a_read_that_charges_no_tokens_is_still_retried_after_a_timeout() {
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert!(fake.attempts_on(CHAT) > 2, "{}", fake.attempts_on(CHAT));
 }
+
+/// A model's own settings (`[providers.openai.generations."o3"]`) over the transport's.
+const O3_SETTINGS: &str = "[providers.openai.limits]\nrequests_per_minute = 600\n\
+    tokens_per_minute = 20000\n\
+    [providers.openai.generations.\"o3\"]\ntimeout_ms = 8000\ndefault_max_output = 30000\n";
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_model_s_own_generation_timeout_outlasts_the_transport_s() {
+    let fake = slow_provider(Duration::from_secs(5)).await;
+    let ex = executor_with(
+        "openai",
+        O3_SETTINGS,
+        RetryConfig::default(),
+        transport(Duration::from_secs(3)),
+    );
+    let o = ex.execute(&generation(&fake)).await;
+    assert!(
+        matches!(o, Outcome::Succeeded { attempts: 1, .. }),
+        "o3 may take 8 s: {o:?}"
+    );
+    // Another model keeps the transport's 3 s.
+    let body = serde_json::json!({
+        "model": "gpt-4o", "max_tokens": 100,
+        "messages": [{"role": "user", "content": "think hard"}],
+    });
+    let other = Call::post("openai", fake.url(CHAT), body.to_string())
+        .credential("team-key")
+        .tenant("acme")
+        .class(RequestClass::Read)
+        .header("content-type", "application/json");
+    let Outcome::Ended(t) = ex.execute(&other).await else {
+        panic!("gpt-4o has the transport's 3 s");
+    };
+    assert_eq!(t.reason, Reason::Stopped(Stop::GenerationUnanswered));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(fake.attempts_on(CHAT), 2, "one attempt each");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_generation_naming_no_maximum_is_counted_at_its_model_s_configured_default() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    let ex = executor_with(
+        "openai",
+        O3_SETTINGS,
+        RetryConfig::default(),
+        transport(Timeouts::default().generation),
+    );
+    let chat = |model: &str, max: Option<u32>| {
+        let mut body = serde_json::json!({
+            "model": model, "messages": [{"role": "user", "content": "plan the migration"}],
+        });
+        if let Some(m) = max {
+            body["max_tokens"] = m.into();
+        }
+        Call::post("openai", fake.url(CHAT), body.to_string())
+            .credential("team-key")
+            .tenant("acme")
+            .class(RequestClass::Read)
+            .header("content-type", "application/json")
+    };
+    // o3 without a maximum is counted at 30 000 output tokens: more than the 20 000 a
+    // minute allows, so it is refused before it is sent.
+    let Outcome::Ended(t) = ex.execute(&chat("o3", None)).await else {
+        panic!("o3 without a maximum needs 30 000 tokens");
+    };
+    assert!(!t.sent, "{t:?}");
+    assert_eq!(fake.attempts_on(CHAT), 0);
+    // With its own maximum, or another model (the plugin's 1 024), it goes.
+    for call in [chat("o3", Some(500)), chat("gpt-4o", None)] {
+        let o = ex.execute(&call).await;
+        assert!(matches!(o, Outcome::Succeeded { attempts: 1, .. }), "{o:?}");
+    }
+    assert_eq!(fake.attempts_on(CHAT), 2);
+}

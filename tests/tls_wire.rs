@@ -107,8 +107,9 @@ async fn an_https_host_without_the_extra_root_is_refused_for_its_certificate_not
     ];
     for config in untrusting {
         let transport = Transport::with_config(config).unwrap();
-        let Err(Fault { failure, detail }) =
-            transport.start(&chat(&fake.url(CHAT)), &[], false).await
+        let Err(Fault { failure, detail }) = transport
+            .start(&chat(&fake.url(CHAT)), &[], false, None)
+            .await
         else {
             panic!("a server with an unknown issuer was trusted");
         };
@@ -413,7 +414,7 @@ async fn a_child_sends_one_call() {
     let transport = Transport::with_config(Setting::config(&setting)).unwrap();
     let req = chat(&target);
     if std::env::var(CHILD_EXPECT).as_deref() == Ok("refused") {
-        let Err(Fault { failure, detail }) = transport.start(&req, &[], false).await else {
+        let Err(Fault { failure, detail }) = transport.start(&req, &[], false, None).await else {
             panic!("a server with an untrusted certificate was trusted");
         };
         assert_eq!(failure, TransportFailure::ConnectFailed, "{detail}");

@@ -10,20 +10,39 @@ pub(crate) struct Asked {
     /// Its prompt: the characters of its messages' text (a `content` string, or the `text`
     /// of its parts), four to a token, rounded up, and each image part as the provider
     /// counts it (see [`crate::vision`]); without messages, its body at four bytes a token.
+    /// In the OpenAI style, only a model's routes (chat completions, completions, responses,
+    /// embeddings) count tokens: a file, a batch or any other object costs none, as OpenAI's
+    /// tokens-per-minute limit is a limit of its models.
     pub input: u64,
-    /// Its `max_tokens`, reserved whole as providers do.
+    /// Its maximum output (`max_tokens`, `max_completion_tokens` or `max_output_tokens`),
+    /// reserved whole as providers do; 0 when it names none.
     pub max_output: u64,
     /// `"stream": true`.
     pub stream: bool,
     /// `"stream_options": {"include_usage": true}`.
     pub include_usage: bool,
-    /// What the model would write: a share of `max_tokens` (10% to 59%) fixed by the body,
-    /// as a real answer is usually shorter than its maximum.
+    /// What the model would write: a share of the maximum (10% to 59%) fixed by the body, as
+    /// a real answer is usually shorter than its maximum; a generation (a body with
+    /// `messages`) that names no maximum writes the same share of [`UNBOUNDED_ANSWER`].
     pub output: u64,
 }
 
-/// Reads what `body` asks of a provider of `style`.
-pub(crate) fn asked(body: &[u8], style: Style) -> Asked {
+/// The length a generation that names no maximum output answers at most.
+pub(crate) const UNBOUNDED_ANSWER: u64 = 1024;
+
+/// The routes of OpenAI's models, whose requests count tokens.
+const OPENAI_MODEL_ROUTES: [&str; 4] = [
+    "/chat/completions",
+    "/completions",
+    "/responses",
+    "/embeddings",
+];
+
+/// The fields that bound a generation's output, as the providers name them.
+const MAX_OUTPUT_FIELDS: [&str; 3] = ["max_tokens", "max_completion_tokens", "max_output_tokens"];
+
+/// Reads what `body`, sent to `path`, asks of a provider of `style`.
+pub(crate) fn asked(path: &str, body: &[u8], style: Style) -> Asked {
     let parsed = serde_json::from_slice::<serde_json::Value>(body).ok();
     let content: Option<(u64, u64)> = parsed
         .as_ref()
@@ -36,12 +55,19 @@ pub(crate) fn asked(body: &[u8], style: Style) -> Asked {
                 .map(|c| prompt(c, style))
                 .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
         });
-    let input = content.map_or(body.len() as u64 / 4, |(chars, images)| {
-        chars.div_ceil(4) + images
-    });
+    let counts_tokens =
+        style != Style::OpenAi || OPENAI_MODEL_ROUTES.iter().any(|r| path.ends_with(r));
+    let input = if counts_tokens {
+        content.map_or(body.len() as u64 / 4, |(chars, images)| {
+            chars.div_ceil(4) + images
+        })
+    } else {
+        0
+    };
     let field = |k: &str| parsed.as_ref().and_then(|v| v.get(k));
-    let max_output = field("max_tokens")
-        .and_then(serde_json::Value::as_u64)
+    let max_output = MAX_OUTPUT_FIELDS
+        .iter()
+        .find_map(|k| field(k).and_then(serde_json::Value::as_u64))
         .unwrap_or(0);
     let stream = field("stream").and_then(serde_json::Value::as_bool) == Some(true);
     let include_usage = field("stream_options")
@@ -53,10 +79,11 @@ pub(crate) fn asked(body: &[u8], style: Style) -> Asked {
         (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
     });
     let share = 10 + hash % 50;
-    let output = if max_output == 0 {
-        0
-    } else {
-        (max_output * share / 100).max(1)
+    let generation = content.is_some() && counts_tokens;
+    let output = match max_output {
+        0 if generation => UNBOUNDED_ANSWER * share / 100,
+        0 => 0,
+        max => (max * share / 100).max(1),
     };
     Asked {
         input,

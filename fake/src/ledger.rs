@@ -29,7 +29,8 @@ pub struct Attempt {
     /// The status answered; `None` if the connection was dropped or the attempt hangs.
     pub status: Option<u16>,
     /// Tokens the attempt was charged against the provider's tokens per minute (0 when it
-    /// was refused or never reached the limiter).
+    /// was refused or never reached the limiter): at admission, and for a generation that
+    /// named no maximum, what it wrote too.
     pub tokens: u64,
     /// Output tokens the answer actually produced (and its usage reports); for a stream, set
     /// when it ends, in proportion to the events delivered if it was cut.

@@ -73,8 +73,10 @@ pub struct FakeConfig {
     pub style: Style,
     /// Requests per minute it allows; `None`: unlimited.
     pub rpm: Option<u64>,
-    /// Tokens per minute it allows (body bytes / 4 + `max_tokens`), counted when a request
-    /// is admitted (as OpenAI counts); `None`: unlimited.
+    /// Tokens per minute it allows (the prompt + `max_tokens`, on a model's routes), counted
+    /// when a request is admitted and never given back (as OpenAI counts); a generation
+    /// that names no maximum is counted for its prompt when admitted and for what it wrote
+    /// when it ends. `None`: unlimited.
     pub tpm: Option<u64>,
     /// Input tokens per minute, a continuously refilled bucket (as Anthropic's); `None`:
     /// unlimited.

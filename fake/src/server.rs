@@ -239,7 +239,7 @@ async fn attempt(
         None => {}
     }
 
-    let asked = asked(&body, style);
+    let asked = asked(&path, &body, style);
     let (rpm, tpm) = (shared.config.rpm, shared.config.tpm);
     let t = now();
     let model = serde_json::from_slice::<serde_json::Value>(&body)
@@ -372,12 +372,18 @@ fn figures(shared: &Shared, t: Instant) -> Quota {
     quota_of(&shared.config, &mut shared.ledger(), t)
 }
 
-/// Records what an attempt produced, and gives its reservation's unused part back.
+/// Records what an attempt produced, and gives its reservation's unused part back. A
+/// generation that named no maximum was admitted for its prompt alone: what it wrote is
+/// counted in the tokens-per-minute window now (stricter than counting at admission only).
 fn produced(shared: &Shared, index: usize, at: Instant, asked: &Asked, output: u64) {
     let mut ledger = shared.ledger();
     ledger
         .buckets
         .finish(at, asked.max_output.saturating_sub(output));
+    if asked.max_output == 0 {
+        ledger.window.count(at, output);
+        ledger.attempts[index].tokens += output;
+    }
     ledger.attempts[index].output_tokens = output;
 }
 

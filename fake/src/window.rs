@@ -9,10 +9,13 @@ use tokio::time::Instant;
 /// A minute.
 pub const WINDOW: Duration = Duration::from_secs(60);
 
-/// Requests and tokens admitted in the last minute.
+/// Requests and tokens counted in the last minute.
 #[derive(Debug, Default)]
 pub struct Window {
-    log: VecDeque<(Instant, u64)>,
+    /// When, how many requests (1 for an admission, 0 for tokens counted after one), how
+    /// many tokens.
+    log: VecDeque<(Instant, u64, u64)>,
+    requests: u64,
     tokens: u64,
 }
 
@@ -27,11 +30,12 @@ pub struct Exceeded {
 
 impl Window {
     fn expire(&mut self, now: Instant) {
-        while let Some(&(at, tokens)) = self.log.front() {
+        while let Some(&(at, requests, tokens)) = self.log.front() {
             if now.duration_since(at) < WINDOW {
                 break;
             }
             self.log.pop_front();
+            self.requests -= requests;
             self.tokens -= tokens;
         }
     }
@@ -50,9 +54,16 @@ impl Window {
         self.expire(now);
         let until_entry_leaves = |at: Instant| (at + WINDOW).saturating_duration_since(now);
         if let Some(rpm) = rpm
-            && self.log.len() as u64 >= rpm
+            && self.requests >= rpm
         {
-            let oldest = self.log[self.log.len() - usize::try_from(rpm).unwrap_or(0)].0;
+            // The admission that must leave for one more to fit: the rpm-th from the newest.
+            let oldest = self
+                .log
+                .iter()
+                .rev()
+                .filter(|e| e.1 == 1)
+                .nth(usize::try_from(rpm - 1).unwrap_or(usize::MAX))
+                .map_or(now, |e| e.0);
             return Err(Exceeded {
                 tokens: false,
                 retry_after: until_entry_leaves(oldest),
@@ -64,7 +75,7 @@ impl Window {
             // Wait until enough old entries leave to make room.
             let mut freed = 0;
             let mut at = now;
-            for &(t, n) in &self.log {
+            for &(t, _, n) in &self.log {
                 freed += n;
                 at = t;
                 if self.tokens - freed + tokens <= tpm {
@@ -76,23 +87,35 @@ impl Window {
                 retry_after: until_entry_leaves(at),
             });
         }
-        self.log.push_back((now, tokens));
+        self.log.push_back((now, 1, tokens));
+        self.requests += 1;
         self.tokens += tokens;
         Ok(())
+    }
+
+    /// Counts `tokens` used at `now` by a request already admitted (what a generation that
+    /// named no maximum wrote): they fill the window as an admission's do, whatever its
+    /// limit, as the provider learns of them only once they are written.
+    pub fn count(&mut self, now: Instant, tokens: u64) {
+        self.expire(now);
+        if tokens > 0 {
+            self.log.push_back((now, 0, tokens));
+            self.tokens += tokens;
+        }
     }
 
     /// Requests and tokens left in the window at `now`.
     pub fn remaining(&mut self, now: Instant, rpm: Option<u64>, tpm: Option<u64>) -> (u64, u64) {
         self.expire(now);
         (
-            rpm.map_or(u64::MAX, |r| r.saturating_sub(self.log.len() as u64)),
+            rpm.map_or(u64::MAX, |r| r.saturating_sub(self.requests)),
             tpm.map_or(u64::MAX, |t| t.saturating_sub(self.tokens)),
         )
     }
 
     /// When the oldest entry leaves the window (the window's reset), from `now`.
     pub fn reset_after(&self, now: Instant) -> Duration {
-        self.log.front().map_or(Duration::ZERO, |&(at, _)| {
+        self.log.front().map_or(Duration::ZERO, |&(at, _, _)| {
             (at + WINDOW).saturating_duration_since(now)
         })
     }

@@ -9,6 +9,7 @@
 
 #![cfg(unix)]
 
+mod mixed;
 mod python;
 mod sidecar;
 mod writes;

@@ -38,21 +38,27 @@ pub struct World {
 impl World {
     /// Starts the providers, each demanding its key, and writes the configuration.
     pub fn new() -> Self {
+        Self::with_openai(FakeConfig::new(Style::OpenAi), "requests_per_minute = 6000")
+    }
+
+    /// [`Self::new`], with the OpenAI-style provider's own limits (`openai`) and the body of
+    /// its `[providers.openai.limits]` table in the configuration (`limits`).
+    pub fn with_openai(openai: FakeConfig, limits: &str) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("a runtime for the fake providers");
-        let start = |style| {
+        let start = |config| {
             runtime
-                .block_on(FakeProvider::start(FakeConfig::new(style)))
+                .block_on(FakeProvider::start(config))
                 .expect("start a fake provider")
         };
-        let openai = start(Style::OpenAi);
+        let openai = start(openai);
         openai.require_credential("authorization", &format!("Bearer {OPENAI_KEY}"));
-        let anthropic = start(Style::Anthropic);
+        let anthropic = start(FakeConfig::new(Style::Anthropic));
         anthropic.require_credential("x-api-key", ANTHROPIC_KEY);
-        let payments = start(Style::Stripe);
+        let payments = start(FakeConfig::new(Style::Stripe));
         payments.require_credential("authorization", &format!("Bearer {PAYMENTS_KEY}"));
         let dir = tempfile::tempdir().expect("a temporary directory");
         let world = Self {
@@ -62,7 +68,7 @@ impl World {
             dir,
             _runtime: runtime,
         };
-        std::fs::write(world.config(), world.config_text()).expect("write the configuration");
+        std::fs::write(world.config(), world.config_text(limits)).expect("write the configuration");
         world
     }
 
@@ -76,7 +82,7 @@ impl World {
         self.dir.path().join("state/journal.sqlite")
     }
 
-    fn config_text(&self) -> String {
+    fn config_text(&self, openai_limits: &str) -> String {
         let agent: String = Sha256::digest(AGENT_TOKEN)
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -90,7 +96,7 @@ base_url = "{openai}"
 [providers.openai.credentials.team-key]
 env = "SDK_TEST_OPENAI_KEY"
 [providers.openai.limits]
-requests_per_minute = 6000
+{openai_limits}
 
 [providers.anthropic]
 base_url = "{anthropic}"
@@ -188,6 +194,15 @@ impl Deadline {
     }
 }
 
+/// The `sluice` binary a sidecar runs: this build's, or the one `$SLUICE_SDK_SIDECAR_BIN`
+/// names (to measure another build of sluice against the same providers and agents).
+fn binary() -> PathBuf {
+    std::env::var_os("SLUICE_SDK_SIDECAR_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_sluice")),
+        PathBuf::from,
+    )
+}
+
 /// `sluice serve`, running.
 pub struct Sidecar {
     child: Option<Child>,
@@ -207,7 +222,7 @@ fn addr_after(line: &str, marker: &str) -> Option<SocketAddr> {
 impl Sidecar {
     fn start(config: &Path) -> Self {
         let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-cache");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        let mut child = Command::new(binary())
             .args(["serve", "--config"])
             .arg(config)
             .env("XDG_CACHE_HOME", cache)

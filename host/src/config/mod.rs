@@ -21,6 +21,9 @@
 //! env = "OPENAI_API_KEY"            # or file = "/run/secrets/openai"
 //! [providers.openai.limits]
 //! requests_per_minute = 500
+//! [providers.openai.generations."o3"] # per model (or "*"): see crate::execute::Generations
+//! default_max_output = 32768        # what a generation naming no maximum is counted for
+//! timeout_ms = 1800000              # a whole answer, instead of generation_timeout_ms
 //!
 //! [retry]                           # the keys of RetryConfig; [retry.classes.read], ...
 //! max_delayed_requests = 64
@@ -50,6 +53,7 @@
 //! of its own name. An admission-only file is a valid configuration file.
 
 mod budgets;
+mod generations;
 mod parse;
 mod plugin;
 mod serve;
@@ -122,6 +126,8 @@ pub struct ProviderSetup {
     pub base_url: Option<String>,
     /// Its credentials, by label.
     pub credentials: BTreeMap<String, CredentialSource>,
+    /// Its per-model settings of generations (`[providers.X.generations."model"]`).
+    pub generations: crate::execute::Generations,
 }
 
 /// Where a provider's plugin comes from.

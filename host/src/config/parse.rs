@@ -183,6 +183,7 @@ fn provider(
     {
         return Err(keys.invalid(&at("base_url"), "an absolute http:// or https:// URL"));
     }
+    let generations = super::generations::parse(keys, name, table)?;
     let mut credentials = BTreeMap::new();
     for (label, value) in keys.table(table, "credentials", &at("credentials"))? {
         let key = format!("providers.{name}.credentials.{label}");
@@ -209,6 +210,7 @@ fn provider(
         reload,
         base_url,
         credentials,
+        generations,
     })
 }
 
@@ -234,7 +236,7 @@ fn admission_part(origin: &str, root: Table) -> Result<admission::Config, Config
                 // A provider's table: its own keys were taken out before admission read it.
                 message.push_str(
                     ", `plugin`, `vectors`, `plugin_limits`, `reload`, `base_url`, `credentials`, \
-                     `prices`",
+                     `generations`, `prices`",
                 );
             }
             ConfigFileError::Invalid {

@@ -194,6 +194,18 @@ fn every_bad_key_is_named_in_its_error() {
             "[providers.acme]\nvectors = \"\"\n",
             "providers.acme.vectors",
         ),
+        (
+            "[providers.openai.generations.\"o3\"]\ndefault_max_output = 0\n",
+            "providers.openai.generations.\"o3\".default_max_output",
+        ),
+        (
+            "[providers.openai.generations.\"o3\"]\ntimeout = 5\n",
+            "providers.openai.generations.\"o3\".timeout",
+        ),
+        (
+            "[providers.openai.generations]\no3 = 5\n",
+            "providers.openai.generations.\"o3\"",
+        ),
     ];
     for (text, key) in cases {
         let e = error(text);
@@ -235,4 +247,23 @@ fn console_operators_are_read_by_name_and_a_name_the_journal_would_refuse_is_nam
     );
     assert!(e.contains("serve.admin.operators. ops"), "{e}");
     assert!(e.contains("space"), "{e}");
+}
+
+#[test]
+fn a_provider_s_generations_are_read_per_model() {
+    let c = SluiceConfig::from_toml(
+        "[providers.openai.generations.\"o3\"]\ndefault_max_output = 32768\ntimeout_ms = 1800000\n\
+         [providers.openai.generations.\"*\"]\ndefault_max_output = 2048\n",
+        Path::new("."),
+    )
+    .unwrap();
+    let g = &c.providers["openai"].generations;
+    let o3 = g.of(Some("o3-2025-04-16"));
+    assert_eq!(o3.default_max_output, Some(32_768));
+    assert_eq!(o3.timeout, Some(Duration::from_secs(1800)));
+    let other = g.of(Some("gpt-4o"));
+    assert_eq!(
+        (other.default_max_output, other.timeout),
+        (Some(2048), None)
+    );
 }

@@ -26,7 +26,7 @@ pub use reading::{
     Classification, Cost, LimitedScope, Observation, Reading, ReportedDimension, Verdict,
 };
 pub use request::{
-    BODY_PREFIX, BodyDigest, MediaKind, MediaPart, Request, RequestClass, Response, ResponsePart,
-    TransportFailure, WireOutcome,
+    BODY_PREFIX, BodyDigest, DEFAULT_MAX_OUTPUT, MediaKind, MediaPart, Request, RequestClass,
+    Response, ResponsePart, TransportFailure, WireOutcome,
 };
 pub use writes::{ReconcilePlan, Reconciliation, StatusQuery, UncertainWrite};

@@ -84,7 +84,7 @@ impl Request {
 /// (its length, text, media parts and small fields): the SDK's reader's own plain types,
 /// shared by the host and the plugins it builds, so both read a body the same way. See
 /// `sluice_plugin_sdk::digest` for what counts as media.
-pub use sluice_plugin_sdk::digest::{BodyDigest, MediaKind, MediaPart};
+pub use sluice_plugin_sdk::digest::{BodyDigest, DEFAULT_MAX_OUTPUT, MediaKind, MediaPart};
 
 /// A response the provider sent.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -303,7 +303,15 @@ impl SluiceBuilder {
             clock.clone(),
             seed,
         )
-        .with_credentials(credentials);
+        .with_credentials(credentials)
+        .with_generations(
+            config
+                .providers
+                .iter()
+                .filter(|(_, p)| !p.generations.is_empty())
+                .map(|(name, p)| (name.clone(), p.generations.clone()))
+                .collect(),
+        );
         if config.budgets.is_active() {
             // Budget use is counted in the journal, so that a restart keeps it.
             executor = executor.with_budgets(Arc::new(Budgets::new(

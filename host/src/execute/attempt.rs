@@ -34,6 +34,8 @@ pub(super) struct Prepared {
     /// the provider's cache: what the call's budget charge is corrected to.
     pub(super) actual: Option<Usage>,
     pub(super) cache: crate::budget::CacheUse,
+    /// How long a whole answer may take to begin, when the model's settings say.
+    pub(super) generation_timeout: Option<Duration>,
 }
 
 /// What every attempt of a call shares.
@@ -64,7 +66,7 @@ impl Executor {
         let headers = call.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
         let headers = encode_fields(headers).ok()?;
         let now_ms = self.clock.wall_ms();
-        let req = Request::new(
+        let mut req = Request::new(
             call.method.clone(),
             call.url.clone(),
             call.class,
@@ -72,6 +74,14 @@ impl Executor {
             call.body.clone(),
             now_ms,
         );
+        let model = req.digest.string("model");
+        let generation = self
+            .generations
+            .get(&call.provider)
+            .map(|g| g.of(model.as_deref()))
+            .unwrap_or_default();
+        req.digest
+            .set_default_max_output(generation.default_max_output);
         let plan = policy.plan_request(&req).value;
         let deadline = call.deadline.or_else(|| {
             let ms = plan.deadline_ms?.saturating_sub(now_ms);
@@ -97,6 +107,7 @@ impl Executor {
             backoff: self.retry.backoff(),
             actual: None,
             cache: crate::budget::CacheUse::default(),
+            generation_timeout: generation.timeout,
             req,
         })
     }
@@ -212,7 +223,9 @@ impl Executor {
             return Some(Run::Done(end));
         }
         t.attempts += 1;
-        let started = self.transport.start(&p.req, cx.secrets, cx.stream).await;
+        let started = (self.transport)
+            .start(&p.req, cx.secrets, cx.stream, p.generation_timeout)
+            .await;
         let status = started.as_ref().ok().map(|s| s.status);
         trace::answered(call, status);
         if status == Some(429) {

@@ -13,6 +13,7 @@ mod attempt;
 mod budgets;
 mod call;
 mod charge;
+mod generations;
 mod reading;
 pub mod recent;
 mod stream;
@@ -44,6 +45,7 @@ pub use call::{
     Unobserved,
 };
 pub use charge::CACHED_INPUT_TOKENS;
+pub use generations::{ANY_MODEL, Generation, Generations};
 pub use stream::{PartialStream, Stream, StreamOutcome};
 
 /// Runs calls: admission, transport, plugins and the retry policy together.
@@ -67,6 +69,8 @@ pub struct Executor {
     credentials: Arc<dyn Credentials>,
     /// Tenants' spend budgets, checked before a call queues; `None`: none.
     budgets: Option<Arc<Budgets>>,
+    /// Each provider's per-model settings of generations.
+    generations: HashMap<String, Generations>,
     clock: Arc<dyn Clock>,
 }
 
@@ -115,8 +119,18 @@ impl Executor {
             recent: recent::Recent::default(),
             credentials: Arc::new(NoCredentials),
             budgets: None,
+            generations: HashMap::new(),
             clock,
         }
+    }
+
+    /// Applies each provider's per-model settings of generations (by provider name): the
+    /// output a generation naming no maximum is planned at, and how long a whole answer may
+    /// take (see [`Generations`]).
+    #[must_use]
+    pub fn with_generations(mut self, generations: HashMap<String, Generations>) -> Self {
+        self.generations = generations;
+        self
     }
 
     /// Checks and counts every call against its tenant's `budgets` (by default, none): a

@@ -97,7 +97,7 @@ impl Transport {
     /// Sends `req` once, with `secrets` (credential headers, kept out of `req` so that
     /// plugins never see them) added, and reads the whole answer.
     pub async fn send(&self, req: &Request, secrets: &[(&str, &str)]) -> WireOutcome {
-        let started = match self.start(req, secrets, false).await {
+        let started = match self.start(req, secrets, false, None).await {
             Ok(s) => s,
             Err(f) => return WireOutcome::Transport(f.failure),
         };
@@ -108,8 +108,8 @@ impl Transport {
     }
 
     /// Sends `req` once and waits for the status line and headers: within
-    /// [`Timeouts::first_byte`] when its answer is `streamed`, else within
-    /// [`Timeouts::generation`].
+    /// [`Timeouts::first_byte`] when its answer is `streamed`, else within `generation` (a
+    /// model's own setting, see [`crate::execute::Generations`]) or [`Timeouts::generation`].
     ///
     /// # Errors
     /// A [`Fault`] when no answer began in time or the exchange broke.
@@ -118,11 +118,12 @@ impl Transport {
         req: &Request,
         secrets: &[(&str, &str)],
         streamed: bool,
+        generation: Option<Duration>,
     ) -> Result<Started, Fault> {
         let limit = if streamed {
             self.timeouts.first_byte
         } else {
-            self.timeouts.generation
+            generation.unwrap_or(self.timeouts.generation)
         };
         let Ok(method) = reqwest::Method::from_bytes(req.method.as_bytes()) else {
             return Err(Fault {

@@ -15,16 +15,17 @@
 //! - `x-should-retry` is the provider's own advice, passed on.
 //! - Cost (see `docs/provider-counting.md`): one request; for a generation (chat
 //!   completions, completions, responses), tokens = the prompt + `max_tokens` (or
-//!   `max_completion_tokens` / `max_output_tokens`; [`DEFAULT_MAX_OUTPUT_TOKENS`] when none
-//!   is set); for embeddings, the prompt alone; any other route (files, batches, vector
-//!   stores...) counts no tokens. The prompt is read from the body's digest: its text at four
+//!   `max_completion_tokens` / `max_output_tokens`; when none is set, the default the host's
+//!   configuration sets for the model, else [`DEFAULT_MAX_OUTPUT_TOKENS`]); for embeddings,
+//!   the prompt alone; any other route (files, batches, vector stores...) counts no tokens. The prompt is read from the body's digest: its text at four
 //!   characters a token, and each image as OpenAI counts it for the model (512 px tiles or
 //!   32 px patches, by `detail`; never its base64), documents by their pages and audio by
 //!   its length.
 //! - Usage: the answer's `usage` (see `usage.rs`), streamed or not, as OpenAI counts it:
 //!   the tokens-per-minute limit is charged when a request is admitted (its prompt and its
 //!   whole `max_tokens`) and nothing is given back when the answer is shorter, so the
-//!   `tokens` figure never falls below the plan's; the input and output figures are the
+//!   `tokens` figure never falls below that count; a generation that named no maximum is
+//!   counted for its prompt and what it wrote. The input and output figures are the
 //!   answer's own.
 //!
 //! The response's headers are parsed once per reading: `read-response` is overridden to
@@ -34,7 +35,9 @@ mod classify;
 mod quota;
 mod usage;
 
-use sluice_plugin_sdk::cost::{document_or_audio_tokens, first_number, image_size, prompt_tokens};
+use sluice_plugin_sdk::cost::{
+    document_or_audio_tokens, first_number, image_size, max_output, prompt_tokens,
+};
 use sluice_plugin_sdk::media::openai_image_tokens;
 use sluice_plugin_sdk::{
     Classification, Cost, Description, Dimension, ErrorShape, MediaKind, MediaPart, Observation,
@@ -129,7 +132,7 @@ impl Plugin for OpenAi {
 
     fn estimate_cost(req: &Request) -> Result<Vec<Cost>, PolicyError> {
         let mut costs = vec![one_request()];
-        if let Some(tokens) = reserved(req) {
+        if let Some(tokens) = reserved(req, Unbounded::Plan) {
             costs.push(Cost {
                 dimension: Dimension::Tokens,
                 amount: tokens,
@@ -141,6 +144,15 @@ impl Plugin for OpenAi {
     fn scopes(req: &Request) -> Result<Vec<String>, PolicyError> {
         Ok(model_scope(req).into_iter().collect())
     }
+}
+
+/// What a generation that names no maximum output is counted for in [`reserved`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unbounded {
+    /// When it is planned: the configured default, else the plugin's.
+    Plan,
+    /// By OpenAI when it admitted it: nothing (what it writes is reported by its usage).
+    Admitted,
 }
 
 /// What a route counts against the tokens-per-minute limit.
@@ -177,10 +189,12 @@ fn media_tokens(model: &str, part: &MediaPart) -> u64 {
     }
 }
 
-/// The tokens OpenAI counts a request for when it admits it: the prompt (text and media)
-/// and the whole maximum output of a generation; `None` for a route that counts no tokens,
-/// or a body that is not JSON.
-fn reserved(req: &Request) -> Option<u64> {
+/// The tokens a request is counted for when it is admitted: the prompt (text and media) and
+/// the whole maximum output of a generation; `None` for a route that counts no tokens, or a
+/// body that is not JSON. A generation that names no maximum is planned at the default the
+/// host's configuration sets for its model, else [`DEFAULT_MAX_OUTPUT_TOKENS`] (`Plan`); it
+/// was counted at admission for its prompt alone (`Admitted`).
+fn reserved(req: &Request, unbounded: Unbounded) -> Option<u64> {
     let route = route(req);
     if route == Route::NoTokens {
         return None;
@@ -190,19 +204,23 @@ fn reserved(req: &Request) -> Option<u64> {
         media_tokens(&model, part)
     })?;
     let out = match route {
-        Route::Generation => {
-            first_number(req, &MAX_OUTPUT_FIELDS).unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS)
-        }
+        Route::Generation => match unbounded {
+            Unbounded::Plan => max_output(req, &MAX_OUTPUT_FIELDS, DEFAULT_MAX_OUTPUT_TOKENS),
+            Unbounded::Admitted => first_number(req, &MAX_OUTPUT_FIELDS).unwrap_or(0),
+        },
         Route::Embedding | Route::NoTokens => 0,
     };
     Some(prompt.saturating_add(out))
 }
 
 /// The usage an answer reports, as OpenAI counts it against its limits: its `tokens` never
-/// below what the request was counted for when it was admitted.
+/// below what OpenAI counted the request for when it admitted it — its prompt and the
+/// maximum it named. A generation that named none was counted for its prompt at admission
+/// (the rate-limits guide: the greater of `max_tokens` and the prompt's estimate), so its
+/// planned default gives way to what it reports: its prompt and what it wrote.
 fn counted(req: &Request, resp: &Response, part: ResponsePart) -> Vec<Cost> {
     let mut costs = usage::usage(resp, part);
-    let at_admission = reserved(req).unwrap_or(0);
+    let at_admission = reserved(req, Unbounded::Admitted).unwrap_or(0);
     for c in &mut costs {
         if c.dimension == Dimension::Tokens {
             c.amount = c.amount.max(at_admission);
@@ -246,6 +264,36 @@ mod tests {
         );
         assert_eq!(amount(Dimension::InputTokens), Some(3));
         assert_eq!(amount(Dimension::OutputTokens), Some(10));
+    }
+
+    #[test]
+    fn a_generation_without_a_maximum_is_counted_for_what_it_used() {
+        let r = req(r#"{"model":"gpt-4o","messages":[{"role":"user","content":"12345678"}]}"#);
+        let planned = OpenAi::estimate_cost(&r).unwrap();
+        assert_eq!(planned[1].amount, 3 + DEFAULT_MAX_OUTPUT_TOKENS);
+        let resp = response(
+            200,
+            &[],
+            r#"{"usage":{"prompt_tokens":3,"completion_tokens":10,"total_tokens":13}}"#,
+        );
+        let c = OpenAi::usage(&r, &resp, ResponsePart::Complete).unwrap();
+        let tokens = c.iter().find(|x| x.dimension == Dimension::Tokens);
+        assert_eq!(
+            tokens.map(|x| x.amount),
+            Some(13),
+            "OpenAI counted its prompt alone at admission; the answer says what it used"
+        );
+    }
+
+    #[test]
+    fn a_generation_without_a_maximum_is_planned_at_the_configured_default() {
+        let mut r = req(r#"{"model":"o3","messages":[{"role":"user","content":"12345678"}]}"#);
+        r.digest.set_default_max_output(Some(30_000));
+        let planned = OpenAi::estimate_cost(&r).unwrap();
+        assert_eq!(planned[1].amount, 3 + 30_000);
+        let mut bounded = req(r#"{"model":"o3","max_tokens":7,"messages":[]}"#);
+        bounded.digest.set_default_max_output(Some(30_000));
+        assert_eq!(OpenAi::estimate_cost(&bounded).unwrap()[1].amount, 7);
     }
 
     #[test]

@@ -100,10 +100,31 @@ pub struct MediaPart {
     pub by_url: bool,
 }
 
+/// The prefix of the fields the host adds from its configuration: a body's own fields of
+/// these names are never kept, so only the host's settings carry them.
+pub const HOST_FIELDS: &str = "sluice.";
+
+/// The field the host adds when its configuration sets a default maximum output for the
+/// request's model (`[providers.X.generations."model"] default_max_output`): the output a
+/// generation that names no maximum is counted for. See [`BodyDigest::default_max_output`].
+pub const DEFAULT_MAX_OUTPUT: &str = "sluice.default_max_output";
+
 impl BodyDigest {
     /// Reads `body` (see [`digest`]).
     pub fn of(body: &[u8]) -> Self {
         digest(body)
+    }
+
+    /// The default maximum output the host's configuration sets for the request's model
+    /// ([`DEFAULT_MAX_OUTPUT`]); `None` when it sets none.
+    pub fn default_max_output(&self) -> Option<u64> {
+        self.number(DEFAULT_MAX_OUTPUT)
+    }
+
+    /// Sets (or, with `None`, removes) the configured default maximum output: the host's
+    /// part, after it read the body.
+    pub fn set_default_max_output(&mut self, tokens: Option<u64>) {
+        set_number(&mut self.fields, DEFAULT_MAX_OUTPUT, tokens);
     }
 
     /// The value of `field` (a dotted name, as in [`BodyDigest::fields`]) as JSON text.
@@ -124,6 +145,14 @@ impl BodyDigest {
     /// The boolean value of `field`; `None` when absent or not a boolean.
     pub fn flag(&self, name: &str) -> Option<bool> {
         self.field(name)?.parse().ok()
+    }
+}
+
+/// Sets the whole-number field `name` among a digest's `fields` to `value`, or removes it.
+pub fn set_number(fields: &mut Vec<(String, String)>, name: &str, value: Option<u64>) {
+    fields.retain(|(n, _)| n != name);
+    if let Some(v) = value {
+        fields.push((name.to_owned(), v.to_string()));
     }
 }
 
@@ -221,6 +250,11 @@ impl Walk<'_> {
         } else {
             format!("{}.{key}", self.path.last().map_or("", String::as_str))
         };
+        if name.starts_with(HOST_FIELDS) {
+            // The names the host's own settings take ([`DEFAULT_MAX_OUTPUT`]): a body
+            // cannot set them.
+            return;
+        }
         self.d.fields.push((name, value));
     }
 }

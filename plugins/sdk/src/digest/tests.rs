@@ -164,6 +164,18 @@ fn text_is_counted_in_characters_and_long_fields_are_left_out() {
 }
 
 #[test]
+fn a_body_cannot_set_the_host_s_fields() {
+    let body = br#"{"model":"m","sluice":{"default_max_output":1}}"#;
+    let mut d = digest(body);
+    assert_eq!(d.default_max_output(), None, "{:?}", d.fields);
+    d.set_default_max_output(Some(4096));
+    assert_eq!(d.default_max_output(), Some(4096));
+    d.set_default_max_output(None);
+    assert_eq!(d.default_max_output(), None);
+    assert_eq!(d.string("model").as_deref(), Some("m"));
+}
+
+#[test]
 fn nesting_past_the_bound_is_not_read() {
     let deep = "[".repeat(200) + &"]".repeat(200);
     assert!(!digest(deep.as_bytes()).json);

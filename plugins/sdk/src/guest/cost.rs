@@ -40,6 +40,15 @@ pub fn first_number(req: &Request, fields: &[&str]) -> Option<u64> {
     fields.iter().find_map(|f| req.digest.number(f))
 }
 
+/// The maximum output of a generation: the first of `fields` the request sets (`max_tokens`,
+/// ...), else the default the host's configuration sets for its model
+/// ([`crate::digest::DEFAULT_MAX_OUTPUT`]), else the plugin's own `default`.
+pub fn max_output(req: &Request, fields: &[&str], default: u64) -> u64 {
+    first_number(req, fields)
+        .or_else(|| req.digest.default_max_output())
+        .unwrap_or(default)
+}
+
 /// The size of an image part, when its header was read.
 pub fn image_size(part: &MediaPart) -> Option<(u32, u32)> {
     part.width.zip(part.height)

@@ -116,6 +116,18 @@ impl BodyDigest {
     pub fn flag(&self, name: &str) -> Option<bool> {
         self.field(name)?.parse().ok()
     }
+
+    /// The default maximum output the host's configuration sets for the request's model
+    /// ([`crate::digest::DEFAULT_MAX_OUTPUT`]); `None` when it sets none.
+    pub fn default_max_output(&self) -> Option<u64> {
+        self.number(crate::digest::DEFAULT_MAX_OUTPUT)
+    }
+
+    /// Sets (or removes) the configured default maximum output, as the host does: for a
+    /// plugin's own tests.
+    pub fn set_default_max_output(&mut self, tokens: Option<u64>) {
+        crate::digest::set_number(&mut self.fields, crate::digest::DEFAULT_MAX_OUTPUT, tokens);
+    }
 }
 
 /// A response is the outcome of an attempt that got one.
