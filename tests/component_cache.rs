@@ -157,3 +157,101 @@ fn the_cache_directory_is_created_private_and_artifacts_are_private() {
     assert_eq!(mode_of(dir.parent().unwrap()), 0o700);
     assert_eq!(mode_of(&artifact(&dir)), 0o600);
 }
+
+/// The artifacts in `dir` whose name begins with the SHA-256 of `bundled`'s component.
+fn artifacts_of(dir: &Path, bundled: &str) -> Vec<PathBuf> {
+    let digest = sluice::plugin::digest(sluice::plugin::bundled::get(bundled).unwrap());
+    let prefix: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".cwasm"))
+        })
+        .collect()
+}
+
+/// Issue 26: stripe's artifact copied over openai's name was loaded as openai's plugin. An
+/// artifact is loaded only for the component it was compiled from.
+#[test]
+fn another_plugin_s_artifact_under_this_plugin_s_name_is_recompiled_never_loaded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("components");
+    let rt = || runtime_in(&dir);
+    assert_eq!(
+        rt().load_bundled("ietf").unwrap().cache_outcome(),
+        CacheOutcome::Compiled
+    );
+    assert_eq!(
+        rt().load_bundled("github").unwrap().cache_outcome(),
+        CacheOutcome::Compiled
+    );
+    let (ietf, github) = (artifacts_of(&dir, "ietf"), artifacts_of(&dir, "github"));
+    assert_eq!((ietf.len(), github.len()), (1, 1));
+    std::fs::copy(&github[0], &ietf[0]).unwrap();
+
+    let loaded = rt().load_bundled("ietf").unwrap();
+    assert_eq!(loaded.cache_outcome(), CacheOutcome::Compiled);
+    assert_eq!(loaded.description().name, "ietf", "never github's code");
+    assert_answers_right(&loaded);
+    assert_ne!(
+        std::fs::read(&ietf[0]).unwrap(),
+        std::fs::read(&github[0]).unwrap(),
+        "replaced by ietf's own"
+    );
+    assert_eq!(
+        rt().load_bundled("ietf").unwrap().cache_outcome(),
+        CacheOutcome::Hit
+    );
+}
+
+/// The verdict a plugin gives a 418: the relay fixture's two versions differ there.
+fn reads_418(p: &Plugin) -> Verdict {
+    let req = request("GET", "https://x.test/teapot", RequestClass::Read);
+    p.read_response(&req, &response(418, &[]), ResponsePart::Complete)
+        .unwrap()
+        .classification
+        .verdict
+}
+
+/// The artifact of version one of a plugin copied over version two's is recompiled: a
+/// new version never runs the old one's code.
+#[test]
+fn an_older_version_s_artifact_under_the_new_version_s_name_is_recompiled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("components");
+    let (one, two) = (
+        std::fs::read(sluice_tests::RELAY_ONE_WASM).unwrap(),
+        std::fs::read(sluice_tests::RELAY_TWO_WASM).unwrap(),
+    );
+    let load = |bytes: &[u8]| runtime_in(&dir).load("relay.wasm", bytes).unwrap();
+    let (v1, v2) = (load(&one), load(&two));
+    assert_ne!(
+        reads_418(&v1),
+        reads_418(&v2),
+        "the versions differ on a 418"
+    );
+    let artifact_of = |bytes: &[u8]| {
+        let prefix: String = sluice::plugin::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with(&prefix)
+            })
+            .unwrap()
+    };
+    std::fs::copy(artifact_of(&one), artifact_of(&two)).unwrap();
+    let reloaded = load(&two);
+    assert_eq!(reloaded.cache_outcome(), CacheOutcome::Compiled);
+    assert_eq!(reads_418(&reloaded), reads_418(&v2), "version two's code");
+}

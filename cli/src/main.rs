@@ -11,6 +11,7 @@ mod plugin_run_test;
 mod plugin_template;
 mod serve_cmd;
 mod stop;
+mod store_cmd;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -56,6 +57,11 @@ enum Command {
         #[command(subcommand)]
         command: audit_cmd::AuditCommand,
     },
+    /// The shared store of a group of hosts: recover its ownership after it lost its state.
+    Store {
+        #[command(subcommand)]
+        command: store_cmd::StoreCommand,
+    },
 }
 
 /// Prints `text` to stdout in one write. A reader that stops early (`| head`) closes the pipe:
@@ -99,6 +105,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Budgets(args) => budgets_cmd::run(args),
+        Command::Store { command } => store_cmd::run(command),
     };
     match result {
         Ok(code) => code,

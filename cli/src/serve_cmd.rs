@@ -40,6 +40,11 @@ pub struct ServeArgs {
     /// key): to try the configuration as written.
     #[arg(long)]
     fake_providers: bool,
+    /// Start a fresh journal even though the journal is missing or empty beside an earlier
+    /// run's audit log, witness or shared-store epoch (refused otherwise): the writes that
+    /// run sent or escalated are forgotten.
+    #[arg(long)]
+    fresh_journal: bool,
 }
 
 /// The key each fake provider demands, and the sidecar sends it.
@@ -87,6 +92,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         if let Some(dir) = &args.state_dir {
             builder = builder.state_dir(dir);
         }
+        builder = builder.fresh_journal(args.fresh_journal);
         let sluice = Arc::new(builder.config(config.clone()).build()?);
         let mut sidecar = Sidecar::new(sluice, &config)?.metrics(metrics);
         if let Some(addr) = args.listen {

@@ -110,6 +110,9 @@ pub const BUDGET_USED_RATIO: &str = "sluice_budget_used_ratio";
 pub const BUDGET_REFUSALS: &str = "sluice_budget_refusals_total";
 /// Gauge: 1 while the shared store answers, 0 while admission paces locally.
 pub const SHARED_STORE_UP: &str = "sluice_shared_store_up";
+/// Counter: times this host found that the shared store lost its state (its ownership
+/// epoch gone or replaced): new actions are refused until an operator recovers it.
+pub const SHARED_STORE_LOST: &str = "sluice_shared_store_lost_total";
 /// Counter: times the shared store stopped answering.
 pub const SHARED_STORE_FALLBACKS: &str = "sluice_shared_store_fallbacks_total";
 /// Counter: admissions the shared store sent back to wait.

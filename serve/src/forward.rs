@@ -325,6 +325,11 @@ async fn write_through_journal(
             "host_id_in_use",
             format!("sluice: {}", sluice::printable::printable(&e.to_string())),
         )),
+        Err(WriteError::Claim(e @ ClaimError::StoreLostState { .. })) => Err(SluiceError::new(
+            503,
+            "shared_store_lost_state",
+            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
+        )),
         Err(WriteError::Claim(e @ ClaimError::Unreachable { .. })) => Err(SluiceError::new(
             503,
             "shared_store_unreachable",

@@ -34,7 +34,7 @@ fn shared(url: &str, host: &str, prefix: &str) -> Admission {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let mut store = SharedConfig::new(url, NonZeroU32::new(4).expect("4"));
     store.key_prefix = prefix.into();
-    let gate = Gate::new(store, host.into(), clock.clone()).expect("a gate");
+    let gate = Gate::new(store, host.into(), clock.clone(), None).expect("a gate");
     Admission::with_gate(config(), clock, gate).expect("admission")
 }
 

@@ -321,3 +321,87 @@ async fn a_call_waiting_at_the_gate_when_its_task_is_cancelled_is_not_sent() {
     ));
     assert_eq!(fake.attempts().len(), 2, "the 429 and host A's retry only");
 }
+
+/// Issue 26: host A did an action, host B refused it; then Redis restarted without
+/// persistence, and host B accepted the same action and sent it again — a duplicate at a
+/// provider that ignores keys. After the loss, a host that joined the store refuses every
+/// action its own journal does not hold (also after it restarts), its own actions go on,
+/// and once an operator recovers the store's ownership the claims its hosts re-registered
+/// still name their owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_lost_its_state_never_lets_a_second_host_take_an_action() {
+    let mut stage = Stage::alone(Style::GitHub).await;
+    let limits = "requests_per_minute = 6000";
+    let issues = stage.fake.url("/repos/acme/app/issues");
+    let open = |action: &str| {
+        write(
+            "github",
+            "triage",
+            action,
+            &issues,
+            RequestClass::UncertainWrite,
+            &format!(r#"{{"title":"{action}"}}"#),
+        )
+    };
+    let a = stage.host("host-a", "github", limits);
+    let b = stage.host("host-b", "github", limits);
+    let done = a.write(&open("c1")).await.expect("host A's write");
+    assert!(matches!(done, WriteOutcome::Succeeded { .. }), "{done:?}");
+    assert!(matches!(
+        b.write(&open("c1")).await,
+        Err(WriteError::Claim(ClaimError::Elsewhere { .. }))
+    ));
+
+    stage.restart_redis();
+
+    for action in ["c1", "c2"] {
+        match answered(&b, &open(action)).await {
+            Err(WriteError::Claim(ClaimError::StoreLostState { .. })) => {}
+            other => panic!("host B took {action} from a store that lost its state: {other:?}"),
+        }
+    }
+    // Host A's own action is its journal's: answered from it, never resent.
+    assert!(matches!(
+        answered(&a, &open("c1")).await,
+        Ok(WriteOutcome::Succeeded { .. })
+    ));
+    // Host B restarted (its state kept) still knows the store lost its state.
+    drop(b);
+    let b = stage.host("host-b", "github", limits);
+    assert!(matches!(
+        b.write(&open("c1")).await,
+        Err(WriteError::Claim(ClaimError::StoreLostState { .. }))
+    ));
+    assert_eq!(stage.fake.stored().len(), 1);
+    assert_eq!(stage.fake.duplicates(), 0);
+
+    // The operator recovers once both hosts run: A re-registered c1 when it saw the loss.
+    let epoch = stage
+        .operator_store()
+        .recover_ownership()
+        .await
+        .expect("recover");
+    assert!(!epoch.is_empty());
+    match b.write(&open("c1")).await {
+        Err(WriteError::Claim(ClaimError::Elsewhere { owner, .. })) => assert_eq!(owner, "host-a"),
+        other => panic!("host B took c1 after the recovery: {other:?}"),
+    }
+    let c2 = b.write(&open("c2")).await.expect("a new action");
+    assert!(matches!(c2, WriteOutcome::Succeeded { .. }), "{c2:?}");
+    assert_eq!(stage.fake.stored().len(), 2);
+    assert_eq!(stage.fake.duplicates(), 0);
+}
+
+/// `host`'s answer to `w` once the store answers again (right after a restart, a claim may
+/// find the connection broken: nothing is sent then, and the host tries the store again).
+async fn answered(host: &Sluice, w: &sluice::writes::Write) -> Result<WriteOutcome, WriteError> {
+    for _ in 0..100 {
+        match host.write(w).await {
+            Err(WriteError::Claim(ClaimError::Unreachable { .. })) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
+    panic!("the store did not answer again within 10 s");
+}

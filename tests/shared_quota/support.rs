@@ -210,6 +210,25 @@ impl Stage {
         }
     }
 
+    /// Restarts the stage's own `redis-server` (see [`Stage::alone`]) without persistence:
+    /// everything it held is gone.
+    pub fn restart_redis(&mut self) {
+        match &mut self.redis {
+            TestRedis::Own(server) => server.restart(),
+            TestRedis::Given(_) => panic!("a stage started alone has its own redis-server"),
+        }
+    }
+
+    /// The store as an operator's command reaches it (`sluice store recover`).
+    pub fn operator_store(&self) -> sluice::admission::shared::RedisStore {
+        let mut config = sluice::admission::shared::SharedConfig::new(
+            self.redis.url(),
+            std::num::NonZeroU32::new(2).expect("two hosts"),
+        );
+        config.key_prefix.clone_from(&self.prefix);
+        sluice::admission::shared::RedisStore::new(&config).expect("a store client")
+    }
+
     /// As [`Stage::host`], its state under a directory of another name: a second process
     /// given an id already in use.
     pub fn another_process(&self, id: &str, plugin: &str, limits: &str) -> Sluice {

@@ -145,7 +145,41 @@ tenant = "acme"
 
     /// Starts `sluice serve` on this world's configuration and waits until it is ready.
     pub fn serve(&self) -> Sidecar {
-        Sidecar::start(&self.config())
+        self.serve_with(&[])
+    }
+
+    /// [`Self::serve`], with more arguments for `sluice serve`.
+    pub fn serve_with(&self, args: &[&str]) -> Sidecar {
+        Sidecar::start(&self.config(), args)
+    }
+
+    /// Runs `sluice serve` on this world's configuration, with `args`, expecting it to
+    /// refuse to start: its exit status and what it printed.
+    pub fn serve_refused(&self, args: &[&str]) -> (ExitStatus, String) {
+        let mut child = Sidecar::command(&self.config())
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start sluice serve");
+        let deadline = Deadline::after(PATIENCE);
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait for sluice serve") {
+                break s;
+            }
+            if deadline.passed() {
+                let _ = child.kill();
+                panic!("sluice serve started; it should have refused");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut log = String::new();
+        child
+            .stderr
+            .take()
+            .expect("its standard error")
+            .read_to_string(&mut log)
+            .expect("read its standard error");
+        (status, log)
     }
 }
 
@@ -220,9 +254,11 @@ fn addr_after(line: &str, marker: &str) -> Option<SocketAddr> {
 }
 
 impl Sidecar {
-    fn start(config: &Path) -> Self {
+    /// `sluice serve --config CONFIG` with the world's environment.
+    fn command(config: &Path) -> Command {
         let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-cache");
-        let mut child = Command::new(binary())
+        let mut command = Command::new(binary());
+        command
             .args(["serve", "--config"])
             .arg(config)
             .env("XDG_CACHE_HOME", cache)
@@ -232,7 +268,13 @@ impl Sidecar {
             .env("SDK_TEST_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::null());
+        command
+    }
+
+    fn start(config: &Path, args: &[&str]) -> Self {
+        let mut child = Self::command(config)
+            .args(args)
             .stderr(Stdio::piped())
             .spawn()
             .expect("start sluice serve");

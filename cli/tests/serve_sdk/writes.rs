@@ -233,3 +233,50 @@ fn a_sigterm_under_load_loses_no_write_and_does_none_twice() {
 fn a_sigkill_under_load_loses_no_journaled_write_and_does_none_twice() {
     writes_survive(Stop::Kill, 40, Duration::from_millis(400));
 }
+
+/// Issue 26: on a zero-byte journal beside the audit log of a run that wrote, `sluice serve`
+/// started a fresh journal silently, and a write that run had done was sent again under a
+/// new key. It refuses, saying what it found and how to start afresh on purpose.
+#[test]
+fn an_emptied_journal_beside_an_earlier_run_s_audit_log_is_refused_not_adopted() {
+    let world = World::new();
+    let sidecar = world.serve();
+    let args = [
+        "--provider",
+        "payments",
+        "--path",
+        INTENTS,
+        "--task",
+        "invoices",
+        "--prefix",
+        "pay-",
+    ];
+    let seen = python::run("writes.py", &args, &sidecar.url, AGENT_TOKEN);
+    assert_eq!(writes(&seen)[0]["status"], 200, "{seen}");
+    let (status, log) = sidecar.terminate();
+    assert!(status.success(), "{log}");
+    let state = world.journal().parent().unwrap().to_path_buf();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(state.join(format!("journal.sqlite{suffix}")));
+    }
+    std::fs::write(world.journal(), b"").unwrap();
+
+    let (status, log) = world.serve_refused(&[]);
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("is empty (0 bytes)"), "{log}");
+    assert!(log.contains("audit.log"), "{log}");
+    assert!(log.contains("--fresh-journal"), "{log}");
+    assert_eq!(
+        std::fs::metadata(world.journal()).unwrap().len(),
+        0,
+        "left as it was"
+    );
+
+    // Started afresh on purpose, it says so; the agent's resubmission is then a new send,
+    // which the operator chose.
+    let fresh = world.serve_with(&["--fresh-journal"]);
+    let (status, log) = fresh.terminate();
+    assert!(status.success(), "{log}");
+    assert!(log.contains("starting a fresh journal on purpose"), "{log}");
+    assert_eq!(world.payments.stored().len(), 1);
+}

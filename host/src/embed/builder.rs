@@ -46,6 +46,7 @@ pub struct SluiceBuilder {
     provider_timeout: Option<Duration>,
     on_write_step: Option<Box<dyn Fn(Step) + Send + Sync>>,
     store: Option<SharedConfig>,
+    fresh_journal: bool,
 }
 
 impl std::fmt::Debug for SluiceBuilder {
@@ -107,6 +108,24 @@ pub enum BuildError {
     /// The journal did not open.
     #[error(transparent)]
     Journal(#[from] JournalError),
+    /// The journal is missing or empty beside the state of an earlier run: the record of
+    /// which writes were sent is gone.
+    #[error(
+        "the journal {} {why}, but an earlier run's state is beside it: {}. The journal is the \
+         record of which writes were sent; starting a fresh one could send a write twice. \
+         Restore the journal from a backup, or start a fresh journal on purpose \
+         (`sluice serve --fresh-journal`, or SluiceBuilder::fresh_journal)",
+        journal.display(),
+        found.join(", ")
+    )]
+    JournalLost {
+        /// The journal's path.
+        journal: PathBuf,
+        /// What is wrong with it.
+        why: &'static str,
+        /// The earlier run's files found beside it, with their sizes.
+        found: Vec<String>,
+    },
     /// The audit key could not be loaded or created.
     #[error(transparent)]
     AuditKey(#[from] audit::KeyError),
@@ -179,6 +198,16 @@ impl SluiceBuilder {
     #[must_use]
     pub fn transport(mut self, transport: Transport) -> Self {
         self.transport = Some(transport);
+        self
+    }
+
+    /// Starts a fresh journal even when the journal is missing or empty beside an earlier
+    /// run's state (its audit log, witness or shared-store epoch), which is otherwise refused
+    /// ([`BuildError::JournalLost`]): for an operator who means to forget the writes an
+    /// earlier run sent. It is logged.
+    #[must_use]
+    pub fn fresh_journal(mut self, fresh: bool) -> Self {
+        self.fresh_journal = fresh;
         self
     }
 
@@ -285,7 +314,8 @@ impl SluiceBuilder {
                     .host_id
                     .clone()
                     .unwrap_or_else(|| default_host_id(&state_dir));
-                Some(Gate::new(store, host, clock.clone())?)
+                let epoch = state_dir.join("store.epoch");
+                Some(Gate::new(store, host, clock.clone(), Some(epoch))?)
             }
         };
         let admission = match &gate {
@@ -294,7 +324,23 @@ impl SluiceBuilder {
                 Admission::with_gate(config.admission.clone(), clock.clone(), gate.clone())?
             }
         };
-        let journal = Arc::new(Journal::open_or_create(&state_dir.join("journal.sqlite"))?);
+        let journal_path = state_dir.join("journal.sqlite");
+        let witness = witness_path(&config, &state_dir);
+        // What only a run leaves (a key may be made before the first run).
+        let earlier = [
+            state_dir.join("audit.log"),
+            witness.clone(),
+            state_dir.join("store.epoch"),
+        ];
+        let mut files: Vec<PathBuf> = ["", "-wal", "-shm"]
+            .iter()
+            .map(|s| state_dir.join(format!("journal.sqlite{s}")))
+            .collect();
+        files.extend(earlier.iter().cloned());
+        files.push(state_dir.join("audit.key"));
+        super::state::tighten(&files)?;
+        super::state::check_journal(&journal_path, &earlier, self.fresh_journal)?;
+        let journal = Arc::new(Journal::open_or_create(&journal_path)?);
         let mut executor = Executor::with_policy_slots(
             admission,
             plugins.slots(),
@@ -453,13 +499,7 @@ fn open_audit(
     let settings = AuditSettings {
         checkpoint_every: config.audit.checkpoint_every,
         retention: config.audit.retention,
-        witness: Some(
-            config
-                .audit
-                .witness
-                .clone()
-                .unwrap_or_else(|| state_dir.join("audit.witness")),
-        ),
+        witness: Some(witness_path(config, state_dir)),
     };
     Ok(AuditLog::open(
         &state_dir.join("audit.log"),
@@ -467,6 +507,16 @@ fn open_audit(
         settings,
         now_ms,
     )?)
+}
+
+/// The audit log's witness: the configured file, else `audit.witness` in the state
+/// directory.
+fn witness_path(config: &SluiceConfig, state_dir: &Path) -> PathBuf {
+    config
+        .audit
+        .witness
+        .clone()
+        .unwrap_or_else(|| state_dir.join("audit.witness"))
 }
 
 /// A jitter seed from the OS.

@@ -23,6 +23,7 @@
 //! ```
 
 mod builder;
+mod state;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -411,6 +411,35 @@ impl Journal {
         let rows = stmt.query_map([], row).map_err(|e| self.sqlite(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
     }
+
+    /// Every action's task and name, oldest first: what this host owns.
+    ///
+    /// # Errors
+    /// A SQLite failure.
+    pub fn names(&self) -> Result<Vec<(String, String)>, JournalError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT task, action FROM actions ORDER BY id")
+            .map_err(|e| self.sqlite(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.sqlite(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+    }
+
+    /// Whether action `action` of `task` is recorded here.
+    ///
+    /// # Errors
+    /// A SQLite failure.
+    pub fn knows(&self, task: &str, action: &str) -> Result<bool, JournalError> {
+        self.conn()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM actions WHERE task = ?1 AND action = ?2)",
+                params![task, action],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sqlite(e))
+    }
 }
 
 mod attempts;
@@ -425,7 +454,7 @@ pub use attempts::AttemptRecord;
 pub use budget_use::PeriodUse;
 pub use error::JournalError;
 use error::Unknown;
-pub use open::{APPLICATION_ID, SCHEMA_VERSION};
+pub use open::{APPLICATION_ID, Probe, SCHEMA_VERSION};
 pub use state::State;
 
 #[cfg(test)]

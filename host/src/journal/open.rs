@@ -304,7 +304,44 @@ fn regular_file(path: &Path, name: &str) -> Result<u64, JournalError> {
     }
 }
 
+/// What lies at a journal's path, read without writing to it ([`Journal::probe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// No file.
+    Missing,
+    /// A file of 0 bytes.
+    Empty,
+    /// An SQLite database with nothing in it.
+    Blank,
+    /// A sluice journal.
+    Journal,
+}
+
 impl Journal {
+    /// What is at `path`: nothing, an empty file, an empty database, or a journal. Writes
+    /// nothing.
+    ///
+    /// # Errors
+    /// [`JournalError::NotAJournal`] (another program's database, or not a database),
+    /// [`JournalError::NewerSchema`], [`JournalError::NotAFile`], or an I/O or SQLite
+    /// failure, each naming the file.
+    pub fn probe(path: &Path) -> Result<Probe, JournalError> {
+        let name = path.display().to_string();
+        match regular_file(path, &name) {
+            Err(JournalError::NotFound { .. }) => return Ok(Probe::Missing),
+            Err(e) => return Err(e),
+            Ok(0) => return Ok(Probe::Empty),
+            Ok(_) => {}
+        }
+        // Read-write (never create), as the host opens it: a journal in WAL mode is read
+        // with its `-wal` and `-shm`; `identify` only reads.
+        let conn = connect(path, &name)?;
+        Ok(match identify(&conn, &name)? {
+            Found::Blank => Probe::Blank,
+            Found::Journal(_) => Probe::Journal,
+        })
+    }
+
     /// Opens the journal at `path`, creating it when there is none: the host's way in. A new
     /// journal is `0600` (its `-wal` and `-shm` too) and missing directories are made
     /// `0700`, whatever the umask. An existing file must be a sluice journal of a schema this

@@ -21,7 +21,13 @@
 //! - **each artifact carries the SHA-256 of its bytes** (a trailer, written with it through
 //!   one rename) and is loaded only when the digest matches: a flipped bit, a torn or
 //!   truncated write, a file from an older format is recompiled and replaced, with a
-//!   warning, and never deserialized.
+//!   warning, and never deserialized;
+//! - **and says what it was compiled from**: the trailer names the SHA-256 of the exact
+//!   component it was compiled from and the engine configuration it was compiled for, under
+//!   the same checksum, and an artifact is loaded only for that component on that engine.
+//!   An artifact copied over another plugin's name, over another version of the same
+//!   plugin, or from an engine configured otherwise is recompiled and replaced, with a
+//!   warning that says so — the file's name is never taken as its identity.
 //!
 //! The digest stops accidents, not an adversary: one who can write the directory can write a
 //! matching digest too. The ownership checks are what keep others out; the user's own
@@ -103,15 +109,20 @@ impl ComponentCache {
         let Some(path) = self.path_for(engine, digest) else {
             return Ok((Component::new(engine, bytes)?, CacheOutcome::Compiled));
         };
-        let unusable = match read_artifact(&path) {
+        let origin = Origin {
+            source: *digest,
+            engine: engine_key(engine),
+        };
+        let unusable = match read_artifact(&path, &origin) {
             Ok(None) => None,
             Ok(Some(artifact)) => {
                 // SAFETY: `deserialize` trusts that the bytes are an artifact
                 // `Component::serialize` produced for this engine. These bytes are exactly
                 // those this cache stored: their SHA-256 trailer matched, and the file and
-                // its directory are writable by this user alone (checked above). The key
-                // includes the engine's compatibility hash, and wasmtime checks the header
-                // and version again.
+                // its directory are writable by this user alone (checked above). The
+                // trailer names the component they were compiled from (these `bytes`) and
+                // the engine's compatibility hash (this engine's), and wasmtime checks the
+                // header and version again.
                 #[allow(unsafe_code, reason = "loading our own compiled artifacts")]
                 match unsafe { Component::deserialize(engine, &artifact) } {
                     Ok(c) => return Ok((c, CacheOutcome::Hit)),
@@ -121,7 +132,7 @@ impl ComponentCache {
             Err(why) => Some(why),
         };
         let component = Component::new(engine, bytes)?;
-        let stored = store_atomically(&path, &component.serialize()?);
+        let stored = store_atomically(&path, &component.serialize()?, &origin);
         // One warning, naming the file once, saying what became of it.
         let path = path.display();
         match (unusable, stored) {
@@ -147,13 +158,43 @@ impl ComponentCache {
         if !*self.usable.get_or_init(|| usable(dir)) {
             return None;
         }
-        let mut h = DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut h);
         Some(dir.join(format!(
             "{}-{:016x}.cwasm",
             crate::hex::to_hex(digest),
-            h.finish()
+            engine_key(engine)
         )))
+    }
+}
+
+/// The engine's compatibility hash (its version and every setting that changes compiled
+/// code), as a number.
+fn engine_key(engine: &Engine) -> u64 {
+    let mut h = DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut h);
+    h.finish()
+}
+
+/// What an artifact was compiled from: the component's [`Digest`] and the engine's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Origin {
+    source: Digest,
+    engine: u64,
+}
+
+impl Origin {
+    fn bytes(&self) -> [u8; 40] {
+        let mut b = [0; 40];
+        b[..32].copy_from_slice(&self.source);
+        b[32..].copy_from_slice(&self.engine.to_be_bytes());
+        b
+    }
+
+    /// The checksum of `artifact` compiled from `self`.
+    fn checksum(&self, artifact: &[u8]) -> Digest {
+        let mut h = Sha256::new();
+        h.update(artifact);
+        h.update(self.bytes());
+        h.finalize().into()
     }
 }
 
@@ -175,10 +216,11 @@ fn usable(dir: &Path) -> bool {
     }
 }
 
-/// Marks the trailer: what follows is the SHA-256 of the artifact before it.
-const TRAILER_MAGIC: &[u8; 16] = b"sluice-sha256-v1";
-/// The trailer: [`TRAILER_MAGIC`] and the artifact's SHA-256.
-const TRAILER_LEN: usize = TRAILER_MAGIC.len() + 32;
+/// Marks the trailer: what follows is the artifact's [`Origin`] (the component's SHA-256, the
+/// engine's key) and the SHA-256 of the artifact and its origin.
+const TRAILER_MAGIC: &[u8; 16] = b"sluice-sha256-v2";
+/// The trailer: [`TRAILER_MAGIC`], the origin (40 bytes) and the checksum.
+const TRAILER_LEN: usize = TRAILER_MAGIC.len() + 40 + 32;
 
 /// The largest artifact read, in bytes: 256 MiB. A compiled plugin is a few times the size
 /// of its `.wasm` (about 450 KiB for a bundled one, whose `.wasm` is 350 KiB), and a `.wasm`
@@ -203,6 +245,13 @@ enum Unusable {
     NoTrailer,
     #[error("its SHA-256 does not match its trailer (the file is corrupted)")]
     Corrupted,
+    #[error(
+        "it was compiled from another component (SHA-256 {found}), not this plugin's \
+         ({wanted}): copied from another plugin or another version of this one"
+    )]
+    OtherSource { found: String, wanted: String },
+    #[error("it was compiled for an engine configured otherwise (another version or setting)")]
+    OtherEngine,
     #[error("the engine refuses it ({0})")]
     Refused(String),
 }
@@ -233,7 +282,7 @@ impl From<private_fs::Exposure> for Unusable {
 /// name does not hang the host, a symlink to `/dev/zero` is not read), owned by this user
 /// and writable by no one else (checked on the open file), of at most
 /// [`MAX_ARTIFACT_BYTES`].
-fn read_artifact(path: &Path) -> Result<Option<Vec<u8>>, Unusable> {
+fn read_artifact(path: &Path, wanted: &Origin) -> Result<Option<Vec<u8>>, Unusable> {
     // Read into memory rather than map the file: a file rewritten or truncated while the
     // component is in use must not crash the process, and the bytes checked are the bytes
     // loaded.
@@ -250,20 +299,38 @@ fn read_artifact(path: &Path) -> Result<Option<Vec<u8>>, Unusable> {
     let Some(body_len) = data.len().checked_sub(TRAILER_LEN) else {
         return Err(Unusable::NoTrailer);
     };
-    let (magic, sum) = data[body_len..].split_at(TRAILER_MAGIC.len());
+    let (magic, rest) = data[body_len..].split_at(TRAILER_MAGIC.len());
     if magic != TRAILER_MAGIC {
         return Err(Unusable::NoTrailer);
     }
-    if digest(&data[..body_len])[..] != *sum {
+    let (origin, sum) = rest.split_at(40);
+    let mut source = [0; 32];
+    source.copy_from_slice(&origin[..32]);
+    let mut engine = [0; 8];
+    engine.copy_from_slice(&origin[32..]);
+    let found = Origin {
+        source,
+        engine: u64::from_be_bytes(engine),
+    };
+    if found.checksum(&data[..body_len])[..] != *sum {
         return Err(Unusable::Corrupted);
+    }
+    if found.source != wanted.source {
+        return Err(Unusable::OtherSource {
+            found: crate::hex::to_hex(&found.source),
+            wanted: crate::hex::to_hex(&wanted.source),
+        });
+    }
+    if found.engine != wanted.engine {
+        return Err(Unusable::OtherEngine);
     }
     data.truncate(body_len);
     Ok(Some(data))
 }
 
-/// Writes `artifact` and its trailer to `path` through a new `0600` file and a rename, so a
-/// concurrent reader never sees half an artifact.
-fn store_atomically(path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+/// Writes `artifact`, compiled from `origin`, and its trailer to `path` through a new `0600`
+/// file and a rename, so a concurrent reader never sees half an artifact.
+fn store_atomically(path: &Path, artifact: &[u8], origin: &Origin) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(".{}.{}.tmp", std::process::id(), unique()));
     let written = private_fs::options()
@@ -273,7 +340,8 @@ fn store_atomically(path: &Path, artifact: &[u8]) -> std::io::Result<()> {
         .and_then(|mut f| {
             f.write_all(artifact)?;
             f.write_all(TRAILER_MAGIC)?;
-            f.write_all(&digest(artifact))
+            f.write_all(&origin.bytes())?;
+            f.write_all(&origin.checksum(artifact))
         })
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
@@ -286,4 +354,49 @@ fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An artifact's trailer is checked against the component and the engine it is loaded
+    /// for: the bytes are never deserialized for another (what `Component::deserialize`
+    /// would make executable as it stands).
+    #[test]
+    fn an_artifact_is_read_only_for_the_component_and_engine_it_was_compiled_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.cwasm");
+        let ours = Origin {
+            source: digest(b"this plugin"),
+            engine: 7,
+        };
+        store_atomically(&path, b"compiled code", &ours).unwrap();
+        assert_eq!(
+            read_artifact(&path, &ours).unwrap().as_deref(),
+            Some(&b"compiled code"[..])
+        );
+        let other_plugin = Origin {
+            source: digest(b"another plugin"),
+            ..ours
+        };
+        assert!(matches!(
+            read_artifact(&path, &other_plugin),
+            Err(Unusable::OtherSource { .. })
+        ));
+        let other_engine = Origin { engine: 8, ..ours };
+        assert!(matches!(
+            read_artifact(&path, &other_engine),
+            Err(Unusable::OtherEngine)
+        ));
+        // The origin is under the checksum: rewriting it in place is corruption.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() - 32 - 8;
+        bytes[at] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(matches!(
+            read_artifact(&path, &ours),
+            Err(Unusable::Corrupted)
+        ));
+    }
 }

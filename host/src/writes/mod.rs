@@ -36,6 +36,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::admission::TaskId;
+use crate::admission::shared::ClaimError;
 use crate::audit::{AuditError, AuditLog, Event, EventKind};
 use crate::clock::Clock;
 use crate::contract::Response;
@@ -147,7 +148,7 @@ pub enum WriteError {
     /// Another host owns the action, or the shared store could not say: nothing was
     /// recorded or sent.
     #[error(transparent)]
-    Claim(#[from] crate::admission::shared::ClaimError),
+    Claim(#[from] ClaimError),
 }
 
 /// A point in a write's life, reported to a [`Writes::on_step`] listener (for progress
@@ -275,11 +276,37 @@ impl Writes {
     }
 
     /// Claims every new action in the shared store behind `gate` before recording it, so
-    /// that a second host given the same action refuses it ([`WriteError::Claim`]).
+    /// that a second host given the same action refuses it ([`WriteError::Claim`]); and
+    /// tells the gate which actions the journal holds, for it to re-register them when the
+    /// store lost its state.
     #[must_use]
     pub fn claims(mut self, gate: crate::admission::shared::Gate) -> Self {
+        let journal = self.journal.clone();
+        gate.local_actions(Arc::new(move || match journal.names() {
+            Ok(names) => names.iter().map(|(t, a)| claim_name(t, a)).collect(),
+            Err(e) => {
+                tracing::error!("could not list the journal's actions to re-register them: {e}");
+                Vec::new()
+            }
+        }));
         self.claims = Some(gate);
         self
+    }
+
+    /// Why new writes are refused now, if they are: the shared store they are claimed in
+    /// does not answer, or lost its state since this host joined it.
+    pub fn refused_because(&self) -> Option<&'static str> {
+        let gate = self.claims.as_ref()?;
+        if gate.store_lost_state() {
+            Some(
+                "the shared store lost its state: actions this host's journal does not hold \
+                 are refused until an operator runs `sluice store recover`",
+            )
+        } else if !gate.is_up() {
+            Some("the shared store does not answer: new actions cannot be claimed")
+        } else {
+            None
+        }
     }
 
     /// Claims action `id` in `inflight` (the locked map), unless another run has it.
@@ -369,7 +396,13 @@ impl Writes {
     pub async fn write(&self, write: &Write) -> Result<WriteOutcome, WriteError> {
         if let Some(gate) = &self.claims {
             // Before the journal: an action another host owns is not recorded here at all.
-            gate.claim(&claim_name(&write.task, &write.action)).await?;
+            match gate.claim(&claim_name(&write.task, &write.action)).await {
+                // The store lost its state, but this host's journal holds the action: it is
+                // this host's, and the journal settles it as always.
+                Err(ClaimError::StoreLostState { .. })
+                    if self.journal.knows(&write.task, &write.action)? => {}
+                claimed => claimed?,
+            }
         }
         let stored = StoredRequest::of(&write.call);
         let intent = stored.intent(write);

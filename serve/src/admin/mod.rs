@@ -4,7 +4,9 @@
 //! error is `{"error": {"message": ...}}`, saying what is wrong and what to do.
 //!
 //! - `GET /healthz`: 200 while the process serves;
-//! - `GET /readyz`: 200 once the writes a previous run left were carried on, else 503;
+//! - `GET /readyz`: 200 once the writes a previous run left were carried on and while new
+//!   writes can be claimed, else 503 with the reason (`recovering`, or `writes_refused`:
+//!   the shared store does not answer or lost its state);
 //! - `GET /metrics`: the Prometheus text format;
 //! - `GET /scopes`: every quota scope — limits, paced rate, what is available, what the
 //!   provider last reported, the hold, when the next request may go and why it waits
@@ -236,14 +238,16 @@ pub(crate) async fn handle(
 }
 
 fn readyz(shared: &Shared) -> Response<Body> {
-    if shared.ready.load(Ordering::Acquire) {
-        json_reply(200, &json!({"status": "ready"}))
-    } else {
+    if !shared.ready.load(Ordering::Acquire) {
         json_reply(
             503,
             &json!({"status": "recovering",
                     "detail": "carrying on the writes the previous run left unfinished"}),
         )
+    } else if let Some(why) = shared.sluice.writes().refused_because() {
+        json_reply(503, &json!({"status": "writes_refused", "detail": why}))
+    } else {
+        json_reply(200, &json!({"status": "ready"}))
     }
 }
 

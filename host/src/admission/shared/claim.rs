@@ -5,7 +5,7 @@
 //! naming the owner.
 
 use super::Gate;
-use super::redis::StoreError;
+use super::redis::{Claimed, StoreError};
 
 /// An action that cannot be claimed by this host.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,6 +31,16 @@ pub enum ClaimError {
         /// The host id.
         host: String,
     },
+    /// The shared store lost its state since this host joined it (a restart without
+    /// persistence, a flush): who owns an action this host's journal does not hold can no
+    /// longer be told, so it is refused until an operator recovers the store's ownership.
+    #[error(
+        "action {action:?} was not claimed: the shared store lost its state (its ownership epoch is gone or replaced), so whether another host already did this action cannot be told; nothing was sent. Once every host is running again, an operator runs `sluice store recover` (README, \"Several hosts, one quota\")"
+    )]
+    StoreLostState {
+        /// The action.
+        action: String,
+    },
     /// The store did not answer, so the claim could not be made: nothing was sent.
     #[error(
         "action {action:?} could not be claimed in the shared store ({error}); nothing was sent, try again"
@@ -48,9 +58,10 @@ impl Gate {
     ///
     /// # Errors
     /// [`ClaimError::Elsewhere`] when another host owns it; [`ClaimError::HostIdInUse`]
-    /// when another live process uses this host's id; [`ClaimError::Unreachable`]
-    /// when the store does not answer (a write is never sent unclaimed: that is how one
-    /// would be done twice).
+    /// when another live process uses this host's id; [`ClaimError::StoreLostState`] when
+    /// the store lost its state since this host joined it (see [`super::ownership`]);
+    /// [`ClaimError::Unreachable`] when the store does not answer (a write is never sent
+    /// unclaimed: that is how one would be done twice).
     pub async fn claim(&self, action: &str) -> Result<(), ClaimError> {
         if self.host_id_in_use() {
             return Err(ClaimError::HostIdInUse {
@@ -59,12 +70,38 @@ impl Gate {
             });
         }
         let ttl = self.config().claim_ttl;
-        match self.store().claim(action, self.host_id(), ttl).await {
-            Ok(None) => Ok(()),
-            Ok(Some(owner)) => Err(ClaimError::Elsewhere {
-                action: action.into(),
-                owner,
-            }),
+        let ownership = self.ownership();
+        if ownership.is_lost() {
+            // Recovered meanwhile? The upkeep checks too; a claim need not wait for it.
+            ownership.check(self.store(), self.host_id(), ttl).await;
+            if ownership.is_lost() {
+                return Err(ClaimError::StoreLostState {
+                    action: action.into(),
+                });
+            }
+        }
+        let joined = ownership.known();
+        let claimed = self
+            .store()
+            .claim(action, self.host_id(), ttl, joined.as_deref())
+            .await;
+        match claimed {
+            Ok(Claimed::Ok { epoch, owner }) => {
+                ownership.joined(&epoch);
+                match owner {
+                    None => Ok(()),
+                    Some(owner) => Err(ClaimError::Elsewhere {
+                        action: action.into(),
+                        owner,
+                    }),
+                }
+            }
+            Ok(Claimed::Lost) => {
+                ownership.lost(self.store(), self.host_id(), ttl).await;
+                Err(ClaimError::StoreLostState {
+                    action: action.into(),
+                })
+            }
             Err(e) => {
                 if !matches!(e, StoreError::Reply(_)) {
                     self.went_away(&e);

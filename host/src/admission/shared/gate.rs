@@ -24,6 +24,9 @@ pub enum GateError {
     /// The Redis client could not be made.
     #[error("store: {0}")]
     Store(#[from] StoreError),
+    /// The ownership epoch this host joined could not be read.
+    #[error("store: {0}")]
+    Epoch(#[from] super::EpochFileError),
 }
 
 /// What the gate decided for one call.
@@ -87,6 +90,8 @@ struct Inner {
     next_lease: AtomicU64,
     state: Mutex<State>,
     runtime: tokio::runtime::Handle,
+    /// The ownership epoch this host joined (see [`super::ownership`]).
+    ownership: super::ownership::Ownership,
 }
 
 #[derive(Debug, Default)]
@@ -110,11 +115,14 @@ impl Inner {
 }
 
 impl Gate {
-    /// A gate on the store `config` names, for the host `host_id`. Spawns the task that
-    /// renews leases on the current tokio runtime; it stops when the last clone is gone.
+    /// A gate on the store `config` names, for the host `host_id`, keeping the ownership
+    /// epoch it joins in `epoch_file` (in the state directory: see [`super::ownership`];
+    /// `None`: in memory, so a restart cannot tell a store that lost its state). Spawns the
+    /// task that renews leases on the current tokio runtime; it stops when the last clone
+    /// is gone.
     ///
     /// # Errors
-    /// [`GateError`] for settings that cannot work.
+    /// [`GateError`] for settings that cannot work, or an epoch file that cannot be read.
     ///
     /// # Panics
     /// Outside a tokio runtime.
@@ -122,8 +130,10 @@ impl Gate {
         config: SharedConfig,
         host_id: String,
         clock: Arc<dyn Clock>,
+        epoch_file: Option<std::path::PathBuf>,
     ) -> Result<Self, GateError> {
         config.validate()?;
+        let ownership = super::ownership::Ownership::new(epoch_file)?;
         let store = RedisStore::new(&config)?;
         metrics::gauge!(crate::observe::SHARED_STORE_UP).set(1.0);
         let inner = Arc::new(Inner {
@@ -137,6 +147,7 @@ impl Gate {
             next_lease: AtomicU64::new(0),
             state: Mutex::new(State::default()),
             runtime: tokio::runtime::Handle::current(),
+            ownership,
             config,
         });
         inner.runtime.spawn(renew_leases(
@@ -159,6 +170,23 @@ impl Gate {
     /// The store itself.
     pub fn store(&self) -> &RedisStore {
         &self.inner.store
+    }
+
+    /// The ownership epoch this host joined.
+    pub(super) fn ownership(&self) -> &super::ownership::Ownership {
+        &self.inner.ownership
+    }
+
+    /// Whether the store lost its state since this host joined it: actions this host's
+    /// journal does not hold are refused until an operator recovers it.
+    pub fn store_lost_state(&self) -> bool {
+        self.inner.ownership.is_lost()
+    }
+
+    /// Says how to list the actions this host's journal holds, which it re-registers when
+    /// it finds the store lost its state.
+    pub fn local_actions(&self, local: super::LocalActions) {
+        self.inner.ownership.set_local(local);
     }
 
     /// Whether another live process holds this host's id (then new writes are refused).
@@ -400,6 +428,12 @@ async fn renew_leases(inner: Weak<Inner>, every: Duration) {
                 continue;
             }
         }
+        // Between claims too: a host that finds the store lost its state re-registers its
+        // actions now, not at its next write, so an operator can recover without waiting.
+        inner
+            .ownership
+            .check(&inner.store, &inner.host_id, inner.config.claim_ttl)
+            .await;
         let pairs = live_pairs(&inner);
         if let Err(e) = inner.store.renew(&pairs, false).await {
             Gate { inner }.went_away(&e);

@@ -34,6 +34,7 @@ mod claim;
 mod config;
 mod fallback;
 mod gate;
+mod ownership;
 mod redis;
 mod scripts;
 
@@ -42,7 +43,8 @@ use std::time::Duration;
 pub use claim::ClaimError;
 pub use config::{SharedConfig, SharedConfigError};
 pub use gate::{Gate, GateError, Lease, Passed};
-pub use redis::{RedisStore, Refusal, StoreError, Verdict};
+pub use ownership::{EpochFileError, LocalActions};
+pub use redis::{Claimed, EpochCheck, RedisStore, Refusal, StoreError, Verdict};
 
 use super::bucket::Nanos;
 use super::scope::ScopeKey;

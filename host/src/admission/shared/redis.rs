@@ -7,7 +7,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Script, Value};
 
 use super::scripts::{
-    ADMIT, HEARTBEAT, IDLE_KEEP_MS, LEARNED_FOR_US, RENEW, SETTLE, SHARE, SLOT_POLL_US,
+    ADMIT, CLAIM, HEARTBEAT, IDLE_KEEP_MS, LEARNED_FOR_US, RENEW, SETTLE, SHARE, SLOT_POLL_US,
 };
 use super::{QuotaFigures, ScopeFigures, SharedConfig};
 use crate::admission::scope::ScopeKey;
@@ -70,6 +70,33 @@ pub struct RedisStore {
     share: Script,
     renew: Script,
     heartbeat: Script,
+    claim: Script,
+}
+
+/// What a claim found (see [`super::ownership`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// The store's epoch, and the host that owned the action before (`None`: this claim is
+    /// new, or the action was the host's already).
+    Ok {
+        /// The store's epoch.
+        epoch: String,
+        /// Another host that owns the action.
+        owner: Option<String>,
+    },
+    /// The store lost its state since the host joined its epoch.
+    Lost,
+}
+
+/// The store's epoch against the one a host joined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EpochCheck {
+    /// The same.
+    Same,
+    /// Another one, set by an operator (`sluice store recover`): the host adopts it.
+    Recovered(String),
+    /// Missing, or another one no operator set.
+    Lost,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -107,6 +134,7 @@ impl RedisStore {
             share: Script::new(SHARE),
             renew: Script::new(RENEW),
             heartbeat: Script::new(HEARTBEAT),
+            claim: Script::new(CLAIM),
         })
     }
 
@@ -131,6 +159,14 @@ impl RedisStore {
 
     pub(super) fn claim_key(&self, action: &str) -> String {
         format!("{}:a:{action}", self.prefix)
+    }
+
+    fn epoch_key(&self) -> String {
+        format!("{}:epoch", self.prefix)
+    }
+
+    fn recovered_key(&self) -> String {
+        format!("{}:epoch-recovered", self.prefix)
     }
 
     /// Checks and charges every quota, hold and concurrency limit of one call, in one
@@ -315,8 +351,8 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Claims `action` for `host` for `ttl`: `None` when it is this host's (now or
-    /// before), else the host that owns it.
+    /// Claims `action` for `host` for `ttl`, in the epoch the host `joined` (`None`: the
+    /// store's, which is made when there is none): see [`super::ownership`].
     ///
     /// # Errors
     /// [`StoreError`] when Redis does not answer.
@@ -325,16 +361,126 @@ impl RedisStore {
         action: &str,
         host: &str,
         ttl: Duration,
-    ) -> Result<Option<String>, StoreError> {
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(self.claim_key(action))
+        joined: Option<&str>,
+    ) -> Result<Claimed, StoreError> {
+        let mut inv = self.claim.prepare_invoke();
+        inv.key(self.claim_key(action))
+            .key(self.epoch_key())
+            .key(self.recovered_key())
             .arg(host)
-            .arg("NX")
-            .arg("GET")
-            .arg("PX")
-            .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-        let owner: Option<String> = self.run(cmd.query_async(&mut self.conn.clone())).await?;
-        Ok(owner.filter(|o| o != host))
+            .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+            .arg(joined.unwrap_or(""))
+            .arg(super::ownership::new_token());
+        let reply: Vec<String> = self.run(inv.invoke_async(&mut self.conn.clone())).await?;
+        match reply.as_slice() {
+            [lost] if lost == "lost" => Ok(Claimed::Lost),
+            [ok, epoch, owner] if ok == "ok" => Ok(Claimed::Ok {
+                epoch: epoch.clone(),
+                owner: Some(owner.clone()).filter(|o| !o.is_empty() && o != host),
+            }),
+            other => Err(StoreError::Reply(format!("{other:?}"))),
+        }
+    }
+
+    /// The store's epoch, made now when it has none.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn join(&self) -> Result<String, StoreError> {
+        let token = super::ownership::new_token();
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.epoch_key()).arg(&token).arg("NX").arg("GET");
+        let before: Option<String> = self.run(cmd.query_async(&mut self.conn.clone())).await?;
+        Ok(before.unwrap_or(token))
+    }
+
+    /// The store's epoch against `joined`, the one a host joined.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn epoch(&self, joined: &str) -> Result<EpochCheck, StoreError> {
+        let mut cmd = redis::cmd("MGET");
+        cmd.arg(self.epoch_key()).arg(self.recovered_key());
+        let (epoch, recovered): (Option<String>, Option<String>) =
+            self.run(cmd.query_async(&mut self.conn.clone())).await?;
+        Ok(match epoch {
+            Some(e) if e == joined => EpochCheck::Same,
+            Some(e) if recovered.as_deref() == Some(e.as_str()) => EpochCheck::Recovered(e),
+            _ => EpochCheck::Lost,
+        })
+    }
+
+    /// Re-registers `actions` as `host`'s for `ttl`, each unless another host claimed it
+    /// meanwhile: those, with their owner.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn reclaim(
+        &self,
+        actions: &[String],
+        host: &str,
+        ttl: Duration,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let mut taken = Vec::new();
+        for chunk in actions.chunks(500) {
+            let mut pipe = redis::pipe();
+            for action in chunk {
+                pipe.cmd("SET")
+                    .arg(self.claim_key(action))
+                    .arg(host)
+                    .arg("NX")
+                    .arg("GET")
+                    .arg("PX")
+                    .arg(ttl_ms);
+            }
+            let owners: Vec<Option<String>> =
+                self.run(pipe.query_async(&mut self.conn.clone())).await?;
+            taken.extend(
+                chunk
+                    .iter()
+                    .zip(owners)
+                    .filter_map(|(a, o)| o.filter(|o| o != host).map(|o| (a.clone(), o))),
+            );
+        }
+        Ok(taken)
+    }
+
+    /// Starts a new ownership epoch after the store lost its state, as an operator does
+    /// once every host re-registered its actions: the hosts adopt it and claim again.
+    /// Returns the new epoch.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn recover_ownership(&self) -> Result<String, StoreError> {
+        let token = super::ownership::new_token();
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("SET")
+            .arg(self.epoch_key())
+            .arg(&token)
+            .ignore()
+            .cmd("SET")
+            .arg(self.recovered_key())
+            .arg(&token)
+            .ignore();
+        let () = self.run(pipe.query_async(&mut self.conn.clone())).await?;
+        Ok(token)
+    }
+
+    /// The host ids with a live process in the store.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn live_hosts(&self) -> Result<Vec<String>, StoreError> {
+        let prefix = format!("{}:host:", self.prefix);
+        let mut cmd = redis::cmd("KEYS");
+        cmd.arg(format!("{prefix}*"));
+        let keys: Vec<String> = self.run(cmd.query_async(&mut self.conn.clone())).await?;
+        Ok(keys
+            .into_iter()
+            .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned))
+            .collect())
     }
 
     /// Says this process (`nonce`) is alive as `host` for `ttl`: `None`, or the nonce of

@@ -213,3 +213,31 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false
 ";
+
+/// Claims an action for a host, in the ownership epoch the host joined (see
+/// [`super::ownership`]).
+///
+/// KEYS: the action's claim, the epoch, the epoch an operator recovered. ARGV: the host, the
+/// claim's ttl (ms), the epoch the host joined (`''`: none yet), a new epoch token (set when
+/// the store has none and the host joined none). Returns `{'lost'}` when the store's epoch
+/// is missing or another one no operator set; else `{'ok', epoch, owner}`, the owner `''`
+/// when the claim is new.
+pub(super) const CLAIM: &str = r"
+local epoch = redis.call('GET', KEYS[2])
+if not epoch then
+  if ARGV[3] ~= '' then
+    return {'lost'}
+  end
+  redis.call('SET', KEYS[2], ARGV[4])
+  epoch = ARGV[4]
+elseif ARGV[3] ~= '' and epoch ~= ARGV[3] then
+  if redis.call('GET', KEYS[3]) ~= epoch then
+    return {'lost'}
+  end
+end
+local owner = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET', 'PX', ARGV[2])
+if not owner then
+  owner = ''
+end
+return {'ok', epoch, owner}
+";

@@ -1,0 +1,70 @@
+//! `sluice store`: the shared store of a group of hosts, as an operator sees it.
+//!
+//! `sluice store recover --config F` starts a new ownership epoch after the store lost its
+//! state (a restart without persistence, a flush). Until then, every host that had joined
+//! the group refuses actions its own journal does not hold: after the loss, who did them
+//! can no longer be told. Each host re-registers its journal's actions as soon as it sees
+//! the loss; run this once every host of the group is running again (the hosts with a live
+//! process are listed), so that no action a stopped host did is left without its owner.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use sluice::admission::shared::RedisStore;
+use sluice::config::SluiceConfig;
+use sluice::printable::printable;
+
+/// `sluice store` commands.
+#[derive(Debug, clap::Subcommand)]
+pub enum StoreCommand {
+    /// Start a new ownership epoch after the shared store lost its state, once every host
+    /// of the group is running again and has re-registered its actions.
+    Recover {
+        /// The configuration file naming the store (`[store]`).
+        #[arg(long)]
+        config: PathBuf,
+        /// Say that every host of the group is running (listed above the question):
+        /// without it, the hosts are listed and nothing changes.
+        #[arg(long)]
+        all_hosts_running: bool,
+    },
+}
+
+pub fn run(command: StoreCommand) -> anyhow::Result<ExitCode> {
+    let StoreCommand::Recover {
+        config,
+        all_hosts_running,
+    } = command;
+    let config = SluiceConfig::from_file(&config)?;
+    let store = config.store.context(
+        "the configuration has no [store] table: only a group of hosts sharing a store has an \
+         ownership epoch",
+    )?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let store = RedisStore::new(&store)?;
+        let hosts = store.live_hosts().await?;
+        println!("hosts with a live process in the store ({}):", hosts.len());
+        for h in &hosts {
+            println!("  {}", printable(h));
+        }
+        if !all_hosts_running {
+            println!(
+                "nothing changed. Once every host of the group is running again (each \
+                 re-registers the actions its journal holds when it sees the loss), run again \
+                 with --all-hosts-running."
+            );
+            return Ok(ExitCode::from(1));
+        }
+        let epoch = store.recover_ownership().await?;
+        println!(
+            "a new ownership epoch ({epoch}) is set: the hosts adopt it and claim new actions \
+             again."
+        );
+        Ok(ExitCode::SUCCESS)
+    })
+}
