@@ -158,6 +158,13 @@ fn verify(log: &Path, key: &Path, options: &VerifyOptions<'_>) -> anyhow::Result
              (accepted because of --allow-pruned)\n"
         ));
     }
+    for epoch in &report.witness_epochs {
+        out.push_str(&format!(
+            "WARNING: record {epoch} starts a new witness epoch: the witness was found missing, \
+             emptied or cut short and was started afresh on an operator's word, so it vouches \
+             only for the log after it — a cut of the log's tail before then cannot be seen\n"
+        ));
+    }
     out.push_str(&signer);
     crate::print_once(&out)?;
     Ok(ExitCode::SUCCESS)

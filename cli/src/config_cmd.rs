@@ -44,6 +44,10 @@ macro_rules! outln {
     }};
 }
 
+/// What the report says of a part without which the host does not start: `config check`
+/// then exits 1, whatever else is valid.
+const WILL_NOT_START: &str = "will not start";
+
 fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     let origin = printable(&file.display().to_string()).into_owned();
     let host = match SluiceConfig::from_file(file) {
@@ -171,6 +175,15 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     );
     print_serve(&mut out, &host.serve);
     print_budgets(&mut out, &host.budgets);
+    if out.contains(WILL_NOT_START) {
+        outln!(
+            out,
+            "the configuration is valid, but the host {WILL_NOT_START} as things are: see \
+             NOT READABLE NOW above"
+        );
+        crate::print_once(&out)?;
+        return Ok(ExitCode::from(1));
+    }
     crate::print_once(&out)
 }
 
@@ -247,7 +260,7 @@ fn print_serve(out: &mut String, serve: &ServeConfig) {
         };
         match sluice_serve::agents::load_token(key, source) {
             Ok(_) => format!("{from} (readable now)"),
-            Err(e) => format!("{from} (NOT READABLE NOW, sluice serve will not start: {e})"),
+            Err(e) => format!("{from} (NOT READABLE NOW, sluice serve {WILL_NOT_START}: {e})"),
         }
     };
     match &serve.admin {
@@ -342,7 +355,7 @@ fn print_setup(out: &mut String, setup: &ProviderSetup) {
                 "readable now, and by other users too: chmod 600 it".to_owned()
             }
             Ok(()) => "readable now".to_owned(),
-            Err(e) => format!("NOT READABLE NOW, the host will not start: {e}"),
+            Err(e) => format!("NOT READABLE NOW, the host {WILL_NOT_START}: {e}"),
         };
         outln!(
             out,

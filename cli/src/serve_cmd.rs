@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use sluice::Sluice;
+use sluice::audit::Fingerprint;
 use sluice::config::{PluginSource, SluiceConfig};
 use sluice::printable::printable;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
@@ -45,6 +46,11 @@ pub struct ServeArgs {
     /// run sent or escalated are forgotten.
     #[arg(long)]
     fresh_journal: bool,
+    /// Start the audit witness afresh when it is missing, emptied or cut short beside a log
+    /// that has checkpoints (refused otherwise): recorded in the log, reported by `sluice
+    /// audit verify`.
+    #[arg(long)]
+    new_witness_epoch: bool,
 }
 
 /// The key each fake provider demands, and the sidecar sends it.
@@ -92,8 +98,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         if let Some(dir) = &args.state_dir {
             builder = builder.state_dir(dir);
         }
-        builder = builder.fresh_journal(args.fresh_journal);
+        builder = builder
+            .fresh_journal(args.fresh_journal)
+            .new_witness_epoch(args.new_witness_epoch);
         let sluice = Arc::new(builder.config(config.clone()).build()?);
+        // At every start, and again at the end: the key to pin when verifying the log.
+        let signed_by = format!(
+            "the audit log {} is signed by key {}",
+            sluice.audit().path().display(),
+            Fingerprint::of(&sluice.audit().verifying_key())
+        );
+        eprintln!("sluice serve: {signed_by}");
         let mut sidecar = Sidecar::new(sluice, &config)?.metrics(metrics);
         if let Some(addr) = args.listen {
             sidecar = sidecar.listen(addr);
@@ -132,6 +147,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         } else {
             eprintln!("sluice serve: stopped; no write left unfinished");
         }
+        eprintln!("sluice serve: {signed_by}");
         drop(fakes);
         drop(temp);
         Ok(ExitCode::SUCCESS)

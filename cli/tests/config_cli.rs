@@ -9,9 +9,30 @@ use std::time::Duration;
 
 use support::stderr;
 
-/// Runs `sluice config check path`, killed after 30 s if it has not answered.
+/// The environment variables the example files read their secrets from.
+const EXAMPLE_SECRETS: [&str; 6] = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "STRIPE_SECRET_KEY",
+    "SLUICE_ADMIN_TOKEN",
+    "SLUICE_AGENT_TOKEN",
+    "GITHUB_TOKEN",
+];
+
+/// Runs `sluice config check path`, killed after 30 s if it has not answered, with none of
+/// the example files' secrets in its environment.
 fn check(path: &Path) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    check_with(path, &[])
+}
+
+/// [`check`], with the environment variables `env` set.
+fn check_with(path: &Path, env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    for var in EXAMPLE_SECRETS {
+        command.env_remove(var);
+    }
+    let mut child = command
+        .envs(env.iter().copied())
         .args(["config", "check"])
         .arg(path)
         .stdout(Stdio::piped())
@@ -205,13 +226,18 @@ fn a_parse_error_echoes_its_line_escaped_and_cut() {
     assert!(err.contains(r"xxx\u{1b}[2K\rfake: valid`"), "{err}");
 }
 
-/// The documented whole-host file checks, and says which credential cannot be read now.
+/// The documented whole-host file checks, and says which credential cannot be read now:
+/// without its secrets, the host would not start, and `config check` exits 1 saying so.
 #[test]
 fn the_example_configuration_file_checks_and_names_each_credentials_source() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sluice.toml");
     let o = check(&example);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        out.contains("the configuration is valid, but the host will not start as things are"),
+        "{out}"
+    );
     for shown in [
         "provider openai (paced at 90%)",
         "  plugin: bundled openai",
@@ -231,8 +257,17 @@ fn the_example_configuration_file_checks_and_names_each_credentials_source() {
 fn the_sidecar_example_checks_and_names_each_tokens_source() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/serve.toml");
     let o = check(&example);
+    assert_eq!(o.status.code(), Some(1), "no secret is set: {}", stderr(&o));
+    // With every secret it reads set, the host would start: 0.
+    let secrets = [
+        ("OPENAI_API_KEY", "sk-x"),
+        ("ANTHROPIC_API_KEY", "sk-ant-x"),
+        ("SLUICE_ADMIN_TOKEN", "admin"),
+        ("SLUICE_AGENT_TOKEN", "agent"),
+    ];
+    let o = check_with(&example, &secrets);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     for shown in [
         "serve: agents at 127.0.0.1:8700, 1 agent, shutdown within 10000 ms, provider keys sent \
          by agents refused",
@@ -306,7 +341,11 @@ fn a_plugin_that_cannot_be_found_is_refused_naming_the_key() {
 #[test]
 fn the_plugin_example_shows_vectors_own_limits_and_reload_and_a_missing_vector_file_is_named() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/plugins.toml");
-    let o = check(&example);
+    let secrets = [
+        ("OPENAI_API_KEY", "sk-x"),
+        ("ANTHROPIC_API_KEY", "sk-ant-x"),
+    ];
+    let o = check_with(&example, &secrets);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     for shown in [

@@ -183,6 +183,7 @@ fn an_audit_log_or_witness_that_is_a_fifo_or_a_device_is_refused_at_once() {
         checkpoint_every: std::num::NonZeroU32::new(16).unwrap(),
         retention: None,
         witness: None,
+        new_witness_epoch: false,
     };
     let t0 = 1_700_000_000_000;
     let log = AuditLog::open(&f.path("log"), signer, settings, t0).unwrap();

@@ -104,6 +104,7 @@ pub fn write_chain(spec: &ChainSpec, log: &Path, witness: &Path) -> (Vec<u8>, Ve
             .unwrap_or(NonZeroU32::MIN),
         retention: None,
         witness: Some(witness.to_path_buf()),
+        new_witness_epoch: false,
     };
     let start = crate::NOW_MS;
     let mut now = start;

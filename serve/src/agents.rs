@@ -145,6 +145,11 @@ impl Agents {
         })
     }
 
+    /// The agent whose token has the SHA-256 `digest`, if any.
+    pub fn by_digest(&self, digest: &[u8; 32]) -> Option<&Agent> {
+        self.by_digest.get(digest).map(AsRef::as_ref)
+    }
+
     /// How many agents there are.
     pub fn len(&self) -> usize {
         self.by_digest.len()

@@ -127,10 +127,33 @@ impl Sidecar {
             let policy = sluice.executor().policy(name)?;
             Some(policy.plugin().description().clone())
         })?;
+        let agents = Agents::load(&serve)?;
+        // A token that is both the admin's (or an operator's) and an agent's would let that
+        // agent govern the sidecar.
+        let privileged = admin_token
+            .iter()
+            .map(|d| ("serve.admin.token".to_owned(), d))
+            .chain(
+                operators
+                    .iter()
+                    .map(|(name, d)| (format!("serve.admin.operators.{name}"), d)),
+            );
+        for (key, digest) in privileged {
+            if let Some(agent) = agents.by_digest(digest) {
+                return Err(ServeError::Token {
+                    key,
+                    why: format!(
+                        "it is also the token of agent `{}`: give the admin API and each \
+                         operator a token no agent has",
+                        agent.name
+                    ),
+                });
+            }
+        }
         let shared = Shared {
             sluice,
             upstreams,
-            agents: Agents::load(&serve)?,
+            agents,
             max_body_bytes: usize::try_from(serve.max_body_bytes).unwrap_or(usize::MAX),
             tasks: TaskBoard::default(),
             sdk_retries: SdkRetries::default(),

@@ -173,6 +173,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     };
     let state = StateDir::new(args.state_dir.as_deref())?;
     let ledger = Ledger::open(state.path(), args.keep_audit_key.as_deref())?;
+    // Printed before anything runs, so a run stopped any way at all left the key to pin.
+    eprintln!(
+        "sluice demo: the audit log is signed by key {} (pin it: sluice audit verify \
+         --expect-key {})",
+        ledger.fingerprint, ledger.fingerprint
+    );
     eprintln!(
         "sluice demo: {} agents for {} s on {} time; model account {RPM} RPM / {TPM} TPM",
         agents.len(),

@@ -36,6 +36,7 @@ pub fn settings(witness: &Path) -> AuditSettings {
         checkpoint_every: NonZeroU32::new(16).unwrap(),
         retention: None,
         witness: Some(witness.to_path_buf()),
+        new_witness_epoch: false,
     }
 }
 

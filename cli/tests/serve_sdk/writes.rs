@@ -278,5 +278,7 @@ fn an_emptied_journal_beside_an_earlier_run_s_audit_log_is_refused_not_adopted()
     let (status, log) = fresh.terminate();
     assert!(status.success(), "{log}");
     assert!(log.contains("starting a fresh journal on purpose"), "{log}");
+    // The key to pin, at the start and at the stop.
+    assert_eq!(log.matches("is signed by key sha256:").count(), 2, "{log}");
     assert_eq!(world.payments.stored().len(), 1);
 }

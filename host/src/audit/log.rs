@@ -24,6 +24,11 @@ pub struct AuditSettings {
     /// Where a copy of every checkpoint line goes: a file kept apart from the log (next to the
     /// secret key, say), so that deleting the log's tail can be seen. `None` writes none.
     pub witness: Option<PathBuf>,
+    /// Start the witness afresh when it lacks more of the log's checkpoints than a crash
+    /// leaves (missing, emptied, cut short), instead of refusing to open
+    /// ([`AuditError::WitnessLost`]): a [`EventKind::WitnessEpoch`] record says so in the
+    /// log. An operator's word for one start, never a standing setting.
+    pub new_witness_epoch: bool,
 }
 
 impl Default for AuditSettings {
@@ -33,6 +38,7 @@ impl Default for AuditSettings {
             checkpoint_every: EVERY,
             retention: None,
             witness: None,
+            new_witness_epoch: false,
         }
     }
 }
@@ -67,8 +73,10 @@ struct State {
 impl AuditLog {
     /// Opens the log at `path`, creating it (and the witness) `0600` if needed, and continues
     /// its chain. A torn last line (a crash mid-write) is cut away with a warning, in the log
-    /// and in the witness. Checkpoints of the log that the witness lacks at its end (a crash
-    /// between the two writes, or a new witness) are copied to it. With
+    /// and in the witness. The log's last checkpoint, when the witness lacks only that one
+    /// (a crash between the two writes), is copied to it; a witness that lacks more is
+    /// refused, or with [`AuditSettings::new_witness_epoch`] started afresh with a
+    /// [`EventKind::WitnessEpoch`] record and a checkpoint signing it. With
     /// [`AuditSettings::retention`], records older than `now_ms - retention` are then
     /// pruned ([`AuditLog::prune`]).
     ///
@@ -78,7 +86,8 @@ impl AuditLog {
     /// [`AuditError::Io`] naming the file; [`AuditError::Malformed`] naming the line when the
     /// last whole record is not a well-formed record, or a line is longer than
     /// [`MAX_LINE`](super::MAX_LINE); [`AuditError::WitnessAhead`] when the witness holds a
-    /// checkpoint past the log's end (its tail was deleted).
+    /// checkpoint past the log's end (its tail was deleted); [`AuditError::WitnessLost`]
+    /// when it lacks more than the log's last checkpoint.
     pub fn open(
         path: &Path,
         key: AuditKey,
@@ -106,9 +115,12 @@ impl AuditLog {
             file.set_len(tail.len).map_err(io)?;
             file.sync_all().map_err(io)?;
         }
-        let witness = match &settings.witness {
-            Some(w) => Some(open_witness(w, path, &tail)?),
-            None => None,
+        let (witness, epoch) = match &settings.witness {
+            Some(w) => {
+                let (file, lacked) = open_witness(w, path, &tail, settings.new_witness_epoch)?;
+                (Some(file), lacked)
+            }
+            None => (None, None),
         };
         let log = Self {
             path: path.into(),
@@ -123,6 +135,9 @@ impl AuditLog {
             }),
             settings,
         };
+        if let Some(lacked) = epoch {
+            log.start_witness_epoch(lacked, now_ms)?;
+        }
         if let Some(keep) = log.settings.retention {
             let keep = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
             log.prune(now_ms.saturating_sub(keep), now_ms)?;
@@ -158,7 +173,10 @@ impl AuditLog {
     /// line could not be written and synced (nothing of it is left in the log) or the
     /// checkpoint after it could not (the event itself is then on disk).
     pub fn append(&self, event: &Event) -> Result<u64, AuditError> {
-        if matches!(event.kind, EventKind::Checkpoint | EventKind::Pruned) {
+        if matches!(
+            event.kind,
+            EventKind::Checkpoint | EventKind::Pruned | EventKind::WitnessEpoch
+        ) {
             return Err(AuditError::CheckpointEvent);
         }
         let mut s = self.state();
@@ -170,6 +188,29 @@ impl AuditLog {
             self.write_checkpoint(&mut s, event.time_ms)?;
         }
         Ok(seq)
+    }
+
+    /// Records that the witness starts afresh, lacking `lacked` of the log's checkpoints, and
+    /// signs it at once: the new witness's first line is that checkpoint.
+    fn start_witness_epoch(&self, lacked: usize, time_ms: i64) -> Result<(), AuditError> {
+        let mut s = self.state();
+        let detail = format!(
+            "the witness was started afresh: it lacked {lacked} of the log's checkpoints \
+             (up to record {})",
+            s.seq
+        );
+        let event = Event::new(EventKind::WitnessEpoch, time_ms).detail(&detail);
+        let record = Record::new(s.seq + 1, to_hex(&s.head), &event, None);
+        self.write(&mut s, &record)?;
+        s.since_checkpoint += 1;
+        self.write_checkpoint(&mut s, time_ms)?;
+        tracing::warn!(
+            witness = ?self.settings.witness,
+            lacked,
+            "started a new audit witness epoch on the operator's word: the log's checkpoints \
+             before it are not witnessed (recorded in the log; `sluice audit verify` reports it)"
+        );
+        Ok(())
     }
 
     /// Appends a signed checkpoint covering the last record now, and returns its seq.

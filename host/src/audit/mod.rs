@@ -151,6 +151,11 @@ pub enum EventKind {
     /// `anchor`); written by the log itself when it prunes, and signed at once by the
     /// checkpoint that follows it.
     Pruned,
+    /// The witness was started afresh on an operator's word, after it was found missing,
+    /// emptied or cut short: the log's checkpoints before this record are not in it
+    /// (`detail` says how many it lacked). Written by the log itself when it opens, and
+    /// signed at once by the checkpoint that follows it; `verify` reports it.
+    WitnessEpoch,
 }
 
 /// One event to record: a kind, a time, and the facts that apply. Absent facts are left out
@@ -333,10 +338,33 @@ pub enum AuditError {
         /// The seq of the witness's last checkpoint.
         witness_seq: u64,
     },
-    /// [`AuditLog::append`] was given an [`EventKind::Checkpoint`] or [`EventKind::Pruned`]:
-    /// only the log writes those.
+    /// The witness lacks more of the log's checkpoints than a crash between the two writes
+    /// leaves (the log's last one): it is missing, was emptied, or was cut short. Refilling
+    /// it from the log would hide a cut of the log's tail, so the log is not opened.
     #[error(
-        "checkpoint and pruned records are written by the log itself; use \
+        "the audit witness {witness} lacks {lacks} of the log's checkpoints (the log {log} \
+         has checkpoints up to record {last_checkpoint}): it is missing, emptied or cut \
+         short, and refilling it from the log would hide a cut of the log's tail. Restore \
+         the witness from its copy, or start a new witness epoch on purpose (`sluice serve \
+         --new-witness-epoch`, or SluiceBuilder::new_witness_epoch): it is recorded in the \
+         log, and `sluice audit verify` reports it",
+        witness = witness.display(),
+        log = log.display()
+    )]
+    WitnessLost {
+        /// The log.
+        log: PathBuf,
+        /// The witness.
+        witness: PathBuf,
+        /// How many of the log's checkpoints it lacks.
+        lacks: usize,
+        /// The seq of the log's last checkpoint.
+        last_checkpoint: u64,
+    },
+    /// [`AuditLog::append`] was given an [`EventKind::Checkpoint`], [`EventKind::Pruned`]
+    /// or [`EventKind::WitnessEpoch`]: only the log writes those.
+    #[error(
+        "checkpoint, pruned and witness_epoch records are written by the log itself; use \
          AuditLog::checkpoint or AuditLog::prune"
     )]
     CheckpointEvent,

@@ -106,9 +106,16 @@ fn is_checkpoint(line: &[u8]) -> bool {
 
 /// Opens the witness of the log at `log` (whose end is `tail`) for appending: cuts a torn
 /// last line as for the log, refuses a witness that is ahead of the log, and copies to it the
-/// log's checkpoints it lacks at its end — the one a crash between the two writes left out,
-/// or all of them for a new witness.
-pub(super) fn open_witness(path: &Path, log: &Path, tail: &Tail) -> Result<File, AuditError> {
+/// checkpoint a crash between the two writes left out (the log's last record). A witness
+/// that lacks more — missing, emptied, cut short — is refused ([`AuditError::WitnessLost`]),
+/// unless `new_epoch`: then nothing is copied, and the number of checkpoints it lacks is
+/// returned for the log to record the new epoch.
+pub(super) fn open_witness(
+    path: &Path,
+    log: &Path,
+    tail: &Tail,
+    new_epoch: bool,
+) -> Result<(File, Option<usize>), AuditError> {
     let io = |source| AuditError::Io {
         path: path.into(),
         source,
@@ -138,15 +145,35 @@ pub(super) fn open_witness(path: &Path, log: &Path, tail: &Tail) -> Result<File,
             witness_seq: seq,
         });
     }
-    if tail.last_checkpoint > end.last_seq {
-        let copied = copy_checkpoints(log, end.last_seq.unwrap_or(0), &mut file, path)?;
-        tracing::info!(
-            file = %path.display(),
-            copied,
-            "copied to the audit witness the log's checkpoints it lacked"
-        );
+    let Some(last_checkpoint) = tail.last_checkpoint.filter(|&cp| Some(cp) > end.last_seq) else {
+        return Ok((file, None));
+    };
+    let missing = checkpoints_after(log, end.last_seq.unwrap_or(0))?;
+    // A crash between the log's write and the witness's leaves out one checkpoint, the
+    // log's last record: nothing is appended before the witness has it.
+    let crash = missing.len() == 1 && tail.since_checkpoint == 0;
+    if !crash {
+        if new_epoch {
+            return Ok((file, Some(missing.len())));
+        }
+        return Err(AuditError::WitnessLost {
+            log: log.into(),
+            witness: path.into(),
+            lacks: missing.len(),
+            last_checkpoint,
+        });
     }
-    Ok(file)
+    let write_err = |source| AuditError::Io {
+        path: path.into(),
+        source,
+    };
+    file.write_all(&missing.concat()).map_err(write_err)?;
+    file.sync_data().map_err(write_err)?;
+    tracing::info!(
+        file = %path.display(),
+        "copied to the audit witness the log's last checkpoint, which a crash left out"
+    );
+    Ok((file, None))
 }
 
 /// Where a witness ends.
@@ -200,37 +227,24 @@ fn witness_end(file: &mut File, path: &Path) -> Result<WitnessEnd, AuditError> {
     Ok(end)
 }
 
-/// Appends to `witness` every checkpoint line of the log at `log` after record `after`;
-/// returns how many.
-fn copy_checkpoints(
-    log: &Path,
-    after: u64,
-    witness: &mut File,
-    witness_path: &Path,
-) -> Result<usize, AuditError> {
+/// Every checkpoint line of the log at `log` after record `after`, each with its newline.
+fn checkpoints_after(log: &Path, after: u64) -> Result<Vec<Vec<u8>>, AuditError> {
     let read_err = |source| AuditError::Io {
         path: log.into(),
         source,
     };
     let mut lines = Lines::new(BufReader::new(File::open(log).map_err(read_err)?));
-    let mut copy = Vec::new();
-    let mut copied = 0;
+    let mut found = Vec::new();
     while let Some((_, line)) = lines.next_line().map_err(read_err)? {
         let Line::Whole(text) = line else { break };
         if !is_checkpoint(text) {
             continue;
         }
         if parse_line(text).is_ok_and(|p| p.record.seq > after) {
-            copy.extend_from_slice(text);
+            let mut copy = text.to_vec();
             copy.push(b'\n');
-            copied += 1;
+            found.push(copy);
         }
     }
-    let write_err = |source| AuditError::Io {
-        path: witness_path.into(),
-        source,
-    };
-    witness.write_all(&copy).map_err(write_err)?;
-    witness.sync_data().map_err(write_err)?;
-    Ok(copied)
+    Ok(found)
 }

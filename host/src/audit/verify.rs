@@ -17,7 +17,7 @@ use super::fingerprint::Fingerprint;
 use super::keys::key_id;
 use super::lines::{self, Line, too_long};
 use super::record::{Checkpoint, GENESIS, checkpoint_message, from_hex, parse_line};
-use super::witness;
+use super::{EventKind, witness};
 use crate::input_file::InputFileError;
 
 /// What a log that verifies holds.
@@ -49,6 +49,11 @@ pub struct Report {
     /// The log's last checkpoint is not in the witness yet (the writer copies it just after
     /// writing it). Only a log verified with `allow_open_tail` can have this.
     pub witness_behind: bool,
+    /// The seqs of the log's `witness_epoch` records: each says the witness was started
+    /// afresh on an operator's word there (it had been found missing, emptied or cut short),
+    /// so the witness vouches only for the log after the last one. A tail cut before it
+    /// cannot be seen.
+    pub witness_epochs: Vec<u64>,
 }
 
 impl Report {
@@ -65,6 +70,7 @@ impl Report {
             unsigned_tail: 0,
             witnessed: None,
             witness_behind: false,
+            witness_epochs: Vec::new(),
         }
     }
 }
@@ -235,13 +241,15 @@ pub fn verify_with(
         return Err(tampered(pass.lines, Some(report.last_seq), why));
     }
     if let Some(path) = options.witness {
-        let seen = witness::check(
-            path,
-            key,
-            &pass.checkpoints,
-            &report,
-            options.allow_open_tail,
-        )?;
+        // The witness vouches for the log from its last epoch on.
+        let from = report.witness_epochs.last().copied().unwrap_or(0);
+        let witnessed: Vec<LogCheckpoint> = pass
+            .checkpoints
+            .iter()
+            .filter(|c| c.seq > from)
+            .copied()
+            .collect();
+        let seen = witness::check(path, key, &witnessed, &report, options.allow_open_tail)?;
         report.witnessed = Some(seen.found);
         report.witness_behind = seen.behind;
     }
@@ -336,6 +344,9 @@ fn read_log(
             check_checkpoint(cp, seq, &prev, key).map_err(fail)?;
             pass.checkpoints.push(LogCheckpoint { seq, head: prev });
             report.checkpoints += 1;
+        }
+        if parsed.record.event == EventKind::WitnessEpoch {
+            report.witness_epochs.push(seq);
         }
         if let Some(anchor) = parsed.record.anchor {
             if anchor >= seq {

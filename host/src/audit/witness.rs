@@ -68,6 +68,13 @@ pub(super) fn check(
         if seq < report.first_seq {
             continue; // pruned from the log
         }
+        if report
+            .witness_epochs
+            .last()
+            .is_some_and(|&epoch| seq <= epoch)
+        {
+            continue; // before the witness was started afresh: reported, not vouched for
+        }
         let covers = cp.covers;
         match log.get(next) {
             Some(ours) if ours.seq == seq => {

@@ -47,6 +47,7 @@ pub struct SluiceBuilder {
     on_write_step: Option<Box<dyn Fn(Step) + Send + Sync>>,
     store: Option<SharedConfig>,
     fresh_journal: bool,
+    new_witness_epoch: bool,
 }
 
 impl std::fmt::Debug for SluiceBuilder {
@@ -208,6 +209,15 @@ impl SluiceBuilder {
     #[must_use]
     pub fn fresh_journal(mut self, fresh: bool) -> Self {
         self.fresh_journal = fresh;
+        self
+    }
+
+    /// Starts the audit witness afresh if it is missing, emptied or cut short beside a log
+    /// that has checkpoints, which is otherwise refused ([`audit::AuditError::WitnessLost`]):
+    /// a `witness_epoch` record in the log says so, and `verify` reports it.
+    #[must_use]
+    pub fn new_witness_epoch(mut self, start: bool) -> Self {
+        self.new_witness_epoch = start;
         self
     }
 
@@ -375,7 +385,14 @@ impl SluiceBuilder {
                     Some(k) => k,
                     None => audit_key(&config, &state_dir)?,
                 };
-                Arc::new(open_audit(&config, &state_dir, key, clock.wall_ms())?)
+                let epoch = self.new_witness_epoch;
+                Arc::new(open_audit(
+                    &config,
+                    &state_dir,
+                    key,
+                    epoch,
+                    clock.wall_ms(),
+                )?)
             }
         };
         let mut writes = Writes::new(
@@ -494,12 +511,14 @@ fn open_audit(
     config: &SluiceConfig,
     state_dir: &Path,
     key: AuditKey,
+    new_witness_epoch: bool,
     now_ms: i64,
 ) -> Result<AuditLog, BuildError> {
     let settings = AuditSettings {
         checkpoint_every: config.audit.checkpoint_every,
         retention: config.audit.retention,
         witness: Some(witness_path(config, state_dir)),
+        new_witness_epoch,
     };
     Ok(AuditLog::open(
         &state_dir.join("audit.log"),

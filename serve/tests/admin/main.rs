@@ -434,3 +434,34 @@ async fn a_plugin_reload_takes_a_good_file_and_refuses_another_plugin_or_junk_wh
         "every call reached the provider once, none was lost to a reload"
     );
 }
+
+/// Issue 26: one token was accepted as both the admin API's and an agent's, so that agent
+/// could govern the sidecar. The sidecar refuses to start, naming both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_that_is_both_an_agent_s_and_the_admin_s_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"
+        [serve.admin]
+        token = {{ sha256 = "{t}" }}
+        [serve.agents.bot]
+        token = {{ sha256 = "{t}" }}
+        tenant = "acme"
+        "#,
+        t = support::sha256_hex(AGENT_TOKEN),
+    );
+    let config = sluice::config::SluiceConfig::from_toml(&text, std::path::Path::new("."))
+        .expect("a configuration");
+    let sluice = sluice::Sluice::builder()
+        .config(config.clone())
+        .state_dir(dir.path().join("state"))
+        .seed(7)
+        .build()
+        .expect("a host");
+    let Err(refused) = sluice_serve::Sidecar::new(std::sync::Arc::new(sluice), &config) else {
+        panic!("the sidecar started with one token for the admin and an agent");
+    };
+    let message = refused.to_string();
+    assert!(message.contains("serve.admin.token"), "{message}");
+    assert!(message.contains("agent `bot`"), "{message}");
+}

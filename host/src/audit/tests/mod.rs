@@ -19,6 +19,7 @@ fn settings(every: u32, witness: Option<PathBuf>) -> AuditSettings {
         checkpoint_every: NonZeroU32::new(every).unwrap(),
         retention: None,
         witness,
+        new_witness_epoch: false,
     }
 }
 
@@ -277,6 +278,87 @@ fn the_witness_shows_a_tail_cut_at_a_checkpoint() {
         "witness line 3: the log lacks checkpoint covering record 12 recorded in the \
          witness: its tail was deleted"
     );
+}
+
+/// Issue 26: an emptied witness was refilled from the log at the next open, so a cut of the
+/// log's tail made with it went unseen. A witness that lacks more than the checkpoint a
+/// crash leaves out is refused; on the operator's word it starts a new epoch, which the log
+/// records and `verify` reports.
+#[test]
+fn a_witness_emptied_or_cut_short_is_never_refilled_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, witness) = (dir.path().join("audit.log"), dir.path().join("witness"));
+    let pk = key(1).verifying_key();
+    let log = AuditLog::open(&path, key(1), settings(4, Some(witness.clone())), 0).unwrap();
+    fill(&log, 10, 0);
+    log.close(20_000).unwrap();
+    // The tail cut back to the checkpoint at record 10, and the witness emptied with it.
+    let all = lines(&path);
+    std::fs::write(&path, all[..10].join("\n") + "\n").unwrap();
+    std::fs::write(&witness, b"").unwrap();
+    for damaged in [false, true] {
+        if damaged {
+            // Or deleted.
+            std::fs::remove_file(&witness).unwrap();
+        }
+        let refused = AuditLog::open(&path, key(1), settings(4, Some(witness.clone())), 30_000)
+            .expect_err("a witness that lacks the log's checkpoints is refused");
+        assert!(
+            matches!(
+                refused,
+                AuditError::WitnessLost {
+                    lacks: 2,
+                    last_checkpoint: 10,
+                    ..
+                }
+            ),
+            "{refused}"
+        );
+        assert!(
+            refused.to_string().contains("--new-witness-epoch"),
+            "{refused}"
+        );
+        assert_eq!(lines(&path).len(), 10, "nothing appended to the log");
+    }
+    assert!(
+        verify(&path, &pk, Some(&witness), false).is_err(),
+        "and the verifier, given the empty witness, says so"
+    );
+
+    // On the operator's word: a new epoch, recorded and signed, never a refill.
+    let epoch = AuditSettings {
+        new_witness_epoch: true,
+        ..settings(4, Some(witness.clone()))
+    };
+    let log = AuditLog::open(&path, key(1), epoch, 30_000).unwrap();
+    fill(&log, 2, 31_000);
+    log.close(40_000).unwrap();
+    let witnessed = lines(&witness);
+    assert!(
+        witnessed.iter().all(|l| !l.contains(r#""seq":10,"#)),
+        "the witness holds only the new epoch's checkpoints: {witnessed:?}"
+    );
+    let report = verify(&path, &pk, Some(&witness), false).expect("verifies from the epoch");
+    assert_eq!(report.witness_epochs, [11]);
+    assert!(lines(&path)[10].contains(r#""event":"witness_epoch""#));
+}
+
+/// A crash between the log's write of a checkpoint and the witness's leaves the witness one
+/// checkpoint behind, the log's last record: that one is copied when the log is opened.
+#[test]
+fn the_checkpoint_a_crash_left_out_of_the_witness_is_copied_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, witness) = (dir.path().join("audit.log"), dir.path().join("witness"));
+    let log = AuditLog::open(&path, key(1), settings(4, Some(witness.clone())), 0).unwrap();
+    fill(&log, 8, 0);
+    drop(log);
+    let kept = lines(&witness);
+    assert_eq!(kept.len(), 2);
+    std::fs::write(&witness, kept[0].clone() + "\n").unwrap();
+    let log = AuditLog::open(&path, key(1), settings(4, Some(witness.clone())), 9_000).unwrap();
+    log.close(9_000).unwrap();
+    assert_eq!(lines(&witness)[..2], kept[..]);
+    verify(&path, &key(1).verifying_key(), Some(&witness), false).unwrap();
 }
 
 #[test]
