@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice::clock::{Clock, TokioClock};
 use sluice::contract::RequestClass;
 use sluice::execute::{Call, NextAction, Outcome, Reason, Terminal};
 use sluice::retry::{RetryConfig, Stop};
@@ -362,4 +363,48 @@ async fn rate_limits_slow_the_scope_but_never_trip_the_breaker() {
     let o = ex.execute(&c).await;
     assert!(matches!(o, Outcome::Succeeded { attempts: 3, .. }), "{o:?}");
     assert_eq!(fake.attempts_on(CHAT), 7);
+}
+
+/// Issue 26: a call with a 500 ms deadline was answered 200 after 3 s — the deadline bounded
+/// the wait, not the attempt in flight. Past its deadline an attempt is dropped: a read ends
+/// then, unanswered, and a write is left to reconciliation, never answered late as success.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_deadline_bounds_the_attempt_in_flight() {
+    let fake = fake(Style::Stripe).await;
+    fake.script("/v1/things", [Fault::Slow(Duration::from_secs(3))]);
+    let ex = executor("stripe", fast_retry(), Duration::from_secs(30));
+    let started = TokioClock.now();
+    let read = call(&fake, "stripe", "/v1/things", RequestClass::Read)
+        .deadline(Duration::from_millis(500));
+    let t = ended(ex.execute(&read).await);
+    let took = TokioClock.now() - started;
+    assert!(took < Duration::from_secs(1), "ended after {took:?}: {t:?}");
+    assert!(t.sent && !t.response_received, "{t:?}");
+    assert!(
+        matches!(t.reason, Reason::Stopped(Stop::DeadlinePassed { .. })),
+        "{t:?}"
+    );
+    assert!(
+        t.transport_error
+            .as_deref()
+            .is_some_and(|e| e.contains("deadline passed")),
+        "{t:?}"
+    );
+    assert_eq!(fake.attempts_on("/v1/things"), 1);
+
+    // A write past its deadline may have happened: it is the reconciler's, not a success.
+    fake.script("/v1/charges", [Fault::Slow(Duration::from_secs(3))]);
+    let mut write = call(
+        &fake,
+        "stripe",
+        "/v1/charges",
+        RequestClass::IdempotentWrite,
+    )
+    .deadline(Duration::from_millis(500));
+    write
+        .headers
+        .push(("idempotency-key".into(), "charge-9".into()));
+    let t = ended(ex.execute(&write).await);
+    assert_eq!(t.next_action, NextAction::Reconcile, "{t:?}");
+    assert_eq!(fake.attempts_with_key("charge-9"), 1, "never resent");
 }

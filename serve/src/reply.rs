@@ -234,10 +234,20 @@ pub fn write(shape: ErrorShape, outcome: WriteOutcome) -> Response<Body> {
         WriteOutcome::Succeeded {
             response: Some(resp),
             action,
-        } => provider(*resp, action.attempts, Duration::ZERO),
+            replayed,
+        } => {
+            // Done now, or before (an earlier submit, a run before a restart): the
+            // provider's own answer either way, kept with the journal's action.
+            let mut r = provider(*resp, action.attempts, Duration::ZERO);
+            if replayed {
+                r.headers_mut()
+                    .insert("x-sluice-replayed", HeaderValue::from_static("true"));
+            }
+            r
+        }
         WriteOutcome::Succeeded { action, .. } => {
-            // Done before (an earlier submit, or a run before a restart): its answer is not
-            // kept, so the journal's account stands in for it.
+            // Done longer ago than answers are kept, or settled by a status query: the
+            // journal's account stands in for the answer.
             let body = json!({"id": action.operation_id, "object": "sluice.action",
                               "sluice": described});
             let mut r = Response::new(full(body.to_string()));

@@ -73,6 +73,7 @@ async fn a_write_whose_answer_was_lost_is_done_once_and_answered() {
     let r = send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-sluice-action-state"], "succeeded");
+    let first = r.text().await.unwrap();
     assert_eq!(
         fake.stored().len(),
         1,
@@ -80,10 +81,21 @@ async fn a_write_whose_answer_was_lost_is_done_once_and_answered() {
     );
     let key = fake.attempts()[0].idempotency_key.clone().expect("a key");
     assert_eq!(fake.attempts_with_key(&key), 2, "resent with the same key");
-    // The agent sends it again (its own retry): the journal answers, nothing is sent.
+    // The agent sends it again (its own retry): the journal answers, nothing is sent —
+    // with the provider's own answer, which the agent's SDK parses as it did the first.
     let again = send().await.unwrap();
     assert_eq!(again.status(), 200);
     assert_eq!(again.headers()["x-sluice-replayed"], "true");
+    assert_eq!(again.headers()["content-type"], "application/json");
+    let replayed = again.text().await.unwrap();
+    assert_eq!(
+        replayed, first,
+        "the provider's answer, not an account of sluice's"
+    );
+    assert!(
+        replayed.contains(&fake.stored()[0].id),
+        "the stored object: {replayed}"
+    );
     assert_eq!(fake.attempts().len(), 2);
     assert_eq!(fake.stored().len(), 1);
 }

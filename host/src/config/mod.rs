@@ -31,6 +31,9 @@
 //! [audit]
 //! checkpoint_every = 64
 //!
+//! [journal]
+//! keep_answers_days = 7             # a write's answer, to answer its resubmission (0: none)
+//!
 //! [transport]
 //! connect_timeout_ms = 5000         # first_byte_timeout_ms, generation_timeout_ms, idle_timeout_ms
 //! extra_roots = ["gateway-ca.pem"]  # CAs trusted besides the built-in ones
@@ -108,6 +111,27 @@ pub struct SluiceConfig {
     /// The store of admission state shared by several hosts (the `[store]` table); `None`:
     /// in memory, per host.
     pub store: Option<admission::shared::SharedConfig>,
+    /// The `[journal]` table.
+    pub journal: JournalConfig,
+}
+
+/// The `[journal]` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JournalConfig {
+    /// How long the provider's answer to a write is kept, to answer a resubmission of the
+    /// write as the provider did (`keep_answers_days`, 7 by default; 0 keeps none).
+    pub keep_answers: Duration,
+}
+
+/// The days a provider's answer to a write is kept by default.
+pub const DEFAULT_KEEP_ANSWERS_DAYS: u64 = 7;
+
+impl Default for JournalConfig {
+    fn default() -> Self {
+        Self {
+            keep_answers: Duration::from_secs(DEFAULT_KEEP_ANSWERS_DAYS * 86_400),
+        }
+    }
 }
 
 /// One provider: who reads its answers, where it is, and the credentials it takes.

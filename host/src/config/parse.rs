@@ -122,6 +122,7 @@ pub(super) fn parse(
     let state_dir = keys.path(&mut root, "state_dir", "state_dir")?;
     let retry = retry(&keys, keys.table(&mut root, "retry", "retry")?)?;
     let audit = audit(&keys, keys.table(&mut root, "audit", "audit")?)?;
+    let journal = journal(&keys, keys.table(&mut root, "journal", "journal")?)?;
     let transport = transport(&keys, keys.table(&mut root, "transport", "transport")?)?;
     let mut plugins = keys.table(&mut root, "plugins", "plugins")?;
     let plugin_call_deadline = keys
@@ -161,6 +162,7 @@ pub(super) fn parse(
         serve,
         budgets,
         store,
+        journal,
     };
     super::serve::reconcile(origin, &mut config)?;
     Ok(config)
@@ -290,6 +292,21 @@ fn audit(keys: &Keys<'_>, mut table: Table) -> Result<AuditConfig, ConfigFileErr
         &["checkpoint_every", "retention_days", "key_file", "witness"],
     )?;
     Ok(audit)
+}
+
+fn journal(keys: &Keys<'_>, mut table: Table) -> Result<super::JournalConfig, ConfigFileError> {
+    let mut journal = super::JournalConfig::default();
+    if let Some(days) = keys.number(
+        &mut table,
+        "keep_answers_days",
+        "journal.keep_answers_days",
+        0,
+        MAX_RETENTION_DAYS,
+    )? {
+        journal.keep_answers = Duration::from_secs(days * 86_400);
+    }
+    keys.no_other_keys(&table, "journal", &["keep_answers_days"])?;
+    Ok(journal)
 }
 
 fn transport(keys: &Keys<'_>, mut table: Table) -> Result<TransportConfig, ConfigFileError> {

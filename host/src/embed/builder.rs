@@ -400,7 +400,8 @@ impl SluiceBuilder {
             journal.clone(),
             audit.clone(),
             clock.clone(),
-        );
+        )
+        .keep_answers(config.journal.keep_answers)?;
         if let Some(timeout) = self.provider_timeout {
             writes = writes.provider_timeout(timeout);
         }

@@ -17,7 +17,7 @@ use crate::contract::{Request, WireOutcome as Wire};
 use crate::guard::GuardedPolicy;
 use crate::headers::encode_fields;
 use crate::retry::{Backoff, ClassBudget, Stop, route_template};
-use crate::transport::{Fault, Started};
+use crate::transport::Fault;
 
 /// A call made ready to queue: the request plugins see, and what its plan decided.
 pub(super) struct Prepared {
@@ -223,9 +223,18 @@ impl Executor {
             return Some(Run::Done(end));
         }
         t.attempts += 1;
-        let started = (self.transport)
-            .start(&p.req, cx.secrets, cx.stream, p.generation_timeout)
-            .await;
+        // The call's deadline bounds the attempt in flight as well as the wait: past it, the
+        // attempt is dropped (its connection closed) and read as one that got no answer
+        // after it was sent — a read ends, a write is settled by asking the provider.
+        let left = p
+            .deadline
+            .map(|d| d.saturating_sub(self.clock.now().saturating_duration_since(cx.started)));
+        let started = within(
+            left,
+            (self.transport).start(&p.req, cx.secrets, cx.stream, p.generation_timeout),
+        )
+        .await
+        .and_then(|r| r);
         let status = started.as_ref().ok().map(|s| s.status);
         trace::answered(call, status);
         if status == Some(429) {
@@ -248,7 +257,15 @@ impl Executor {
                     Err(broken) => broken,
                 }
             }
-            Ok(s) => (collect(s, t).await, permit),
+            Ok(s) => {
+                let left = p.deadline.map(|d| {
+                    d.saturating_sub(self.clock.now().saturating_duration_since(cx.started))
+                });
+                match within(left, s.collect()).await.and_then(|r| r) {
+                    Ok(r) => (Wire::Response(r), permit),
+                    Err(fault) => (failed(fault, t), permit),
+                }
+            }
             Err(fault) => (failed(fault, t), permit),
         };
         let plan = self.read_attempt(call, p, policy, &wire, permit, cx.started, t, observer);
@@ -337,10 +354,18 @@ pub(super) fn failed(fault: Fault, t: &mut Tally) -> Wire {
     Wire::Transport(fault.failure)
 }
 
-/// Reads an answer whole.
-async fn collect(started: Started, t: &mut Tally) -> Wire {
-    match started.collect().await {
-        Ok(r) => Wire::Response(r),
-        Err(fault) => failed(fault, t),
-    }
+/// `work`, given at most `left` (none: as long as it takes); past it, a [`Fault`] of an
+/// attempt sent and unanswered, saying the call's deadline passed.
+async fn within<T>(left: Option<Duration>, work: impl Future<Output = T>) -> Result<T, Fault> {
+    let Some(left) = left else {
+        return Ok(work.await);
+    };
+    tokio::time::timeout(left, work).await.map_err(|_| Fault {
+        failure: crate::contract::TransportFailure::TimeoutAfterSend,
+        detail: format!(
+            "the call's deadline passed with the attempt in flight: it was dropped unanswered \
+             ({} ms were left)",
+            left.as_millis()
+        ),
+    })
 }

@@ -37,8 +37,9 @@ pub struct Call {
     pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Vec<u8>,
-    /// The longest the whole call may take, waits included; `None`: the deadline the
-    /// request carries (its plugin's plan), if any.
+    /// The longest the whole call may take, waits and the attempt in flight included (an
+    /// attempt still unanswered at the deadline is dropped, as one sent and unanswered);
+    /// `None`: the deadline the request carries (its plugin's plan), if any.
     pub deadline: Option<Duration>,
     /// Share one attempt with identical reads of the same credential in flight (opt in only
     /// for reads whose answer may be shared: never a balance or an approval state). Ignored
@@ -163,7 +164,7 @@ impl Call {
         self
     }
 
-    /// Ends, waits included, within `deadline`.
+    /// Ends within `deadline`, waits and the attempt in flight included.
     #[must_use]
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = Some(deadline);

@@ -442,6 +442,7 @@ impl Journal {
     }
 }
 
+mod answers;
 mod attempts;
 mod budget_use;
 mod error;
@@ -450,6 +451,7 @@ mod open;
 mod state;
 pub mod text;
 
+pub use answers::{KeptAnswer, MAX_KEPT_ANSWER};
 pub use attempts::AttemptRecord;
 pub use budget_use::PeriodUse;
 pub use error::JournalError;

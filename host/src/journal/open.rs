@@ -36,7 +36,7 @@ pub const APPLICATION_ID: i32 = 0x736c_7563;
 
 /// The schema version this build writes and reads (SQLite's `user_version`). A journal of
 /// an earlier version is brought up to it when opened (each version's additions, in order).
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// How long a statement waits for another process's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -112,7 +112,7 @@ CREATE TABLE disclosures (
 /// What each schema version adds to the one before it, from version 2 on: `MIGRATIONS[0]`
 /// makes a version 1 journal a version 2 one. A new journal gets [`SCHEMA`] and every
 /// migration, in one transaction.
-const MIGRATIONS: [&str; 1] = [
+const MIGRATIONS: [&str; 2] = [
     // 2: budget use, per tenant and calendar period (see `crate::budget`).
     "
 CREATE TABLE budget_use (
@@ -126,6 +126,17 @@ CREATE TABLE budget_use (
     spend_micros INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant, window, period)
 );
+",
+    // 3: the provider's answers to writes, for a resubmission (see `answers`).
+    "
+CREATE TABLE answers (
+    action_id INTEGER PRIMARY KEY REFERENCES actions (id),
+    status INTEGER NOT NULL,
+    content_type TEXT,
+    body BLOB NOT NULL,
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX answers_at ON answers (at_ms);
 ",
 ];
 

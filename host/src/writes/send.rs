@@ -159,8 +159,10 @@ impl Writes {
             return Err(WriteError::NotRecorded(Box::new(e)));
         }
         match outcome {
-            Outcome::Succeeded { response, .. } => self
-                .succeeded(
+            Outcome::Succeeded { response, .. } => {
+                // Kept before the action is marked done: a resubmission finds it.
+                self.keep_answer(action.id, &response);
+                self.succeeded(
                     action,
                     operation_id(&response),
                     EventKind::ActionResult,
@@ -171,9 +173,11 @@ impl Writes {
                     WriteOutcome::Succeeded { action, .. } => WriteOutcome::Succeeded {
                         action,
                         response: Some(Box::new(response)),
+                        replayed: false,
                     },
                     other => other,
-                }),
+                })
+            }
             Outcome::Ended(t) => self.after_failure(action, t, refused, note).await,
         }
     }
@@ -290,6 +294,7 @@ impl Writes {
         Ok(WriteOutcome::Succeeded {
             action: done,
             response: None,
+            replayed: false,
         })
     }
 }
