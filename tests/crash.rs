@@ -18,18 +18,39 @@
 //! ```sh
 //! SOAK_RUNS=1000 cargo test -p sluice-tests --test crash -- --ignored --nocapture
 //! ```
+//!
+//! With damage (`sluice_tests::damage`): between the killed host and its restart the
+//! journal is emptied or deleted, the audit witness emptied, or the plugin's compiled
+//! artifact swapped for another's. The restarted host must refuse to start, or start and say
+//! what it found; after the operator's remedy the run is judged as any other. `DAMAGE_RUNS`
+//! seeded runs per damage and provider in the default run (2), `SOAK_DAMAGE_RUNS` in all in
+//! the damage soak (500 by default):
+//!
+//! ```sh
+//! SOAK_DAMAGE_RUNS=500 cargo test -p sluice-tests --test crash soak_damaged -- --ignored --nocapture
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use sluice::clock::{Clock, SystemClock};
-use sluice_tests::crash_run::{Judgement, Provider, Run, perform};
+use sluice_tests::crash_run::{Damage, Judgement, Provider, Run, perform};
 
 const HOST: &str = env!("CARGO_BIN_EXE_crash_host");
 
 async fn one(provider: Provider, seed: u64) -> Judgement {
     let dir = tempfile::tempdir().unwrap();
     perform(&Run::seeded(provider, seed), Path::new(HOST), dir.path()).await
+}
+
+async fn damaged(provider: Provider, seed: u64, damage: Damage) -> Judgement {
+    let dir = tempfile::tempdir().unwrap();
+    perform(
+        &Run::damaged(provider, seed, damage),
+        Path::new(HOST),
+        dir.path(),
+    )
+    .await
 }
 
 fn runs(var: &str, default: u64) -> u64 {
@@ -117,6 +138,41 @@ impl Totals {
     }
 }
 
+/// Prints what `totals` (by `what`: provider or damage) counted, one row each.
+fn print_table(what: &str, totals: &BTreeMap<&str, Totals>) {
+    println!(
+        "{what} | runs | actions | stored | duplicates | lost | phantoms | succeeded | failed \
+         | escalated (of which done) | found by a second look"
+    );
+    for (name, t) in totals {
+        println!(
+            "{name} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {}",
+            t.runs,
+            t.actions,
+            t.effects,
+            t.duplicates,
+            t.lost,
+            t.phantoms,
+            t.succeeded,
+            t.failed,
+            t.escalated,
+            t.escalated_done,
+            t.found_by_second_look
+        );
+    }
+}
+
+/// Fails naming the first bad run of `totals`, if there is one.
+fn assert_no_bad_run(totals: &BTreeMap<&str, Totals>) {
+    let bad: Vec<&String> = totals.values().flat_map(|t| &t.bad_runs).collect();
+    assert!(
+        bad.is_empty(),
+        "{} bad run(s); the first:\n{}",
+        bad.len(),
+        bad[0]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a soak of 1 000 kill -9 runs (minutes): \
             SOAK_RUNS=1000 cargo test -p sluice-tests --test crash -- --ignored --nocapture"]
@@ -140,32 +196,68 @@ async fn soak_a_thousand_killed_hosts_duplicate_nothing_at_the_provider() {
     }
     let elapsed = started.elapsed();
     println!("soak: {runs} runs in {:.1} s", elapsed.as_secs_f64());
-    println!(
-        "provider | runs | actions | stored | duplicates | lost | phantoms | succeeded | failed \
-         | escalated (of which done) | found by a second look"
-    );
-    for (name, t) in &totals {
-        println!(
-            "{name} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {}",
-            t.runs,
-            t.actions,
-            t.effects,
-            t.duplicates,
-            t.lost,
-            t.phantoms,
-            t.succeeded,
-            t.failed,
-            t.escalated,
-            t.escalated_done,
-            t.found_by_second_look
-        );
-    }
+    print_table("provider", &totals);
     println!("killed at: {killed_at:?}");
-    let bad: Vec<&String> = totals.values().flat_map(|t| &t.bad_runs).collect();
-    assert!(
-        bad.is_empty(),
-        "{} bad run(s); the first:\n{}",
-        bad.len(),
-        bad[0]
+    assert_no_bad_run(&totals);
+}
+
+/// Issue 26: state damaged between two runs — an emptied or deleted journal, an emptied
+/// witness, another plugin's artifact — was adopted silently, and a write done before was
+/// sent again. Each damaged start is refused (then remedied as an operator would) or
+/// reported, and nothing is done twice or lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn damaged_state_between_two_runs_is_refused_or_reported_and_nothing_is_done_twice() {
+    let runs = runs("DAMAGE_RUNS", 2);
+    let mut starts = BTreeMap::<(&str, &str), u32>::new();
+    for damage in Damage::ALL {
+        for provider in Provider::ALL {
+            for seed in 0..runs {
+                let j = damaged(provider, seed, damage).await;
+                assert!(
+                    j.problems.is_empty(),
+                    "{} {} seed {seed}: {:?}\n{}",
+                    damage.name(),
+                    provider.name(),
+                    j.problems,
+                    j.log.join("\n")
+                );
+                let start = j.damaged_start.unwrap_or("none");
+                *starts.entry((damage.name(), start)).or_default() += 1;
+            }
+        }
+    }
+    println!("damaged starts: {starts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a soak of 500 damaged kill -9 runs (minutes): \
+            SOAK_DAMAGE_RUNS=500 cargo test -p sluice-tests --test crash soak_damaged -- --ignored --nocapture"]
+async fn soak_damaged_state_duplicates_and_loses_nothing() {
+    let runs = runs("SOAK_DAMAGE_RUNS", 500);
+    let started = SystemClock.now();
+    let mut totals: BTreeMap<&str, Totals> = BTreeMap::new();
+    let mut starts = BTreeMap::<(&str, &str), u32>::new();
+    for n in 0..runs {
+        let damage = Damage::ALL[(n % 4) as usize];
+        let provider = Provider::ALL[((n / 4) % 2) as usize];
+        let seed = n / 8;
+        let j = damaged(provider, seed, damage).await;
+        totals
+            .entry(damage.name())
+            .or_default()
+            .add(provider, seed, &j);
+        *starts
+            .entry((damage.name(), j.damaged_start.unwrap_or("none")))
+            .or_default() += 1;
+        if (n + 1) % 50 == 0 {
+            println!("{} runs, {:.0} s", n + 1, started.elapsed().as_secs_f64());
+        }
+    }
+    println!(
+        "damage soak: {runs} runs in {:.1} s",
+        started.elapsed().as_secs_f64()
     );
+    print_table("damage", &totals);
+    println!("damaged starts: {starts:?}");
+    assert_no_bad_run(&totals);
 }

@@ -293,18 +293,24 @@ async fn write_through_journal(
     write: Write,
 ) -> Result<Response<Body>, SluiceError> {
     let sluice = shared.sluice.clone();
+    // Named as the agent knows it, never by the runtime's own task id.
+    let named = format!(
+        "action {:?} of task {:?}",
+        sluice::printable::printable(&write.action),
+        sluice::printable::printable(&write.task)
+    );
     let done = shared
         .drain
         .spawn(async move { sluice.write(&write).await })
         .await
-        .map_err(|e| {
+        .map_err(|_| {
             SluiceError::new(
                 503,
                 "write_interrupted",
                 format!(
-                    "sluice: the sidecar stopped before the write ended ({e}); the journal holds \
-                 it and the next start carries it on: send it again with the same \
-                 x-sluice-action to learn its outcome"
+                    "sluice: the sidecar stopped before the write of {named} ended; the journal \
+                     holds it and the next start carries it on: send it again with the same \
+                     x-sluice-action to learn its outcome"
                 ),
             )
         })?;

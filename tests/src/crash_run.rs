@@ -22,6 +22,7 @@ use sluice::audit::verify;
 use sluice::journal::{Journal, State, client_reference};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 
+pub use crate::damage::Damage;
 use crate::stack::{Paths, audit_key};
 
 /// Which provider a run writes to.
@@ -121,6 +122,8 @@ pub struct Run {
     pub faults: Vec<Fault>,
     /// How the first host dies.
     pub kill: Kill,
+    /// The state damaged between the first host's death and its restart (the damage soak).
+    pub damage: Option<Damage>,
 }
 
 impl Run {
@@ -153,6 +156,16 @@ impl Run {
             class,
             faults,
             kill,
+            damage: None,
+        }
+    }
+
+    /// The run of `seed` against `provider`, with `damage` done to its state between the
+    /// killed host and its restart.
+    pub fn damaged(provider: Provider, seed: u64, damage: Damage) -> Self {
+        Self {
+            damage: Some(damage),
+            ..Self::seeded(provider, seed)
         }
     }
 
@@ -191,6 +204,10 @@ pub struct Judgement {
     pub found_by_second_look: usize,
     /// The step the first host died at (`start` before its first step).
     pub killed_at: String,
+    /// How the first restart on damaged state went: `refused` (and the operator's remedy
+    /// applied), `reported` (started, saying what it found), or `harmless` (nothing the
+    /// damage touched was there yet).
+    pub damaged_start: Option<&'static str>,
     /// Everything that is wrong, in words; empty for a good run.
     pub problems: Vec<String>,
     /// What the hosts printed, for a failure's message.
@@ -208,11 +225,22 @@ pub async fn perform(run: &Run, host_bin: &Path, dir: &Path) -> Judgement {
         .expect("start the fake provider");
     fake.script_writes(provider.path(), run.faults.clone());
     let url = fake.url(provider.path());
-    let host = |pause: Option<u32>, kill: Option<Kill>| {
+    let options = run.damage.map(|d| d.options(dir)).unwrap_or_default();
+    if let Some(d) = run.damage {
+        d.prepare(provider, dir);
+    }
+    let host = |pause: Option<u32>, kill: Option<Kill>, more: &[&str]| {
         let (bin, url, dir, task) = (host_bin.to_owned(), url.clone(), dir.to_owned(), run.task());
         let (actions, class) = (run.actions, run.class);
+        let options: Vec<String> = options
+            .iter()
+            .cloned()
+            .chain(more.iter().map(|s| (*s).to_owned()))
+            .collect();
         tokio::task::spawn_blocking(move || {
-            let child = spawn(&bin, provider, &url, &dir, &task, actions, class, pause);
+            let child = spawn(
+                &bin, provider, &url, &dir, &task, actions, class, pause, &options,
+            );
             watch(child, kill)
         })
     };
@@ -220,7 +248,9 @@ pub async fn perform(run: &Run, host_bin: &Path, dir: &Path) -> Judgement {
         Kill::PausedAt(k) => Some(k),
         Kill::After(..) | Kill::InFlight(..) => None,
     };
-    let first = host(pause, Some(run.kill)).await.expect("the first host");
+    let first = host(pause, Some(run.kill), &[])
+        .await
+        .expect("the first host");
     let killed_at = first
         .iter()
         .rev()
@@ -229,10 +259,29 @@ pub async fn perform(run: &Run, host_bin: &Path, dir: &Path) -> Judgement {
         .to_owned();
     let mut log = vec![format!("{run:?}")];
     log.extend(first);
+    let mut problems = Vec::new();
+    let mut damaged_start = None;
+    let mut remedy: &[&str] = &[];
+    if let Some(damage) = run.damage {
+        let expected = damage.apply(provider, dir);
+        let lines = host(None, None, &[])
+            .await
+            .expect("a host on damaged state");
+        log.push(format!(
+            "-- restarted on state damaged: {} --",
+            damage.name()
+        ));
+        log.extend(lines);
+        let (said, how) = damage.judge_start(provider, dir, expected, &mut problems);
+        damaged_start = Some(said);
+        remedy = how;
+    }
     // Restart until a run finishes its work.
     let mut finished = false;
     for _ in 0..3 {
-        let lines = host(None, None).await.expect("a restarted host");
+        let lines = host(None, None, std::mem::take(&mut remedy))
+            .await
+            .expect("a restarted host");
         log.push("-- restarted --".into());
         finished = lines.last().is_some_and(|l| l == "done");
         log.extend(lines);
@@ -249,6 +298,8 @@ pub async fn perform(run: &Run, host_bin: &Path, dir: &Path) -> Judgement {
             .push(format!("the restarted host never finished: {stderr}"));
     }
     judgement.killed_at = killed_at;
+    judgement.damaged_start = damaged_start;
+    judgement.problems.extend(problems);
     judgement.log = log;
     judgement
 }
@@ -266,6 +317,7 @@ fn spawn(
     actions: usize,
     class: &str,
     pause: Option<u32>,
+    options: &[String],
 ) -> Child {
     let mut cmd = Command::new(bin);
     cmd.args([
@@ -279,6 +331,7 @@ fn spawn(
     if let Some(k) = pause {
         cmd.args(["--pause-at", &k.to_string()]);
     }
+    cmd.args(options);
     let stderr = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -6,6 +6,7 @@
 //! ([`usage_workload`]).
 
 pub mod crash_run;
+pub mod damage;
 pub mod proxy;
 pub mod redis_server;
 pub mod stack;

@@ -155,6 +155,18 @@ fn writes_survive(stop: Stop, count: usize, slow: Duration) {
         .filter(|w| w["status"] == 200)
         .map(|w| w["action"].as_str().unwrap().to_owned())
         .collect();
+    // A write the stop cut short is named as the agent knows it, never by a runtime task id.
+    for cut in writes(&seen).iter().filter(|w| w["status"] == 503) {
+        let message = cut["message"].as_str().unwrap_or("");
+        let action = cut["action"].as_str().unwrap();
+        if message.contains("stopped before the write") {
+            assert!(message.contains(action), "{cut}");
+            assert!(
+                !message.contains("task 0x") && !message.contains("Id("),
+                "{cut}"
+            );
+        }
+    }
     assert!(
         ok.len() < count,
         "the stop came mid-load: {} of {count} succeeded",

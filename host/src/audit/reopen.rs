@@ -150,8 +150,10 @@ pub(super) fn open_witness(
     };
     let missing = checkpoints_after(log, end.last_seq.unwrap_or(0))?;
     // A crash between the log's write and the witness's leaves out one checkpoint, the
-    // log's last record: nothing is appended before the witness has it.
-    let crash = missing.len() == 1 && tail.since_checkpoint == 0;
+    // log's last record: nothing is appended before the witness has it. An empty witness
+    // is never taken for that, even beside a log of one checkpoint: refilled, it would
+    // vouch for a log cut back to that checkpoint.
+    let crash = missing.len() == 1 && tail.since_checkpoint == 0 && end.last_seq.is_some();
     if !crash {
         if new_epoch {
             return Ok((file, Some(missing.len())));

@@ -2,7 +2,13 @@
 //! task's writes against a provider, printing every step of every write. With
 //! `--pause-at K` it stops dead at its K-th step, so the test can `kill -9` it there.
 //!
-//! `crash_host <PROVIDER> <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> [--pause-at K]`
+//! `crash_host <PROVIDER> <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> [--pause-at K]
+//! [--checkpoint-every N] [--cache DIR] [--new-witness-epoch]`
+//!
+//! The damage soak's options: a signed checkpoint every `N` audit records (so a short run
+//! has a witness to lose), compiled plugins cached in `DIR` (so an artifact can be swapped
+//! without touching other tests' cache), and the operator's word to start a new witness
+//! epoch. A host that will not start says why on its standard error and exits 3.
 //!
 //! `PROVIDER` is `stripe` or `github` (`sluice_tests::crash_run::Provider`): the plugin that
 //! reads the provider, and the body each write carries.
@@ -13,9 +19,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use sluice::contract::RequestClass;
+use sluice::plugin::ComponentCache;
 use sluice::retry::{RetryConfig, class_named};
 use sluice_tests::crash_run::Provider;
-use sluice_tests::stack::{Paths, host_builder, write};
+use sluice_tests::stack::{Paths, builder, host_builder, transport, write};
 
 /// How long the fake provider may go on working on an attempt after its client has gone:
 /// its slowest scripted answer in the crash runs takes 450 ms (`crash_run::Run::seeded`),
@@ -23,9 +30,16 @@ use sluice_tests::stack::{Paths, host_builder, write};
 const PROVIDER_TIMEOUT: Duration = Duration::from_millis(800);
 
 fn main() {
+    // Warnings (a recompiled artifact, a tightened file) go to standard error, which the
+    // test keeps.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
     let args: Vec<String> = std::env::args().collect();
     let usage = "crash_host <PROVIDER> <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> \
-                 [--pause-at K]";
+                 [--pause-at K] [--checkpoint-every N] [--cache DIR] [--new-witness-epoch]";
     let [_, provider, url, dir, task, actions, class, rest @ ..] = &args[..] else {
         eprintln!("usage: {usage}");
         std::process::exit(2);
@@ -36,10 +50,23 @@ fn main() {
     };
     let actions: usize = actions.parse().expect("ACTIONS is a number");
     let class = class_named(class).unwrap_or(RequestClass::UncertainWrite);
-    let pause_at: Option<u32> = match rest {
-        [flag, k] if flag == "--pause-at" => Some(k.parse().expect("K is a number")),
-        _ => None,
-    };
+    let (mut pause_at, mut checkpoint_every, mut cache, mut new_epoch) = (None, None, None, false);
+    let mut options = rest.iter();
+    while let Some(flag) = options.next() {
+        let mut value = || options.next().expect("a value after the option").clone();
+        match flag.as_str() {
+            "--pause-at" => pause_at = Some(value().parse::<u32>().expect("K is a number")),
+            "--checkpoint-every" => {
+                checkpoint_every = Some(value().parse::<u32>().expect("N is a number"));
+            }
+            "--cache" => cache = Some(value()),
+            "--new-witness-epoch" => new_epoch = true,
+            other => {
+                eprintln!("unknown option {other}; usage: {usage}");
+                std::process::exit(2);
+            }
+        }
+    }
     let paths = Paths::under(Path::new(dir));
     let retry = RetryConfig {
         backoff_base_ms: 50,
@@ -52,7 +79,27 @@ fn main() {
         .expect("a runtime");
     let _entered = rt.enter();
     let steps = AtomicU32::new(0);
-    let writes = host_builder(provider.name(), &paths, retry, Duration::from_secs(1))
+    let mut builder = match checkpoint_every {
+        None => host_builder(provider.name(), &paths, retry, Duration::from_secs(1)),
+        Some(n) => {
+            let config = format!(
+                "[audit]\ncheckpoint_every = {n}\n[providers.{}.limits]\nrequests_per_minute = 6000\n",
+                provider.name()
+            );
+            builder(
+                provider.name(),
+                &config,
+                retry,
+                transport(Duration::from_secs(1)),
+            )
+            .state_dir(&paths.dir)
+        }
+    };
+    if let Some(dir) = cache {
+        builder = builder.component_cache(ComponentCache::new(Some(dir.into())));
+    }
+    let writes = builder
+        .new_witness_epoch(new_epoch)
         .provider_timeout(PROVIDER_TIMEOUT)
         .on_write_step(move |step| {
             let n = steps.fetch_add(1, Ordering::SeqCst) + 1;
@@ -69,7 +116,10 @@ fn main() {
             let _ = out.flush();
         })
         .build()
-        .expect("a host");
+        .unwrap_or_else(|e| {
+            eprintln!("crash_host: the host did not start: {e}");
+            std::process::exit(3);
+        });
     rt.block_on(async {
         for outcome in writes.recover().await.expect("recover") {
             println!(
