@@ -161,17 +161,9 @@ tenant = "acme"
             .stderr(Stdio::piped())
             .spawn()
             .expect("start sluice serve");
-        let deadline = Deadline::after(PATIENCE);
-        let status = loop {
-            if let Some(s) = child.try_wait().expect("wait for sluice serve") {
-                break s;
-            }
-            if deadline.passed() {
-                let _ = child.kill();
-                panic!("sluice serve started; it should have refused");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = exit_of(&mut child, || {
+            "sluice serve started; it should have refused".into()
+        });
         let mut log = String::new();
         child
             .stderr
@@ -334,17 +326,9 @@ impl Sidecar {
         let mut child = self.child.take().expect("running");
         rustix::process::kill_process(rustix::process::Pid::from_child(&child), signal)
             .expect("signal sluice serve");
-        let deadline = Deadline::after(PATIENCE);
-        let status = loop {
-            if let Some(s) = child.try_wait().expect("wait for sluice serve") {
-                break s;
-            }
-            if deadline.passed() {
-                let _ = child.kill();
-                panic!("sluice serve did not stop:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = exit_of(&mut child, || {
+            format!("sluice serve did not stop:\n{}", self.log())
+        });
         // The reader thread gets the last lines once the pipe closes.
         std::thread::sleep(Duration::from_millis(100));
         (status, self.log())
@@ -367,6 +351,22 @@ impl Drop for Sidecar {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// How `child` exited, within [`PATIENCE`]; past it, it is killed and the test fails saying
+/// `why`.
+fn exit_of(child: &mut Child, why: impl Fn() -> String) -> ExitStatus {
+    let deadline = Deadline::after(PATIENCE);
+    loop {
+        if let Some(s) = child.try_wait().expect("wait for sluice serve") {
+            return s;
+        }
+        if deadline.passed() {
+            let _ = child.kill();
+            panic!("{}", why());
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -17,6 +17,18 @@ const INTENTS: &str = "/v1/payment_intents";
 const BATCHES: &str = "/v1/batches";
 
 /// The writes a script made.
+/// One payment of the task `invoices`, action `pay-0`, to the Stripe-style provider.
+const PAY: [&str; 8] = [
+    "--provider",
+    "payments",
+    "--path",
+    INTENTS,
+    "--task",
+    "invoices",
+    "--prefix",
+    "pay-",
+];
+
 fn writes(seen: &Value) -> &Vec<Value> {
     seen["writes"].as_array().expect("a list of writes")
 }
@@ -28,21 +40,7 @@ fn a_write_stored_and_then_dropped_is_reconciled_to_one_effect() {
     world.openai.script(BATCHES, [Fault::StoreThenDrop]);
     let sidecar = world.serve();
 
-    let seen = python::run(
-        "writes.py",
-        &[
-            "--provider",
-            "payments",
-            "--path",
-            INTENTS,
-            "--task",
-            "invoices",
-            "--prefix",
-            "pay-",
-        ],
-        &sidecar.url,
-        AGENT_TOKEN,
-    );
+    let seen = python::run("writes.py", &PAY, &sidecar.url, AGENT_TOKEN);
     let write = &writes(&seen)[0];
     assert_eq!(write["status"], 200, "{seen}");
     assert_eq!(
@@ -253,17 +251,7 @@ fn a_sigkill_under_load_loses_no_journaled_write_and_does_none_twice() {
 fn an_emptied_journal_beside_an_earlier_run_s_audit_log_is_refused_not_adopted() {
     let world = World::new();
     let sidecar = world.serve();
-    let args = [
-        "--provider",
-        "payments",
-        "--path",
-        INTENTS,
-        "--task",
-        "invoices",
-        "--prefix",
-        "pay-",
-    ];
-    let seen = python::run("writes.py", &args, &sidecar.url, AGENT_TOKEN);
+    let seen = python::run("writes.py", &PAY, &sidecar.url, AGENT_TOKEN);
     assert_eq!(writes(&seen)[0]["status"], 200, "{seen}");
     let (status, log) = sidecar.terminate();
     assert!(status.success(), "{log}");

@@ -91,17 +91,7 @@ mod tests {
     use super::*;
 
     fn action(j: &Journal, name: &str) -> i64 {
-        let intent = crate::journal::Intent {
-            task: "task-1".into(),
-            action: name.into(),
-            provider: "stripe".into(),
-            method: "POST".into(),
-            route: "/v1/charges".into(),
-            class: "uncertain_write".into(),
-            body: b"amount=100".to_vec(),
-            request: "{}".into(),
-            goal: "pay invoice 42".into(),
-        };
+        let intent = crate::journal::tests::intent(name, "amount=100");
         j.record(&intent).unwrap().action().id
     }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 
-fn intent(action: &str, body: &str) -> Intent {
+pub(super) fn intent(action: &str, body: &str) -> Intent {
     Intent {
         task: "task-1".into(),
         action: action.into(),

@@ -1,0 +1,73 @@
+//! A digest's fields: reading them by their dotted names, and the names the host adds from
+//! its configuration (which a body cannot set).
+
+use super::{BodyDigest, digest};
+
+/// The prefix of the fields the host adds from its configuration: a body's own fields of
+/// these names are never kept, so only the host's settings carry them.
+pub const HOST_FIELDS: &str = "sluice.";
+
+/// The field the host adds when its configuration sets a default maximum output for the
+/// request's model (`[providers.X.generations."model"] default_max_output`): the output a
+/// generation that names no maximum is counted for. See [`BodyDigest::default_max_output`].
+pub const DEFAULT_MAX_OUTPUT: &str = "sluice.default_max_output";
+
+impl BodyDigest {
+    /// Reads `body` (see [`digest`]).
+    pub fn of(body: &[u8]) -> Self {
+        digest(body)
+    }
+
+    /// The default maximum output the host's configuration sets for the request's model
+    /// ([`DEFAULT_MAX_OUTPUT`]); `None` when it sets none.
+    pub fn default_max_output(&self) -> Option<u64> {
+        self.number(DEFAULT_MAX_OUTPUT)
+    }
+
+    /// Sets (or, with `None`, removes) the configured default maximum output: the host's
+    /// part, after it read the body.
+    pub fn set_default_max_output(&mut self, tokens: Option<u64>) {
+        set_number(&mut self.fields, DEFAULT_MAX_OUTPUT, tokens);
+    }
+
+    /// The value of `field` (a dotted name, as in [`BodyDigest::fields`]) as JSON text.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        field(&self.fields, name)
+    }
+
+    /// The string value of `field`, unquoted; `None` when absent or not a string.
+    pub fn string(&self, name: &str) -> Option<String> {
+        string(self.field(name)?)
+    }
+
+    /// The whole-number value of `field`; `None` when absent or not a whole number.
+    pub fn number(&self, name: &str) -> Option<u64> {
+        self.field(name)?.parse().ok()
+    }
+
+    /// The boolean value of `field`; `None` when absent or not a boolean.
+    pub fn flag(&self, name: &str) -> Option<bool> {
+        self.field(name)?.parse().ok()
+    }
+}
+
+/// Sets the whole-number field `name` among a digest's `fields` to `value`, or removes it.
+pub fn set_number(fields: &mut Vec<(String, String)>, name: &str, value: Option<u64>) {
+    fields.retain(|(n, _)| n != name);
+    if let Some(v) = value {
+        fields.push((name.to_owned(), v.to_string()));
+    }
+}
+
+/// The JSON text of the field `name` among a digest's `fields`.
+pub fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A field's JSON text as a string, unquoted; `None` when it is not a string.
+pub fn string(json: &str) -> Option<String> {
+    serde_json::from_str::<String>(json).ok()
+}
