@@ -15,7 +15,7 @@ use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 use sluice_tests::stack::write;
 use tokio::task::JoinHandle;
 
-use crate::support::{CHAT, Stage, chat, host, load, rate, worst_excess};
+use crate::support::{CHAT, Stage, chat, flush_all, host, load, rate, worst_excess};
 
 /// Hosts A and B on one quota; A's call is answered 429 with `Retry-After: 2`, and A has
 /// had the moment it takes to share the hold. Returns A's call (it goes again after the
@@ -390,6 +390,73 @@ async fn a_store_that_lost_its_state_never_lets_a_second_host_take_an_action() {
     assert!(matches!(c2, WriteOutcome::Succeeded { .. }), "{c2:?}");
     assert_eq!(stage.fake.stored().len(), 2);
     assert_eq!(stage.fake.duplicates(), 0);
+}
+
+/// The store loses its state at each step of host A's write — before the intent is
+/// committed, after it, with the attempt marked sent, once it is answered, once its result
+/// is committed: however far A got, host B (which had joined the store) never takes the
+/// action, A keeps it, and once the operator recovers, the claim A re-registered names A.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_loses_its_state_at_any_step_of_a_write_never_lets_it_be_done_twice() {
+    for at in [
+        "recording",
+        "intent-committed",
+        "sent-1",
+        "answered-1",
+        "result-succeeded",
+    ] {
+        let stage = Stage::alone(Style::GitHub).await;
+        let limits = "requests_per_minute = 6000";
+        let issues = stage.fake.url("/repos/acme/app/issues");
+        let open = |action: &str| {
+            write(
+                "github",
+                "triage",
+                action,
+                &issues,
+                RequestClass::UncertainWrite,
+                &format!(r#"{{"title":"{action}"}}"#),
+            )
+        };
+        let url = stage.redis_url();
+        let a = stage.host_with_steps("host-a", "github", limits, move |step| {
+            if step.name() == at {
+                flush_all(&url);
+            }
+        });
+        let b = stage.host("host-b", "github", limits);
+        // B has joined the store: an action of its own.
+        let mine = b.write(&open("b0")).await.expect("host B's own write");
+        assert!(matches!(mine, WriteOutcome::Succeeded { .. }), "{mine:?}");
+
+        let done = answered(&a, &open("c1")).await;
+        assert!(
+            matches!(done, Ok(WriteOutcome::Succeeded { .. })),
+            "{at}: {done:?}"
+        );
+        match answered(&b, &open("c1")).await {
+            Err(WriteError::Claim(ClaimError::StoreLostState { .. })) => {}
+            other => panic!("{at}: host B took c1 from a store that lost its state: {other:?}"),
+        }
+        // A sees the loss at its next claim, and re-registers what its journal holds.
+        assert!(matches!(
+            answered(&a, &open("a2")).await,
+            Err(WriteError::Claim(ClaimError::StoreLostState { .. }))
+        ));
+        stage
+            .operator_store()
+            .recover_ownership()
+            .await
+            .expect("recover");
+        match answered(&b, &open("c1")).await {
+            Err(WriteError::Claim(ClaimError::Elsewhere { owner, .. })) => {
+                assert_eq!(owner, "host-a", "{at}");
+            }
+            other => panic!("{at}: host B took c1 after the recovery: {other:?}"),
+        }
+        assert_eq!(stage.fake.stored().len(), 2, "{at}: b0 and c1, once each");
+        assert_eq!(stage.fake.duplicates(), 0, "{at}");
+    }
 }
 
 /// `host`'s answer to `w` once the store answers again (right after a restart, a claim may

@@ -7,10 +7,11 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice::Sluice;
 use sluice::contract::RequestClass;
 use sluice::execute::Call;
 use sluice::retry::RetryConfig;
+use sluice::writes::Step;
+use sluice::{Sluice, SluiceBuilder};
 use sluice_fake_provider::{Attempt, FakeConfig, FakeProvider, Style};
 use sluice_tests::redis_server::{RedisServer, TestRedis};
 use sluice_tests::stack::{builder, transport};
@@ -239,18 +240,63 @@ impl Stage {
         let store = (self.redis.url(), &self.prefix, &self.store);
         host((&store.0, store.1, store.2), id, plugin, dir, limits)
     }
+
+    /// As [`Stage::host`], telling `listener` each step of its writes.
+    pub fn host_with_steps(
+        &self,
+        id: &str,
+        plugin: &str,
+        limits: &str,
+        listener: impl Fn(Step) + Send + Sync + 'static,
+    ) -> Sluice {
+        let store = (self.redis.url(), &self.prefix, &self.store);
+        host_builder(
+            (&store.0, store.1, store.2),
+            id,
+            plugin,
+            self.dir.path(),
+            limits,
+        )
+        .on_write_step(listener)
+        .build()
+        .expect("a host")
+    }
+
+    /// The URL of the stage's Redis.
+    pub fn redis_url(&self) -> String {
+        self.redis.url()
+    }
+}
+
+/// Empties the Redis at `url` (`redis://127.0.0.1:PORT`) at once, as a restart without
+/// persistence leaves it: from anywhere, a write's step listener included.
+pub fn flush_all(url: &str) {
+    use std::io::{Read as _, Write as _};
+    let addr = url.trim_start_matches("redis://");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to redis");
+    s.write_all(b"*1\r\n$8\r\nFLUSHALL\r\n").expect("FLUSHALL");
+    let mut reply = [0; 5];
+    s.read_exact(&mut reply).expect("its answer");
+    assert_eq!(&reply, b"+OK\r\n", "FLUSHALL");
 }
 
 /// A host in this process sharing quotas through `redis` as `id`, under the key prefix
 /// `prefix` and with the `[store]` keys `store`, with `limits` for the provider (after
 /// top-level keys and a `---` line, if any).
-pub fn host(
+pub fn host(redis: (&str, &str, &str), id: &str, plugin: &str, dir: &Path, limits: &str) -> Sluice {
+    host_builder(redis, id, plugin, dir, limits)
+        .build()
+        .expect("a host")
+}
+
+/// The builder of [`host`].
+fn host_builder(
     (redis, prefix, store): (&str, &str, &str),
     id: &str,
     plugin: &str,
     dir: &Path,
     limits: &str,
-) -> Sluice {
+) -> SluiceBuilder {
     // Top-level keys (a margin) come first, before any table.
     let (top, limits) = limits.split_once("\n---\n").unwrap_or(("", limits));
     let config = format!(
@@ -262,10 +308,7 @@ pub fn host(
         backoff_cap_ms: 200,
         ..RetryConfig::default()
     };
-    builder(plugin, &config, retry, transport(Duration::from_secs(5)))
-        .state_dir(dir.join(id))
-        .build()
-        .expect("a host")
+    builder(plugin, &config, retry, transport(Duration::from_secs(5))).state_dir(dir.join(id))
 }
 
 pub fn chat(fake: &FakeProvider) -> Call {
