@@ -282,3 +282,49 @@ fn an_emptied_journal_beside_an_earlier_run_s_audit_log_is_refused_not_adopted()
     assert_eq!(log.matches("is signed by key sha256:").count(), 2, "{log}");
     assert_eq!(world.payments.stored().len(), 1);
 }
+
+/// Issue 26: the sidecar's stop overran its 5 s deadline by 1.5 s with writes still at the
+/// provider. With writes that never answer, SIGTERM to exit stays within the deadline (and
+/// a little for the process to end).
+#[test]
+fn a_stop_with_writes_hanging_at_the_provider_meets_its_deadline() {
+    let world = World::new();
+    world
+        .payments
+        .script(INTENTS, std::iter::repeat_n(Fault::Hang, 8));
+    let sidecar = world.serve();
+    let load = python::start(
+        "writes.py",
+        &[
+            "--provider",
+            "payments",
+            "--path",
+            INTENTS,
+            "--task",
+            "hang",
+            "--count",
+            "4",
+            "--threads",
+            "4",
+            "--prefix",
+            "h-",
+        ],
+        &sidecar.url,
+        AGENT_TOKEN,
+    );
+    let waited = Deadline::after(Duration::from_secs(60));
+    while world.payments.attempts_on(INTENTS) < 4 {
+        assert!(!waited.passed(), "the writes never reached the provider");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stopping = Deadline::after(Duration::from_secs(60));
+    let (status, log) = sidecar.terminate();
+    let took = stopping.elapsed();
+    let _ = python::finish("writes.py", load);
+    eprintln!("stopped in {took:?}");
+    assert!(status.success(), "{status}\n{log}");
+    assert!(
+        took < Duration::from_millis(5_000 + 1_000),
+        "the stop took {took:?} against a 5 s deadline:\n{log}"
+    );
+}
