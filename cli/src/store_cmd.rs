@@ -5,7 +5,8 @@
 //! the group refuses actions its own journal does not hold: after the loss, who did them
 //! can no longer be told. Each host re-registers its journal's actions as soon as it sees
 //! the loss; run this once every host of the group is running again (the hosts with a live
-//! process are listed), so that no action a stopped host did is left without its owner.
+//! process are listed, each with whether it has re-registered; nothing changes while one
+//! has not), so that no action a stopped host did is left without its owner.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,9 +49,25 @@ pub fn run(command: StoreCommand) -> anyhow::Result<ExitCode> {
     rt.block_on(async move {
         let store = RedisStore::new(&store)?;
         let hosts = store.live_hosts().await?;
+        let reclaimed = store.reclaimed_hosts().await?;
         println!("hosts with a live process in the store ({}):", hosts.len());
+        let mut waiting = Vec::new();
         for h in &hosts {
-            println!("  {}", printable(h));
+            match reclaimed.iter().find(|(r, _)| r == h) {
+                Some((_, n)) => println!("  {}: re-registered its {n} actions", printable(h)),
+                None => {
+                    println!("  {}: has not re-registered its actions yet", printable(h));
+                    waiting.push(h);
+                }
+            }
+        }
+        if all_hosts_running && !waiting.is_empty() {
+            println!(
+                "nothing changed: {} running host(s) have not re-registered their actions yet \
+                 (each does within a few seconds of seeing the loss); run again shortly.",
+                waiting.len()
+            );
+            return Ok(ExitCode::from(1));
         }
         if !all_hosts_running {
             println!(

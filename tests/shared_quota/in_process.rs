@@ -390,6 +390,26 @@ async fn a_store_that_lost_its_state_never_lets_a_second_host_take_an_action() {
     assert!(matches!(c2, WriteOutcome::Succeeded { .. }), "{c2:?}");
     assert_eq!(stage.fake.stored().len(), 2);
     assert_eq!(stage.fake.duplicates(), 0);
+
+    // Lost again, right after the recovery: A re-registers again, in the new store's life,
+    // and the operator recovers once it has (as `sluice store recover` insists).
+    stage.restart_redis();
+    assert!(matches!(
+        answered(&a, &open("a3")).await,
+        Err(WriteError::Claim(ClaimError::StoreLostState { .. }))
+    ));
+    re_registered(&stage, "host-a").await;
+    stage
+        .operator_store()
+        .recover_ownership()
+        .await
+        .expect("recover again");
+    match answered(&b, &open("c1")).await {
+        Err(WriteError::Claim(ClaimError::Elsewhere { owner, .. })) => assert_eq!(owner, "host-a"),
+        other => panic!("host B took c1 after the second loss: {other:?}"),
+    }
+    assert_eq!(stage.fake.stored().len(), 2);
+    assert_eq!(stage.fake.duplicates(), 0);
 }
 
 /// The store loses its state at each step of host A's write — before the intent is
@@ -457,6 +477,20 @@ async fn a_store_that_loses_its_state_at_any_step_of_a_write_never_lets_it_be_do
         assert_eq!(stage.fake.stored().len(), 2, "{at}: b0 and c1, once each");
         assert_eq!(stage.fake.duplicates(), 0, "{at}");
     }
+}
+
+/// Waits (up to 15 s) until `host` has re-registered its actions in the stage's store.
+async fn re_registered(stage: &Stage, host: &str) {
+    let store = stage.operator_store();
+    for _ in 0..150 {
+        if let Ok(hosts) = store.reclaimed_hosts().await
+            && hosts.iter().any(|(h, _)| h == host)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{host} never re-registered its actions");
 }
 
 /// `host`'s answer to `w` once the store answers again (right after a restart, a claim may

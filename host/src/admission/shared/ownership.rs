@@ -34,8 +34,6 @@ pub(super) struct Ownership {
     known: Mutex<Option<String>>,
     /// The store lost its state since this host joined, and no operator has recovered it.
     lost: AtomicBool,
-    /// This host re-registered its actions since the loss was seen.
-    reclaimed: AtomicBool,
     local: Mutex<Option<LocalActions>>,
 }
 
@@ -67,7 +65,6 @@ impl Ownership {
             file,
             known: Mutex::new(known),
             lost: AtomicBool::new(false),
-            reclaimed: AtomicBool::new(false),
             local: Mutex::new(None),
         })
     }
@@ -114,7 +111,9 @@ impl Ownership {
         }
     }
 
-    /// The store lost its state: say so once, and re-register the host's own actions once.
+    /// The store lost its state: say so once, and re-register the host's own actions unless
+    /// the store holds this host's re-registration already (a store that lost its state
+    /// again, before or after a recovery, lost that too).
     pub(super) async fn lost(&self, store: &RedisStore, host: &str, ttl: std::time::Duration) {
         if !self.lost.swap(true, Ordering::Relaxed) {
             tracing::error!(
@@ -124,8 +123,10 @@ impl Ownership {
             );
             metrics::counter!(crate::observe::SHARED_STORE_LOST).increment(1);
         }
-        if self.reclaimed.load(Ordering::Relaxed) {
-            return;
+        match store.reclaimed(host).await {
+            Ok(false) => {}
+            // Done in this store's life; or the store is away, and the upkeep tries again.
+            Ok(true) | Err(_) => return,
         }
         let local = self
             .local
@@ -136,7 +137,6 @@ impl Ownership {
         let actions = local();
         match store.reclaim(&actions, host, ttl).await {
             Ok(taken) => {
-                self.reclaimed.store(true, Ordering::Relaxed);
                 for (action, owner) in &taken {
                     tracing::error!(
                         action = %crate::printable::printable(action),

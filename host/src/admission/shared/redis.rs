@@ -169,6 +169,42 @@ impl RedisStore {
         format!("{}:epoch-recovered", self.prefix)
     }
 
+    fn reclaimed_key(&self, host: &str) -> String {
+        format!("{}:reclaimed:{host}", self.prefix)
+    }
+
+    /// Whether `host` re-registered its actions in this store since it last lost its state.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn reclaimed(&self, host: &str) -> Result<bool, StoreError> {
+        let mut cmd = redis::cmd("EXISTS");
+        cmd.arg(self.reclaimed_key(host));
+        let n: i64 = self.run(cmd.query_async(&mut self.conn.clone())).await?;
+        Ok(n > 0)
+    }
+
+    /// The hosts that re-registered their actions in this store, with how many each.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn reclaimed_hosts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let prefix = format!("{}:reclaimed:", self.prefix);
+        let mut cmd = redis::cmd("KEYS");
+        cmd.arg(format!("{prefix}*"));
+        let keys: Vec<String> = self.run(cmd.query_async(&mut self.conn.clone())).await?;
+        let mut hosts = Vec::new();
+        for key in keys {
+            let mut get = redis::cmd("GET");
+            get.arg(&key);
+            let n: Option<u64> = self.run(get.query_async(&mut self.conn.clone())).await?;
+            if let Some(host) = key.strip_prefix(&prefix) {
+                hosts.push((host.to_owned(), n.unwrap_or(0)));
+            }
+        }
+        Ok(hosts)
+    }
+
     /// Checks and charges every quota, hold and concurrency limit of one call, in one
     /// round trip; `lease` names its concurrency leases.
     ///
@@ -443,6 +479,10 @@ impl RedisStore {
                     .filter_map(|(a, o)| o.filter(|o| o != host).map(|o| (a.clone(), o))),
             );
         }
+        // Set last: the mark says every action above is back.
+        let mut mark = redis::cmd("SET");
+        mark.arg(self.reclaimed_key(host)).arg(actions.len());
+        let () = self.run(mark.query_async(&mut self.conn.clone())).await?;
         Ok(taken)
     }
 
