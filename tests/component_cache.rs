@@ -160,17 +160,7 @@ fn the_cache_directory_is_created_private_and_artifacts_are_private() {
 
 /// The artifacts in `dir` whose name begins with the SHA-256 of `bundled`'s component.
 fn artifacts_of(dir: &Path, bundled: &str) -> Vec<PathBuf> {
-    let digest = sluice::plugin::digest(sluice::plugin::bundled::get(bundled).unwrap());
-    let prefix: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".cwasm"))
-        })
-        .collect()
+    sluice_tests::cached_artifacts(dir, sluice::plugin::bundled::get(bundled).unwrap())
 }
 
 /// Issue 26: stripe's artifact copied over openai's name was loaded as openai's plugin. An
@@ -234,21 +224,9 @@ fn an_older_version_s_artifact_under_the_new_version_s_name_is_recompiled() {
         "the versions differ on a 418"
     );
     let artifact_of = |bytes: &[u8]| {
-        let prefix: String = sluice::plugin::digest(bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .starts_with(&prefix)
-            })
-            .unwrap()
+        let found = sluice_tests::cached_artifacts(&dir, bytes);
+        assert_eq!(found.len(), 1, "{found:?}");
+        found.into_iter().next().unwrap()
     };
     std::fs::copy(artifact_of(&one), artifact_of(&two)).unwrap();
     let reloaded = load(&two);

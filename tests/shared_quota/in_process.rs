@@ -333,16 +333,7 @@ async fn a_store_that_lost_its_state_never_lets_a_second_host_take_an_action() {
     let mut stage = Stage::alone(Style::GitHub).await;
     let limits = "requests_per_minute = 6000";
     let issues = stage.fake.url("/repos/acme/app/issues");
-    let open = |action: &str| {
-        write(
-            "github",
-            "triage",
-            action,
-            &issues,
-            RequestClass::UncertainWrite,
-            &format!(r#"{{"title":"{action}"}}"#),
-        )
-    };
+    let open = |action: &str| open_issue(&issues, action);
     let a = stage.host("host-a", "github", limits);
     let b = stage.host("host-b", "github", limits);
     let done = a.write(&open("c1")).await.expect("host A's write");
@@ -428,16 +419,7 @@ async fn a_store_that_loses_its_state_at_any_step_of_a_write_never_lets_it_be_do
         let stage = Stage::alone(Style::GitHub).await;
         let limits = "requests_per_minute = 6000";
         let issues = stage.fake.url("/repos/acme/app/issues");
-        let open = |action: &str| {
-            write(
-                "github",
-                "triage",
-                action,
-                &issues,
-                RequestClass::UncertainWrite,
-                &format!(r#"{{"title":"{action}"}}"#),
-            )
-        };
+        let open = |action: &str| open_issue(&issues, action);
         let url = stage.redis_url();
         let a = stage.host_with_steps("host-a", "github", limits, move |step| {
             if step.name() == at {
@@ -477,6 +459,19 @@ async fn a_store_that_loses_its_state_at_any_step_of_a_write_never_lets_it_be_do
         assert_eq!(stage.fake.stored().len(), 2, "{at}: b0 and c1, once each");
         assert_eq!(stage.fake.duplicates(), 0, "{at}");
     }
+}
+
+/// Action `action` of task `triage`: an issue opened at `issues`, a GitHub-style provider
+/// that ignores keys (a second send is a second issue).
+fn open_issue(issues: &str, action: &str) -> sluice::writes::Write {
+    write(
+        "github",
+        "triage",
+        action,
+        issues,
+        RequestClass::UncertainWrite,
+        &format!(r#"{{"title":"{action}"}}"#),
+    )
 }
 
 /// Waits (up to 15 s) until `host` has re-registered its actions in the stage's store.

@@ -193,19 +193,9 @@ fn cache(dir: &Path) -> PathBuf {
 /// The cached artifact of the bundled plugin `name`, if there is one.
 fn artifact(dir: &Path, name: &str) -> Option<PathBuf> {
     let bytes = sluice::plugin::bundled::get(name)?;
-    let prefix: String = sluice::plugin::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    std::fs::read_dir(cache(dir))
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".cwasm"))
-        })
+    crate::cached_artifacts(&cache(dir), bytes)
+        .into_iter()
+        .next()
 }
 
 /// Puts back the journal backed up before the damage, as an operator restores it.

@@ -59,6 +59,27 @@ pub fn test_cache() -> ComponentCache {
 /// deadline itself set their own.
 pub const TEST_DEADLINE: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// The compiled artifacts in the cache directory `dir` of the component `bytes`: those whose
+/// name begins with its SHA-256 (one per engine configuration).
+pub fn cached_artifacts(dir: &Path, bytes: &[u8]) -> Vec<PathBuf> {
+    let prefix: String = sluice::plugin::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".cwasm"))
+        })
+        .collect()
+}
+
 /// A runtime with the default limits (but [`TEST_DEADLINE`]) and the test cache.
 pub fn runtime() -> PluginRuntime {
     runtime_with(RuntimeConfig {

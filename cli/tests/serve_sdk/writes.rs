@@ -11,7 +11,7 @@ use sluice::journal::{Journal, State, client_reference};
 use sluice_fake_provider::Fault;
 
 use crate::python;
-use crate::sidecar::{AGENT_TOKEN, Deadline, World};
+use crate::sidecar::{AGENT_TOKEN, Deadline, Sidecar, World};
 
 const INTENTS: &str = "/v1/payment_intents";
 const BATCHES: &str = "/v1/batches";
@@ -28,6 +28,37 @@ const PAY: [&str; 8] = [
     "--prefix",
     "pay-",
 ];
+
+/// Starts `count` payments of `task` (actions `prefix0`...), `threads` at a time, through
+/// `sidecar`; [`python::finish`] reads what the script saw.
+fn start_payments(
+    sidecar: &Sidecar,
+    task: &str,
+    count: usize,
+    threads: usize,
+    prefix: &str,
+) -> std::process::Child {
+    let (count, threads) = (count.to_string(), threads.to_string());
+    python::start(
+        "writes.py",
+        &[
+            "--provider",
+            "payments",
+            "--path",
+            INTENTS,
+            "--task",
+            task,
+            "--count",
+            &count,
+            "--threads",
+            &threads,
+            "--prefix",
+            prefix,
+        ],
+        &sidecar.url,
+        AGENT_TOKEN,
+    )
+}
 
 fn writes(seen: &Value) -> &Vec<Value> {
     seen["writes"].as_array().expect("a list of writes")
@@ -106,26 +137,7 @@ fn writes_survive(stop: Stop, count: usize, slow: Duration) {
     let task = "load";
     let sidecar = world.serve();
     let started = Deadline::after(Duration::from_secs(60));
-    let count_arg = count.to_string();
-    let mut load = python::start(
-        "writes.py",
-        &[
-            "--provider",
-            "payments",
-            "--path",
-            INTENTS,
-            "--task",
-            task,
-            "--count",
-            &count_arg,
-            "--threads",
-            "8",
-            "--prefix",
-            "load-",
-        ],
-        &sidecar.url,
-        AGENT_TOKEN,
-    );
+    let mut load = start_payments(&sidecar, task, count, 8, "load-");
     while world.payments.stored().len() < count / 3 {
         if load.try_wait().expect("ask after the script").is_some() {
             let seen = python::finish("writes.py", load);
@@ -293,25 +305,7 @@ fn a_stop_with_writes_hanging_at_the_provider_meets_its_deadline() {
         .payments
         .script(INTENTS, std::iter::repeat_n(Fault::Hang, 8));
     let sidecar = world.serve();
-    let load = python::start(
-        "writes.py",
-        &[
-            "--provider",
-            "payments",
-            "--path",
-            INTENTS,
-            "--task",
-            "hang",
-            "--count",
-            "4",
-            "--threads",
-            "4",
-            "--prefix",
-            "h-",
-        ],
-        &sidecar.url,
-        AGENT_TOKEN,
-    );
+    let load = start_payments(&sidecar, "hang", 4, 4, "h-");
     let waited = Deadline::after(Duration::from_secs(60));
     while world.payments.attempts_on(INTENTS) < 4 {
         assert!(!waited.passed(), "the writes never reached the provider");

@@ -74,14 +74,16 @@ impl Executor {
             call.body.clone(),
             now_ms,
         );
-        let model = req.digest.string("model");
+        // Only a provider with per-model settings has the body's model looked up for them.
         let generation = self
             .generations
             .get(&call.provider)
-            .map(|g| g.of(model.as_deref()))
+            .map(|g| g.of(req.digest.string("model").as_deref()))
             .unwrap_or_default();
-        req.digest
-            .set_default_max_output(generation.default_max_output);
+        if generation.default_max_output.is_some() {
+            req.digest
+                .set_default_max_output(generation.default_max_output);
+        }
         let plan = policy.plan_request(&req).value;
         let deadline = call.deadline.or_else(|| {
             let ms = plan.deadline_ms?.saturating_sub(now_ms);
@@ -226,11 +228,8 @@ impl Executor {
         // The call's deadline bounds the attempt in flight as well as the wait: past it, the
         // attempt is dropped (its connection closed) and read as one that got no answer
         // after it was sent — a read ends, a write is settled by asking the provider.
-        let left = p
-            .deadline
-            .map(|d| d.saturating_sub(self.clock.now().saturating_duration_since(cx.started)));
         let started = within(
-            left,
+            self.time_left(p, cx.started),
             (self.transport).start(&p.req, cx.secrets, cx.stream, p.generation_timeout),
         )
         .await
@@ -258,10 +257,10 @@ impl Executor {
                 }
             }
             Ok(s) => {
-                let left = p.deadline.map(|d| {
-                    d.saturating_sub(self.clock.now().saturating_duration_since(cx.started))
-                });
-                match within(left, s.collect()).await.and_then(|r| r) {
+                match within(self.time_left(p, cx.started), s.collect())
+                    .await
+                    .and_then(|r| r)
+                {
                     Ok(r) => (Wire::Response(r), permit),
                     Err(fault) => (failed(fault, t), permit),
                 }
@@ -271,6 +270,12 @@ impl Executor {
         let plan = self.read_attempt(call, p, policy, &wire, permit, cx.started, t, observer);
         let end = self.after(call, cx.path, plan, wire, t, observer).await;
         end.map(Run::Done)
+    }
+
+    /// What is left of the call's deadline (it began at `started`); `None`: it has none.
+    fn time_left(&self, p: &Prepared, started: Instant) -> Option<Duration> {
+        let elapsed = self.clock.now().saturating_duration_since(started);
+        p.deadline.map(|d| d.saturating_sub(elapsed))
     }
 
     /// Waits for the call's next attempt to be admitted, after the checks that come before
@@ -295,8 +300,7 @@ impl Executor {
                 NextAction::RetryLater(None),
             ));
         }
-        let elapsed = self.clock.now().saturating_duration_since(started);
-        let left = p.deadline.map(|d| d.saturating_sub(elapsed));
+        let left = self.time_left(p, started);
         let mut acquire = Acquire::new(&call.provider, &call.credential)
             .tenant(&p.tenant)
             .class(p.class)
