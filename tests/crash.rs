@@ -20,9 +20,12 @@
 //! ```
 //!
 //! With damage (`sluice_tests::damage`): between the killed host and its restart the
-//! journal is emptied or deleted, the audit witness emptied, or the plugin's compiled
-//! artifact swapped for another's. The restarted host must refuse to start, or start and say
-//! what it found; after the operator's remedy the run is judged as any other. `DAMAGE_RUNS`
+//! journal is emptied or deleted, the audit witness emptied, the plugin's compiled artifact
+//! swapped for another's, or the Redis the host shares with a second host restarted
+//! without persistence (the second host then tries the same actions, and must be refused
+//! each). The restarted host must refuse to start, or start and say what it found; after
+//! the operator's remedy the run is judged as any other. Store-loss runs need
+//! `redis-server`. `DAMAGE_RUNS`
 //! seeded runs per damage and provider in the default run (2), `SOAK_DAMAGE_RUNS` in all in
 //! the damage soak (500 by default):
 //!
@@ -238,9 +241,10 @@ async fn soak_damaged_state_duplicates_and_loses_nothing() {
     let mut totals: BTreeMap<&str, Totals> = BTreeMap::new();
     let mut starts = BTreeMap::<(&str, &str), u32>::new();
     for n in 0..runs {
-        let damage = Damage::ALL[(n % 4) as usize];
-        let provider = Provider::ALL[((n / 4) % 2) as usize];
-        let seed = n / 8;
+        let kinds = Damage::ALL.len() as u64;
+        let damage = Damage::ALL[(n % kinds) as usize];
+        let provider = Provider::ALL[((n / kinds) % 2) as usize];
+        let seed = n / (2 * kinds);
         let j = damaged(provider, seed, damage).await;
         totals
             .entry(damage.name())

@@ -14,7 +14,7 @@
 //! repository's issue list). Against GitHub's, a host that resent blindly would duplicate.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 
 pub use crate::damage::Damage;
 use crate::stack::{Paths, audit_key};
+use crate::store_loss::{HOST_ID, StoreLoss};
 
 /// Which provider a run writes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,23 +226,35 @@ pub async fn perform(run: &Run, host_bin: &Path, dir: &Path) -> Judgement {
         .expect("start the fake provider");
     fake.script_writes(provider.path(), run.faults.clone());
     let url = fake.url(provider.path());
-    let options = run.damage.map(|d| d.options(dir)).unwrap_or_default();
+    let mut store = (run.damage == Some(Damage::StoreLost)).then(|| StoreLoss::start(dir));
+    let mut options = run.damage.map(|d| d.options(dir)).unwrap_or_default();
+    if let Some(s) = &store {
+        options.extend(s.options(HOST_ID));
+    }
+    let launch = Launch {
+        bin: host_bin.to_owned(),
+        provider,
+        url,
+        task: run.task(),
+        actions: run.actions,
+        class: run.class,
+    };
     if let Some(d) = run.damage {
         d.prepare(provider, dir);
     }
+    if let Some(s) = &mut store {
+        s.join_other(&launch).await;
+    }
     let host = |pause: Option<u32>, kill: Option<Kill>, more: &[&str]| {
-        let (bin, url, dir, task) = (host_bin.to_owned(), url.clone(), dir.to_owned(), run.task());
-        let (actions, class) = (run.actions, run.class);
+        let launch = launch.clone();
+        let (dir, actions) = (dir.to_owned(), run.actions);
         let options: Vec<String> = options
             .iter()
             .cloned()
             .chain(more.iter().map(|s| (*s).to_owned()))
             .collect();
         tokio::task::spawn_blocking(move || {
-            let child = spawn(
-                &bin, provider, &url, &dir, &task, actions, class, pause, &options,
-            );
-            watch(child, kill)
+            watch(launch.child(&dir, actions, pause, &options), kill)
         })
     };
     let pause = match run.kill {
@@ -262,7 +275,13 @@ pub async fn perform(run: &Run, host_bin: &Path, dir: &Path) -> Judgement {
     let mut problems = Vec::new();
     let mut damaged_start = None;
     let mut remedy: &[&str] = &[];
-    if let Some(damage) = run.damage {
+    if let Some(s) = &mut store {
+        s.lose_state();
+        damaged_start = Some(
+            s.damaged_start(&launch, &fake, &mut log, &mut problems)
+                .await,
+        );
+    } else if let Some(damage) = run.damage {
         let expected = damage.apply(provider, dir);
         let lines = host(None, None, &[])
             .await
@@ -279,15 +298,25 @@ pub async fn perform(run: &Run, host_bin: &Path, dir: &Path) -> Judgement {
     // Restart until a run finishes its work.
     let mut finished = false;
     for _ in 0..3 {
+        if let Some(s) = &mut store {
+            s.before_start(HOST_ID).await;
+        }
         let lines = host(None, None, std::mem::take(&mut remedy))
             .await
             .expect("a restarted host");
+        if let Some(s) = &mut store {
+            s.ended(HOST_ID);
+        }
         log.push("-- restarted --".into());
         finished = lines.last().is_some_and(|l| l == "done");
         log.extend(lines);
         if finished {
             break;
         }
+    }
+    if let Some(s) = &mut store {
+        s.after_finish(&launch, &fake, &mut log, &mut problems)
+            .await;
     }
     let mut judgement = judge(&fake, &Paths::under(dir));
     if !finished {
@@ -304,43 +333,51 @@ pub async fn perform(run: &Run, host_bin: &Path, dir: &Path) -> Judgement {
     judgement
 }
 
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the host's command line, one by one"
-)]
-fn spawn(
-    bin: &Path,
-    provider: Provider,
-    url: &str,
-    dir: &Path,
-    task: &str,
-    actions: usize,
-    class: &str,
-    pause: Option<u32>,
-    options: &[String],
-) -> Child {
-    let mut cmd = Command::new(bin);
-    cmd.args([
-        provider.name(),
-        url,
-        &dir.display().to_string(),
-        task,
-        &actions.to_string(),
-        class,
-    ]);
-    if let Some(k) = pause {
-        cmd.args(["--pause-at", &k.to_string()]);
+/// How to start a run's host process: everything but its state directory, its actions and
+/// its options.
+#[derive(Debug, Clone)]
+pub(crate) struct Launch {
+    pub(crate) bin: PathBuf,
+    pub(crate) provider: Provider,
+    pub(crate) url: String,
+    pub(crate) task: String,
+    pub(crate) actions: usize,
+    pub(crate) class: &'static str,
+}
+
+impl Launch {
+    /// A host process on the state under `dir` doing the task's first `actions` actions,
+    /// stopped dead at step `pause` if given; its standard error goes to `dir/host.stderr`.
+    pub(crate) fn child(
+        &self,
+        dir: &Path,
+        actions: usize,
+        pause: Option<u32>,
+        options: &[String],
+    ) -> Child {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args([
+            self.provider.name(),
+            &self.url,
+            &dir.display().to_string(),
+            &self.task,
+            &actions.to_string(),
+            self.class,
+        ]);
+        if let Some(k) = pause {
+            cmd.args(["--pause-at", &k.to_string()]);
+        }
+        cmd.args(options);
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("host.stderr"))
+            .expect("a stderr file");
+        cmd.stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("start the host")
     }
-    cmd.args(options);
-    let stderr = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("host.stderr"))
-        .expect("a stderr file");
-    cmd.stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()
-        .expect("start the host")
 }
 
 /// Reads the host's steps until `kill` says it dies (then SIGKILLs it) or it ends; returns

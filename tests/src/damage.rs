@@ -1,8 +1,11 @@
 //! State damaged between a killed host and its restart: the damage soak of `tests/crash.rs`.
 //!
 //! A damage run is a crash run (`crate::crash_run`) whose state is damaged after the first
-//! host dies: the journal emptied or deleted, the audit witness emptied, or the compiled
-//! artifact of the host's plugin replaced by another plugin's. The restarted host must
+//! host dies: the journal emptied or deleted, the audit witness emptied, the compiled
+//! artifact of the host's plugin replaced by another plugin's, or the shared store of a
+//! group of two hosts restarted empty (`crate::store_loss`, which judges it: the other
+//! host must be refused every action of the task, before and after the remedy). The
+//! restarted host must
 //! refuse to start (a lost journal beside an earlier run's audit log, a witness that lacks
 //! the log's checkpoints) or start and say what it found (a swapped artifact, recompiled);
 //! then an operator's remedy — the journal restored from the backup taken before the
@@ -27,6 +30,8 @@ pub enum Damage {
     WitnessEmptied,
     /// The host plugin's compiled artifact replaced by the other provider's plugin's.
     ArtifactSwapped,
+    /// The Redis the host shares with another restarted without persistence.
+    StoreLost,
 }
 
 /// A signed checkpoint every this many audit records in a damage run, so that a short run
@@ -38,11 +43,12 @@ const DID_NOT_START: &str = "the host did not start";
 
 impl Damage {
     /// Every damage.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::JournalEmptied,
         Self::JournalDeleted,
         Self::WitnessEmptied,
         Self::ArtifactSwapped,
+        Self::StoreLost,
     ];
 
     /// Its name.
@@ -52,6 +58,7 @@ impl Damage {
             Self::JournalDeleted => "journal-deleted",
             Self::WitnessEmptied => "witness-emptied",
             Self::ArtifactSwapped => "artifact-swapped",
+            Self::StoreLost => "store-lost",
         }
     }
 
@@ -84,7 +91,7 @@ impl Damage {
     /// Damages the state under `dir` of a host that writes to `provider`, keeping a backup
     /// of the journal first; whether a host must now refuse to start: it must when what is
     /// damaged held something an earlier run left (a journal beside a non-empty audit log,
-    /// a witness of a log with checkpoints).
+    /// a witness of a log with checkpoints). A store's loss is `crate::store_loss`'s.
     pub(crate) fn apply(self, provider: Provider, dir: &Path) -> bool {
         let journal = |suffix: &str| dir.join(format!("journal.sqlite{suffix}"));
         let audit = std::fs::read_to_string(dir.join("audit.log")).unwrap_or_default();
@@ -117,6 +124,7 @@ impl Damage {
                 }
                 false
             }
+            Self::StoreLost => false,
         }
     }
 
@@ -154,7 +162,7 @@ impl Damage {
                     &["witness", "--new-witness-epoch"],
                     &["--new-witness-epoch"],
                 ),
-                Self::ArtifactSwapped => (&[], &[]),
+                Self::ArtifactSwapped | Self::StoreLost => (&[], &[]),
             };
             for word in says {
                 if !stderr.contains(word) {

@@ -3,12 +3,15 @@
 //! `--pause-at K` it stops dead at its K-th step, so the test can `kill -9` it there.
 //!
 //! `crash_host <PROVIDER> <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> [--pause-at K]
-//! [--checkpoint-every N] [--cache DIR] [--new-witness-epoch]`
+//! [--checkpoint-every N] [--cache DIR] [--new-witness-epoch] [--store URL --host-id ID]
+//! [--linger-ms MS]`
 //!
 //! The damage soak's options: a signed checkpoint every `N` audit records (so a short run
 //! has a witness to lose), compiled plugins cached in `DIR` (so an artifact can be swapped
-//! without touching other tests' cache), and the operator's word to start a new witness
-//! epoch. A host that will not start says why on its standard error and exits 3.
+//! without touching other tests' cache), the operator's word to start a new witness epoch,
+//! and a shared store (Redis at `URL`, two hosts, this one `ID`) whose state can be lost,
+//! with the host kept alive `MS` after its work (`done`) so that the store's upkeep runs.
+//! A host that will not start says why on its standard error and exits 3.
 //!
 //! `PROVIDER` is `stripe` or `github` (`sluice_tests::crash_run::Provider`): the plugin that
 //! reads the provider, and the body each write carries.
@@ -22,7 +25,8 @@ use sluice::contract::RequestClass;
 use sluice::plugin::ComponentCache;
 use sluice::retry::{RetryConfig, class_named};
 use sluice_tests::crash_run::Provider;
-use sluice_tests::stack::{Paths, builder, host_builder, transport, write};
+use sluice_tests::stack::{Paths, builder, transport, write};
+use sluice_tests::store_loss::LEASE_TTL_MS;
 
 /// How long the fake provider may go on working on an attempt after its client has gone:
 /// its slowest scripted answer in the crash runs takes 450 ms (`crash_run::Run::seeded`),
@@ -39,7 +43,8 @@ fn main() {
         .init();
     let args: Vec<String> = std::env::args().collect();
     let usage = "crash_host <PROVIDER> <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> \
-                 [--pause-at K] [--checkpoint-every N] [--cache DIR] [--new-witness-epoch]";
+                 [--pause-at K] [--checkpoint-every N] [--cache DIR] [--new-witness-epoch] \
+                 [--store URL --host-id ID] [--linger-ms MS]";
     let [_, provider, url, dir, task, actions, class, rest @ ..] = &args[..] else {
         eprintln!("usage: {usage}");
         std::process::exit(2);
@@ -51,6 +56,7 @@ fn main() {
     let actions: usize = actions.parse().expect("ACTIONS is a number");
     let class = class_named(class).unwrap_or(RequestClass::UncertainWrite);
     let (mut pause_at, mut checkpoint_every, mut cache, mut new_epoch) = (None, None, None, false);
+    let (mut store, mut host_id, mut linger) = (None, None, Duration::ZERO);
     let mut options = rest.iter();
     while let Some(flag) = options.next() {
         let mut value = || options.next().expect("a value after the option").clone();
@@ -61,6 +67,11 @@ fn main() {
             }
             "--cache" => cache = Some(value()),
             "--new-witness-epoch" => new_epoch = true,
+            "--store" => store = Some(value()),
+            "--host-id" => host_id = Some(value()),
+            "--linger-ms" => {
+                linger = Duration::from_millis(value().parse().expect("MS is a number"));
+            }
             other => {
                 eprintln!("unknown option {other}; usage: {usage}");
                 std::process::exit(2);
@@ -79,22 +90,28 @@ fn main() {
         .expect("a runtime");
     let _entered = rt.enter();
     let steps = AtomicU32::new(0);
-    let mut builder = match checkpoint_every {
-        None => host_builder(provider.name(), &paths, retry, Duration::from_secs(1)),
-        Some(n) => {
-            let config = format!(
-                "[audit]\ncheckpoint_every = {n}\n[providers.{}.limits]\nrequests_per_minute = 6000\n",
-                provider.name()
-            );
-            builder(
-                provider.name(),
-                &config,
-                retry,
-                transport(Duration::from_secs(1)),
-            )
-            .state_dir(&paths.dir)
-        }
-    };
+    let mut config = format!(
+        "[providers.{}.limits]\nrequests_per_minute = 6000\n",
+        provider.name()
+    );
+    if let Some(n) = checkpoint_every {
+        config.push_str(&format!("[audit]\ncheckpoint_every = {n}\n"));
+    }
+    if let Some(url) = store {
+        let id = host_id.expect("--host-id with --store");
+        // A short lease: a host restarted after a kill waits this long for its id.
+        config.push_str(&format!(
+            "[store]\nurl = \"{url}\"\nhosts = 2\nhost_id = \"{id}\"\n\
+             lease_ttl_ms = {LEASE_TTL_MS}\ntimeout_ms = 500\n"
+        ));
+    }
+    let mut builder = builder(
+        provider.name(),
+        &config,
+        retry,
+        transport(Duration::from_secs(1)),
+    )
+    .state_dir(&paths.dir);
     if let Some(dir) = cache {
         builder = builder.component_cache(ComponentCache::new(Some(dir.into())));
     }
@@ -146,6 +163,7 @@ fn main() {
                 Err(e) => println!("error a{i} {e}"),
             }
         }
+        println!("done");
+        tokio::time::sleep(linger).await;
     });
-    println!("done");
 }
