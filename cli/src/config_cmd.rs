@@ -173,6 +173,23 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 r.as_secs() / 86_400
             ))
     );
+    let key = match &host.audit.key_file {
+        Some(file) => match sluice::audit::load_signing(file) {
+            Ok(k) => format!(
+                "{} (key {})",
+                printable(&file.display().to_string()),
+                sluice::audit::Fingerprint::of(&k.verifying_key())
+            ),
+            Err(e) => format!(
+                "{} (NOT READABLE NOW, the host {WILL_NOT_START}: {e})",
+                printable(&file.display().to_string())
+            ),
+        },
+        None => "audit.key in the state directory, beside the log (sluice serve needs \
+                 --audit-key-in-state-dir for that; name a key kept apart in [audit] key_file)"
+            .to_owned(),
+    };
+    outln!(out, "  signing key: {key}");
     print_serve(&mut out, &host.serve);
     print_budgets(&mut out, &host.budgets);
     if out.contains(WILL_NOT_START) {

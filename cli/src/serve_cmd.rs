@@ -2,6 +2,11 @@
 //! the writes a previous run left, serves agents (and the admin API) until SIGINT, SIGTERM
 //! or SIGHUP, then stops gracefully within `serve.shutdown_deadline_ms`.
 //!
+//! The audit log's signing key is never made or kept beside the log by default: whoever can
+//! write the state directory could then rewrite the log and sign it again. `[audit]
+//! key_file` names a key kept elsewhere; `--audit-key-in-state-dir` keeps it in the state
+//! directory knowingly. On a temporary state directory the key lives in memory only.
+//!
 //! `--fake-providers` puts a fake provider on loopback behind every configured provider
 //! (its dialect by the provider's plugin), with a key of its own that the sidecar sends:
 //! the configuration runs as written with no account and no provider key, and the state
@@ -14,7 +19,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use sluice::Sluice;
-use sluice::audit::Fingerprint;
+use sluice::audit::{AuditKey, Fingerprint};
 use sluice::config::{PluginSource, SluiceConfig};
 use sluice::printable::printable;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
@@ -51,6 +56,11 @@ pub struct ServeArgs {
     /// audit verify`.
     #[arg(long)]
     new_witness_epoch: bool,
+    /// Make and keep the audit log's signing key in the state directory, beside the log it
+    /// signs (refused otherwise unless `[audit] key_file` names one): whoever can write that
+    /// directory can then rewrite the log and sign it again.
+    #[arg(long)]
+    audit_key_in_state_dir: bool,
 }
 
 /// The key each fake provider demands, and the sidecar sends it.
@@ -97,6 +107,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(dir) = &args.state_dir {
             builder = builder.state_dir(dir);
+        }
+        if config.audit.key_file.is_none() {
+            if temp.is_some() {
+                // The state goes with the run: so does the key, never written.
+                builder = builder.audit_key(AuditKey::generate()?);
+            } else if !args.audit_key_in_state_dir {
+                anyhow::bail!(key_beside_log(
+                    args.state_dir.as_ref().or(config.state_dir.as_ref())
+                ));
+            }
         }
         builder = builder
             .fresh_journal(args.fresh_journal)
@@ -152,6 +172,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         drop(temp);
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Why `sluice serve` does not start with its signing key beside the log, and what to do.
+fn key_beside_log(state_dir: Option<&PathBuf>) -> String {
+    let dir = state_dir.map_or_else(
+        || "the user's state directory".to_owned(),
+        |d| d.display().to_string(),
+    );
+    format!(
+        "sluice serve does not keep the audit log's signing key in the state directory \
+         ({dir}), beside the log it signs: whoever can write there could rewrite the log and \
+         sign it again. Make a key elsewhere (`sluice audit keygen --secret /etc/sluice/audit.key \
+         --public audit.pub`, on another volume or owner) and name it in `[audit] key_file`; a \
+         key the state directory holds already (`audit.key`) can be moved there, its \
+         fingerprint unchanged. Or keep it beside the log knowingly: \
+         `--audit-key-in-state-dir`."
+    )
 }
 
 /// The dialect of the fake provider behind a provider of `plugin`.

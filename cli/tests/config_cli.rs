@@ -246,6 +246,7 @@ fn the_example_configuration_file_checks_and_names_each_credentials_source() {
         "  credential team-key: $ANTHROPIC_API_KEY, sent in x-api-key",
         "  credential app: /run/secrets/github-token",
         "audit: a checkpoint every 64 records, kept 400 days",
+        "  signing key: /etc/sluice/audit.key (NOT READABLE NOW, the host will not start",
     ] {
         assert!(out.contains(shown), "no `{shown}` in:\n{out}");
     }

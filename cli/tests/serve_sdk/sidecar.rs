@@ -61,6 +61,13 @@ impl World {
         let payments = start(FakeConfig::new(Style::Stripe));
         payments.require_credential("authorization", &format!("Bearer {PAYMENTS_KEY}"));
         let dir = tempfile::tempdir().expect("a temporary directory");
+        // The signing key apart from the state, as the README asks of a sidecar.
+        std::fs::create_dir(dir.path().join("keys")).expect("a key directory");
+        sluice::audit::generate(
+            &dir.path().join("keys/audit.key"),
+            &dir.path().join("keys/audit.pub"),
+        )
+        .expect("an audit key");
         let world = Self {
             openai,
             anthropic,
@@ -126,6 +133,9 @@ max_attempts = 20
 max_wait_ms = 60000
 retry_statuses = [408, 429, 502, 503, 504, 529]
 
+[audit]
+key_file = "{keys}/audit.key"
+
 [serve]
 listen = "127.0.0.1:0"
 shutdown_deadline_ms = 5000
@@ -137,6 +147,7 @@ token = {{ sha256 = "{agent}" }}
 tenant = "acme"
 "#,
             state = self.dir.path().join("state").display(),
+            keys = self.dir.path().join("keys").display(),
             openai = self.openai.url(""),
             anthropic = self.anthropic.url(""),
             payments = self.payments.url(""),

@@ -322,3 +322,46 @@ fn a_stop_with_writes_hanging_at_the_provider_meets_its_deadline() {
         "the stop took {took:?} against a 5 s deadline:\n{log}"
     );
 }
+
+/// Issue 26: `sluice serve` made its audit signing key in the state directory, beside the
+/// log it signs, so whoever could write there could rewrite the log and sign it again. It
+/// refuses to unless told; the key `[audit] key_file` names is the one that signs.
+#[test]
+fn the_signing_key_is_kept_beside_the_log_only_when_asked() {
+    let world = World::new();
+    let with_key = std::fs::read_to_string(world.config()).unwrap();
+    let key_line = with_key
+        .lines()
+        .find(|l| l.starts_with("key_file = "))
+        .expect("the world names its key")
+        .to_owned();
+    std::fs::write(world.config(), with_key.replace(&key_line, "")).unwrap();
+    let state = world.journal().parent().unwrap().to_path_buf();
+
+    let (status, log) = world.serve_refused(&[]);
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("[audit] key_file"), "{log}");
+    assert!(log.contains("--audit-key-in-state-dir"), "{log}");
+    assert!(!state.join("audit.key").exists(), "no key was made");
+    assert!(
+        !state.join("journal.sqlite").exists(),
+        "nothing was started"
+    );
+
+    // Asked for, the key is made there.
+    let (status, log) = world.serve_with(&["--audit-key-in-state-dir"]).terminate();
+    assert!(status.success(), "{log}");
+    assert!(state.join("audit.key").exists(), "{log}");
+
+    // Named, the key apart signs, and none is made beside the log.
+    let fresh = World::new();
+    let (status, log) = fresh.serve().terminate();
+    assert!(status.success(), "{log}");
+    let public = sluice::audit::load_verifying(&fresh.dir.path().join("keys/audit.pub")).unwrap();
+    let pinned = format!(
+        "is signed by key {}",
+        sluice::audit::Fingerprint::of(&public)
+    );
+    assert_eq!(log.matches(&pinned).count(), 2, "{log}");
+    assert!(!fresh.dir.path().join("state/audit.key").exists());
+}
