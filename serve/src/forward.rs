@@ -15,6 +15,7 @@ use sluice::admission::shared::ClaimError;
 use sluice::config::ErrorShape;
 use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome, StreamOutcome};
+use sluice::journal::JournalError;
 use sluice::task::TaskId;
 use sluice::writes::{Write, WriteError};
 
@@ -316,6 +317,23 @@ async fn write_through_journal(
         })?;
     match done {
         Ok(outcome) => Ok(reply::write(shape, outcome)),
+        // The journal could not be written: a host failure, not the agent's. What the
+        // journal holds of the action is settled as always; the same action sent again
+        // learns its outcome, and is never done twice.
+        Err(WriteError::Journal(
+            e @ (JournalError::Sqlite { .. }
+            | JournalError::Io { .. }
+            | JournalError::Corrupt { .. }),
+        )) => Err(SluiceError::new(
+            503,
+            "journal_unavailable",
+            format!(
+                "sluice: the journal could not be written ({}); send the write again with the \
+                 same x-sluice-action once the admin API's /readyz answers 200, to learn its \
+                 outcome",
+                sluice::printable::printable(&e.to_string())
+            ),
+        )),
         Err(WriteError::Journal(e)) => Err(SluiceError::new(
             409,
             "write_refused",

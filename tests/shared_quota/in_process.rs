@@ -356,6 +356,9 @@ async fn a_store_that_lost_its_state_never_lets_a_second_host_take_an_action() {
         answered(&a, &open("c1")).await,
         Ok(WriteOutcome::Succeeded { .. })
     ));
+    // Not ready for writes, saying why (what `/readyz` answers).
+    let why = b.writes().refused_because().expect("writes are refused");
+    assert!(why.contains("lost its state"), "{why}");
     // Host B restarted (its state kept) still knows the store lost its state.
     drop(b);
     let b = stage.host("host-b", "github", limits);
@@ -377,6 +380,7 @@ async fn a_store_that_lost_its_state_never_lets_a_second_host_take_an_action() {
         Err(WriteError::Claim(ClaimError::Elsewhere { owner, .. })) => assert_eq!(owner, "host-a"),
         other => panic!("host B took c1 after the recovery: {other:?}"),
     }
+    assert_eq!(b.writes().refused_because(), None, "ready again");
     let c2 = b.write(&open("c2")).await.expect("a new action");
     assert!(matches!(c2, WriteOutcome::Succeeded { .. }), "{c2:?}");
     assert_eq!(stage.fake.stored().len(), 2);

@@ -126,6 +126,7 @@ pub fn new_idempotency_key() -> Result<String, JournalError> {
 pub struct Journal {
     path: String,
     conn: Mutex<Connection>,
+    health: health::Health,
 }
 
 const COLUMNS: &str = "id, task, action, provider, method, route, class, idempotency_key, \
@@ -174,6 +175,7 @@ impl Journal {
     /// The error for `error`, raised by SQLite on this journal: corruption when it says the
     /// file is damaged.
     fn sqlite(&self, error: rusqlite::Error) -> JournalError {
+        self.note(&error);
         JournalError::from_sqlite(&self.path, error)
     }
 
@@ -447,6 +449,7 @@ mod attempts;
 mod budget_use;
 mod error;
 pub mod escalations;
+mod health;
 mod open;
 mod state;
 pub mod text;

@@ -39,7 +39,7 @@ pub const APPLICATION_ID: i32 = 0x736c_7563;
 pub const SCHEMA_VERSION: i32 = 3;
 
 /// How long a statement waits for another process's lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 const SCHEMA: &str = "
 CREATE TABLE actions (
@@ -412,6 +412,7 @@ impl Journal {
         Self {
             path,
             conn: Mutex::new(conn),
+            health: super::health::Health::default(),
         }
     }
 }

@@ -301,17 +301,24 @@ impl Writes {
         self
     }
 
-    /// Why new writes are refused now, if they are: the shared store they are claimed in
-    /// does not answer, or lost its state since this host joined it.
-    pub fn refused_because(&self) -> Option<&'static str> {
+    /// Why new writes are refused now, if they are: the journal cannot be written (see
+    /// [`Journal::failing`]), or the shared store they are claimed in does not answer or lost
+    /// its state since this host joined it.
+    pub fn refused_because(&self) -> Option<String> {
+        if let Some(why) = self.journal.failing() {
+            return Some(format!(
+                "the journal cannot be written ({why}): no new write can be recorded"
+            ));
+        }
         let gate = self.claims.as_ref()?;
         if gate.store_lost_state() {
             Some(
                 "the shared store lost its state: actions this host's journal does not hold \
-                 are refused until an operator runs `sluice store recover`",
+                 are refused until an operator runs `sluice store recover`"
+                    .into(),
             )
         } else if !gate.is_up() {
-            Some("the shared store does not answer: new actions cannot be claimed")
+            Some("the shared store does not answer: new actions cannot be claimed".into())
         } else {
             None
         }

@@ -5,8 +5,9 @@
 //!
 //! - `GET /healthz`: 200 while the process serves;
 //! - `GET /readyz`: 200 once the writes a previous run left were carried on and while new
-//!   writes can be claimed, else 503 with the reason (`recovering`, or `writes_refused`:
-//!   the shared store does not answer or lost its state);
+//!   writes can be recorded and claimed, else 503 with the reason (`recovering`, or
+//!   `writes_refused`: the journal cannot be written, or the shared store does not answer
+//!   or lost its state);
 //! - `GET /metrics`: the Prometheus text format;
 //! - `GET /scopes`: every quota scope — limits, paced rate, what is available, what the
 //!   provider last reported, the hold, when the next request may go and why it waits

@@ -465,3 +465,55 @@ async fn a_token_that_is_both_an_agent_s_and_the_admin_s_is_refused() {
     assert!(message.contains("serve.admin.token"), "{message}");
     assert!(message.contains("agent `bot`"), "{message}");
 }
+
+/// Issue 26: `/readyz` answered 200 while the journal could not be written, so a load
+/// balancer kept sending writes a host could not record. Another process holding the
+/// journal's lock past the busy timeout makes a write fail with nothing sent; `/readyz` then
+/// answers 503 naming the journal until it can be written again, and then 200.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_is_not_ready_while_the_journal_cannot_be_written() {
+    let s = stack(Style::Stripe, "stripe").await;
+    let (status, v) = s.ask("GET", "/readyz", Some(ADMIN_TOKEN), None).await;
+    assert_eq!((status, &v["status"]), (200, &json!("ready")), "{v}");
+    let pay = |action: &'static str| {
+        s.agent(
+            "POST",
+            "/stripe/v1/objects",
+            &[
+                ("x-sluice-class", "idempotent-write"),
+                ("x-sluice-task", "invoices"),
+                ("x-sluice-action", action),
+            ],
+        )
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("amount=700")
+        .send()
+    };
+
+    // Another process takes the journal's write lock and keeps it.
+    let other = rusqlite::Connection::open(s.dir.path().join("state/journal.sqlite")).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let r = pay("pay-1").await.unwrap();
+    let status = r.status();
+    assert!(
+        status.is_server_error(),
+        "{status}: {}",
+        r.text().await.unwrap()
+    );
+    assert!(s.fake.attempts().is_empty(), "nothing unrecorded was sent");
+    let (status, v) = s.ask("GET", "/readyz", Some(ADMIN_TOKEN), None).await;
+    assert_eq!(
+        (status, &v["status"]),
+        (503, &json!("writes_refused")),
+        "{v}"
+    );
+    let detail = v["detail"].as_str().unwrap();
+    assert!(detail.contains("the journal cannot be written"), "{detail}");
+
+    // The lock let go: ready again, and the write goes.
+    other.execute_batch("ROLLBACK").unwrap();
+    let (status, v) = s.ask("GET", "/readyz", Some(ADMIN_TOKEN), None).await;
+    assert_eq!((status, &v["status"]), (200, &json!("ready")), "{v}");
+    assert_eq!(pay("pay-2").await.unwrap().status(), 200);
+    assert_eq!(s.fake.stored().len(), 1);
+}
