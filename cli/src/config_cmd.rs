@@ -130,11 +130,19 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     for (name, t) in &config.tiers {
         let queued = t.max_queued.map_or("no bound".into(), |n| n.to_string());
         let flying = t.max_in_flight.map_or("no bound".into(), |n| n.to_string());
+        let classes = t.classes.as_deref().map_or("all".to_owned(), |c| {
+            c.iter()
+                .map(|c| format!("{c:?}").to_lowercase())
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
         outln!(
             out,
-            "tier {}: weight {}, queued {queued}, in flight {flying}",
+            "tier {}: weight {}, precedence {}, classes {classes}, queued {queued}, in flight \
+             {flying}",
             printable(name),
-            t.weight
+            t.weight,
+            t.precedence
         );
         print_limits(&mut out, "  each tenant", &t.limits, config.margin)?;
     }

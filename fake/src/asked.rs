@@ -42,6 +42,11 @@ const OPENAI_MODEL_ROUTES: [&str; 4] = [
 const MAX_OUTPUT_FIELDS: [&str; 3] = ["max_tokens", "max_completion_tokens", "max_output_tokens"];
 
 /// Reads what `body`, sent to `path`, asks of a provider of `style`.
+/// Whether `path` is a model's route in `style`: the routes that count tokens.
+pub(crate) fn model_route(path: &str, style: Style) -> bool {
+    style != Style::OpenAi || OPENAI_MODEL_ROUTES.iter().any(|r| path.ends_with(r))
+}
+
 pub(crate) fn asked(path: &str, body: &[u8], style: Style) -> Asked {
     let parsed = serde_json::from_slice::<serde_json::Value>(body).ok();
     let content: Option<(u64, u64)> = parsed
@@ -55,8 +60,7 @@ pub(crate) fn asked(path: &str, body: &[u8], style: Style) -> Asked {
                 .map(|c| prompt(c, style))
                 .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
         });
-    let counts_tokens =
-        style != Style::OpenAi || OPENAI_MODEL_ROUTES.iter().any(|r| path.ends_with(r));
+    let counts_tokens = model_route(path, style);
     let input = if counts_tokens {
         content.map_or(body.len() as u64 / 4, |(chars, images)| {
             chars.div_ceil(4) + images

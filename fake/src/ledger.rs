@@ -125,6 +125,8 @@ pub(crate) struct Ledger {
     pub buckets: Buckets,
     /// Daily request quotas of single models.
     pub model_days: crate::models::ModelDays,
+    /// What the provider refuses as the caller's mistake.
+    pub validation: crate::validate::Validation,
     /// The credential every request must carry, as (header, value); `None`: any request.
     pub credential: Option<(String, String)>,
 }

@@ -48,6 +48,7 @@ mod server;
 mod stream;
 mod style;
 pub mod tls;
+mod validate;
 mod vision;
 pub mod window;
 
@@ -249,6 +250,24 @@ impl FakeProvider {
     /// model's requests per day; requests for other models are not affected.
     pub fn limit_model_per_day(&self, model: &str, requests: u64) {
         self.shared.ledger().model_days.limit(model, requests);
+    }
+
+    /// Serves only `models` from now on: a request on a model's route that names another
+    /// model is answered 404 `model_not_found`, as OpenAI answers a misspelt model.
+    pub fn serve_only_models(&self, models: &[&str]) {
+        self.shared.ledger().validation.models =
+            Some(models.iter().map(|m| (*m).to_owned()).collect());
+    }
+
+    /// Refuses a chat with no messages, 400 `invalid_request_error`, as OpenAI does.
+    pub fn refuse_empty_chats(&self) {
+        self.shared.ledger().validation.messages_required = true;
+    }
+
+    /// Gives every model a context window of `tokens`: a request whose prompt and maximum
+    /// output together exceed it is answered 400 `context_length_exceeded`.
+    pub fn context_window(&self, tokens: u64) {
+        self.shared.ledger().validation.context_tokens = Some(tokens);
     }
 
     /// Queues `faults` for the next writes (not reads) on `path`, one per write, after any

@@ -242,8 +242,9 @@ async fn attempt(
     let asked = asked(&path, &body, style);
     let (rpm, tpm) = (shared.config.rpm, shared.config.tpm);
     let t = now();
-    let model = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
+    let parsed = serde_json::from_slice::<serde_json::Value>(&body).ok();
+    let model = parsed
+        .as_ref()
         .and_then(|v| v.get("model")?.as_str().map(str::to_owned));
     let day_spent = model.as_deref().and_then(|m| {
         shared
@@ -260,6 +261,20 @@ async fn attempt(
         ));
         let body = style.error_body(429, "requests_per_day_exceeded");
         return answer(429, headers, body);
+    }
+    let refused = shared.ledger().validation.refuse(
+        crate::asked::model_route(&path, style),
+        model.as_deref(),
+        parsed.as_ref(),
+        &asked,
+    );
+    if let Some((status, code)) = refused {
+        // Counted as a request of the window, with no tokens, as the provider counts it.
+        let counted = shared.ledger().window.take(t, 0, rpm, tpm);
+        if counted.is_ok() {
+            let headers = style.quota_headers(&figures(&shared, t), wall());
+            return answer(status, headers, style.error_body(status, code));
+        }
     }
     let (taken, quota) = {
         let mut ledger = shared.ledger();

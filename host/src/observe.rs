@@ -54,6 +54,7 @@
 //! | [`QUEUE_DEPTH`] | gauge | `scope` | requests waiting on the scope |
 //! | [`USAGE_CORRECTIONS`] | counter | `provider` | charges corrected from the estimate to the usage an answer reported |
 //! | [`BREAKER_OPEN`] | gauge | `provider`, `credential` | paths of the credential whose breaker is open now (0 when none) |
+//! | [`TENANT_BREAKER_OPENED`] | counter | | times a tenant's own breaker opened on a path its requests kept failing (the event names the tenant) |
 //! | [`PLUGIN_CALL`] | histogram | `plugin`, `function` (`plan-request`, `read-response`, `reconcile`, `read-reconciliation`) | seconds a plugin call took, on the real clock |
 //! | [`PLUGIN_FAILURES`] | counter | `plugin`, `cause` (`plugin`: counts toward quarantine; `input`: the plugin answers the same call without its body) | plugin calls that failed (trap, timeout, invalid output...) |
 //! | [`PLUGIN_QUARANTINED`] | gauge | `plugin` | 1 while the plugin is quarantined, else 0 |
@@ -93,6 +94,8 @@ pub const QUEUE_DEPTH: &str = "sluice_queue_depth";
 pub const USAGE_CORRECTIONS: &str = "sluice_usage_corrections_total";
 /// Gauge: a credential's paths whose breaker is open.
 pub const BREAKER_OPEN: &str = "sluice_breaker_open";
+/// Counter: times a tenant's own breaker opened.
+pub const TENANT_BREAKER_OPENED: &str = "sluice_tenant_breaker_opened_total";
 /// Histogram: seconds a plugin call took.
 pub const PLUGIN_CALL: &str = "sluice_plugin_call_seconds";
 /// Counter: plugin calls that failed.
@@ -157,6 +160,10 @@ pub fn describe() {
         "Charges corrected to the usage an answer reported"
     );
     describe_gauge!(BREAKER_OPEN, "Paths of a credential whose breaker is open");
+    describe_counter!(
+        TENANT_BREAKER_OPENED,
+        "Times a tenant's own breaker opened on a path its requests kept failing"
+    );
     describe_histogram!(PLUGIN_CALL, Unit::Seconds, "Time a plugin call took");
     describe_counter!(PLUGIN_FAILURES, "Plugin calls that failed");
     describe_gauge!(PLUGIN_QUARANTINED, "1 while the plugin is quarantined");
@@ -289,6 +296,7 @@ mod tests {
             QUEUE_DEPTH,
             USAGE_CORRECTIONS,
             BREAKER_OPEN,
+            TENANT_BREAKER_OPENED,
             PLUGIN_CALL,
             PLUGIN_FAILURES,
             PLUGIN_QUARANTINED,

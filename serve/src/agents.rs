@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use hyper::HeaderMap;
 use sha2::{Digest, Sha256};
-use sluice::config::{AgentProviderKeys, ServeConfig, TokenSource};
+use sluice::admission::ClassSet;
+use sluice::config::{AgentProviderKeys, PriorityAboveAllowed, ServeConfig, TokenSource};
 use sluice::input_file;
 
 use crate::error::ServeError;
@@ -34,6 +35,10 @@ pub struct Agent {
     pub name_tenant: bool,
     /// Its credential label by provider.
     pub credentials: BTreeMap<String, String>,
+    /// The classes it may ask for with `x-sluice-priority`.
+    pub priorities: ClassSet,
+    /// Whether a priority it may not use is lowered (else refused).
+    pub lower_priority: bool,
 }
 
 /// The agents, by their tokens' digests.
@@ -131,6 +136,8 @@ impl Agents {
                 tenant: a.tenant.clone(),
                 name_tenant: a.name_tenant,
                 credentials: a.credentials.clone(),
+                priorities: a.priorities,
+                lower_priority: config.priority_above_allowed == PriorityAboveAllowed::Lower,
             });
             if let Some(other) = by_digest.insert(d, agent) {
                 return Err(ServeError::Token {
@@ -236,6 +243,7 @@ mod tests {
                 tier: None,
                 name_tenant: false,
                 credentials: BTreeMap::new(),
+                priorities: ClassSet::ALL,
             },
         );
         Agents::load(&config).unwrap()

@@ -11,6 +11,7 @@ use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::{HeaderMap, Request, Response};
 use serde_json::json;
+use sluice::admission::Class;
 use sluice::admission::shared::ClaimError;
 use sluice::config::ErrorShape;
 use sluice::contract::RequestClass;
@@ -20,7 +21,7 @@ use sluice::task::TaskId;
 use sluice::writes::{Write, WriteError};
 
 use crate::Shared;
-use crate::agents::{Admitted, Refusal};
+use crate::agents::{Admitted, Agent, Refusal};
 use crate::hints::{self, Hints};
 use crate::reply::{self, Body};
 use crate::shape::SluiceError;
@@ -179,7 +180,7 @@ async fn forward(
         .body(body);
     call.headers = headers_for_provider(&parts.headers);
     if let Some(p) = hints.priority {
-        call = call.priority(p);
+        call = call.priority(allowed_priority(&agent, p)?);
     }
     if let Some(d) = hints.deadline {
         call = call.deadline(d);
@@ -368,6 +369,27 @@ async fn write_through_journal(
             ),
         )),
     }
+}
+
+/// The class a request of `agent` asking for `asked` is queued in: `asked` when the agent
+/// may use it, else the nearest it may (less urgent first) when the configuration lowers,
+/// else a refusal naming the hint and what the agent may use.
+fn allowed_priority(agent: &Agent, asked: Class) -> Result<Class, SluiceError> {
+    if agent.priorities.contains(asked) || agent.lower_priority {
+        return Ok(agent.priorities.allowed(asked));
+    }
+    let may: Vec<&str> = agent.priorities.classes().map(Class::name).collect();
+    Err(SluiceError::new(
+        400,
+        "priority_not_allowed",
+        format!(
+            "sluice: agent {:?} may not ask for `x-sluice-priority: {}`; it may use {}: send \
+             one of those, or none (the plugin's advice)",
+            sluice::printable::printable(&agent.name),
+            asked.name(),
+            may.join(", ")
+        ),
+    ))
 }
 
 #[cfg(test)]

@@ -132,6 +132,16 @@ pub struct TierConfig {
     /// Each tenant's own rate quotas.
     #[serde(default)]
     pub limits: Limits,
+    /// Its precedence over other tiers, 0 (the default) to
+    /// [`super::fair::MAX_PRECEDENCE`]: a tier's requests that may go are served before
+    /// those of every tier of lower precedence. Between tiers of one precedence, and within
+    /// a tier, tenants share by weight whatever their classes.
+    #[serde(default)]
+    pub precedence: u8,
+    /// The queue classes its tenants' requests may use (default: all); a request of
+    /// another class is queued in the nearest allowed one, less urgent first.
+    #[serde(default)]
+    pub classes: Option<Vec<super::fair::Class>>,
 }
 
 /// Which tenant is in which tier.
@@ -370,6 +380,20 @@ impl Config {
             bounds::in_flight(&key("max_in_flight"), t.max_in_flight)?;
             bounds::limits(&key("limits"), &t.limits)?;
             shape(&key("limits"), &t.limits, self.margin)?;
+            bounds::at_most(
+                &key("precedence"),
+                t.precedence.into(),
+                super::fair::MAX_PRECEDENCE.into(),
+                "0 shares with every tier; a higher one goes first",
+            )?;
+            if t.classes.as_ref().is_some_and(Vec::is_empty) {
+                return Err(ConfigError::Invalid {
+                    key: key("classes"),
+                    message: "is empty: name at least one of \"interactive\", \"standard\", \
+                              \"background\""
+                        .into(),
+                });
+            }
         }
         let known = |tier: &str| tier == DEFAULT_TIER || self.tiers.contains_key(tier);
         if !known(&self.tenants.default_tier) {

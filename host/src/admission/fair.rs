@@ -1,6 +1,12 @@
-//! The fair queue of one lane: strict priority between classes; within a class, start-time
-//! fair queuing (SFQ) between tenants and the nearest deadline first within a tenant, with a
-//! bounded exception for a request that would otherwise miss its deadline.
+//! The fair queue of one lane, hierarchical: start-time fair queuing (SFQ) between tenants,
+//! whatever the classes of their requests; within a tenant, its classes in priority order
+//! (interactive, then standard, then background) and, within a class, the nearest deadline
+//! first — with a bounded exception for a request that would otherwise miss its deadline.
+//! A tenant's interactive requests come out of its own weighted share, ahead of its own
+//! standard ones: declaring every request interactive gains a tenant nothing over the
+//! others. Only the operator puts one tenant ahead of another: a lane has a few *bands*,
+//! served in order, and a tier granted precedence queues its tenants in an earlier band
+//! ([`band_of`]); every tier is in the same band unless so granted.
 //!
 //! Why SFQ: each tenant's backlog is a *flow*; the flow whose head request has the smallest
 //! virtual start tag goes next, and serving a request of size `s` moves its flow's tag on by
@@ -16,11 +22,11 @@
 //! would let a tenant stamp a near deadline on everything and take the whole scope, so
 //! deadlines order requests in two places only, and fairness bounds both:
 //!
-//! - **Within a tenant's flow**, requests with a deadline go first, nearest first, and those
-//!   without one follow in arrival order (FIFO among equal deadlines). Reordering a flow
-//!   does not touch its tags: a tenant only chooses which of its own requests spends its
-//!   share.
-//! - **Across the flows of a class**, the request with the class's nearest deadline goes
+//! - **Within a class of a tenant's flow**, requests with a deadline go first, nearest
+//!   first, and those without one follow in arrival order (FIFO among equal deadlines).
+//!   Reordering a flow does not touch its tags: a tenant only chooses which of its own
+//!   requests spends its share.
+//! - **Across the flows of a band**, the request with the band's nearest deadline goes
 //!   ahead of the flow whose turn it is when waiting for that turn would make it late: its
 //!   slack (deadline − now) is below its estimated wait behind the request whose turn it is,
 //!   and it can still make its deadline if it goes first. It goes as late as that, not
@@ -35,9 +41,9 @@
 //!   and those that cannot wait expire.
 //!
 //! Requests without a deadline pay (nearly) nothing for this: they go through the same FIFO
-//! as before, and a class that never held a request with a deadline skips the check on one
+//! as before, and a band that never held a request with a deadline skips the check on one
 //! test (`BENCHMARKS.md` has the figures). A request with a deadline is refused at submit
-//! only if it cannot be met even ahead of its class's requests without one.
+//! only if it cannot be met even ahead of its band's requests without one.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -48,13 +54,15 @@ use super::usage::Usage;
 slotmap::new_key_type! {
     /// One queued request.
     pub struct RequestId;
-    /// One tenant's backlog in one class of one lane.
+    /// One tenant's backlog in one band of one lane.
     pub(crate) struct FlowId;
 }
 
 /// The queue class of a request, most urgent first. Serializes as `interactive`,
 /// `standard` or `background`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
     /// A person or an agent in a live conversation waits on it.
@@ -68,6 +76,15 @@ pub enum Class {
 impl Class {
     /// Every class, most urgent first.
     pub const ALL: [Self; 3] = [Self::Interactive, Self::Standard, Self::Background];
+
+    /// Its name: `interactive`, `standard` or `background`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Interactive => "interactive",
+            Self::Standard => "standard",
+            Self::Background => "background",
+        }
+    }
 
     pub(crate) fn index(self) -> usize {
         self as usize
@@ -88,12 +105,10 @@ impl From<crate::contract::PriorityClass> for Class {
 /// Requests with a deadline, nearest first; among equal deadlines, in arrival order.
 pub(crate) type ByDeadline = BinaryHeap<Reverse<(Nanos, u64, RequestId)>>;
 
-/// One tenant's backlog in one class of one lane.
-#[derive(Debug)]
-pub(crate) struct Flow {
-    pub lane: u32,
-    pub class: Class,
-    pub tenant: u32,
+/// One class of a tenant's backlog: requests with a deadline first, nearest first, then
+/// the others in arrival order.
+#[derive(Debug, Default)]
+pub(crate) struct Sub {
     /// Queued requests without a deadline, oldest first; cancelled ones are skipped when they
     /// reach the head.
     pub queue: VecDeque<RequestId>,
@@ -102,44 +117,11 @@ pub(crate) struct Flow {
     pub urgent: Option<Box<ByDeadline>>,
     /// Live requests in `queue` and `urgent`.
     pub live: u32,
-    /// The virtual finish tag of the flow's last served request (or of the last one served
-    /// ahead of its turn).
-    pub finish: u64,
-    /// Set aside until its tenant's quota or in-flight limit allows it.
-    pub parked: bool,
 }
 
-impl Flow {
-    /// An empty flow, not yet in its class's heap.
-    pub fn new(lane: u32, class: Class, tenant: u32) -> Self {
-        Self {
-            lane,
-            class,
-            tenant,
-            queue: VecDeque::new(),
-            urgent: None,
-            live: 0,
-            finish: 0,
-            parked: false,
-        }
-    }
-
-    /// Queues a request without a deadline, at the back.
-    pub fn push(&mut self, id: RequestId) {
-        self.queue.push_back(id);
-        self.live += 1;
-    }
-
-    /// Queues a request with a deadline, in deadline order; `seq` orders equal deadlines.
-    pub fn push_by_deadline(&mut self, id: RequestId, deadline: Nanos, seq: u64) {
-        self.urgent
-            .get_or_insert_default()
-            .push(Reverse((deadline, seq, id)));
-        self.live += 1;
-    }
-
+impl Sub {
     /// The request to serve next, dropping ids before it that are no longer `alive`.
-    pub fn head(&mut self, alive: impl Fn(RequestId) -> bool) -> Option<RequestId> {
+    fn head(&mut self, alive: &impl Fn(RequestId) -> bool) -> Option<RequestId> {
         if let Some(urgent) = self.urgent.as_deref_mut() {
             while let Some(&Reverse((_, _, id))) = urgent.peek() {
                 if alive(id) {
@@ -157,14 +139,87 @@ impl Flow {
         None
     }
 
-    /// Removes the request [`Flow::head`] returned.
+    fn len(&self) -> usize {
+        self.queue.len() + self.urgent.as_deref().map_or(0, BinaryHeap::len)
+    }
+}
+
+/// One tenant's backlog in one band of one lane: its classes in priority order.
+#[derive(Debug)]
+pub(crate) struct Flow {
+    pub lane: u32,
+    /// The band of the lane it queues in: its tenant's tier's precedence.
+    pub band: u8,
+    pub tenant: u32,
+    /// Its requests by class, most urgent first: the head of the first class with a live
+    /// request is the flow's head.
+    pub classes: [Sub; 3],
+    /// Live requests in every class.
+    pub live: u32,
+    /// The virtual finish tag of the flow's last served request (or of the last one served
+    /// ahead of its turn).
+    pub finish: u64,
+    /// Set aside until its tenant's quota or in-flight limit allows it.
+    pub parked: bool,
+}
+
+impl Flow {
+    /// An empty flow, not yet in its band's heap.
+    pub fn new(lane: u32, band: u8, tenant: u32) -> Self {
+        Self {
+            lane,
+            band,
+            tenant,
+            classes: Default::default(),
+            live: 0,
+            finish: 0,
+            parked: false,
+        }
+    }
+
+    /// Queues a request of `class` without a deadline, at the back of its class.
+    pub fn push(&mut self, id: RequestId, class: Class) {
+        let sub = &mut self.classes[class.index()];
+        sub.queue.push_back(id);
+        sub.live += 1;
+        self.live += 1;
+    }
+
+    /// Queues a request of `class` with a deadline, in deadline order within its class;
+    /// `seq` orders equal deadlines.
+    pub fn push_by_deadline(&mut self, id: RequestId, class: Class, deadline: Nanos, seq: u64) {
+        let sub = &mut self.classes[class.index()];
+        sub.urgent
+            .get_or_insert_default()
+            .push(Reverse((deadline, seq, id)));
+        sub.live += 1;
+        self.live += 1;
+    }
+
+    /// A request of `class` left the flow.
+    pub fn left(&mut self, class: Class) {
+        self.classes[class.index()].live -= 1;
+        self.live -= 1;
+    }
+
+    /// The request to serve next — the first live one of its most urgent class — dropping
+    /// ids before it that are no longer `alive`.
+    pub fn head(&mut self, alive: impl Fn(RequestId) -> bool) -> Option<RequestId> {
+        self.classes.iter_mut().find_map(|sub| sub.head(&alive))
+    }
+
+    /// Removes the request [`Flow::head`] returned: the front of the first class that holds
+    /// any id (the classes before it were emptied by `head`).
     pub fn pop_head(&mut self) {
-        match self.urgent.as_deref_mut().filter(|u| !u.is_empty()) {
+        let Some(sub) = self.classes.iter_mut().find(|s| s.len() > 0) else {
+            return;
+        };
+        match sub.urgent.as_deref_mut().filter(|u| !u.is_empty()) {
             Some(urgent) => {
                 urgent.pop();
             }
             None => {
-                self.queue.pop_front();
+                sub.queue.pop_front();
             }
         }
     }
@@ -172,17 +227,19 @@ impl Flow {
     /// Drops every id that is no longer `alive`, when they outnumber the live ones: a flow
     /// under submit-and-cancel churn does not grow without bound.
     pub fn sweep(&mut self, alive: impl Fn(RequestId) -> bool) {
-        let urgent = self.urgent.as_deref().map_or(0, BinaryHeap::len);
-        if self.queue.len() + urgent > 2 * self.live as usize + 16 {
-            self.queue.retain(|id| alive(*id));
-            if let Some(u) = self.urgent.as_deref_mut() {
-                u.retain(|Reverse((_, _, id))| alive(*id));
+        let held: usize = self.classes.iter().map(Sub::len).sum();
+        if held > 2 * self.live as usize + 16 {
+            for sub in &mut self.classes {
+                sub.queue.retain(|id| alive(*id));
+                if let Some(u) = sub.urgent.as_deref_mut() {
+                    u.retain(|Reverse((_, _, id))| alive(*id));
+                }
             }
         }
     }
 }
 
-/// The requests with a deadline queued in one class of one lane: the candidates to go ahead
+/// The requests with a deadline queued in one band of one lane: the candidates to go ahead
 /// of their turn.
 #[derive(Debug, Default)]
 pub(crate) struct Deadlines {
@@ -192,9 +249,9 @@ pub(crate) struct Deadlines {
     pub queued: Usage,
 }
 
-/// The flows of one class of one lane, by start tag.
+/// The flows of one band of one lane, by start tag.
 #[derive(Debug, Default)]
-pub(crate) struct ClassQueue {
+pub(crate) struct BandQueue {
     pub(crate) heap: BinaryHeap<Reverse<(u64, u64, FlowId)>>,
     seq: u64,
     /// The virtual time: the start tag of the request served last in its turn.
@@ -209,7 +266,7 @@ pub(crate) struct ClassQueue {
     pub deadlines: Option<Box<Deadlines>>,
 }
 
-impl ClassQueue {
+impl BandQueue {
     /// Queues `flow`, whose last request finished at virtual time `finish`.
     pub fn push(&mut self, flow: FlowId, finish: u64) {
         let start = finish.max(self.vtime);
@@ -232,7 +289,7 @@ impl ClassQueue {
         }
     }
 
-    /// Removes the flow [`ClassQueue::peek`] returned.
+    /// Removes the flow [`BandQueue::peek`] returned.
     pub fn pop(&mut self) {
         self.heap.pop();
     }
@@ -275,7 +332,9 @@ pub(crate) enum LaneState {
 pub(crate) struct Lane {
     /// The scopes every request of the lane charges (the credential's first).
     pub scopes: Box<[u32]>,
-    pub classes: [ClassQueue; 3],
+    /// Its bands, the first served first: tenants of a tier granted precedence queue in a
+    /// band before the others' ([`band_of`]).
+    pub bands: [BandQueue; BANDS],
     pub state: LaneState,
     /// The scope whose waiters list holds this lane, while it waits.
     pub waiting_on: Option<u32>,
@@ -285,31 +344,42 @@ impl Lane {
     pub fn new(scopes: Box<[u32]>) -> Self {
         Self {
             scopes,
-            classes: Default::default(),
+            bands: Default::default(),
             state: LaneState::Idle,
             waiting_on: None,
         }
     }
 
-    /// The usage queued in classes as urgent as `class` or more.
-    pub fn ahead(&self, class: Class) -> Usage {
+    /// The usage queued in bands served before `band`, or with it.
+    pub fn ahead(&self, band: u8) -> Usage {
         let mut sum = Usage::default();
-        for q in &self.classes[..=class.index()] {
+        for q in &self.bands[..=usize::from(band)] {
             sum.add(&q.queued);
         }
         sum
     }
 
-    /// The usage that may go before a request of `class` with a deadline: everything queued
-    /// in more urgent classes, and what is queued with a deadline in its own (which the
-    /// nearest-deadline order may put first). The rest of its class it overtakes when its
+    /// The usage that may go before a request of `band` with a deadline: everything queued
+    /// in bands served before it, and what is queued with a deadline in its own (which the
+    /// nearest-deadline order may put first). The rest of its band it overtakes when its
     /// deadline needs it to, within its tenant's share.
-    pub fn ahead_of_deadline(&self, class: Class) -> Usage {
+    pub fn ahead_of_deadline(&self, band: u8) -> Usage {
         let mut sum = Usage::default();
-        for q in &self.classes[..class.index()] {
+        for q in &self.bands[..usize::from(band)] {
             sum.add(&q.queued);
         }
-        sum.add(&self.classes[class.index()].queued_with_deadlines());
+        sum.add(&self.bands[usize::from(band)].queued_with_deadlines());
         sum
     }
+}
+
+/// How many bands a lane has: one per tier precedence, 0 to [`MAX_PRECEDENCE`].
+pub(crate) const BANDS: usize = 3;
+
+/// The highest precedence a tier may be granted.
+pub const MAX_PRECEDENCE: u8 = (BANDS - 1) as u8;
+
+/// The band of a tier granted `precedence`: the highest is served first.
+pub(crate) fn band_of(precedence: u8) -> u8 {
+    MAX_PRECEDENCE - precedence.min(MAX_PRECEDENCE)
 }

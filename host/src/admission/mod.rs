@@ -29,7 +29,7 @@ pub mod usage;
 
 pub use bucket::{Bucket, Denial, Nanos, QuotaError, Rate};
 pub use config::{Config, ConfigError, model_scope};
-pub use fair::{Class, RequestId};
+pub use fair::{Class, MAX_PRECEDENCE, RequestId};
 pub use handle::{Acquire, Admission, Permit, Refused, Ticket};
 pub use limits::Limits;
 pub use outcome::{Bound, GrantId, QueueEvent, Rejection, Waiting, Why};
@@ -39,4 +39,5 @@ pub use snapshot::{
     ConcurrencyStatus, HoldStatus, QueueRow, QuotaOrigin, QuotaStatus, ReportedQuota, ScopeKind,
     ScopeStatus, Snapshot,
 };
+pub use tenant::ClassSet;
 pub use usage::{Dimension, Usage};

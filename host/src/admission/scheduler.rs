@@ -9,10 +9,13 @@
 //! [`super::Admission`] drives it on tokio with one task.
 //!
 //! Requests that charge the same set of scopes form a *lane*; lanes that share a scope take
-//! turns on it, one admission per turn. Within a lane, classes are strict (interactive, then
-//! standard, then background) and tenants share each class by weight ([`super::fair`]);
-//! within a tenant the nearest deadline goes first, and a request that would miss its
-//! deadline waiting for its turn goes ahead of it, within its tenant's share.
+//! turns on it, one admission per turn. Within a lane, tenants share by weight whatever the
+//! classes of their requests, and a tenant's own requests go in class order (interactive,
+//! then standard, then background) — a tenant's interactive calls come out of its own share
+//! ([`super::fair`]); only a tier the operator grants precedence goes ahead of the others.
+//! Within a tenant's class the nearest deadline goes first, and a request that would miss
+//! its deadline waiting for its turn goes ahead of it, within its tenant's share. A class
+//! the tenant's tier does not allow is lowered to the nearest one it does.
 //!
 //! What responses say lands in the scopes they are about: a 429 holds a scope
 //! ([`Scheduler::hold`]), and a plugin's figures ([`Scheduler::observe`]) hold it when a quota
@@ -74,7 +77,7 @@ use super::config::{self, Config, ConfigError, DEFAULT_TIER};
 use super::fair::{Class, Flow, FlowId, Lane, RequestId};
 use super::outcome::GrantId;
 use super::scope::{Scope, ScopeKey, Shape};
-use super::tenant::{Tenant, Tier};
+use super::tenant::{ClassSet, Tenant, Tier};
 use super::usage::Usage;
 
 pub use crate::task::TaskId;
@@ -107,6 +110,8 @@ pub struct Ask {
 #[derive(Debug)]
 struct Pending {
     flow: FlowId,
+    /// The class it is queued in, within its tenant's flow.
+    class: Class,
     usage: Usage,
     /// Fair-share size: occupancy of the lane's scarcest quota over the tenant's weight.
     size: u64,
@@ -197,7 +202,8 @@ pub struct Scheduler {
     tenants: Vec<Tenant>,
     tenant_index: HashMap<Arc<str>, u32>,
     flows: SlotMap<FlowId, Flow>,
-    flow_index: HashMap<(u32, Class, u32), FlowId>,
+    /// Flows by lane, band and tenant.
+    flow_index: HashMap<(u32, u8, u32), FlowId>,
     requests: SlotMap<RequestId, Pending>,
     grants: SlotMap<GrantId, Grant>,
     tasks: HashMap<TaskId, TaskEntry>,
@@ -217,6 +223,8 @@ mod run;
 mod shared;
 mod snapshot;
 mod submit;
+#[cfg(test)]
+mod tests;
 mod turn;
 
 impl Scheduler {
@@ -256,6 +264,8 @@ impl Scheduler {
                 max_queued: t.max_queued.map(|n| n.get()),
                 max_in_flight: t.max_in_flight.map(|n| n.get()),
                 quota,
+                precedence: t.precedence,
+                classes: t.classes.as_deref().map_or(ClassSet::ALL, ClassSet::of),
             };
             if let Some(&i) = tier_index.get(name) {
                 tiers[i as usize] = tier;

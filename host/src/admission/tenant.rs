@@ -3,7 +3,7 @@
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
-use super::fair::FlowId;
+use super::fair::{Class, FlowId};
 use super::scope::Shape;
 
 /// A tier, as the scheduler uses it.
@@ -19,6 +19,49 @@ pub struct Tier {
     pub max_in_flight: Option<u32>,
     /// Each tenant's own rate quotas, if the tier sets any.
     pub quota: Option<Arc<Shape>>,
+    /// Its precedence over other tiers (0 to [`super::fair::MAX_PRECEDENCE`]): while a tier
+    /// of higher precedence has requests that may go, a lower tier's wait. 0 for every tier
+    /// unless the operator grants more.
+    pub precedence: u8,
+    /// The classes its tenants' requests may be queued in; a request of another class is
+    /// queued in the nearest allowed one, less urgent first.
+    pub classes: ClassSet,
+}
+
+/// A set of queue classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassSet(u8);
+
+impl ClassSet {
+    /// Every class.
+    pub const ALL: Self = Self(0b111);
+
+    /// The set of `classes`.
+    pub fn of(classes: &[Class]) -> Self {
+        Self(classes.iter().fold(0, |m, c| m | 1 << c.index()))
+    }
+
+    /// Its classes, most urgent first.
+    pub fn classes(self) -> impl Iterator<Item = Class> {
+        Class::ALL.into_iter().filter(move |c| self.contains(*c))
+    }
+
+    /// Whether `class` is in the set.
+    pub fn contains(self, class: Class) -> bool {
+        self.0 & (1 << class.index()) != 0
+    }
+
+    /// `class` if the set holds it, else the nearest class it holds, less urgent first;
+    /// `class` when the set is empty.
+    pub fn allowed(self, class: Class) -> Class {
+        if self.contains(class) {
+            return class;
+        }
+        let i = class.index();
+        let below = Class::ALL[i..].iter().find(|c| self.contains(**c));
+        let above = Class::ALL[..i].iter().rev().find(|c| self.contains(**c));
+        below.or(above).copied().unwrap_or(class)
+    }
 }
 
 impl Tier {
@@ -30,6 +73,8 @@ impl Tier {
             max_queued: None,
             max_in_flight: None,
             quota: None,
+            precedence: 0,
+            classes: ClassSet::ALL,
         }
     }
 }
@@ -40,6 +85,8 @@ pub(crate) struct Tenant {
     pub name: Arc<str>,
     pub tier: u32,
     pub weight: u64,
+    /// The band its flows queue in: its tier's precedence ([`super::fair::band_of`]).
+    pub band: u8,
     pub queued: u32,
     pub in_flight: u32,
     /// The tenant's quota scope, when its tier has quotas.

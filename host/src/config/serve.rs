@@ -6,6 +6,7 @@
 //! listen = "127.0.0.1:8700"          # where agents' SDKs point (loopback by default)
 //! shutdown_deadline_ms = 10000       # in-flight calls get this long after a stop signal
 //! agent_provider_keys = "refuse"     # or "strip": a provider key an agent sends itself
+//! priority_above_allowed = "refuse"  # or "lower": an x-sluice-priority the agent may not use
 //!
 //! [serve.admin]
 //! listen = "127.0.0.1:8701"
@@ -20,6 +21,7 @@
 //! tier = "paid"                      # optional: the tenant's tier (tenants.assign)
 //! name_tenant = false                # may its requests name another tenant
 //! credentials = { openai = "team-key" }
+//! priorities = ["standard", "background"]   # the classes it may ask for (default: all)
 //!
 //! [serve.providers.openai]
 //! error_shape = "openai"             # default: as the plugin describes it, else openai
@@ -38,6 +40,7 @@ use toml::{Table, Value};
 
 use super::ConfigFileError;
 use super::parse::Keys;
+use crate::admission::{Class, ClassSet};
 
 /// The default address the sidecar listens on for agents.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8700";
@@ -57,6 +60,8 @@ pub struct ServeConfig {
     pub shutdown_deadline: Duration,
     /// What happens to a request that carries a provider key of its own.
     pub agent_provider_keys: AgentProviderKeys,
+    /// What happens to a request whose `x-sluice-priority` its agent may not use.
+    pub priority_above_allowed: PriorityAboveAllowed,
     /// The largest request body taken, in bytes.
     pub max_body_bytes: u64,
     /// The admin API; `None`: not served.
@@ -75,6 +80,7 @@ impl Default for ServeConfig {
                 .unwrap_or(([127, 0, 0, 1], 8700).into()),
             shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
             agent_provider_keys: AgentProviderKeys::Refuse,
+            priority_above_allowed: PriorityAboveAllowed::Refuse,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             admin: None,
             agents: BTreeMap::new(),
@@ -121,6 +127,19 @@ pub struct AgentConfig {
     /// The credential label it uses, by provider; a provider left out: its only credential,
     /// or `default`.
     pub credentials: BTreeMap<String, String>,
+    /// The queue classes it may ask for with `x-sluice-priority` (default: all). Between
+    /// tenants classes give no precedence (see `admission::fair`); this keeps an agent's
+    /// own requests from jumping its tenant's other agents.
+    pub priorities: ClassSet,
+}
+
+/// What the sidecar does with an `x-sluice-priority` its agent may not use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PriorityAboveAllowed {
+    /// Refuse the request (400, naming the hint and what the agent may use).
+    Refuse,
+    /// Queue it in the nearest class the agent may use, less urgent first.
+    Lower,
 }
 
 /// Where a token is read from. A token is compared by its SHA-256, so the file can hold
@@ -199,6 +218,20 @@ pub(super) fn parse(keys: &Keys<'_>, mut table: Table) -> Result<ServeConfig, Co
             return Err(keys.invalid("serve.agent_provider_keys", "`refuse` or `strip`"));
         }
     }
+    match keys
+        .string(
+            &mut table,
+            "priority_above_allowed",
+            "serve.priority_above_allowed",
+        )?
+        .as_deref()
+    {
+        None | Some("refuse") => {}
+        Some("lower") => serve.priority_above_allowed = PriorityAboveAllowed::Lower,
+        Some(_) => {
+            return Err(keys.invalid("serve.priority_above_allowed", "`refuse` or `lower`"));
+        }
+    }
     let admin = keys.table(&mut table, "admin", "serve.admin")?;
     if !admin.is_empty() {
         serve.admin = Some(admin_table(keys, admin)?);
@@ -225,6 +258,7 @@ pub(super) fn parse(keys: &Keys<'_>, mut table: Table) -> Result<ServeConfig, Co
             "shutdown_deadline_ms",
             "max_body_bytes",
             "agent_provider_keys",
+            "priority_above_allowed",
             "admin",
             "agents",
             "providers",
@@ -309,10 +343,21 @@ fn agent(keys: &Keys<'_>, at: &str, mut table: Table) -> Result<AgentConfig, Con
             }
         }
     }
+    let priorities = match table.remove("priorities") {
+        None => ClassSet::ALL,
+        Some(v) => priorities(keys, &format!("{at}.priorities"), v)?,
+    };
     keys.no_other_keys(
         &table,
         at,
-        &["token", "tenant", "tier", "name_tenant", "credentials"],
+        &[
+            "token",
+            "tenant",
+            "tier",
+            "name_tenant",
+            "credentials",
+            "priorities",
+        ],
     )?;
     Ok(AgentConfig {
         token,
@@ -320,7 +365,30 @@ fn agent(keys: &Keys<'_>, at: &str, mut table: Table) -> Result<AgentConfig, Con
         tier,
         name_tenant,
         credentials,
+        priorities,
     })
+}
+
+/// A non-empty list of queue classes.
+fn priorities(keys: &Keys<'_>, at: &str, value: Value) -> Result<ClassSet, ConfigFileError> {
+    const HOW: &str = "a non-empty list of \"interactive\", \"standard\", \"background\"";
+    let Value::Array(items) = value else {
+        return Err(keys.invalid(at, HOW));
+    };
+    let mut classes = Vec::new();
+    for item in items {
+        let class = match item.as_str() {
+            Some("interactive") => Class::Interactive,
+            Some("standard") => Class::Standard,
+            Some("background") => Class::Background,
+            _ => return Err(keys.invalid(at, HOW)),
+        };
+        classes.push(class);
+    }
+    if classes.is_empty() {
+        return Err(keys.invalid(at, HOW));
+    }
+    Ok(ClassSet::of(&classes))
 }
 
 fn token(keys: &Keys<'_>, at: &str, value: Value) -> Result<TokenSource, ConfigFileError> {

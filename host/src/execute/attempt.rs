@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{Instrument, Span};
 
+use super::breaking::BreakerPaths;
 use super::charge;
 use super::stream::Stream;
 use super::tally::Tally;
@@ -42,8 +43,8 @@ pub(super) struct Prepared {
 struct Attempting<'a> {
     call: &'a Call,
     policy: &'a Arc<GuardedPolicy>,
-    /// The path's breaker key.
-    path: &'a str,
+    /// The call's breaker paths.
+    paths: &'a BreakerPaths,
     secrets: &'a [(&'a str, &'a str)],
     /// When the call began.
     started: Instant,
@@ -154,21 +155,27 @@ impl Executor {
                 NextAction::FixRequest,
             ));
         }
-        let route = route_template(&call.method, &call.url);
-        // The breaker is one credential's: another credential's revoked key or malformed
-        // requests never stop this one's calls.
-        let path = format!("{} {} {route}", call.provider, call.credential);
-        if let Err(open) = self.breakers.check(&path, started) {
+        let Some(mut p) = self.prepare(call, &policy) else {
+            return Run::Done(t.end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
+        };
+        span.record("tenant", p.tenant.as_str());
+        // The breakers are one credential's and one model's: another credential's revoked
+        // key never stops this one's calls, and another tenant's malformed requests never
+        // stop this tenant's (`breaking`).
+        let paths = BreakerPaths::of(
+            &call.provider,
+            &call.credential,
+            &route_template(&call.method, &call.url),
+            p.req.digest.string("model").as_deref(),
+            &p.tenant,
+        );
+        if let Err(open) = self.breakers_allow(&paths, started) {
             let after = open.retry_in;
             return Run::Done(t.end(
                 Reason::BreakerOpen(open),
                 NextAction::RetryLater(Some(after)),
             ));
         }
-        let Some(mut p) = self.prepare(call, &policy) else {
-            return Run::Done(t.end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
-        };
-        span.record("tenant", p.tenant.as_str());
         // A spent budget refuses before the call takes a place in the queue.
         let reservation = match self.charge(&call.provider, &p) {
             Ok(r) => r,
@@ -182,7 +189,7 @@ impl Executor {
         let cx = Attempting {
             call,
             policy: &policy,
-            path: &path,
+            paths: &paths,
             secrets: &secrets,
             started,
             stream,
@@ -239,7 +246,7 @@ impl Executor {
         if status == Some(429) {
             self.recent.answered_429(recent::Answered429 {
                 at_ms: self.clock.wall_ms(),
-                path: cx.path.to_owned(),
+                path: cx.paths.shared.clone(),
                 tenant: p.tenant.clone(),
                 attempt: t.attempts,
             });
@@ -248,7 +255,7 @@ impl Executor {
             Ok(s) if cx.stream && (200..300).contains(&s.status) => {
                 match self.open_stream(s, permit, policy, p, t, observer).await {
                     Ok(opened) => {
-                        self.breakers.success(cx.path);
+                        self.breakers_success(cx.paths);
                         return Some(Run::Stream(Box::new(opened)));
                     }
                     // The stream broke before its first chunk: an attempt that got no
@@ -268,7 +275,7 @@ impl Executor {
             Err(fault) => (failed(fault, t), permit),
         };
         let plan = self.read_attempt(call, p, policy, &wire, permit, cx.started, t, observer);
-        let end = self.after(call, cx.path, plan, wire, t, observer).await;
+        let end = self.after(call, cx.paths, plan, wire, t, observer).await;
         end.map(Run::Done)
     }
 

@@ -10,6 +10,7 @@
 //! whether an answer came back, what was spent, and the next safe action.
 
 mod attempt;
+mod breaking;
 mod budgets;
 mod call;
 mod charge;
@@ -33,7 +34,7 @@ use crate::contract::RequestClass;
 use crate::credentials::{Credentials, NoCredentials};
 use crate::guard::GuardedPolicy;
 use crate::reload::PolicySlot;
-use crate::retry::{Breakers, RetryConfig};
+use crate::retry::{BreakerKind, Breakers, RetryConfig};
 use crate::task::Tasks;
 use crate::transport::Transport;
 
@@ -56,7 +57,10 @@ pub struct Executor {
     policies: HashMap<String, Arc<PolicySlot>>,
     transport: Transport,
     retry: RetryConfig,
+    /// Credentials' breakers, shared by their tenants.
     breakers: Breakers,
+    /// Tenants' own breakers, for the failures their requests cause.
+    tenant_breakers: Breakers,
     rng: Mutex<fastrand::Rng>,
     delayed: Mutex<HashMap<(String, String), u32>>,
     /// Cancelled tasks, and the attempts each sent against `RetryConfig::task_max_attempts`.
@@ -101,10 +105,9 @@ impl Executor {
         clock: Arc<dyn Clock>,
         seed: u64,
     ) -> Self {
-        let breakers = Breakers::new(
-            retry.breaker_threshold,
-            Duration::from_millis(retry.breaker_open_ms),
-        );
+        let open_for = Duration::from_millis(retry.breaker_open_ms);
+        let breakers = Breakers::new(retry.breaker_threshold, open_for);
+        let tenant_breakers = Breakers::of(BreakerKind::Tenant, retry.breaker_threshold, open_for);
         let tasks = Tasks::new(retry.task_max_attempts);
         Self {
             admission,
@@ -112,6 +115,7 @@ impl Executor {
             transport,
             retry,
             breakers,
+            tenant_breakers,
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             delayed: Mutex::default(),
             tasks,
@@ -161,9 +165,13 @@ impl Executor {
     }
 
     /// Every path's circuit breaker with failures counted, as it stands now (see
-    /// [`crate::retry::Breakers::states`]). Looking changes nothing.
+    /// [`crate::retry::Breakers::states`]): the credentials' paths, then the tenants' own
+    /// (whose path ends `tenant=NAME`). Looking changes nothing.
     pub fn breakers(&self) -> Vec<crate::retry::BreakerState> {
-        self.breakers.states(self.clock.now())
+        let now = self.clock.now();
+        let mut states = self.breakers.states(now);
+        states.extend(self.tenant_breakers.states(now));
+        states
     }
 
     /// The last 429s the providers answered, oldest first, absorbed by retries or not

@@ -6,6 +6,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use super::attempt::{Prepared, failed};
+use super::breaking::{BreakerPaths, blame};
 use super::charge;
 use super::stream::{self, Stream};
 use super::tally::{Tally, next_action};
@@ -86,7 +87,21 @@ impl Executor {
         let reading = policy
             .read_response(&p.req, wire, ResponsePart::Complete)
             .value;
-        let c = reading.classification;
+        let mut c = reading.classification;
+        if c.verdict == Verdict::Success && status.is_none() {
+            // A failure in transport is never a success, whatever the plugin says: one
+            // that may have reached the provider is an unknown outcome, one that did not
+            // is transient.
+            tracing::warn!(
+                provider = %call.provider,
+                "the plugin read a failure in transport as a success; read as a failure"
+            );
+            c.verdict = if sent {
+                Verdict::OutcomeUnknown
+            } else {
+                Verdict::Transient
+            };
+        }
         trace::read(status, c.verdict);
         observer.after_attempt(t.attempts, status, &c);
         let mut actual = None;
@@ -177,7 +192,7 @@ impl Executor {
     pub(super) async fn after(
         &self,
         call: &Call,
-        path: &str,
+        paths: &BreakerPaths,
         (c, plan): (Classification, crate::retry::Plan),
         wire: Wire,
         t: &mut Tally,
@@ -187,41 +202,44 @@ impl Executor {
             Wire::Response(r) => Some(r.status),
             Wire::Transport(_) => None,
         };
-        // A 429 or a spent quota is a scheduling signal about the scope, not a broken
-        // path: it holds the scope and never trips the path's breaker.
-        let breaks = !matches!(c.verdict, Verdict::RateLimited | Verdict::QuotaExhausted);
+        // A 429 or a spent quota holds the scope and trips no breaker; a failure the
+        // request explains trips only its tenant's (`breaking`).
+        let blame = blame(c.verdict, status);
         let failure = format!(
             "{} {}",
             status.map_or_else(|| "transport".to_owned(), |s| s.to_string()),
             c.error_code.as_deref().unwrap_or("")
         );
         trace::decided(&plan.next);
-        match plan.next {
-            Next::Done => {
-                self.breakers.success(path);
-                let Wire::Response(response) = wire else {
-                    unreachable!("success is a response")
-                };
+        match (plan.next, wire) {
+            (Next::Done, Wire::Response(response)) => {
+                self.breakers_success(paths);
                 Some(Outcome::Succeeded {
                     response,
                     attempts: t.attempts,
                     waited: t.waited + t.queued,
                 })
             }
-            Next::Stop(stop) => {
+            // `read_attempt` never lets a failure in transport be a success; kept as the
+            // failure it is, never an answer.
+            (Next::Done, wire @ Wire::Transport(_)) => {
                 t.keep_answer(wire);
-                if breaks {
-                    self.breakers.failure(path, &failure, self.clock.now());
-                }
+                self.breakers_failure(paths, blame, &failure, self.clock.now());
+                Some(std::mem::take(t).end(
+                    Reason::Stopped(crate::retry::Stop::NeverRetry),
+                    NextAction::RetryLater(None),
+                ))
+            }
+            (Next::Stop(stop), wire) => {
+                t.keep_answer(wire);
+                self.breakers_failure(paths, blame, &failure, self.clock.now());
                 let next = next_action(&stop, c.retry_after_ms, status);
                 Some(std::mem::take(t).end(Reason::Stopped(stop), next))
             }
-            Next::Retry { delay } => {
+            (Next::Retry { delay }, wire) => {
                 t.keep_answer(wire);
-                if breaks {
-                    self.breakers.failure(path, &failure, self.clock.now());
-                }
-                if let Err(open) = self.breakers.check(path, self.clock.now()) {
+                self.breakers_failure(paths, blame, &failure, self.clock.now());
+                if let Err(open) = self.breakers_allow(paths, self.clock.now()) {
                     let after = open.retry_in;
                     return Some(std::mem::take(t).end(
                         Reason::BreakerOpen(open),

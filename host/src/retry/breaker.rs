@@ -1,13 +1,22 @@
 //! A circuit breaker per path: repeated identical failures stop the path for a while.
 //!
 //! The key is a sanitized fingerprint — method, route template (ids and numbers replaced by
-//! `{}`), provider error code — never a secret, a query string or a volatile header. Only
-//! identical failures in a row count: a different error, or a success, resets the count.
+//! `{}`), the request's stable fields (its model) — and the count is of one provider error
+//! code; never a secret, a query string or a volatile header. Only identical failures in a
+//! row count: a different error, or a success, resets the count.
 //!
-//! A breaker that opens, lets a probe through once its time is up (half-open) or closes on a
-//! success says so in an event, and [`crate::observe::BREAKER_OPEN`] counts a credential's
-//! open paths. The executor names a path `provider credential METHOD /route`; the first two
-//! words are the gauge's labels.
+//! An open path refuses calls for `open_for`; then it is half-open, and exactly **one** call
+//! probes it: the others are refused until the probe answers (a success closes the path, a
+//! failure opens it again) or, if it never does, until another `open_for` has passed and the
+//! next call probes instead.
+//!
+//! Two kinds ([`Kind`]): a credential's breakers, shared by every tenant of it, which the
+//! executor names `provider credential METHOD /route [model]` (the first two words are the
+//! labels of [`crate::observe::BREAKER_OPEN`], the count of a credential's open paths); and
+//! a tenant's own, for the failures its requests cause (see `execute::breaking`), counted in
+//! [`crate::observe::TENANT_BREAKER_OPENED`]. Opening, half-opening and closing are each an
+//! event. At most [`MAX_PATHS`] paths are kept: past it, paths that are counting but not
+//! open are forgotten first.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -32,11 +41,26 @@ pub fn route_template(method: &str, url: &str) -> String {
     format!("{method} {}", segments.join("/"))
 }
 
+/// The most paths a set of breakers keeps.
+pub const MAX_PATHS: usize = 10_000;
+
+/// Whose breakers they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A credential's, shared by every tenant that calls with it.
+    Credential,
+    /// Tenants' own, each path naming its tenant.
+    Tenant,
+}
+
 #[derive(Debug)]
 struct Path {
     code: String,
     failures: u32,
     open_until: Option<Instant>,
+    /// Half-open: a probe went at the instant given, and is awaited until then plus
+    /// `open_for`.
+    probing: Option<Instant>,
     /// Counted in [`crate::observe::BREAKER_OPEN`]: opened, not yet half-open or closed.
     counted: bool,
 }
@@ -73,15 +97,24 @@ pub struct BreakerState {
 /// Breakers for every path.
 #[derive(Debug)]
 pub struct Breakers {
+    kind: Kind,
     threshold: u32,
     open_for: Duration,
     paths: Mutex<HashMap<String, Path>>,
 }
 
 impl Breakers {
-    /// Breakers that open after `threshold` identical failures in a row, for `open_for`.
+    /// A credential's breakers, that open after `threshold` identical failures in a row,
+    /// for `open_for`.
     pub fn new(threshold: u32, open_for: Duration) -> Self {
+        Self::of(Kind::Credential, threshold, open_for)
+    }
+
+    /// Breakers of `kind`, that open after `threshold` identical failures in a row, for
+    /// `open_for`.
+    pub fn of(kind: Kind, threshold: u32, open_for: Duration) -> Self {
         Self {
+            kind,
             threshold: threshold.max(1),
             open_for,
             paths: Mutex::default(),
@@ -94,26 +127,38 @@ impl Breakers {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Whether `route` may be tried at `now`.
+    /// Whether `route` may be tried at `now`: not while it is open, nor while it is
+    /// half-open and another call is its probe.
     ///
     /// # Errors
-    /// [`Open`] while the path's breaker is open.
+    /// [`Open`] while the path's breaker is open or probed.
     pub fn check(&self, route: &str, now: Instant) -> Result<(), Open> {
         let mut paths = self.paths();
-        match paths.get_mut(route) {
-            Some(p) if p.open_until.is_some_and(|t| t > now) => Err(Open {
-                route: route.to_owned(),
-                error: p.code.clone(),
-                failures: p.failures,
-                retry_in: p.open_until.map_or(Duration::ZERO, |t| t - now),
-            }),
-            Some(p) if p.counted => {
-                p.counted = false;
-                tracing::info!(path = route, error = %p.code, "breaker half-open: the next call probes the path");
-                report_open(&paths, route);
+        let Some(p) = paths.get_mut(route) else {
+            return Ok(());
+        };
+        let refused = |p: &Path, until: Instant| Open {
+            route: route.to_owned(),
+            error: p.code.clone(),
+            failures: p.failures,
+            retry_in: until.saturating_duration_since(now),
+        };
+        match (p.open_until, p.probing) {
+            (Some(t), _) if t > now => Err(refused(p, t)),
+            (Some(_), Some(at)) if at + self.open_for > now => Err(refused(p, at + self.open_for)),
+            (Some(_), _) => {
+                p.probing = Some(now);
+                tracing::info!(
+                    path = route,
+                    error = %p.code,
+                    "breaker half-open: one call probes the path"
+                );
+                if std::mem::replace(&mut p.counted, false) {
+                    self.report_open(&paths, route);
+                }
                 Ok(())
             }
-            _ => Ok(()),
+            (None, _) => Ok(()),
         }
     }
 
@@ -125,10 +170,11 @@ impl Breakers {
             .paths()
             .iter()
             .map(|(route, p)| {
-                let (state, retry_in) = match p.open_until {
-                    Some(t) if t > now => ("open", t - now),
-                    Some(_) => ("half-open", Duration::ZERO),
-                    None => ("closed", Duration::ZERO),
+                let (state, retry_in) = match (p.open_until, p.probing) {
+                    (Some(t), _) if t > now => ("open", t - now),
+                    (Some(_), Some(at)) if at + self.open_for > now => ("probing", Duration::ZERO),
+                    (Some(_), _) => ("half-open", Duration::ZERO),
+                    (None, _) => ("closed", Duration::ZERO),
                 };
                 BreakerState {
                     route: route.clone(),
@@ -151,18 +197,26 @@ impl Breakers {
         {
             tracing::info!(path = route, error = %p.code, "breaker closed: the path answered");
             if p.counted {
-                report_open(&paths, route);
+                self.report_open(&paths, route);
             }
         }
     }
 
-    /// Records a failure with `code` (status and provider error code) on `route`.
+    /// Records a failure with `code` (status and provider error code) on `route`. A path
+    /// that was open fails its probe whatever the code: it opens again.
     pub fn failure(&self, route: &str, code: &str, now: Instant) {
         let mut paths = self.paths();
+        if paths.len() >= MAX_PATHS && !paths.contains_key(route) {
+            paths.retain(|_, p| p.open_until.is_some());
+            if paths.len() >= MAX_PATHS {
+                return;
+            }
+        }
         let p = paths.entry(route.to_owned()).or_insert_with(|| Path {
             code: code.to_owned(),
             failures: 0,
             open_until: None,
+            probing: None,
             counted: false,
         });
         if p.code == code {
@@ -171,8 +225,9 @@ impl Breakers {
             p.code = code.to_owned();
             p.failures = 1;
         }
-        if p.failures >= self.threshold {
+        if p.failures >= self.threshold || p.open_until.is_some() {
             p.open_until = Some(now + self.open_for);
+            p.probing = None;
             let open_ms = u64::try_from(self.open_for.as_millis()).unwrap_or(u64::MAX);
             tracing::warn!(
                 path = route,
@@ -182,8 +237,19 @@ impl Breakers {
                 "breaker opened: the path is stopped"
             );
             if !std::mem::replace(&mut p.counted, true) {
-                report_open(&paths, route);
+                if self.kind == Kind::Tenant {
+                    metrics::counter!(crate::observe::TENANT_BREAKER_OPENED).increment(1);
+                }
+                self.report_open(&paths, route);
             }
+        }
+    }
+
+    /// Sets [`crate::observe::BREAKER_OPEN`] for the credential of `route`: its paths
+    /// counted open (a tenant's breakers are counted as they open instead).
+    fn report_open(&self, paths: &HashMap<String, Path>, route: &str) {
+        if self.kind == Kind::Credential {
+            report_open(paths, route);
         }
     }
 }
@@ -276,5 +342,53 @@ mod tests {
         );
         b.success("GET /x");
         assert!(b.check("GET /x", t).is_ok());
+    }
+
+    #[test]
+    fn a_half_open_path_lets_one_probe_through_and_its_answer_decides() {
+        let open_for = Duration::from_secs(30);
+        let b = Breakers::new(2, open_for);
+        #[allow(clippy::disallowed_methods, reason = "an anchor for offsets in a test")]
+        let t = Instant::now();
+        b.failure("p c POST /x", "500 boom", t);
+        b.failure("p c POST /x", "500 boom", t);
+        let later = t + open_for + Duration::from_secs(1);
+        assert!(b.check("p c POST /x", later).is_ok(), "the probe");
+        let waiting = b.check("p c POST /x", later).unwrap_err();
+        assert_eq!(waiting.retry_in, open_for, "the others wait for the probe");
+        assert_eq!(b.states(later)[0].state, "probing");
+        // The probe fails, with another error: open again.
+        b.failure("p c POST /x", "502 bad_gateway", later);
+        assert!(
+            b.check("p c POST /x", later + Duration::from_secs(1))
+                .is_err()
+        );
+        // A probe that never answers: after another while, the next call probes.
+        let again = later + open_for * 2;
+        assert!(b.check("p c POST /x", again).is_ok());
+        assert!(b.check("p c POST /x", again).is_err());
+        assert!(b.check("p c POST /x", again + open_for).is_ok());
+        // A success closes it for everyone.
+        b.success("p c POST /x");
+        assert!(b.check("p c POST /x", again + open_for).is_ok());
+        assert!(b.check("p c POST /x", again + open_for).is_ok());
+    }
+
+    #[test]
+    fn a_flood_of_new_paths_keeps_the_open_ones_and_stays_bounded() {
+        let b = Breakers::of(Kind::Tenant, 1, Duration::from_secs(30));
+        #[allow(clippy::disallowed_methods, reason = "an anchor for offsets in a test")]
+        let t = Instant::now();
+        b.failure("open", "400 bad", t);
+        let b2 = Breakers::of(Kind::Tenant, 3, Duration::from_secs(30));
+        b2.failure("open", "400 bad", t);
+        b2.failure("open", "400 bad", t);
+        b2.failure("open", "400 bad", t);
+        for i in 0..(MAX_PATHS + 10) {
+            b2.failure(&format!("path {i}"), "400 bad", t);
+        }
+        assert!(b2.paths().len() <= MAX_PATHS);
+        assert!(b2.check("open", t).is_err(), "the open path was kept");
+        assert!(b.check("open", t).is_err());
     }
 }

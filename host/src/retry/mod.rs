@@ -9,6 +9,6 @@ pub mod classes;
 pub mod decide;
 
 pub use backoff::Backoff;
-pub use breaker::{BreakerState, Breakers, Open, route_template};
+pub use breaker::{BreakerState, Breakers, Kind as BreakerKind, Open, route_template};
 pub use classes::{ClassBudget, RetryConfig, RetryConfigError, class_name, class_named};
 pub use decide::{AfterAttempt, Next, Plan, Spent, Stop, decide};

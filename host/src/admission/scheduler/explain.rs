@@ -35,14 +35,14 @@ impl Scheduler {
                 })
             })
             .unwrap_or_else(|| Waiting::Turn {
-                ahead: lane.classes[..=flow.class.index()]
+                ahead: lane.bands[..=usize::from(flow.band)]
                     .iter()
                     .map(|c| c.count)
                     .sum::<u32>()
                     .saturating_sub(1),
             });
         Some(Why {
-            class: flow.class,
+            class: p.class,
             tenant: tenant.name.clone(),
             waited: Duration::from_nanos(now.saturating_sub(p.submitted)),
             deadline: p.deadline,

@@ -131,6 +131,7 @@ impl Scheduler {
             name: name.clone(),
             tier,
             weight: u64::from(self.tiers[tier as usize].weight.get()),
+            band: crate::admission::fair::band_of(self.tiers[tier as usize].precedence),
             queued: 0,
             in_flight: 0,
             quota,

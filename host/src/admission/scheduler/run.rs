@@ -14,16 +14,18 @@ impl Scheduler {
     /// Queues a checked request.
     pub(super) fn enqueue(&mut self, now: Nanos, ask: Ask, size: u64) -> RequestId {
         let (lane, tenant, class) = (ask.route.0, ask.tenant.0, ask.class);
+        let band = self.tenants[tenant as usize].band;
         let flow = *self
             .flow_index
-            .entry((lane, class, tenant))
+            .entry((lane, band, tenant))
             .or_insert_with(|| {
-                let id = self.flows.insert(Flow::new(lane, class, tenant));
-                self.lanes[lane as usize].classes[class.index()].push(id, 0);
+                let id = self.flows.insert(Flow::new(lane, band, tenant));
+                self.lanes[lane as usize].bands[usize::from(band)].push(id, 0);
                 id
             });
         let id = self.requests.insert(Pending {
             flow,
+            class,
             usage: ask.usage,
             size,
             submitted: now,
@@ -31,11 +33,11 @@ impl Scheduler {
             task: ask.task,
         });
         match ask.deadline {
-            Some(deadline) => self.enqueue_deadline(id, &ask, flow, deadline),
-            None => self.flows[flow].push(id),
+            Some(deadline) => self.enqueue_deadline(id, &ask, flow, band, deadline),
+            None => self.flows[flow].push(id, class),
         }
         let l = &mut self.lanes[lane as usize];
-        let q = &mut l.classes[class.index()];
+        let q = &mut l.bands[usize::from(band)];
         q.count += 1;
         q.queued.add(&ask.usage);
         for &s in &l.scopes {
@@ -60,11 +62,18 @@ impl Scheduler {
     /// candidates to go ahead of their turn, and for expiry. Kept apart from
     /// [`Scheduler::enqueue`] so that requests without a deadline do not pay for it.
     #[inline(never)]
-    fn enqueue_deadline(&mut self, id: RequestId, ask: &Ask, flow: FlowId, deadline: Nanos) {
+    fn enqueue_deadline(
+        &mut self,
+        id: RequestId,
+        ask: &Ask,
+        flow: FlowId,
+        band: u8,
+        deadline: Nanos,
+    ) {
         // Among equal deadlines, in arrival order.
         self.seq += 1;
-        self.flows[flow].push_by_deadline(id, deadline, self.seq);
-        let q = &mut self.lanes[ask.route.0 as usize].classes[ask.class.index()];
+        self.flows[flow].push_by_deadline(id, ask.class, deadline, self.seq);
+        let q = &mut self.lanes[ask.route.0 as usize].bands[usize::from(band)];
         let d = q.deadlines.get_or_insert_default();
         d.heap.push(Reverse((deadline, self.seq, id)));
         d.queued.add(&ask.usage);
@@ -95,13 +104,13 @@ impl Scheduler {
         let requests = &self.requests;
         let alive = |id: RequestId| requests.contains_key(id);
         let f = &mut self.flows[p.flow];
-        f.live -= 1;
+        f.left(p.class);
         if withdrawn {
             f.sweep(alive);
         }
-        let (lane, class, tenant, live, parked) = (f.lane, f.class, f.tenant, f.live, f.parked);
+        let (lane, band, tenant, live, parked) = (f.lane, f.band, f.tenant, f.live, f.parked);
         let l = &mut self.lanes[lane as usize];
-        let q = &mut l.classes[class.index()];
+        let q = &mut l.bands[usize::from(band)];
         q.count -= 1;
         q.queued.sub(&p.usage);
         if p.deadline.is_some() {
@@ -125,10 +134,10 @@ impl Scheduler {
         if live == 0 {
             // Its heap entry, timer or parking spot, if any, is skipped as stale.
             self.flows.remove(p.flow);
-            self.flow_index.remove(&(lane, class, tenant));
+            self.flow_index.remove(&(lane, band, tenant));
             if withdrawn && !parked {
                 let flows = &self.flows;
-                self.lanes[lane as usize].classes[class.index()]
+                self.lanes[lane as usize].bands[usize::from(band)]
                     .stale(|f| flows.get(f).is_some_and(|f| !f.parked));
             }
         }
@@ -224,7 +233,7 @@ impl Scheduler {
         };
         f.parked = false;
         let l = &mut self.lanes[f.lane as usize];
-        l.classes[f.class.index()].push(flow, f.finish);
+        l.bands[usize::from(f.band)].push(flow, f.finish);
         if l.state == LaneState::Idle {
             l.state = LaneState::Runnable;
             self.run.push_back(f.lane);
@@ -366,9 +375,14 @@ mod tests {
             s.poll(i, &mut events);
         }
         assert!(events.is_empty());
-        let heap: usize = s.lanes[0].classes.iter().map(|c| c.heap.len()).sum();
+        let heap: usize = s.lanes[0].bands.iter().map(|c| c.heap.len()).sum();
         assert!(heap <= 40, "{heap} flow entries for two tenants");
-        let queued: usize = s.flows.values().map(|f| f.queue.len()).sum();
+        let queued: usize = s
+            .flows
+            .values()
+            .flat_map(|f| &f.classes)
+            .map(|c| c.queue.len())
+            .sum();
         assert!(
             queued <= 40,
             "{queued} request entries for one waiting request"

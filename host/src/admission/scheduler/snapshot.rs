@@ -29,7 +29,11 @@ impl Scheduler {
             }
         }
         for f in self.flows.values().filter(|f| f.live > 0) {
-            rows.entry((f.tenant, f.class)).or_default().0 += u64::from(f.live);
+            for (class, sub) in Class::ALL.into_iter().zip(&f.classes) {
+                if sub.live > 0 {
+                    rows.entry((f.tenant, class)).or_default().0 += u64::from(sub.live);
+                }
+            }
         }
         // A tenant's quota counts what the tenant has waiting and in flight.
         for t in &self.tenants {

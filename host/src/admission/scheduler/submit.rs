@@ -15,12 +15,14 @@ impl Scheduler {
     ///
     /// # Errors
     /// [`Rejection`] with the reason and the figures behind it.
-    pub fn submit(&mut self, now: Nanos, ask: Ask) -> Result<RequestId, Rejection> {
+    pub fn submit(&mut self, now: Nanos, mut ask: Ask) -> Result<RequestId, Rejection> {
         let now = self.now.max(now);
         let lane_id = ask.route.0;
         let lane = &self.lanes[lane_id as usize];
         let tenant = &self.tenants[ask.tenant.0 as usize];
         let tier = &self.tiers[tenant.tier as usize];
+        // A class the tier does not allow is queued in the nearest one it does.
+        ask.class = tier.classes.allowed(ask.class);
         if self.queued >= self.config.queue.max_queued.get() {
             return Err(Rejection::Backpressure(Bound::Global {
                 max_queued: self.config.queue.max_queued.get(),
@@ -32,7 +34,7 @@ impl Scheduler {
                 max_queued: max,
             }));
         }
-        let ahead = lane.ahead(ask.class);
+        let ahead = lane.ahead(tenant.band);
         let mut size = 0;
         for &s in &lane.scopes {
             let slot = &self.slots[s as usize];
@@ -69,22 +71,22 @@ impl Scheduler {
             }
         }
         if let Some(deadline) = ask.deadline {
-            self.reachable(now, &ask, deadline)?;
+            self.reachable(now, &ask, tenant.band, deadline)?;
         }
         // A lane with no quota shares by request count.
         let size = size.max(1_000).div_ceil(tenant.weight);
         Ok(self.enqueue(now, ask, size))
     }
 
-    /// Refuses a request whose deadline cannot be met. It waits for what is queued in more
-    /// urgent classes and for the requests of its class with a deadline, which the
-    /// nearest-deadline order may put first; the rest of its class it overtakes when its
-    /// deadline needs it to (see [`super::fair`]). Kept apart from [`Scheduler::submit`] so
-    /// that requests without a deadline do not pay for it.
+    /// Refuses a request whose deadline cannot be met. It waits for what is queued in bands
+    /// served before its tenant's `band` and for the requests of its band with a deadline,
+    /// which the nearest-deadline order may put first; the rest of its band it overtakes
+    /// when its deadline needs it to (see [`super::fair`]). Kept apart from
+    /// [`Scheduler::submit`] so that requests without a deadline do not pay for it.
     #[inline(never)]
-    fn reachable(&self, now: Nanos, ask: &Ask, deadline: Nanos) -> Result<(), Rejection> {
+    fn reachable(&self, now: Nanos, ask: &Ask, band: u8, deadline: Nanos) -> Result<(), Rejection> {
         let lane = &self.lanes[ask.route.0 as usize];
-        let ahead = lane.ahead_of_deadline(ask.class);
+        let ahead = lane.ahead_of_deadline(band);
         for &s in &lane.scopes {
             let slot = &self.slots[s as usize];
             let at = slot.scope.estimate(now, &ahead, &ask.usage);

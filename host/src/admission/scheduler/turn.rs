@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 
 use super::{Grant, Scheduler, Timer};
 use crate::admission::bucket::Nanos;
-use crate::admission::fair::{FlowId, LaneState, RequestId};
+use crate::admission::fair::{BANDS, FlowId, LaneState, RequestId};
 use crate::admission::outcome::QueueEvent;
 use crate::admission::scope::Block;
 use crate::admission::usage::Usage;
@@ -41,11 +41,11 @@ impl Scheduler {
 
     /// One turn of a lane: admits its next request, or finds what it waits on.
     pub(super) fn turn(&mut self, now: Nanos, lane: u32, events: &mut Vec<QueueEvent>) -> Turn {
-        for class in 0..3 {
-            while let Some((tag, flow)) = self.lanes[lane as usize].classes[class].peek() {
+        for band in 0..BANDS {
+            while let Some((tag, flow)) = self.lanes[lane as usize].bands[band].peek() {
                 let live = self.flows.get(flow).is_some_and(|f| !f.parked);
                 let Some(id) = live.then(|| self.head(flow)).flatten() else {
-                    let q = &mut self.lanes[lane as usize].classes[class];
+                    let q = &mut self.lanes[lane as usize].bands[band];
                     q.pop();
                     if !self.flows.contains_key(flow) {
                         q.stale = q.stale.saturating_sub(1);
@@ -55,7 +55,7 @@ impl Scheduler {
                 let usage = self.requests[id].usage;
                 let tenant = self.flows[flow].tenant;
                 if let Some(block) = self.tenant_block(now, tenant, &usage) {
-                    self.lanes[lane as usize].classes[class].pop();
+                    self.lanes[lane as usize].bands[band].pop();
                     self.flows[flow].parked = true;
                     match block.until() {
                         Some(at) => self.timers.push(Reverse((at, Timer::Unpark(flow)))),
@@ -64,9 +64,9 @@ impl Scheduler {
                     continue;
                 }
                 // A class that never held a request with a deadline has no candidates.
-                let candidates = self.lanes[lane as usize].classes[class].deadlines.is_some();
+                let candidates = self.lanes[lane as usize].bands[band].deadlines.is_some();
                 let ahead = candidates
-                    .then(|| self.ahead_of_turn(now, lane, class, id, &usage))
+                    .then(|| self.ahead_of_turn(now, lane, band, id, &usage))
                     .flatten();
                 let pick = ahead.unwrap_or(Pick {
                     flow,
@@ -93,7 +93,7 @@ impl Scheduler {
                     let armed = self.slots[s as usize].timer;
                     return Turn::Blocked(s, (armed != super::NO_TIMER).then_some(armed));
                 }
-                self.admit(now, lane, class, pick, events);
+                self.admit(now, lane, band, pick, events);
                 return Turn::Admitted;
             }
         }
@@ -110,11 +110,11 @@ impl Scheduler {
         &mut self,
         now: Nanos,
         lane: u32,
-        class: usize,
+        band: usize,
         turn: RequestId,
         first: &Usage,
     ) -> Option<Pick> {
-        let q = &mut self.lanes[lane as usize].classes[class];
+        let q = &mut self.lanes[lane as usize].bands[band];
         let vtime = q.vtime;
         let heap = &mut q.deadlines.as_deref_mut()?.heap;
         let (deadline, id) = loop {
@@ -180,11 +180,11 @@ impl Scheduler {
         &mut self,
         now: Nanos,
         lane: u32,
-        class: usize,
+        band: usize,
         pick: Pick,
         events: &mut Vec<QueueEvent>,
     ) {
-        let q = &mut self.lanes[lane as usize].classes[class];
+        let q = &mut self.lanes[lane as usize].bands[band];
         if let Some(tag) = pick.turn {
             q.pop();
             q.vtime = tag;
@@ -202,7 +202,7 @@ impl Scheduler {
             None => f.finish.max(q.vtime),
         };
         f.finish = start.saturating_add(p.size);
-        let (tenant, finish, live, flow_class) = (f.tenant, f.finish, f.live, f.class);
+        let (tenant, finish, live) = (f.tenant, f.finish, f.live);
         let mut ends = super::Ends::new();
         for &s in &self.lanes[lane as usize].scopes {
             self.slots[s as usize].scope.take(now, &p.usage, &mut ends);
@@ -212,7 +212,7 @@ impl Scheduler {
         if let Some(qs) = t.quota {
             self.slots[qs as usize].scope.take(now, &p.usage, &mut ends);
         }
-        let q = &mut self.lanes[lane as usize].classes[class];
+        let q = &mut self.lanes[lane as usize].bands[band];
         match pick.turn {
             Some(_) if live > 1 => q.push(pick.flow, finish),
             Some(_) => {}
@@ -227,7 +227,7 @@ impl Scheduler {
         let grant = self.grants.insert(Grant {
             lane,
             tenant,
-            class: flow_class,
+            class: p.class,
             usage: p.usage,
             ends,
         });

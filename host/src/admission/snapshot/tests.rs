@@ -287,20 +287,36 @@ async fn queue_rows_count_each_tenant_and_class_as_requests_wait_and_go() {
     assert_eq!((b.queued, b.in_flight), (4, 0));
     assert_eq!(b.quotas[0].key, "requests_per_day");
 
-    // A slot frees: the most urgent class goes, b's interactive request.
+    // A slot frees. Classes order a tenant's own requests, not tenants: the two tenants'
+    // turns tie, and a's request came first, so a's background request goes.
     first.complete(None);
+    let background = decided(&mut tickets[0]).expect("admitted").unwrap();
+    let snap = a.snapshot();
+    assert_eq!(
+        rows(&snap),
+        [
+            row("a", "standard", Class::Interactive, 0, 1),
+            row("a", "standard", Class::Background, 0, 1),
+            row("b", "gold", Class::Interactive, 1, 0),
+            row("b", "gold", Class::Standard, 3, 0),
+        ]
+    );
+    assert_eq!((snap.queued, snap.in_flight), (4, 2));
+
+    // The next turn is b's, and its most urgent class goes first: its interactive request,
+    // ahead of the standard ones it queued before.
+    background.complete(None);
     let admitted = decided(&mut tickets[4]).expect("admitted").unwrap();
     let snap = a.snapshot();
     assert_eq!(
         rows(&snap),
         [
             row("a", "standard", Class::Interactive, 0, 1),
-            row("a", "standard", Class::Background, 1, 0),
             row("b", "gold", Class::Interactive, 0, 1),
             row("b", "gold", Class::Standard, 3, 0),
         ]
     );
-    assert_eq!((snap.queued, snap.in_flight), (4, 2));
+    assert_eq!((snap.queued, snap.in_flight), (3, 2));
     assert_eq!(
         (
             scope(&snap, "tenant b").queued,
@@ -312,7 +328,7 @@ async fn queue_rows_count_each_tenant_and_class_as_requests_wait_and_go() {
     // Completed, it leaves the rows: the next of b's standard requests takes its slot.
     admitted.complete(None);
     let snap = a.snapshot();
-    assert_eq!(rows(&snap)[2..], [row("b", "gold", Class::Standard, 2, 1)]);
+    assert_eq!(rows(&snap)[1..], [row("b", "gold", Class::Standard, 2, 1)]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,0 +1,153 @@
+//! Which circuit breakers a call must pass, and which one a failure trips.
+//!
+//! A call passes two breakers: its credential's path, `provider credential METHOD /route
+//! [model]`, shared by every tenant that calls with the credential; and its tenant's own
+//! path, the same words and the tenant. A failure the request itself explains trips only
+//! its tenant's breaker: an answer 400, 404, 409, 413, 422 — any 4xx but 401, 403, 407, 408
+//! and 429 — or a plugin's reading of a client error or a conflict, whatever the status. So
+//! an agent looping on a context that is too long, a misspelt model or an oversized body
+//! stops itself, never the other tenants of its key. A failure of the path — a 5xx, a
+//! transport failure, a revoked key (401, 403) — trips the credential's breaker, since every
+//! tenant would meet it. A 429 or a spent quota trips none: it holds the scope it is about.
+//!
+//! The model is part of the path: one model failing leaves the key's other models alone.
+
+use std::time::Instant;
+
+use super::Executor;
+use crate::contract::Verdict;
+use crate::retry::Open;
+
+/// The longest model name a breaker path keeps; a longer one is cut (and marked).
+const MAX_MODEL: usize = 64;
+
+/// A call's two breaker paths.
+#[derive(Debug, Clone)]
+pub(super) struct BreakerPaths {
+    /// The credential's, shared by its tenants.
+    pub(super) shared: String,
+    /// The call's tenant's own.
+    pub(super) tenant: String,
+}
+
+impl BreakerPaths {
+    /// The paths of a call to `route` (`METHOD /template`) of `provider` with
+    /// `credential`, for `model` if the body names one, by `tenant`.
+    pub(super) fn of(
+        provider: &str,
+        credential: &str,
+        route: &str,
+        model: Option<&str>,
+        tenant: &str,
+    ) -> Self {
+        let mut shared = format!("{provider} {credential} {route}");
+        if let Some(model) = model.filter(|m| !m.is_empty()) {
+            let printable = crate::printable::printable(model);
+            shared.push(' ');
+            match printable.char_indices().nth(MAX_MODEL) {
+                Some((cut, _)) => {
+                    shared.push_str(&printable[..cut]);
+                    shared.push('…');
+                }
+                None => shared.push_str(&printable),
+            }
+        }
+        let tenant = format!("{shared} tenant={}", crate::printable::printable(tenant));
+        Self { shared, tenant }
+    }
+}
+
+/// Whose failure an answer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Blame {
+    /// The path's (the provider, the credential): every tenant would meet it.
+    Path,
+    /// The request's: its tenant's alone.
+    Request,
+    /// Nobody's: a scheduling signal (a 429, a spent quota) that holds a scope.
+    Scope,
+}
+
+/// Whose failure an attempt read as `verdict`, answered `status` (`None`: no answer), is.
+pub(super) fn blame(verdict: Verdict, status: Option<u16>) -> Blame {
+    if matches!(verdict, Verdict::RateLimited | Verdict::QuotaExhausted) || status == Some(429) {
+        return Blame::Scope;
+    }
+    let client_status =
+        status.is_some_and(|s| (400..500).contains(&s) && !matches!(s, 401 | 403 | 407 | 408));
+    if client_status || matches!(verdict, Verdict::ClientError | Verdict::Conflict) {
+        Blame::Request
+    } else {
+        Blame::Path
+    }
+}
+
+impl Executor {
+    /// Whether a call on `paths` may go at `now`: its tenant's breaker, then its
+    /// credential's.
+    pub(super) fn breakers_allow(&self, paths: &BreakerPaths, now: Instant) -> Result<(), Open> {
+        self.tenant_breakers.check(&paths.tenant, now)?;
+        self.breakers.check(&paths.shared, now)
+    }
+
+    /// A call on `paths` succeeded: both paths are well.
+    pub(super) fn breakers_success(&self, paths: &BreakerPaths) {
+        self.tenant_breakers.success(&paths.tenant);
+        self.breakers.success(&paths.shared);
+    }
+
+    /// A call on `paths` failed with `code`, `blame`'s fault.
+    pub(super) fn breakers_failure(
+        &self,
+        paths: &BreakerPaths,
+        blame: Blame,
+        code: &str,
+        now: Instant,
+    ) {
+        match blame {
+            Blame::Path => self.breakers.failure(&paths.shared, code, now),
+            Blame::Request => self.tenant_breakers.failure(&paths.tenant, code, now),
+            Blame::Scope => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_s_own_fault_is_its_tenant_s_and_a_path_s_is_everyone_s() {
+        for status in [400, 404, 409, 413, 422] {
+            assert_eq!(
+                blame(Verdict::Transient, Some(status)),
+                Blame::Request,
+                "{status}"
+            );
+        }
+        assert_eq!(blame(Verdict::ClientError, Some(500)), Blame::Request);
+        for status in [401, 403, 500, 502, 503, 529] {
+            assert_eq!(
+                blame(Verdict::Transient, Some(status)),
+                Blame::Path,
+                "{status}"
+            );
+        }
+        assert_eq!(blame(Verdict::Transient, None), Blame::Path);
+        assert_eq!(blame(Verdict::ClientError, Some(429)), Blame::Scope);
+        assert_eq!(blame(Verdict::QuotaExhausted, Some(403)), Blame::Scope);
+    }
+
+    #[test]
+    fn paths_name_the_model_cut_short_and_the_tenant() {
+        let p = BreakerPaths::of("openai", "team", "POST /v1/chat", Some("gpt-4o"), "acme");
+        assert_eq!(p.shared, "openai team POST /v1/chat gpt-4o");
+        assert_eq!(p.tenant, "openai team POST /v1/chat gpt-4o tenant=acme");
+        let long = "m".repeat(500);
+        let p = BreakerPaths::of("openai", "team", "POST /v1/chat", Some(&long), "a\nb");
+        assert!(p.shared.ends_with(&format!("{}…", "m".repeat(MAX_MODEL))));
+        assert!(p.tenant.ends_with(r"tenant=a\nb"), "{}", p.tenant);
+        let p = BreakerPaths::of("stripe", "live", "POST /v1/charges", None, "acme");
+        assert_eq!(p.shared, "stripe live POST /v1/charges");
+    }
+}

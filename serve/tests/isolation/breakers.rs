@@ -1,0 +1,189 @@
+//! Breakers that only stop the broken: a tenant's own bad requests stop that tenant, a
+//! broken path is probed by one call, and a model's failures leave the key's other models
+//! alone — counted at the provider.
+
+use std::time::Duration;
+
+use sluice::clock::{Clock, SystemClock};
+use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
+use tokio::task::JoinSet;
+
+use crate::support::{PROVIDER_KEY, client, sha256_hex, start};
+
+const CHAT: &str = "/v1/chat/completions";
+const STEADY_TOKEN: &str = "steady-agent-token";
+const NOISY_TOKEN: &str = "noisy-agent-token";
+const GOOD: &str =
+    r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"max_tokens":16}"#;
+const EMPTY: &str = r#"{"model":"gpt-4o","messages":[],"max_tokens":16}"#;
+
+async fn provider() -> FakeProvider {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    fake.require_credential("authorization", &format!("Bearer {PROVIDER_KEY}"));
+    fake.refuse_empty_chats();
+    fake
+}
+
+/// Two agents of two tenants on one credential; breakers open after 3 failures, for
+/// `open_ms`.
+fn config(fake: &FakeProvider, open_ms: u64) -> String {
+    format!(
+        r#"
+[providers.openai]
+plugin = "openai"
+base_url = "{url}"
+[providers.openai.credentials.team]
+file = "KEYFILE"
+[providers.openai.limits]
+requests_per_minute = 60000
+
+[retry]
+breaker_threshold = 3
+breaker_open_ms = {open_ms}
+[retry.classes.read]
+max_attempts = 1
+max_wait_ms = 1000
+retry_statuses = [429]
+
+[serve.agents.steady]
+token = {{ sha256 = "{steady}" }}
+tenant = "steady"
+[serve.agents.noisy]
+token = {{ sha256 = "{noisy}" }}
+tenant = "noisy"
+"#,
+        url = fake.url(""),
+        steady = sha256_hex(STEADY_TOKEN),
+        noisy = sha256_hex(NOISY_TOKEN),
+    )
+}
+
+async fn chat(url: &str, token: &str, body: &str) -> (u16, String) {
+    let r = client()
+        .post(format!("{url}/openai{CHAT}"))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+/// Issue 27: while one agent looped on a 400, the other tenant's well-formed chats were
+/// answered 2 times out of 95, the rest refused as `breaker open`. The 400s now open only
+/// the looping tenant's own breaker: the provider sees its first few, and the other tenant
+/// goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_looping_on_a_400_stops_itself_and_not_the_other_tenant() {
+    let fake = provider().await;
+    let side = start(&config(&fake, 30_000)).await;
+    let until = SystemClock.now() + Duration::from_secs(3);
+    let mut noisy = JoinSet::new();
+    for _ in 0..4 {
+        let url = side.url.clone();
+        noisy.spawn(async move {
+            let mut refused_here = 0;
+            while SystemClock.now() < until {
+                let (status, body) = chat(&url, NOISY_TOKEN, EMPTY).await;
+                if status == 503 {
+                    assert!(body.contains("tenant=noisy"), "{body}");
+                    refused_here += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            refused_here
+        });
+    }
+    let mut steady = Vec::new();
+    while SystemClock.now() < until {
+        steady.push(chat(&side.url, STEADY_TOKEN, GOOD).await.0);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut refused = 0;
+    while let Some(n) = noisy.join_next().await {
+        refused += n.unwrap();
+    }
+    assert!(steady.iter().all(|s| *s == 200), "{steady:?}");
+    assert!(steady.len() >= 10, "{}", steady.len());
+    // The threshold's failures, and those already on their way when it opened.
+    let sent_400s = fake.answered(400);
+    assert!(
+        (3..=3 + 8).contains(&sent_400s),
+        "{sent_400s} 400s reached the provider"
+    );
+    assert!(refused > 100, "the rest were refused here: {refused}");
+    let states = side.sluice.executor().breakers();
+    let open: Vec<_> = states.iter().filter(|b| b.state == "open").collect();
+    assert_eq!(open.len(), 1, "{states:?}");
+    assert!(open[0].route.ends_with("gpt-4o tenant=noisy"), "{states:?}");
+}
+
+/// A broken path half-open lets one probe through, not every waiting call: the others are
+/// refused until it answers, and its success closes the path for everyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_open_path_is_probed_by_one_call() {
+    let fake = provider().await;
+    let side = start(&config(&fake, 400)).await;
+    fake.script(
+        CHAT,
+        [Fault::Status {
+            status: 500,
+            code: "server_error",
+        }; 3],
+    );
+    for _ in 0..3 {
+        assert_eq!(chat(&side.url, STEADY_TOKEN, GOOD).await.0, 500);
+    }
+    let (status, body) = chat(&side.url, NOISY_TOKEN, GOOD).await;
+    assert_eq!(status, 503, "the path is open for every tenant: {body}");
+    assert_eq!(fake.attempts_on(CHAT), 3);
+
+    // Its time is up. The probe hangs a while at the provider; six calls arrive meanwhile.
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    fake.script(CHAT, [Fault::Slow(Duration::from_millis(300))]);
+    let url = side.url.clone();
+    let probe = tokio::spawn(async move { chat(&url, STEADY_TOKEN, GOOD).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut others = JoinSet::new();
+    for _ in 0..6 {
+        let url = side.url.clone();
+        others.spawn(async move { chat(&url, NOISY_TOKEN, GOOD).await.0 });
+    }
+    let mut statuses = Vec::new();
+    while let Some(s) = others.join_next().await {
+        statuses.push(s.unwrap());
+    }
+    assert_eq!(probe.await.unwrap().0, 200);
+    assert_eq!(statuses, [503; 6], "refused while the probe was out");
+    assert_eq!(fake.attempts_on(CHAT), 4, "one probe reached the provider");
+    // Closed: everyone goes.
+    assert_eq!(chat(&side.url, NOISY_TOKEN, GOOD).await.0, 200);
+    assert_eq!(chat(&side.url, STEADY_TOKEN, GOOD).await.0, 200);
+}
+
+/// A model whose calls keep failing leaves the key's other models alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_model_leaves_the_key_s_other_models_alone() {
+    let fake = provider().await;
+    let side = start(&config(&fake, 30_000)).await;
+    let mini =
+        r#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"max_tokens":16}"#;
+    fake.script(
+        CHAT,
+        [Fault::Status {
+            status: 503,
+            code: "overloaded",
+        }; 3],
+    );
+    for _ in 0..3 {
+        assert_eq!(chat(&side.url, STEADY_TOKEN, mini).await.0, 503);
+    }
+    let (status, body) = chat(&side.url, STEADY_TOKEN, mini).await;
+    assert_eq!(status, 503);
+    assert!(body.contains("breaker open"), "{body}");
+    assert_eq!(chat(&side.url, STEADY_TOKEN, GOOD).await.0, 200);
+    assert_eq!(fake.attempts_on(CHAT), 4);
+}
