@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use sluice::contract::{RequestClass, ResponsePart};
-use sluice::execute::{Call, Outcome};
+use sluice::execute::{Call, Outcome, StreamOutcome};
 use sluice::guard::AnsweredBy;
 use sluice::plugin::{LoadError, RuntimeConfig};
 use sluice::reload::watch::WATCH_INTERVAL;
@@ -493,4 +493,32 @@ async fn a_plugin_that_cannot_start_within_its_own_memory_limit_is_refused_at_st
         message.starts_with("provider `tight`:") && message.contains("`describe`"),
         "{message}"
     );
+}
+
+/// Issue 27: a plugin that read an answer other than a 2xx as the success of a streamed call
+/// reached an `unreachable!` in the host. The call ends with the answer as it came, and the
+/// host goes on.
+#[tokio::test(flavor = "current_thread")]
+async fn a_plugin_that_reads_a_non_2xx_as_a_streamed_success_ends_the_call_not_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = fake().await;
+    let sluice = relay_host(dir.path(), &fake, "").unwrap();
+    for _ in 0..2 {
+        fake.script(
+            "/teapot",
+            [Fault::Status {
+                status: 418,
+                code: "teapot",
+            }],
+        );
+        match sluice.execute_stream(&read("/teapot")).await {
+            StreamOutcome::Ended(t) => assert_eq!(t.last_status, Some(418), "{t:?}"),
+            StreamOutcome::Streaming(_) => panic!("a 418 is not a stream"),
+        }
+    }
+    assert_eq!(fake.attempts_on("/teapot"), 2, "each sent once");
+    assert!(matches!(
+        sluice.execute(&read("/ok")).await,
+        Outcome::Succeeded { .. }
+    ));
 }

@@ -274,8 +274,22 @@ impl Executor {
             }
             Err(fault) => (failed(fault, t), permit),
         };
-        let plan = self.read_attempt(call, p, policy, &wire, permit, cx.started, t, observer);
-        let end = self.after(call, cx.paths, plan, wire, t, observer).await;
+        let (c, mut plan) =
+            self.read_attempt(call, p, policy, &wire, permit, cx.started, t, observer);
+        if cx.stream && matches!(plan.next, crate::retry::Next::Done) {
+            // Only a 2xx answer is handed over as a stream (above): a plugin that reads
+            // another as a success is wrong, and the call ends with the answer as it came.
+            tracing::warn!(
+                provider = %call.provider,
+                status = ?t.last_status,
+                "the plugin read an answer that is not a 2xx as a success of a streamed call; \
+                 the call ends with it"
+            );
+            plan.next = crate::retry::Next::Stop(Stop::NeverRetry);
+        }
+        let end = self
+            .after(call, cx.paths, (c, plan), wire, t, observer)
+            .await;
         end.map(Run::Done)
     }
 

@@ -225,8 +225,26 @@ impl Executor {
         match self.run(call, &mut Unobserved, true).await {
             Run::Stream(stream) => StreamOutcome::Streaming(stream),
             Run::Done(Outcome::Ended(terminal)) => StreamOutcome::Ended(terminal),
-            Run::Done(Outcome::Succeeded { .. }) => {
-                unreachable!("a successful streamed call is a stream")
+            // Never: `attempt` hands a success of a streamed call over as a stream, and
+            // ends one a plugin misread. Were it to happen, the call ends as a failure.
+            Run::Done(Outcome::Succeeded {
+                response,
+                attempts,
+                waited,
+            }) => {
+                tracing::error!("a streamed call succeeded without a stream; it ends as a failure");
+                StreamOutcome::Ended(Box::new(Terminal {
+                    reason: Reason::Stopped(crate::retry::Stop::NeverRetry),
+                    sent: true,
+                    response_received: true,
+                    attempts,
+                    waited,
+                    last_status: Some(response.status),
+                    error_code: None,
+                    last_response: Some(response),
+                    transport_error: None,
+                    next_action: NextAction::FixRequest,
+                }))
             }
         }
     }

@@ -25,7 +25,8 @@ pub struct StoredRequest {
     pub scopes: Vec<String>,
     /// The tenant.
     pub tenant: String,
-    /// Headers plugins may see (never credentials; the idempotency key is added per send).
+    /// Headers plugins may see (never credentials, whatever the call carried; the
+    /// idempotency key is added per send).
     pub headers: Vec<(String, String)>,
     /// The call's time budget, in milliseconds.
     pub deadline_ms: Option<u64>,
@@ -42,7 +43,9 @@ impl StoredRequest {
             headers: call
                 .headers
                 .iter()
-                .filter(|(n, _)| !n.eq_ignore_ascii_case(IDEMPOTENCY_KEY))
+                .filter(|(n, _)| {
+                    !n.eq_ignore_ascii_case(IDEMPOTENCY_KEY) && !crate::headers::is_credential(n)
+                })
                 .cloned()
                 .collect(),
             deadline_ms: call
@@ -107,4 +110,28 @@ pub(super) fn keyed(action: &Action, call: &Call) -> Call {
     call.headers
         .push((IDEMPOTENCY_KEY.to_owned(), action.idempotency_key.clone()));
     call
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 27: a write's headers were journaled with only `Idempotency-Key` removed.
+    #[test]
+    fn no_credential_a_call_carries_is_journaled() {
+        let mut call = Call::new("p", "POST", "https://p.test/v1/things");
+        call.headers = vec![
+            ("content-type".into(), "application/json".into()),
+            ("Idempotency-Key".into(), "k-1".into()),
+            ("Authorization".into(), "Bearer sk-live".into()),
+            ("cookie".into(), "session=s".into()),
+            ("x-auth-token".into(), "t".into()),
+            ("x-acme-secret".into(), "s".into()),
+        ];
+        let stored = StoredRequest::of(&call);
+        assert_eq!(
+            stored.headers,
+            [("content-type".to_owned(), "application/json".to_owned())]
+        );
+    }
 }
