@@ -277,6 +277,14 @@ fn print_serve(out: &mut String, serve: &ServeConfig) {
         crate::count(serve.agents.len() as u64, "agent"),
         serve.shutdown_deadline.as_millis()
     );
+    outln!(
+        out,
+        "  at most {} connections, each request read within {} ms, {} wrong tokens an \
+         address a minute",
+        serve.max_connections,
+        serve.read_timeout.as_millis(),
+        serve.failed_tokens_per_minute
+    );
     let readable = |key: &str, source: &TokenSource| -> String {
         let from = match source {
             TokenSource::Env(var) => format!("${}", printable(var)),
@@ -292,8 +300,14 @@ fn print_serve(out: &mut String, serve: &ServeConfig) {
         Some(admin) => {
             outln!(
                 out,
-                "  admin API at {}, token from {}",
+                "  admin API at {} (at most {} connections{}), token from {}",
                 admin.listen,
+                admin.max_connections,
+                admin
+                    .public_origin
+                    .as_deref()
+                    .map(|o| format!(", console forms from {o}"))
+                    .unwrap_or_default(),
                 readable("serve.admin.token", &admin.token)
             );
             for (name, token) in &admin.operators {
@@ -310,13 +324,24 @@ fn print_serve(out: &mut String, serve: &ServeConfig) {
     for (name, agent) in &serve.agents {
         outln!(
             out,
-            "  agent {}: tenant {}{}, token from {}",
+            "  agent {}: tenant {}{}, priorities {}{}, token from {}",
             printable(name),
             printable(&agent.tenant),
             if agent.name_tenant {
                 " (may name others)"
             } else {
                 ""
+            },
+            agent
+                .priorities
+                .classes()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if agent.pass_headers.is_empty() {
+                String::new()
+            } else {
+                format!(", may set {}", agent.pass_headers.join(", "))
             },
             readable(&format!("serve.agents.{name}.token"), &agent.token)
         );

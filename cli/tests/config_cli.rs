@@ -272,8 +272,9 @@ fn the_sidecar_example_checks_and_names_each_tokens_source() {
     for shown in [
         "serve: agents at 127.0.0.1:8700, 1 agent, shutdown within 10000 ms, provider keys sent \
          by agents refused",
-        "  admin API at 127.0.0.1:8701, token from $SLUICE_ADMIN_TOKEN",
-        "  agent research: tenant acme, token from $SLUICE_AGENT_TOKEN",
+        "  admin API at 127.0.0.1:8701 (at most 64 connections), token from $SLUICE_ADMIN_TOKEN",
+        "  agent research: tenant acme, priorities interactive, standard, background, token from $SLUICE_AGENT_TOKEN",
+        "  at most 1024 connections, each request read within 30000 ms, 10 wrong tokens an address a minute",
     ] {
         assert!(out.contains(shown), "no `{shown}` in:\n{out}");
     }

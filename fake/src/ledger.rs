@@ -26,6 +26,8 @@ pub struct Attempt {
     pub connection: u64,
     /// Its `Idempotency-Key`, if it had one.
     pub idempotency_key: Option<String>,
+    /// The names of its headers, lower case, in the order they came (values are not kept).
+    pub headers: Vec<String>,
     /// The status answered; `None` if the connection was dropped or the attempt hangs.
     pub status: Option<u16>,
     /// Tokens the attempt was charged against the provider's tokens per minute (0 when it

@@ -171,6 +171,11 @@ async fn attempt(
             version,
             connection,
             idempotency_key: key.clone(),
+            headers: parts
+                .headers
+                .keys()
+                .map(|n| n.as_str().to_owned())
+                .collect(),
             status: None,
             tokens: 0,
             output_tokens: 0,

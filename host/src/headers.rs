@@ -26,6 +26,17 @@ pub const CREDENTIAL_HEADERS: &[&str] = &[
 /// know must not slip through.
 const CREDENTIAL_WORDS: &[&str] = &["token", "secret", "password", "apikey", "api-key", "x-auth"];
 
+/// Request headers that choose whose account a call bills on a key that serves several
+/// (OpenAI's organisation and project): not secrets, but an agent that sets them may bill
+/// another project of its operator's key. The sidecar strips them unless an agent's entry
+/// lets it set them (`[serve.agents.NAME] pass_headers`).
+pub const ACCOUNT_HEADERS: &[&str] = &["openai-organization", "openai-project"];
+
+/// Whether `name` is one of [`ACCOUNT_HEADERS`], in any case.
+pub fn is_account(name: &str) -> bool {
+    ACCOUNT_HEADERS.iter().any(|c| c.eq_ignore_ascii_case(name))
+}
+
 /// The placeholder that replaces a credential's value.
 pub const REDACTED: &str = "[redacted]";
 

@@ -39,6 +39,8 @@ pub struct Agent {
     pub priorities: ClassSet,
     /// Whether a priority it may not use is lowered (else refused).
     pub lower_priority: bool,
+    /// The account headers it may set (lower case).
+    pub pass_headers: Vec<String>,
 }
 
 /// The agents, by their tokens' digests.
@@ -138,6 +140,7 @@ impl Agents {
                 credentials: a.credentials.clone(),
                 priorities: a.priorities,
                 lower_priority: config.priority_above_allowed == PriorityAboveAllowed::Lower,
+                pass_headers: a.pass_headers.clone(),
             });
             if let Some(other) = by_digest.insert(d, agent) {
                 return Err(ServeError::Token {
@@ -218,6 +221,21 @@ impl Agents {
         for name in names {
             headers.remove(name);
         }
+        // Every other credential-like header (cookies, a vendor's token header), and the
+        // account headers the agent may not set, go no further either.
+        let others: Vec<hyper::header::HeaderName> = headers
+            .keys()
+            .filter(|n| {
+                let n = n.as_str();
+                sluice::headers::is_credential(n)
+                    || (sluice::headers::is_account(n)
+                        && !agent.pass_headers.iter().any(|p| p == n))
+            })
+            .cloned()
+            .collect();
+        for name in others {
+            headers.remove(name);
+        }
         Ok(Admitted {
             agent: agent.clone(),
             stripped_key,
@@ -244,6 +262,7 @@ mod tests {
                 name_tenant: false,
                 credentials: BTreeMap::new(),
                 priorities: ClassSet::ALL,
+                pass_headers: vec!["openai-project".into()],
             },
         );
         Agents::load(&config).unwrap()
@@ -302,6 +321,30 @@ mod tests {
         let admitted = agents(AgentProviderKeys::Strip).admit(&mut h, &[]).unwrap();
         assert!(admitted.stripped_key);
         assert!(h.get("authorization").is_none());
+    }
+
+    /// Issue 27: `cookie`, `openai-organization` and `openai-project` passed through, the
+    /// last two letting an agent bill another project on an unscoped key.
+    #[test]
+    fn cookies_vendor_tokens_and_account_headers_not_allowed_are_stripped() {
+        let mut h = headers(&[
+            ("x-sluice-token", "agent-token"),
+            ("cookie", "session=abc"),
+            ("x-auth-token", "t"),
+            ("openai-organization", "org-other"),
+            ("openai-project", "proj-mine"),
+            ("openai-beta", "assistants=v2"),
+        ]);
+        agents(AgentProviderKeys::Refuse)
+            .admit(&mut h, &[])
+            .unwrap();
+        let mut left: Vec<&str> = h.keys().map(|n| n.as_str()).collect();
+        left.sort_unstable();
+        assert_eq!(
+            left,
+            ["openai-beta", "openai-project"],
+            "the agent may set the project"
+        );
     }
 
     #[test]

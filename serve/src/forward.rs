@@ -23,10 +23,13 @@ use sluice::writes::{Write, WriteError};
 use crate::Shared;
 use crate::agents::{Admitted, Agent, Refusal};
 use crate::hints::{self, Hints};
+use crate::listener::Peer;
 use crate::reply::{self, Body};
+use crate::request_path;
 use crate::shape::SluiceError;
 use crate::stream_usage::{self, Streamed};
 use crate::streaming;
+use crate::task_names;
 use crate::upstream::Upstream;
 
 /// Answers one request. Never fails: every refusal is an answer in the provider's shape.
@@ -92,6 +95,7 @@ async fn forward(
     up: &Upstream,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, SluiceError> {
+    let peer = Peer::of(&req);
     let (mut parts, body) = req.into_parts();
     let Admitted {
         agent,
@@ -99,14 +103,7 @@ async fn forward(
     } = shared
         .agents
         .admit(&mut parts.headers, up.credential_headers())
-        .map_err(|r| {
-            let status = if matches!(r, Refusal::ProviderKey(_)) {
-                403
-            } else {
-                401
-            };
-            SluiceError::new(status, "unauthorized", r.message())
-        })?;
+        .map_err(|r| refused(shared, peer, &r))?;
     if stripped_key {
         tracing::debug!(agent = %agent.name, "a provider key sent by the agent was stripped");
     }
@@ -129,30 +126,55 @@ async fn forward(
     };
     let sdk_retry = shared.sdk_retries.detect(&agent.name, &parts.headers);
 
-    let body = Limited::new(body, shared.max_body_bytes)
-        .collect()
-        .await
-        .map_err(|e| {
-            if e.is::<http_body_util::LengthLimitError>() {
-                SluiceError::new(
-                    413,
-                    "body_too_large",
-                    format!(
-                        "sluice: the request body is larger than {} bytes (serve.max_body_bytes)",
-                        shared.max_body_bytes
-                    ),
-                )
-            } else {
-                SluiceError::new(
-                    400,
-                    "body_unreadable",
-                    format!("sluice: the request body: {e}"),
-                )
-            }
-        })?
-        .to_bytes();
+    // The body arrives whole within its time, or the connection is not kept for it.
+    let body = tokio::time::timeout(
+        shared.read_timeout,
+        Limited::new(body, shared.max_body_bytes).collect(),
+    )
+    .await
+    .map_err(|_| {
+        SluiceError::new(
+            408,
+            "read_timeout",
+            format!(
+                "sluice: the request body did not arrive whole within {} ms \
+                     (serve.read_timeout_ms)",
+                shared.read_timeout.as_millis()
+            ),
+        )
+    })?
+    .map_err(|e| {
+        if e.is::<http_body_util::LengthLimitError>() {
+            SluiceError::new(
+                413,
+                "body_too_large",
+                format!(
+                    "sluice: the request body is larger than {} bytes (serve.max_body_bytes)",
+                    shared.max_body_bytes
+                ),
+            )
+        } else {
+            SluiceError::new(
+                400,
+                "body_unreadable",
+                format!("sluice: the request body: {e}"),
+            )
+        }
+    })?
+    .to_bytes();
 
     let path = parts.uri.path()[up.name.len() + 1..].to_owned();
+    request_path::check(&path).map_err(|why| {
+        SluiceError::new(
+            400,
+            "path_not_allowed",
+            format!(
+                "sluice: the path after /{} holds {}, which could leave the provider's base \
+                 URL: name the provider's path as it is",
+                up.name, why.0
+            ),
+        )
+    })?;
     let path = if path.is_empty() {
         "/".to_owned()
     } else {
@@ -187,30 +209,39 @@ async fn forward(
     }
 
     let writes = class != RequestClass::Read;
-    let task = match (&hints.task, writes) {
-        (Some(t), _) => Some(t.clone()),
-        (None, true) => Some(format!("agent:{}", agent.name)),
-        (None, false) => None,
+    let action = match (&hints.action, writes) {
+        (_, false) => None,
+        (Some(a), true) => Some(a.clone()),
+        (None, true) => Some(unnamed_action(&parts.headers)?),
     };
+    let task = task_names::task_of(
+        shared.sluice.journal(),
+        &agent.name,
+        &tenant,
+        hints.task.as_deref(),
+        action.as_deref(),
+    );
     if let Some(t) = &task {
-        call = call.task(TaskId::named(t));
-        shared
-            .tasks
-            .begin(t, &agent.name, &tenant, shared.sluice.clock().wall_ms());
+        call = call.task(TaskId::named(&t.name));
+        let evicted = shared.tasks.begin(
+            &t.name,
+            &agent.name,
+            &tenant,
+            shared.sluice.clock().wall_ms(),
+        );
+        if let Some(old) = evicted {
+            shared.sluice.executor().forget_task(TaskId::named(&old));
+        }
     }
-    let _ended = task.as_ref().map(|t| TaskEnd(shared.clone(), t.clone()));
+    let _ended = task.clone().map(|t| TaskEnd(shared.clone(), t));
 
-    let mut response = if writes {
-        let action = match &hints.action {
-            Some(a) => a.clone(),
-            None => unnamed_action(&parts.headers)?,
-        };
+    let mut response = if let Some(action) = action {
         let goal = hints
             .goal
             .clone()
             .unwrap_or_else(|| format!("{method} {path} for agent {}", agent.name));
         let write = Write {
-            task: task.clone().unwrap_or_default(),
+            task: task.map(|t| t.name).unwrap_or_default(),
             action,
             goal,
             call,
@@ -240,11 +271,19 @@ async fn forward(
 }
 
 /// Marks a task's call ended when the request's work is dropped, however it ends.
-struct TaskEnd(Arc<Shared>, String);
+struct TaskEnd(Arc<Shared>, task_names::Named);
 
 impl Drop for TaskEnd {
     fn drop(&mut self) {
-        self.0.tasks.end(&self.1);
+        let Self(shared, task) = self;
+        shared.tasks.end(&task.name);
+        // A write's own task ends with it: nothing of it is kept.
+        if task.own && shared.tasks.forget_idle(&task.name) {
+            shared
+                .sluice
+                .executor()
+                .forget_task(TaskId::named(&task.name));
+        }
     }
 }
 
@@ -390,6 +429,32 @@ fn allowed_priority(agent: &Agent, asked: Class) -> Result<Class, SluiceError> {
             may.join(", ")
         ),
     ))
+}
+
+/// The answer to a request `refusal` let in no further. A wrong or missing token is counted
+/// against its address (`crate::failed_tokens`); past the address's limit the answer is a
+/// 429 that says to slow down. An agent with a right token is never refused for its
+/// address's failures: agents share an address (loopback, a NAT), and one misconfigured
+/// agent must not lock the others out.
+fn refused(shared: &Shared, peer: std::net::IpAddr, refusal: &Refusal) -> SluiceError {
+    if matches!(refusal, Refusal::ProviderKey(_)) {
+        return SluiceError::new(403, "unauthorized", refusal.message());
+    }
+    let now = shared.sluice.clock().wall_ms();
+    shared.failed_tokens.failed(peer, "agents", now);
+    match shared.failed_tokens.check(peer, now) {
+        Ok(()) => SluiceError::new(401, "unauthorized", refusal.message()),
+        Err(wait_ms) => SluiceError::new(
+            429,
+            "too_many_failed_tokens",
+            format!(
+                "{} — and this address presented too many wrong tokens this minute: wait {} s \
+                 (serve.failed_tokens_per_minute)",
+                refusal.message(),
+                wait_ms.div_ceil(1000)
+            ),
+        ),
+    }
 }
 
 #[cfg(test)]

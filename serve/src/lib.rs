@@ -39,13 +39,17 @@ pub mod agents;
 mod console;
 mod drain;
 mod error;
+mod failed_tokens;
 mod forward;
 pub mod hints;
+mod listener;
 mod reply;
+pub mod request_path;
 mod sdk_retry;
 mod shape;
 mod stream_usage;
 mod streaming;
+mod task_names;
 pub mod tasks;
 pub mod upstream;
 
@@ -55,10 +59,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use metrics_exporter_prometheus::PrometheusHandle;
 use sluice::Sluice;
 use sluice::config::{ServeConfig, SluiceConfig};
@@ -71,6 +71,7 @@ pub use shape::SluiceError;
 
 use agents::Agents;
 use drain::Drain;
+use failed_tokens::FailedTokens;
 use sdk_retry::SdkRetries;
 use tasks::TaskBoard;
 use upstream::Upstream;
@@ -82,6 +83,10 @@ pub(crate) struct Shared {
     pub upstreams: BTreeMap<String, Upstream>,
     pub agents: Agents,
     pub max_body_bytes: usize,
+    /// How long a request's headers, then its body, may each take to arrive.
+    pub read_timeout: Duration,
+    /// Wrong tokens by source address, over every listener.
+    pub failed_tokens: FailedTokens,
     pub tasks: TaskBoard,
     pub sdk_retries: SdkRetries,
     pub drain: Drain,
@@ -155,6 +160,8 @@ impl Sidecar {
             upstreams,
             agents,
             max_body_bytes: usize::try_from(serve.max_body_bytes).unwrap_or(usize::MAX),
+            read_timeout: serve.read_timeout,
+            failed_tokens: FailedTokens::new(serve.failed_tokens_per_minute),
             tasks: TaskBoard::default(),
             sdk_retries: SdkRetries::default(),
             drain: Drain::default(),
@@ -216,10 +223,19 @@ impl Sidecar {
         let (stop, stopped) = watch::channel(false);
         let shared = self.shared.clone();
         let recovery = tokio::spawn(recover(shared.clone()));
-        let agents_task = tokio::spawn(accept(listener, stopped.clone(), {
-            let shared = shared.clone();
-            move |req| forward::handle(shared.clone(), req)
-        }));
+        let agents_task = tokio::spawn(listener::accept(
+            listener,
+            stopped.clone(),
+            listener::Limits {
+                max_connections: self.serve.max_connections,
+                read_timeout: self.serve.read_timeout,
+            },
+            "agents",
+            {
+                let shared = shared.clone();
+                move |req| forward::handle(shared.clone(), req)
+            },
+        ));
         let (admin_addr, admin_task, sampler) = match admin {
             Some((a, l, token)) => {
                 let history = Arc::new(console::history::History::default());
@@ -227,11 +243,28 @@ impl Sidecar {
                     shared.sluice.clone(),
                     history.clone(),
                 ));
-                let console = console::Console::new(token, self.operators, history);
+                let public_origin = self
+                    .serve
+                    .admin
+                    .as_ref()
+                    .and_then(|a| a.public_origin.clone());
+                let console = console::Console::new(token, self.operators, history, public_origin);
                 let state = Arc::new(admin::Admin::new(shared.clone(), token, console));
-                let task = tokio::spawn(accept(l, stopped, move |req| {
-                    admin::handle(state.clone(), req)
-                }));
+                let max = self
+                    .serve
+                    .admin
+                    .as_ref()
+                    .map_or(sluice::config::DEFAULT_ADMIN_MAX_CONNECTIONS, |a| {
+                        a.max_connections
+                    });
+                let limits = listener::Limits {
+                    max_connections: max,
+                    read_timeout: self.serve.read_timeout,
+                };
+                let task =
+                    tokio::spawn(listener::accept(l, stopped, limits, "admin", move |req| {
+                        admin::handle(state.clone(), req)
+                    }));
                 (Some(a), Some(task), Some(sampler))
             }
             None => (None, None, None),
@@ -268,50 +301,6 @@ async fn recover(shared: Arc<Shared>) {
         Err(e) => tracing::error!("carrying on unfinished writes failed: {e}"),
     }
     shared.ready.store(true, Ordering::Release);
-}
-
-/// Accepts connections until a stop is signalled, then lets each finish its request in
-/// flight; the connections still open when the returned future is dropped are cut.
-async fn accept<F, Fut>(listener: TcpListener, mut stop: watch::Receiver<bool>, handler: F)
-where
-    F: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<hyper::Response<reply::Body>, std::convert::Infallible>>
-        + Send
-        + 'static,
-{
-    let graceful = GracefulShutdown::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        // Out of file descriptors, or a connection reset before it was
-                        // taken: the listener itself is fine.
-                        tracing::warn!("accepting a connection failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let handler = handler.clone();
-                // A client gets 30 s (hyper's default) to send a request's headers: a
-                // connection that trickles them in does not hold its task for ever.
-                let conn = http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .serve_connection(TokioIo::new(stream), service_fn(handler));
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!("a connection ended with an error: {e}");
-                    }
-                });
-            }
-            _ = stop.changed() => break,
-        }
-    }
-    drop(listener);
-    graceful.shutdown().await;
 }
 
 /// A sidecar that is serving.

@@ -39,17 +39,20 @@ impl TaskBoard {
         self.rows.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A call of `task` begins.
-    pub fn begin(&self, task: &str, agent: &str, tenant: &str, now_ms: i64) {
+    /// A call of `task` begins. Returns the task forgotten to make room for it, if one was:
+    /// its other state (its attempts spent) is to be forgotten too.
+    pub fn begin(&self, task: &str, agent: &str, tenant: &str, now_ms: i64) -> Option<String> {
         let mut rows = self.rows();
+        let mut evicted = None;
         if rows.len() >= MAX_TASKS && !rows.contains_key(task) {
             let idle = rows
                 .values()
-                .filter(|r| r.in_flight == 0)
+                .filter(|r| r.in_flight == 0 && !r.cancelled)
                 .min_by_key(|r| r.last_seen_ms)
                 .map(|r| r.task.clone());
             if let Some(idle) = idle {
                 rows.remove(&idle);
+                evicted = Some(idle);
             }
         }
         let row = rows.entry(task.to_owned()).or_insert_with(|| TaskRow {
@@ -64,6 +67,20 @@ impl TaskBoard {
         row.in_flight += 1;
         row.calls += 1;
         row.last_seen_ms = now_ms;
+        evicted
+    }
+
+    /// Forgets `task` if none of its calls is being served and it was not cancelled;
+    /// whether it was forgotten.
+    pub fn forget_idle(&self, task: &str) -> bool {
+        let mut rows = self.rows();
+        let idle = rows
+            .get(task)
+            .is_some_and(|r| r.in_flight == 0 && !r.cancelled);
+        if idle {
+            rows.remove(task);
+        }
+        idle
     }
 
     /// A call of `task` ended.

@@ -328,7 +328,7 @@ async fn a_write_cut_by_the_shutdown_deadline_is_carried_on_at_the_next_start() 
     let all = next.sluice.journal().all().unwrap();
     let action = all
         .iter()
-        .find(|a| a.task == "agent:bot" && a.action == "payout-9")
+        .find(|a| a.task == "acme/bot:payout-9" && a.action == "payout-9")
         .expect("journaled");
     assert_eq!(action.state.name(), "succeeded");
 }

@@ -2,11 +2,12 @@
 logical action named by x-sluice-action, journaled by the sidecar and sent with one
 idempotency key.
 
-Usage: writes.py --provider P --path /v1/... --task TASK [--count N] [--threads T]
-                 [--prefix PREFIX]
+Usage: writes.py --provider P --path /v1/... --tenant TENANT --task TASK [--count N]
+                 [--threads T] [--prefix PREFIX]
 
 Sends N writes (T at a time), actions PREFIX0 .. PREFIX{N-1}, each body carrying the
-action's client reference (what sluice derives from the task and action names), and prints
+action's client reference (what sluice derives from the task and action names; the task an
+agent names is its tenant's, TENANT/TASK), and prints
 for each its status, the sidecar's headers and the provider's id; or the exception the SDK
 raised (a connection refused while the sidecar is down is one).
 """
@@ -28,7 +29,7 @@ def reference(task, action):
     return "sluice-" + hashlib.sha256(f"{task}\n{action}".encode()).hexdigest()[:24]
 
 
-def one(client, path, task, action):
+def one(client, path, tenant, task, action):
     seen = {"action": action}
     try:
         raw = client.post(
@@ -38,7 +39,7 @@ def one(client, path, task, action):
                 "amount": 100,
                 "currency": "eur",
                 "description": action,
-                "metadata": {"client_reference": reference(task, action)},
+                "metadata": {"client_reference": reference(f"{tenant}/{task}", action)},
             },
             options={"headers": {"x-sluice-task": task, "x-sluice-action": action}},
         )
@@ -54,6 +55,7 @@ def main():
     args = argparse.ArgumentParser()
     args.add_argument("--provider", required=True)
     args.add_argument("--path", required=True)
+    args.add_argument("--tenant", required=True)
     args.add_argument("--task", required=True)
     args.add_argument("--count", type=int, default=1)
     args.add_argument("--threads", type=int, default=1)
@@ -65,7 +67,7 @@ def main():
     )
     actions = [f"{a.prefix}{n}" for n in range(a.count)]
     with ThreadPoolExecutor(max_workers=a.threads) as pool:
-        writes = list(pool.map(lambda x: one(client, a.path, a.task, x), actions))
+        writes = list(pool.map(lambda x: one(client, a.path, a.tenant, a.task, x), actions))
     report({"writes": writes})
 
 

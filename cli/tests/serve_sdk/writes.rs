@@ -17,12 +17,15 @@ const INTENTS: &str = "/v1/payment_intents";
 const BATCHES: &str = "/v1/batches";
 
 /// The writes a script made.
-/// One payment of the task `invoices`, action `pay-0`, to the Stripe-style provider.
-const PAY: [&str; 8] = [
+/// One payment of the task `invoices` (tenant `acme`'s), action `pay-0`, to the Stripe-style
+/// provider.
+const PAY: [&str; 10] = [
     "--provider",
     "payments",
     "--path",
     INTENTS,
+    "--tenant",
+    "acme",
     "--task",
     "invoices",
     "--prefix",
@@ -46,6 +49,8 @@ fn start_payments(
             "payments",
             "--path",
             INTENTS,
+            "--tenant",
+            "acme",
             "--task",
             task,
             "--count",
@@ -88,7 +93,8 @@ fn a_write_stored_and_then_dropped_is_reconciled_to_one_effect() {
     );
     assert_eq!(
         stored[0].reference.as_deref(),
-        Some(client_reference("invoices", "pay-0").as_str())
+        // The task the agent named, as its tenant's.
+        Some(client_reference("acme/invoices", "pay-0").as_str())
     );
     let key = stored[0]
         .idempotency_key
@@ -206,7 +212,7 @@ fn writes_survive(stop: Stop, count: usize, slow: Duration) {
             .entry(s.reference.expect("every write carries its reference"))
             .or_default() += 1;
     }
-    let reference = |action: &str| client_reference(task, action);
+    let reference = |action: &str| client_reference(&format!("acme/{task}"), action);
     for action in &ok {
         assert_eq!(
             at_provider.get(&reference(action)),

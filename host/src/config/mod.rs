@@ -78,8 +78,8 @@ use crate::transport::TransportConfig;
 pub use budgets::{MAX_BUDGET, MAX_PRICE_MICROS};
 pub use plugin::MAX_PLUGIN_MEMORY_MIB;
 pub use serve::{
-    AdminConfig, AgentConfig, AgentProviderKeys, ErrorShape, PriorityAboveAllowed, ServeConfig,
-    ServeProvider, TokenSource,
+    AdminConfig, AgentConfig, AgentProviderKeys, DEFAULT_ADMIN_MAX_CONNECTIONS, ErrorShape,
+    PriorityAboveAllowed, ServeConfig, ServeProvider, TokenSource,
 };
 
 /// The largest configuration file read, in bytes.

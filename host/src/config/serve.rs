@@ -7,13 +7,20 @@
 //! shutdown_deadline_ms = 10000       # in-flight calls get this long after a stop signal
 //! agent_provider_keys = "refuse"     # or "strip": a provider key an agent sends itself
 //! priority_above_allowed = "refuse"  # or "lower": an x-sluice-priority the agent may not use
+//! max_connections = 1024             # agents' connections at once; more wait to be accepted
+//! read_timeout_ms = 30000            # a request's headers, then its body, must each arrive by then
+//! failed_tokens_per_minute = 10      # wrong tokens one address may try a minute, on any listener
 //!
 //! [serve.admin]
 //! listen = "127.0.0.1:8701"
 //! token = { env = "SLUICE_ADMIN_TOKEN" }
+//! max_connections = 64               # its own, apart from the agents
 //! # Optional: people who sign in to the console (`/console`) by name; a decision records
 //! # the name. The admin token signs in as `admin`.
 //! operators = { "ops@example.com" = { env = "OPS_CONSOLE_TOKEN" } }
+//! # Optional: the origin browsers reach the console at through a TLS proxy; a form must
+//! # come from it (default: `http://` and the listener's own address).
+//! public_origin = "https://ops.example.com"
 //!
 //! [serve.agents.research]
 //! token = { env = "RESEARCH_AGENT_TOKEN" }   # or { file = "..." }, or { sha256 = "<hex>" }
@@ -22,6 +29,7 @@
 //! name_tenant = false                # may its requests name another tenant
 //! credentials = { openai = "team-key" }
 //! priorities = ["standard", "background"]   # the classes it may ask for (default: all)
+//! pass_headers = ["openai-project"]  # account headers it may set (default: none, stripped)
 //!
 //! [serve.providers.openai]
 //! error_shape = "openai"             # default: as the plugin describes it, else openai
@@ -40,7 +48,10 @@ use toml::{Table, Value};
 
 use super::ConfigFileError;
 use super::parse::Keys;
-use crate::admission::{Class, ClassSet};
+use crate::admission::ClassSet;
+
+mod admin;
+mod agents;
 
 /// The default address the sidecar listens on for agents.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8700";
@@ -50,6 +61,14 @@ pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:8701";
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
 /// How long in-flight calls get after a stop signal, by default.
 pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+/// The agents' connections served at once, by default.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
+/// The admin listener's connections served at once, by default.
+pub const DEFAULT_ADMIN_MAX_CONNECTIONS: u32 = 64;
+/// How long a request's headers, then its body, may each take to arrive, by default.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Wrong tokens one address may present a minute, by default.
+pub const DEFAULT_FAILED_TOKENS_PER_MINUTE: u32 = 10;
 
 /// The `[serve]` table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +83,15 @@ pub struct ServeConfig {
     pub priority_above_allowed: PriorityAboveAllowed,
     /// The largest request body taken, in bytes.
     pub max_body_bytes: u64,
+    /// The agents' connections served at once; more wait in the kernel's queue to be
+    /// accepted (they take no file of the process meanwhile).
+    pub max_connections: u32,
+    /// How long a request's headers may take to arrive (the connection is closed past it),
+    /// then its body (408 past it): a client that stalls keeps no connection for longer.
+    pub read_timeout: Duration,
+    /// Wrong tokens (agent, admin, console sign-in) one address may present in a minute;
+    /// past it the address's attempts are refused (429) until the minute is over.
+    pub failed_tokens_per_minute: u32,
     /// The admin API; `None`: not served.
     pub admin: Option<AdminConfig>,
     /// The agents, by name.
@@ -82,6 +110,9 @@ impl Default for ServeConfig {
             agent_provider_keys: AgentProviderKeys::Refuse,
             priority_above_allowed: PriorityAboveAllowed::Refuse,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            failed_tokens_per_minute: DEFAULT_FAILED_TOKENS_PER_MINUTE,
             admin: None,
             agents: BTreeMap::new(),
             providers: BTreeMap::new(),
@@ -109,6 +140,12 @@ pub struct AdminConfig {
     /// who decides an escalation signed in with that token. Each name is one line of
     /// visible characters, as the journal takes it.
     pub operators: BTreeMap<String, TokenSource>,
+    /// The origin browsers reach the console at, when a proxy serves it
+    /// (`https://ops.example.com`): the origin a form must come from. `None`: `http://` and
+    /// the request's `Host`, the listener itself.
+    pub public_origin: Option<String>,
+    /// Its connections served at once, apart from the agents'.
+    pub max_connections: u32,
 }
 
 /// One agent: the token it presents, and the tenant its calls are billed to.
@@ -131,6 +168,9 @@ pub struct AgentConfig {
     /// tenants classes give no precedence (see `admission::fair`); this keeps an agent's
     /// own requests from jumping its tenant's other agents.
     pub priorities: ClassSet,
+    /// The account headers ([`crate::headers::ACCOUNT_HEADERS`]) it may set, lower case;
+    /// every other one it sends is stripped, as every credential header is.
+    pub pass_headers: Vec<String>,
 }
 
 /// What the sidecar does with an `x-sluice-priority` its agent may not use.
@@ -204,6 +244,33 @@ pub(super) fn parse(keys: &Keys<'_>, mut table: Table) -> Result<ServeConfig, Co
     )? {
         serve.max_body_bytes = n;
     }
+    if let Some(n) = keys.number(
+        &mut table,
+        "max_connections",
+        "serve.max_connections",
+        1,
+        1_000_000,
+    )? {
+        serve.max_connections = u32::try_from(n).unwrap_or(u32::MAX);
+    }
+    if let Some(ms) = keys.number(
+        &mut table,
+        "read_timeout_ms",
+        "serve.read_timeout_ms",
+        100,
+        super::parse::MAX_TIMEOUT_MS,
+    )? {
+        serve.read_timeout = Duration::from_millis(ms);
+    }
+    if let Some(n) = keys.number(
+        &mut table,
+        "failed_tokens_per_minute",
+        "serve.failed_tokens_per_minute",
+        1,
+        1_000_000,
+    )? {
+        serve.failed_tokens_per_minute = u32::try_from(n).unwrap_or(u32::MAX);
+    }
     match keys
         .string(
             &mut table,
@@ -234,14 +301,14 @@ pub(super) fn parse(keys: &Keys<'_>, mut table: Table) -> Result<ServeConfig, Co
     }
     let admin = keys.table(&mut table, "admin", "serve.admin")?;
     if !admin.is_empty() {
-        serve.admin = Some(admin_table(keys, admin)?);
+        serve.admin = Some(admin::admin_table(keys, admin)?);
     }
     for (name, value) in keys.table(&mut table, "agents", "serve.agents")? {
         let at = format!("serve.agents.{name}");
         let Value::Table(t) = value else {
             return Err(keys.invalid(&at, "a table"));
         };
-        serve.agents.insert(name, agent(keys, &at, t)?);
+        serve.agents.insert(name, agents::agent(keys, &at, t)?);
     }
     for (name, value) in keys.table(&mut table, "providers", "serve.providers")? {
         let at = format!("serve.providers.{name}");
@@ -257,6 +324,9 @@ pub(super) fn parse(keys: &Keys<'_>, mut table: Table) -> Result<ServeConfig, Co
             "listen",
             "shutdown_deadline_ms",
             "max_body_bytes",
+            "max_connections",
+            "read_timeout_ms",
+            "failed_tokens_per_minute",
             "agent_provider_keys",
             "priority_above_allowed",
             "admin",
@@ -279,148 +349,6 @@ fn address(
                 .map_err(|_| keys.invalid(path, "an address and port, such as `127.0.0.1:8700`"))
         })
         .transpose()
-}
-
-fn admin_table(keys: &Keys<'_>, mut table: Table) -> Result<AdminConfig, ConfigFileError> {
-    let listen = address(keys, &mut table, "listen", "serve.admin.listen")?.unwrap_or_else(|| {
-        DEFAULT_ADMIN_LISTEN
-            .parse()
-            .unwrap_or(([127, 0, 0, 1], 8701).into())
-    });
-    let token = match table.remove("token") {
-        Some(v) => token(keys, "serve.admin.token", v)?,
-        None => {
-            return Err(keys.invalid(
-                "serve.admin.token",
-                "the admin API needs a token: `token = { env = \"SLUICE_ADMIN_TOKEN\" }`",
-            ));
-        }
-    };
-    let mut operators = BTreeMap::new();
-    for (name, value) in keys.table(&mut table, "operators", "serve.admin.operators")? {
-        let at = format!("serve.admin.operators.{name}");
-        if let Err(e) = crate::journal::text::check_operator(&name) {
-            return Err(keys.invalid(&at, e.to_string()));
-        }
-        operators.insert(name, self::token(keys, &at, value)?);
-    }
-    keys.no_other_keys(&table, "serve.admin", &["listen", "token", "operators"])?;
-    Ok(AdminConfig {
-        listen,
-        token,
-        operators,
-    })
-}
-
-fn agent(keys: &Keys<'_>, at: &str, mut table: Table) -> Result<AgentConfig, ConfigFileError> {
-    let token = match table.remove("token") {
-        Some(v) => token(keys, &format!("{at}.token"), v)?,
-        None => return Err(keys.invalid(&format!("{at}.token"), "every agent needs a token")),
-    };
-    let Some(tenant) = keys.string(&mut table, "tenant", &format!("{at}.tenant"))? else {
-        return Err(keys.invalid(
-            &format!("{at}.tenant"),
-            "every agent needs the tenant its calls are billed to",
-        ));
-    };
-    let tier = keys.string(&mut table, "tier", &format!("{at}.tier"))?;
-    let name_tenant = match table.remove("name_tenant") {
-        None => false,
-        Some(Value::Boolean(b)) => b,
-        Some(_) => return Err(keys.invalid(&format!("{at}.name_tenant"), "true or false")),
-    };
-    let mut credentials = BTreeMap::new();
-    for (provider, label) in keys.table(&mut table, "credentials", &format!("{at}.credentials"))? {
-        match label {
-            Value::String(s) if !s.is_empty() => {
-                credentials.insert(provider, s);
-            }
-            _ => {
-                return Err(keys.invalid(
-                    &format!("{at}.credentials.{provider}"),
-                    "the label of one of the provider's credentials",
-                ));
-            }
-        }
-    }
-    let priorities = match table.remove("priorities") {
-        None => ClassSet::ALL,
-        Some(v) => priorities(keys, &format!("{at}.priorities"), v)?,
-    };
-    keys.no_other_keys(
-        &table,
-        at,
-        &[
-            "token",
-            "tenant",
-            "tier",
-            "name_tenant",
-            "credentials",
-            "priorities",
-        ],
-    )?;
-    Ok(AgentConfig {
-        token,
-        tenant,
-        tier,
-        name_tenant,
-        credentials,
-        priorities,
-    })
-}
-
-/// A non-empty list of queue classes.
-fn priorities(keys: &Keys<'_>, at: &str, value: Value) -> Result<ClassSet, ConfigFileError> {
-    const HOW: &str = "a non-empty list of \"interactive\", \"standard\", \"background\"";
-    let Value::Array(items) = value else {
-        return Err(keys.invalid(at, HOW));
-    };
-    let mut classes = Vec::new();
-    for item in items {
-        let class = match item.as_str() {
-            Some("interactive") => Class::Interactive,
-            Some("standard") => Class::Standard,
-            Some("background") => Class::Background,
-            _ => return Err(keys.invalid(at, HOW)),
-        };
-        classes.push(class);
-    }
-    if classes.is_empty() {
-        return Err(keys.invalid(at, HOW));
-    }
-    Ok(ClassSet::of(&classes))
-}
-
-fn token(keys: &Keys<'_>, at: &str, value: Value) -> Result<TokenSource, ConfigFileError> {
-    const HOW: &str =
-        "one of `{ env = \"VAR\" }`, `{ file = \"path\" }` or `{ sha256 = \"<64 hex digits>\" }`";
-    let Value::Table(mut t) = value else {
-        return Err(keys.invalid(at, HOW));
-    };
-    let env = keys.string(&mut t, "env", &format!("{at}.env"))?;
-    let file = keys.path(&mut t, "file", &format!("{at}.file"))?;
-    let sha = keys.string(&mut t, "sha256", &format!("{at}.sha256"))?;
-    keys.no_other_keys(&t, at, &["env", "file", "sha256"])?;
-    match (env, file, sha) {
-        (Some(v), None, None) => Ok(TokenSource::Env(v)),
-        (None, Some(p), None) => Ok(TokenSource::File(p)),
-        (None, None, Some(hex)) => digest(&hex)
-            .map(TokenSource::Sha256)
-            .ok_or_else(|| keys.invalid(&format!("{at}.sha256"), "64 hex digits")),
-        _ => Err(keys.invalid(at, HOW)),
-    }
-}
-
-/// 64 hex digits as 32 bytes.
-fn digest(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 || !hex.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
 }
 
 fn provider(keys: &Keys<'_>, at: &str, mut table: Table) -> Result<ServeProvider, ConfigFileError> {

@@ -50,6 +50,7 @@ use serde_json::{Value, json};
 use crate::Shared;
 use crate::agents::digest;
 use crate::console::{self, Console};
+use crate::listener::Peer;
 use crate::reply::{Body, full};
 
 /// Every route, as an unknown route's answer lists them.
@@ -176,7 +177,15 @@ pub(crate) async fn handle(
     if console::owns(&path) {
         return Ok(console::handle(&admin.shared, &admin.console, req).await);
     }
+    // An address past its wrong tokens for the minute is refused before its token is
+    // looked at (`crate::failed_tokens`).
+    let peer = Peer::of(&req);
+    let now = admin.shared.sluice.clock().wall_ms();
+    if let Err(wait_ms) = admin.shared.failed_tokens.check(peer, now) {
+        return Ok(too_many_failed_tokens(wait_ms));
+    }
     if !admin.authorized(&req) {
+        admin.shared.failed_tokens.failed(peer, "admin", now);
         let mut r = error_reply(
             401,
             "the admin API needs `authorization: Bearer <admin token>` (the token of \
@@ -236,6 +245,22 @@ pub(crate) async fn handle(
         Route::ReloadPlugin(provider) => plugins::reload(shared, provider).await,
     };
     Ok(r)
+}
+
+/// The answer to an address past its wrong tokens for the minute.
+pub(crate) fn too_many_failed_tokens(wait_ms: u64) -> Response<Body> {
+    let secs = wait_ms.div_ceil(1000);
+    let mut r = error_reply(
+        429,
+        format!(
+            "too many wrong tokens from this address this minute: wait {secs} s \
+             (serve.failed_tokens_per_minute)"
+        ),
+    );
+    if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+        r.headers_mut().insert(hyper::header::RETRY_AFTER, v);
+    }
+    r
 }
 
 fn readyz(shared: &Shared) -> Response<Body> {

@@ -44,6 +44,8 @@ use session::{Session, Sessions, set_cookie};
 pub(crate) struct Console {
     sessions: Sessions,
     history: Arc<History>,
+    /// The origin browsers reach the console at, when configured.
+    public_origin: Option<String>,
 }
 
 impl Console {
@@ -53,10 +55,12 @@ impl Console {
         admin: [u8; 32],
         operators: Vec<(String, [u8; 32])>,
         history: Arc<History>,
+        public_origin: Option<String>,
     ) -> Self {
         Self {
             sessions: Sessions::new(admin, operators),
             history,
+            public_origin,
         }
     }
 }
@@ -115,7 +119,7 @@ async fn post(
         Ok(f) => f,
         Err(m) => return html::problem(400, Some(&session), &m),
     };
-    if let Err(forged) = session::same_origin(&headers)
+    if let Err(forged) = session::same_origin(&headers, console.public_origin.as_deref())
         .and_then(|()| session::check_csrf(&session, form.get("csrf")))
     {
         tracing::warn!("the console refused a forged or stale form: {forged}");
@@ -144,25 +148,35 @@ async fn post(
 
 /// `POST /console/sign-in`: a session for the operator whose token was typed in.
 async fn sign_in(shared: &Shared, console: &Console, req: Request<Incoming>) -> Response<Body> {
+    let peer = crate::listener::Peer::of(&req);
+    let now = shared.sluice.clock().wall_ms();
+    if let Err(wait_ms) = shared.failed_tokens.check(peer, now) {
+        return crate::admin::too_many_failed_tokens(wait_ms);
+    }
     let (headers, form) = match Form::read(req).await {
         Ok(f) => f,
         Err(m) => return html::sign_in(400, Some(&m)),
     };
     // A page elsewhere must not sign this browser in under a token of its choosing.
-    if let Err(forged) = session::same_origin(&headers) {
+    if let Err(forged) = session::same_origin(&headers, console.public_origin.as_deref()) {
         return html::sign_in(403, Some(&forged.to_string()));
     }
     let token = form.get("token").unwrap_or("");
-    let now = shared.sluice.clock().wall_ms();
     match console.sessions.sign_in(token, now) {
         Some((id, s)) => {
             tracing::info!(operator = %sluice::printable::printable(&s.operator), "an operator signed in to the console");
             html::see_other("/console", Some(set_cookie(&id, session::SESSION_MS)))
         }
-        None => html::sign_in(
-            401,
-            Some("that token is not an operator's ([serve.admin.operators]) nor the admin token"),
-        ),
+        None => {
+            shared.failed_tokens.failed(peer, "console", now);
+            html::sign_in(
+                401,
+                Some(
+                    "that token is not an operator's ([serve.admin.operators]) nor the admin \
+                     token",
+                ),
+            )
+        }
     }
 }
 

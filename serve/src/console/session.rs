@@ -164,12 +164,13 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
 }
 
 /// Whether a POST comes from the console's own origin: a browser's `Sec-Fetch-Site` must be
-/// `same-origin` (or `none`: typed by the person), and an `Origin`, when sent, must be this
-/// listener's (`http://` and the request's `Host`).
+/// `same-origin` (or `none`: typed by the person), and an `Origin`, when sent, must be
+/// `public` (the configured public origin, behind a proxy) or else this listener's
+/// (`http://` and the request's `Host`).
 ///
 /// # Errors
 /// [`Forged`] naming what gave the request away.
-pub(crate) fn same_origin(headers: &HeaderMap) -> Result<(), Forged> {
+pub(crate) fn same_origin(headers: &HeaderMap, public: Option<&str>) -> Result<(), Forged> {
     let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(site) = text("sec-fetch-site")
         && site != "same-origin"
@@ -181,7 +182,11 @@ pub(crate) fn same_origin(headers: &HeaderMap) -> Result<(), Forged> {
     }
     if let Some(origin) = text(ORIGIN.as_str()) {
         let host = text(HOST.as_str()).unwrap_or("");
-        if host.is_empty() || origin != format!("http://{host}") {
+        let ours = match public {
+            Some(p) => origin.eq_ignore_ascii_case(p),
+            None => !host.is_empty() && origin == format!("http://{host}"),
+        };
+        if !ours {
             return Err(Forged::Origin(
                 sluice::printable::printable_cut(origin, 100).into(),
             ));
@@ -237,9 +242,9 @@ mod tests {
             ("host", "127.0.0.1:8701"),
             ("origin", "http://127.0.0.1:8701"),
         ]);
-        assert_eq!(same_origin(&ok), Ok(()));
+        assert_eq!(same_origin(&ok, None), Ok(()));
         assert_eq!(
-            same_origin(&headers(&[])),
+            same_origin(&headers(&[]), None),
             Ok(()),
             "no browser headers: a CLI"
         );
@@ -247,11 +252,26 @@ mod tests {
             ("host", "127.0.0.1:8701"),
             ("origin", "http://evil.example"),
         ]);
-        assert!(matches!(same_origin(&evil), Err(Forged::Origin(_))));
+        assert!(matches!(same_origin(&evil, None), Err(Forged::Origin(_))));
         let null = headers(&[("host", "127.0.0.1:8701"), ("origin", "null")]);
-        assert!(matches!(same_origin(&null), Err(Forged::Origin(_))));
+        assert!(matches!(same_origin(&null, None), Err(Forged::Origin(_))));
         let cross = headers(&[("sec-fetch-site", "cross-site")]);
-        assert!(matches!(same_origin(&cross), Err(Forged::CrossSite(_))));
+        assert!(matches!(
+            same_origin(&cross, None),
+            Err(Forged::CrossSite(_))
+        ));
+        // Issue 27: behind the TLS proxy the README recommends, the browser's origin is the
+        // proxy's, and the listener's own `http://` origin is no longer the console's.
+        let proxied = headers(&[
+            ("host", "ops.example.com"),
+            ("origin", "https://ops.example.com"),
+            ("sec-fetch-site", "same-origin"),
+        ]);
+        assert!(same_origin(&proxied, None).is_err());
+        let public = Some("https://ops.example.com");
+        assert_eq!(same_origin(&proxied, public), Ok(()));
+        assert!(matches!(same_origin(&evil, public), Err(Forged::Origin(_))));
+        assert!(matches!(same_origin(&ok, public), Err(Forged::Origin(_))));
         let s = Session {
             operator: "o".into(),
             csrf: "abc".into(),

@@ -140,7 +140,8 @@ async fn a_cancelled_task_s_waiting_and_later_writes_never_reach_the_provider() 
     );
     let tasks = s.get("/tasks").await;
     let row = &tasks["tasks"][0];
-    assert_eq!(row["task"], "nightly report", "{tasks}");
+    // The task belongs to the agent's tenant.
+    assert_eq!(row["task"], "acme/nightly report", "{tasks}");
     assert_eq!(
         (&row["agent"], &row["tenant"]),
         (&json!("bot"), &json!("acme"))
@@ -155,9 +156,9 @@ async fn a_cancelled_task_s_waiting_and_later_writes_never_reach_the_provider() 
         let (status, v) = s.post(&format!("/tasks/{bad}/cancel"), None).await;
         assert_eq!(status, 400, "{bad}: {v}");
     }
-    let (status, v) = s.post("/tasks/nightly%20report/cancel", None).await;
+    let (status, v) = s.post("/tasks/acme%2Fnightly%20report/cancel", None).await;
     assert_eq!(status, 200, "{v}");
-    assert_eq!(v["task"], "nightly report");
+    assert_eq!(v["task"], "acme/nightly report");
     assert_eq!(
         (&v["seen_here"], &v["waiting_calls"]),
         (&json!(true), &json!(1)),
@@ -227,7 +228,7 @@ async fn an_escalation_is_listed_shown_and_resolved_and_its_decision_carried_out
     assert_eq!(open[0]["action"], "charge");
 
     let shown = s.get(&format!("/escalations/{id}")).await;
-    assert_eq!(shown["task"], "pay-invoice-7", "{shown}");
+    assert_eq!(shown["task"], "acme/pay-invoice-7", "{shown}");
     assert_eq!(shown["case"]["endpoint"], "POST /v1/objects", "{shown}");
     assert_eq!(shown["case"]["goal"], "pay the supplier's invoice");
     assert_eq!(

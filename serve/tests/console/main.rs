@@ -111,7 +111,7 @@ async fn an_operator_resolves_an_escalation_in_a_browser_and_the_decision_is_jou
     browser.until_text(".applied", "succeeded").await;
 
     // The journal holds the decision, by the signed-in operator.
-    let approvals = s.sluice.journal().approvals("pay-invoice-7").unwrap();
+    let approvals = s.sluice.journal().approvals("acme/pay-invoice-7").unwrap();
     assert_eq!(approvals.len(), 1, "{approvals:?}");
     let a = &approvals[0];
     assert_eq!(a.escalation_id, id);
@@ -216,6 +216,50 @@ async fn session(s: &Stack) -> (String, String) {
     (cookie, csrf)
 }
 
+/// Issue 27: behind the TLS proxy the README recommends, the console refused every POST —
+/// sign-in included — since the browser's origin was the proxy's `https://` one. With the
+/// public origin configured, a sign-in from it goes, and one from the listener's own
+/// `http://` origin is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_proxy_the_console_takes_forms_from_its_public_origin_only() {
+    let operators = format!(
+        "operators = {{ \"{OPERATOR}\" = {{ sha256 = \"{}\" }} }}\npublic_origin = \"https://ops.example.com/\"",
+        sha256_hex(OPERATOR_TOKEN)
+    );
+    let s = stack_with(Style::Stripe, "stripe", &operators).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let sign_in = |origin: &'static str| {
+        client
+            .post(s.admin_url("/console/sign-in"))
+            .header("host", "ops.example.com")
+            .header("origin", origin)
+            .header("sec-fetch-site", "same-origin")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={OPERATOR_TOKEN}"))
+            .send()
+    };
+    let r = sign_in("https://ops.example.com").await.unwrap();
+    assert_eq!(r.status(), 303, "{:?}", r.text().await);
+    let local = format!("http://{}", s.running.admin_addr().unwrap());
+    let r = client
+        .post(s.admin_url("/console/sign-in"))
+        .header("origin", local)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={OPERATOR_TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        403,
+        "the listener's own origin is not the console's now"
+    );
+    assert_eq!(sign_in("https://evil.example").await.unwrap().status(), 403);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_forms_and_requests_without_a_session_are_refused_and_decide_nothing() {
     let s = console_stack(Style::Stripe, "stripe").await;
@@ -313,7 +357,7 @@ async fn forged_forms_and_requests_without_a_session_are_refused_and_decide_noth
     .await
     .unwrap();
     assert_eq!(r.status(), 200);
-    let a = &s.sluice.journal().approvals("pay-invoice-7").unwrap()[0];
+    let a = &s.sluice.journal().approvals("acme/pay-invoice-7").unwrap()[0];
     assert_eq!(
         (a.decision.choice, a.decision.decided_by.as_str()),
         (Choice::Cancel, OPERATOR)

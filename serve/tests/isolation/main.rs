@@ -5,4 +5,7 @@
 mod support;
 
 mod breakers;
+mod credentials;
+mod listener;
 mod neighbours;
+mod tasks;

@@ -1,0 +1,142 @@
+//! A listener that defends itself: at most so many connections served at once (more wait
+//! in the kernel's accept queue, taking no file of the process), each request told its
+//! peer's address, and accept failures — a process out of files — logged once a second at
+//! most, with how many there were, instead of once each.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+use crate::reply;
+
+/// The address a request came from, in its extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Peer(pub IpAddr);
+
+impl Peer {
+    /// The peer of `req` (unspecified when it was not set, as in a request built by hand).
+    pub(crate) fn of<B>(req: &hyper::Request<B>) -> IpAddr {
+        req.extensions()
+            .get::<Self>()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.0)
+    }
+}
+
+/// What a listener allows each connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Connections served at once.
+    pub max_connections: u32,
+    /// How long a request's headers may take to arrive.
+    pub read_timeout: Duration,
+}
+
+/// How long accept failures are gathered into one log line.
+const FAILURE_LOG_EVERY: Duration = Duration::from_secs(1);
+
+/// Accepts connections until a stop is signalled, at most `limits.max_connections` served
+/// at once (`what` names the listener in the log), then lets each finish its request in
+/// flight; the connections still open when the returned future is dropped are cut.
+pub(crate) async fn accept<F, Fut>(
+    listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
+    limits: Limits,
+    what: &'static str,
+    handler: F,
+) where
+    F: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<hyper::Response<reply::Body>, std::convert::Infallible>>
+        + Send
+        + 'static,
+{
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(
+        usize::try_from(limits.max_connections).unwrap_or(usize::MAX),
+    ));
+    let mut failures = Failures::default();
+    loop {
+        // A slot first: past the cap, connections wait to be accepted.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot,
+            _ = stop.changed() => break,
+        };
+        let Ok(slot) = slot else { break };
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors, or a connection reset before it was
+                        // taken: the listener itself is fine.
+                        failures.note(what, &e);
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let handler = handler.clone();
+                let ip = peer.ip();
+                let service = service_fn(move |mut req| {
+                    req.extensions_mut().insert(Peer(ip));
+                    handler(req)
+                });
+                // A client gets `read_timeout` to send a request's headers: a connection
+                // that trickles them in (or idles between requests) does not hold its slot
+                // for ever.
+                let conn = http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(limits.read_timeout)
+                    .serve_connection(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!("a connection ended with an error: {e}");
+                    }
+                    drop(slot);
+                });
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+/// Accept failures since the last line logged.
+#[derive(Debug, Default)]
+struct Failures {
+    since: Option<tokio::time::Instant>,
+    count: u64,
+}
+
+impl Failures {
+    fn note(&mut self, what: &'static str, e: &std::io::Error) {
+        self.count += 1;
+        metrics::counter!("sluice_serve_accept_failures_total", "listener" => what).increment(1);
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "a log's own pace, not the host's time"
+        )]
+        let now = tokio::time::Instant::now();
+        if self
+            .since
+            .is_some_and(|s| now.duration_since(s) < FAILURE_LOG_EVERY)
+        {
+            return;
+        }
+        tracing::warn!(
+            listener = what,
+            failures = self.count,
+            "accepting connections failed ({e}); connections wait to be accepted"
+        );
+        self.since = Some(now);
+        self.count = 0;
+    }
+}

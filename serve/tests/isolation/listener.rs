@@ -1,0 +1,217 @@
+//! A listener that defends itself, at the wire with raw connections: paths that would leave
+//! the provider's base URL, stalled bodies and headers, a cap on connections that leaves the
+//! admin API answering, and wrong tokens counted per address — nothing sent to the provider
+//! where nothing should be.
+
+use std::time::Duration;
+
+use sluice::clock::{Clock, SystemClock};
+use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::support::{AGENT_TOKEN, PROVIDER_KEY, Side, client, sha256_hex, start};
+
+const ADMIN_TOKEN: &str = "admin-token-for-the-listener-tests";
+
+/// A sidecar whose provider's base URL has a path of its own (`/gw/openai`), with `extra`
+/// lines in `[serve]`.
+async fn sidecar(fake: &FakeProvider, extra: &str) -> Side {
+    let text = format!(
+        r#"
+[providers.openai]
+plugin = "openai"
+base_url = "{url}"
+[providers.openai.credentials.team]
+file = "KEYFILE"
+[serve]
+{extra}
+[serve.admin]
+token = {{ sha256 = "{admin}" }}
+[serve.agents.bot]
+token = {{ sha256 = "{agent}" }}
+tenant = "acme"
+"#,
+        url = fake.url("/gw/openai"),
+        admin = sha256_hex(ADMIN_TOKEN),
+        agent = sha256_hex(AGENT_TOKEN),
+    );
+    start(&text).await
+}
+
+async fn provider() -> FakeProvider {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    fake.require_credential("authorization", &format!("Bearer {PROVIDER_KEY}"));
+    fake
+}
+
+/// Sends `raw` on a new connection to `addr` and reads until the server closes it or
+/// `patience` passes: what came back.
+async fn raw(addr: &str, bytes: &[u8], patience: Duration) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(bytes).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(patience, s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn addr(side: &Side) -> String {
+    side.url.trim_start_matches("http://").to_owned()
+}
+
+/// Issue 27: with a base URL ending in `/gw/openai`, `/openai/../../secret` reached the
+/// provider as `/secret` with the provider key attached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_that_would_leave_the_base_url_is_refused_in_every_spelling() {
+    let fake = provider().await;
+    let side = sidecar(&fake, "").await;
+    for path in [
+        "/openai/../../secret",
+        "/openai/%2e%2e/%2E%2E/secret",
+        "/openai/v1/..%2f..%2fsecret",
+        "/openai/.%2e/secret",
+    ] {
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {AGENT_TOKEN}\r\n\
+             connection: close\r\n\r\n"
+        );
+        let answer = raw(&addr(&side), request.as_bytes(), Duration::from_secs(5)).await;
+        assert!(answer.starts_with("HTTP/1.1 400"), "{path}: {answer}");
+        assert!(answer.contains("path_not_allowed"), "{path}: {answer}");
+    }
+    assert!(fake.attempts().is_empty(), "nothing reached the provider");
+    // A path as it is goes, under the base URL's.
+    let r = client()
+        .get(format!("{}/openai/v1/models", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(fake.attempts()[0].path, "/gw/openai/v1/models");
+}
+
+/// Issue 27: an agent that stalled its body kept its connection (still open at 600 s).
+/// Past the read timeout a stalled body is answered 408 and a stalled header (or an idle
+/// connection) is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_body_or_header_does_not_keep_its_connection() {
+    let fake = provider().await;
+    let side = sidecar(&fake, "read_timeout_ms = 400").await;
+    let started = SystemClock.now();
+    let body = format!(
+        "POST /openai/v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer \
+         {AGENT_TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"mo"
+    );
+    let answer = raw(&addr(&side), body.as_bytes(), Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let header = "GET /openai/v1/models HTTP/1.1\r\nhost: x\r\n";
+    let answer = raw(&addr(&side), header.as_bytes(), Duration::from_secs(10)).await;
+    assert!(!answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let idle = raw(&addr(&side), b"", Duration::from_secs(10)).await;
+    assert!(idle.is_empty() || idle.contains("408"), "{idle}");
+    assert!(
+        SystemClock.now() - started < Duration::from_secs(8),
+        "each closed near its read timeout"
+    );
+    assert!(fake.attempts().is_empty());
+}
+
+/// Issue 27: 400 stalled connections against a 300-file limit made every request time
+/// out, the admin API included. Past the cap, connections wait to be accepted; the admin
+/// listener has its own and answers meanwhile, and the waiting request goes once a stalled
+/// one is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_connection_cap_requests_wait_and_the_admin_api_still_answers() {
+    let fake = provider().await;
+    let side = sidecar(&fake, "max_connections = 4\nread_timeout_ms = 1500").await;
+    let mut stalled = Vec::new();
+    for _ in 0..4 {
+        let mut s = TcpStream::connect(addr(&side)).await.unwrap();
+        s.write_all(b"GET /openai/v1/models HTTP/1.1\r\n")
+            .await
+            .unwrap();
+        stalled.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let admin = format!("http://{}", side.running.admin_addr().unwrap());
+    let sent = SystemClock.now();
+    let health = client()
+        .get(format!("{admin}/healthz"))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200, "the admin API answers beside the cap");
+    let r = client()
+        .get(format!("{}/openai/v1/models", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let waited = SystemClock.now() - sent;
+    assert!(
+        waited >= Duration::from_millis(1000),
+        "it waited for a slot: {waited:?}"
+    );
+    drop(stalled);
+}
+
+/// Issue 27: 300 wrong tokens in 2.6 s on the console, the admin API and the agent port,
+/// with no delay, and failed console and admin attempts left no log line or metric. Past
+/// the limit an address's admin and console attempts are refused before the token is
+/// looked at; on the agent port its wrong tokens are answered 429, and an agent with a right
+/// token on the same address goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_tokens_are_limited_per_address_without_locking_out_a_good_agent() {
+    let fake = provider().await;
+    let side = sidecar(&fake, "failed_tokens_per_minute = 5").await;
+    let admin = format!("http://{}", side.running.admin_addr().unwrap());
+    let http = client();
+    let scopes = |token: &'static str| {
+        http.get(format!("{admin}/scopes"))
+            .bearer_auth(token)
+            .send()
+    };
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(scopes("wrong").await.unwrap().status().as_u16());
+    }
+    assert_eq!(statuses, [401; 5]);
+    let locked = scopes(ADMIN_TOKEN).await.unwrap();
+    assert_eq!(
+        locked.status(),
+        429,
+        "refused before the token is looked at"
+    );
+    assert!(locked.headers().contains_key("retry-after"));
+    let sign_in = http
+        .post(format!("{admin}/console/sign-in"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={ADMIN_TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sign_in.status(), 429, "the console too");
+
+    let chat = |token: &'static str| {
+        http.post(format!("{}/openai/v1/chat/completions", side.url))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(
+                r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"max_tokens":8}"#,
+            )
+            .send()
+    };
+    assert_eq!(chat("wrong").await.unwrap().status(), 429);
+    assert_eq!(
+        chat(AGENT_TOKEN).await.unwrap().status(),
+        200,
+        "a good agent goes on"
+    );
+    assert_eq!(fake.attempts().len(), 1, "only the good agent's call");
+}
