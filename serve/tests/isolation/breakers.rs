@@ -8,20 +8,16 @@ use sluice::clock::{Clock, SystemClock};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
 use tokio::task::JoinSet;
 
-use crate::support::{PROVIDER_KEY, client, sha256_hex, start};
+use crate::support::{client, start};
+use crate::{NOISY_TOKEN, STEADY_TOKEN, agent, fake, provider};
 
 const CHAT: &str = "/v1/chat/completions";
-const STEADY_TOKEN: &str = "steady-agent-token";
-const NOISY_TOKEN: &str = "noisy-agent-token";
 const GOOD: &str =
     r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"max_tokens":16}"#;
 const EMPTY: &str = r#"{"model":"gpt-4o","messages":[],"max_tokens":16}"#;
 
-async fn provider() -> FakeProvider {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
-    fake.require_credential("authorization", &format!("Bearer {PROVIDER_KEY}"));
+async fn openai() -> FakeProvider {
+    let fake = fake(FakeConfig::new(Style::OpenAi)).await;
     fake.refuse_empty_chats();
     fake
 }
@@ -30,33 +26,11 @@ async fn provider() -> FakeProvider {
 /// `open_ms`.
 fn config(fake: &FakeProvider, open_ms: u64) -> String {
     format!(
-        r#"
-[providers.openai]
-plugin = "openai"
-base_url = "{url}"
-[providers.openai.credentials.team]
-file = "KEYFILE"
-[providers.openai.limits]
-requests_per_minute = 60000
-
-[retry]
-breaker_threshold = 3
-breaker_open_ms = {open_ms}
-[retry.classes.read]
-max_attempts = 1
-max_wait_ms = 1000
-retry_statuses = [429]
-
-[serve.agents.steady]
-token = {{ sha256 = "{steady}" }}
-tenant = "steady"
-[serve.agents.noisy]
-token = {{ sha256 = "{noisy}" }}
-tenant = "noisy"
-"#,
-        url = fake.url(""),
-        steady = sha256_hex(STEADY_TOKEN),
-        noisy = sha256_hex(NOISY_TOKEN),
+        "{}[retry]\nbreaker_threshold = 3\nbreaker_open_ms = {open_ms}\n\
+         [retry.classes.read]\nmax_attempts = 1\nmax_wait_ms = 1000\nretry_statuses = [429]\n{}{}",
+        provider("openai", &fake.url(""), "requests_per_minute = 60000"),
+        agent("steady", STEADY_TOKEN, "steady", ""),
+        agent("noisy", NOISY_TOKEN, "noisy", ""),
     )
 }
 
@@ -78,7 +52,7 @@ async fn chat(url: &str, token: &str, body: &str) -> (u16, String) {
 /// goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_looping_on_a_400_stops_itself_and_not_the_other_tenant() {
-    let fake = provider().await;
+    let fake = openai().await;
     let side = start(&config(&fake, 30_000)).await;
     let until = SystemClock.now() + Duration::from_secs(3);
     let mut noisy = JoinSet::new();
@@ -125,7 +99,7 @@ async fn a_tenant_looping_on_a_400_stops_itself_and_not_the_other_tenant() {
 /// refused until it answers, and its success closes the path for everyone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_half_open_path_is_probed_by_one_call() {
-    let fake = provider().await;
+    let fake = openai().await;
     let side = start(&config(&fake, 400)).await;
     fake.script(
         CHAT,
@@ -167,7 +141,7 @@ async fn a_half_open_path_is_probed_by_one_call() {
 /// A model whose calls keep failing leaves the key's other models alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_model_leaves_the_key_s_other_models_alone() {
-    let fake = provider().await;
+    let fake = openai().await;
     let side = start(&config(&fake, 30_000)).await;
     let mini =
         r#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"max_tokens":16}"#;

@@ -3,9 +3,10 @@
 //! provider, which records the names of every header it received, and in the journal.
 
 use sluice::journal::Journal;
-use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
+use sluice_fake_provider::{FakeConfig, Style};
 
-use crate::support::{PROVIDER_KEY, client, sha256_hex, start};
+use crate::support::{AGENT_TOKEN, PROVIDER_KEY, client, start};
+use crate::{agent, fake, provider};
 
 const OTHER_TOKEN: &str = "project-agent-token";
 
@@ -23,28 +24,17 @@ const SENT: [(&str, &str); 5] = [
 /// journaled with only `Idempotency-Key` removed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_s_credentials_and_account_headers_never_reach_the_provider_or_the_journal() {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
-    fake.require_credential("authorization", &format!("Bearer {PROVIDER_KEY}"));
+    let fake = fake(FakeConfig::new(Style::OpenAi)).await;
     let text = format!(
-        r#"
-[providers.openai]
-plugin = "openai"
-base_url = "{url}"
-[providers.openai.credentials.team]
-file = "KEYFILE"
-[serve.agents.bot]
-token = {{ sha256 = "{bot}" }}
-tenant = "acme"
-[serve.agents.projects]
-token = {{ sha256 = "{other}" }}
-tenant = "globex"
-pass_headers = ["openai-project"]
-"#,
-        url = fake.url(""),
-        bot = sha256_hex(crate::support::AGENT_TOKEN),
-        other = sha256_hex(OTHER_TOKEN),
+        "{}{}{}",
+        provider("openai", &fake.url(""), ""),
+        agent("bot", AGENT_TOKEN, "acme", ""),
+        agent(
+            "projects",
+            OTHER_TOKEN,
+            "globex",
+            "pass_headers = [\"openai-project\"]"
+        ),
     );
     let side = start(&text).await;
     let send = |token: &'static str, path: &'static str, action: Option<&'static str>| {
@@ -63,14 +53,14 @@ pass_headers = ["openai-project"]
     };
     // A read and a write of agent `bot`, a read of agent `projects`.
     assert_eq!(
-        send(crate::support::AGENT_TOKEN, "/v1/chat/completions", None)
+        send(AGENT_TOKEN, "/v1/chat/completions", None)
             .await
             .unwrap()
             .status(),
         200
     );
     assert_eq!(
-        send(crate::support::AGENT_TOKEN, "/v1/files", Some("upload-1"))
+        send(AGENT_TOKEN, "/v1/files", Some("upload-1"))
             .await
             .unwrap()
             .status(),

@@ -10,7 +10,8 @@ use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::support::{AGENT_TOKEN, PROVIDER_KEY, Side, client, sha256_hex, start};
+use crate::support::{AGENT_TOKEN, Side, client, sha256_hex, start};
+use crate::{agent, fake, provider};
 
 const ADMIN_TOKEN: &str = "admin-token-for-the-listener-tests";
 
@@ -18,33 +19,12 @@ const ADMIN_TOKEN: &str = "admin-token-for-the-listener-tests";
 /// lines in `[serve]`.
 async fn sidecar(fake: &FakeProvider, extra: &str) -> Side {
     let text = format!(
-        r#"
-[providers.openai]
-plugin = "openai"
-base_url = "{url}"
-[providers.openai.credentials.team]
-file = "KEYFILE"
-[serve]
-{extra}
-[serve.admin]
-token = {{ sha256 = "{admin}" }}
-[serve.agents.bot]
-token = {{ sha256 = "{agent}" }}
-tenant = "acme"
-"#,
-        url = fake.url("/gw/openai"),
-        admin = sha256_hex(ADMIN_TOKEN),
-        agent = sha256_hex(AGENT_TOKEN),
+        "{}[serve]\n{extra}\n[serve.admin]\ntoken = {{ sha256 = \"{}\" }}\n{}",
+        provider("openai", &fake.url("/gw/openai"), ""),
+        sha256_hex(ADMIN_TOKEN),
+        agent("bot", AGENT_TOKEN, "acme", ""),
     );
     start(&text).await
-}
-
-async fn provider() -> FakeProvider {
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .unwrap();
-    fake.require_credential("authorization", &format!("Bearer {PROVIDER_KEY}"));
-    fake
 }
 
 /// Sends `raw` on a new connection to `addr` and reads until the server closes it or
@@ -65,7 +45,7 @@ fn addr(side: &Side) -> String {
 /// provider as `/secret` with the provider key attached.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_path_that_would_leave_the_base_url_is_refused_in_every_spelling() {
-    let fake = provider().await;
+    let fake = fake(FakeConfig::new(Style::OpenAi)).await;
     let side = sidecar(&fake, "").await;
     for path in [
         "/openai/../../secret",
@@ -98,7 +78,7 @@ async fn a_path_that_would_leave_the_base_url_is_refused_in_every_spelling() {
 /// connection) is closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_body_or_header_does_not_keep_its_connection() {
-    let fake = provider().await;
+    let fake = fake(FakeConfig::new(Style::OpenAi)).await;
     let side = sidecar(&fake, "read_timeout_ms = 400").await;
     let started = SystemClock.now();
     let body = format!(
@@ -125,7 +105,7 @@ async fn a_stalled_body_or_header_does_not_keep_its_connection() {
 /// one is closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_connection_cap_requests_wait_and_the_admin_api_still_answers() {
-    let fake = provider().await;
+    let fake = fake(FakeConfig::new(Style::OpenAi)).await;
     let side = sidecar(&fake, "max_connections = 4\nread_timeout_ms = 1500").await;
     let mut stalled = Vec::new();
     for _ in 0..4 {
@@ -168,7 +148,7 @@ async fn past_the_connection_cap_requests_wait_and_the_admin_api_still_answers()
 /// token on the same address goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_tokens_are_limited_per_address_without_locking_out_a_good_agent() {
-    let fake = provider().await;
+    let fake = fake(FakeConfig::new(Style::OpenAi)).await;
     let side = sidecar(&fake, "failed_tokens_per_minute = 5").await;
     let admin = format!("http://{}", side.running.admin_addr().unwrap());
     let http = client();

@@ -23,11 +23,10 @@ use sluice::clock::{Clock, SystemClock};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 use tokio::task::JoinSet;
 
-use crate::support::{PROVIDER_KEY, Side, client, sha256_hex, start};
+use crate::support::{Side, client, start};
+use crate::{NOISY_TOKEN, STEADY_TOKEN, agent, fake, provider};
 
 const CHAT: &str = "/openai/v1/chat/completions";
-const STEADY_TOKEN: &str = "steady-agent-token";
-const NOISY_TOKEN: &str = "noisy-agent-token";
 /// Steady's calls in flight at once.
 const STEADY_WORKERS: usize = 6;
 /// Noisy's.
@@ -97,12 +96,9 @@ struct Figures {
     limited: usize,
 }
 
-async fn provider() -> FakeProvider {
+async fn strict_provider() -> FakeProvider {
     // 1 200 requests and 2 000 000 tokens a minute; sluice paces at 90% of them.
-    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(1_200).tpm(2_000_000))
-        .await
-        .unwrap();
-    fake.require_credential("authorization", &format!("Bearer {PROVIDER_KEY}"));
+    let fake = fake(FakeConfig::new(Style::OpenAi).rpm(1_200).tpm(2_000_000)).await;
     fake.serve_only_models(&["gpt-4o", "gpt-4o-mini"]);
     fake.context_window(128_000);
     fake.refuse_empty_chats();
@@ -112,30 +108,14 @@ async fn provider() -> FakeProvider {
 
 fn config(fake: &FakeProvider) -> String {
     format!(
-        r#"
-[providers.openai]
-plugin = "openai"
-base_url = "{url}"
-[providers.openai.credentials.team]
-file = "KEYFILE"
-[providers.openai.limits]
-requests_per_minute = 1200
-tokens_per_minute = 2000000
-
-[tiers.paid]
-weight = 3
-
-[serve.agents.steady]
-token = {{ sha256 = "{steady}" }}
-tenant = "steady"
-tier = "paid"
-[serve.agents.noisy]
-token = {{ sha256 = "{noisy}" }}
-tenant = "noisy"
-"#,
-        url = fake.url(""),
-        steady = sha256_hex(STEADY_TOKEN),
-        noisy = sha256_hex(NOISY_TOKEN),
+        "{}[tiers.paid]\nweight = 3\n{}{}",
+        provider(
+            "openai",
+            &fake.url(""),
+            "requests_per_minute = 1200\ntokens_per_minute = 2000000"
+        ),
+        agent("steady", STEADY_TOKEN, "steady", "tier = \"paid\""),
+        agent("noisy", NOISY_TOKEN, "noisy", ""),
     )
 }
 
@@ -216,7 +196,7 @@ async fn phase(side: &Side, fake: &FakeProvider, noise: &[Noise], huge: &Arc<Str
 /// answered), and 20 MB bodies 0 of 108.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_noisy_tenant_leaves_a_steady_one_its_answers_its_share_and_its_pace() {
-    let fake = provider().await;
+    let fake = strict_provider().await;
     let side = start(&config(&fake)).await;
     // 20 MB of text: five million tokens, past the quota and any context window.
     let huge = Arc::new(format!(

@@ -3,37 +3,18 @@
 
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 
-use crate::support::{AGENT_TOKEN, PROVIDER_KEY, client, sha256_hex, start};
+use crate::support::{AGENT_TOKEN, client, start};
+use crate::{agent, fake, provider};
 
 const OBJECTS: &str = "/v1/objects";
-const OTHER_TOKEN: &str = "globex-agent-token";
-
-async fn stripe() -> FakeProvider {
-    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
-        .await
-        .unwrap();
-    fake.require_credential("authorization", &format!("Bearer {PROVIDER_KEY}"));
-    fake
-}
+const OTHER_TOKEN: &str = crate::NOISY_TOKEN;
 
 fn config(fake: &FakeProvider) -> String {
     format!(
-        r#"
-[providers.stripe]
-plugin = "stripe"
-base_url = "{url}"
-[providers.stripe.credentials.team]
-file = "KEYFILE"
-[serve.agents.bot]
-token = {{ sha256 = "{bot}" }}
-tenant = "acme"
-[serve.agents.other]
-token = {{ sha256 = "{other}" }}
-tenant = "globex"
-"#,
-        url = fake.url(""),
-        bot = sha256_hex(AGENT_TOKEN),
-        other = sha256_hex(OTHER_TOKEN),
+        "{}{}{}",
+        provider("stripe", &fake.url(""), ""),
+        agent("bot", AGENT_TOKEN, "acme", ""),
+        agent("other", OTHER_TOKEN, "globex", ""),
     )
 }
 
@@ -57,7 +38,7 @@ async fn pay(url: &str, token: &str, hints: &[(&str, &str)], amount: u32) -> (u1
 /// answered with the other's result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_tenants_that_name_one_task_and_action_each_do_their_own() {
-    let fake = stripe().await;
+    let fake = fake(FakeConfig::new(Style::Stripe)).await;
     let side = start(&config(&fake)).await;
     let hints = [("x-sluice-task", "invoices"), ("x-sluice-action", "pay-1")];
     let (status, replayed, mine) = pay(&side.url, AGENT_TOKEN, &hints, 100).await;
@@ -90,7 +71,7 @@ async fn two_tenants_that_name_one_task_and_action_each_do_their_own() {
 /// decided. Each is now a task of its own: the next goes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_that_runs_out_of_time_holds_only_itself() {
-    let fake = stripe().await;
+    let fake = fake(FakeConfig::new(Style::Stripe)).await;
     let side = start(&config(&fake)).await;
     // A 429 asking for 30 s, and a write given 2 s: its time budget is spent, a person
     // decides.
