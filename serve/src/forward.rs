@@ -125,6 +125,19 @@ async fn forward(
         None => agent.tenant.clone(),
     };
     let sdk_retry = shared.sdk_retries.detect(&agent.name, &parts.headers);
+    // Before the body is read: a path that would leave the base URL goes no further.
+    let path = &parts.uri.path()[up.name.len() + 1..];
+    request_path::check(path).map_err(|why| {
+        SluiceError::new(
+            400,
+            "path_not_allowed",
+            format!(
+                "sluice: the path after /{} holds {}, which could leave the provider's base \
+                 URL: name the provider's path as it is",
+                up.name, why.0
+            ),
+        )
+    })?;
 
     // The body arrives whole within its time, or the connection is not kept for it.
     let body = tokio::time::timeout(
@@ -164,17 +177,6 @@ async fn forward(
     .to_bytes();
 
     let path = parts.uri.path()[up.name.len() + 1..].to_owned();
-    request_path::check(&path).map_err(|why| {
-        SluiceError::new(
-            400,
-            "path_not_allowed",
-            format!(
-                "sluice: the path after /{} holds {}, which could leave the provider's base \
-                 URL: name the provider's path as it is",
-                up.name, why.0
-            ),
-        )
-    })?;
     let path = if path.is_empty() {
         "/".to_owned()
     } else {
