@@ -45,6 +45,7 @@ mod ledger;
 mod models;
 mod script;
 mod server;
+pub mod services;
 mod stream;
 mod style;
 pub mod tls;

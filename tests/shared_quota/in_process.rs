@@ -42,6 +42,9 @@ async fn held_by_a_429(stage: &Stage) -> (JoinHandle<Outcome>, Sluice) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let stage = Stage::start(Style::OpenAi).await;
     let fake = &stage.fake;
     let (first, b) = held_by_a_429(&stage).await;
@@ -69,6 +72,9 @@ async fn a_429_seen_by_one_host_holds_the_scope_for_the_other() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_host_given_the_same_action_refuses_it_naming_its_owner() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let stage = Stage::start(Style::Stripe).await;
     let fake = &stage.fake;
     let limits = "requests_per_minute = 6000";
@@ -100,6 +106,9 @@ async fn a_second_host_given_the_same_action_refuses_it_naming_its_owner() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_redis_a_host_paces_at_its_share_of_the_limit() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     // A port nothing listens on: the store is unreachable from the start.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -128,6 +137,9 @@ async fn without_redis_a_host_paces_at_its_share_of_the_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenants_own_quota_holds_across_hosts() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let stage = Stage::start(Style::OpenAi).await;
     let fake = &stage.fake;
     // The account allows far more; tenant acme's tier allows 120 a minute, paced at 108:
@@ -152,6 +164,9 @@ async fn a_tenants_own_quota_holds_across_hosts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_costing_more_than_the_burst_goes_once_the_shared_quota_was_idle_long_enough() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let stage = Stage::start(Style::OpenAi).await;
     let fake = &stage.fake;
     // 100 000 tokens a minute paced at 99%: a burst of 1 001 tokens. The call plans about
@@ -177,6 +192,9 @@ async fn a_call_costing_more_than_the_burst_goes_once_the_shared_quota_was_idle_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_slot_is_taken_again_soon_after_it_frees_not_when_its_lease_expires() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let stage = Stage::start(Style::OpenAi).await;
     let fake = &stage.fake;
     fake.script(
@@ -226,6 +244,9 @@ async fn a_shared_slot_is_taken_again_soon_after_it_frees_not_when_its_lease_exp
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_live_process_with_the_same_host_id_refuses_writes() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let stage = Stage::start(Style::Stripe).await;
     let fake = &stage.fake;
     let limits = "requests_per_minute = 6000";
@@ -258,6 +279,9 @@ async fn a_second_live_process_with_the_same_host_id_refuses_writes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_given_up_while_the_store_answers_leaves_no_slot_taken() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     // The store may take 5 s to answer; one slot for both hosts, on leases of 10 s.
     let stage = Stage::alone(Style::OpenAi)
         .await
@@ -295,6 +319,9 @@ async fn a_call_given_up_while_the_store_answers_leaves_no_slot_taken() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_waiting_at_the_gate_when_its_task_is_cancelled_is_not_sent() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let stage = Stage::start(Style::OpenAi).await;
     let fake = &stage.fake;
     let (first, b) = held_by_a_429(&stage).await;
@@ -330,6 +357,9 @@ async fn a_call_waiting_at_the_gate_when_its_task_is_cancelled_is_not_sent() {
 /// still name their owner.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_lost_its_state_never_lets_a_second_host_take_an_action() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let mut stage = Stage::alone(Style::GitHub).await;
     let limits = "requests_per_minute = 6000";
     let issues = stage.fake.url("/repos/acme/app/issues");
@@ -413,6 +443,9 @@ async fn a_store_that_lost_its_state_never_lets_a_second_host_take_an_action() {
 /// action, A keeps it, and once the operator recovers, the claim A re-registered names A.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_loses_its_state_at_any_step_of_a_write_never_lets_it_be_done_twice() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     for at in [
         "recording",
         "intent-committed",

@@ -12,6 +12,9 @@ use crate::support::{
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_hosts_on_one_quota_never_over_admit_and_use_at_least_95_percent_of_the_pace() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let redis = RedisServer::start();
     let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(RPM))
         .await
@@ -49,6 +52,9 @@ async fn four_hosts_on_one_quota_never_over_admit_and_use_at_least_95_percent_of
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_restarted_mid_run_admits_no_more_than_the_pace() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let mut redis = RedisServer::start();
     let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(RPM))
         .await
@@ -82,6 +88,9 @@ async fn redis_restarted_mid_run_admits_no_more_than_the_pace() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_hosts_concurrency_slots_come_back_when_its_leases_expire() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
     let redis = RedisServer::start();
     let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
         .await

@@ -169,3 +169,18 @@ impl TestRedis {
         format!("sluice-test-{:016x}", fastrand::u64(..))
     }
 }
+
+/// Whether a test that needs Redis must stop here: no `$SLUICE_TEST_REDIS_URL` and no
+/// `redis-server` to start (see `sluice_fake_provider::services`).
+///
+/// # Panics
+/// When Redis is missing and `SLUICE_REQUIRE_SERVICES` is set.
+pub fn without_redis() -> bool {
+    let given = std::env::var("SLUICE_TEST_REDIS_URL").is_ok_and(|u| !u.is_empty());
+    let binary = std::env::var("SLUICE_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+    sluice_fake_provider::services::missing(
+        "redis-server",
+        given || sluice_fake_provider::services::runs(&binary),
+        "Debian: apt-get install redis-server, or set SLUICE_REDIS_SERVER to its path",
+    )
+}

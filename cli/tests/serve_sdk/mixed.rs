@@ -79,6 +79,9 @@ pub fn run(agents: u32, seconds: u64, warm: u64) -> Figures {
 
 #[test]
 fn mixed_agents_use_the_paced_rate_without_429s() {
+    if python::unavailable() {
+        return;
+    }
     let f = run(8, 50, 10);
     eprintln!("{f:?}");
     let calls = &f.seen["calls"];
@@ -115,6 +118,9 @@ fn mixed_agents_use_the_paced_rate_without_429s() {
 #[test]
 #[ignore = "a two-minute measurement; run by hand for BENCHMARKS.md"]
 fn mixed_agents_figures() {
+    if python::unavailable() {
+        return;
+    }
     let f = run(8, 120, 20);
     println!(
         "utilization {:.1}% of the paced rate; {} attempts, {} answered 429 ({:.2}%); seen {}",

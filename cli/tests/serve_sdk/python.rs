@@ -21,30 +21,51 @@ fn scripts() -> PathBuf {
     workspace().join("tests/python")
 }
 
-/// The interpreter with the pinned SDKs installed. Panics, saying what to install, when
-/// there is none and none can be made: a missing Python never skips these tests.
-pub fn interpreter() -> &'static Path {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+/// The interpreter with the pinned SDKs installed, or why none could be made.
+fn made() -> &'static Result<PathBuf, String> {
+    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     PYTHON.get_or_init(|| {
         if let Some(p) = std::env::var_os("SLUICE_SDK_PYTHON") {
-            return PathBuf::from(p);
+            return Ok(PathBuf::from(p));
         }
         let venv = workspace().join("target/sdk-venv");
         let made = Command::new("bash")
             .arg(scripts().join("make-venv.sh"))
             .arg(&venv)
             .output()
-            .expect("run tests/python/make-venv.sh (bash is needed)");
-        assert!(
-            made.status.success(),
-            "the SDK tests need Python 3 with the pinned openai and anthropic SDKs, and \
-             tests/python/make-venv.sh could not make {}:\n{}\n(or point SLUICE_SDK_PYTHON at \
-             an interpreter that has tests/python/requirements.txt installed)",
-            venv.display(),
-            String::from_utf8_lossy(&made.stderr)
-        );
-        venv.join("bin/python")
+            .map_err(|e| format!("bash could not run tests/python/make-venv.sh: {e}"))?;
+        if !made.status.success() {
+            return Err(format!(
+                "the SDK tests need Python 3 with the pinned openai and anthropic SDKs, and \
+                 tests/python/make-venv.sh could not make {}:\n{}\n(or point SLUICE_SDK_PYTHON \
+                 at an interpreter that has tests/python/requirements.txt installed)",
+                venv.display(),
+                String::from_utf8_lossy(&made.stderr)
+            ));
+        }
+        Ok(venv.join("bin/python"))
     })
+}
+
+/// Whether a test of the SDKs must stop here: no interpreter could be made (see
+/// `sluice_fake_provider::services`).
+///
+/// # Panics
+/// When none could be made and `SLUICE_REQUIRE_SERVICES` is set.
+pub fn unavailable() -> bool {
+    let why = made().as_ref().err().map_or("", String::as_str);
+    sluice_fake_provider::services::missing("the Python SDKs", made().is_ok(), why)
+}
+
+/// The interpreter with the pinned SDKs installed.
+///
+/// # Panics
+/// When none could be made (a test asks [`unavailable`] first).
+pub fn interpreter() -> &'static Path {
+    match made() {
+        Ok(p) => p,
+        Err(why) => panic!("{why}"),
+    }
 }
 
 /// The command that runs `script` with `args` against the sidecar at `url` as the agent

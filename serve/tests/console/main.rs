@@ -73,6 +73,9 @@ async fn sign_in(browser: &Browser, s: &Stack, token: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_resolves_an_escalation_in_a_browser_and_the_decision_is_journaled_and_audited()
 {
+    if Browser::unavailable() {
+        return;
+    }
     let s = console_stack(Style::Stripe, "stripe").await;
     let id = uncertain_write(&s).await;
     assert_eq!(s.fake.stored().len(), 1);
@@ -157,6 +160,9 @@ async fn an_operator_resolves_an_escalation_in_a_browser_and_the_decision_is_jou
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn showing_a_body_is_recorded_and_audited_before_the_body_is_shown() {
+    if Browser::unavailable() {
+        return;
+    }
     let s = console_stack(Style::Stripe, "stripe").await;
     let id = uncertain_write(&s).await;
     let browser = Browser::start(1000, 800).await;
@@ -408,6 +414,9 @@ async fn the_live_data_shows_429s_holds_breakers_and_sampled_waits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "writes docs/console.png; run by hand to regenerate the README's picture"]
 async fn screenshot() {
+    if Browser::unavailable() {
+        return;
+    }
     let s = console_stack(Style::Stripe, "stripe").await;
     let id = uncertain_write(&s).await;
     // A few seconds of reads, in bursts, for the plots to draw.

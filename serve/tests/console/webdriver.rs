@@ -40,6 +40,17 @@ pub struct Browser {
 }
 
 impl Browser {
+    /// Whether a test that drives a browser must stop here: chromium or chromedriver is not
+    /// installed (see `sluice_fake_provider::services`).
+    ///
+    /// # Panics
+    /// When one is missing and `SLUICE_REQUIRE_SERVICES` is set.
+    pub fn unavailable() -> bool {
+        let found = program(&["/usr/bin/chromium", "/usr/bin/chromium-browser"]).is_some()
+            && program(&["/usr/bin/chromedriver"]).is_some();
+        sluice_fake_provider::services::missing("chromium and chromedriver", found, INSTALL)
+    }
+
     /// Starts chromedriver on a free loopback port and opens a headless session with a
     /// `width` x `height` window.
     pub async fn start(width: u32, height: u32) -> Browser {
