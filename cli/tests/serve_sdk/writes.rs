@@ -16,21 +16,34 @@ use crate::sidecar::{AGENT_TOKEN, Deadline, Sidecar, World};
 const INTENTS: &str = "/v1/payment_intents";
 const BATCHES: &str = "/v1/batches";
 
-/// The writes a script made.
-/// One payment of the task `invoices` (tenant `acme`'s), action `pay-0`, to the Stripe-style
-/// provider.
-const PAY: [&str; 10] = [
-    "--provider",
-    "payments",
-    "--path",
-    INTENTS,
-    "--tenant",
-    "acme",
-    "--task",
-    "invoices",
-    "--prefix",
-    "pay-",
-];
+/// The arguments of `writes.py` for `count` payments of tenant `acme`'s task `task` (actions
+/// `prefix0`...), `threads` at a time, to the Stripe-style provider.
+fn payments(task: &str, count: usize, threads: usize, prefix: &str) -> Vec<String> {
+    let (count, threads) = (count.to_string(), threads.to_string());
+    [
+        "--provider",
+        "payments",
+        "--path",
+        INTENTS,
+        "--tenant",
+        "acme",
+        "--task",
+        task,
+        "--count",
+        &count,
+        "--threads",
+        &threads,
+        "--prefix",
+        prefix,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// One payment of the task `invoices`, action `pay-0`.
+fn pay() -> Vec<String> {
+    payments("invoices", 1, 1, "pay-")
+}
 
 /// Starts `count` payments of `task` (actions `prefix0`...), `threads` at a time, through
 /// `sidecar`; [`python::finish`] reads what the script saw.
@@ -41,30 +54,11 @@ fn start_payments(
     threads: usize,
     prefix: &str,
 ) -> std::process::Child {
-    let (count, threads) = (count.to_string(), threads.to_string());
-    python::start(
-        "writes.py",
-        &[
-            "--provider",
-            "payments",
-            "--path",
-            INTENTS,
-            "--tenant",
-            "acme",
-            "--task",
-            task,
-            "--count",
-            &count,
-            "--threads",
-            &threads,
-            "--prefix",
-            prefix,
-        ],
-        &sidecar.url,
-        AGENT_TOKEN,
-    )
+    let args = payments(task, count, threads, prefix);
+    python::start("writes.py", &as_strs(&args), &sidecar.url, AGENT_TOKEN)
 }
 
+/// The writes a script made.
 fn writes(seen: &Value) -> &Vec<Value> {
     seen["writes"].as_array().expect("a list of writes")
 }
@@ -79,7 +73,7 @@ fn a_write_stored_and_then_dropped_is_reconciled_to_one_effect() {
     world.openai.script(BATCHES, [Fault::StoreThenDrop]);
     let sidecar = world.serve();
 
-    let seen = python::run("writes.py", &PAY, &sidecar.url, AGENT_TOKEN);
+    let seen = python::run("writes.py", &as_strs(&pay()), &sidecar.url, AGENT_TOKEN);
     let write = &writes(&seen)[0];
     assert_eq!(write["status"], 200, "{seen}");
     assert_eq!(
@@ -288,7 +282,7 @@ fn an_emptied_journal_beside_an_earlier_run_s_audit_log_is_refused_not_adopted()
     }
     let world = World::new();
     let sidecar = world.serve();
-    let seen = python::run("writes.py", &PAY, &sidecar.url, AGENT_TOKEN);
+    let seen = python::run("writes.py", &as_strs(&pay()), &sidecar.url, AGENT_TOKEN);
     assert_eq!(writes(&seen)[0]["status"], 200, "{seen}");
     let (status, log) = sidecar.terminate();
     assert!(status.success(), "{log}");
@@ -405,4 +399,8 @@ fn first_checkpoint_unwitnessed(world: &World) -> bool {
         .count();
     let witness = std::fs::metadata(state.join("audit.witness")).map_or(0, |m| m.len());
     checkpoints == 1 && witness == 0
+}
+
+fn as_strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }
