@@ -69,7 +69,6 @@
 //! A gauge kept per scope ([`QUEUE_DEPTH`]) is registered when the scheduler first meets the
 //! scope: install the recorder before building the host.
 
-use crate::admission::{Bound, Class, Rejection};
 use crate::contract::{RequestClass, Verdict};
 
 /// Counter: requests the admission queue let go, one per attempt.
@@ -98,6 +97,14 @@ pub const BREAKER_OPEN: &str = "sluice_breaker_open";
 pub const TENANT_BREAKER_OPENED: &str = "sluice_tenant_breaker_opened_total";
 /// Histogram: seconds a plugin call took.
 pub const PLUGIN_CALL: &str = "sluice_plugin_call_seconds";
+/// The bucket bounds, in seconds, of every histogram whose name ends in `_seconds`: from a
+/// plugin call's tens of microseconds to an admission wait of minutes. A recorder that
+/// renders histograms (the Prometheus exporter renders summaries unless given buckets)
+/// takes these, so that the series add up across hosts.
+pub const SECONDS_BUCKETS: &[f64] = &[
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+];
 /// Counter: plugin calls that failed.
 pub const PLUGIN_FAILURES: &str = "sluice_plugin_failures_total";
 /// Gauge: 1 while a plugin is quarantined.
@@ -203,15 +210,6 @@ pub fn request_class(class: RequestClass) -> &'static str {
     }
 }
 
-/// A queue class, in lower case.
-pub fn queue_class(class: Class) -> &'static str {
-    match class {
-        Class::Interactive => "interactive",
-        Class::Standard => "standard",
-        Class::Background => "background",
-    }
-}
-
 /// A verdict as the contract spells it.
 pub fn verdict(v: Verdict) -> &'static str {
     match v {
@@ -224,45 +222,6 @@ pub fn verdict(v: Verdict) -> &'static str {
         Verdict::ClientError => "client-error",
         Verdict::AuthError => "auth-error",
         Verdict::OutcomeUnknown => "outcome-unknown",
-    }
-}
-
-/// The `reason` label of [`CALLS_REFUSED`] for a refusal at submit: `queue-full`,
-/// `scope-queue-full`, `tenant-queue-full`, `wait-too-long`, `deadline-unreachable` or
-/// `oversized`. A request that left the queue unadmitted is `expired` or `cancelled`.
-pub fn refusal(r: &Rejection) -> &'static str {
-    match r {
-        Rejection::Backpressure(Bound::Global { .. }) => "queue-full",
-        Rejection::Backpressure(Bound::Scope { .. }) => "scope-queue-full",
-        Rejection::Backpressure(Bound::Tenant { .. }) => "tenant-queue-full",
-        Rejection::Backpressure(Bound::Wait { .. }) => "wait-too-long",
-        Rejection::DeadlineUnreachable { .. } => "deadline-unreachable",
-        Rejection::Oversized { .. } => "oversized",
-    }
-}
-
-/// The `outcome` of a call: `succeeded`, `streaming`, or why it ended — `stopped`,
-/// `refused`, `out-of-time`, `cancelled`, `breaker-open`, `scope-retries-full`,
-/// `task-budget-exhausted`, `unknown-provider`, `unknown-credential`, `not-recorded`,
-/// `budget-spent`.
-pub fn outcome(o: &crate::execute::Outcome) -> &'static str {
-    use crate::execute::{Outcome, Reason};
-    match o {
-        Outcome::Succeeded { .. } => "succeeded",
-        Outcome::Ended(t) => match t.reason {
-            Reason::Stopped(_) => "stopped",
-            Reason::Refused(_) => "refused",
-            Reason::OutOfTime(_) => "out-of-time",
-            Reason::Cancelled => "cancelled",
-            Reason::BreakerOpen(_) => "breaker-open",
-            Reason::ScopeRetriesFull { .. } => "scope-retries-full",
-            Reason::TaskBudgetExhausted { .. } => "task-budget-exhausted",
-            Reason::UnknownProvider(_) => "unknown-provider",
-            Reason::UnknownCredential { .. } => "unknown-credential",
-            Reason::NotRecorded(_) => "not-recorded",
-            Reason::BudgetSpent(_) => "budget-spent",
-            Reason::Unpriced(_) => "unpriced",
-        },
     }
 }
 

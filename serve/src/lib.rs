@@ -249,7 +249,8 @@ impl Sidecar {
                     .as_ref()
                     .and_then(|a| a.public_origin.clone());
                 let console = console::Console::new(token, self.operators, history, public_origin);
-                let state = Arc::new(admin::Admin::new(shared.clone(), token, console));
+                let state = Arc::new(admin::Admin::new(shared.clone(), token));
+                let console = Arc::new(console);
                 let max = self
                     .serve
                     .admin
@@ -263,7 +264,7 @@ impl Sidecar {
                 };
                 let task =
                     tokio::spawn(listener::accept(l, stopped, limits, "admin", move |req| {
-                        admin::handle(state.clone(), req)
+                        admin_request(state.clone(), console.clone(), req)
                     }));
                 (Some(a), Some(task), Some(sampler))
             }
@@ -382,4 +383,17 @@ impl Running {
             connections_closed: closed,
         }
     }
+}
+
+/// One request on the admin listener: the operator's console, which signs people in with a
+/// session of its own, else the admin API.
+async fn admin_request(
+    admin: Arc<admin::Admin>,
+    console: Arc<console::Console>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<reply::Body>, std::convert::Infallible> {
+    if console::owns(req.uri().path()) {
+        return Ok(console::handle(&admin.shared, &console, req).await);
+    }
+    admin::handle(admin, req).await
 }

@@ -165,6 +165,23 @@ pub struct Why {
     pub waiting: Waiting,
 }
 
+impl Rejection {
+    /// The `reason` label of [`crate::observe::CALLS_REFUSED`] for a refusal at submit:
+    /// `queue-full`, `scope-queue-full`, `tenant-queue-full`, `wait-too-long`,
+    /// `deadline-unreachable` or `oversized`. A request that left the queue unadmitted is
+    /// `expired` or `cancelled`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Rejection::Backpressure(Bound::Global { .. }) => "queue-full",
+            Rejection::Backpressure(Bound::Scope { .. }) => "scope-queue-full",
+            Rejection::Backpressure(Bound::Tenant { .. }) => "tenant-queue-full",
+            Rejection::Backpressure(Bound::Wait { .. }) => "wait-too-long",
+            Rejection::DeadlineUnreachable { .. } => "deadline-unreachable",
+            Rejection::Oversized { .. } => "oversized",
+        }
+    }
+}
+
 impl fmt::Display for Why {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -24,7 +24,7 @@
 //! as its use is known only at its end.
 //!
 //! **Durable.** Use is kept in the journal's SQLite, per tenant and period
-//! ([`crate::journal::PeriodUse`]), committed at each charge and correction: a restarted
+//! ([`PeriodUse`]), committed at each charge and correction: a restarted
 //! host keeps what every tenant spent this month.
 //!
 //! **Watched.** As a tenant's use crosses a threshold of a budget (80% and 100% by
@@ -33,6 +33,7 @@
 //! [`crate::observe::BUDGET_REFUSALS`].
 
 mod config;
+mod store;
 mod window;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -41,6 +42,7 @@ pub use config::{
     Budget, BudgetConfig, BudgetLimits, CacheUse, DEFAULT_THRESHOLDS_PERCENT, Measure, Price,
     Unpriced, model_family,
 };
+pub use store::PeriodUse;
 pub use window::{Calendar, Period, UnknownTimeZone, Window};
 
 pub use crate::admission::Usage;

@@ -33,7 +33,7 @@ use crate::clock::Clock;
 use crate::contract::RequestClass;
 use crate::credentials::{Credentials, NoCredentials};
 use crate::guard::GuardedPolicy;
-use crate::reload::PolicySlot;
+use crate::guard::PolicySlot;
 use crate::retry::{BreakerKind, Breakers, RetryConfig};
 use crate::task::Tasks;
 use crate::transport::Transport;

@@ -8,7 +8,7 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use super::attempt::Run;
-use super::{Call, Outcome};
+use super::{Call, Outcome, Reason};
 use crate::admission::Refused;
 use crate::contract::Verdict;
 use crate::observe::{self, ATTEMPT_SPAN, CALL_SPAN};
@@ -144,6 +144,30 @@ pub(super) fn retry(
     .increment(1);
 }
 
+/// The `outcome` of a call in [`observe::CALLS_ENDED`] and on its span: `succeeded`, or why
+/// it ended — `stopped`, `refused`, `out-of-time`, `cancelled`, `breaker-open`,
+/// `scope-retries-full`, `task-budget-exhausted`, `unknown-provider`, `unknown-credential`,
+/// `not-recorded`, `budget-spent`, `unpriced`. (A stream that began is `streaming`.)
+fn outcome_label(o: &Outcome) -> &'static str {
+    match o {
+        Outcome::Succeeded { .. } => "succeeded",
+        Outcome::Ended(t) => match t.reason {
+            Reason::Stopped(_) => "stopped",
+            Reason::Refused(_) => "refused",
+            Reason::OutOfTime(_) => "out-of-time",
+            Reason::Cancelled => "cancelled",
+            Reason::BreakerOpen(_) => "breaker-open",
+            Reason::ScopeRetriesFull { .. } => "scope-retries-full",
+            Reason::TaskBudgetExhausted { .. } => "task-budget-exhausted",
+            Reason::UnknownProvider(_) => "unknown-provider",
+            Reason::UnknownCredential { .. } => "unknown-credential",
+            Reason::NotRecorded(_) => "not-recorded",
+            Reason::BudgetSpent(_) => "budget-spent",
+            Reason::Unpriced(_) => "unpriced",
+        },
+    }
+}
+
 /// The call is over: how it ended, on its span and in [`observe::CALLS_ENDED`].
 pub(super) fn ended(span: &Span, call: &Call, run: &Run) {
     let (outcome, attempts, status) = match run {
@@ -152,8 +176,8 @@ pub(super) fn ended(span: &Span, call: &Call, run: &Run) {
             o @ Outcome::Succeeded {
                 response, attempts, ..
             },
-        ) => (observe::outcome(o), *attempts, Some(response.status)),
-        Run::Done(o @ Outcome::Ended(t)) => (observe::outcome(o), t.attempts, t.last_status),
+        ) => (outcome_label(o), *attempts, Some(response.status)),
+        Run::Done(o @ Outcome::Ended(t)) => (outcome_label(o), t.attempts, t.last_status),
     };
     span.record("outcome", outcome);
     span.record("attempts", attempts);

@@ -162,7 +162,7 @@ pub fn client_reference(task: &str, action: &str) -> String {
 }
 
 impl Journal {
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+    pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -174,7 +174,7 @@ impl Journal {
 
     /// The error for `error`, raised by SQLite on this journal: corruption when it says the
     /// file is damaged.
-    fn sqlite(&self, error: rusqlite::Error) -> JournalError {
+    pub(crate) fn sqlite(&self, error: rusqlite::Error) -> JournalError {
         self.note(&error);
         JournalError::from_sqlite(&self.path, error)
     }
@@ -446,7 +446,6 @@ impl Journal {
 
 mod answers;
 mod attempts;
-mod budget_use;
 mod error;
 pub mod escalations;
 mod health;
@@ -456,7 +455,6 @@ pub mod text;
 
 pub use answers::{KeptAnswer, MAX_KEPT_ANSWER};
 pub use attempts::AttemptRecord;
-pub use budget_use::PeriodUse;
 pub use error::JournalError;
 use error::Unknown;
 pub use open::{APPLICATION_ID, Probe, SCHEMA_VERSION};

@@ -113,7 +113,7 @@ CREATE TABLE disclosures (
 /// makes a version 1 journal a version 2 one. A new journal gets [`SCHEMA`] and every
 /// migration, in one transaction.
 const MIGRATIONS: [&str; 2] = [
-    // 2: budget use, per tenant and calendar period (see `crate::budget`).
+    // 2: budget use, per tenant and calendar period (read and written by `crate::budget`).
     "
 CREATE TABLE budget_use (
     tenant TEXT NOT NULL,

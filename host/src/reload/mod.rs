@@ -41,14 +41,13 @@
 //! `sluice serve` (`POST /plugins/{provider}/reload`), and, for a provider configured with
 //! `reload = "watch"`, a change of its plugin file ([`watch`]).
 
-mod slot;
 pub mod watch;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-pub use slot::PolicySlot;
+pub use crate::guard::PolicySlot;
 
 use crate::clock::Clock;
 use crate::config::{PluginSource, ReloadTrigger, SluiceConfig};

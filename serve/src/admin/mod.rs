@@ -49,7 +49,6 @@ use serde_json::{Value, json};
 
 use crate::Shared;
 use crate::agents::digest;
-use crate::console::{self, Console};
 use crate::listener::Peer;
 use crate::reply::{Body, full};
 
@@ -74,16 +73,11 @@ pub const ROUTES: &[&str] = &[
 pub struct Admin {
     pub(crate) shared: Arc<Shared>,
     token: [u8; 32],
-    console: Console,
 }
 
 impl Admin {
-    pub(crate) fn new(shared: Arc<Shared>, token: [u8; 32], console: Console) -> Self {
-        Self {
-            shared,
-            token,
-            console,
-        }
+    pub(crate) fn new(shared: Arc<Shared>, token: [u8; 32]) -> Self {
+        Self { shared, token }
     }
 
     /// Whether `req` carries the admin token.
@@ -172,10 +166,6 @@ pub(crate) async fn handle(
     let path = req.uri().path().to_owned();
     if req.method() == Method::GET && path == "/healthz" {
         return Ok(json_reply(200, &json!({"status": "ok"})));
-    }
-    // The console signs people in with a session of its own (see `crate::console`).
-    if console::owns(&path) {
-        return Ok(console::handle(&admin.shared, &admin.console, req).await);
     }
     // An address past its wrong tokens for the minute is refused before its token is
     // looked at (`crate::failed_tokens`).

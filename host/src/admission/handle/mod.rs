@@ -553,7 +553,7 @@ impl fmt::Debug for Admission {
 
 /// Reports a request refused at submit (see [`crate::observe`]).
 fn refused(request: &Acquire, rejection: &Rejection) {
-    let reason = crate::observe::refusal(rejection);
+    let reason = rejection.label();
     tracing::warn!(
         provider = %request.provider,
         credential = %request.credential,

@@ -35,7 +35,7 @@ pub enum ClaimError {
     /// persistence, a flush): who owns an action this host's journal does not hold can no
     /// longer be told, so it is refused until an operator recovers the store's ownership.
     #[error(
-        "action {action:?} was not claimed: the shared store lost its state (its ownership epoch is gone or replaced), so whether another host already did this action cannot be told; nothing was sent. Once every host is running again, an operator runs `sluice store recover` (README, \"Several hosts, one quota\")"
+        "action {action:?} was not claimed: the shared store lost its state (its ownership epoch is gone or replaced), so whether another host already did this action cannot be told; nothing was sent. Once every host is running again, an operator runs `sluice store recover` (docs/shared-state.md)"
     )]
     StoreLostState {
         /// The action.

@@ -18,8 +18,8 @@
 //! When the gate refuses, it says for how long: the host holds its own scope for that long
 //! (so it does not keep asking) and the grant tries again then. Order within a host is the
 //! local scheduler's; between hosts it is whoever asks first once a slot is free, so fair
-//! shares between tenants are exact within a host and approximate across hosts (README,
-//! "Several hosts, one quota", gives the measurement).
+//! shares between tenants are exact within a host and approximate across hosts
+//! (`docs/shared-state.md` gives the measurement).
 //!
 //! When Redis cannot be reached, the gate falls back to local conservative pacing: each
 //! quota at its limit divided by the configured number of hosts, each concurrency limit

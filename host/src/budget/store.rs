@@ -1,4 +1,5 @@
-//! Budget use, kept in the journal's SQLite so that a restart keeps what every tenant has
+//! Budget use, kept in the journal's SQLite (the journal owns the table and its migration;
+//! this module owns what the rows mean) so that a restart keeps what every tenant has
 //! spent: one row per tenant and calendar period (`day` `2026-03-14`, `month` `2026-03`),
 //! with the requests, tokens and spend (in micro-units) counted against its budgets.
 //!
@@ -7,8 +8,8 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{Journal, JournalError};
-use crate::budget::{Amounts, Period, Window};
+use super::{Amounts, Period, Window};
+use crate::journal::{Journal, JournalError};
 
 /// One tenant's use in one calendar period, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]

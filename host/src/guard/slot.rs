@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::guard::GuardedPolicy;
+use super::GuardedPolicy;
 
 /// Where the executor finds a provider's guarded policy: read once when a call begins, and
 /// replaced whole by a reload. A call keeps the [`Arc`] it read, so it plans, reads and

@@ -36,6 +36,10 @@ use crate::contract::{
 };
 use crate::fallback::Fallback;
 
+mod slot;
+
+pub use slot::PolicySlot;
+
 /// When to stop calling a failing plugin.
 #[derive(Debug, Clone)]
 pub struct QuarantinePolicy {

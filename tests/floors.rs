@@ -1,0 +1,187 @@
+//! Every arrow points down: each module of the library and of the sidecar imports only from
+//! modules on floors below its own, as `docs/architecture.md` writes them down ("Floors").
+//!
+//! The check reads the floors tables from the page itself, so the page and the code cannot
+//! drift apart: a module on no floor, a floor naming a module that does not exist, or an
+//! import that reaches up or sideways (`crate::X` from a module on X's floor or below it)
+//! fails, naming the file and the import. Doc comments and test modules are not imports.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The floors table for `src` (`host/src`, `serve/src`): module name → floor.
+fn floors(page: &str, src: &str) -> BTreeMap<String, u32> {
+    let start = format!("<!-- floors: {src} -->");
+    let table = page
+        .split(&start)
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- /floors -->").next())
+        .unwrap_or_else(|| panic!("docs/architecture.md has no `{start}` table"));
+    let mut out = BTreeMap::new();
+    for row in table.lines().filter(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let Ok(floor) = cells[1].parse::<u32>() else {
+            continue; // the header and its rule
+        };
+        for module in cells[2].split(',') {
+            let module = module.trim().trim_matches('`').to_owned();
+            assert!(
+                out.insert(module.clone(), floor).is_none(),
+                "docs/architecture.md puts `{module}` of {src} on two floors"
+            );
+        }
+    }
+    out
+}
+
+/// The modules the crate root declares.
+fn declared(root: &str) -> BTreeSet<String> {
+    root.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l.strip_prefix("pub ").unwrap_or(l);
+            let name = l.strip_prefix("mod ")?.strip_suffix(';')?;
+            Some(name.trim().to_owned())
+        })
+        .collect()
+}
+
+/// A file's text without its comments and its inline test module.
+fn code(text: &str) -> String {
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The crate-level names a file imports: `crate::X…` and each top-level `X` of a
+/// `crate::{X::…, Y}` group.
+fn imports(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 1;
+            let mut item = String::new();
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+                if depth == 0 || (depth == 1 && c == ',') {
+                    out.extend(first_name(&item));
+                    item.clear();
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    item.push(c);
+                }
+            }
+        } else {
+            out.extend(first_name(rest));
+        }
+    }
+    out
+}
+
+fn first_name(s: &str) -> Option<String> {
+    let s = s.trim_start();
+    let end = s
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    (end > 0).then(|| s[..end].to_owned())
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "tests") {
+                rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && path.file_name().is_some_and(|n| n != "tests.rs")
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// Every violation in the crate at `src`.
+fn violations(page: &str, src: &str) -> Vec<String> {
+    let dir = repo().join(src);
+    let floors = floors(page, src);
+    let declared = declared(&fs::read_to_string(dir.join("lib.rs")).unwrap());
+    let mut out = Vec::new();
+    for module in declared.difference(&floors.keys().cloned().collect()) {
+        out.push(format!("`{module}` of {src} is on no floor"));
+    }
+    for module in floors.keys().filter(|m| !declared.contains(*m)) {
+        out.push(format!(
+            "a floor names `{module}`, which {src}/lib.rs does not declare"
+        ));
+    }
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    files.sort();
+    for file in files {
+        let rel = file.strip_prefix(&dir).unwrap();
+        let Some(module) = rel.iter().next().and_then(|m| m.to_str()) else {
+            continue;
+        };
+        let module = module.trim_end_matches(".rs");
+        let Some(&floor) = floors.get(module) else {
+            continue; // the root, above every floor
+        };
+        for import in imports(&code(&fs::read_to_string(&file).unwrap())) {
+            if import == module {
+                continue;
+            }
+            // Not a module: an item of the crate root, which any floor may name.
+            let Some(&to) = floors.get(&import) else {
+                continue;
+            };
+            if to >= floor {
+                out.push(format!(
+                    "{src}/{}: `{module}` (floor {floor}) imports `crate::{import}` (floor {to})",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_import_of_the_library_and_the_sidecar_points_down() {
+    let page = fs::read_to_string(repo().join("docs/architecture.md")).unwrap();
+    let mut found = violations(&page, "host/src");
+    found.extend(violations(&page, "serve/src"));
+    assert!(
+        found.is_empty(),
+        "imports that do not point down (docs/architecture.md, \"Floors\"):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_check_sees_an_import_that_reaches_up() {
+    let page = "<!-- floors: x/src -->\n| floor | m | w |\n|---|---|---|\n\
+                | 0 | `low` | |\n| 1 | `high` | |\n<!-- /floors -->";
+    let floors = floors(page, "x/src");
+    assert_eq!(floors["low"], 0);
+    assert_eq!(floors["high"], 1);
+    let found = imports(&code(
+        "// use crate::ignored;\nuse crate::{high::A, other};\nfn f() { crate::low::g() }",
+    ));
+    let expected: BTreeSet<String> = ["high", "low", "other"].map(String::from).into();
+    assert_eq!(found, expected);
+}
