@@ -1,5 +1,6 @@
-//! `sluice config check`: validates a configuration file (providers' plugins, their vectors
-//! and own limits, base URLs and credentials, admission, retry, audit, transport, budgets
+//! `sluice config check`: a pre-deploy gate over configuration files. Each is validated
+//! (providers' plugins — loaded and run against their vectors, as the host does before it
+//! serves — their own limits, base URLs and credentials, admission, retry, audit, transport, budgets
 //! and prices) and shows how each scope will be paced and what each tenant may spend.
 //!
 //! Every name printed comes from the file (providers, scopes, models, tiers), so each goes
@@ -17,22 +18,40 @@ use sluice::config::{
     AgentProviderKeys, PluginSource, ProviderSetup, ReloadTrigger, ServeConfig, SluiceConfig,
     TokenSource,
 };
-use sluice::plugin::{PluginLimits, bundled};
+use sluice::plugin::{ComponentCache, PluginLimits, PluginRuntime, RuntimeConfig, bundled};
 use sluice::printable::printable;
+use sluice::vectors;
 
 /// Admission configuration commands.
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
-    /// Validate a configuration file (TOML) and print how every scope is paced.
+    /// Validate configuration files (TOML) as the host would start on each: every key, each
+    /// provider's plugin loaded and run against its vectors, each credential and the signing
+    /// key read; print how every scope is paced. Exits 2 when a file is invalid, 1 when a
+    /// valid file's host would not start as things are, else 0 (the worst of all files).
     Check {
-        /// The configuration file.
-        file: PathBuf,
+        /// The configuration files.
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
     },
 }
 
 pub fn run(command: ConfigCommand) -> anyhow::Result<ExitCode> {
     match command {
-        ConfigCommand::Check { file } => check(&file),
+        ConfigCommand::Check { files } => {
+            // The plugins of every file are compiled by one runtime, and cached as the host
+            // caches them.
+            let runtime =
+                PluginRuntime::new(RuntimeConfig::default(), ComponentCache::user_default())?;
+            let mut worst = 0;
+            for (i, file) in files.iter().enumerate() {
+                if i > 0 {
+                    crate::print_once("\n")?;
+                }
+                worst = worst.max(check(file, &runtime)?);
+            }
+            Ok(ExitCode::from(worst))
+        }
     }
 }
 
@@ -48,13 +67,14 @@ macro_rules! outln {
 /// then exits 1, whatever else is valid.
 const WILL_NOT_START: &str = "will not start";
 
-fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
+/// Checks one file and prints its report: 2 invalid, 1 would not start, 0 ready.
+fn check(file: &std::path::Path, runtime: &PluginRuntime) -> anyhow::Result<u8> {
     let origin = printable(&file.display().to_string()).into_owned();
     let host = match SluiceConfig::from_file(file) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
-            return Ok(ExitCode::from(2));
+            return Ok(2);
         }
     };
     for (name, setup) in &host.providers {
@@ -63,7 +83,7 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 "error: {origin}: `providers.{}.plugin`: {why}",
                 printable(name)
             );
-            return Ok(ExitCode::from(2));
+            return Ok(2);
         }
         if let Some(vectors) = setup.vectors.as_deref().filter(|v| !v.is_file()) {
             eprintln!(
@@ -71,7 +91,7 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 printable(name),
                 printable(&vectors.display().to_string())
             );
-            return Ok(ExitCode::from(2));
+            return Ok(2);
         }
     }
     let config = &host.admission;
@@ -116,6 +136,7 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         );
         if let Some(setup) = host.providers.get(name) {
             print_setup(&mut out, setup);
+            print_plugin_check(&mut out, runtime, setup);
         }
         print_limits(&mut out, "  each credential", &p.limits, margin)?;
         for named in p.named_scopes() {
@@ -204,12 +225,73 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         outln!(
             out,
             "the configuration is valid, but the host {WILL_NOT_START} as things are: see \
-             NOT READABLE NOW above"
+             above"
         );
         crate::print_once(&out)?;
-        return Ok(ExitCode::from(1));
+        return Ok(1);
     }
-    crate::print_once(&out)
+    crate::print_once(&out)?;
+    Ok(0)
+}
+
+/// Loads the provider's plugin as the host would and runs its vectors: a plugin that does
+/// not load, or fails a case, keeps the host from starting.
+fn print_plugin_check(out: &mut String, runtime: &PluginRuntime, setup: &ProviderSetup) {
+    let loaded = match &setup.plugin {
+        PluginSource::Bundled(name) => runtime.load_bundled_with(name, &setup.plugin_limits),
+        PluginSource::File(path) => runtime.load_file_with(path, &setup.plugin_limits),
+    };
+    let plugin = match loaded {
+        Ok(p) => p,
+        Err(e) => {
+            outln!(
+                out,
+                "  loaded: NO, DOES NOT LOAD, the host {WILL_NOT_START}: {e}"
+            );
+            return;
+        }
+    };
+    let d = plugin.description();
+    outln!(
+        out,
+        "  loaded: {} {}",
+        printable(&d.name),
+        printable(&d.version)
+    );
+    let Some(path) = &setup.vectors else {
+        return;
+    };
+    let shown = printable(&path.display().to_string()).into_owned();
+    let file = match vectors::load(path) {
+        Ok(f) => f,
+        Err(e) => {
+            outln!(
+                out,
+                "  vectors run: {shown}: UNREADABLE, the host {WILL_NOT_START}: {e}"
+            );
+            return;
+        }
+    };
+    let report = vectors::run(&plugin, &file);
+    if report.failed() == 0 {
+        outln!(out, "  vectors run: {} cases pass", report.passed());
+        return;
+    }
+    outln!(
+        out,
+        "  vectors run: {shown}: {} of {} cases FAIL, the host {WILL_NOT_START} (`sluice plugin \
+         test` shows every difference):",
+        report.failed(),
+        report.results.len()
+    );
+    for r in report.results.iter().filter(|r| r.failure.is_some()) {
+        outln!(
+            out,
+            "    {}: {}",
+            printable(&r.name),
+            printable(r.failure.as_deref().unwrap_or_default())
+        );
+    }
 }
 
 /// Budgets and prices: the calendar, each tier's and tenant's budgets, each model's price.

@@ -376,3 +376,48 @@ fn the_plugin_example_shows_vectors_own_limits_and_reload_and_a_missing_vector_f
         "{err}"
     );
 }
+
+/// `config check` is a pre-deploy gate: it takes several files (each reported, the worst
+/// exit status wins), loads each plugin and runs its vectors — a plugin that fails one is a
+/// host that will not start, exit 1, with the failing case named.
+#[test]
+fn several_files_are_checked_and_a_plugin_failing_its_vectors_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/openai/vectors.json");
+    let mut cases: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&vectors).unwrap()).unwrap();
+    cases["cases"][0]["expect"]["verdict"] = "rate-limited".into();
+    let wrong = dir.path().join("wrong.json");
+    std::fs::write(&wrong, cases.to_string()).unwrap();
+    let passing = dir.path().join("passing.toml");
+    std::fs::write(
+        &passing,
+        format!("[providers.openai]\nvectors = \"{}\"\n", vectors.display()),
+    )
+    .unwrap();
+    let failing = dir.path().join("failing.toml");
+    std::fs::write(&failing, "[providers.openai]\nvectors = \"wrong.json\"\n").unwrap();
+
+    let o = check(&passing);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("  loaded: openai "), "{out}");
+    assert!(out.contains("  vectors run: "), "{out}");
+    assert!(out.contains(" cases pass"), "{out}");
+
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["config", "check"])
+        .args([&passing, &failing])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(out.contains("passing.toml: valid"), "{out}");
+    assert!(out.contains("failing.toml: valid"), "{out}");
+    assert!(
+        out.contains("1 of ") && out.contains("cases FAIL, the host will not start"),
+        "{out}"
+    );
+    let first = cases["cases"][0]["name"].as_str().unwrap();
+    assert!(out.contains(&format!("    {first}: ")), "{out}");
+}

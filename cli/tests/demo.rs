@@ -1,4 +1,4 @@
-//! `sluice demo`, run as the README runs it: its JSON report must show what sluice promises —
+//! `sluice demo`, run as the README and docs/demo.md run it: its JSON report must show what sluice promises —
 //! no duplicate effect, the account used to at least 95%, at most 0.5% of attempts answered
 //! 429, equal tenants treated equally — and the audit log verified.
 
@@ -8,9 +8,12 @@ use std::process::Command;
 fn the_demo_report_holds_sluice_to_its_promises() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("demo.json");
+    let state = dir.path().join("demo-state");
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["demo", "--seed", "7", "--json"])
         .arg(&json)
+        .arg("--state-dir")
+        .arg(&state)
         .env("XDG_CACHE_HOME", dir.path().join("cache"))
         .output()
         .expect("run sluice demo");
@@ -65,6 +68,26 @@ fn the_demo_report_holds_sluice_to_its_promises() {
         stdout.contains("budget: tenant noisy's spend_micros_per_month"),
         "{stdout}"
     );
+    // docs/writes.md: the kept journal holds no uncertain write (every drop was reconciled);
+    // its open cases are the payments of `noisy` refused once its budget was spent.
+    let listed = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["escalations", "list", "--journal"])
+        .arg(state.join("journal.sqlite"))
+        .output()
+        .unwrap();
+    let cases = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{cases}");
+    assert!(!cases.contains("uncertain_write"), "{cases}");
+    assert!(
+        cases.lines().count() as u64 <= b["refused_calls"].as_u64().unwrap(),
+        "{cases}"
+    );
+    for case in cases.lines() {
+        assert!(
+            case.contains(" open ") && case.contains("budget_spent") && case.contains("noisy-"),
+            "{case}"
+        );
+    }
     // The naive client ran the same agents beside it.
     assert!(r["naive"]["provider"]["attempts"].as_u64().unwrap() > 0);
     assert!(
@@ -239,6 +262,14 @@ fn a_run_with_metrics_addr_serves_sluice_s_metrics_while_it_runs() {
         .unwrap_or_else(|| panic!("no admitted calls of openai: {body}"));
     assert!(admitted.contains(r#"credential="team-key""#), "{admitted}");
     assert!(body.contains("sluice_queue_depth{scope="), "{body}");
-    assert!(body.contains("# TYPE sluice_plugin_call_seconds"), "{body}");
+    // Histograms, as the docs say — not the exporter's default summaries.
+    assert!(
+        body.contains("# TYPE sluice_plugin_call_seconds histogram"),
+        "{body}"
+    );
+    assert!(
+        body.contains("sluice_plugin_call_seconds_bucket{"),
+        "{body}"
+    );
     assert!(!body.contains("sk-demo"), "a secret in the metrics: {body}");
 }

@@ -63,7 +63,7 @@ use tokio::task::JoinHandle;
 pub use ledger::{Attempt, HttpVersion, Stored, client_reference};
 pub use script::{Fault, RetryAfter};
 pub use stream::Cut;
-pub use style::Style;
+pub use style::{FAKE_REPLY, Style};
 
 use server::Shared;
 use tls::{Offer, TestCa};

@@ -333,7 +333,7 @@ async fn attempt(
                 .find(|s| s.id == id)
                 .map(|s| s.id.clone());
             return match found {
-                Some(id) => answer(200, headers, style.success_body(&id, 0, 0)),
+                Some(id) => answer(200, headers, style.success_body(&id, 0, 0, None)),
                 None => answer(404, headers, style.error_body(404, "resource_missing")),
             };
         }
@@ -353,11 +353,12 @@ async fn attempt(
         return Ok(streamed(&shared, index, asked, cut_after, headers));
     }
     produced(&shared, index, t, &asked, asked.output);
+    let model = crate::asked::model_route(&path, style).then(|| model_of(&body));
     if !write {
         return answer(
             200,
             headers,
-            style.success_body("read", asked.input, asked.output),
+            style.success_body("read", asked.input, asked.output, model.as_deref()),
         );
     }
     let (i, replayed) = shared.keep(key.as_deref(), &path, body);
@@ -368,8 +369,16 @@ async fn attempt(
     answer(
         200,
         headers,
-        style.success_body(&id, asked.input, asked.output),
+        style.success_body(&id, asked.input, asked.output, model.as_deref()),
     )
+}
+
+/// The model a request's JSON body asks for (`fake-model` when it names none).
+fn model_of(body: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("model")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "fake-model".to_owned())
 }
 
 /// The quota figures at `t`, as every answer reports them.

@@ -65,6 +65,9 @@ fn epoch_secs(t: SystemTime) -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// The text of every reply a model's route answers with.
+pub const FAKE_REPLY: &str = "A reply from the fake provider.";
+
 impl Style {
     /// Whether the provider takes no idempotency key, so that every write it accepts creates
     /// a new object (GitHub). The others store a write once per `Idempotency-Key` and answer
@@ -220,13 +223,32 @@ impl Style {
         .to_string()
     }
 
-    /// A success body for a stored or read object.
-    pub(crate) fn success_body(self, id: &str, input_tokens: u64, output_tokens: u64) -> String {
-        match self {
-            Self::OpenAi => json!({"id": id, "object": "chat.completion",
+    /// A success body for a stored or read object. `model`: the answer to a model's route,
+    /// which carries a reply as the provider's SDKs read it (OpenAI's `choices[0].message.
+    /// content`, Anthropic's `content[0].text`), echoing the model asked for.
+    pub(crate) fn success_body(
+        self,
+        id: &str,
+        input_tokens: u64,
+        output_tokens: u64,
+        model: Option<&str>,
+    ) -> String {
+        match (self, model) {
+            (Self::OpenAi, Some(model)) => json!({"id": id, "object": "chat.completion",
+                "created": 0, "model": model,
+                "choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": FAKE_REPLY}}],
                 "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                           "total_tokens": input_tokens + output_tokens}}),
-            Self::Anthropic => json!({"id": id, "type": "message",
+            (Self::OpenAi, None) => json!({"id": id, "object": "chat.completion",
+                "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                          "total_tokens": input_tokens + output_tokens}}),
+            (Self::Anthropic, Some(model)) => json!({"id": id, "type": "message",
+                "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": FAKE_REPLY}],
+                "stop_reason": "end_turn", "stop_sequence": null,
+                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}),
+            (Self::Anthropic, None) => json!({"id": id, "type": "message",
                 "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}),
             _ => json!({"id": id}),
         }

@@ -21,8 +21,18 @@ use crate::error::ServeError;
 /// The header an agent may carry its token in, whatever its SDK does with the API key.
 pub const TOKEN_HEADER: &str = "x-sluice-token";
 
-/// Headers that carry credentials in providers' APIs.
-const CREDENTIAL_HEADERS: [&str; 4] = ["authorization", "x-api-key", "api-key", TOKEN_HEADER];
+/// The headers every provider SDK puts its API key in, and the sidecar's own: an agent's
+/// token is found in any of them (and in the provider's own credential headers), whatever
+/// provider stands behind the sidecar — a real one or `--fake-providers`.
+const CREDENTIAL_HEADERS: [&str; 7] = [
+    "authorization",
+    "x-api-key",
+    "api-key",
+    "openai-api-key",
+    "x-goog-api-key",
+    "ocp-apim-subscription-key",
+    TOKEN_HEADER,
+];
 
 /// One agent, as configured.
 #[derive(Debug)]
@@ -345,6 +355,22 @@ mod tests {
             ["openai-beta", "openai-project"],
             "the agent may set the project"
         );
+    }
+
+    #[test]
+    fn a_token_is_found_in_every_sdks_key_header_whatever_the_provider() {
+        let a = agents(AgentProviderKeys::Refuse);
+        for name in [
+            "x-goog-api-key",
+            "api-key",
+            "openai-api-key",
+            "ocp-apim-subscription-key",
+        ] {
+            let mut h = headers(&[(name, "agent-token")]);
+            let admitted = a.admit(&mut h, &[]);
+            assert!(admitted.is_ok(), "{name}: {admitted:?}");
+            assert!(h.get(name).is_none(), "{name} went on");
+        }
     }
 
     #[test]

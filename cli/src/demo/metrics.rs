@@ -9,7 +9,7 @@
 use std::net::{SocketAddr, TcpListener};
 
 use anyhow::Context as _;
-use metrics_exporter_prometheus::PrometheusBuilder;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
 /// Serves the metrics of this process at `http://{addr}/metrics`, and returns the address
 /// it listens on (`addr` with port 0 gets a free port).
@@ -29,6 +29,11 @@ pub fn serve(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
     };
     // Outside any runtime: `install` starts the listener on a thread of its own.
     PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Suffix("_seconds".into()),
+            sluice::observe::SECONDS_BUCKETS,
+        )
+        .context("the histograms' buckets")?
         .with_http_listener(addr)
         .install()
         .with_context(|| format!("serve metrics on {addr}"))?;

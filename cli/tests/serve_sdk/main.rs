@@ -192,3 +192,31 @@ fn an_sdk_that_retries_anyway_is_told_on_its_retry() {
     assert_eq!(world.openai.answered(500), 1);
     assert_eq!(world.openai.attempts_on(CHAT), 2, "the SDK's one retry");
 }
+
+/// The README's sidecar example, run as written: its Python block against `sluice serve
+/// --config examples/serve.toml --fake-providers`, with the README's agent token. The fake
+/// provider answers as OpenAI does, so `reply.choices[0].message.content` is the reply.
+#[test]
+fn the_readmes_sidecar_example_runs_as_written() {
+    if python::unavailable() {
+        return;
+    }
+    let readme = include_str!("../../../README.md");
+    let code = readme
+        .split("```python\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README holds a Python block");
+    let sidecar = sidecar::Sidecar::readme_example("agent-secret");
+    assert!(code.contains("http://127.0.0.1:8700/"), "{code}");
+    let code = code.replace("http://127.0.0.1:8700", &sidecar.url);
+    let out = python::run_source(&code);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the README's Python failed:\n{printed}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        sidecar.log()
+    );
+    assert_eq!(printed.trim(), sluice_fake_provider::FAKE_REPLY);
+}

@@ -75,9 +75,15 @@ fn command(script: &str, args: &[&str], url: &str, token: &str) -> Command {
     c.arg(scripts().join(script))
         .args(args)
         .env("SLUICE_URL", url)
-        .env("SLUICE_TOKEN", token)
-        // The SDKs read these too: nothing of the machine's may steer them elsewhere.
-        .env_remove("OPENAI_BASE_URL")
+        .env("SLUICE_TOKEN", token);
+    isolated(&mut c);
+    c
+}
+
+/// `c` with nothing of the machine's that could steer an SDK elsewhere (its base URL
+/// variables, proxies), its output captured.
+fn isolated(c: &mut Command) -> &mut Command {
+    c.env_remove("OPENAI_BASE_URL")
         .env_remove("ANTHROPIC_BASE_URL")
         .env_remove("HTTP_PROXY")
         .env_remove("HTTPS_PROXY")
@@ -87,8 +93,20 @@ fn command(script: &str, args: &[&str], url: &str, token: &str) -> Command {
         .env_remove("all_proxy")
         .env("NO_PROXY", "*")
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
+        .stderr(Stdio::piped())
+}
+
+/// Runs the Python source `code` to its end, in the environment the scripts run in; what it
+/// printed.
+pub fn run_source(code: &str) -> Output {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("snippet.py");
+    std::fs::write(&file, code).expect("write the snippet");
+    let mut c = Command::new(interpreter());
+    c.arg(&file).env_remove("OPENAI_API_KEY");
+    isolated(&mut c)
+        .output()
+        .expect("run the Python interpreter")
 }
 
 /// Runs `script` to its end; the JSON line it printed.

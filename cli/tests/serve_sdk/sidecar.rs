@@ -61,7 +61,7 @@ impl World {
         let payments = start(FakeConfig::new(Style::Stripe));
         payments.require_credential("authorization", &format!("Bearer {PAYMENTS_KEY}"));
         let dir = tempfile::tempdir().expect("a temporary directory");
-        // The signing key apart from the state, as the README asks of a sidecar.
+        // The signing key apart from the state, as docs/sidecar.md asks of a sidecar.
         std::fs::create_dir(dir.path().join("keys")).expect("a key directory");
         sluice::audit::generate(
             &dir.path().join("keys/audit.key"),
@@ -275,9 +275,32 @@ impl Sidecar {
         command
     }
 
+    /// `sluice serve` as the README starts it: `examples/serve.toml` on fake providers, the
+    /// agent's token `agent_token` in `SLUICE_AGENT_TOKEN` — on free ports rather than the
+    /// file's, so that it runs beside other tests.
+    pub fn readme_example(agent_token: &str) -> Self {
+        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/serve.toml");
+        let args = [
+            "--fake-providers",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ];
+        Self::start_with(
+            Self::command(&config)
+                .args(args)
+                .env("SLUICE_AGENT_TOKEN", agent_token)
+                .env("SLUICE_ADMIN_TOKEN", ADMIN_TOKEN),
+        )
+    }
+
     fn start(config: &Path, args: &[&str]) -> Self {
-        let mut child = Self::command(config)
-            .args(args)
+        Self::start_with(Self::command(config).args(args))
+    }
+
+    fn start_with(command: &mut Command) -> Self {
+        let mut child = command
             .stderr(Stdio::piped())
             .spawn()
             .expect("start sluice serve");
