@@ -1,7 +1,7 @@
 //! What `sluice demo` leaves on disk, run as a user runs it and stopped as a user (or the
 //! system) stops it: the audit signing key never touches the disk unless asked for, a run
 //! without `--state-dir` leaves nothing behind when it ends or is stopped by SIGINT, SIGTERM
-//! or SIGHUP, SIGKILL leaves only what the README says, and state is private whatever the
+//! or SIGHUP, SIGKILL leaves only what docs/demo.md says, and state is private whatever the
 //! umask and refused where another user could write it.
 
 #![cfg(unix)]
@@ -225,7 +225,7 @@ fn sigkill_leaves_no_signing_key_and_only_what_the_readme_names() {
     let (status, err) = run.wait();
     assert_eq!(status.code(), None, "killed: {err}");
     sandbox.assert_no_key();
-    // The README: a `sluice-demo-*` directory (0700) with the journal (and SQLite's own
+    // docs/demo.md: a `sluice-demo-*` directory (0700) with the journal (and SQLite's own
     // side files), the audit log, its witness and the public key.
     let left = sandbox.left();
     let dir = left.first().expect("the temporary state directory").clone();
@@ -237,7 +237,7 @@ fn sigkill_leaves_no_signing_key_and_only_what_the_readme_names() {
         assert!(
             ["audit.log", "audit.witness", "audit.pub"].contains(&name)
                 || name.starts_with("journal.sqlite"),
-            "{name} is not named in the README: {left:?}"
+            "{name} is not named in docs/demo.md: {left:?}"
         );
     }
 }

@@ -158,8 +158,14 @@ pub fn response(status: u16, headers: &[(&str, &str)]) -> WireOutcome {
     WireOutcome::Response(plain_response(status, headers))
 }
 
-/// The repository README's plugin example ("Writing a plugin"), compiled as a doctest against
-/// the SDK so it stays true. (The SDK doctests its own README; this one lives outside it.)
+/// The plugin example of `docs/writing-plugins.md`, compiled as a doctest against the SDK so
+/// it stays true. (The SDK doctests its own README; this one lives outside it.)
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/writing-plugins.md")]
+struct WritingPluginsExample;
+
+/// The README's embedding example, compiled as a doctest against the library so it stays
+/// true (`no_run`: it names a configuration file of the reader's).
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
-struct ReadmePluginExample;
+struct ReadmeEmbeddingExample;

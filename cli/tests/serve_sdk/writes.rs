@@ -199,7 +199,7 @@ fn writes_survive(stop: Stop, count: usize, slow: Duration) {
     // Started again on the same state: it is ready once the journal's writes are settled. A
     // kill between the log's first checkpoint and its copy in the witness leaves an empty
     // witness beside one checkpoint, which cannot be told from an emptied one: the host
-    // refuses it, and the operator starts a new witness epoch (README, "The audit log").
+    // refuses it, and the operator starts a new witness epoch (docs/audit.md).
     let again = if stop == Stop::Kill && first_checkpoint_unwitnessed(&world) {
         world.serve_with(&["--new-witness-epoch"])
     } else {

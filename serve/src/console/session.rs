@@ -260,7 +260,7 @@ mod tests {
             same_origin(&cross, None),
             Err(Forged::CrossSite(_))
         ));
-        // Issue 27: behind the TLS proxy the README recommends, the browser's origin is the
+        // Issue 27: behind the TLS proxy docs/security.md recommends, the browser's origin is the
         // proxy's, and the listener's own `http://` origin is no longer the console's.
         let proxied = headers(&[
             ("host", "ops.example.com"),

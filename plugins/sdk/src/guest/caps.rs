@@ -1,7 +1,7 @@
 //! The host's caps on what a plugin returns, applied on the way out.
 //!
 //! The host checks every answer against caps (string and list lengths, names, delays,
-//! amounts; README, "The plugin sandbox") and treats an answer over one as invalid output: it
+//! amounts; docs/plugins.md, "The plugin sandbox") and treats an answer over one as invalid output: it
 //! answers that call with its built-in policy, and quarantines a plugin that fails three
 //! times in a row. The figures a plugin reports come from outside — a client's `max_tokens`,
 //! a provider's headers and bodies — so without these caps one absurd request or response
