@@ -34,6 +34,9 @@ pub enum ConfigCommand {
         #[arg(required = true, num_args = 1..)]
         files: Vec<PathBuf>,
     },
+    /// Print the configuration reference (every key, its type, default and range) as
+    /// Markdown: the text of docs/configuration.md.
+    Reference,
 }
 
 pub fn run(command: ConfigCommand) -> anyhow::Result<ExitCode> {
@@ -52,6 +55,7 @@ pub fn run(command: ConfigCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::from(worst))
         }
+        ConfigCommand::Reference => crate::print_once(&sluice::config::reference::markdown()),
     }
 }
 

@@ -59,6 +59,7 @@ mod budgets;
 mod generations;
 mod parse;
 mod plugin;
+pub mod reference;
 mod serve;
 mod store;
 #[cfg(test)]

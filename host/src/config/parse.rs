@@ -93,13 +93,16 @@ impl Keys<'_> {
         }
     }
 
+    /// Refuses a key of `table` that `known` does not name. Called before a table's keys are
+    /// read (so a misspelt key is named as unknown, not as the required key it stands for),
+    /// or after, on what is left of it.
     pub(super) fn no_other_keys(
         &self,
         table: &Table,
         path: &str,
         known: &[&str],
     ) -> Result<(), ConfigFileError> {
-        match table.keys().next() {
+        match table.keys().find(|k| !known.contains(&k.as_str())) {
             None => Ok(()),
             Some(k) => Err(self.invalid(
                 &format!("{path}.{k}"),
@@ -230,16 +233,47 @@ fn join(key: &str, path: &str) -> String {
     }
 }
 
+/// The keys taken out of a table before admission reads what is left of it: an unknown key
+/// there is answered with these too, so that the list of keys it names is whole.
+fn taken_out(table: &str) -> &'static [&'static str] {
+    let segments: Vec<&str> = table.split('.').collect();
+    match segments[..] {
+        [""] => &[
+            "state_dir",
+            "retry",
+            "audit",
+            "journal",
+            "transport",
+            "plugins",
+            "serve",
+            "budgets",
+            "store",
+        ],
+        ["providers", _] => &[
+            "plugin",
+            "vectors",
+            "plugin_limits",
+            "reload",
+            "base_url",
+            "credentials",
+            "generations",
+            "prices",
+        ],
+        ["tiers", _] | ["tenants"] => &["budgets"],
+        _ => &[],
+    }
+}
+
 fn admission_part(origin: &str, root: Table) -> Result<admission::Config, ConfigFileError> {
     let config: admission::Config =
         serde_path_to_error::deserialize(Value::Table(root)).map_err(|e| {
             let mut message = one_line(&e.inner().to_string());
-            if message.starts_with("unknown field") && message.contains("`limits`") {
-                // A provider's table: its own keys were taken out before admission read it.
-                message.push_str(
-                    ", `plugin`, `vectors`, `plugin_limits`, `reload`, `base_url`, `credentials`, \
-                     `generations`, `prices`",
-                );
+            if message.starts_with("unknown field") {
+                let path = e.path().to_string();
+                let table = path.rsplit_once('.').map_or("", |(t, _)| t);
+                for key in taken_out(table) {
+                    message.push_str(&format!(", `{key}`"));
+                }
             }
             ConfigFileError::Invalid {
                 origin: origin.to_owned(),

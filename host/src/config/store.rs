@@ -57,6 +57,7 @@ pub(super) fn parse(
             ));
         }
     };
+    keys.no_other_keys(&table, "store", KNOWN)?;
     let url = keys
         .string(&mut table, "url", "store.url")?
         .ok_or_else(|| keys.invalid("store.url", "missing: the Redis URL, redis://HOST:PORT"))?;
@@ -88,7 +89,6 @@ pub(super) fn parse(
     if let Some(p) = keys.string(&mut table, "key_prefix", "store.key_prefix")? {
         config.key_prefix = p;
     }
-    keys.no_other_keys(&table, "store", KNOWN)?;
     config
         .validate()
         .map_err(|e| keys.invalid("store", e.to_string()))?;

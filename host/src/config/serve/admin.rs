@@ -10,10 +10,20 @@ use super::{AdminConfig, DEFAULT_ADMIN_LISTEN, DEFAULT_ADMIN_MAX_CONNECTIONS, ad
 use crate::config::ConfigFileError;
 use crate::config::parse::Keys;
 
+/// The keys of `[serve.admin]`.
+const KNOWN: &[&str] = &[
+    "listen",
+    "token",
+    "operators",
+    "public_origin",
+    "max_connections",
+];
+
 pub(super) fn admin_table(
     keys: &Keys<'_>,
     mut table: Table,
 ) -> Result<AdminConfig, ConfigFileError> {
+    keys.no_other_keys(&table, "serve.admin", KNOWN)?;
     let listen = address(keys, &mut table, "listen", "serve.admin.listen")?.unwrap_or_else(|| {
         DEFAULT_ADMIN_LISTEN
             .parse()
@@ -51,17 +61,6 @@ pub(super) fn admin_table(
         .map_or(DEFAULT_ADMIN_MAX_CONNECTIONS, |n| {
             u32::try_from(n).unwrap_or(u32::MAX)
         });
-    keys.no_other_keys(
-        &table,
-        "serve.admin",
-        &[
-            "listen",
-            "token",
-            "operators",
-            "public_origin",
-            "max_connections",
-        ],
-    )?;
     Ok(AdminConfig {
         listen,
         token,

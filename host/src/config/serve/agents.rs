@@ -10,11 +10,23 @@ use crate::admission::{Class, ClassSet};
 use crate::config::ConfigFileError;
 use crate::config::parse::Keys;
 
+/// The keys of `[serve.agents.NAME]`.
+const KNOWN: &[&str] = &[
+    "token",
+    "tenant",
+    "tier",
+    "name_tenant",
+    "credentials",
+    "priorities",
+    "pass_headers",
+];
+
 pub(super) fn agent(
     keys: &Keys<'_>,
     at: &str,
     mut table: Table,
 ) -> Result<AgentConfig, ConfigFileError> {
+    keys.no_other_keys(&table, at, KNOWN)?;
     let token = match table.remove("token") {
         Some(v) => token(keys, &format!("{at}.token"), v)?,
         None => return Err(keys.invalid(&format!("{at}.token"), "every agent needs a token")),
@@ -53,19 +65,6 @@ pub(super) fn agent(
         None => Vec::new(),
         Some(v) => pass_headers(keys, &format!("{at}.pass_headers"), v)?,
     };
-    keys.no_other_keys(
-        &table,
-        at,
-        &[
-            "token",
-            "tenant",
-            "tier",
-            "name_tenant",
-            "credentials",
-            "priorities",
-            "pass_headers",
-        ],
-    )?;
     Ok(AgentConfig {
         token,
         tenant,
