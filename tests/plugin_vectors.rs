@@ -222,9 +222,13 @@ fn usage_and_plan_mismatches_name_the_field() {
         f[2],
         Some("usage: no reported amount of \"tokens\" (reported: none)")
     );
+    // Every amount it did not expect, not only the first.
     assert_eq!(
         f[3],
-        Some("usage_exact: unexpected reported amount 3 of input-tokens")
+        Some(
+            "usage_exact: unexpected reported amount 3 of input-tokens; usage_exact: unexpected \
+             reported amount 4 of output-tokens"
+        )
     );
     assert_eq!(f[4], None);
     assert_eq!(

@@ -1,10 +1,12 @@
 //! `sluice plugin new`: a plugin crate, outside any workspace, that builds, tests and passes
 //! its vectors as written.
 //!
-//! The crate depends on the SDK by path, to this checkout's `plugins/sdk` (the SDK is not
-//! published yet): the path is where the binary was built from, or `--sdk`. Nothing is
-//! written unless the name is a usable crate name and the directory is new or empty, so a
-//! mistake never leaves half a crate over someone's files.
+//! The crate depends on the SDK by version. The SDK is not published yet, so the crate's
+//! `[patch.crates-io]` takes it from `vendor/sluice-plugin-sdk`, where the SDK's package —
+//! carried in this binary — is written (or from `--sdk PATH`, for work on the SDK itself):
+//! the crate builds with no checkout of sluice. Nothing is written unless the name is a
+//! usable crate name and the directory is new or empty, so a mistake never leaves half a
+//! crate over someone's files.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,7 +24,8 @@ pub struct NewArgs {
     /// The directory to create the crate in (new, or empty); default `./NAME`.
     #[arg(long, value_name = "PATH")]
     dir: Option<PathBuf>,
-    /// The sluice-plugin-sdk crate to depend on; default this checkout's `plugins/sdk`.
+    /// A sluice-plugin-sdk crate to take the SDK from instead of the copy this binary carries
+    /// (for work on the SDK itself): the new crate's patch points at it.
     #[arg(long, value_name = "PATH")]
     sdk: Option<PathBuf>,
 }
@@ -86,23 +89,26 @@ pub fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(&args.name));
     check_dir(&dir)?;
-    let sdk = sdk_dependency(args.sdk.as_deref())?;
+    let sdk_path = match args.sdk.as_deref() {
+        Some(sdk) => sdk_path(sdk)?,
+        None => VENDORED_SDK.to_owned(),
+    };
     let lib = args.name.replace('-', "_");
     let type_name = type_name(&args.name);
     let fill = Fill {
         name: &args.name,
         type_name: &type_name,
         lib: &lib,
-        sdk: &sdk,
+        sdk_version: &sdk_version(),
+        sdk_path: &sdk_path,
     };
-    for file in FILES {
-        let path = dir.join(file.path);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("create the directory {}", parent.display()))?;
+    if args.sdk.is_none() {
+        for (file, bytes) in SDK_FILES {
+            write(&dir.join("vendor/sluice-plugin-sdk").join(file), bytes)?;
         }
-        std::fs::write(&path, fill.apply(file.template))
-            .with_context(|| format!("write {}", path.display()))?;
+    }
+    for file in FILES {
+        write(&dir.join(file.path), fill.apply(file.template).as_bytes())?;
     }
     let shown = dir.display();
     println!("created the plugin crate {} in {shown}", args.name);
@@ -182,37 +188,56 @@ fn check_dir(dir: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// The SDK dependency as a TOML value: `{ path = "<absolute path>" }`.
-fn sdk_dependency(sdk: Option<&Path>) -> anyhow::Result<String> {
-    let given = sdk.is_some();
-    let sdk = sdk.map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk"),
-        Path::to_path_buf,
-    );
+// The SDK's package, as `build.rs` found it beside this command (`SDK_FILES`).
+include!(concat!(env!("OUT_DIR"), "/sdk_files.rs"));
+
+/// Where the new crate's patch finds the SDK it carries, as a TOML string.
+const VENDORED_SDK: &str = "\"vendor/sluice-plugin-sdk\"";
+
+/// The version of the SDK this binary carries, from its manifest.
+fn sdk_version() -> String {
+    SDK_FILES
+        .iter()
+        .find(|(path, _)| *path == "Cargo.toml")
+        .and_then(|(_, bytes)| {
+            std::str::from_utf8(bytes)
+                .ok()?
+                .lines()
+                .find_map(|l| l.strip_prefix("version = \""))
+                .and_then(|v| v.strip_suffix('"'))
+                .map(str::to_owned)
+        })
+        .expect("the SDK's manifest names its version")
+}
+
+/// Writes `bytes` to `path`, making its directory.
+fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("create the directory {}", parent.display()))?;
+    }
+    std::fs::write(path, bytes).with_context(|| format!("write {}", path.display()))
+}
+
+/// `--sdk PATH` as a TOML string: the absolute path of a sluice-plugin-sdk crate.
+fn sdk_path(sdk: &Path) -> anyhow::Result<String> {
     let manifest = sdk.join("Cargo.toml");
     let is_sdk = std::fs::read_to_string(&manifest)
         .is_ok_and(|text| text.contains("name = \"sluice-plugin-sdk\""));
     if !is_sdk {
-        if given {
-            bail!(
-                "{} is not the sluice-plugin-sdk crate (no such Cargo.toml)",
-                sdk.display()
-            );
-        }
         bail!(
-            "the checkout this binary was built from has no plugins/sdk ({}): name the SDK with --sdk PATH",
+            "{} is not the sluice-plugin-sdk crate (no such Cargo.toml)",
             sdk.display()
         );
     }
-    let sdk = std::fs::canonicalize(&sdk)
+    let sdk = std::fs::canonicalize(sdk)
         .with_context(|| format!("resolve the SDK's path {}", sdk.display()))?;
     let path = sdk
         .to_str()
         .with_context(|| format!("the SDK's path {} is not UTF-8", sdk.display()))?;
     // A JSON string is a valid TOML basic string: the same escapes for quotes, backslashes
     // and control characters.
-    let quoted = serde_json::to_string(path).context("quote the SDK's path")?;
-    Ok(format!("{{ path = {quoted} }}"))
+    serde_json::to_string(path).context("quote the SDK's path")
 }
 
 #[cfg(test)]
@@ -259,14 +284,24 @@ mod tests {
     }
 
     #[test]
-    fn the_sdk_dependency_is_this_checkout_s_by_absolute_path() {
-        let dep = sdk_dependency(None).unwrap();
-        let sdk = std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/../plugins/sdk"));
-        assert_eq!(
-            dep,
-            format!("{{ path = {:?} }}", sdk.unwrap().to_str().unwrap())
-        );
-        let err = sdk_dependency(Some(Path::new(env!("CARGO_MANIFEST_DIR"))))
+    fn the_carried_sdk_is_the_checkout_s_package_and_sdk_names_a_crate_by_absolute_path() {
+        let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk");
+        for (file, bytes) in SDK_FILES {
+            assert_eq!(
+                std::fs::read(checkout.join(file)).unwrap(),
+                *bytes,
+                "{file} differs from the checkout's"
+            );
+        }
+        for wanted in ["Cargo.toml", "README.md", "src/lib.rs", "wit/policy.wit"] {
+            assert!(SDK_FILES.iter().any(|(f, _)| *f == wanted), "{wanted}");
+        }
+        assert!(!SDK_FILES.iter().any(|(f, _)| f.starts_with("tests/")));
+        assert!(sdk_version().starts_with("0."), "{}", sdk_version());
+        let path = sdk_path(&checkout).unwrap();
+        let canonical = std::fs::canonicalize(&checkout).unwrap();
+        assert_eq!(path, format!("{:?}", canonical.to_str().unwrap()));
+        let err = sdk_path(Path::new(env!("CARGO_MANIFEST_DIR")))
             .unwrap_err()
             .to_string();
         assert!(err.contains("is not the sluice-plugin-sdk crate"), "{err}");

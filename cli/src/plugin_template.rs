@@ -2,8 +2,8 @@
 //! vectors as it is, so an author starts from green and changes one hook at a time.
 //!
 //! The texts are templates with `{{name}}` (the crate name), `{{type}}` (the plugin's type
-//! name), `{{lib}}` (the library's file name, as the `.wasm` is named) and `{{sdk}}` (the SDK
-//! dependency as a TOML value). They are kept here, beside the command, rather than as files
+//! name), `{{lib}}` (the library's file name, as the `.wasm` is named), `{{sdk_version}}` (the
+//! SDK's version) and `{{sdk_path}}` (where the SDK's package is, as a TOML string). They are kept here, beside the command, rather than as files
 //! of a template directory, so the binary carries them and needs no checkout to read them.
 
 /// A file of the new crate: its path relative to the crate's directory, and its template.
@@ -22,8 +22,10 @@ pub struct Fill<'a> {
     pub type_name: &'a str,
     /// The library's name (`acme_policy`): the component is `<lib>.wasm`.
     pub lib: &'a str,
-    /// The SDK dependency, a TOML value (`{ path = "..." }`).
-    pub sdk: &'a str,
+    /// The SDK's version (`0.1.0`).
+    pub sdk_version: &'a str,
+    /// Where the SDK's package is, as a TOML string: the copy in `vendor/`, or `--sdk`'s.
+    pub sdk_path: &'a str,
 }
 
 impl Fill<'_> {
@@ -33,7 +35,8 @@ impl Fill<'_> {
             .replace("{{name}}", self.name)
             .replace("{{type}}", self.type_name)
             .replace("{{lib}}", self.lib)
-            .replace("{{sdk}}", self.sdk)
+            .replace("{{sdk_version}}", self.sdk_version)
+            .replace("{{sdk_path}}", self.sdk_path)
     }
 }
 
@@ -78,9 +81,13 @@ publish = false
 crate-type = ["cdylib"]
 
 [dependencies]
-# By path to the SDK of the sluice checkout that made this crate: the SDK is not published on
-# crates.io yet. Once it is, replace the path with a version: sluice-plugin-sdk = "0.1".
-sluice-plugin-sdk = {{sdk}}
+# The SDK, by version. It is not on crates.io yet: the patch below takes it from the package
+# `sluice plugin new` wrote into vendor/ (the SDK of the sluice that made this crate). Once it
+# is published, delete the patch and vendor/.
+sluice-plugin-sdk = "{{sdk_version}}"
+
+[patch.crates-io]
+sluice-plugin-sdk = { path = {{sdk_path}} }
 
 # `cargo component build` reads this table. The SDK already embeds the contract's WIT
 # (sluice:policy@0.3.0) in the module, so no `target` world is named here.
@@ -95,8 +102,9 @@ codegen-units = 1
 strip = "debuginfo"
 
 # A crate of its own, even inside another project's directory: an enclosing workspace does
-# not capture it.
+# not capture it. The vendored SDK is a package apart, not a member.
 [workspace]
+exclude = ["vendor"]
 "#;
 
 const CARGO_CONFIG_TOML: &str = r#"# `cargo test --target wasm32-wasip2` builds the unit tests into a WebAssembly component and
@@ -350,8 +358,10 @@ inspect target/wasm32-wasip2/release/{{lib}}.wasm` shows what it exports.
 
 ## The SDK dependency
 
-`Cargo.toml` names `sluice-plugin-sdk` by path, to the sluice checkout that wrote this
-crate: the SDK is not published on crates.io yet. Once it is, replace the path with a
-version (`sluice-plugin-sdk = "0.1"`); until then, move the crate freely but keep the path
-pointing at a checkout.
+`Cargo.toml` names `sluice-plugin-sdk` by version, as any dependency. The SDK is not
+published on crates.io yet, so its `[patch.crates-io]` takes the package from `vendor/`,
+where `sluice plugin new` wrote the SDK of the sluice that made this crate: the crate builds
+anywhere, with no sluice checkout. Move it, commit `vendor/` with it, and once the SDK is
+published delete the patch and `vendor/`. A newer sluice's SDK: `sluice plugin new` a scratch
+crate and copy its `vendor/sluice-plugin-sdk` over yours.
 "#;

@@ -29,14 +29,21 @@ fn a_new_plugin_crate_has_its_manifest_runner_skeleton_vectors_and_readme() {
         "name = \"acme-policy\"",
         "crate-type = [\"cdylib\"]",
         "[package.metadata.component]",
-        "sluice-plugin-sdk = { path = ",
-        "\n[workspace]\n",
+        "\nsluice-plugin-sdk = \"0.",
+        "[patch.crates-io]\nsluice-plugin-sdk = { path = \"vendor/sluice-plugin-sdk\" }",
+        "\n[workspace]\nexclude = [\"vendor\"]\n",
     ] {
         assert!(
             manifest.contains(line),
             "Cargo.toml lacks {line:?}:\n{manifest}"
         );
     }
+    // The SDK's package, carried by the binary: no path leads back to a checkout.
+    assert!(read("vendor/sluice-plugin-sdk/Cargo.toml").contains("name = \"sluice-plugin-sdk\""));
+    assert!(
+        read("vendor/sluice-plugin-sdk/wit/policy.wit").contains("package sluice:policy@0.3.0")
+    );
+    assert!(!manifest.contains(env!("CARGO_MANIFEST_DIR")), "{manifest}");
     let lib = read("src/lib.rs");
     assert!(lib.contains("impl Plugin for AcmePolicy"), "{lib}");
     assert!(lib.contains("export_plugin!(AcmePolicy)"), "{lib}");

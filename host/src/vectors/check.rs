@@ -1,5 +1,5 @@
-//! Comparing what a plugin concluded with what a case expects. The first difference is the
-//! one reported: it is the one to fix first.
+//! Comparing what a plugin concluded with what a case expects. Every difference is reported,
+//! in the order of the case's fields, so that one run shows all there is to fix.
 
 use std::collections::BTreeMap;
 
@@ -9,12 +9,12 @@ use super::expect::{
 use super::format::dimension_name;
 use crate::contract::{Classification, Cost, Observation, RequestPlan};
 
-/// The first difference between the classification and the expectation, if any.
-pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {
+/// Every difference between the classification and the expectation, into `out`.
+pub(super) fn classification(c: &Classification, e: &Expect, out: &mut Vec<String>) {
     if let Some(v) = e.verdict
         && v != c.verdict
     {
-        return Some(format!(
+        out.push(format!(
             "verdict: expected {}, got {}",
             verdict_name(v),
             verdict_name(c.verdict)
@@ -23,7 +23,7 @@ pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {
     if let Some(want) = e.retry_after_ms
         && !close(want, c.retry_after_ms, e.tolerance_ms)
     {
-        return Some(format!(
+        out.push(format!(
             "retry_after_ms: expected {}, got {}{}",
             show(want),
             show(c.retry_after_ms),
@@ -33,7 +33,7 @@ pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {
     if let Some(want) = &e.error_code
         && want != &c.error_code
     {
-        return Some(format!(
+        out.push(format!(
             "error_code: expected {}, got {}",
             show(want.as_ref()),
             show(c.error_code.as_ref())
@@ -42,7 +42,7 @@ pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {
     if let Some(want) = e.should_retry
         && want != c.should_retry
     {
-        return Some(format!(
+        out.push(format!(
             "should_retry: expected {}, got {}",
             show(want),
             show(c.should_retry)
@@ -51,26 +51,27 @@ pub(super) fn classification(c: &Classification, e: &Expect) -> Option<String> {
     if let Some(want) = &e.scope
         && want != &c.scope
     {
-        return Some(format!(
+        out.push(format!(
             "scope: expected {}, got {}",
             show(want.as_ref().map(scope_name)),
             show(c.scope.as_ref().map(scope_name))
         ));
     }
-    None
 }
 
-/// The first difference between the reported usage and the expected one.
-pub(super) fn usage(got: &[Cost], e: &Expect) -> Option<String> {
-    amounts("usage", got, e.usage.as_ref()?, e.usage_exact)
+/// Every difference between the reported usage and the expected one, into `out`.
+pub(super) fn usage(got: &[Cost], e: &Expect, out: &mut Vec<String>) {
+    if let Some(want) = e.usage.as_ref() {
+        amounts("usage", got, want, e.usage_exact, out);
+    }
 }
 
-/// The first difference between the plan and the expected one.
-pub(super) fn plan(p: &RequestPlan, want: &ExpectedPlan) -> Option<String> {
+/// Every difference between the plan and the expected one, into `out`.
+pub(super) fn plan(p: &RequestPlan, want: &ExpectedPlan, out: &mut Vec<String>) {
     if let Some(class) = want.class
         && class != p.class
     {
-        return Some(format!(
+        out.push(format!(
             "plan.class: expected {}, got {}",
             class_name(class),
             class_name(p.class)
@@ -79,7 +80,7 @@ pub(super) fn plan(p: &RequestPlan, want: &ExpectedPlan) -> Option<String> {
     if let Some(tenant) = &want.tenant
         && tenant != &p.tenant
     {
-        return Some(format!(
+        out.push(format!(
             "plan.tenant: expected {}, got {}",
             show(tenant.as_ref()),
             show(p.tenant.as_ref())
@@ -88,16 +89,14 @@ pub(super) fn plan(p: &RequestPlan, want: &ExpectedPlan) -> Option<String> {
     if let Some(deadline) = want.deadline_ms
         && deadline != p.deadline_ms
     {
-        return Some(format!(
+        out.push(format!(
             "plan.deadline_ms: expected {}, got {}",
             show(deadline),
             show(p.deadline_ms)
         ));
     }
-    if let Some(cost) = &want.cost
-        && let Some(diff) = amounts("plan.cost", &p.cost, cost, want.cost_exact)
-    {
-        return Some(diff);
+    if let Some(cost) = &want.cost {
+        amounts("plan.cost", &p.cost, cost, want.cost_exact, out);
     }
     if let Some(scopes) = &want.scopes {
         let mut expected: Vec<&str> = scopes.iter().map(String::as_str).collect();
@@ -105,27 +104,33 @@ pub(super) fn plan(p: &RequestPlan, want: &ExpectedPlan) -> Option<String> {
         expected.sort_unstable();
         got.sort_unstable();
         if expected != got {
-            return Some(format!("plan.scopes: expected {expected:?}, got {got:?}"));
+            out.push(format!("plan.scopes: expected {expected:?}, got {got:?}"));
         }
     }
-    None
 }
 
-/// The first difference between reported amounts and expected ones, per dimension name.
-fn amounts(field: &str, got: &[Cost], want: &BTreeMap<String, u64>, exact: bool) -> Option<String> {
+/// Every difference between reported amounts and expected ones, per dimension name, into
+/// `out`.
+fn amounts(
+    field: &str,
+    got: &[Cost],
+    want: &BTreeMap<String, u64>,
+    exact: bool,
+    out: &mut Vec<String>,
+) {
     for (dimension, amount) in want {
         match got
             .iter()
             .find(|c| dimension_name(&c.dimension) == dimension)
         {
             None => {
-                return Some(format!(
+                out.push(format!(
                     "{field}: no reported amount of {dimension:?} (reported: {})",
                     summary_amounts(got)
                 ));
             }
             Some(c) if c.amount != *amount => {
-                return Some(format!(
+                out.push(format!(
                     "{field}.{dimension}: expected {amount}, got {}",
                     c.amount
                 ));
@@ -133,18 +138,18 @@ fn amounts(field: &str, got: &[Cost], want: &BTreeMap<String, u64>, exact: bool)
             Some(_) => {}
         }
     }
-    if exact
-        && let Some(extra) = got
+    if exact {
+        for extra in got
             .iter()
-            .find(|c| !want.contains_key(dimension_name(&c.dimension)))
-    {
-        return Some(format!(
-            "{field}_exact: unexpected reported amount {} of {}",
-            extra.amount,
-            dimension_name(&extra.dimension)
-        ));
+            .filter(|c| !want.contains_key(dimension_name(&c.dimension)))
+        {
+            out.push(format!(
+                "{field}_exact: unexpected reported amount {} of {}",
+                extra.amount,
+                dimension_name(&extra.dimension)
+            ));
+        }
     }
-    None
 }
 
 fn summary_amounts(got: &[Cost]) -> String {
@@ -157,9 +162,13 @@ fn summary_amounts(got: &[Cost]) -> String {
         .join(", ")
 }
 
-/// The first difference between the reported observations and the expected ones.
-pub(super) fn observations(got: &[Observation], e: &Expect) -> Option<String> {
-    let want = e.observations.as_ref()?;
+/// Every difference between the reported observations and the expected ones, into `out`:
+/// each expected observation that no reported one matches, then each reported one left over
+/// when the list is exact.
+pub(super) fn observations(got: &[Observation], e: &Expect, out: &mut Vec<String>) {
+    let Some(want) = e.observations.as_ref() else {
+        return;
+    };
     let mut used = vec![false; got.len()];
     for (i, w) in want.iter().enumerate() {
         let tol = w.tolerance_ms.unwrap_or(e.tolerance_ms);
@@ -177,7 +186,7 @@ pub(super) fn observations(got: &[Observation], e: &Expect) -> Option<String> {
                     .scope
                     .as_ref()
                     .map_or(String::new(), |s| format!(" scope {}", show(s.as_ref())));
-                return Some(match candidates.first() {
+                out.push(match candidates.first() {
                     None => format!(
                         "observations[{i}]: no reported observation for dimension {:?}{scope} (reported: {})",
                         w.dimension,
@@ -192,16 +201,15 @@ pub(super) fn observations(got: &[Observation], e: &Expect) -> Option<String> {
             }
         }
     }
-    if e.observations_exact
-        && let Some(j) = used.iter().position(|u| !u)
-    {
-        return Some(format!(
-            "observations_exact: unexpected reported observation {} ({})",
-            dimension_name(&got[j].dimension),
-            got[j].source
-        ));
+    if e.observations_exact {
+        for j in (0..got.len()).filter(|&j| !used[j]) {
+            out.push(format!(
+                "observations_exact: unexpected reported observation {} ({})",
+                dimension_name(&got[j].dimension),
+                got[j].source
+            ));
+        }
     }
-    None
 }
 
 /// The first field of `w` that `g` does not match.

@@ -161,9 +161,7 @@ pub(super) fn validate(
             );
         }
         for (i, o) in obs.iter().enumerate() {
-            if o.dimension.is_empty() {
-                return Err(format!("expect.observations[{i}].dimension: empty"));
-            }
+            dimension_name(&format!("expect.observations[{i}].dimension"), &o.dimension)?;
         }
     }
     if let Some(usage) = &raw.usage {
@@ -291,10 +289,49 @@ fn plan(raw: RawPlan) -> Result<ExpectedPlan, String> {
 }
 
 fn dimension_names(field: &str, amounts: &BTreeMap<String, u64>) -> Result<(), String> {
-    if amounts.contains_key("") {
-        return Err(format!("{field}: a dimension name is empty"));
+    for name in amounts.keys() {
+        dimension_name(&format!("{field}.{name}"), name)?;
     }
     Ok(())
+}
+
+/// The dimensions the host knows by name.
+const DIMENSIONS: &[&str] = &[
+    "requests",
+    "tokens",
+    "input-tokens",
+    "output-tokens",
+    "concurrency",
+];
+
+/// Checks a dimension's name: a known one, or a provider's own that is not a misspelling of
+/// a known one (`input_tokens`, `prompt-tokens`: "did you mean `input-tokens`?"). A
+/// misspelt name would otherwise be a dimension of its own, which no plugin reports and no
+/// quota counts.
+fn dimension_name(field: &str, name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err(format!("{field}: a dimension name is empty"));
+    }
+    if DIMENSIONS.contains(&name) {
+        return Ok(());
+    }
+    let plain = name.to_ascii_lowercase().replace(['_', ' '], "-");
+    let meant = match plain.as_str() {
+        "prompt-tokens" | "input-token" | "input" => "input-tokens",
+        "completion-tokens" | "output-token" | "output" => "output-tokens",
+        "request" | "rpm" => "requests",
+        "token" | "total-tokens" | "tpm" => "tokens",
+        "concurrent" | "in-flight" => "concurrency",
+        other => match DIMENSIONS.iter().find(|d| **d == other) {
+            Some(d) => d,
+            None => return Ok(()), // a provider's own dimension
+        },
+    };
+    Err(format!(
+        "{field}: {name:?} is not a dimension's name: did you mean {meant:?}? (the host's are \
+         {}; any other name is a provider's own dimension)",
+        DIMENSIONS.join(", ")
+    ))
 }
 
 /// The verdict named `name` in the vector format.

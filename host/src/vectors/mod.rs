@@ -168,7 +168,8 @@ fn label(kind: &str, i: usize, value: &serde_json::Value) -> String {
 pub struct CaseResult {
     /// The case's name.
     pub name: String,
-    /// `None` when it passed; else the first difference (or the plugin's failure).
+    /// `None` when it passed; else every difference, `; `-separated (or the plugin's
+    /// failure).
     pub failure: Option<String>,
 }
 
@@ -222,17 +223,17 @@ fn run_case(plugin: &dyn ProviderPolicy, case: &VectorCase) -> Option<String> {
         Err(e) => return Some(e.to_string()),
     };
     let e = &case.expect;
-    let diff = check::classification(&reading.classification, e)
-        .or_else(|| check::observations(&reading.observations, e))
-        .or_else(|| check::usage(&reading.usage, e));
-    if diff.is_some() {
-        return diff;
+    let mut diffs = Vec::new();
+    check::classification(&reading.classification, e, &mut diffs);
+    check::observations(&reading.observations, e, &mut diffs);
+    check::usage(&reading.usage, e, &mut diffs);
+    if let Some(want) = e.plan.as_ref() {
+        match plugin.plan_request(&case.request) {
+            Ok(plan) => check::plan(&plan, want, &mut diffs),
+            Err(e) => diffs.push(e.to_string()),
+        }
     }
-    let want = e.plan.as_ref()?;
-    match plugin.plan_request(&case.request) {
-        Ok(plan) => check::plan(&plan, want),
-        Err(e) => Some(e.to_string()),
-    }
+    (!diffs.is_empty()).then(|| diffs.join("; "))
 }
 
 #[cfg(test)]

@@ -135,6 +135,55 @@ fn should_retry_passes_when_the_advice_matches_and_fails_naming_both_when_not() 
 }
 
 #[test]
+fn every_difference_of_a_case_is_reported_not_only_the_first() {
+    let p = Answers::new();
+    let found = failures(
+        &p,
+        &attempt(
+            r#"{"verdict": "success", "error_code": "other", "should_retry": true,
+                "plan": {"class": "background", "cost": {"requests": 1}}}"#,
+        ),
+    );
+    assert_eq!(
+        found,
+        [Some(
+            "verdict: expected success, got client-error; error_code: expected \"other\", got \
+             \"card_declined\"; should_retry: expected true, got false; plan.class: expected \
+             background, got standard; plan.cost: no reported amount of \"requests\" (reported: \
+             none)"
+                .into()
+        )]
+    );
+}
+
+#[test]
+fn a_misspelt_dimension_is_refused_with_the_name_it_meant() {
+    for (written, meant) in [
+        ("input_tokens", "input-tokens"),
+        ("prompt_tokens", "input-tokens"),
+        ("Output-Tokens", "output-tokens"),
+        ("request", "requests"),
+    ] {
+        let usage = format!(r#"{{"usage": {{"{written}": 3}}}}"#);
+        let err = malformed(&attempt(&usage));
+        assert!(
+            err.contains(&format!("did you mean \"{meant}\"")),
+            "{written}: {err}"
+        );
+        let obs = format!(r#"{{"observations": [{{"dimension": "{written}", "limit": 1}}]}}"#);
+        let err = malformed(&attempt(&obs));
+        assert!(err.contains("did you mean"), "{written}: {err}");
+    }
+    // A provider's own dimension is its own.
+    assert_eq!(
+        failures(&Answers::new(), &attempt(r#"{"usage": {"images": 1}}"#)),
+        [Some(
+            "usage: no reported amount of \"images\" (reported: none)".into()
+        )]
+    );
+}
+
+#[test]
 fn should_retry_alone_is_an_expectation_that_checks_something() {
     let p = Answers {
         should_retry: None,

@@ -10,7 +10,9 @@
 //!   the component's exports;
 //! - parsers for what providers send: [`headers`](mod@headers) (case, repetition), [`retry_after`],
 //!   [`ratelimit`] (the IETF fields), [`time`] (HTTP-dates, RFC 3339, Go durations),
-//!   [`json`] (error codes in truncated bodies) and [`sse`] (server-sent events in the cut
+//!   [`json`] (error codes in truncated bodies), [`google`] (Google-style error bodies: the
+//!   retry delay and the spent quota), [`midnight`] (quotas that reset at a provider's local
+//!   midnight, daylight saving time included) and [`sse`] (server-sent events in the cut
 //!   body of a stream's end);
 //! - [`generic`]: the RFC reading of a response, shared with the host's built-in fallback;
 //! - [`test`](mod@test): a request or a response in one line, for a plugin's unit tests.
@@ -50,9 +52,11 @@
 pub mod billing;
 pub mod digest;
 pub mod generic;
+pub mod google;
 pub mod headers;
 pub mod json;
 pub mod media;
+pub mod midnight;
 pub mod ratelimit;
 pub mod retry_after;
 pub mod sse;
