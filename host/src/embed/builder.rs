@@ -317,6 +317,26 @@ impl SluiceBuilder {
             None => user_state_dir().ok_or(BuildError::NoStateDir)?,
         };
         open_state_dir(&state_dir)?;
+        let journal_path = state_dir.join("journal.sqlite");
+        let witness = witness_path(&config, &state_dir);
+        // The journal is checked and opened before the shared store is joined: joining
+        // writes `store.epoch`, which is itself evidence of an earlier run, and the join
+        // runs on a task of its own that may finish before this thread goes on.
+        // What only a run leaves (a key may be made before the first run).
+        let earlier = [
+            state_dir.join("audit.log"),
+            witness.clone(),
+            state_dir.join("store.epoch"),
+        ];
+        let mut files: Vec<PathBuf> = ["", "-wal", "-shm"]
+            .iter()
+            .map(|s| state_dir.join(format!("journal.sqlite{s}")))
+            .collect();
+        files.extend(earlier.iter().cloned());
+        files.push(state_dir.join("audit.key"));
+        super::state::tighten(&files)?;
+        super::state::check_journal(&journal_path, &earlier, self.fresh_journal)?;
+        let journal = Arc::new(Journal::open_or_create(&journal_path)?);
         let gate = match self.store.or(config.store.clone()) {
             None => None,
             Some(store) => {
@@ -334,23 +354,6 @@ impl SluiceBuilder {
                 Admission::with_gate(config.admission.clone(), clock.clone(), gate.clone())?
             }
         };
-        let journal_path = state_dir.join("journal.sqlite");
-        let witness = witness_path(&config, &state_dir);
-        // What only a run leaves (a key may be made before the first run).
-        let earlier = [
-            state_dir.join("audit.log"),
-            witness.clone(),
-            state_dir.join("store.epoch"),
-        ];
-        let mut files: Vec<PathBuf> = ["", "-wal", "-shm"]
-            .iter()
-            .map(|s| state_dir.join(format!("journal.sqlite{s}")))
-            .collect();
-        files.extend(earlier.iter().cloned());
-        files.push(state_dir.join("audit.key"));
-        super::state::tighten(&files)?;
-        super::state::check_journal(&journal_path, &earlier, self.fresh_journal)?;
-        let journal = Arc::new(Journal::open_or_create(&journal_path)?);
         let mut executor = Executor::with_policy_slots(
             admission,
             plugins.slots(),
