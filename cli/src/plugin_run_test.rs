@@ -26,6 +26,9 @@ pub struct RunTestArgs {
     args: Vec<OsString>,
 }
 
+/// libtest's flags that already show a test's output.
+const CAPTURE_OFF: &[&str] = &["--nocapture", "--no-capture", "--show-output"];
+
 pub fn run(args: &RunTestArgs) -> anyhow::Result<ExitCode> {
     let guest_args = args
         .args
@@ -38,12 +41,19 @@ pub fn run(args: &RunTestArgs) -> anyhow::Result<ExitCode> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let exit = command::run_test_binary(&args.wasm, &guest_args)?;
     if let CommandExit::Trapped(trap) = &exit {
-        // libtest captures a test's output, the panic message with it, and the abort loses
-        // it: say how to see it.
         eprintln!(
-            "error: {} trapped (a panic aborts the whole run on wasm32-wasip2; `-- --nocapture` shows its message): {trap}",
+            "error: {} trapped: {trap}\n(a panic aborts the whole run on wasm32-wasip2)",
             args.wasm.display()
         );
+        // libtest captured the test's output, the panic message with it, and the abort lost
+        // it. The run is deterministic (no clock, files or network), so run it again without
+        // capturing: the same test panics again, its message printed.
+        if !guest_args.iter().any(|a| CAPTURE_OFF.contains(&a.as_str())) {
+            eprintln!("running it again with --nocapture to show the panic's message:");
+            let mut again = guest_args.clone();
+            again.push("--nocapture".to_owned());
+            command::run_test_binary(&args.wasm, &again)?;
+        }
     }
     Ok(ExitCode::from(exit.status()))
 }

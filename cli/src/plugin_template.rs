@@ -350,7 +350,7 @@ response}`. Built for `wasm32-wasip2`, they run under `sluice plugin run-test`, 
 `.cargo/config.toml` names (so `sluice` must be on your `PATH`): in the engine and the
 sandbox the plugin runs in, with no files, network or environment and a clock frozen at the
 Unix epoch. A panic there aborts the whole run (`panic = "abort"` is the target's default):
-`cargo test --target wasm32-wasip2 -- --nocapture` shows its message. `vectors.json` records requests, the answers a provider sent and what the plugin
+the runner then runs the tests again with `--nocapture`, so the panic's message is shown. `vectors.json` records requests, the answers a provider sent and what the plugin
 must conclude (the format is `docs/PLUGIN-VECTORS.md` in the sluice repository): add a case
 for every answer of your provider you have seen. `sluice plugin test` runs the component
 in the host's sandbox, as in production, and prints one line per case; `sluice plugin
