@@ -5,9 +5,7 @@
 //! example runs anywhere; for a real provider, set `base_url` to it and the key's `env` or
 //! `file` to where your key is.
 
-use sluice::Sluice;
-use sluice::execute::{Call, Outcome};
-use sluice::writes::{Write, WriteOutcome};
+use sluice::{Call, Outcome, RequestClass, Sluice, Write, WriteOutcome};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 
 #[tokio::main(flavor = "current_thread")]
@@ -46,7 +44,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .credential("team-key")
     .tenant("acme")
-    .class(sluice::contract::RequestClass::Read)
+    .class(RequestClass::Read)
     .header("content-type", "application/json");
     match sluice.execute(&chat).await {
         Outcome::Succeeded {

@@ -6,8 +6,7 @@
 //! effect). What differs per provider lives in sandboxed WebAssembly plugins.
 //!
 //! ```no_run
-//! use sluice::Sluice;
-//! use sluice::execute::{Call, Outcome};
+//! use sluice::{Call, Outcome, Sluice};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -24,59 +23,95 @@
 //! A whole example that runs against a provider on loopback is `examples/embed.rs`
 //! (`cargo run -p sluice --example embed`).
 //!
-//! # Map
+//! # The front door
 //!
-//! - [`Sluice`] and [`SluiceBuilder`]: the one way in, from a [`config`] file;
-//! - [`execute`]: one call from the queue to a typed outcome ([`execute::Call`]);
-//! - [`admission`]: scopes, GCRA buckets, the fair priority queue, tenants and tiers;
-//! - [`budget`]: spend budgets per tenant over calendar days and months, priced from the
-//!   configuration's price table and kept in the journal;
-//! - [`retry`]: budgets per request class, backoff, circuit breakers;
-//! - [`task`]: a task's identity, and where its cancellation and budgets live;
-//! - [`transport`]: HTTP, TLS, timeouts and proxies;
-//! - [`writes`], [`journal`]: safe writes and their SQLite journal, escalations;
-//! - [`audit`]: the tamper-evident, signed audit log and its verifier;
-//! - [`credentials`]: where each call's secret headers come from, by label;
-//! - [`contract`]: the plugin contract's vocabulary as plain types (`sluice:policy@0.3.0`,
-//!   `wit/policy.wit`; plugins built against the frozen 0.2.0 and 0.1.0 still load), and
-//!   [`contract::ProviderPolicy`], the trait every policy (a plugin, the built-in one, a
-//!   native one) answers through: once before a request is queued (`plan-request`) and once
-//!   per attempt (`read-response`); [`headers`]: which headers are credentials, and the
-//!   header blocks that cross the contract;
-//! - [`plugin`] loads and runs plugins under hard limits; [`guard`] puts a plugin behind
-//!   quarantine and the built-in [`fallback`] policy; [`reload`] loads each provider's
-//!   plugin under its own limits, checks it against its vectors, and swaps in a new version
-//!   while calls run ([`Sluice::reload_plugin`]);
-//! - [`vectors`] checks a plugin against recorded responses (`sluice plugin test`);
-//! - [`clock`]: time, injected; [`input_file`], [`private_fs`]: reading untrusted files and
-//!   writing private ones; [`printable`]: how anything sluice did not write is printed.
-//! - [`observe`] names the spans, events and metrics a running host reports.
+//! The crate root is what an embedder uses: [`Sluice`], built by [`SluiceBuilder`] from a
+//! configuration file ([`SluiceConfig`]; every key is in `docs/configuration.md`); a
+//! [`Call`] sent by [`Sluice::execute`] (or [`Sluice::execute_stream`]) ends in an
+//! [`Outcome`]; a [`Write`] sent by [`Sluice::write`] ends in a [`WriteOutcome`], never done
+//! twice. The builder's overrides take a [`Clock`], [`Credentials`], a [`ComponentCache`], a
+//! [`RuntimeConfig`], a [`Transport`], an [`AuditKey`] or a [`SharedConfig`]; an operator
+//! verifies the audit log ([`Sluice::verify_audit`]), cancels a task, reloads a plugin, and
+//! reads what waits and why ([`Sluice::scopes`]).
+//!
+//! # Internals
+//!
+//! With the `internals` feature, every part is a public module too — `admission` (scopes,
+//! GCRA buckets, the fair queue), `execute` and `retry` (the retry engine), `writes` and
+//! `journal` (safe writes, escalations), `audit`, `plugin`, `guard`, `reload`, `vectors`,
+//! `budget`, `transport`, `config`, `observe` and the small ones below them. The sidecar, the
+//! command, the end-to-end tests and the fuzz targets build on them; they are not a stable
+//! API. Their floors, and the check that every import points down, are in
+//! `docs/architecture.md`.
+
 #![warn(missing_docs)]
 
-pub mod admission;
-pub mod audit;
-pub mod budget;
-pub mod clock;
-pub mod config;
-pub mod contract;
-pub mod credentials;
-mod embed;
-pub mod execute;
-pub mod fallback;
-pub mod guard;
-pub mod headers;
-mod hex;
-pub mod input_file;
-pub mod journal;
-pub mod observe;
-pub mod plugin;
-pub mod printable;
-pub mod private_fs;
-pub mod reload;
-pub mod retry;
-pub mod task;
-pub mod transport;
-pub mod vectors;
-pub mod writes;
+/// Declares the library's parts. With the `internals` feature each is a public module — the
+/// sidecar, the command, the end-to-end tests and the fuzz targets build on them, and they
+/// are not a stable API. Without it (an embedder's build) each is private to the crate, and
+/// what an embedder sees is the front door re-exported below.
+macro_rules! parts {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports, unreachable_pub)]
+        mod $name;
+    )*};
+}
 
+parts!(
+    admission,
+    audit,
+    budget,
+    clock,
+    config,
+    contract,
+    credentials,
+    execute,
+    fallback,
+    guard,
+    headers,
+    input_file,
+    journal,
+    observe,
+    plugin,
+    printable,
+    private_fs,
+    reload,
+    retry,
+    task,
+    transport,
+    vectors,
+    writes,
+);
+mod embed;
+mod hex;
+
+// The front door: what an embedder needs to build a host, send calls and writes through it,
+// test it, and look at it as an operator.
+pub use admission::shared::SharedConfig;
+pub use audit::{AuditError, AuditKey, Fingerprint, Report as AuditReport, VerifyError};
+pub use clock::{Clock, SystemClock, TokioClock};
+pub use config::{ConfigFileError, SluiceConfig};
+pub use contract::{PriorityClass, RequestClass, Response};
+pub use credentials::Credentials;
 pub use embed::{BuildError, Sluice, SluiceBuilder};
+pub use execute::{
+    Call, NextAction, NotRecorded, Outcome, PartialStream, Reason, Stream, StreamOutcome, Terminal,
+};
+pub use plugin::{ComponentCache, RuntimeConfig};
+pub use reload::{ReloadError, Reloaded};
+pub use transport::Transport;
+pub use writes::{Step, TaskCancelled, Write, WriteError, WriteOutcome};
+
+/// What an operator reads of a running host ([`Sluice::scopes`]): every quota scope — its
+/// limits, what is available now, the provider's last word on what remains, its hold and
+/// why calls wait — and the queue by tenant and class.
+pub mod operator {
+    pub use crate::admission::Dimension;
+    pub use crate::admission::snapshot::{
+        ConcurrencyStatus, HoldStatus, QueueRow, QuotaOrigin, QuotaStatus, ReportedQuota,
+        ScopeKind, ScopeStatus, Snapshot,
+    };
+}

@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 pub use builder::{BuildError, SluiceBuilder};
 
+#[cfg(feature = "internals")]
 use crate::admission::Admission;
 use crate::audit::{self, AuditError, AuditLog, Fingerprint, Report, VerifyError, VerifyOptions};
 use crate::clock::Clock;
@@ -45,6 +46,8 @@ pub struct Sluice {
     /// Every provider's plugin, and what reloading one takes.
     plugins: Arc<PluginSet>,
     writes: Writes,
+    // Read only through `journal()`, a part of the internals.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     journal: Arc<Journal>,
     audit: Arc<AuditLog>,
     clock: Arc<dyn Clock>,
@@ -188,6 +191,7 @@ impl Sluice {
     }
 
     /// Every provider's plugin (to reload one from a blocking thread, clone the [`Arc`]).
+    #[cfg(feature = "internals")]
     pub fn plugins(&self) -> &Arc<PluginSet> {
         &self.plugins
     }
@@ -203,32 +207,46 @@ impl Sluice {
         Some(call)
     }
 
+    /// What waits and why, now: every quota scope (its limit, paced rate, what is available
+    /// now, the remaining the provider last reported, the hold and its reason, when the next
+    /// request may go and why it waits) and the queue by tenant and class — the operator's
+    /// read-only view, as the sidecar's `/scopes` and `/queue` show it.
+    pub fn scopes(&self) -> crate::operator::Snapshot {
+        self.executor.admission().snapshot()
+    }
+
     /// The executor (admission, plugins, transport and retries).
+    #[cfg(feature = "internals")]
     pub fn executor(&self) -> &Arc<Executor> {
         &self.executor
     }
 
     /// The admission queue.
+    #[cfg(feature = "internals")]
     pub fn admission(&self) -> &Admission {
         self.executor.admission()
     }
 
     /// The write engine.
+    #[cfg(feature = "internals")]
     pub fn writes(&self) -> &Writes {
         &self.writes
     }
 
     /// The journal of writes.
+    #[cfg(feature = "internals")]
     pub fn journal(&self) -> &Arc<Journal> {
         &self.journal
     }
 
     /// The audit log.
+    #[cfg(feature = "internals")]
     pub fn audit(&self) -> &Arc<AuditLog> {
         &self.audit
     }
 
     /// The clock every part of the host runs on.
+    #[cfg(feature = "internals")]
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
