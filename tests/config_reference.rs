@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use sluice::config::SluiceConfig;
-use sluice::config::reference::{KEYS, KeyDoc, markdown};
+use sluice::config::reference::{KeyDoc, keys, markdown};
 
 /// A name the file chooses, in a probe: a provider with a bundled plugin, any other name.
 fn concrete(segment: &str) -> &str {
@@ -70,7 +70,7 @@ fn accepted(table: &str) -> BTreeSet<String> {
 
 /// The keys the reference lists directly under `table`.
 fn listed(table: &str) -> BTreeSet<String> {
-    KEYS.iter()
+    keys()
         .filter(|d| parent(d.key) == table)
         .map(|d| d.key.rsplit('.').next().unwrap_or(d.key).to_owned())
         .collect()
@@ -93,7 +93,7 @@ fn the_page_is_what_the_command_prints() {
 fn every_table_takes_exactly_the_keys_the_reference_lists() {
     let mut tables: Vec<&str> = vec![""];
     tables.extend(
-        KEYS.iter()
+        keys()
             .filter(|d| d.kind.starts_with("table"))
             .map(|d| d.key),
     );
@@ -118,13 +118,13 @@ fn every_key_has_its_table_and_each_is_listed_once() {
     let mut seen = BTreeSet::new();
     for KeyDoc {
         key, kind, what, ..
-    } in KEYS
+    } in keys()
     {
         assert!(seen.insert(*key), "`{key}` is listed twice");
         assert!(!kind.is_empty() && !what.is_empty(), "`{key}` says nothing");
         let p = parent(key);
         assert!(
-            p.is_empty() || KEYS.iter().any(|d| d.key == p),
+            p.is_empty() || keys().any(|d| d.key == p),
             "`{key}` has no entry for its table `{p}`"
         );
     }

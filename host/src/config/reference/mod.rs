@@ -1,12 +1,12 @@
 //! The configuration reference: every key of the configuration file, its type, default,
-//! range and meaning, as one table in code. `docs/configuration.md` is rendered from it
+//! range and meaning, as a table in code ([`keys`]). `docs/configuration.md` is rendered from it
 //! (`sluice config reference`), and `tests/config_reference.rs` holds the table to the
 //! parser: for every table of the file, the keys the parser accepts are exactly the keys
 //! listed here, so neither can change without the other.
 
 mod keys;
 
-pub use keys::KEYS;
+pub use keys::keys;
 
 /// One key of the configuration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +64,7 @@ fn cell(text: &str) -> String {
 pub fn markdown() -> String {
     let mut out = String::from(PREAMBLE);
     let mut sections: Vec<&'static str> = Vec::new();
-    for doc in KEYS {
+    for doc in keys() {
         let s = section(doc);
         if !sections.contains(&s) {
             sections.push(s);
@@ -79,7 +79,7 @@ pub fn markdown() -> String {
         out.push_str(&format!(
             "\n## {title}\n\n| key | type | default | range | what |\n|---|---|---|---|---|\n"
         ));
-        for doc in KEYS.iter().filter(|d| section(d) == s) {
+        for doc in keys().filter(|d| section(d) == s) {
             out.push_str(&format!(
                 "| `{}` | {} | {} | {} | {} |\n",
                 doc.key,

@@ -1,0 +1,319 @@
+//! The host's own tables: retries and breakers, the audit log, the journal, the transport,
+//! plugins, budgets and the shared store.
+
+use super::super::KeyDoc;
+
+/// The host's own tables' keys.
+pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
+    KeyDoc {
+        key: "retry",
+        kind: "table",
+        default: "",
+        range: "",
+        what: "Retry budgets by request class, backoff and circuit breakers.",
+    },
+    KeyDoc {
+        key: "audit",
+        kind: "table",
+        default: "",
+        range: "",
+        what: "The audit log: its checkpoints, retention, signing key and witness.",
+    },
+    KeyDoc {
+        key: "journal",
+        kind: "table",
+        default: "",
+        range: "",
+        what: "The journal of writes.",
+    },
+    KeyDoc {
+        key: "transport",
+        kind: "table",
+        default: "",
+        range: "",
+        what: "The timeouts of one attempt, and the roots trusted for TLS.",
+    },
+    KeyDoc {
+        key: "plugins",
+        kind: "table",
+        default: "",
+        range: "",
+        what: "Settings of every plugin.",
+    },
+    KeyDoc {
+        key: "budgets",
+        kind: "table",
+        default: "",
+        range: "",
+        what: "The calendar, currency, thresholds and unpriced models of spend budgets; the \
+            budgets themselves are under `tiers.TIER.budgets` and `tenants.budgets`.",
+    },
+    KeyDoc {
+        key: "store",
+        kind: "table or string",
+        default: "none (admission state in memory, per host)",
+        range: "a table, or the string \"memory\"",
+        what: "The Redis store of admission state shared by several hosts. `\"memory\"`, like no \
+            `store`, keeps it in memory, per host.",
+    },
+    KeyDoc {
+        key: "retry.backoff_base_ms",
+        kind: "integer",
+        default: "500",
+        range: "0 ..= 86400000, at most `backoff_cap_ms`",
+        what: "The backoff's first window, in ms: a retry waits a random time up to it (full \
+            jitter), or the provider's `Retry-After` if longer.",
+    },
+    KeyDoc {
+        key: "retry.backoff_cap_ms",
+        kind: "integer",
+        default: "30000",
+        range: "0 ..= 86400000",
+        what: "The backoff's largest window, in ms.",
+    },
+    KeyDoc {
+        key: "retry.max_delayed_requests",
+        kind: "integer",
+        default: "64",
+        range: "0 ..= 1000000",
+        what: "The most calls of one scope waiting to retry at once; past it a failed call ends \
+            instead.",
+    },
+    KeyDoc {
+        key: "retry.task_max_attempts",
+        kind: "integer",
+        default: "0",
+        range: "0 ..= 1000000",
+        what: "The most attempts one task may send over all its calls; 0: no task budget.",
+    },
+    KeyDoc {
+        key: "retry.breaker_threshold",
+        kind: "integer",
+        default: "5",
+        range: "0 ..= 1000000 (0 counts as 1)",
+        what: "Identical failures in a row on one path (provider, credential, route, model) that \
+            open its circuit breaker.",
+    },
+    KeyDoc {
+        key: "retry.breaker_open_ms",
+        kind: "integer",
+        default: "30000",
+        range: "0 ..= 86400000",
+        what: "How long an open breaker refuses calls on its path, in ms.",
+    },
+    KeyDoc {
+        key: "retry.quota_exhausted_hold_ms",
+        kind: "integer",
+        default: "900000",
+        range: "0 ..= 86400000",
+        what: "How long a spent quota (a billing or daily quota) holds its scope when the \
+            provider does not say when it resets, in ms.",
+    },
+    KeyDoc {
+        key: "retry.resend_unanswered_generation",
+        kind: "boolean",
+        default: "false",
+        range: "",
+        what: "Whether a generation that was sent and got no answer is sent once more; the \
+            provider may have generated and billed it.",
+    },
+    KeyDoc {
+        key: "retry.classes",
+        kind: "map",
+        default: "read, idempotent_write and uncertain_write, as below",
+        range: "",
+        what: "Retry budgets by request class (CLASS → table). A class given replaces its default \
+            whole; the others keep theirs.",
+    },
+    KeyDoc {
+        key: "retry.classes.CLASS",
+        kind: "table",
+        default: "none",
+        range: "\"read\", \"idempotent_write\" or \"uncertain_write\"",
+        what: "One request class's retry budget; its three keys are required.",
+    },
+    KeyDoc {
+        key: "retry.classes.CLASS.max_attempts",
+        kind: "integer",
+        default: "required",
+        range: "1 ..= 100; 1 for uncertain_write",
+        what: "Attempts in all, the first included. The defaults: read 4, idempotent_write 3, \
+            uncertain_write 1 (a write that may have happened is reconciled, never resent).",
+    },
+    KeyDoc {
+        key: "retry.classes.CLASS.max_wait_ms",
+        kind: "integer",
+        default: "required",
+        range: "0 ..= 86400000",
+        what: "The most time spent waiting between attempts, in ms. The defaults: read 90000, \
+            idempotent_write 120000, uncertain_write 0.",
+    },
+    KeyDoc {
+        key: "retry.classes.CLASS.retry_statuses",
+        kind: "array of integers",
+        default: "required",
+        range: "each 100 ..= 599",
+        what: "The HTTP statuses worth another attempt. The defaults: read [408, 429, 500, 502, \
+            503, 504, 529], idempotent_write those and 409, uncertain_write [].",
+    },
+    KeyDoc {
+        key: "audit.checkpoint_every",
+        kind: "integer",
+        default: "64",
+        range: "1 ..= 1000000",
+        what: "A signed checkpoint every this many records.",
+    },
+    KeyDoc {
+        key: "audit.retention_days",
+        kind: "integer",
+        default: "none (every record kept)",
+        range: "1 ..= 3650",
+        what: "How long records are kept, in days.",
+    },
+    KeyDoc {
+        key: "audit.key_file",
+        kind: "path",
+        default: "`audit.key` in the state directory",
+        range: "",
+        what: "The Ed25519 key that signs the checkpoints. `sluice serve` refuses one in the \
+            state directory unless started with `--audit-key-in-state-dir`.",
+    },
+    KeyDoc {
+        key: "audit.witness",
+        kind: "path",
+        default: "`audit.witness` in the state directory",
+        range: "",
+        what: "The witness, a copy of every checkpoint: kept apart from the log (another disk, \
+            another host's mount), it shows a deleted tail.",
+    },
+    KeyDoc {
+        key: "journal.keep_answers_days",
+        kind: "integer",
+        default: "7",
+        range: "0 ..= 3650",
+        what: "How long the provider's answer to a write is kept, in days, to answer a \
+            resubmission of the write as the provider did; 0 keeps none.",
+    },
+    KeyDoc {
+        key: "transport.connect_timeout_ms",
+        kind: "integer",
+        default: "5000",
+        range: "1 ..= 3600000",
+        what: "How long opening a connection (TCP and TLS) may take, in ms; failing here sent \
+            nothing.",
+    },
+    KeyDoc {
+        key: "transport.first_byte_timeout_ms",
+        kind: "integer",
+        default: "120000",
+        range: "1 ..= 3600000",
+        what: "How long a request whose answer is streamed may wait for the status line and \
+            headers, in ms.",
+    },
+    KeyDoc {
+        key: "transport.generation_timeout_ms",
+        kind: "integer",
+        default: "600000",
+        range: "1 ..= 3600000",
+        what: "How long a request whose answer is read whole may wait for the status line and \
+            headers, in ms: the longest a non-streamed generation may take.",
+    },
+    KeyDoc {
+        key: "transport.idle_timeout_ms",
+        kind: "integer",
+        default: "30000",
+        range: "1 ..= 3600000",
+        what: "The longest silence between two chunks of a response body, in ms.",
+    },
+    KeyDoc {
+        key: "transport.extra_roots",
+        kind: "array of strings",
+        default: "none",
+        range: "paths of PEM files",
+        what: "Certificate authorities trusted besides the built-in roots (PEM files, taken from \
+            the file's directory).",
+    },
+    KeyDoc {
+        key: "plugins.call_deadline_ms",
+        kind: "integer",
+        default: "5",
+        range: "1 ..= 60000",
+        what: "How long one plugin call may run, in ms; a provider's \
+            `plugin_limits.call_deadline_ms` replaces it.",
+    },
+    KeyDoc {
+        key: "budgets.time_zone",
+        kind: "string",
+        default: "\"UTC\"",
+        range: "an IANA time zone name",
+        what: "The time zone of the calendar days and months budgets count: a month resets at \
+            midnight on the first there.",
+    },
+    KeyDoc {
+        key: "budgets.currency",
+        kind: "string",
+        default: "\"USD\"",
+        range: "1 to 16 ASCII letters or digits",
+        what: "What a micro-unit is a millionth of; for display only.",
+    },
+    KeyDoc {
+        key: "budgets.thresholds_percent",
+        kind: "array of integers",
+        default: "[80, 100]",
+        range: "each 1 ..= 100",
+        what: "The shares of a budget, in percent, whose crossing logs an event and counts in a \
+            metric.",
+    },
+    KeyDoc {
+        key: "budgets.unpriced",
+        kind: "string",
+        default: "\"warn\"",
+        range: "\"refuse\", \"warn\" or \"free\"",
+        what: "What a call to a model with no price does when its tenant has a spend budget: \
+            refused, free with a warning once per model, or free silently.",
+    },
+    KeyDoc {
+        key: "store.url",
+        kind: "string",
+        default: "required",
+        range: "a redis:// URL",
+        what: "The Redis server (7.0 or later) every host of the group names.",
+    },
+    KeyDoc {
+        key: "store.hosts",
+        kind: "integer",
+        default: "required",
+        range: "1 ..= 10000",
+        what: "How many hosts share the quotas: while the store cannot be reached, each paces at \
+            1/hosts of every limit.",
+    },
+    KeyDoc {
+        key: "store.host_id",
+        kind: "string",
+        default: "the machine's host name and the state directory",
+        range: "",
+        what: "This host's name in the store; every host needs its own.",
+    },
+    KeyDoc {
+        key: "store.lease_ttl_ms",
+        kind: "integer",
+        default: "10000",
+        range: "300 ..= 3600000",
+        what: "How long a concurrency lease lives without renewal, in ms: a dead host's slots \
+            come back after it.",
+    },
+    KeyDoc {
+        key: "store.timeout_ms",
+        kind: "integer",
+        default: "250",
+        range: "1 ..= 60000",
+        what: "How long one store command may take, in ms, before the host paces locally instead.",
+    },
+    KeyDoc {
+        key: "store.key_prefix",
+        kind: "string",
+        default: "\"sluice\"",
+        range: "not empty, no whitespace",
+        what: "The prefix of every key the store writes.",
+    },
+];

@@ -1,0 +1,20 @@
+//! Every key of the configuration file (see the module above), in four rooms: admission's,
+//! the providers', the host's own and the sidecar's.
+
+mod admission;
+mod host;
+mod providers;
+mod serve;
+
+use super::KeyDoc;
+
+/// Every key, in the order the reference shows them: the file's root keys, then each
+/// table's.
+pub fn keys() -> impl Iterator<Item = &'static KeyDoc> {
+    admission::ADMISSION
+        .iter()
+        .chain(providers::PROVIDERS)
+        .chain(admission::TENANTS)
+        .chain(host::HOST)
+        .chain(serve::SERVE)
+}

@@ -1,0 +1,297 @@
+//! The sidecar's tables: `[serve]`, its admin API and console, its agents and its providers.
+
+use super::super::KeyDoc;
+
+/// The sidecar's keys.
+pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
+    KeyDoc {
+        key: "serve",
+        kind: "table",
+        default: "",
+        range: "",
+        what: "The sidecar, `sluice serve`: its listener, agents, admin API and how it speaks to \
+            each provider.",
+    },
+    KeyDoc {
+        key: "serve.listen",
+        kind: "string",
+        default: "\"127.0.0.1:8700\"",
+        range: "an address and port",
+        what: "Where agents connect.",
+    },
+    KeyDoc {
+        key: "serve.shutdown_deadline_ms",
+        kind: "integer",
+        default: "10000",
+        range: "1 ..= 3600000",
+        what: "How long calls in flight get to finish, and writes to settle, after a stop signal, \
+            in ms.",
+    },
+    KeyDoc {
+        key: "serve.max_body_bytes",
+        kind: "integer",
+        default: "33554432 (32 MiB)",
+        range: "1024 ..= 1073741824",
+        what: "The largest request body taken, in bytes.",
+    },
+    KeyDoc {
+        key: "serve.max_connections",
+        kind: "integer",
+        default: "1024",
+        range: "1 ..= 1000000",
+        what: "Agents' connections served at once; more wait to be accepted.",
+    },
+    KeyDoc {
+        key: "serve.read_timeout_ms",
+        kind: "integer",
+        default: "30000",
+        range: "100 ..= 3600000",
+        what: "How long a request's headers, then its body, may each take to arrive, in ms.",
+    },
+    KeyDoc {
+        key: "serve.failed_tokens_per_minute",
+        kind: "integer",
+        default: "10",
+        range: "1 ..= 1000000",
+        what: "Wrong tokens (agent, admin, console sign-in) one address may present in a minute; \
+            past it the address's attempts are refused (429) until the minute is over.",
+    },
+    KeyDoc {
+        key: "serve.agent_provider_keys",
+        kind: "string",
+        default: "\"refuse\"",
+        range: "\"refuse\" or \"strip\"",
+        what: "What happens to a request that carries a provider key of its own: refused (403), \
+            or sent without it.",
+    },
+    KeyDoc {
+        key: "serve.priority_above_allowed",
+        kind: "string",
+        default: "\"refuse\"",
+        range: "\"refuse\" or \"lower\"",
+        what: "What happens to an `x-sluice-priority` its agent may not use: refused (400), or \
+            lowered to the nearest class the agent may use.",
+    },
+    KeyDoc {
+        key: "serve.admin",
+        kind: "table",
+        default: "none (no admin API)",
+        range: "",
+        what: "The admin API and the operator's console, on a listener of their own.",
+    },
+    KeyDoc {
+        key: "serve.admin.listen",
+        kind: "string",
+        default: "\"127.0.0.1:8701\"",
+        range: "an address and port",
+        what: "Where the admin API listens.",
+    },
+    KeyDoc {
+        key: "serve.admin.token",
+        kind: "table",
+        default: "required",
+        range: "exactly one of `env`, `file` or `sha256`",
+        what: "The token the admin API's callers present (`authorization: Bearer`); it signs in \
+            to the console as `admin`.",
+    },
+    KeyDoc {
+        key: "serve.admin.token.env",
+        kind: "string",
+        default: "none",
+        range: "",
+        what: "The environment variable that holds the admin token, read at start.",
+    },
+    KeyDoc {
+        key: "serve.admin.token.file",
+        kind: "path",
+        default: "none",
+        range: "",
+        what: "A file that holds the admin token (surrounding whitespace trimmed), read at start; \
+            taken from the file's directory.",
+    },
+    KeyDoc {
+        key: "serve.admin.token.sha256",
+        kind: "string",
+        default: "none",
+        range: "64 hex digits",
+        what: "The SHA-256 of the admin token, in hex: the configuration never holds the token \
+            itself.",
+    },
+    KeyDoc {
+        key: "serve.admin.operators",
+        kind: "map",
+        default: "none",
+        range: "",
+        what: "People who sign in to the console by name (OPERATOR → table); a decision records \
+            the name.",
+    },
+    KeyDoc {
+        key: "serve.admin.operators.OPERATOR",
+        kind: "table",
+        default: "none",
+        range: "exactly one of `env`, `file` or `sha256`; the name one line of visible \
+            characters, at most 256 bytes",
+        what: "One operator's console token.",
+    },
+    KeyDoc {
+        key: "serve.admin.operators.OPERATOR.env",
+        kind: "string",
+        default: "none",
+        range: "",
+        what: "The environment variable that holds the operator's token, read at start.",
+    },
+    KeyDoc {
+        key: "serve.admin.operators.OPERATOR.file",
+        kind: "path",
+        default: "none",
+        range: "",
+        what: "A file that holds the operator's token (surrounding whitespace trimmed), read at \
+            start; taken from the file's directory.",
+    },
+    KeyDoc {
+        key: "serve.admin.operators.OPERATOR.sha256",
+        kind: "string",
+        default: "none",
+        range: "64 hex digits",
+        what: "The SHA-256 of the operator's token, in hex: the configuration never holds the \
+            token itself.",
+    },
+    KeyDoc {
+        key: "serve.admin.public_origin",
+        kind: "string",
+        default: "none (`http://` and the listener's own address)",
+        range: "`http://` or `https://`, a host and an optional port, no path",
+        what: "The origin browsers reach the console at through a TLS proxy: a form must come \
+            from it.",
+    },
+    KeyDoc {
+        key: "serve.admin.max_connections",
+        kind: "integer",
+        default: "64",
+        range: "1 ..= 100000",
+        what: "The admin listener's connections served at once, apart from the agents'.",
+    },
+    KeyDoc {
+        key: "serve.agents",
+        kind: "map",
+        default: "none",
+        range: "",
+        what: "The agents by name (AGENT → table).",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT",
+        kind: "table",
+        default: "none",
+        range: "",
+        what: "One agent: the token it presents and the tenant it bills.",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.token",
+        kind: "table",
+        default: "required",
+        range: "exactly one of `env`, `file` or `sha256`",
+        what: "The token the agent presents, as its SDK's API key or in `x-sluice-token`.",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.token.env",
+        kind: "string",
+        default: "none",
+        range: "",
+        what: "The environment variable that holds the agent's token, read at start.",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.token.file",
+        kind: "path",
+        default: "none",
+        range: "",
+        what: "A file that holds the agent's token (surrounding whitespace trimmed), read at \
+            start; taken from the file's directory.",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.token.sha256",
+        kind: "string",
+        default: "none",
+        range: "64 hex digits",
+        what: "The SHA-256 of the agent's token, in hex: the configuration never holds the token \
+            itself.",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.tenant",
+        kind: "string",
+        default: "required",
+        range: "",
+        what: "The tenant its calls are billed to.",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.tier",
+        kind: "string",
+        default: "none",
+        range: "\"standard\" or a tier under `[tiers]`, agreeing with `tenants.assign`",
+        what: "The tenant's tier; it is entered in `tenants.assign`.",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.name_tenant",
+        kind: "boolean",
+        default: "false",
+        range: "",
+        what: "Whether its requests may name another tenant (`x-sluice-tenant`): one token for a \
+            platform that serves many customers.",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.credentials",
+        kind: "map",
+        default: "none",
+        range: "",
+        what: "The credential label it uses, by provider (NAME → label).",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.credentials.NAME",
+        kind: "string",
+        default: "the provider's only credential, else `default`",
+        range: "a provider under `[providers]` and one of its credentials' labels",
+        what: "The label of the credential its calls to the provider are sent with.",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.priorities",
+        kind: "array of strings",
+        default: "all: \"interactive\", \"standard\", \"background\"",
+        range: "a non-empty list of \"interactive\", \"standard\", \"background\"",
+        what: "The queue classes it may ask for with `x-sluice-priority`.",
+    },
+    KeyDoc {
+        key: "serve.agents.AGENT.pass_headers",
+        kind: "array of strings",
+        default: "none",
+        range: "\"openai-organization\", \"openai-project\"",
+        what: "The account headers it may set; every other one it sends is stripped.",
+    },
+    KeyDoc {
+        key: "serve.providers",
+        kind: "map",
+        default: "none",
+        range: "",
+        what: "How the sidecar speaks to each provider's SDKs (NAME → table).",
+    },
+    KeyDoc {
+        key: "serve.providers.NAME",
+        kind: "table",
+        default: "none",
+        range: "a provider under `[providers]`",
+        what: "How the sidecar speaks to one provider's SDKs.",
+    },
+    KeyDoc {
+        key: "serve.providers.NAME.error_shape",
+        kind: "string",
+        default: "the shape its plugin describes, else \"openai\"",
+        range: "\"openai\", \"anthropic\", \"github\" or \"stripe\"",
+        what: "The JSON shape of the errors the sidecar answers for the provider.",
+    },
+    KeyDoc {
+        key: "serve.providers.NAME.read_routes",
+        kind: "array of strings",
+        default: "the routes its plugin describes as reads",
+        range: "`METHOD /path`, the method in capitals; a trailing `*` matches any rest",
+        what: "Routes besides GET, HEAD and OPTIONS that are reads (no side effect, safe to \
+            resend); any other route is a write, journaled.",
+    },
+];
