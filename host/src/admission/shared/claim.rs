@@ -5,7 +5,7 @@
 //! naming the owner.
 
 use super::Gate;
-use super::redis::{Claimed, StoreError};
+use super::answers::{Claimed, StoreError};
 
 /// An action that cannot be claimed by this host.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -55,6 +55,7 @@ impl SharedConfig {
         if !self.url.starts_with("redis://") {
             return Err(SharedConfigError::Url(shown(&self.url)));
         }
+        #[cfg(feature = "redis")]
         if ::redis::Client::open(self.url.as_str()).is_err() {
             return Err(SharedConfigError::Url(shown(&self.url)));
         }

@@ -30,12 +30,19 @@
 //! empty burst: pacing resumes at the paced rate, never with a fresh burst on top of what
 //! the provider already counted.
 
+mod answers;
 mod claim;
 mod config;
 mod fallback;
 mod gate;
 mod ownership;
+#[cfg(feature = "redis")]
 mod redis;
+// Without the `redis` feature, a store that says so when a configuration asks for one.
+#[cfg(not(feature = "redis"))]
+#[path = "unbuilt.rs"]
+mod redis;
+#[cfg(feature = "redis")]
 mod scripts;
 
 use std::time::Duration;
@@ -44,7 +51,8 @@ pub use claim::ClaimError;
 pub use config::{SharedConfig, SharedConfigError};
 pub use gate::{Gate, GateError, Lease, Passed};
 pub use ownership::{EpochFileError, LocalActions};
-pub use redis::{Claimed, EpochCheck, RedisStore, Refusal, StoreError, Verdict};
+pub use answers::{Claimed, EpochCheck, Refusal, StoreError, Verdict};
+pub use redis::RedisStore;
 
 use super::bucket::Nanos;
 use super::scope::ScopeKey;

@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::redis::{EpochCheck, RedisStore};
+use super::answers::EpochCheck;
+use super::redis::RedisStore;
 
 /// The actions a host's journal holds, for it to re-register after the store lost them.
 pub type LocalActions = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
@@ -213,6 +214,7 @@ fn write(path: &Path, epoch: &str) -> std::io::Result<()> {
 }
 
 /// A new epoch token: 128 random bits, in hex.
+#[cfg(feature = "redis")]
 pub(super) fn new_token() -> String {
     format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
