@@ -179,7 +179,10 @@ impl Executor {
         // A spent budget refuses before the call takes a place in the queue.
         let reservation = match self.charge(&call.provider, &p) {
             Ok(r) => r,
-            Err(end) => return Run::Done(end),
+            Err(end) => {
+                self.breakers_release(&paths);
+                return Run::Done(end);
+            }
         };
         let credentials = self.credentials.headers(&call.provider, &call.credential);
         let secrets: Vec<(&str, &str)> = credentials
@@ -201,6 +204,12 @@ impl Executor {
             if let Some(run) = step.instrument(attempt).await {
                 return match run {
                     Run::Done(outcome) => {
+                        if let Outcome::Ended(end) = &outcome
+                            && end.attempts == 0
+                        {
+                            // Refused in the queue (a bound, a deadline, a cancel): unsent.
+                            self.breakers_release(&paths);
+                        }
                         charge::settle(reservation, &outcome, p.actual, p.cache);
                         Run::Done(outcome)
                     }

@@ -87,7 +87,17 @@ impl Executor {
     /// credential's.
     pub(super) fn breakers_allow(&self, paths: &BreakerPaths, now: Instant) -> Result<(), Open> {
         self.tenant_breakers.check(&paths.tenant, now)?;
-        self.breakers.check(&paths.shared, now)
+        self.breakers.check(&paths.shared, now).inspect_err(|_| {
+            // Nothing is sent: a probe of the tenant's path it took goes back.
+            self.tenant_breakers.release(&paths.tenant);
+        })
+    }
+
+    /// A call on `paths` ended with no word on them (refused before its send, or answered
+    /// 429): a probe it held goes back to the next call.
+    pub(super) fn breakers_release(&self, paths: &BreakerPaths) {
+        self.tenant_breakers.release(&paths.tenant);
+        self.breakers.release(&paths.shared);
     }
 
     /// A call on `paths` succeeded: both paths are well.
@@ -107,7 +117,7 @@ impl Executor {
         match blame {
             Blame::Path => self.breakers.failure(&paths.shared, code, now),
             Blame::Request => self.tenant_breakers.failure(&paths.tenant, code, now),
-            Blame::Scope => {}
+            Blame::Scope => self.breakers_release(paths),
         }
     }
 }

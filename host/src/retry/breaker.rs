@@ -8,7 +8,10 @@
 //! An open path refuses calls for `open_for`; then it is half-open, and exactly **one** call
 //! probes it: the others are refused until the probe answers (a success closes the path, a
 //! failure opens it again) or, if it never does, until another `open_for` has passed and the
-//! next call probes instead.
+//! next call probes instead. A probe that ends with no word on the path — answered 429 (its
+//! scope's quota, not the path), or refused before it was sent (a spent budget, a full
+//! queue, another breaker) — is released: the path is half-open again, and the next call
+//! (its own retry, when it has one) probes it.
 //!
 //! Two kinds ([`Kind`]): a credential's breakers, shared by every tenant of it, which the
 //! executor names `provider credential METHOD /route [model]` (the first two words are the
@@ -187,6 +190,18 @@ impl Breakers {
             .collect();
         states.sort_by(|a, b| a.route.cmp(&b.route));
         states
+    }
+
+    /// A call that passed [`Breakers::check`] ends with no word on `route`: the path's probe,
+    /// if one is out, is given back, and the path is half-open again for the next call.
+    /// (A call that passed before the path opened, ending so while another probes, frees
+    /// that probe too: at worst a second probe goes, never a path left stuck.)
+    pub fn release(&self, route: &str) {
+        if let Some(p) = self.paths().get_mut(route)
+            && p.open_until.is_some()
+        {
+            p.probing = None;
+        }
     }
 
     /// Records a success on `route`.
@@ -372,6 +387,27 @@ mod tests {
         b.success("p c POST /x");
         assert!(b.check("p c POST /x", again + open_for).is_ok());
         assert!(b.check("p c POST /x", again + open_for).is_ok());
+    }
+
+    #[test]
+    fn a_probe_that_ends_with_no_word_on_the_path_leaves_it_to_the_next_call() {
+        let open_for = Duration::from_secs(30);
+        let b = Breakers::new(1, open_for);
+        #[allow(clippy::disallowed_methods, reason = "an anchor for offsets in a test")]
+        let t = Instant::now();
+        b.failure("p c POST /x", "500 boom", t);
+        let later = t + open_for + Duration::from_secs(1);
+        assert!(b.check("p c POST /x", later).is_ok(), "the probe");
+        assert!(b.check("p c POST /x", later).is_err(), "held by the probe");
+        // Answered 429, or refused before its send: no word on the path.
+        b.release("p c POST /x");
+        assert!(b.check("p c POST /x", later).is_ok(), "the next call probes");
+        assert_eq!(b.states(later)[0].state, "probing");
+        // Releasing a path that is closed, or not known, changes nothing.
+        b.release("p c GET /y");
+        b.success("p c POST /x");
+        b.release("p c POST /x");
+        assert!(b.check("p c POST /x", later).is_ok());
     }
 
     #[test]
