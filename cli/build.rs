@@ -35,9 +35,16 @@ fn main() {
         sdk.join("Cargo.toml").display()
     );
     println!("cargo:rerun-if-changed={}", sdk.join("README.md").display());
-    let mut code = String::from(
-        "/// The SDK's package: each file's path in it, and its bytes.\n\
-         pub const SDK_FILES: &[(&str, &[u8])] = &[\n",
+    let manifest = std::fs::read_to_string(sdk.join("Cargo.toml")).expect("the SDK's manifest");
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \"")?.strip_suffix('"'))
+        .expect("the SDK's manifest names its version");
+    let mut code = format!(
+        "/// The SDK's version, from its manifest.\n\
+         pub const SDK_VERSION: &str = {version:?};\n\
+         /// The SDK's package: each file's path in it, and its bytes.\n\
+         pub const SDK_FILES: &[(&str, &[u8])] = &[\n"
     );
     for file in package {
         let rel = file.strip_prefix(&sdk).expect("a file of the SDK");

@@ -241,11 +241,7 @@ fn check(file: &std::path::Path, runtime: &PluginRuntime) -> anyhow::Result<u8> 
 /// Loads the provider's plugin as the host would and runs its vectors: a plugin that does
 /// not load, or fails a case, keeps the host from starting.
 fn print_plugin_check(out: &mut String, runtime: &PluginRuntime, setup: &ProviderSetup) {
-    let loaded = match &setup.plugin {
-        PluginSource::Bundled(name) => runtime.load_bundled_with(name, &setup.plugin_limits),
-        PluginSource::File(path) => runtime.load_file_with(path, &setup.plugin_limits),
-    };
-    let plugin = match loaded {
+    let plugin = match sluice::reload::load(runtime, &setup.plugin, &setup.plugin_limits) {
         Ok(p) => p,
         Err(e) => {
             outln!(

@@ -74,6 +74,19 @@ fn print_once(text: &str) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The Prometheus exporter of `sluice serve` and `sluice demo --metrics-addr`: its
+/// `_seconds` series are histograms with sluice's buckets (it renders summaries without
+/// them), so that they add up across hosts.
+fn prometheus() -> anyhow::Result<metrics_exporter_prometheus::PrometheusBuilder> {
+    use anyhow::Context as _;
+    metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            metrics_exporter_prometheus::Matcher::Suffix("_seconds".into()),
+            sluice::observe::SECONDS_BUCKETS,
+        )
+        .context("the histograms' buckets")
+}
+
 /// `n` and `noun`, in the plural unless `n` is 1: "1 record", "2 records".
 fn count(n: impl Into<u64>, noun: &str) -> String {
     match n.into() {

@@ -89,9 +89,9 @@ pub fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(&args.name));
     check_dir(&dir)?;
-    let sdk_path = match args.sdk.as_deref() {
+    let (sdk_path, sdk_version) = match args.sdk.as_deref() {
         Some(sdk) => sdk_path(sdk)?,
-        None => VENDORED_SDK.to_owned(),
+        None => (VENDORED_SDK.to_owned(), SDK_VERSION.to_owned()),
     };
     let lib = args.name.replace('-', "_");
     let type_name = type_name(&args.name);
@@ -99,7 +99,7 @@ pub fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
         name: &args.name,
         type_name: &type_name,
         lib: &lib,
-        sdk_version: &sdk_version(),
+        sdk_version: &sdk_version,
         sdk_path: &sdk_path,
     };
     if args.sdk.is_none() {
@@ -188,27 +188,12 @@ fn check_dir(dir: &Path) -> anyhow::Result<()> {
     }
 }
 
-// The SDK's package, as `build.rs` found it beside this command (`SDK_FILES`).
+// The SDK's package and version, as `build.rs` found them beside this command
+// (`SDK_FILES`, `SDK_VERSION`).
 include!(concat!(env!("OUT_DIR"), "/sdk_files.rs"));
 
 /// Where the new crate's patch finds the SDK it carries, as a TOML string.
 const VENDORED_SDK: &str = "\"vendor/sluice-plugin-sdk\"";
-
-/// The version of the SDK this binary carries, from its manifest.
-fn sdk_version() -> String {
-    SDK_FILES
-        .iter()
-        .find(|(path, _)| *path == "Cargo.toml")
-        .and_then(|(_, bytes)| {
-            std::str::from_utf8(bytes)
-                .ok()?
-                .lines()
-                .find_map(|l| l.strip_prefix("version = \""))
-                .and_then(|v| v.strip_suffix('"'))
-                .map(str::to_owned)
-        })
-        .expect("the SDK's manifest names its version")
-}
 
 /// Writes `bytes` to `path`, making its directory.
 fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
@@ -219,17 +204,21 @@ fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("write {}", path.display()))
 }
 
-/// `--sdk PATH` as a TOML string: the absolute path of a sluice-plugin-sdk crate.
-fn sdk_path(sdk: &Path) -> anyhow::Result<String> {
-    let manifest = sdk.join("Cargo.toml");
-    let is_sdk = std::fs::read_to_string(&manifest)
-        .is_ok_and(|text| text.contains("name = \"sluice-plugin-sdk\""));
-    if !is_sdk {
+/// `--sdk PATH`: the absolute path of a sluice-plugin-sdk crate as a TOML string, and its
+/// version (the dependency must name it, or the patch to that crate goes unused).
+fn sdk_path(sdk: &Path) -> anyhow::Result<(String, String)> {
+    let manifest = std::fs::read_to_string(sdk.join("Cargo.toml")).unwrap_or_default();
+    if !manifest.contains("name = \"sluice-plugin-sdk\"") {
         bail!(
             "{} is not the sluice-plugin-sdk crate (no such Cargo.toml)",
             sdk.display()
         );
     }
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \"")?.strip_suffix('"'))
+        .with_context(|| format!("{}/Cargo.toml names no version", sdk.display()))?
+        .to_owned();
     let sdk = std::fs::canonicalize(sdk)
         .with_context(|| format!("resolve the SDK's path {}", sdk.display()))?;
     let path = sdk
@@ -237,7 +226,10 @@ fn sdk_path(sdk: &Path) -> anyhow::Result<String> {
         .with_context(|| format!("the SDK's path {} is not UTF-8", sdk.display()))?;
     // A JSON string is a valid TOML basic string: the same escapes for quotes, backslashes
     // and control characters.
-    serde_json::to_string(path).context("quote the SDK's path")
+    Ok((
+        serde_json::to_string(path).context("quote the SDK's path")?,
+        version,
+    ))
 }
 
 #[cfg(test)]
@@ -297,10 +289,11 @@ mod tests {
             assert!(SDK_FILES.iter().any(|(f, _)| *f == wanted), "{wanted}");
         }
         assert!(!SDK_FILES.iter().any(|(f, _)| f.starts_with("tests/")));
-        assert!(sdk_version().starts_with("0."), "{}", sdk_version());
-        let path = sdk_path(&checkout).unwrap();
+        assert!(SDK_VERSION.starts_with("0."), "{SDK_VERSION}");
+        let (path, version) = sdk_path(&checkout).unwrap();
         let canonical = std::fs::canonicalize(&checkout).unwrap();
         assert_eq!(path, format!("{:?}", canonical.to_str().unwrap()));
+        assert_eq!(version, SDK_VERSION);
         let err = sdk_path(Path::new(env!("CARGO_MANIFEST_DIR")))
             .unwrap_err()
             .to_string();

@@ -26,8 +26,9 @@ pub struct RunTestArgs {
     args: Vec<OsString>,
 }
 
-/// libtest's flags that already show a test's output.
-const CAPTURE_OFF: &[&str] = &["--nocapture", "--no-capture", "--show-output"];
+/// libtest's flags that turn its capture of a test's output off (`--show-output` does not:
+/// it prints what was captured once a test ends, which an abort never lets happen).
+const CAPTURE_OFF: &[&str] = &["--nocapture", "--no-capture"];
 
 pub fn run(args: &RunTestArgs) -> anyhow::Result<ExitCode> {
     let guest_args = args

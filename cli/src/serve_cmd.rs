@@ -69,12 +69,7 @@ const FAKE_KEY: &str = "fake-provider-key";
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = SluiceConfig::from_file(&args.config)?;
     // Installed before the runtime starts; `/metrics` on the admin API renders it.
-    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
-        .set_buckets_for_metric(
-            metrics_exporter_prometheus::Matcher::Suffix("_seconds".into()),
-            sluice::observe::SECONDS_BUCKETS,
-        )
-        .context("the histograms' buckets")?
+    let metrics = crate::prometheus()?
         .install_recorder()
         .context("installing the metrics recorder")?;
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -5,7 +5,7 @@
 use crate::{Style, vision};
 
 /// What an attempt asks for.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Asked {
     /// Its prompt: the characters of its messages' text (a `content` string, or the `text`
     /// of its parts), four to a token, rounded up, and each image part as the provider
@@ -25,6 +25,9 @@ pub(crate) struct Asked {
     /// a real answer is usually shorter than its maximum; a generation (a body with
     /// `messages`) that names no maximum writes the same share of [`UNBOUNDED_ANSWER`].
     pub output: u64,
+    /// On a model's route, the model it asks for (`fake-model` when it names none), which
+    /// the answer echoes; `None` elsewhere.
+    pub model: Option<String>,
 }
 
 /// The length a generation that names no maximum output answers at most.
@@ -41,16 +44,20 @@ const OPENAI_MODEL_ROUTES: [&str; 4] = [
 /// The fields that bound a generation's output, as the providers name them.
 const MAX_OUTPUT_FIELDS: [&str; 3] = ["max_tokens", "max_completion_tokens", "max_output_tokens"];
 
-/// Reads what `body`, sent to `path`, asks of a provider of `style`.
 /// Whether `path` is a model's route in `style`: the routes that count tokens.
 pub(crate) fn model_route(path: &str, style: Style) -> bool {
     style != Style::OpenAi || OPENAI_MODEL_ROUTES.iter().any(|r| path.ends_with(r))
 }
 
-pub(crate) fn asked(path: &str, body: &[u8], style: Style) -> Asked {
-    let parsed = serde_json::from_slice::<serde_json::Value>(body).ok();
+/// Reads what `body`, sent to `path`, asks of a provider of `style` (`parsed`: the body as
+/// JSON, when it is).
+pub(crate) fn asked(
+    path: &str,
+    body: &[u8],
+    parsed: Option<&serde_json::Value>,
+    style: Style,
+) -> Asked {
     let content: Option<(u64, u64)> = parsed
-        .as_ref()
         .and_then(|v| v.get("messages"))
         .and_then(serde_json::Value::as_array)
         .map(|messages| {
@@ -68,7 +75,7 @@ pub(crate) fn asked(path: &str, body: &[u8], style: Style) -> Asked {
     } else {
         0
     };
-    let field = |k: &str| parsed.as_ref().and_then(|v| v.get(k));
+    let field = |k: &str| parsed.and_then(|v| v.get(k));
     let max_output = MAX_OUTPUT_FIELDS
         .iter()
         .find_map(|k| field(k).and_then(serde_json::Value::as_u64))
@@ -89,12 +96,14 @@ pub(crate) fn asked(path: &str, body: &[u8], style: Style) -> Asked {
         0 => 0,
         max => (max * share / 100).max(1),
     };
+    let model = counts_tokens.then(|| s(field("model")).unwrap_or("fake-model").to_owned());
     Asked {
         input,
         max_output,
         stream,
         include_usage,
         output,
+        model,
     }
 }
 

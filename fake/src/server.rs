@@ -244,10 +244,10 @@ async fn attempt(
         None => {}
     }
 
-    let asked = asked(&path, &body, style);
+    let parsed = serde_json::from_slice::<serde_json::Value>(&body).ok();
+    let asked = asked(&path, &body, parsed.as_ref(), style);
     let (rpm, tpm) = (shared.config.rpm, shared.config.tpm);
     let t = now();
-    let parsed = serde_json::from_slice::<serde_json::Value>(&body).ok();
     let model = parsed
         .as_ref()
         .and_then(|v| v.get("model")?.as_str().map(str::to_owned));
@@ -353,12 +353,11 @@ async fn attempt(
         return Ok(streamed(&shared, index, asked, cut_after, headers));
     }
     produced(&shared, index, t, &asked, asked.output);
-    let model = crate::asked::model_route(&path, style).then(|| model_of(&body));
     if !write {
         return answer(
             200,
             headers,
-            style.success_body("read", asked.input, asked.output, model.as_deref()),
+            style.success_body("read", asked.input, asked.output, asked.model.as_deref()),
         );
     }
     let (i, replayed) = shared.keep(key.as_deref(), &path, body);
@@ -369,16 +368,8 @@ async fn attempt(
     answer(
         200,
         headers,
-        style.success_body(&id, asked.input, asked.output, model.as_deref()),
+        style.success_body(&id, asked.input, asked.output, asked.model.as_deref()),
     )
-}
-
-/// The model a request's JSON body asks for (`fake-model` when it names none).
-fn model_of(body: &[u8]) -> String {
-    serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("model")?.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "fake-model".to_owned())
 }
 
 /// The quota figures at `t`, as every answer reports them.

@@ -1,7 +1,10 @@
 //! Wrong tokens, counted per source address over every listener — agent tokens, the admin
-//! token, console sign-ins — so that guessing is slow: past `per_minute` failures in a
-//! minute, the address's attempts are refused (429) until the minute is over, before any
-//! token is looked at. Each failure is counted in `sluice_serve_failed_tokens_total`
+//! token, console sign-ins. Past `per_minute` failures in a minute, the address's admin and
+//! console attempts are refused (429) until the minute is over, before any token is looked
+//! at, so guessing those is slow; its wrong agent tokens are answered 429, but a right one
+//! is still served — agents share addresses, and one misconfigured agent must not lock the
+//! others out (agent tokens are long random secrets: for them the count is for noise and
+//! alarms). Each failure is counted in `sluice_serve_failed_tokens_total`
 //! (`listener`); the first of each address in a minute, and its lock-out, are logged. At most
 //! [`MAX_SOURCES`] addresses are remembered; the oldest minute is forgotten first.
 

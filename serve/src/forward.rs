@@ -323,7 +323,7 @@ fn unnamed_action(headers: &HeaderMap) -> Result<String, SluiceError> {
         )
     })?;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("once:{hex}"))
+    Ok(format!("{}{hex}", task_names::FRESH_ACTION))
 }
 
 /// Writes `write` through the journal, in a task of its own: an agent that hangs up does

@@ -21,6 +21,10 @@ pub struct Named {
     pub own: bool,
 }
 
+/// The prefix of the fresh action name a write that names none is given: random, so never
+/// journaled before.
+pub const FRESH_ACTION: &str = "once:";
+
 /// `name` as a task of `tenant`.
 pub fn scoped(tenant: &str, name: &str) -> String {
     let tenant = tenant.replace('%', "%25").replace('/', "%2F");
@@ -48,7 +52,8 @@ pub fn task_of(
         },
         (None, None) => return None,
     };
-    let Some(action) = action else {
+    let Some(action) = action.filter(|a| !a.starts_with(FRESH_ACTION)) else {
+        // A read, or a write of a fresh action: no earlier name to look up.
         return Some(named);
     };
     let legacy = hint.map_or_else(|| format!("agent:{agent}"), str::to_owned);

@@ -9,7 +9,6 @@
 use std::net::{SocketAddr, TcpListener};
 
 use anyhow::Context as _;
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
 /// Serves the metrics of this process at `http://{addr}/metrics`, and returns the address
 /// it listens on (`addr` with port 0 gets a free port).
@@ -28,12 +27,7 @@ pub fn serve(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
         addr
     };
     // Outside any runtime: `install` starts the listener on a thread of its own.
-    PrometheusBuilder::new()
-        .set_buckets_for_metric(
-            Matcher::Suffix("_seconds".into()),
-            sluice::observe::SECONDS_BUCKETS,
-        )
-        .context("the histograms' buckets")?
+    crate::prometheus()?
         .with_http_listener(addr)
         .install()
         .with_context(|| format!("serve metrics on {addr}"))?;

@@ -283,10 +283,7 @@ impl PluginSet {
     /// Loads the plugin of `p` and runs every check; `serving` is the name of the version it
     /// would replace. The plugin, and the vector cases it passed.
     fn admit(&self, p: &Origin, serving: Option<&str>) -> Result<(Plugin, usize), Refusal> {
-        let plugin = match &p.source {
-            PluginSource::Bundled(name) => self.runtime.load_bundled_with(name, &p.limits),
-            PluginSource::File(path) => self.runtime.load_file_with(path, &p.limits),
-        }?;
+        let plugin = load(&self.runtime, &p.source, &p.limits)?;
         if let Some(expected) = serving
             && plugin.name() != expected
         {
@@ -323,6 +320,22 @@ impl PluginSet {
 }
 
 /// Reports a reload that took effect: a quarantine of the old version no longer holds.
+/// Loads the plugin `source` names under `limits`, as a host does at its start and at each
+/// reload (`sluice config check` loads each provider's the same way).
+///
+/// # Errors
+/// [`LoadError`]: no such bundled plugin, an unreadable file, not a plugin component.
+pub fn load(
+    runtime: &PluginRuntime,
+    source: &PluginSource,
+    limits: &PluginLimits,
+) -> Result<Plugin, LoadError> {
+    match source {
+        PluginSource::Bundled(name) => runtime.load_bundled_with(name, limits),
+        PluginSource::File(path) => runtime.load_file_with(path, limits),
+    }
+}
+
 fn took(r: &Reloaded, old: &GuardedPolicy) {
     use crate::observe::{PLUGIN_QUARANTINED, PLUGIN_RELOADS};
     if old.health().quarantined_until.is_some() {
