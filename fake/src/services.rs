@@ -3,6 +3,7 @@
 //! `cli/tests/` that use this crate. On a machine without one, `cargo test --workspace`
 //! skips those tests, each saying so on its standard error; with `SLUICE_REQUIRE_SERVICES`
 //! set (`.ci/run` sets it, after installing them), a missing service fails them instead.
+use std::io::Write as _;
 
 /// Whether a test that needs `what` must stop here because it is missing (`found` false):
 /// it says so and returns `true`, or, where the services are required, panics with `install`
@@ -19,10 +20,20 @@ pub fn missing(what: &str, found: bool, install: &str) -> bool {
             "{what} is needed here and SLUICE_REQUIRE_SERVICES is set, but it is missing: {install}"
         );
     }
-    eprintln!(
-        "skipped: {what} is missing ({install}); set SLUICE_REQUIRE_SERVICES=1 to make this a \
-         failure"
-    );
+    // Once per test binary and service, straight to the process's stderr: libtest captures
+    // what `eprintln!` prints in a test that passes, and a skip must be seen.
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !said.iter().any(|w| w == what) {
+        said.push(what.to_owned());
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: {what} is missing ({install}); set SLUICE_REQUIRE_SERVICES=1 to make this \
+             a failure"
+        );
+    }
     true
 }
 
