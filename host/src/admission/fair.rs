@@ -27,7 +27,8 @@
 //!   Reordering a flow does not touch its tags: a tenant only chooses which of its own
 //!   requests spends its share.
 //! - **Across the flows of a band**, the request with the band's nearest deadline goes
-//!   ahead of the flow whose turn it is when waiting for that turn would make it late: its
+//!   ahead of the request whose turn it is (of its own flow's more urgent classes too) when
+//!   waiting for that turn would make it late: its
 //!   slack (deadline − now) is below its estimated wait behind the request whose turn it is,
 //!   and it can still make its deadline if it goes first. It goes as late as that, not
 //!   sooner, so the fair order is left alone whenever it meets the deadline anyway.
@@ -208,12 +209,16 @@ impl Flow {
         self.classes.iter_mut().find_map(|sub| sub.head(&alive))
     }
 
-    /// Removes the request [`Flow::head`] returned: the front of the first class that holds
-    /// any id (the classes before it were emptied by `head`).
-    pub fn pop_head(&mut self) {
-        let Some(sub) = self.classes.iter_mut().find(|s| s.len() > 0) else {
-            return;
-        };
+    /// The request to serve next within `class`, dropping ids before it that are no longer
+    /// `alive`.
+    pub fn head_of(&mut self, class: Class, alive: impl Fn(RequestId) -> bool) -> Option<RequestId> {
+        self.classes[class.index()].head(&alive)
+    }
+
+    /// Removes the head of `class`, which [`Flow::head`] or [`Flow::head_of`] returned:
+    /// the nearest deadline when the class holds one, else the oldest.
+    pub fn pop(&mut self, class: Class) {
+        let sub = &mut self.classes[class.index()];
         match sub.urgent.as_deref_mut().filter(|u| !u.is_empty()) {
             Some(urgent) => {
                 urgent.pop();

@@ -9,10 +9,11 @@ use crate::sim::{Arrival, MINUTE, MS, SEC, Sim, call, jain};
 /// 60 requests a minute, paced at 90%: a burst of 7, then one every 60 s / 54.
 const SLOW: &str = "[providers.p.limits]\nrequests_per_minute = 60\n";
 const INTERVAL: Nanos = (60 * SEC).div_ceil(54);
+const STANDARD: Class = Class::Standard;
 
 /// Submits `arrivals` at 0, after the burst is spent, in order; returns when each was
 /// admitted.
-fn admissions(tenants: &[&str], arrivals: &[(usize, Option<Nanos>)]) -> Vec<Nanos> {
+fn admissions(tenants: &[&str], arrivals: &[(usize, Class, Option<Nanos>)]) -> Vec<Nanos> {
     let mut sim = Sim::new(SLOW);
     let route = sim.route("p", "acct", &[]);
     let burst = sim.tenant("burst");
@@ -24,10 +25,10 @@ fn admissions(tenants: &[&str], arrivals: &[(usize, Option<Nanos>)]) -> Vec<Nano
     let tenants: Vec<_> = tenants.iter().map(|t| sim.tenant(t)).collect();
     let ids: Vec<_> = arrivals
         .iter()
-        .map(|&(tenant, deadline)| {
+        .map(|&(tenant, class, deadline)| {
             let a = Arrival {
                 deadline,
-                ..call(0, route, tenants[tenant], Class::Standard)
+                ..call(0, route, tenants[tenant], class)
             };
             sim.submit(a).expect("queued")
         })
@@ -42,7 +43,11 @@ fn within_a_tenant_the_later_request_with_the_nearer_deadline_goes_first() {
     // Submitted in this order: no deadline, 30 s, 5 s.
     let at = admissions(
         &["t"],
-        &[(0, None), (0, Some(30 * SEC)), (0, Some(5 * SEC))],
+        &[
+            (0, STANDARD, None),
+            (0, STANDARD, Some(30 * SEC)),
+            (0, STANDARD, Some(5 * SEC)),
+        ],
     );
     assert_eq!(at, [3 * INTERVAL, 2 * INTERVAL, INTERVAL]);
 }
@@ -51,11 +56,32 @@ fn within_a_tenant_the_later_request_with_the_nearer_deadline_goes_first() {
 fn across_tenants_a_request_that_would_miss_its_deadline_goes_ahead_of_the_turn() {
     // Tenant a's request is first in the fair order; b's, submitted later, cannot wait for
     // it: behind it, b's would go at 2.22 s, after its 2 s deadline.
-    let at = admissions(&["a", "b"], &[(0, None), (1, Some(2 * SEC))]);
+    let at = admissions(
+        &["a", "b"],
+        &[(0, STANDARD, None), (1, STANDARD, Some(2 * SEC))],
+    );
     assert_eq!(at, [2 * INTERVAL, INTERVAL]);
     // With a deadline it meets in the fair order, the fair order stands.
-    let at = admissions(&["a", "b"], &[(0, None), (1, Some(3 * SEC))]);
+    let at = admissions(
+        &["a", "b"],
+        &[(0, STANDARD, None), (1, STANDARD, Some(3 * SEC))],
+    );
     assert_eq!(at, [INTERVAL, 2 * INTERVAL]);
+}
+
+#[test]
+fn a_request_goes_ahead_for_its_deadline_past_its_own_tenant_s_more_urgent_class() {
+    // b's interactive request heads its flow; its standard one, with a 2 s deadline, cannot
+    // wait behind a's turn and its own interactive one (it would go at 3.33 s).
+    let at = admissions(
+        &["a", "b"],
+        &[
+            (0, STANDARD, None),
+            (1, Class::Interactive, None),
+            (1, STANDARD, Some(2 * SEC)),
+        ],
+    );
+    assert_eq!(at, [2 * INTERVAL, 3 * INTERVAL, INTERVAL]);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 
 use super::{Grant, Scheduler, Timer};
 use crate::admission::bucket::Nanos;
-use crate::admission::fair::{BANDS, FlowId, LaneState, RequestId};
+use crate::admission::fair::{BANDS, Class, FlowId, LaneState, RequestId};
 use crate::admission::outcome::QueueEvent;
 use crate::admission::scope::Block;
 use crate::admission::usage::Usage;
@@ -26,6 +26,8 @@ pub(super) enum Turn {
 struct Pick {
     flow: FlowId,
     id: RequestId,
+    /// The class it is queued in: it leaves the flow from the head of that class.
+    class: Class,
     usage: Usage,
     /// The start tag of the flow's entry when it is served in its turn; `None` when it goes
     /// ahead of the turn for its deadline.
@@ -52,7 +54,7 @@ impl Scheduler {
                     }
                     continue;
                 };
-                let usage = self.requests[id].usage;
+                let (usage, class) = (self.requests[id].usage, self.requests[id].class);
                 let tenant = self.flows[flow].tenant;
                 if let Some(block) = self.tenant_block(now, tenant, &usage) {
                     self.lanes[lane as usize].bands[band].pop();
@@ -71,6 +73,7 @@ impl Scheduler {
                 let pick = ahead.unwrap_or(Pick {
                     flow,
                     id,
+                    class,
                     usage,
                     turn: Some(tag),
                 });
@@ -144,11 +147,15 @@ impl Scheduler {
         if alone > deadline || behind <= deadline {
             return None;
         }
-        let (flow, usage) = (p.flow, p.usage);
-        // Its flow serves its nearest deadline first, so it is the flow's head.
-        (self.head(flow) == Some(id)).then_some(Pick {
+        let (flow, class, usage) = (p.flow, p.class, p.usage);
+        // Its class serves its nearest deadline first, so it is the head of its class,
+        // whatever the flow's more urgent classes hold.
+        let requests = &self.requests;
+        let head = self.flows[flow].head_of(class, |id| requests.contains_key(id));
+        (head == Some(id)).then_some(Pick {
             flow,
             id,
+            class,
             usage,
             turn: None,
         })
@@ -189,7 +196,7 @@ impl Scheduler {
             q.pop();
             q.vtime = tag;
         }
-        self.flows[pick.flow].pop_head();
+        self.flows[pick.flow].pop(pick.class);
         let Some(p) = self.requests.remove(pick.id) else {
             return;
         };
