@@ -61,30 +61,43 @@ pub(super) enum Run {
 }
 
 impl Executor {
-    /// The request plugins see, and where it belongs: the call's own settings first, then
-    /// its plugin's plan (tenant, deadline, class), and every scope the plan names.
-    pub(super) fn prepare(&self, call: &Call, policy: &GuardedPolicy) -> Option<Prepared> {
+    /// The request plugins see, with the provider's per-model settings applied (its
+    /// default output limit); the body's model, looked up once for the settings and the
+    /// breaker's path; and how long its answer may take to begin.
+    fn request(&self, call: &Call) -> Option<(Request, Option<String>, Option<Duration>)> {
         let headers = call.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
         let headers = encode_fields(headers).ok()?;
-        let now_ms = self.clock.wall_ms();
         let mut req = Request::new(
             call.method.clone(),
             call.url.clone(),
             call.class,
             headers,
             call.body.clone(),
-            now_ms,
+            self.clock.wall_ms(),
         );
-        // Only a provider with per-model settings has the body's model looked up for them.
+        let model = req.digest.string("model");
         let generation = self
             .generations
             .get(&call.provider)
-            .map(|g| g.of(req.digest.string("model").as_deref()))
+            .map(|g| g.of(model.as_deref()))
             .unwrap_or_default();
         if generation.default_max_output.is_some() {
             req.digest
                 .set_default_max_output(generation.default_max_output);
         }
+        Some((req, model, generation.timeout))
+    }
+
+    /// Where `req` belongs: the call's own settings first, then its plugin's plan (tenant,
+    /// deadline, class), and every scope the plan names.
+    pub(super) fn prepare(
+        &self,
+        call: &Call,
+        req: Request,
+        generation_timeout: Option<Duration>,
+        policy: &GuardedPolicy,
+    ) -> Prepared {
+        let now_ms = req.now_ms;
         let plan = policy.plan_request(&req).value;
         let deadline = call.deadline.or_else(|| {
             let ms = plan.deadline_ms?.saturating_sub(now_ms);
@@ -96,7 +109,7 @@ impl Executor {
                 scopes.push(s);
             }
         }
-        Some(Prepared {
+        Prepared {
             estimate: Usage::from_estimate(&plan.cost),
             class: call.priority.unwrap_or_else(|| plan.class.into()),
             tenant: call
@@ -110,9 +123,9 @@ impl Executor {
             backoff: self.retry.backoff(),
             actual: None,
             cache: crate::budget::CacheUse::default(),
-            generation_timeout: generation.timeout,
+            generation_timeout,
             req,
-        })
+        }
     }
 
     /// The attempt loop: queue, send, read, decide — until done, stopped, or streaming.
@@ -155,21 +168,30 @@ impl Executor {
                 NextAction::FixRequest,
             ));
         }
-        let Some(mut p) = self.prepare(call, &policy) else {
+        let Some((req, model, generation_timeout)) = self.request(call) else {
             return Run::Done(t.end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
         };
-        span.record("tenant", p.tenant.as_str());
         // The breakers are one credential's and one model's: another credential's revoked
         // key never stops this one's calls, and another tenant's malformed requests never
-        // stop this tenant's (`breaking`).
-        let paths = BreakerPaths::of(
+        // stop this tenant's (`breaking`). The credential's path is checked before the
+        // plugin plans the call, the tenant's once the plan has named the tenant.
+        let paths = BreakerPaths::before_plan(
             &call.provider,
             &call.credential,
             &route_template(&call.method, &call.url),
-            p.req.digest.string("model").as_deref(),
-            &p.tenant,
+            model.as_deref(),
         );
-        if let Err(open) = self.breakers_allow(&paths, started) {
+        if let Err(open) = self.breaker_allows_path(&paths, started) {
+            let after = open.retry_in;
+            return Run::Done(t.end(
+                Reason::BreakerOpen(open),
+                NextAction::RetryLater(Some(after)),
+            ));
+        }
+        let mut p = self.prepare(call, req, generation_timeout, &policy);
+        span.record("tenant", p.tenant.as_str());
+        let paths = paths.of_tenant(&p.tenant);
+        if let Err(open) = self.breaker_allows_tenant(&paths, started) {
             let after = open.retry_in;
             return Run::Done(t.end(
                 Reason::BreakerOpen(open),

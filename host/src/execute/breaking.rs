@@ -2,7 +2,7 @@
 //!
 //! A call passes two breakers: its credential's path, `provider credential METHOD /route
 //! [model]`, shared by every tenant that calls with the credential; and its tenant's own
-//! path, the same words and the tenant. A failure the request itself explains trips only
+//! path, `provider credential METHOD /route tenant=NAME`. A failure the request itself explains trips only
 //! its tenant's breaker: an answer 400, 404, 409, 413, 422 — any 4xx but 401, 403, 407, 408
 //! and 429 — or a plugin's reading of a client error or a conflict, whatever the status. So
 //! an agent looping on a context that is too long, a misspelt model or an oversized body
@@ -10,7 +10,9 @@
 //! transport failure, a revoked key (401, 403) — trips the credential's breaker, since every
 //! tenant would meet it. A 429 or a spent quota trips none: it holds the scope it is about.
 //!
-//! The model is part of the path: one model failing leaves the key's other models alone.
+//! The model is part of the credential's path: one model failing leaves the key's other
+//! models alone. It is not part of the tenant's: the model is the caller's to choose, and a
+//! tenant looping on failures must not dodge its own breaker by naming a new model each time.
 
 use std::time::Instant;
 
@@ -32,7 +34,9 @@ pub(super) struct BreakerPaths {
 
 impl BreakerPaths {
     /// The paths of a call to `route` (`METHOD /template`) of `provider` with
-    /// `credential`, for `model` if the body names one, by `tenant`.
+    /// `credential`, for `model` if the body names one (the credential's path only), by
+    /// `tenant`.
+    #[cfg(test)]
     pub(super) fn of(
         provider: &str,
         credential: &str,
@@ -40,7 +44,19 @@ impl BreakerPaths {
         model: Option<&str>,
         tenant: &str,
     ) -> Self {
-        let mut shared = format!("{provider} {credential} {route}");
+        Self::before_plan(provider, credential, route, model).of_tenant(tenant)
+    }
+
+    /// The credential's path, known before the plugin plans the call; the tenant's is
+    /// named by [`BreakerPaths::of_tenant`] once the plan says whose call it is.
+    pub(super) fn before_plan(
+        provider: &str,
+        credential: &str,
+        route: &str,
+        model: Option<&str>,
+    ) -> Self {
+        let tenant = format!("{provider} {credential} {route}");
+        let mut shared = tenant.clone();
         if let Some(model) = model.filter(|m| !m.is_empty()) {
             let printable = crate::printable::printable(model);
             shared.push(' ');
@@ -52,8 +68,15 @@ impl BreakerPaths {
                 None => shared.push_str(&printable),
             }
         }
-        let tenant = format!("{shared} tenant={}", crate::printable::printable(tenant));
         Self { shared, tenant }
+    }
+
+    /// The paths with the tenant's named: `provider credential METHOD /route tenant=NAME`.
+    pub(super) fn of_tenant(mut self, tenant: &str) -> Self {
+        self.tenant.push_str(" tenant=");
+        self.tenant
+            .push_str(&crate::printable::printable(tenant));
+        self
     }
 }
 
@@ -83,7 +106,29 @@ pub(super) fn blame(verdict: Verdict, status: Option<u16>) -> Blame {
 }
 
 impl Executor {
-    /// Whether a call on `paths` may go at `now`: its tenant's breaker, then its
+    /// Whether a call on the credential's path of `paths` may be planned at `now`: a path
+    /// that is open costs no plugin call.
+    pub(super) fn breaker_allows_path(
+        &self,
+        paths: &BreakerPaths,
+        now: Instant,
+    ) -> Result<(), Open> {
+        self.breakers.check(&paths.shared, now)
+    }
+
+    /// Whether the tenant's own path of `paths`, named after the plan, lets the call go at
+    /// `now`. A refusal gives back the probe of the credential's path the call took.
+    pub(super) fn breaker_allows_tenant(
+        &self,
+        paths: &BreakerPaths,
+        now: Instant,
+    ) -> Result<(), Open> {
+        self.tenant_breakers
+            .check(&paths.tenant, now)
+            .inspect_err(|_| self.breakers.release(&paths.shared))
+    }
+
+    /// Whether a call on `paths` may go at `now` (a retry): its tenant's breaker, then its
     /// credential's.
     pub(super) fn breakers_allow(&self, paths: &BreakerPaths, now: Instant) -> Result<(), Open> {
         self.tenant_breakers.check(&paths.tenant, now)?;
@@ -152,7 +197,9 @@ mod tests {
     fn paths_name_the_model_cut_short_and_the_tenant() {
         let p = BreakerPaths::of("openai", "team", "POST /v1/chat", Some("gpt-4o"), "acme");
         assert_eq!(p.shared, "openai team POST /v1/chat gpt-4o");
-        assert_eq!(p.tenant, "openai team POST /v1/chat gpt-4o tenant=acme");
+        assert_eq!(p.tenant, "openai team POST /v1/chat tenant=acme");
+        let other = BreakerPaths::of("openai", "team", "POST /v1/chat", Some("gpt-9"), "acme");
+        assert_eq!(other.tenant, p.tenant, "a new model name is the same tenant path");
         let long = "m".repeat(500);
         let p = BreakerPaths::of("openai", "team", "POST /v1/chat", Some(&long), "a\nb");
         assert!(p.shared.ends_with(&format!("{}…", "m".repeat(MAX_MODEL))));

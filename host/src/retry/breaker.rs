@@ -19,7 +19,8 @@
 //! a tenant's own, for the failures its requests cause (see `execute::breaking`), counted in
 //! [`crate::observe::TENANT_BREAKER_OPENED`]. Opening, half-opening and closing are each an
 //! event. At most [`MAX_PATHS`] paths are kept: past it, paths that are counting but not
-//! open are forgotten first.
+//! open are forgotten first, then the open path due to half-open first, so a new path's
+//! failures are always counted.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -222,10 +223,7 @@ impl Breakers {
     pub fn failure(&self, route: &str, code: &str, now: Instant) {
         let mut paths = self.paths();
         if paths.len() >= MAX_PATHS && !paths.contains_key(route) {
-            paths.retain(|_, p| p.open_until.is_some());
-            if paths.len() >= MAX_PATHS {
-                return;
-            }
+            self.make_room(&mut paths);
         }
         let p = paths.entry(route.to_owned()).or_insert_with(|| Path {
             code: code.to_owned(),
@@ -257,6 +255,26 @@ impl Breakers {
                 }
                 self.report_open(&paths, route);
             }
+        }
+    }
+
+    /// Frees a place in a full map for a new path: forgets the paths that are counting but
+    /// not open, and when every path is open, the one due to half-open first. A flood of
+    /// paths (a tenant inventing model names or routes) thus never stops a new path from
+    /// being counted: it only shortens the oldest open ones.
+    fn make_room(&self, paths: &mut HashMap<String, Path>) {
+        paths.retain(|_, p| p.open_until.is_some());
+        if paths.len() < MAX_PATHS {
+            return;
+        }
+        let oldest = paths
+            .iter()
+            .min_by_key(|(_, p)| p.open_until)
+            .map(|(route, _)| route.clone());
+        if let Some(route) = oldest
+            && paths.remove(&route).is_some_and(|p| p.counted)
+        {
+            self.report_open(paths, &route);
         }
     }
 
@@ -426,5 +444,25 @@ mod tests {
         assert!(b2.paths().len() <= MAX_PATHS);
         assert!(b2.check("open", t).is_err(), "the open path was kept");
         assert!(b.check("open", t).is_err());
+    }
+
+    #[test]
+    fn a_map_full_of_open_paths_still_opens_a_new_one() {
+        let b = Breakers::of(Kind::Tenant, 1, Duration::from_secs(30));
+        #[allow(clippy::disallowed_methods, reason = "an anchor for offsets in a test")]
+        let t = Instant::now();
+        for i in 0..MAX_PATHS {
+            let at = t + Duration::from_millis(u64::try_from(i).unwrap());
+            b.failure(&format!("flood {i}"), "400 bad", at);
+        }
+        let later = t + Duration::from_secs(1);
+        b.failure("steady", "500 down", later);
+        assert!(b.check("steady", later).is_err(), "the new path opened");
+        assert_eq!(b.paths().len(), MAX_PATHS);
+        assert!(
+            b.check("flood 0", later).is_ok(),
+            "the path due first made room"
+        );
+        assert!(b.check("flood 1", later).is_err());
     }
 }

@@ -14,7 +14,12 @@ use crate::{NOISY_TOKEN, STEADY_TOKEN, agent, fake, provider};
 const CHAT: &str = "/v1/chat/completions";
 const GOOD: &str =
     r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"max_tokens":16}"#;
-const EMPTY: &str = r#"{"model":"gpt-4o","messages":[],"max_tokens":16}"#;
+
+/// An empty chat naming model `n`: a looping agent that names a new model each time does
+/// not dodge its own breaker.
+fn empty(n: usize) -> String {
+    format!(r#"{{"model":"gpt-4o-{n}","messages":[],"max_tokens":16}}"#)
+}
 
 async fn openai() -> FakeProvider {
     let fake = fake(FakeConfig::new(Style::OpenAi)).await;
@@ -61,7 +66,7 @@ async fn a_tenant_looping_on_a_400_stops_itself_and_not_the_other_tenant() {
         noisy.spawn(async move {
             let (mut sent, mut refused_here) = (0, 0);
             while SystemClock.now() < until {
-                let (status, body) = chat(&url, NOISY_TOKEN, EMPTY).await;
+                let (status, body) = chat(&url, NOISY_TOKEN, &empty(sent)).await;
                 sent += 1;
                 if status == 503 {
                     assert!(body.contains("tenant=noisy"), "{body}");
@@ -102,7 +107,12 @@ async fn a_tenant_looping_on_a_400_stops_itself_and_not_the_other_tenant() {
     let states = side.sluice.executor().breakers();
     let open: Vec<_> = states.iter().filter(|b| b.state == "open").collect();
     assert_eq!(open.len(), 1, "{states:?}");
-    assert!(open[0].route.ends_with("gpt-4o tenant=noisy"), "{states:?}");
+    assert!(
+        open[0]
+            .route
+            .ends_with("POST /v1/chat/completions tenant=noisy"),
+        "{states:?}"
+    );
 }
 
 /// A broken path half-open lets one probe through, not every waiting call: the others are
