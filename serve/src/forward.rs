@@ -222,6 +222,7 @@ async fn forward(
         &tenant,
         hints.task.as_deref(),
         action.as_deref(),
+        &call.body,
     );
     if let Some(t) = &task {
         call = call.task(TaskId::named(&t.name));

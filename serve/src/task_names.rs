@@ -8,7 +8,10 @@
 //!
 //! Actions journaled under the names earlier versions gave (the bare name, or `agent:NAME`
 //! for writes that named none) keep them: a resubmission finds its action there, so an
-//! upgrade never turns a journaled write into a new one.
+//! upgrade never turns a journaled write into a new one. Those names say nothing of their
+//! tenant, so only a resubmission of the very write — same task name, same action, same
+//! body — is sent there; any other call under a name another tenant once used gets its own
+//! tenant's task, and learns nothing of the other's.
 
 use sluice::journal::Journal;
 
@@ -32,14 +35,16 @@ pub fn scoped(tenant: &str, name: &str) -> String {
 }
 
 /// The task of a call of `agent` for `tenant` that named `hint`; `action`: the call is a
-/// write of that action. `None`: a read that names no task. A write whose action the
-/// journal holds under the name an earlier version gave its task keeps that name.
+/// write of that action, with `body`. `None`: a read that names no task. A write the
+/// journal holds, with that body, under the name an earlier version gave its task keeps
+/// that name.
 pub fn task_of(
     journal: &Journal,
     agent: &str,
     tenant: &str,
     hint: Option<&str>,
     action: Option<&str>,
+    body: &[u8],
 ) -> Option<Named> {
     let named = match (hint, action) {
         (Some(h), _) => Named {
@@ -58,7 +63,8 @@ pub fn task_of(
     };
     let legacy = hint.map_or_else(|| format!("agent:{agent}"), str::to_owned);
     let known = |task: &str| journal.knows(task, action).unwrap_or(false);
-    if !known(&named.name) && known(&legacy) {
+    let resubmitted = |task: &str| journal.holds(task, action, body).unwrap_or(false);
+    if !known(&named.name) && resubmitted(&legacy) {
         tracing::info!(
             task = %sluice::printable::printable(&legacy),
             action = %sluice::printable::printable(action),
@@ -88,16 +94,16 @@ mod tests {
     fn a_write_without_a_task_is_a_task_of_its_own_and_an_earlier_name_is_kept() {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::open_or_create(&dir.path().join("j.sqlite")).unwrap();
-        assert_eq!(task_of(&journal, "bot", "acme", None, None), None);
+        assert_eq!(task_of(&journal, "bot", "acme", None, None, b""), None);
         assert_eq!(
-            task_of(&journal, "bot", "acme", None, Some("pay-1")),
+            task_of(&journal, "bot", "acme", None, Some("pay-1"), b"{}"),
             Some(Named {
                 name: "acme/bot:pay-1".into(),
                 own: true
             })
         );
         assert_eq!(
-            task_of(&journal, "bot", "acme", Some("inv"), Some("pay-1"))
+            task_of(&journal, "bot", "acme", Some("inv"), Some("pay-1"), b"{}")
                 .unwrap()
                 .name,
             "acme/inv"
@@ -110,17 +116,52 @@ mod tests {
                 method: "POST".into(),
                 route: "POST /x".into(),
                 class: "idempotent_write".into(),
-                body: Vec::new(),
+                body: b"{}".to_vec(),
                 request: "{}".into(),
                 goal: "g".into(),
             })
             .unwrap();
         assert_eq!(
-            task_of(&journal, "bot", "acme", None, Some("pay-1")),
+            task_of(&journal, "bot", "acme", None, Some("pay-1"), b"{}"),
             Some(Named {
                 name: "agent:bot".into(),
                 own: false
             })
         );
+    }
+
+    #[test]
+    fn an_earlier_bare_name_is_kept_only_by_a_resubmission_of_the_very_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open_or_create(&dir.path().join("j.sqlite")).unwrap();
+        journal
+            .record(&sluice::journal::Intent {
+                task: "invoices".into(),
+                action: "pay-9".into(),
+                provider: "p".into(),
+                method: "POST".into(),
+                route: "POST /x".into(),
+                class: "idempotent_write".into(),
+                body: br#"{"amount":5}"#.to_vec(),
+                request: "{}".into(),
+                goal: "g".into(),
+            })
+            .unwrap();
+        let task = |body: &[u8]| {
+            task_of(
+                &journal,
+                "bot",
+                "other",
+                Some("invoices"),
+                Some("pay-9"),
+                body,
+            )
+            .unwrap()
+            .name
+        };
+        // Another tenant guessing the name and the action, with its own body: its own task.
+        assert_eq!(task(br#"{"amount":6}"#), "other/invoices");
+        // The same write sent again after an upgrade: the task it was journaled under.
+        assert_eq!(task(br#"{"amount":5}"#), "invoices");
     }
 }

@@ -442,6 +442,23 @@ impl Journal {
             )
             .map_err(|e| self.sqlite(e))
     }
+
+    /// Whether it holds the action `action` of `task` recorded with `body`: a resubmission
+    /// of that very write, not merely a name someone else chose too.
+    ///
+    /// # Errors
+    /// A SQLite failure.
+    pub fn holds(&self, task: &str, action: &str, body: &[u8]) -> Result<bool, JournalError> {
+        let digest = Sha256::digest(body).to_vec();
+        self.conn()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM actions WHERE task = ?1 AND action = ?2 \
+                 AND body_sha256 = ?3)",
+                params![task, action, digest],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sqlite(e))
+    }
 }
 
 mod answers;
