@@ -222,7 +222,6 @@ async fn forward(
         &tenant,
         hints.task.as_deref(),
         action.as_deref(),
-        &call.body,
     );
     if let Some(t) = &task {
         call = call.task(TaskId::named(&t.name));

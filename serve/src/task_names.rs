@@ -9,11 +9,13 @@
 //! Actions journaled under the names earlier versions gave (the bare name, or `agent:NAME`
 //! for writes that named none) keep them: a resubmission finds its action there, so an
 //! upgrade never turns a journaled write into a new one. Those names say nothing of their
-//! tenant, so only a resubmission of the very write — same task name, same action, same
-//! body — is sent there; any other call under a name another tenant once used gets its own
-//! tenant's task, and learns nothing of the other's.
+//! tenant, but the journal kept each action's tenant with its request: only a call of that
+//! tenant is sent there (a changed body then refused as ever, never sent as a new action);
+//! a call of another tenant that picks the same names gets its own tenant's task, and learns
+//! nothing of the other's.
 
 use sluice::journal::Journal;
+use sluice::writes::StoredRequest;
 
 /// A task's name, and whether it is a write's own (forgotten when the write ends).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,16 +37,14 @@ pub fn scoped(tenant: &str, name: &str) -> String {
 }
 
 /// The task of a call of `agent` for `tenant` that named `hint`; `action`: the call is a
-/// write of that action, with `body`. `None`: a read that names no task. A write the
-/// journal holds, with that body, under the name an earlier version gave its task keeps
-/// that name.
+/// write of that action. `None`: a read that names no task. A write the journal holds for
+/// `tenant` under the name an earlier version gave its task keeps that name.
 pub fn task_of(
     journal: &Journal,
     agent: &str,
     tenant: &str,
     hint: Option<&str>,
     action: Option<&str>,
-    body: &[u8],
 ) -> Option<Named> {
     let named = match (hint, action) {
         (Some(h), _) => Named {
@@ -63,8 +63,13 @@ pub fn task_of(
     };
     let legacy = hint.map_or_else(|| format!("agent:{agent}"), str::to_owned);
     let known = |task: &str| journal.knows(task, action).unwrap_or(false);
-    let resubmitted = |task: &str| journal.holds(task, action, body).unwrap_or(false);
-    if !known(&named.name) && resubmitted(&legacy) {
+    let tenant_s = |task: &str| {
+        let found = journal.find(task, action).ok().flatten();
+        found.is_some_and(|a| {
+            serde_json::from_str::<StoredRequest>(&a.request).is_ok_and(|r| r.tenant == tenant)
+        })
+    };
+    if !known(&named.name) && tenant_s(&legacy) {
         tracing::info!(
             task = %sluice::printable::printable(&legacy),
             action = %sluice::printable::printable(action),
@@ -94,35 +99,25 @@ mod tests {
     fn a_write_without_a_task_is_a_task_of_its_own_and_an_earlier_name_is_kept() {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::open_or_create(&dir.path().join("j.sqlite")).unwrap();
-        assert_eq!(task_of(&journal, "bot", "acme", None, None, b""), None);
+        assert_eq!(task_of(&journal, "bot", "acme", None, None), None);
         assert_eq!(
-            task_of(&journal, "bot", "acme", None, Some("pay-1"), b"{}"),
+            task_of(&journal, "bot", "acme", None, Some("pay-1")),
             Some(Named {
                 name: "acme/bot:pay-1".into(),
                 own: true
             })
         );
         assert_eq!(
-            task_of(&journal, "bot", "acme", Some("inv"), Some("pay-1"), b"{}")
+            task_of(&journal, "bot", "acme", Some("inv"), Some("pay-1"))
                 .unwrap()
                 .name,
             "acme/inv"
         );
         journal
-            .record(&sluice::journal::Intent {
-                task: "agent:bot".into(),
-                action: "pay-1".into(),
-                provider: "p".into(),
-                method: "POST".into(),
-                route: "POST /x".into(),
-                class: "idempotent_write".into(),
-                body: b"{}".to_vec(),
-                request: "{}".into(),
-                goal: "g".into(),
-            })
+            .record(&intent("agent:bot", "pay-1", "acme"))
             .unwrap();
         assert_eq!(
-            task_of(&journal, "bot", "acme", None, Some("pay-1"), b"{}"),
+            task_of(&journal, "bot", "acme", None, Some("pay-1")),
             Some(Named {
                 name: "agent:bot".into(),
                 own: false
@@ -131,37 +126,44 @@ mod tests {
     }
 
     #[test]
-    fn an_earlier_bare_name_is_kept_only_by_a_resubmission_of_the_very_write() {
+    fn an_earlier_bare_name_is_kept_only_by_its_own_tenant() {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::open_or_create(&dir.path().join("j.sqlite")).unwrap();
         journal
-            .record(&sluice::journal::Intent {
-                task: "invoices".into(),
-                action: "pay-9".into(),
-                provider: "p".into(),
-                method: "POST".into(),
-                route: "POST /x".into(),
-                class: "idempotent_write".into(),
-                body: br#"{"amount":5}"#.to_vec(),
-                request: "{}".into(),
-                goal: "g".into(),
-            })
+            .record(&intent("invoices", "pay-9", "acme"))
             .unwrap();
-        let task = |body: &[u8]| {
-            task_of(
-                &journal,
-                "bot",
-                "other",
-                Some("invoices"),
-                Some("pay-9"),
-                body,
-            )
-            .unwrap()
-            .name
+        let task = |tenant: &str| {
+            task_of(&journal, "bot", tenant, Some("invoices"), Some("pay-9"))
+                .unwrap()
+                .name
         };
-        // Another tenant guessing the name and the action, with its own body: its own task.
-        assert_eq!(task(br#"{"amount":6}"#), "other/invoices");
-        // The same write sent again after an upgrade: the task it was journaled under.
-        assert_eq!(task(br#"{"amount":5}"#), "invoices");
+        // Another tenant guessing the name and the action: its own task.
+        assert_eq!(task("other"), "other/invoices");
+        // The tenant that journaled it, after an upgrade: the task it was journaled under,
+        // where a changed body is refused rather than sent as a new action.
+        assert_eq!(task("acme"), "invoices");
+    }
+
+    /// A write's intent as the sidecar journals it, for `tenant`.
+    fn intent(task: &str, action: &str, tenant: &str) -> sluice::journal::Intent {
+        let request = StoredRequest {
+            url: "http://p/x".into(),
+            credential: "k".into(),
+            scopes: Vec::new(),
+            tenant: tenant.into(),
+            headers: Vec::new(),
+            deadline_ms: None,
+        };
+        sluice::journal::Intent {
+            task: task.into(),
+            action: action.into(),
+            provider: "p".into(),
+            method: "POST".into(),
+            route: "POST /x".into(),
+            class: "idempotent_write".into(),
+            body: b"{}".to_vec(),
+            request: serde_json::to_string(&request).unwrap(),
+            goal: "g".into(),
+        }
     }
 }

@@ -173,30 +173,32 @@ impl Executor {
         };
         // The breakers are one credential's and one model's: another credential's revoked
         // key never stops this one's calls, and another tenant's malformed requests never
-        // stop this tenant's (`breaking`). The credential's path is checked before the
-        // plugin plans the call, the tenant's once the plan has named the tenant.
-        let paths = BreakerPaths::before_plan(
+        // stop this tenant's (`breaking`). Both are checked before the plugin plans the
+        // call when the call names its tenant (the sidecar's always do); else the
+        // credential's before and the tenant's once the plan has named the tenant.
+        let mut paths = BreakerPaths::before_plan(
             &call.provider,
             &call.credential,
             &route_template(&call.method, &call.url),
             model.as_deref(),
         );
-        if let Err(open) = self.breaker_allows_path(&paths, started) {
-            let after = open.retry_in;
-            return Run::Done(t.end(
-                Reason::BreakerOpen(open),
-                NextAction::RetryLater(Some(after)),
-            ));
+        let before_plan = match &call.tenant {
+            Some(tenant) => {
+                paths = paths.of_tenant(tenant);
+                self.breakers_allow(&paths, started)
+            }
+            None => self.breaker_allows_path(&paths, started),
+        };
+        if let Err(open) = before_plan {
+            return Run::Done(breaker_open(&mut t, open));
         }
         let mut p = self.prepare(call, req, generation_timeout, &policy);
         span.record("tenant", p.tenant.as_str());
-        let paths = paths.of_tenant(&p.tenant);
-        if let Err(open) = self.breaker_allows_tenant(&paths, started) {
-            let after = open.retry_in;
-            return Run::Done(t.end(
-                Reason::BreakerOpen(open),
-                NextAction::RetryLater(Some(after)),
-            ));
+        if call.tenant.is_none() {
+            paths = paths.of_tenant(&p.tenant);
+            if let Err(open) = self.breaker_allows_tenant(&paths, started) {
+                return Run::Done(breaker_open(&mut t, open));
+            }
         }
         // A spent budget refuses before the call takes a place in the queue.
         let reservation = match self.charge(&call.provider, &p) {
@@ -222,14 +224,17 @@ impl Executor {
         };
         loop {
             let attempt = trace::attempt_span(span, t.attempts + 1);
+            let sent_before = t.attempts;
             let step = self.attempt(&cx, &mut p, &mut t, observer);
             if let Some(run) = step.instrument(attempt).await {
                 return match run {
                     Run::Done(outcome) => {
                         if let Outcome::Ended(end) = &outcome
-                            && end.attempts == 0
+                            && end.attempts == sent_before
                         {
-                            // Refused in the queue (a bound, a deadline, a cancel): unsent.
+                            // Passed the breakers, then refused before its send (in the
+                            // queue: a bound, a deadline, a cancel; or unrecorded): a probe
+                            // it took goes back.
                             self.breakers_release(&paths);
                         }
                         charge::settle(reservation, &outcome, p.actual, p.cache);
@@ -424,4 +429,13 @@ async fn within<T>(left: Option<Duration>, work: impl Future<Output = T>) -> Res
             left.as_millis()
         ),
     })
+}
+
+/// The end of a call a breaker refused.
+fn breaker_open(t: &mut Tally, open: crate::retry::Open) -> Outcome {
+    let after = open.retry_in;
+    std::mem::take(t).end(
+        Reason::BreakerOpen(open),
+        NextAction::RetryLater(Some(after)),
+    )
 }

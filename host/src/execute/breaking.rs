@@ -159,9 +159,16 @@ impl Executor {
         code: &str,
         now: Instant,
     ) {
+        // The other path had no word: a probe of it the call held goes back.
         match blame {
-            Blame::Path => self.breakers.failure(&paths.shared, code, now),
-            Blame::Request => self.tenant_breakers.failure(&paths.tenant, code, now),
+            Blame::Path => {
+                self.breakers.failure(&paths.shared, code, now);
+                self.tenant_breakers.release(&paths.tenant);
+            }
+            Blame::Request => {
+                self.tenant_breakers.failure(&paths.tenant, code, now);
+                self.breakers.release(&paths.shared);
+            }
             Blame::Scope => self.breakers_release(paths),
         }
     }

@@ -239,13 +239,7 @@ impl Executor {
             (Next::Retry { delay }, wire) => {
                 t.keep_answer(wire);
                 self.breakers_failure(paths, blame, &failure, self.clock.now());
-                if let Err(open) = self.breakers_allow(paths, self.clock.now()) {
-                    let after = open.retry_in;
-                    return Some(std::mem::take(t).end(
-                        Reason::BreakerOpen(open),
-                        NextAction::RetryLater(Some(after)),
-                    ));
-                }
+                // A place to wait first: a retry refused one takes no breaker probe.
                 let Some(_place) = self.delay_place(call) else {
                     return Some(std::mem::take(t).end(
                         Reason::ScopeRetriesFull {
@@ -254,6 +248,13 @@ impl Executor {
                         NextAction::RetryLater(Some(delay)),
                     ));
                 };
+                if let Err(open) = self.breakers_allow(paths, self.clock.now()) {
+                    let after = open.retry_in;
+                    return Some(std::mem::take(t).end(
+                        Reason::BreakerOpen(open),
+                        NextAction::RetryLater(Some(after)),
+                    ));
+                }
                 trace::retry(call, t.attempts, status, c.verdict, delay);
                 observer.retry_scheduled(t.attempts, delay);
                 tokio::time::sleep(delay).await;

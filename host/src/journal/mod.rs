@@ -443,20 +443,18 @@ impl Journal {
             .map_err(|e| self.sqlite(e))
     }
 
-    /// Whether it holds the action `action` of `task` recorded with `body`: a resubmission
-    /// of that very write, not merely a name someone else chose too.
+    /// The action `action` of `task`, if recorded.
     ///
     /// # Errors
     /// A SQLite failure.
-    pub fn holds(&self, task: &str, action: &str, body: &[u8]) -> Result<bool, JournalError> {
-        let digest = Sha256::digest(body).to_vec();
+    pub fn find(&self, task: &str, action: &str) -> Result<Option<Action>, JournalError> {
         self.conn()
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM actions WHERE task = ?1 AND action = ?2 \
-                 AND body_sha256 = ?3)",
-                params![task, action, digest],
-                |r| r.get(0),
+                &format!("SELECT {COLUMNS} FROM actions WHERE task = ?1 AND action = ?2"),
+                params![task, action],
+                row,
             )
+            .optional()
             .map_err(|e| self.sqlite(e))
     }
 }

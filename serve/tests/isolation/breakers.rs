@@ -166,6 +166,31 @@ async fn a_half_open_path_is_probed_by_one_call() {
     assert_eq!(chat(&side.url, STEADY_TOKEN, GOOD).await.0, 200);
 }
 
+/// A half-open path probed by a call its own request fails (a 400) had no word on the path:
+/// the next call probes it at once, rather than every tenant waiting another open time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_failed_by_its_own_request_leaves_the_path_to_the_next_call() {
+    let fake = openai().await;
+    let side = start(&config(&fake, 400)).await;
+    fake.script(
+        CHAT,
+        [Fault::Status {
+            status: 500,
+            code: "server_error",
+        }; 3],
+    );
+    for _ in 0..3 {
+        assert_eq!(chat(&side.url, STEADY_TOKEN, GOOD).await.0, 500);
+    }
+    assert_eq!(chat(&side.url, STEADY_TOKEN, GOOD).await.0, 503);
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let empty_on_the_path = r#"{"model":"gpt-4o","messages":[],"max_tokens":16}"#;
+    assert_eq!(chat(&side.url, NOISY_TOKEN, empty_on_the_path).await.0, 400);
+    let (status, body) = chat(&side.url, STEADY_TOKEN, GOOD).await;
+    assert_eq!(status, 200, "the next call probed the path: {body}");
+    assert_eq!(fake.attempts_on(CHAT), 5);
+}
+
 /// A model whose calls keep failing leaves the key's other models alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_model_leaves_the_key_s_other_models_alone() {
