@@ -10,7 +10,8 @@
 //! `--fake-providers` puts a fake provider on loopback behind every configured provider
 //! (its dialect by the provider's plugin), with a key of its own that the sidecar sends:
 //! the configuration runs as written with no account and no provider key, and the state
-//! goes to a temporary directory unless `--state-dir` names one.
+//! goes to a temporary directory unless `--state-dir` names one. `--fake-faults` makes them
+//! play faults and enforce limits of their own (`sluice_fake_provider::SteadyFaults`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ use sluice::Sluice;
 use sluice::audit::{AuditKey, Fingerprint};
 use sluice::config::{PluginSource, SluiceConfig};
 use sluice::printable::printable;
-use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
+use sluice_fake_provider::{FakeConfig, FakeProvider, SteadyFaults, Style};
 use sluice_serve::Sidecar;
 
 use crate::stop::Stop;
@@ -46,6 +47,12 @@ pub struct ServeArgs {
     /// key): to try the configuration as written.
     #[arg(long)]
     fake_providers: bool,
+    /// With --fake-providers: faults the fake providers play and limits they enforce, as
+    /// KEY=VALUE pairs: `rpm=60,429=20%,503=5%,500=2%,drop=1%,slow=300` (rpm, tpm, itpm,
+    /// otpm: their own limits; 429, 503, 500, drop: the share of attempts so answered;
+    /// slow: milliseconds added to each answer). To watch sluice absorb a 429 storm.
+    #[arg(long, requires = "fake_providers", value_name = "SPEC")]
+    fake_faults: Option<SteadyFaults>,
     /// Start a fresh journal even though the journal is missing or empty beside an earlier
     /// run's audit log, witness or shared-store epoch (refused otherwise): the writes that
     /// run sent or escalated are forgotten.
@@ -82,13 +89,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let mut builder = Sluice::builder();
         let mut temp = None;
         if args.fake_providers {
+            let faults = args.fake_faults.clone().unwrap_or_default();
             for (name, setup) in &mut config.providers {
-                let fake = FakeProvider::start(FakeConfig::new(style_of(&setup.plugin)))
-                    .await
-                    .context("starting a fake provider")?;
+                let fake =
+                    FakeProvider::start(faults.limit(FakeConfig::new(style_of(&setup.plugin))))
+                        .await
+                        .context("starting a fake provider")?;
                 fake.require_credential("authorization", &format!("Bearer {FAKE_KEY}"));
+                fake.play(&faults);
                 eprintln!(
-                    "provider {} -> fake provider at {}",
+                    "provider {} -> fake provider at {} ({faults})",
                     printable(name),
                     fake.url("")
                 );

@@ -131,9 +131,26 @@ pub(crate) struct Ledger {
     pub validation: crate::validate::Validation,
     /// The credential every request must carry, as (header, value); `None`: any request.
     pub credential: Option<(String, String)>,
+    /// Faults played at steady rates after the scripts, and the attempts they have seen.
+    pub steady: Option<(crate::steady::SteadyFaults, u64)>,
 }
 
 impl Ledger {
+    /// The fault the next attempt takes: a write's script, the path's script, then the
+    /// steady faults.
+    pub fn next_fault(&mut self, path: &str, write: bool) -> Option<Fault> {
+        let written = write
+            .then(|| self.write_scripts.get_mut(path)?.pop_front())
+            .flatten();
+        written
+            .or_else(|| self.scripts.get_mut(path)?.pop_front())
+            .or_else(|| {
+                let (faults, seen) = self.steady.as_mut()?;
+                *seen += 1;
+                faults.fault(*seen)
+            })
+    }
+
     /// Stores a write, or finds the one stored under the same key: `(index, replayed)`.
     pub fn store(&mut self, key: Option<&str>, path: &str, body: Bytes) -> (usize, bool) {
         if let Some(&i) = key.and_then(|k| self.by_key.get(k)) {

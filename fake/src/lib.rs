@@ -10,7 +10,8 @@
 //! - speaks one provider's dialect ([`Style`]): its quota headers, its `Retry-After` forms,
 //!   its error bodies;
 //! - plays scripted [`Fault`]s on the next attempts of a route: 429s, 503s, any status,
-//!   slowness, a write stored and then the connection dropped, a hang;
+//!   slowness, a write stored and then the connection dropped, a hang; and faults at steady
+//!   rates on every route ([`SteadyFaults`], what `sluice serve --fake-faults` plays);
 //! - stores writes idempotently by `Idempotency-Key`, and answers `GET /v1/objects/<id>` and
 //!   `GET /v1/objects?idempotency_key=<key>` so a write can be looked up — except in the
 //!   GitHub style, whose writes ignore the key as GitHub's create endpoints do (every
@@ -46,6 +47,7 @@ mod models;
 mod script;
 mod server;
 pub mod services;
+mod steady;
 mod stream;
 mod style;
 pub mod tls;
@@ -62,6 +64,7 @@ use tokio::task::JoinHandle;
 
 pub use ledger::{Attempt, HttpVersion, Stored, client_reference};
 pub use script::{Fault, RetryAfter};
+pub use steady::{SpecError, SteadyFaults};
 pub use stream::Cut;
 pub use style::{FAKE_REPLY, Style};
 
@@ -242,6 +245,12 @@ impl FakeProvider {
             .entry(path.to_owned())
             .or_default()
             .extend(faults);
+    }
+
+    /// Plays `faults` on every route from now on, after any scripted fault (their limits
+    /// are the [`FakeConfig`]'s: see [`SteadyFaults::limit`]).
+    pub fn play(&self, faults: &SteadyFaults) {
+        self.shared.ledger().steady = faults.plays().then(|| (faults.clone(), 0));
     }
 
     /// Allows requests that name `model` (the body's `model`) `requests` a day, on top of the

@@ -160,10 +160,7 @@ async fn attempt(
 
     let (index, fault) = {
         let mut ledger = shared.ledger();
-        let written = write
-            .then(|| ledger.write_scripts.get_mut(&path)?.pop_front())
-            .flatten();
-        let fault = written.or_else(|| ledger.scripts.get_mut(&path)?.pop_front());
+        let fault = ledger.next_fault(&path, write);
         ledger.attempts.push(Attempt {
             at: now().duration_since(shared.started),
             method,

@@ -9,6 +9,7 @@
 
 #![cfg(unix)]
 
+mod faults;
 mod mixed;
 mod python;
 mod sidecar;

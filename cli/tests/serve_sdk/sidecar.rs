@@ -279,6 +279,11 @@ impl Sidecar {
     /// agent's token `agent_token` in `SLUICE_AGENT_TOKEN` — on free ports rather than the
     /// file's, so that it runs beside other tests.
     pub fn readme_example(agent_token: &str) -> Self {
+        Self::readme_example_with(agent_token, &[])
+    }
+
+    /// [`Self::readme_example`] with more arguments: `--fake-faults SPEC`, say.
+    pub fn readme_example_with(agent_token: &str, extra: &[&str]) -> Self {
         let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/serve.toml");
         let args = [
             "--fake-providers",
@@ -290,6 +295,7 @@ impl Sidecar {
         Self::start_with(
             Self::command(&config)
                 .args(args)
+                .args(extra)
                 .env("SLUICE_AGENT_TOKEN", agent_token)
                 .env("SLUICE_ADMIN_TOKEN", ADMIN_TOKEN),
         )
@@ -351,6 +357,11 @@ impl Sidecar {
         }
     }
 
+    /// The admin API's `/metrics`, as Prometheus text.
+    pub fn metrics(&self) -> String {
+        http(self.admin, "GET", "/metrics", ADMIN_TOKEN, "").expect("the admin API answers")
+    }
+
     /// What it printed on standard error so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
@@ -407,15 +418,23 @@ fn exit_of(child: &mut Child, why: impl Fn() -> String) -> ExitStatus {
 /// The status of `GET path` on the admin API, with its token; `None` when it cannot be
 /// asked.
 fn admin_get(addr: SocketAddr, path: &str) -> Option<u16> {
+    let answer = http(addr, "GET", path, ADMIN_TOKEN, "")?;
+    answer.split(' ').nth(1)?.parse().ok()
+}
+
+/// The whole answer (status line, headers, body) to `METHOD path` at `addr` with `token`
+/// and a JSON `body`, on a connection of its own; `None` when it cannot be asked.
+pub fn http(addr: SocketAddr, method: &str, path: &str, token: &str, body: &str) -> Option<String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {ADMIN_TOKEN}\r\n\
-         connection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
     )
     .ok()?;
     let mut answer = String::new();
     s.read_to_string(&mut answer).ok()?;
-    answer.split(' ').nth(1)?.parse().ok()
+    Some(answer)
 }
