@@ -10,8 +10,8 @@ use clap::{Args, Subcommand};
 use sluice::contract::RequestClass;
 use sluice::plugin::{CacheOutcome, ComponentCache, Plugin, PluginRuntime, RuntimeConfig, bundled};
 use sluice::printable::printable;
-use sluice::vectors::record::{RecordOptions, Recording};
 use sluice::vectors::{self, VectorFile, VectorReport};
+use sluice_plugin_record::{RecordOptions, Recording};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
@@ -206,7 +206,7 @@ fn record(rt: &PluginRuntime, args: &TestArgs, capture: &Path) -> anyhow::Result
         request_class: args.request_class.map(Into::into),
         name: args.name.clone(),
     };
-    let recording = vectors::record::record(&plugin, capture, args.out.as_deref(), &opts)?;
+    let recording = sluice_plugin_record::record(&plugin, capture, args.out.as_deref(), &opts)?;
     let failed: Vec<String> = recording
         .report
         .lines(plugin.name())
@@ -224,7 +224,7 @@ fn record(rt: &PluginRuntime, args: &TestArgs, capture: &Path) -> anyhow::Result
         report_recorded(&recording, None);
         return Ok(ExitCode::SUCCESS);
     };
-    vectors::record::save(out, &recording)
+    sluice_plugin_record::save(out, &recording)
         .with_context(|| format!("{}: cannot write", out.display()))?;
     report_recorded(&recording, Some(out));
     Ok(ExitCode::SUCCESS)

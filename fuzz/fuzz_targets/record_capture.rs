@@ -1,4 +1,4 @@
-//! The capture readers of `sluice plugin test --record` (`sluice::vectors::record::record`):
+//! The capture readers of `sluice plugin test --record` (`sluice_plugin_record::record`):
 //! a HAR file or a `curl -i` dump, on arbitrary text, read with the host's built-in policy.
 //!
 //! Asserts: a capture that records gives at least one case, and its vector file parses back
@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use libfuzzer_sys::fuzz_target;
 use sluice::fallback::Fallback;
-use sluice::vectors::record::{RecordError, RecordOptions, record};
+use sluice_plugin_record::{RecordError, RecordOptions, record};
 
 fuzz_target!(|data: &[u8]| {
     static N: AtomicU64 = AtomicU64::new(0);

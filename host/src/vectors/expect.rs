@@ -17,7 +17,7 @@ pub(super) fn limited_scope(name: &str) -> LimitedScope {
 }
 
 /// The name a case gives a classification's scope.
-pub(super) fn scope_name(scope: &LimitedScope) -> &str {
+pub fn scope_name(scope: &LimitedScope) -> &str {
     match scope {
         LimitedScope::Credential => "credential",
         LimitedScope::Named(name) => name,

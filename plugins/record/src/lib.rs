@@ -1,4 +1,5 @@
-//! Recording vector cases from captured traffic (`sluice plugin test --record`): a HAR file
+//! Recording vector cases from captured traffic: what `sluice plugin test --record` runs (the
+//! command's own, kept out of the library every embedder links). A HAR file
 //! or a `curl -i` dump is read, the plugin reads each captured exchange as the host would,
 //! and a case is written per exchange with the expectations filled with what the plugin
 //! answered — every field, every `_exact` flag. The author reviews those expectations: a
@@ -6,7 +7,7 @@
 //! wrong answer kept.
 //!
 //! What is written never holds a credential: the request headers the host treats as
-//! credentials ([`crate::headers::is_credential`]), the response's `Set-Cookie`, and the
+//! credentials ([`sluice::headers::is_credential`]), the response's `Set-Cookie`, and the
 //! headers that name the account (`OpenAI-Organization`, `OpenAI-Project`,
 //! `anthropic-organization-id`) are written with the value `[redacted]` — the value a plugin
 //! sees of a credential in production anyway, so a recorded case replays as it was read.
@@ -23,10 +24,10 @@ mod insert;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::{VectorError, VectorFile, VectorReport};
-use crate::contract::{ProviderPolicy, RequestClass, ResponsePart};
-use crate::input_file::{self, InputFileError};
-use crate::printable::printable;
+use sluice::contract::{ProviderPolicy, RequestClass, ResponsePart};
+use sluice::input_file::{self, InputFileError};
+use sluice::printable::printable;
+use sluice::vectors::{VectorError, VectorFile, VectorReport};
 
 /// The largest capture read, in bytes: 64 MiB, room for a HAR file of a whole session.
 pub const MAX_CAPTURE_BYTES: u64 = 64 << 20;
@@ -150,9 +151,9 @@ pub fn record(
     let label = out.unwrap_or(Path::new("recorded.json"));
     let existing = match out.map(Path::try_exists) {
         Some(Ok(true)) => {
-            let text = input_file::read_text(label, super::MAX_FILE_BYTES)
+            let text = input_file::read_text(label, sluice::vectors::MAX_FILE_BYTES)
                 .map_err(|e| RecordError::Vectors(VectorError::Read(e)))?;
-            let file = super::parse(label, &text).map_err(RecordError::Vectors)?;
+            let file = sluice::vectors::parse(label, &text).map_err(RecordError::Vectors)?;
             Some((text, file))
         }
         _ => None,
@@ -177,7 +178,7 @@ pub fn record(
                 });
             }
             let json = serde_json::to_string(&case).map_err(|e| bad(e.to_string()))?;
-            let one = super::parse(capture, &format!("{{\"cases\":[{json}]}}"))
+            let one = sluice::vectors::parse(capture, &format!("{{\"cases\":[{json}]}}"))
                 .map_err(|e| bad(format!("{}: {e}", c.origin)))?;
             let vc = &one.cases[0];
             let reading = plugin
@@ -205,8 +206,8 @@ pub fn record(
         })?,
         None => insert::new_file(&lines),
     };
-    let file = super::parse(label, &text).map_err(RecordError::Vectors)?;
-    let report = super::run(plugin, &file);
+    let file = sluice::vectors::parse(label, &text).map_err(RecordError::Vectors)?;
+    let report = sluice::vectors::run(plugin, &file);
     Ok(Recording {
         names,
         text,

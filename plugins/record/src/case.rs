@@ -8,10 +8,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::Capture;
-use crate::contract::{Reading, RequestPlan, ResponsePart};
-use crate::headers::{REDACTED, is_credential};
-use crate::vectors::expect::{class_name, verdict_name};
-use crate::vectors::format::dimension_name;
+use sluice::contract::{Reading, RequestPlan, ResponsePart};
+use sluice::headers::{REDACTED, is_credential};
+use sluice::vectors::{class_name, dimension_name, scope_name, verdict_name};
 
 /// Headers that set credentials, and headers that name the account rather than say
 /// anything a plugin reads; their values are written as [`REDACTED`], in a request and in a
@@ -240,7 +239,7 @@ pub(super) fn expectation(
     part: ResponsePart,
 ) -> Expectation {
     let c = &reading.classification;
-    let amounts = |costs: &[crate::contract::Cost]| {
+    let amounts = |costs: &[sluice::contract::Cost]| {
         let mut m = BTreeMap::new();
         for cost in costs {
             // The check reads the first amount of a dimension; so does the expectation.
@@ -254,10 +253,7 @@ pub(super) fn expectation(
         retry_after_ms: c.retry_after_ms,
         error_code: c.error_code.clone(),
         should_retry: c.should_retry,
-        scope: c
-            .scope
-            .as_ref()
-            .map(|s| crate::vectors::expect::scope_name(s).to_owned()),
+        scope: c.scope.as_ref().map(|s| scope_name(s).to_owned()),
         observations: reading
             .observations
             .iter()
