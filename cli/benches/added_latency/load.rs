@@ -1,0 +1,213 @@
+//! The load: open-loop requests over a fixed number of keep-alive connections, each latency
+//! counted from the request's *scheduled* send time, and the figures drawn from them.
+//!
+//! `connections` workers each own one connection (a client with a pool of one). Request `i`
+//! is scheduled at `start + i / rate`; at its time a pacing thread hands it to a free worker,
+//! which sends it. When every worker is busy the schedule runs on without them, and the
+//! request that starts late pays for it: a closed loop (send, wait, send) would slow down
+//! with the server and hide the queueing a slow server causes.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sluice::clock::{Clock, SystemClock};
+
+/// What an SDK sends for a short chat completion.
+pub const BODY: &str = r#"{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Say hello in one word."}],"max_tokens":16,"temperature":0}"#;
+
+/// Where requests go, and what they carry there.
+pub struct Target {
+    pub name: &'static str,
+    pub url: String,
+    pub authorization: String,
+    /// The process serving it, when it is a process of its own: its CPU time is its cost.
+    pub pid: Option<u32>,
+}
+
+/// What one target's requests came to.
+#[derive(Default)]
+pub struct Tally {
+    /// Latencies of successful requests, from their scheduled send time to the body's end.
+    pub latencies: Vec<Duration>,
+    /// How late each request started: the generator's share, and the wait for a connection.
+    pub start_lag: Vec<Duration>,
+    pub errors: usize,
+    /// The first failure, for the report.
+    pub first_error: Option<String>,
+    pub sent: usize,
+    /// CPU time the target's own process spent meanwhile (this whole process when the
+    /// target runs in it).
+    pub cpu: Duration,
+}
+
+impl Tally {
+    pub fn add(&mut self, other: Self) {
+        self.latencies.extend(other.latencies);
+        self.start_lag.extend(other.start_lag);
+        self.errors += other.errors;
+        self.first_error = self.first_error.take().or(other.first_error);
+        self.sent += other.sent;
+        self.cpu += other.cpu;
+    }
+
+    /// Sorts the samples, for [`quantile`].
+    pub fn sort(&mut self) {
+        self.latencies.sort_unstable();
+        self.start_lag.sort_unstable();
+    }
+}
+
+/// The value below which `q` of `sorted` lies (nearest rank).
+pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "a rank among at most millions of samples"
+    )]
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// The CPU time process `pid` (this one when `None`) has used so far, user and system, all
+/// threads, from `/proc/PID/stat` in clock ticks of 10 ms; zero where there is no `/proc`.
+pub fn cpu_used(pid: Option<u32>) -> Duration {
+    let path = pid.map_or_else(
+        || "/proc/self/stat".to_owned(),
+        |p| format!("/proc/{p}/stat"),
+    );
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let ticks: u64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// One connection's client.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("a client")
+}
+
+/// Sends `count` requests to `target` on `connections` connections: at `rate` a second on
+/// schedule, or, with no rate, each as soon as its connection is free (one connection: one
+/// after the other). Waits for every answer.
+pub async fn run(target: &Target, rate: Option<u32>, connections: usize, count: usize) -> Tally {
+    let samples = Arc::new(Mutex::new(Tally {
+        sent: count,
+        ..Tally::default()
+    }));
+    let cpu_before = cpu_used(target.pid);
+    let clock = SystemClock;
+    // The schedule: a thread of its own sleeps until each request's time and hands it to
+    // whichever connection is free (tokio's timer would round every time up to a
+    // millisecond). Without a rate, a connection takes the next request when it is free.
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+    let rx = Arc::new(tokio::sync::Mutex::new(rx));
+    let pacer = rate.map(|r| {
+        let every = Duration::from_secs_f64(1.0 / f64::from(r));
+        std::thread::spawn(move || {
+            let start = clock.now() + Duration::from_millis(5);
+            for i in 0..count {
+                let at = start + every * u32::try_from(i).unwrap_or(u32::MAX);
+                if let Some(ahead) = at.checked_duration_since(clock.now()) {
+                    std::thread::sleep(ahead);
+                }
+                if tx.send(at).is_err() {
+                    break;
+                }
+            }
+        })
+    });
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        let (next, samples, rx) = (next.clone(), samples.clone(), rx.clone());
+        let (url, authorization) = (target.url.clone(), target.authorization.clone());
+        let paced = rate.is_some();
+        workers.push(tokio::spawn(async move {
+            let client = client();
+            loop {
+                let scheduled = if paced {
+                    match rx.lock().await.recv().await {
+                        Some(at) => at,
+                        None => break,
+                    }
+                } else if next.fetch_add(1, Ordering::Relaxed) < count {
+                    clock.now()
+                } else {
+                    break;
+                };
+                let lag = clock.now().saturating_duration_since(scheduled);
+                let answer = send(&client, &url, &authorization).await;
+                let latency = clock.now().saturating_duration_since(scheduled);
+                let mut s = samples.lock().unwrap_or_else(|e| e.into_inner());
+                s.start_lag.push(lag);
+                match answer {
+                    Ok(()) => s.latencies.push(latency),
+                    Err(why) => {
+                        s.errors += 1;
+                        s.first_error.get_or_insert(why);
+                    }
+                }
+            }
+        }));
+    }
+    for w in workers {
+        let _ = w.await;
+    }
+    if let Some(p) = pacer {
+        let _ = p.join();
+    }
+    let cpu = cpu_used(target.pid).saturating_sub(cpu_before);
+    let mut guard = samples.lock().unwrap_or_else(|e| e.into_inner());
+    guard.cpu = cpu;
+    std::mem::take(&mut *guard)
+}
+
+/// One chat completion, read to its end; the failure in words.
+async fn send(client: &reqwest::Client, url: &str, authorization: &str) -> Result<(), String> {
+    let r = client
+        .post(url)
+        .header("authorization", authorization)
+        .header("content-type", "application/json")
+        .body(BODY)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = r.status();
+    let body = r.bytes().await.map_err(|e| e.to_string())?;
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(format!("{status}: {}", String::from_utf8_lossy(&body)))
+    }
+}
+
+/// Waits until `target` answers a request, for at most `patience`.
+pub async fn until_ready(target: &Target, patience: Duration) -> Result<(), String> {
+    let client = client();
+    let clock = SystemClock;
+    let began = clock.now();
+    loop {
+        match send(&client, &target.url, &target.authorization).await {
+            Ok(()) => return Ok(()),
+            Err(why) if clock.now().saturating_duration_since(began) > patience => {
+                return Err(format!("{} never answered: {why}", target.name));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! The latency `sluice serve` adds to a call, measured from outside as users meet it: the same
+//! chat completion sent to a provider on loopback directly, through a plain reverse-proxy hop
+//! (the cost of any hop: [`hop`]), through the real `sluice serve` binary, and through the same
+//! sidecar inside this process — side by side in one run, in rounds whose order turns, so every
+//! target sees the same machine.
+//!
+//! Two loads ([`load`]): one connection sending one request after another; and open-loop
+//! rates on a fixed number of connections, each latency counted from the request's scheduled
+//! time. Beside each figure: the CPU the target's own process spent per request, and the
+//! machine's load average when the load ended (these machines are shared).
+//!
+//! Run: `cargo bench -p sluice-cli --bench added_latency` (about three minutes). Options, by
+//! environment variable:
+//!
+//! - `ADDED_LATENCY_RATES`: requests per second, comma-separated (default `500,2000`);
+//! - `ADDED_LATENCY_SECS`: measured seconds per target and rate (default `12`);
+//! - `ADDED_LATENCY_CONNECTIONS`: connections for the rates (default `20`);
+//! - `ADDED_LATENCY_SEQUENTIAL`: requests per target one after another (default `3000`);
+//! - `ADDED_LATENCY_ROUNDS`: rounds each load is split into (default `4`);
+//! - `ADDED_LATENCY_WARMUP_SECS`: unmeasured seconds per target before each load (default `2`);
+//! - `ADDED_LATENCY_TARGETS`: which targets, comma-separated (default every one: `direct,hop,
+//!   sluice,sluice in-process`; `direct` is always measured, the others are compared to it).
+//!
+//! Run without `--bench` (`cargo test -p sluice-cli --bench added_latency`, as CI does), it is
+//! a brief check that every target answers every request: a few requests per load, and a
+//! failure when any was refused.
+
+mod hop;
+mod load;
+mod targets;
+
+use std::time::Duration;
+
+use load::{Tally, Target, quantile};
+
+/// The run's options.
+struct Options {
+    rates: Vec<u32>,
+    secs: f64,
+    connections: usize,
+    sequential: usize,
+    rounds: u32,
+    warmup_secs: f64,
+    targets: Vec<String>,
+}
+
+impl Options {
+    fn from_env() -> Self {
+        let number = |name: &str, default: f64| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .unwrap_or(default)
+        };
+        let list = |name: &str| -> Option<Vec<String>> {
+            let v = std::env::var(name).ok()?;
+            let items: Vec<String> = v.split(',').map(|s| s.trim().to_owned()).collect();
+            Some(items).filter(|i| !i.iter().all(String::is_empty))
+        };
+        let rates = list("ADDED_LATENCY_RATES")
+            .map(|r| {
+                r.iter()
+                    .filter_map(|r| r.parse().ok())
+                    .filter(|r| *r > 0)
+                    .collect()
+            })
+            .unwrap_or_else(|| vec![500, 2000]);
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "small whole numbers from the environment"
+        )]
+        Self {
+            rates,
+            secs: number("ADDED_LATENCY_SECS", 12.0).max(0.1),
+            connections: number("ADDED_LATENCY_CONNECTIONS", 20.0).max(1.0) as usize,
+            sequential: number("ADDED_LATENCY_SEQUENTIAL", 3000.0) as usize,
+            rounds: number("ADDED_LATENCY_ROUNDS", 4.0).max(1.0) as u32,
+            warmup_secs: number("ADDED_LATENCY_WARMUP_SECS", 2.0),
+            targets: list("ADDED_LATENCY_TARGETS").unwrap_or_default(),
+        }
+    }
+
+    /// A few requests per load: does every target still answer?
+    fn brief() -> Self {
+        Self {
+            rates: vec![200],
+            secs: 0.5,
+            connections: 4,
+            sequential: 40,
+            rounds: 1,
+            warmup_secs: 0.1,
+            targets: Vec::new(),
+        }
+    }
+}
+
+/// One load: one connection, one request after another; or a rate on the connections.
+#[derive(Clone, Copy)]
+enum Load {
+    Sequential(usize),
+    Rate(u32),
+}
+
+impl Load {
+    fn name(self) -> String {
+        match self {
+            Self::Sequential(_) => "1 connection, sequential".to_owned(),
+            Self::Rate(r) => format!("{r}/s"),
+        }
+    }
+
+    /// Runs `share` of the load (its seconds, or its requests) against `target`.
+    async fn run(self, target: &Target, o: &Options, share: f64) -> Tally {
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "request counts"
+        )]
+        match self {
+            Self::Sequential(n) => {
+                load::run(target, None, 1, ((n as f64) * share).ceil() as usize).await
+            }
+            Self::Rate(r) => {
+                let count = (f64::from(r) * o.secs * share).round() as usize;
+                load::run(target, Some(r), o.connections, count).await
+            }
+        }
+    }
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// The number of CPUs and the load average, as `/proc/loadavg` has it.
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    format!("{cpus} CPUs, load average {}", load.join(" "))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(hop::HOP) {
+        return hop::serve(args.get(2).cloned().ok_or("hop UPSTREAM")?);
+    }
+    let brief = !args.iter().any(|a| a == "--bench");
+    let options = if brief {
+        Options::brief()
+    } else {
+        Options::from_env()
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    // As `sluice serve` does: the in-process sidecar's metrics go to a Prometheus recorder.
+    metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
+    let dir = tempfile::tempdir()?;
+    let fake = rt.block_on(targets::upstream())?;
+    let (hop, _hop) = targets::hop(&fake)?;
+    let (binary, _binary) = targets::binary(dir.path(), &fake)?;
+    let (in_process, running) = rt.block_on(targets::in_process(dir.path(), &fake))?;
+    let all = [targets::direct(&fake), hop, binary, in_process];
+    let chosen: Vec<&Target> = all
+        .iter()
+        .filter(|t| {
+            t.name == "direct"
+                || options.targets.is_empty()
+                || options.targets.iter().any(|n| n == t.name)
+        })
+        .collect();
+    for t in &chosen {
+        rt.block_on(load::until_ready(t, Duration::from_secs(30)))?;
+    }
+
+    let mut loads = vec![Load::Sequential(options.sequential)];
+    loads.extend(options.rates.iter().map(|&r| Load::Rate(r)));
+    eprintln!(
+        "added latency: {} targets; sequential {} requests, rates {:?}/s on {} connections for {} s, \
+         {} rounds, {} s warm-up; {}",
+        chosen.len(),
+        options.sequential,
+        options.rates,
+        options.connections,
+        options.secs,
+        options.rounds,
+        options.warmup_secs,
+        machine()
+    );
+    let mut rows = Vec::new();
+    for load in loads {
+        let warmup = match load {
+            Load::Sequential(_) => 0.05,
+            Load::Rate(_) => options.warmup_secs / options.secs,
+        };
+        for t in &chosen {
+            rt.block_on(load.run(t, &options, warmup));
+        }
+        let mut tallies: Vec<Tally> = chosen.iter().map(|_| Tally::default()).collect();
+        for round in 0..options.rounds {
+            // The order turns each round: no target always goes first or last.
+            for k in 0..chosen.len() {
+                let i = (k + round as usize) % chosen.len();
+                let t = rt.block_on(load.run(chosen[i], &options, 1.0 / f64::from(options.rounds)));
+                tallies[i].add(t);
+            }
+        }
+        let machine = machine();
+        eprintln!("{} done; {machine}", load.name());
+        rows.push((load, tallies, machine));
+    }
+
+    let failed = report(&chosen, &mut rows);
+    eprintln!("provider answered {} requests", fake.attempts().len());
+    rt.block_on(running.shutdown());
+    if failed && brief {
+        return Err("a target refused requests (above)".into());
+    }
+    Ok(())
+}
+
+/// Prints the tables; whether any request failed.
+fn report(chosen: &[&Target], rows: &mut [(Load, Vec<Tally>, String)]) -> bool {
+    println!(
+        "\n| load | target | sent | errors | p50 µs | p90 µs | p99 µs | max µs | start lag p50 / p99 µs | own CPU µs/request |"
+    );
+    println!("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+    let mut failed = false;
+    for (load, tallies, _) in rows.iter_mut() {
+        for (t, tally) in chosen.iter().zip(tallies.iter_mut()) {
+            tally.sort();
+            let l = &tally.latencies;
+            #[allow(clippy::cast_precision_loss, reason = "request counts")]
+            let cpu = micros(tally.cpu) / tally.sent.max(1) as f64;
+            let own = if t.pid.is_some() {
+                format!("{cpu:.0}")
+            } else {
+                format!("({cpu:.0}, whole bench)")
+            };
+            println!(
+                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} | {own} |",
+                load.name(),
+                t.name,
+                tally.sent,
+                tally.errors,
+                micros(quantile(l, 0.50)),
+                micros(quantile(l, 0.90)),
+                micros(quantile(l, 0.99)),
+                micros(l.last().copied().unwrap_or_default()),
+                micros(quantile(&tally.start_lag, 0.50)),
+                micros(quantile(&tally.start_lag, 0.99)),
+            );
+            if let Some(why) = &tally.first_error {
+                failed = true;
+                eprintln!(
+                    "{}: {}: {} failed; the first: {why}",
+                    load.name(),
+                    t.name,
+                    tally.errors
+                );
+            }
+        }
+    }
+    println!(
+        "\n| load | target | added p50 µs | added p99 µs | p50 added / hop's | p99 added / hop's | load average at the end |"
+    );
+    println!("|---|---|--:|--:|--:|--:|---|");
+    for (load, tallies, machine) in rows.iter() {
+        let at = |i: usize, q: f64| micros(quantile(&tallies[i].latencies, q));
+        let hop = chosen.iter().position(|t| t.name == "hop");
+        for (i, t) in chosen.iter().enumerate().skip(1) {
+            let (p50, p99) = (at(i, 0.5) - at(0, 0.5), at(i, 0.99) - at(0, 0.99));
+            let ratio = |added: f64, q: f64| {
+                hop.filter(|&h| h != i).map_or_else(
+                    || "–".to_owned(),
+                    |h| format!("{:.2}", added / (at(h, q) - at(0, q))),
+                )
+            };
+            println!(
+                "| {} | {} | {p50:.0} | {p99:.0} | {} | {} | {} |",
+                load.name(),
+                t.name,
+                ratio(p50, 0.5),
+                ratio(p99, 0.99),
+                machine.split("load average ").nth(1).unwrap_or(""),
+            );
+        }
+    }
+    failed
+}

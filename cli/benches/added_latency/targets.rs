@@ -1,0 +1,162 @@
+//! What the load is sent to, all on loopback: the upstream (a fake OpenAI-style provider,
+//! limits far above the load), and in front of it a plain hop, `sluice serve` as its own
+//! process (the binary users run), and the same sidecar inside this process.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use sluice::Sluice;
+use sluice::config::SluiceConfig;
+use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
+use sluice_serve::{Running, Sidecar};
+
+use crate::load::Target;
+
+pub const PATH: &str = "/v1/chat/completions";
+/// The provider key: sent by the direct client as an SDK would, and by the sidecar.
+const PROVIDER_KEY: &str = "sk-bench-provider-key";
+/// The agent's token, which the sidecar knows by its SHA-256.
+const AGENT_TOKEN: &str = "agent-bench-token";
+
+type Error = Box<dyn std::error::Error>;
+
+/// The upstream, demanding the provider's key.
+pub async fn upstream() -> Result<FakeProvider, Error> {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi)).await?;
+    fake.require_credential("authorization", &format!("Bearer {PROVIDER_KEY}"));
+    Ok(fake)
+}
+
+/// The upstream itself, as an SDK calls it.
+pub fn direct(fake: &FakeProvider) -> Target {
+    Target {
+        name: "direct",
+        url: fake.url(PATH),
+        authorization: format!("Bearer {PROVIDER_KEY}"),
+        pid: None,
+    }
+}
+
+/// A process this bench started, killed when dropped.
+pub struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The plain hop in front of `fake`: this binary again, as [`crate::hop`].
+pub fn hop(fake: &FakeProvider) -> Result<(Target, Process), Error> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .args([crate::hop::HOP, &fake.url("")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("the hop's standard output")?;
+    let process = Process(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    let addr: SocketAddr = line
+        .trim()
+        .strip_prefix("listening ")
+        .ok_or_else(|| format!("the hop said {line:?}"))?
+        .parse()?;
+    let target = Target {
+        name: "hop",
+        url: format!("http://{addr}{PATH}"),
+        authorization: format!("Bearer {PROVIDER_KEY}"),
+        pid: Some(process.0.id()),
+    };
+    Ok((target, process))
+}
+
+/// `sluice serve --config` on a configuration for `fake`, as its own process.
+pub fn binary(dir: &Path, fake: &FakeProvider) -> Result<(Target, Process), Error> {
+    let file = dir.join("serve.toml");
+    std::fs::write(&file, config_text(dir, &fake.url("")))?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&file)
+        .args(["--listen", "127.0.0.1:0", "--audit-key-in-state-dir"])
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stderr = child.stderr.take().ok_or("its standard error")?;
+    let process = Process(child);
+    let mut lines = BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .ok_or("sluice serve stopped before it said where it listens")??;
+        if let Some(rest) = line.split("agents connect to http://").nth(1) {
+            break rest
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .parse::<SocketAddr>()?;
+        }
+    };
+    // Whatever it says later is read and dropped, so it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    let target = Target {
+        name: "sluice",
+        url: format!("http://{addr}/openai{PATH}"),
+        authorization: format!("Bearer {AGENT_TOKEN}"),
+        pid: Some(process.0.id()),
+    };
+    Ok((target, process))
+}
+
+/// The same sidecar inside this process, on its runtime.
+pub async fn in_process(dir: &Path, fake: &FakeProvider) -> Result<(Target, Running), Error> {
+    let inner = dir.join("in-process");
+    std::fs::create_dir_all(&inner)?;
+    let config = SluiceConfig::from_toml(&config_text(&inner, &fake.url("")), &inner)?;
+    let sluice = Arc::new(Sluice::builder().config(config.clone()).build()?);
+    let running = Sidecar::new(sluice, &config)?
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .start()
+        .await?;
+    let target = Target {
+        name: "sluice in-process",
+        url: format!("http://{}/openai{PATH}", running.addr()),
+        authorization: format!("Bearer {AGENT_TOKEN}"),
+        pid: None,
+    };
+    Ok((target, running))
+}
+
+/// The host's configuration: one OpenAI-style provider at `base_url`, limits far above the
+/// load, one agent known by its token's digest; the key in a file beside it.
+fn config_text(dir: &Path, base_url: &str) -> String {
+    std::fs::write(dir.join("openai.key"), format!("{PROVIDER_KEY}\n")).expect("the key file");
+    let digest: String = Sha256::digest(AGENT_TOKEN.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!(
+        r#"
+        state_dir = "{dir}/state"
+        [providers.openai]
+        plugin = "openai"
+        base_url = "{base_url}"
+        [providers.openai.credentials.bench-key]
+        file = "{dir}/openai.key"
+        [providers.openai.limits]
+        requests_per_minute = 6000000
+        [serve.agents.bench]
+        token = {{ sha256 = "{digest}" }}
+        tenant = "bench"
+        "#,
+        dir = dir.display(),
+    )
+}
