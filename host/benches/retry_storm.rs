@@ -23,8 +23,16 @@ use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 
-const AGENTS: usize = 50;
-const PER_AGENT: usize = 13;
+/// Agents, and the successful calls each makes: 50 and 13 (more than the account's minute);
+/// 5 and 2 without `--bench` (as `cargo test --benches` runs it), a brief check that the
+/// bench still runs.
+fn scale() -> (usize, usize) {
+    if std::env::args().any(|a| a == "--bench") {
+        (50, 13)
+    } else {
+        (5, 2)
+    }
+}
 const RPM: u64 = 600;
 const PATH: &str = "/v1/chat/completions";
 const BODY: &str = r#"{"model":"gpt-4o","max_tokens":16}"#;
@@ -43,7 +51,7 @@ async fn lone_agent(url: String, jitter: bool, seed: u64) -> usize {
     let client = reqwest::Client::new();
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut ok = 0;
-    while ok < PER_AGENT {
+    while ok < scale().1 {
         let mut n = 0u32;
         loop {
             let r = client.post(&url).body(BODY).send().await;
@@ -73,7 +81,7 @@ async fn lone(name: &'static str, jitter: bool) -> Run {
     let clock = SystemClock;
     let start = clock.now();
     let mut set = tokio::task::JoinSet::new();
-    for a in 0..AGENTS {
+    for a in 0..scale().0 {
         set.spawn(lone_agent(fake.url(PATH), jitter, a as u64));
     }
     let successes = set.join_all().await.into_iter().sum();
@@ -108,12 +116,12 @@ async fn governed() -> Run {
     let clock = SystemClock;
     let start = clock.now();
     let mut set = tokio::task::JoinSet::new();
-    for a in 0..AGENTS {
+    for a in 0..scale().0 {
         let (ex, mut call) = (ex.clone(), call.clone());
         call.tenant = Some(format!("agent-{a}"));
         set.spawn(async move {
             let mut ok = 0;
-            for _ in 0..PER_AGENT {
+            for _ in 0..scale().1 {
                 if matches!(ex.execute(&call).await, Outcome::Succeeded { .. }) {
                     ok += 1;
                 }
@@ -141,8 +149,10 @@ fn main() {
         .build()
         .expect("a runtime");
     println!(
-        "{AGENTS} agents x {PER_AGENT} successful calls on one {RPM}-per-minute account ({} calls' worth)",
-        AGENTS * PER_AGENT
+        "{} agents x {} successful calls on one {RPM}-per-minute account ({} calls' worth)",
+        scale().0,
+        scale().1,
+        scale().0 * scale().1
     );
     println!(
         "{:<10} {:>7} {:>10} {:>7} {:>14} {:>9} {:>9}",

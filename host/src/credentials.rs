@@ -7,17 +7,21 @@
 //! host resends with the credentials it has now.
 //!
 //! The configuration file names where each label's secret lives ([`CredentialSource`]): an
-//! environment variable or a file (re-read at each send, so a rotated file takes effect
-//! without a restart). [`Keyring`] is the [`Credentials`] built from those sources.
+//! environment variable or a file (checked at each send and read again when it changed, so
+//! a rotated file takes effect without a restart). [`Keyring`] is the [`Credentials`] built
+//! from those sources.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use crate::input_file;
 use crate::printable::printable;
+
+mod kept;
 
 /// The largest credential file read, in bytes: a token is tens of bytes, a JWT a few KiB.
 pub const MAX_CREDENTIAL_FILE_BYTES: u64 = 16 * 1024;
@@ -70,8 +74,8 @@ pub struct CredentialSource {
     /// The environment variable that holds the secret.
     #[serde(default)]
     pub env: Option<String>,
-    /// The file that holds the secret (surrounding whitespace is trimmed); re-read at each
-    /// send.
+    /// The file that holds the secret (surrounding whitespace is trimmed); checked at each
+    /// send, and read again when it changed.
     #[serde(default)]
     pub file: Option<PathBuf>,
     /// The header that carries it. Default: `authorization`.
@@ -239,10 +243,17 @@ fn read_file(path: &Path) -> Result<String, CredentialError> {
 }
 
 /// The credentials a configuration names: per provider, per label, a [`CredentialSource`]
-/// read at each send.
+/// read at each send (a file's secret kept while the file is unchanged: [`kept`]).
 #[derive(Debug, Clone, Default)]
 pub struct Keyring {
-    sources: BTreeMap<(String, String), CredentialSource>,
+    sources: BTreeMap<String, BTreeMap<String, Source>>,
+}
+
+/// One label's source, and what was last read from its file.
+#[derive(Debug, Clone)]
+struct Source {
+    source: CredentialSource,
+    kept: Arc<kept::Kept>,
 }
 
 impl Keyring {
@@ -253,19 +264,28 @@ impl Keyring {
 
     /// Adds `source` as `provider`'s credential `label`.
     pub fn insert(&mut self, provider: &str, label: &str, source: CredentialSource) {
+        let source = Source {
+            source,
+            kept: Arc::default(),
+        };
         self.sources
-            .insert((provider.to_owned(), label.to_owned()), source);
+            .entry(provider.to_owned())
+            .or_default()
+            .insert(label.to_owned(), source);
     }
 
     /// Whether `provider` has the credential `label`.
     pub fn has(&self, provider: &str, label: &str) -> bool {
-        self.sources
-            .contains_key(&(provider.to_owned(), label.to_owned()))
+        self.get(provider, label).is_some()
     }
 
     /// Whether any credential is configured for `provider`.
     pub fn has_provider(&self, provider: &str) -> bool {
-        self.sources.keys().any(|(p, _)| p == provider)
+        self.sources.get(provider).is_some_and(|l| !l.is_empty())
+    }
+
+    fn get(&self, provider: &str, label: &str) -> Option<&Source> {
+        self.sources.get(provider)?.get(label)
     }
 }
 
@@ -278,13 +298,14 @@ impl Credentials for Keyring {
     }
 
     fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)> {
-        let Some(source) = self
-            .sources
-            .get(&(provider.to_owned(), credential.to_owned()))
-        else {
+        let Some(Source { source, kept }) = self.get(provider, credential) else {
             return Vec::new();
         };
-        match source.header_value() {
+        let header = match &source.file {
+            Some(path) => kept.header(source, path),
+            None => source.header_value(),
+        };
+        match header {
             Ok(header) => vec![header],
             Err(e) => {
                 tracing::warn!(

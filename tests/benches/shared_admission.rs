@@ -180,7 +180,38 @@ fn print_shares(case: &str, shares: &[(&str, u64)]) {
     println!("  {case:<44} {}", parts.join(", "));
 }
 
+/// How much of each part runs: all of it with `--bench`; without it (as `cargo test
+/// --benches` runs it), a brief check that every part still runs — a fiftieth of the
+/// admissions and a second per timed run.
+struct Scale {
+    rounds: usize,
+    per_round: usize,
+    throughput: Duration,
+    shares: Duration,
+}
+
+impl Scale {
+    fn of_this_run() -> Self {
+        if std::env::args().any(|a| a == "--bench") {
+            Self {
+                rounds: 10,
+                per_round: 1_000,
+                throughput: Duration::from_secs(5),
+                shares: Duration::from_secs(30),
+            }
+        } else {
+            Self {
+                rounds: 2,
+                per_round: 100,
+                throughput: Duration::from_secs(1),
+                shares: Duration::from_secs(1),
+            }
+        }
+    }
+}
+
 fn main() {
+    let scale = Scale::of_this_run();
     let redis = RedisServer::start();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -195,9 +226,9 @@ fn main() {
         let (mut l, mut r) = (Vec::new(), Vec::new());
         latencies(&local, 500, &mut Vec::new()).await;
         latencies(&store, 500, &mut Vec::new()).await;
-        for _ in 0..10 {
-            latencies(&local, 1_000, &mut l).await;
-            latencies(&store, 1_000, &mut r).await;
+        for _ in 0..scale.rounds {
+            latencies(&local, scale.per_round, &mut l).await;
+            latencies(&store, scale.per_round, &mut r).await;
         }
         l.sort_unstable();
         r.sort_unstable();
@@ -221,7 +252,7 @@ fn main() {
             println!("  inside Redis: {stats}");
         }
 
-        let run = Duration::from_secs(5);
+        let run = scale.throughput;
         let one = throughput(&[shared(&redis.url(), "t-1", "bench-one")], 32, run).await;
         let four: Vec<Admission> = (0..4)
             .map(|i| shared(&redis.url(), &format!("t4-{i}"), "bench-four"))
@@ -233,7 +264,7 @@ fn main() {
         println!("  one host, Redis          {one:>9.0}");
         println!("  four hosts, one Redis    {four:>9.0}");
 
-        let run = Duration::from_secs(30);
+        let run = scale.shares;
         println!("tenants of equal weight on one quota (4.5/s) from four hosts, {run:?}:");
         let even = shares(
             &redis.url(),

@@ -27,7 +27,18 @@ fn main() {
         .start_paused(true)
         .build()
         .expect("a runtime");
+    // Without `--bench` (as `cargo test --benches` runs it), a brief check that it runs:
+    // ten seconds of virtual time, one margin.
+    let bench = std::env::args().any(|a| a == "--bench");
     let w = Workload::default();
+    let w = if bench {
+        w
+    } else {
+        Workload {
+            duration: std::time::Duration::from_secs(10),
+            ..w
+        }
+    };
     let (s, n) = rt.block_on(async { (through_sluice(w).await, naive(w).await) });
     println!(
         "{} agents, {} output tokens/min, {:?} of virtual time",
@@ -37,7 +48,8 @@ fn main() {
     row("sluice", &s);
     row("naive", &n);
     for refill in ["window", "continuous"] {
-        for margin in [0.90, 0.95, 0.98] {
+        let margins: &[f64] = if bench { &[0.90, 0.95, 0.98] } else { &[0.90] };
+        for &margin in margins {
             let w = Workload {
                 margin,
                 refill,

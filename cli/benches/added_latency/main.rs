@@ -19,7 +19,9 @@
 //! - `ADDED_LATENCY_ROUNDS`: rounds each load is split into (default `4`);
 //! - `ADDED_LATENCY_WARMUP_SECS`: unmeasured seconds per target before each load (default `2`);
 //! - `ADDED_LATENCY_TARGETS`: which targets, comma-separated (default every one: `direct,hop,
-//!   sluice,sluice in-process`; `direct` is always measured, the others are compared to it).
+//!   sluice,sluice in-process`; `direct` is always measured, the others are compared to it);
+//! - `ADDED_LATENCY_BASELINE`: the path of another `sluice` binary (an earlier build), measured
+//!   beside this one as the target `baseline`: a change's before and after in one run.
 //!
 //! Run without `--bench` (`cargo test -p sluice-cli --bench added_latency`, as CI does), it is
 //! a brief check that every target answers every request: a few requests per load, and a
@@ -162,9 +164,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let fake = rt.block_on(targets::upstream())?;
     let (hop, _hop) = targets::hop(&fake)?;
-    let (binary, _binary) = targets::binary(dir.path(), &fake)?;
+    let (binary, _binary) = targets::binary(dir.path(), &fake, "sluice", None)?;
     let (in_process, running) = rt.block_on(targets::in_process(dir.path(), &fake))?;
-    let all = [targets::direct(&fake), hop, binary, in_process];
+    let mut all = vec![targets::direct(&fake), hop, binary, in_process];
+    let baseline = std::env::var_os("ADDED_LATENCY_BASELINE").filter(|_| !brief);
+    let _baseline = match baseline {
+        Some(program) => {
+            let (t, p) = targets::binary(dir.path(), &fake, "baseline", Some(program.as_ref()))?;
+            all.push(t);
+            Some(p)
+        }
+        None => None,
+    };
     let chosen: Vec<&Target> = all
         .iter()
         .filter(|t| {

@@ -76,11 +76,20 @@ pub fn hop(fake: &FakeProvider) -> Result<(Target, Process), Error> {
     Ok((target, process))
 }
 
-/// `sluice serve --config` on a configuration for `fake`, as its own process.
-pub fn binary(dir: &Path, fake: &FakeProvider) -> Result<(Target, Process), Error> {
+/// `sluice serve --config` on a configuration for `fake`, as its own process: `program`
+/// (another build, to compare with), else the one built with this bench.
+pub fn binary(
+    dir: &Path,
+    fake: &FakeProvider,
+    name: &'static str,
+    program: Option<&Path>,
+) -> Result<(Target, Process), Error> {
+    let dir = dir.join(name.replace(' ', "-"));
+    std::fs::create_dir_all(&dir)?;
     let file = dir.join("serve.toml");
-    std::fs::write(&file, config_text(dir, &fake.url("")))?;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    std::fs::write(&file, config_text(&dir, &fake.url("")))?;
+    let program = program.unwrap_or(Path::new(env!("CARGO_BIN_EXE_sluice")));
+    let mut child = Command::new(program)
         .arg("serve")
         .arg("--config")
         .arg(&file)
@@ -108,7 +117,7 @@ pub fn binary(dir: &Path, fake: &FakeProvider) -> Result<(Target, Process), Erro
     // Whatever it says later is read and dropped, so it never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
     let target = Target {
-        name: "sluice",
+        name,
         url: format!("http://{addr}/openai{PATH}"),
         authorization: format!("Bearer {AGENT_TOKEN}"),
         pid: Some(process.0.id()),

@@ -130,7 +130,7 @@ pub(in crate::config::reference) const PROVIDERS: &[KeyDoc] = &[
         default: "none",
         range: "exactly one of `env` or `file`",
         what: "Where one credential's secret is read from, and the header it is sent in. It is \
-            read at each send, never stored.",
+            added at each send, never written anywhere.",
     },
     KeyDoc {
         key: "providers.NAME.credentials.LABEL.env",
@@ -145,8 +145,8 @@ pub(in crate::config::reference) const PROVIDERS: &[KeyDoc] = &[
         default: "none",
         range: "",
         what: "The file that holds the secret (surrounding whitespace trimmed, at most 16 KiB), \
-            taken from the file's directory; read again at each send, so a rotated file takes \
-            effect.",
+            taken from the file's directory; checked at each send and read again when it \
+            changed (its inode, size or times), so a rotated file takes effect at the next send.",
     },
     KeyDoc {
         key: "providers.NAME.credentials.LABEL.header",

@@ -1,0 +1,114 @@
+//! A credential file's header kept between sends while the file is the same file, unchanged:
+//! each send asks the file system for the file's identity (device, inode, size, modification
+//! and change times — one `stat`), and reads the file again only when one of them moved. A
+//! rotated file (written in place, or a new file renamed over it, as secret managers and
+//! Kubernetes do) is read at the next send, as before; a send no longer opens and reads the
+//! file when nothing changed.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use super::{CredentialError, CredentialSource};
+
+/// What identifies one version of a file's content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl Identity {
+    /// The identity of the file at `path` now; `None` where it cannot be asked (then the
+    /// file is read at every send).
+    #[cfg(unix)]
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = std::fs::metadata(path).ok()?;
+        Some(Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            modified: (m.mtime(), m.mtime_nsec()),
+            changed: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn of(_path: &Path) -> Option<Self> {
+        None
+    }
+}
+
+/// The header last read from a credential file, and the identity of what it was read from.
+#[derive(Default)]
+pub(super) struct Kept(Mutex<Option<(Identity, (String, String))>>);
+
+/// Never shows the secret.
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Kept")
+    }
+}
+
+impl Kept {
+    /// `source`'s header, whose secret is in the file at `path`: the one kept when the file
+    /// is unchanged, else read now (and kept).
+    pub(super) fn header(
+        &self,
+        source: &CredentialSource,
+        path: &Path,
+    ) -> Result<(String, String), CredentialError> {
+        // Asked before the read: a change during the read moves the identity, and the next
+        // send reads again.
+        let now = Identity::of(path);
+        let mut kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let (Some(now), Some((was, header))) = (now, kept.as_ref())
+            && now == *was
+        {
+            return Ok(header.clone());
+        }
+        let header = source.header_value();
+        *kept = match (&header, now) {
+            (Ok(h), Some(now)) => Some((now, h.clone())),
+            _ => None,
+        };
+        header
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unchanged_file_is_not_read_again_and_a_changed_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "first").unwrap();
+        let source = CredentialSource::file(&path);
+        let kept = Kept::default();
+        assert_eq!(kept.header(&source, &path).unwrap().1, "Bearer first");
+        // Unchanged: what is kept is used. (A marker stands in for it, so a read would show.)
+        let identity = Identity::of(&path);
+        if let Some(identity) = identity {
+            let marker = ("authorization".to_owned(), "kept".to_owned());
+            *kept.0.lock().unwrap() = Some((identity, marker));
+            assert_eq!(kept.header(&source, &path).unwrap().1, "kept");
+        }
+        // Written in place.
+        std::fs::write(&path, "second-secret").unwrap();
+        assert_eq!(kept.header(&source, &path).unwrap().1, "Bearer second-secret");
+        // A new file renamed over it, of the same size.
+        let next = dir.path().join("key.new");
+        std::fs::write(&next, "third-secret!").unwrap();
+        std::fs::rename(&next, &path).unwrap();
+        assert_eq!(kept.header(&source, &path).unwrap().1, "Bearer third-secret!");
+        // Gone: the error, and nothing kept.
+        std::fs::remove_file(&path).unwrap();
+        assert!(kept.header(&source, &path).is_err());
+        assert!(kept.0.lock().unwrap().is_none());
+    }
+}
