@@ -45,7 +45,6 @@ struct Attempting<'a> {
     policy: &'a Arc<GuardedPolicy>,
     /// The call's breaker paths.
     paths: &'a BreakerPaths,
-    secrets: &'a [(&'a str, &'a str)],
     /// When the call began.
     started: Instant,
     /// Whether a successful answer is handed over as a stream.
@@ -208,16 +207,10 @@ impl Executor {
                 return Run::Done(end);
             }
         };
-        let credentials = self.credentials.headers(&call.provider, &call.credential);
-        let secrets: Vec<(&str, &str)> = credentials
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
-            .collect();
         let cx = Attempting {
             call,
             policy: &policy,
             paths: &paths,
-            secrets: &secrets,
             started,
             stream,
             span,
@@ -257,11 +250,31 @@ impl Executor {
         t: &mut Tally,
         observer: &mut dyn Observer,
     ) -> Option<Run> {
-        let (call, policy) = (cx.call, cx.policy);
         let permit = match self.admit(cx, p, t).await {
             Ok(permit) => permit,
             Err(end) => return Some(Run::Done(end)),
         };
+        // Boxed: the send and the read are only made once admitted, so a call that waits
+        // in the queue does not hold their state inline (`benches/call_memory.rs`).
+        Box::pin(self.send(cx, p, t, observer, permit)).await
+    }
+
+    /// One admitted attempt: sent, read, decided. `None`: go on to the next one.
+    async fn send(
+        &self,
+        cx: &Attempting<'_>,
+        p: &mut Prepared,
+        t: &mut Tally,
+        observer: &mut dyn Observer,
+        permit: Permit,
+    ) -> Option<Run> {
+        let (call, policy) = (cx.call, cx.policy);
+        // Asked for at each send, not held while the call waits.
+        let credentials = self.credentials.headers(&call.provider, &call.credential);
+        let secrets: Vec<(&str, &str)> = credentials
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
         p.req.now_ms = self.clock.wall_ms();
         if let Err(why) = observer.before_send(t.attempts + 1) {
             let end = std::mem::take(t).end(Reason::NotRecorded(why), NextAction::RetryLater(None));
@@ -273,7 +286,7 @@ impl Executor {
         // after it was sent — a read ends, a write is settled by asking the provider.
         let started = within(
             self.time_left(p, cx.started),
-            (self.transport).start(&p.req, cx.secrets, cx.stream, p.generation_timeout),
+            (self.transport).start(&p.req, &secrets, cx.stream, p.generation_timeout),
         )
         .await
         .and_then(|r| r);
@@ -439,3 +452,4 @@ fn breaker_open(t: &mut Tally, open: crate::retry::Open) -> Outcome {
         NextAction::RetryLater(Some(after)),
     )
 }
+
