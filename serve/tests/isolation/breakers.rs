@@ -115,10 +115,8 @@ async fn a_tenant_looping_on_a_400_stops_itself_and_not_the_other_tenant() {
     );
 }
 
-/// A broken path half-open lets one probe through, not every waiting call: the others are
-/// refused until it answers, and its success closes the path for everyone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_half_open_path_is_probed_by_one_call() {
+/// A sidecar whose credential's chat path three 500s in a row have opened, for 400 ms.
+async fn an_opened_path() -> (FakeProvider, crate::support::Side) {
     let fake = openai().await;
     let side = start(&config(&fake, 400)).await;
     fake.script(
@@ -131,6 +129,14 @@ async fn a_half_open_path_is_probed_by_one_call() {
     for _ in 0..3 {
         assert_eq!(chat(&side.url, STEADY_TOKEN, GOOD).await.0, 500);
     }
+    (fake, side)
+}
+
+/// A broken path half-open lets one probe through, not every waiting call: the others are
+/// refused until it answers, and its success closes the path for everyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_open_path_is_probed_by_one_call() {
+    let (fake, side) = an_opened_path().await;
     let (status, body) = chat(&side.url, NOISY_TOKEN, GOOD).await;
     assert_eq!(status, 503, "the path is open for every tenant: {body}");
     assert_eq!(fake.attempts_on(CHAT), 3);
@@ -170,18 +176,7 @@ async fn a_half_open_path_is_probed_by_one_call() {
 /// the next call probes it at once, rather than every tenant waiting another open time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_probe_failed_by_its_own_request_leaves_the_path_to_the_next_call() {
-    let fake = openai().await;
-    let side = start(&config(&fake, 400)).await;
-    fake.script(
-        CHAT,
-        [Fault::Status {
-            status: 500,
-            code: "server_error",
-        }; 3],
-    );
-    for _ in 0..3 {
-        assert_eq!(chat(&side.url, STEADY_TOKEN, GOOD).await.0, 500);
-    }
+    let (fake, side) = an_opened_path().await;
     assert_eq!(chat(&side.url, STEADY_TOKEN, GOOD).await.0, 503);
     tokio::time::sleep(Duration::from_millis(450)).await;
     let empty_on_the_path = r#"{"model":"gpt-4o","messages":[],"max_tokens":16}"#;
