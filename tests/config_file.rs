@@ -1,5 +1,5 @@
 //! A host built from one configuration file, as an embedder builds it: its plugin, base URL,
-//! credentials (from a file, re-read at each send), extra root and state directory all come
+//! credentials (from a file, read again at a send when it changed), extra root and state directory all come
 //! from the file, and a provider that demands its key (401 otherwise) is the judge.
 
 use std::path::Path;
@@ -109,7 +109,8 @@ async fn a_host_from_one_file_sends_with_the_key_file_and_reads_it_again_when_it
         ended.reason
     );
 
-    // The key file is read at each send: a rotated (here, wrong) key is what goes out next.
+    // The key file is read again when it changed: a rotated (here, wrong) key is what goes
+    // out next.
     std::fs::write(dir.path().join("openai.key"), "sk-rotated").unwrap();
     let rotated = sluice.execute(&chat()).await;
     assert_eq!(status(&rotated), Some(401), "{rotated:?}");

@@ -50,7 +50,8 @@ pub struct ServeArgs {
     /// With --fake-providers: faults the fake providers play and limits they enforce, as
     /// KEY=VALUE pairs: `rpm=60,429=20%,503=5%,500=2%,drop=1%,slow=300` (rpm, tpm, itpm,
     /// otpm: their own limits; 429, 503, 500, drop: the share of attempts so answered;
-    /// slow: milliseconds added to each answer). To watch sluice absorb a 429 storm.
+    /// slow: milliseconds added to each answer no fault took; 503 is 529 in Anthropic's style).
+    /// To watch sluice absorb a 429 storm.
     #[arg(long, requires = "fake_providers", value_name = "SPEC")]
     fake_faults: Option<SteadyFaults>,
     /// Start a fresh journal even though the journal is missing or empty beside an earlier

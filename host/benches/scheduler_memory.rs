@@ -13,7 +13,7 @@
 //! figure is given for 100 000 and for 200 000, with the difference between the two divided
 //! by 100 000 (the cost of the second hundred thousand).
 //!
-//! Run: `cargo bench -p sluice --bench scheduler_memory` (without `--bench`, as `cargo test
+//! Run: `cargo bench -p sluice --features internals --bench scheduler_memory` (without `--bench`, as `cargo test
 //! --benches` runs it, a brief check at small counts)
 
 use std::hint::black_box;

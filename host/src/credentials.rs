@@ -2,9 +2,9 @@
 //!
 //! A [`Call`](crate::execute::Call) names its credential by *label* (`team-key`), never by
 //! value: the executor asks its [`Credentials`] for the headers of that label at send time,
-//! for every attempt, resend and status query alike. So a secret is never stored (not in a
-//! call, not in the journal, not in the audit log), never shown to a plugin, and a restarted
-//! host resends with the credentials it has now.
+//! for every attempt, resend and status query alike. So a secret is never written anywhere
+//! (not in a call, not in the journal, not in the audit log), never shown to a plugin, and a
+//! restarted host resends with the credentials it has now.
 //!
 //! The configuration file names where each label's secret lives ([`CredentialSource`]): an
 //! environment variable or a file (checked at each send and read again when it changed, so
@@ -243,7 +243,7 @@ fn read_file(path: &Path) -> Result<String, CredentialError> {
 }
 
 /// The credentials a configuration names: per provider, per label, a [`CredentialSource`]
-/// read at each send (a file's secret kept while the file is unchanged: [`kept`]).
+/// read at each send (a file's header kept in memory while the file is unchanged).
 #[derive(Debug, Clone, Default)]
 pub struct Keyring {
     sources: BTreeMap<String, BTreeMap<String, Source>>,

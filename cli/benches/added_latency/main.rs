@@ -17,7 +17,8 @@
 //! - `ADDED_LATENCY_CONNECTIONS`: connections for the rates (default `20`);
 //! - `ADDED_LATENCY_SEQUENTIAL`: requests per target one after another (default `3000`);
 //! - `ADDED_LATENCY_ROUNDS`: rounds each load is split into (default `4`);
-//! - `ADDED_LATENCY_WARMUP_SECS`: unmeasured seconds per target before each load (default `2`);
+//! - `ADDED_LATENCY_WARMUP_SECS`: unmeasured seconds per target before each rate (default `2`;
+//!   the sequential load warms up on 5% of its requests);
 //! - `ADDED_LATENCY_TARGETS`: which targets, comma-separated (default every one: `direct,hop,
 //!   sluice,sluice in-process`; `direct` is always measured, the others are compared to it);
 //! - `ADDED_LATENCY_BASELINE`: the path of another `sluice` binary (an earlier build), measured

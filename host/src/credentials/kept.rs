@@ -3,7 +3,9 @@
 //! and change times — one `stat`), and reads the file again only when one of them moved. A
 //! rotated file (written in place, or a new file renamed over it, as secret managers and
 //! Kubernetes do) is read at the next send, as before; a send no longer opens and reads the
-//! file when nothing changed.
+//! file when nothing changed. (A rewrite in place to the same size within one tick of the
+//! file system's clock leaves the identity as it was; it is read once the file changes
+//! again.)
 
 use std::path::Path;
 use std::sync::Mutex;

@@ -4,8 +4,8 @@
 //! plugin. Each case costs the plugin what an attempt costs it in production: one
 //! `read-response` call (and one `plan-request` call when the case expects a plan); a write
 //! case costs what settling a write does (`reconcile`, `read-reconciliation`), and a file's
-//! `describe` is checked against what the plugin said when it loaded. [`record`] writes
-//! cases from captured traffic.
+//! `describe` is checked against what the plugin said when it loaded. Cases are recorded
+//! from captured traffic by `sluice-plugin-record` (`sluice plugin test --record`).
 //!
 //! ```no_run
 //! use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
