@@ -11,6 +11,7 @@ use super::Capture;
 use sluice::contract::{Reading, RequestPlan, ResponsePart};
 use sluice::headers::{REDACTED, is_credential};
 use sluice::vectors::{class_name, dimension_name, scope_name, verdict_name};
+use sluice_plugin_sdk::time::format_rfc3339_ms as rfc3339;
 
 /// Headers that set credentials, and headers that name the account rather than say
 /// anything a plugin reads; their values are written as [`REDACTED`], in a request and in a
@@ -284,29 +285,6 @@ pub(super) fn expectation(
             }),
     };
     Expectation::Answered(Box::new(answered))
-}
-
-/// `ms` since the epoch as RFC 3339 in UTC, with milliseconds when there are any.
-pub(super) fn rfc3339(ms: i64) -> String {
-    let (days, in_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    // Days to a civil date (proleptic Gregorian), after Howard Hinnant's `civil_from_days`.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (s, milli) = (in_day / 1000, in_day % 1000);
-    let time = format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
-    let frac = if milli == 0 {
-        String::new()
-    } else {
-        format!(".{milli:03}")
-    };
-    format!("{year:04}-{month:02}-{day:02}T{time}{frac}Z")
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ fn days_from_civil(year: i32, month: u32, day: u32) -> i64 {
 }
 
 /// The date of a day count since 1970-01-01: (year, month, day).
-fn civil_from_days(days: i64) -> (i32, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i32, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

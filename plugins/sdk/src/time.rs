@@ -13,6 +13,21 @@ pub const MAX_WINDOW_MS: u64 = 31 * MAX_DELAY_MS;
 /// The delay reported for a date that is already past: a small wait, never a tight loop.
 pub const PAST_DATE_DELAY_MS: u64 = 1000;
 
+/// `ms` since the epoch as RFC 3339 in UTC, with milliseconds when there are any: what
+/// [`parse_rfc3339_ms`] reads back.
+pub fn format_rfc3339_ms(ms: i64) -> String {
+    let (days, in_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let (year, month, day) = crate::midnight::civil_from_days(days);
+    let (s, milli) = (in_day / 1000, in_day % 1000);
+    let time = format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+    let frac = if milli == 0 {
+        String::new()
+    } else {
+        format!(".{milli:03}")
+    };
+    format!("{year:04}-{month:02}-{day:02}T{time}{frac}Z")
+}
+
 /// Milliseconds from `now_ms` until `at_ms`, clamped to `[PAST_DATE_DELAY_MS, MAX_DELAY_MS]`
 /// (a date at or before `now_ms` gives [`PAST_DATE_DELAY_MS`]).
 pub fn until(at_ms: i64, now_ms: i64) -> u64 {
