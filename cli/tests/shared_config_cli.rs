@@ -46,7 +46,7 @@ fn a_store_without_its_number_of_hosts_is_refused_saying_why() {
         ),
         (
             "[store]\nurl = \"redis://x\"\nhosts = 2\nlease = 3\n",
-            "`store.lease`: unknown key",
+            "`store.lease`: unknown field `lease`",
         ),
     ];
     for (i, (toml, said)) in bad.iter().enumerate() {

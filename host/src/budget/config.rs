@@ -193,7 +193,8 @@ impl Price {
 
 /// What the host does with a call whose model has no price while its tenant has a spend
 /// budget (`budgets.unpriced`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Unpriced {
     /// The call is refused, naming the price to add.
     Refuse,

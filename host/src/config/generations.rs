@@ -2,38 +2,40 @@
 //! (see [`crate::execute::Generations`]).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use toml::{Table, Value};
+use serde::Deserialize;
 
-use super::ConfigFileError;
-use super::parse::{Keys, MAX_TIMEOUT_MS};
+use super::read::Ranged;
+use super::tables::MAX_TIMEOUT_MS;
 use crate::execute::{Generation, Generations};
 
 /// The largest default maximum output, in tokens.
 pub const MAX_DEFAULT_OUTPUT: u64 = 10_000_000;
 
-/// Takes the provider `name`'s `generations` table out of its `table`.
-pub(super) fn parse(
-    keys: &Keys<'_>,
-    name: &str,
-    table: &mut Table,
-) -> Result<Generations, ConfigFileError> {
-    let at = format!("providers.{name}.generations");
-    let mut models = BTreeMap::new();
-    for (model, value) in keys.table(table, "generations", &at)? {
-        let here = format!("{at}.\"{model}\"");
-        let Value::Table(mut entry) = value else {
-            return Err(keys.invalid(&here, "a table of `default_max_output` and `timeout_ms`"));
-        };
-        let mut number =
-            |key: &str, max: u64| keys.number(&mut entry, key, &format!("{here}.{key}"), 1, max);
-        let generation = Generation {
-            default_max_output: number("default_max_output", MAX_DEFAULT_OUTPUT)?,
-            timeout: number("timeout_ms", MAX_TIMEOUT_MS)?.map(Duration::from_millis),
-        };
-        keys.no_other_keys(&entry, &here, &["default_max_output", "timeout_ms"])?;
-        models.insert(model, generation);
-    }
-    Ok(Generations(models))
+/// One model's entry as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    default,
+    expecting = "a table of `default_max_output` and `timeout_ms`"
+)]
+pub(super) struct GenerationTable {
+    default_max_output: Option<Ranged<1, MAX_DEFAULT_OUTPUT>>,
+    timeout_ms: Option<Ranged<1, MAX_TIMEOUT_MS>>,
+}
+
+/// The provider's settings from its entries by model.
+pub(super) fn config(models: BTreeMap<String, GenerationTable>) -> Generations {
+    Generations(
+        models
+            .into_iter()
+            .map(|(model, entry)| {
+                let generation = Generation {
+                    default_max_output: entry.default_max_output.map(Ranged::get),
+                    timeout: entry.timeout_ms.map(Ranged::ms),
+                };
+                (model, generation)
+            })
+            .collect(),
+    )
 }

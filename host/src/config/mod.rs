@@ -59,9 +59,11 @@ mod budgets;
 mod generations;
 mod parse;
 mod plugin;
+mod read;
 pub mod reference;
 mod serve;
 mod store;
+mod tables;
 #[cfg(test)]
 mod tests;
 

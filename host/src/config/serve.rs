@@ -44,10 +44,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use toml::{Table, Value};
+use serde::Deserialize;
 
 use super::ConfigFileError;
-use super::parse::Keys;
+use super::read::{NonEmpty, Ranged, Reader, under};
+use super::tables::MAX_TIMEOUT_MS;
 use crate::admission::ClassSet;
 
 mod admin;
@@ -121,7 +122,8 @@ impl Default for ServeConfig {
 }
 
 /// What the sidecar does with a provider key an agent sent itself (keys stay in the sidecar).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum AgentProviderKeys {
     /// Refuse the request (403), naming the header.
     Refuse,
@@ -174,7 +176,8 @@ pub struct AgentConfig {
 }
 
 /// What the sidecar does with an `x-sluice-priority` its agent may not use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PriorityAboveAllowed {
     /// Refuse the request (400, naming the hint and what the agent may use).
     Refuse,
@@ -220,177 +223,112 @@ pub struct ServeProvider {
 
 pub use crate::contract::ErrorShape;
 
-/// Parses the `[serve]` table.
-pub(super) fn parse(keys: &Keys<'_>, mut table: Table) -> Result<ServeConfig, ConfigFileError> {
-    let mut serve = ServeConfig::default();
-    if let Some(addr) = address(keys, &mut table, "listen", "serve.listen")? {
-        serve.listen = addr;
-    }
-    if let Some(ms) = keys.number(
-        &mut table,
-        "shutdown_deadline_ms",
-        "serve.shutdown_deadline_ms",
-        1,
-        super::parse::MAX_TIMEOUT_MS,
-    )? {
-        serve.shutdown_deadline = Duration::from_millis(ms);
-    }
-    if let Some(n) = keys.number(
-        &mut table,
-        "max_body_bytes",
-        "serve.max_body_bytes",
-        1024,
-        1 << 30,
-    )? {
-        serve.max_body_bytes = n;
-    }
-    if let Some(n) = keys.number(
-        &mut table,
-        "max_connections",
-        "serve.max_connections",
-        1,
-        1_000_000,
-    )? {
-        serve.max_connections = u32::try_from(n).unwrap_or(u32::MAX);
-    }
-    if let Some(ms) = keys.number(
-        &mut table,
-        "read_timeout_ms",
-        "serve.read_timeout_ms",
-        100,
-        super::parse::MAX_TIMEOUT_MS,
-    )? {
-        serve.read_timeout = Duration::from_millis(ms);
-    }
-    if let Some(n) = keys.number(
-        &mut table,
-        "failed_tokens_per_minute",
-        "serve.failed_tokens_per_minute",
-        1,
-        1_000_000,
-    )? {
-        serve.failed_tokens_per_minute = u32::try_from(n).unwrap_or(u32::MAX);
-    }
-    match keys
-        .string(
-            &mut table,
-            "agent_provider_keys",
-            "serve.agent_provider_keys",
-        )?
-        .as_deref()
-    {
-        None | Some("refuse") => {}
-        Some("strip") => serve.agent_provider_keys = AgentProviderKeys::Strip,
-        Some(_) => {
-            return Err(keys.invalid("serve.agent_provider_keys", "`refuse` or `strip`"));
-        }
-    }
-    match keys
-        .string(
-            &mut table,
-            "priority_above_allowed",
-            "serve.priority_above_allowed",
-        )?
-        .as_deref()
-    {
-        None | Some("refuse") => {}
-        Some("lower") => serve.priority_above_allowed = PriorityAboveAllowed::Lower,
-        Some(_) => {
-            return Err(keys.invalid("serve.priority_above_allowed", "`refuse` or `lower`"));
-        }
-    }
-    let admin = keys.table(&mut table, "admin", "serve.admin")?;
-    if !admin.is_empty() {
-        serve.admin = Some(admin::admin_table(keys, admin)?);
-    }
-    for (name, value) in keys.table(&mut table, "agents", "serve.agents")? {
-        let at = format!("serve.agents.{name}");
-        let Value::Table(t) = value else {
-            return Err(keys.invalid(&at, "a table"));
-        };
-        serve.agents.insert(name, agents::agent(keys, &at, t)?);
-    }
-    for (name, value) in keys.table(&mut table, "providers", "serve.providers")? {
-        let at = format!("serve.providers.{name}");
-        let Value::Table(t) = value else {
-            return Err(keys.invalid(&at, "a table"));
-        };
-        serve.providers.insert(name, provider(keys, &at, t)?);
-    }
-    keys.no_other_keys(
-        &table,
-        "serve",
-        &[
-            "listen",
-            "shutdown_deadline_ms",
-            "max_body_bytes",
-            "max_connections",
-            "read_timeout_ms",
-            "failed_tokens_per_minute",
-            "agent_provider_keys",
-            "priority_above_allowed",
-            "admin",
-            "agents",
-            "providers",
-        ],
-    )?;
-    Ok(serve)
+/// `[serve]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct ServeTable {
+    listen: Option<NonEmpty>,
+    shutdown_deadline_ms: Option<Ranged<1, MAX_TIMEOUT_MS>>,
+    max_body_bytes: Option<Ranged<1024, { 1 << 30 }>>,
+    max_connections: Option<Ranged<1, 1_000_000>>,
+    read_timeout_ms: Option<Ranged<100, MAX_TIMEOUT_MS>>,
+    failed_tokens_per_minute: Option<Ranged<1, 1_000_000>>,
+    agent_provider_keys: Option<AgentProviderKeys>,
+    priority_above_allowed: Option<PriorityAboveAllowed>,
+    admin: Option<admin::AdminTable>,
+    agents: BTreeMap<String, agents::AgentTable>,
+    providers: BTreeMap<String, ProviderTable>,
 }
 
-fn address(
-    keys: &Keys<'_>,
-    table: &mut Table,
-    key: &str,
-    path: &str,
-) -> Result<Option<SocketAddr>, ConfigFileError> {
-    keys.string(table, key, path)?
-        .map(|s| {
-            s.parse()
-                .map_err(|_| keys.invalid(path, "an address and port, such as `127.0.0.1:8700`"))
-        })
-        .transpose()
+/// `[serve.providers.NAME]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct ProviderTable {
+    error_shape: Option<NonEmpty>,
+    read_routes: Option<Vec<String>>,
 }
 
-fn provider(keys: &Keys<'_>, at: &str, mut table: Table) -> Result<ServeProvider, ConfigFileError> {
-    let error_shape = keys
-        .string(&mut table, "error_shape", &format!("{at}.error_shape"))?
-        .map(|s| {
-            ErrorShape::named(&s).ok_or_else(|| {
-                keys.invalid(
-                    &format!("{at}.error_shape"),
-                    "one of `openai`, `anthropic`, `github`, `stripe`",
-                )
-            })
-        })
-        .transpose()?;
-    let read_routes = match table.remove("read_routes") {
-        None => None,
-        Some(Value::Array(items)) => Some(
-            items
+impl ServeTable {
+    /// The `[serve]` table's configuration.
+    pub(super) fn config(self, reader: &Reader<'_>) -> Result<ServeConfig, ConfigFileError> {
+        let defaults = ServeConfig::default();
+        let serve = ServeConfig {
+            listen: match self.listen {
+                Some(addr) => address(reader, "serve.listen", addr)?,
+                None => defaults.listen,
+            },
+            shutdown_deadline: self
+                .shutdown_deadline_ms
+                .map_or(defaults.shutdown_deadline, Ranged::ms),
+            agent_provider_keys: self
+                .agent_provider_keys
+                .unwrap_or(defaults.agent_provider_keys),
+            priority_above_allowed: self
+                .priority_above_allowed
+                .unwrap_or(defaults.priority_above_allowed),
+            max_body_bytes: self.max_body_bytes.map_or(defaults.max_body_bytes, Ranged::get),
+            max_connections: self.max_connections.map_or(defaults.max_connections, Ranged::u32),
+            read_timeout: self.read_timeout_ms.map_or(defaults.read_timeout, Ranged::ms),
+            failed_tokens_per_minute: self
+                .failed_tokens_per_minute
+                .map_or(defaults.failed_tokens_per_minute, Ranged::u32),
+            admin: self.admin.map(|a| a.config(reader)).transpose()?,
+            agents: self
+                .agents
                 .into_iter()
-                .enumerate()
-                .map(|(i, v)| match v {
-                    Value::String(s) if route_ok(&s) => Ok(s),
-                    _ => Err(keys.invalid(
-                        &format!("{at}.read_routes[{i}]"),
-                        "`METHOD /path`, such as `POST /v1/chat/completions` (a trailing `*` \
-                         matches any rest)",
-                    )),
+                .map(|(name, agent)| {
+                    let at = under("serve.agents", &name);
+                    Ok((name, agent.config(reader, &at)?))
                 })
-                .collect::<Result<_, _>>()?,
-        ),
-        Some(_) => {
-            return Err(keys.invalid(
-                &format!("{at}.read_routes"),
-                "a list of `METHOD /path` routes",
+                .collect::<Result<_, ConfigFileError>>()?,
+            providers: self
+                .providers
+                .into_iter()
+                .map(|(name, p)| {
+                    let at = under("serve.providers", &name);
+                    Ok((name, p.config(reader, &at)?))
+                })
+                .collect::<Result<_, ConfigFileError>>()?,
+        };
+        Ok(serve)
+    }
+}
+
+/// An address and port, at `key`.
+fn address(reader: &Reader<'_>, key: &str, given: NonEmpty) -> Result<SocketAddr, ConfigFileError> {
+    given
+        .0
+        .parse()
+        .map_err(|_| reader.invalid(key, "an address and port, such as `127.0.0.1:8700`"))
+}
+
+impl ProviderTable {
+    fn config(self, reader: &Reader<'_>, at: &str) -> Result<ServeProvider, ConfigFileError> {
+        let error_shape = self
+            .error_shape
+            .map(|s| {
+                ErrorShape::named(&s.0).ok_or_else(|| {
+                    reader.invalid(
+                        &under(at, "error_shape"),
+                        "one of `openai`, `anthropic`, `github`, `stripe`",
+                    )
+                })
+            })
+            .transpose()?;
+        if let Some(routes) = &self.read_routes
+            && let Some(i) = routes.iter().position(|r| !route_ok(r))
+        {
+            return Err(reader.invalid(
+                &format!("{}[{i}]", under(at, "read_routes")),
+                "`METHOD /path`, such as `POST /v1/chat/completions` (a trailing `*` \
+                 matches any rest)",
             ));
         }
-    };
-    keys.no_other_keys(&table, at, &["error_shape", "read_routes"])?;
-    Ok(ServeProvider {
-        error_shape,
-        read_routes,
-    })
+        Ok(ServeProvider {
+            error_shape,
+            read_routes: self.read_routes,
+        })
+    }
 }
 
 /// `METHOD /path`: an upper-case method, one space, a path from `/` with no spaces.

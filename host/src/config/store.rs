@@ -16,81 +16,76 @@
 //! it would either over-admit (each assuming it is alone) or guess.
 
 use std::num::NonZeroU32;
-use std::time::Duration;
 
-use toml::{Table, Value};
+use serde::Deserialize;
+use toml::Value;
 
 use super::ConfigFileError;
-use super::parse::Keys;
+use super::read::{NonEmpty, Ranged, Reader};
 use crate::admission::shared::SharedConfig;
 
-const KNOWN: &[&str] = &[
-    "url",
-    "hosts",
-    "host_id",
-    "lease_ttl_ms",
-    "timeout_ms",
-    "key_prefix",
-];
+/// `[store]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct StoreTable {
+    url: Option<NonEmpty>,
+    hosts: Option<Ranged<1, 10_000>>,
+    host_id: Option<NonEmpty>,
+    lease_ttl_ms: Option<Ranged<300, 3_600_000>>,
+    timeout_ms: Option<Ranged<1, 60_000>>,
+    key_prefix: Option<NonEmpty>,
+}
 
-/// Takes `store` out of the file's root table.
-pub(super) fn parse(
-    keys: &Keys<'_>,
-    root: &mut Table,
+/// The store `store` names: a table, the string `"memory"` or nothing.
+pub(super) fn config(
+    reader: &Reader<'_>,
+    store: Option<Value>,
 ) -> Result<Option<SharedConfig>, ConfigFileError> {
-    let mut table = match root.remove("store") {
+    let table = match store {
         None => return Ok(None),
         Some(Value::String(s)) if s == "memory" => return Ok(None),
         Some(Value::String(s)) => {
-            return Err(keys.invalid(
+            return Err(reader.invalid(
                 "store",
                 format!(
                     "a [store] table, not the string {s:?}: write [store] url = {s:?} and hosts = N (how many hosts share the quotas; each paces at 1/N of a limit while the store is unreachable)"
                 ),
             ));
         }
-        Some(Value::Table(t)) => t,
+        Some(table @ Value::Table(_)) => table,
         Some(other) => {
-            return Err(keys.invalid(
+            return Err(reader.invalid(
                 "store",
                 format!("a [store] table, not {}", other.type_str()),
             ));
         }
     };
-    keys.no_other_keys(&table, "store", KNOWN)?;
-    let url = keys
-        .string(&mut table, "url", "store.url")?
-        .ok_or_else(|| keys.invalid("store.url", "missing: the Redis URL, redis://HOST:PORT"))?;
-    let hosts = keys
-        .number(&mut table, "hosts", "store.hosts", 1, 10_000)?
-        .ok_or_else(|| {
-            keys.invalid(
-                "store.hosts",
-                "missing: how many hosts share the quotas (each paces at 1/hosts of a limit while the store is unreachable)",
-            )
-        })?;
+    let table: StoreTable = reader.read("store", table)?;
+    let url = table
+        .url
+        .ok_or_else(|| reader.invalid("store.url", "missing: the Redis URL, redis://HOST:PORT"))?;
+    let hosts = table.hosts.ok_or_else(|| {
+        reader.invalid(
+            "store.hosts",
+            "missing: how many hosts share the quotas (each paces at 1/hosts of a limit while the store is unreachable)",
+        )
+    })?;
     let mut config = SharedConfig::new(
-        url,
-        NonZeroU32::new(u32::try_from(hosts).unwrap_or(u32::MAX)).unwrap_or(NonZeroU32::MIN),
+        url.into_string(),
+        NonZeroU32::new(hosts.u32()).unwrap_or(NonZeroU32::MIN),
     );
-    config.host_id = keys.string(&mut table, "host_id", "store.host_id")?;
-    if let Some(ms) = keys.number(
-        &mut table,
-        "lease_ttl_ms",
-        "store.lease_ttl_ms",
-        300,
-        3_600_000,
-    )? {
-        config.lease_ttl = Duration::from_millis(ms);
+    config.host_id = table.host_id.map(NonEmpty::into_string);
+    if let Some(ms) = table.lease_ttl_ms {
+        config.lease_ttl = ms.ms();
     }
-    if let Some(ms) = keys.number(&mut table, "timeout_ms", "store.timeout_ms", 1, 60_000)? {
-        config.timeout = Duration::from_millis(ms);
+    if let Some(ms) = table.timeout_ms {
+        config.timeout = ms.ms();
     }
-    if let Some(p) = keys.string(&mut table, "key_prefix", "store.key_prefix")? {
-        config.key_prefix = p;
+    if let Some(p) = table.key_prefix {
+        config.key_prefix = p.into_string();
     }
     config
         .validate()
-        .map_err(|e| keys.invalid("store", e.to_string()))?;
+        .map_err(|e| reader.invalid("store", e.to_string()))?;
     Ok(Some(config))
 }

@@ -76,13 +76,13 @@ fn every_wrong_budget_key_is_named() {
         ),
         (
             "[budgets]\nthresholds_percent = [80, 120]",
-            "`budgets.thresholds_percent[1]`: a percentage from 1 to 100",
+            "`budgets.thresholds_percent[1]`: from 1 to 100, not 120",
         ),
-        ("[budgets]\nzone = \"UTC\"", "`budgets.zone`: unknown key"),
+        ("[budgets]\nzone = \"UTC\"", "`budgets.zone`: unknown field `zone`"),
         (
             "[tiers.free.budgets]\ntokens_per_week = 5",
-            "`tiers.free.budgets.tokens_per_week`: unknown key; the keys here are \
-             requests_per_day",
+            "`tiers.free.budgets.tokens_per_week`: unknown field `tokens_per_week`, expected one \
+             of `requests_per_day`",
         ),
         (
             "[tiers.free.budgets]\ntokens_per_day = 0",
@@ -90,7 +90,7 @@ fn every_wrong_budget_key_is_named() {
         ),
         (
             "[tenants.budgets.acme]\nspend_micros_per_day = \"5 USD\"",
-            "`tenants.budgets.acme.spend_micros_per_day`: a whole number, not string",
+            "`tenants.budgets.acme.spend_micros_per_day`: invalid type: string \"5 USD\", expected a whole number from 1 to",
         ),
         (
             "[providers.openai.prices.\"gpt-4.1\"]\ninput_micros_per_million = 2000000",
@@ -108,5 +108,18 @@ fn every_wrong_budget_key_is_named() {
             e.contains(expected),
             "{text}\n  gave: {e}\n  expected: {expected}"
         );
+    }
+}
+
+#[test]
+fn every_budget_s_key_sets_that_budget_and_no_other() {
+    for (n, budget) in Budget::ALL.into_iter().enumerate() {
+        let limit = 1_000 + u64::try_from(n).unwrap();
+        let text = format!("[tiers.free.budgets]\n{} = {limit}\n", budget.key());
+        let c = parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        for other in Budget::ALL {
+            let expected = (other == budget).then_some(limit);
+            assert_eq!(c.budgets.tiers["free"].get(other), expected, "{text}");
+        }
     }
 }

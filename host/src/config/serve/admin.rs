@@ -3,78 +3,70 @@
 
 use std::collections::BTreeMap;
 
-use toml::Table;
+use serde::Deserialize;
 
-use super::agents;
+use super::agents::TokenTable;
 use super::{AdminConfig, DEFAULT_ADMIN_LISTEN, DEFAULT_ADMIN_MAX_CONNECTIONS, address};
 use crate::config::ConfigFileError;
-use crate::config::parse::Keys;
+use crate::config::read::{NonEmpty, Ranged, Reader, under};
 
-/// The keys of `[serve.admin]`.
-const KNOWN: &[&str] = &[
-    "listen",
-    "token",
-    "operators",
-    "public_origin",
-    "max_connections",
-];
+/// `[serve.admin]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct AdminTable {
+    listen: Option<NonEmpty>,
+    token: Option<TokenTable>,
+    operators: BTreeMap<String, TokenTable>,
+    public_origin: Option<NonEmpty>,
+    max_connections: Option<Ranged<1, 100_000>>,
+}
 
-pub(super) fn admin_table(
-    keys: &Keys<'_>,
-    mut table: Table,
-) -> Result<AdminConfig, ConfigFileError> {
-    keys.no_other_keys(&table, "serve.admin", KNOWN)?;
-    let listen = address(keys, &mut table, "listen", "serve.admin.listen")?.unwrap_or_else(|| {
-        DEFAULT_ADMIN_LISTEN
-            .parse()
-            .unwrap_or(([127, 0, 0, 1], 8701).into())
-    });
-    let token = match table.remove("token") {
-        Some(v) => agents::token(keys, "serve.admin.token", v)?,
-        None => {
-            return Err(keys.invalid(
-                "serve.admin.token",
-                "the admin API needs a token: `token = { env = \"SLUICE_ADMIN_TOKEN\" }`",
-            ));
+impl AdminTable {
+    /// The admin API's configuration.
+    pub(super) fn config(self, reader: &Reader<'_>) -> Result<AdminConfig, ConfigFileError> {
+        let listen = match self.listen {
+            Some(addr) => address(reader, "serve.admin.listen", addr)?,
+            None => DEFAULT_ADMIN_LISTEN
+                .parse()
+                .unwrap_or(([127, 0, 0, 1], 8701).into()),
+        };
+        let token = self
+            .token
+            .ok_or_else(|| {
+                reader.invalid(
+                    "serve.admin.token",
+                    "the admin API needs a token: `token = { env = \"SLUICE_ADMIN_TOKEN\" }`",
+                )
+            })?
+            .source(reader, "serve.admin.token")?;
+        let mut operators = BTreeMap::new();
+        for (name, token) in self.operators {
+            let at = under("serve.admin.operators", &name);
+            if let Err(e) = crate::journal::text::check_operator(&name) {
+                return Err(reader.invalid(&at, e.to_string()));
+            }
+            operators.insert(name, token.source(reader, &at)?);
         }
-    };
-    let mut operators = BTreeMap::new();
-    for (name, value) in keys.table(&mut table, "operators", "serve.admin.operators")? {
-        let at = format!("serve.admin.operators.{name}");
-        if let Err(e) = crate::journal::text::check_operator(&name) {
-            return Err(keys.invalid(&at, e.to_string()));
-        }
-        operators.insert(name, agents::token(keys, &at, value)?);
+        Ok(AdminConfig {
+            listen,
+            token,
+            operators,
+            public_origin: self
+                .public_origin
+                .map(|o| origin(reader, &o.0))
+                .transpose()?,
+            max_connections: self
+                .max_connections
+                .map_or(DEFAULT_ADMIN_MAX_CONNECTIONS, Ranged::u32),
+        })
     }
-    let public_origin = keys
-        .string(&mut table, "public_origin", "serve.admin.public_origin")?
-        .map(|o| origin(keys, &o))
-        .transpose()?;
-    let max_connections = keys
-        .number(
-            &mut table,
-            "max_connections",
-            "serve.admin.max_connections",
-            1,
-            100_000,
-        )?
-        .map_or(DEFAULT_ADMIN_MAX_CONNECTIONS, |n| {
-            u32::try_from(n).unwrap_or(u32::MAX)
-        });
-    Ok(AdminConfig {
-        listen,
-        token,
-        operators,
-        public_origin,
-        max_connections,
-    })
 }
 
 /// A web origin: `http://` or `https://`, a host, an optional port, nothing after (a `/`
 /// at the end is dropped).
-fn origin(keys: &Keys<'_>, given: &str) -> Result<String, ConfigFileError> {
+fn origin(reader: &Reader<'_>, given: &str) -> Result<String, ConfigFileError> {
     let bad = || {
-        keys.invalid(
+        reader.invalid(
             "serve.admin.public_origin",
             "the origin browsers reach the console at: `https://HOST` or `https://HOST:PORT` \
              (no path)",

@@ -3,140 +3,104 @@
 
 use std::collections::BTreeMap;
 
-use toml::{Table, Value};
+use serde::Deserialize;
 
 use super::{AgentConfig, TokenSource};
 use crate::admission::{Class, ClassSet};
 use crate::config::ConfigFileError;
-use crate::config::parse::Keys;
+use crate::config::read::{NonEmpty, Reader, under};
 
-/// The keys of `[serve.agents.NAME]`.
-const KNOWN: &[&str] = &[
-    "token",
-    "tenant",
-    "tier",
-    "name_tenant",
-    "credentials",
-    "priorities",
-    "pass_headers",
-];
+/// `[serve.agents.NAME]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct AgentTable {
+    token: Option<TokenTable>,
+    tenant: Option<NonEmpty>,
+    tier: Option<NonEmpty>,
+    name_tenant: bool,
+    credentials: BTreeMap<String, NonEmpty>,
+    priorities: Option<Vec<Class>>,
+    pass_headers: Vec<String>,
+}
 
-pub(super) fn agent(
-    keys: &Keys<'_>,
-    at: &str,
-    mut table: Table,
-) -> Result<AgentConfig, ConfigFileError> {
-    keys.no_other_keys(&table, at, KNOWN)?;
-    let token = match table.remove("token") {
-        Some(v) => token(keys, &format!("{at}.token"), v)?,
-        None => return Err(keys.invalid(&format!("{at}.token"), "every agent needs a token")),
-    };
-    let Some(tenant) = keys.string(&mut table, "tenant", &format!("{at}.tenant"))? else {
-        return Err(keys.invalid(
-            &format!("{at}.tenant"),
-            "every agent needs the tenant its calls are billed to",
-        ));
-    };
-    let tier = keys.string(&mut table, "tier", &format!("{at}.tier"))?;
-    let name_tenant = match table.remove("name_tenant") {
-        None => false,
-        Some(Value::Boolean(b)) => b,
-        Some(_) => return Err(keys.invalid(&format!("{at}.name_tenant"), "true or false")),
-    };
-    let mut credentials = BTreeMap::new();
-    for (provider, label) in keys.table(&mut table, "credentials", &format!("{at}.credentials"))? {
-        match label {
-            Value::String(s) if !s.is_empty() => {
-                credentials.insert(provider, s);
-            }
-            _ => {
-                return Err(keys.invalid(
-                    &format!("{at}.credentials.{provider}"),
-                    "the label of one of the provider's credentials",
+/// Where a token is read from, as written.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "one of `{ env = \"VAR\" }`, `{ file = \"path\" }` or `{ sha256 = \"<64 hex digits>\" }`"
+)]
+pub(super) struct TokenTable {
+    env: Option<NonEmpty>,
+    file: Option<NonEmpty>,
+    sha256: Option<NonEmpty>,
+}
+
+impl AgentTable {
+    /// The agent at the key `at`.
+    pub(super) fn config(self, reader: &Reader<'_>, at: &str) -> Result<AgentConfig, ConfigFileError> {
+        let token = self
+            .token
+            .ok_or_else(|| reader.invalid(&under(at, "token"), "every agent needs a token"))?
+            .source(reader, &under(at, "token"))?;
+        let tenant = self.tenant.ok_or_else(|| {
+            reader.invalid(
+                &under(at, "tenant"),
+                "every agent needs the tenant its calls are billed to",
+            )
+        })?;
+        let priorities = match self.priorities {
+            None => ClassSet::ALL,
+            Some(classes) if classes.is_empty() => {
+                return Err(reader.invalid(
+                    &under(at, "priorities"),
+                    "a non-empty list of \"interactive\", \"standard\", \"background\"",
                 ));
             }
-        }
-    }
-    let priorities = match table.remove("priorities") {
-        None => ClassSet::ALL,
-        Some(v) => priorities(keys, &format!("{at}.priorities"), v)?,
-    };
-    let pass_headers = match table.remove("pass_headers") {
-        None => Vec::new(),
-        Some(v) => pass_headers(keys, &format!("{at}.pass_headers"), v)?,
-    };
-    Ok(AgentConfig {
-        token,
-        tenant,
-        tier,
-        name_tenant,
-        credentials,
-        priorities,
-        pass_headers,
-    })
-}
-
-/// A list of account headers an agent may set.
-fn pass_headers(keys: &Keys<'_>, at: &str, value: Value) -> Result<Vec<String>, ConfigFileError> {
-    let how = format!(
-        "a list of the account headers an agent may set: {} (credentials are never passed on)",
-        crate::headers::ACCOUNT_HEADERS.join(", ")
-    );
-    let Value::Array(items) = value else {
-        return Err(keys.invalid(at, &how));
-    };
-    items
-        .iter()
-        .map(|v| match v.as_str() {
-            Some(h) if crate::headers::is_account(h) => Ok(h.to_ascii_lowercase()),
-            _ => Err(keys.invalid(at, &how)),
-        })
-        .collect()
-}
-
-/// A non-empty list of queue classes.
-fn priorities(keys: &Keys<'_>, at: &str, value: Value) -> Result<ClassSet, ConfigFileError> {
-    const HOW: &str = "a non-empty list of \"interactive\", \"standard\", \"background\"";
-    let Value::Array(items) = value else {
-        return Err(keys.invalid(at, HOW));
-    };
-    let mut classes = Vec::new();
-    for item in items {
-        let class = match item.as_str() {
-            Some("interactive") => Class::Interactive,
-            Some("standard") => Class::Standard,
-            Some("background") => Class::Background,
-            _ => return Err(keys.invalid(at, HOW)),
+            Some(classes) => ClassSet::of(&classes),
         };
-        classes.push(class);
+        let mut pass_headers = Vec::with_capacity(self.pass_headers.len());
+        for (i, header) in self.pass_headers.iter().enumerate() {
+            if !crate::headers::is_account(header) {
+                return Err(reader.invalid(
+                    &format!("{}[{i}]", under(at, "pass_headers")),
+                    format!(
+                        "an account header an agent may set: {} (credentials are never passed on)",
+                        crate::headers::ACCOUNT_HEADERS.join(", ")
+                    ),
+                ));
+            }
+            pass_headers.push(header.to_ascii_lowercase());
+        }
+        Ok(AgentConfig {
+            token,
+            tenant: tenant.into_string(),
+            tier: self.tier.map(NonEmpty::into_string),
+            name_tenant: self.name_tenant,
+            credentials: self
+                .credentials
+                .into_iter()
+                .map(|(provider, label)| (provider, label.into_string()))
+                .collect(),
+            priorities,
+            pass_headers,
+        })
     }
-    if classes.is_empty() {
-        return Err(keys.invalid(at, HOW));
-    }
-    Ok(ClassSet::of(&classes))
 }
 
-pub(super) fn token(
-    keys: &Keys<'_>,
-    at: &str,
-    value: Value,
-) -> Result<TokenSource, ConfigFileError> {
-    const HOW: &str =
-        "one of `{ env = \"VAR\" }`, `{ file = \"path\" }` or `{ sha256 = \"<64 hex digits>\" }`";
-    let Value::Table(mut t) = value else {
-        return Err(keys.invalid(at, HOW));
-    };
-    let env = keys.string(&mut t, "env", &format!("{at}.env"))?;
-    let file = keys.path(&mut t, "file", &format!("{at}.file"))?;
-    let sha = keys.string(&mut t, "sha256", &format!("{at}.sha256"))?;
-    keys.no_other_keys(&t, at, &["env", "file", "sha256"])?;
-    match (env, file, sha) {
-        (Some(v), None, None) => Ok(TokenSource::Env(v)),
-        (None, Some(p), None) => Ok(TokenSource::File(p)),
-        (None, None, Some(hex)) => digest(&hex)
-            .map(TokenSource::Sha256)
-            .ok_or_else(|| keys.invalid(&format!("{at}.sha256"), "64 hex digits")),
-        _ => Err(keys.invalid(at, HOW)),
+impl TokenTable {
+    /// The token's source, at the key `at`: exactly one of the three.
+    pub(super) fn source(self, reader: &Reader<'_>, at: &str) -> Result<TokenSource, ConfigFileError> {
+        match (self.env, self.file, self.sha256) {
+            (Some(v), None, None) => Ok(TokenSource::Env(v.into_string())),
+            (None, Some(p), None) => Ok(TokenSource::File(reader.path(p))),
+            (None, None, Some(hex)) => digest(&hex.0)
+                .map(TokenSource::Sha256)
+                .ok_or_else(|| reader.invalid(&under(at, "sha256"), "64 hex digits")),
+            _ => Err(reader.invalid(
+                at,
+                "one of `{ env = \"VAR\" }`, `{ file = \"path\" }` or `{ sha256 = \"<64 hex digits>\" }`",
+            )),
+        }
     }
 }
 

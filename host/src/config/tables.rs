@@ -1,0 +1,102 @@
+//! The host's small tables as written: `[audit]`, `[journal]`, `[transport]` and
+//! `[plugins]`, each number in its range as it is read.
+
+use serde::Deserialize;
+
+use super::read::{NonEmpty, Ranged, Reader};
+use super::{AuditConfig, JournalConfig};
+use crate::transport::{ExtraRoot, Timeouts, TransportConfig};
+
+/// The longest timeout or deadline the file can name, in milliseconds: an hour.
+pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
+/// The longest audit retention, in days: ten years.
+pub const MAX_RETENTION_DAYS: u64 = 3_650;
+
+/// A timeout the file names, in milliseconds.
+type TimeoutMs = Ranged<1, MAX_TIMEOUT_MS>;
+
+/// `[audit]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct AuditTable {
+    checkpoint_every: Option<Ranged<1, 1_000_000>>,
+    retention_days: Option<Ranged<1, MAX_RETENTION_DAYS>>,
+    key_file: Option<NonEmpty>,
+    witness: Option<NonEmpty>,
+}
+
+impl AuditTable {
+    pub(super) fn config(self, reader: &Reader<'_>) -> AuditConfig {
+        let defaults = AuditConfig::default();
+        AuditConfig {
+            checkpoint_every: self
+                .checkpoint_every
+                .and_then(|n| std::num::NonZeroU32::new(n.u32()))
+                .unwrap_or(defaults.checkpoint_every),
+            retention: self.retention_days.map(Ranged::days),
+            key_file: self.key_file.map(|p| reader.path(p)),
+            witness: self.witness.map(|p| reader.path(p)),
+        }
+    }
+}
+
+/// `[journal]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct JournalTable {
+    keep_answers_days: Option<Ranged<0, MAX_RETENTION_DAYS>>,
+}
+
+impl JournalTable {
+    pub(super) fn config(self) -> JournalConfig {
+        self.keep_answers_days
+            .map_or_else(JournalConfig::default, |days| JournalConfig {
+                keep_answers: days.days(),
+            })
+    }
+}
+
+/// `[transport]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct TransportTable {
+    connect_timeout_ms: Option<TimeoutMs>,
+    first_byte_timeout_ms: Option<TimeoutMs>,
+    generation_timeout_ms: Option<TimeoutMs>,
+    idle_timeout_ms: Option<TimeoutMs>,
+    extra_roots: Vec<NonEmpty>,
+}
+
+impl TransportTable {
+    pub(super) fn config(self, reader: &Reader<'_>) -> TransportConfig {
+        let defaults = Timeouts::default();
+        let ms = |given: Option<TimeoutMs>, default| given.map_or(default, Ranged::ms);
+        TransportConfig {
+            timeouts: Timeouts {
+                connect: ms(self.connect_timeout_ms, defaults.connect),
+                first_byte: ms(self.first_byte_timeout_ms, defaults.first_byte),
+                generation: ms(self.generation_timeout_ms, defaults.generation),
+                idle: ms(self.idle_timeout_ms, defaults.idle),
+            },
+            extra_roots: self
+                .extra_roots
+                .into_iter()
+                .map(|p| ExtraRoot::PemFile(reader.path(p)))
+                .collect(),
+            ..TransportConfig::default()
+        }
+    }
+}
+
+/// `[plugins]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct PluginsTable {
+    call_deadline_ms: Option<Ranged<1, 60_000>>,
+}
+
+impl PluginsTable {
+    pub(super) fn call_deadline(&self) -> Option<std::time::Duration> {
+        self.call_deadline_ms.map(Ranged::ms)
+    }
+}
