@@ -67,18 +67,17 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::sync::Arc;
 
-use hashbrown::{DefaultHashBuilder, HashTable};
 use slotmap::SlotMap;
 
 use super::bucket::Nanos;
-use super::config::{self, Config, ConfigError, DEFAULT_TIER};
-use super::fair::{Class, Flow, FlowId, Lane, RequestId};
+use super::config::{Config, ConfigError};
+use super::fair::{Class, Flow, FlowId, RequestId};
 use super::outcome::GrantId;
-use super::scope::{Scope, ScopeKey, Shape};
-use super::tenant::{ClassSet, Tenant, Tier};
 use super::usage::Usage;
+use lanes::Lanes;
+use scopes::Scopes;
+use tenants::Tenants;
 
 pub use crate::task::TaskId;
 
@@ -132,26 +131,6 @@ struct Grant {
     ends: Ends,
 }
 
-/// A scope and the scheduler's bookkeeping for it.
-#[derive(Debug)]
-struct Slot {
-    key: ScopeKey,
-    scope: Scope,
-    /// The instant this scope's timer is armed for, or [`NO_TIMER`].
-    timer: Nanos,
-    queued: u32,
-    /// Reports `queued` ([`crate::observe::QUEUE_DEPTH`]); registered once, with the slot.
-    depth: metrics::Gauge,
-}
-
-impl Slot {
-    /// One more (`+1`) or one fewer (`-1`) request waiting on the scope.
-    fn count(&mut self, change: i32) {
-        self.queued = self.queued.saturating_add_signed(change);
-        self.depth.set(f64::from(self.queued));
-    }
-}
-
 /// What `Scope::take` records for a grant.
 type Ends = smallvec::SmallVec<[Nanos; 10]>;
 
@@ -170,37 +149,15 @@ struct TaskEntry {
     live: u32,
 }
 
-#[derive(Debug)]
-struct Defaults {
-    margin: f64,
-    max_queued_per_scope: u32,
-    max_wait: Nanos,
-    default_tier: u32,
-}
-
-/// A provider and one of its named scopes (`None`: the credential's own); the empty provider
-/// names the shape of unconfigured scopes.
-type ShapeKey = (Arc<str>, Option<Arc<str>>);
-
 /// The admission scheduler; see the module docs.
 #[derive(Debug)]
 pub struct Scheduler {
     config: Config,
-    defaults: Defaults,
-    /// The shape of each provider's credential scope and named scopes, built once.
-    shapes: HashMap<ShapeKey, Arc<Shape>>,
-    slots: Vec<Slot>,
-    /// Scope ids by their slot's key (the key is kept once, in the slot).
-    scope_index: HashTable<u32>,
-    hasher: DefaultHashBuilder,
+    scopes: Scopes,
+    tenants: Tenants,
+    lanes: Lanes,
     /// Lanes blocked on a scope, by scope, in the order they blocked; woken together.
     waiters: HashMap<u32, Vec<u32>>,
-    lanes: Vec<Lane>,
-    lane_index: HashMap<Box<[u32]>, u32>,
-    tiers: Vec<Tier>,
-    tier_index: HashMap<String, u32>,
-    tenants: Vec<Tenant>,
-    tenant_index: HashMap<Arc<str>, u32>,
     flows: SlotMap<FlowId, Flow>,
     /// Flows by lane, band and tenant.
     flow_index: HashMap<(u32, u8, u32), FlowId>,
@@ -217,12 +174,15 @@ pub struct Scheduler {
 }
 
 mod explain;
+mod lanes;
 mod names;
 mod observe;
 mod run;
+mod scopes;
 mod shared;
 mod snapshot;
 mod submit;
+mod tenants;
 #[cfg(test)]
 mod tests;
 mod turn;
@@ -234,66 +194,12 @@ impl Scheduler {
     /// [`ConfigError`] when the configuration does not validate.
     pub fn new(config: Config) -> Result<Self, ConfigError> {
         config.validate()?;
-        let max_wait = ms_to_nanos(config.queue.max_wait_ms.get());
-        let per_scope = config.queue.max_queued_per_scope.get();
-        let mut shapes = HashMap::new();
-        for (name, p) in &config.providers {
-            let margin = p.margin.unwrap_or(config.margin);
-            let max_queued = p.max_queued.map_or(per_scope, |n| n.get());
-            let wait = p.max_wait_ms.map_or(max_wait, |w| ms_to_nanos(w.get()));
-            let provider: Arc<str> = name.as_str().into();
-            let own = config::shape(name, &p.limits, margin)?.bounded(max_queued, wait);
-            shapes.insert((provider.clone(), None), Arc::new(own));
-            for named in p.named_scopes() {
-                let key = format!("providers.{name}.{}", named.key);
-                let s = config::shape(&key, named.limits, margin)?.bounded(max_queued, wait);
-                shapes.insert((provider.clone(), Some(named.name.into())), Arc::new(s));
-            }
-        }
-        let mut tiers = vec![Tier::weighted(DEFAULT_TIER, std::num::NonZeroU32::MIN)];
-        let mut tier_index = HashMap::from([(DEFAULT_TIER.to_owned(), 0)]);
-        for (name, t) in &config.tiers {
-            let quota = if t.limits.is_empty() {
-                None
-            } else {
-                Some(Arc::new(config::shape(name, &t.limits, config.margin)?))
-            };
-            let tier = Tier {
-                name: name.as_str().into(),
-                weight: t.weight,
-                max_queued: t.max_queued.map(|n| n.get()),
-                max_in_flight: t.max_in_flight.map(|n| n.get()),
-                quota,
-                precedence: t.precedence,
-                classes: t.classes.as_deref().map_or(ClassSet::ALL, ClassSet::of),
-            };
-            if let Some(&i) = tier_index.get(name) {
-                tiers[i as usize] = tier;
-            } else {
-                tier_index.insert(name.clone(), index(tiers.len()));
-                tiers.push(tier);
-            }
-        }
-        let default_tier = tier_index[&config.tenants.default_tier];
         Ok(Self {
-            defaults: Defaults {
-                margin: config.margin,
-                max_queued_per_scope: per_scope,
-                max_wait,
-                default_tier,
-            },
+            scopes: Scopes::new(&config)?,
+            tenants: Tenants::new(&config)?,
             config,
-            shapes,
-            slots: Vec::new(),
-            scope_index: HashTable::new(),
-            hasher: DefaultHashBuilder::default(),
+            lanes: Lanes::default(),
             waiters: HashMap::new(),
-            lanes: Vec::new(),
-            lane_index: HashMap::new(),
-            tiers,
-            tier_index,
-            tenants: Vec::new(),
-            tenant_index: HashMap::new(),
             flows: SlotMap::with_key(),
             flow_index: HashMap::new(),
             requests: SlotMap::with_key(),
@@ -365,21 +271,21 @@ impl Scheduler {
             return false;
         };
         let mut ends = &g.ends[..];
-        for i in 0..self.lanes[g.lane as usize].scopes.len() {
-            let s = self.lanes[g.lane as usize].scopes[i];
-            ends = self.slots[s as usize]
+        for i in 0..self.lanes[g.lane].scopes.len() {
+            let s = self.lanes[g.lane].scopes[i];
+            ends = self.scopes[s]
                 .scope
                 .settle(now, &g.usage, actual, ends);
             // A freed slot or a refund may let a waiting lane go sooner.
             self.wake(s);
         }
-        let tenant = &mut self.tenants[g.tenant as usize];
+        let tenant = &mut self.tenants[g.tenant];
         tenant.in_flight = tenant.in_flight.saturating_sub(1);
         if let Some(q) = tenant.quota {
-            let slot = &mut self.slots[q as usize];
+            let slot = &mut self.scopes[q];
             slot.scope.settle(now, &g.usage, actual, ends);
         }
-        let parked = std::mem::take(&mut self.tenants[g.tenant as usize].parked);
+        let parked = std::mem::take(&mut self.tenants[g.tenant].parked);
         for flow in parked {
             self.unpark(flow);
         }

@@ -14,8 +14,8 @@ impl Scheduler {
     pub fn explain(&self, now: Nanos, request: RequestId) -> Option<Why> {
         let p = self.requests.get(request)?;
         let flow = &self.flows[p.flow];
-        let lane = &self.lanes[flow.lane as usize];
-        let tenant = &self.tenants[flow.tenant as usize];
+        let lane = &self.lanes[flow.lane];
+        let tenant = &self.tenants[flow.tenant];
         let now = self.now.max(now);
         let waiting = self
             .tenant_block(now, flow.tenant, &p.usage)
@@ -25,7 +25,7 @@ impl Scheduler {
             })
             .or_else(|| {
                 lane.scopes.iter().find_map(|&s| {
-                    let slot = &self.slots[s as usize];
+                    let slot = &self.scopes[s];
                     slot.scope
                         .blocked(now, &p.usage)
                         .map(|block| Waiting::Scope {
@@ -52,14 +52,14 @@ impl Scheduler {
 
     /// What keeps the tenant from sending `usage` now: its in-flight limit, then its quota.
     pub(super) fn tenant_block(&self, now: Nanos, tenant: u32, usage: &Usage) -> Option<Block> {
-        let t = &self.tenants[tenant as usize];
-        if let Some(limit) = self.tiers[t.tier as usize]
+        let t = &self.tenants[tenant];
+        if let Some(limit) = self.tenants.tier(t.tier)
             .max_in_flight
             .filter(|m| t.in_flight >= *m)
         {
             return Some(Block::Concurrency { limit });
         }
         t.quota
-            .and_then(|q| self.slots[q as usize].scope.blocked(now, usage))
+            .and_then(|q| self.scopes[q].scope.blocked(now, usage))
     }
 }

@@ -15,21 +15,21 @@ impl Scheduler {
     /// Call it on a 429 *before* scheduling any retry, so every worker of the scope waits.
     pub fn hold(&mut self, now: Nanos, key: &ScopeKey, until: Nanos, reason: &str) {
         let id = self.scope_id(key);
-        self.slots[id as usize].scope.hold(now, until, reason);
+        self.scopes[id].scope.hold(now, until, reason);
     }
 
     /// Pauses the scope named `key` until `until` (see [`crate::admission::Scope::pause`]):
     /// the shared store's gate said other hosts have used it until then.
     pub fn pause(&mut self, key: &ScopeKey, until: Nanos, reason: &str) {
         let id = self.scope_id(key);
-        self.slots[id as usize].scope.pause(until, reason);
+        self.scopes[id].scope.pause(until, reason);
     }
 
     /// A call of this host admitted here waits at the shared store's gate for the scope
     /// named `key` (see [`crate::admission::shared`]).
     pub fn gate_enter(&mut self, key: &ScopeKey) {
         let id = self.scope_id(key);
-        self.slots[id as usize].scope.gate_enter();
+        self.scopes[id].scope.gate_enter();
     }
 
     /// A call left the gate of the scope named `key`: it `passed`, or gave up. When the last
@@ -37,13 +37,13 @@ impl Scheduler {
     /// gave up, the pause runs to the end the store named.
     pub fn gate_leave(&mut self, key: &ScopeKey, passed: bool) {
         let id = self.scope_id(key);
-        if self.slots[id as usize].scope.gate_leave(passed) {
+        if self.scopes[id].scope.gate_leave(passed) {
             self.wake(id);
             // A tenant's own quota: its flows were set aside until the pause's end.
             let parked: Vec<_> = self
                 .flows
                 .iter()
-                .filter(|(_, f)| f.parked && self.tenants[f.tenant as usize].quota == Some(id))
+                .filter(|(_, f)| f.parked && self.tenants[f.tenant].quota == Some(id))
                 .map(|(flow, _)| flow)
                 .collect();
             for flow in parked {
@@ -55,13 +55,13 @@ impl Scheduler {
     /// Lifts the hold on the scope named `key` (see [`crate::admission::Scope::lift`]).
     pub fn lift(&mut self, now: Nanos, key: &ScopeKey) {
         let id = self.scope_id(key);
-        self.slots[id as usize].scope.lift(now);
+        self.scopes[id].scope.lift(now);
     }
 
     /// The hold in force on the scope named `key` at `now`, if any.
     pub fn hold_of(&mut self, now: Nanos, key: &ScopeKey) -> Option<crate::admission::Hold> {
         let id = self.scope_id(key);
-        self.slots[id as usize].scope.held(now).cloned()
+        self.scopes[id].scope.held(now).cloned()
     }
 
     /// Records what a response said about the scope named `key` (see [`crate::admission::Scope::learn`]).
@@ -74,7 +74,7 @@ impl Scheduler {
     ) {
         let now = self.now.max(now);
         let id = self.scope_id(key);
-        self.slots[id as usize].scope.learn(now, learned, window);
+        self.scopes[id].scope.learn(now, learned, window);
     }
 
     /// Records what a plugin's `parse-quota` read from the response to `grant`: each
@@ -110,8 +110,8 @@ impl Scheduler {
     /// credential: where a plugin's observation about a response lands.
     pub fn observed_scope(&self, grant: GrantId, name: Option<&str>) -> Option<ScopeKey> {
         let g = self.grants.get(grant)?;
-        let first = self.lanes[g.lane as usize].scopes[0];
-        match (&self.slots[first as usize].key, name) {
+        let first = self.lanes[g.lane].scopes[0];
+        match (&self.scopes[first].key, name) {
             (key, None) => Some(key.clone()),
             (
                 ScopeKey::Provider {

@@ -14,13 +14,13 @@ impl Scheduler {
     /// Queues a checked request.
     pub(super) fn enqueue(&mut self, now: Nanos, ask: Ask, size: u64) -> RequestId {
         let (lane, tenant, class) = (ask.route.0, ask.tenant.0, ask.class);
-        let band = self.tenants[tenant as usize].band;
+        let band = self.tenants[tenant].band;
         let flow = *self
             .flow_index
             .entry((lane, band, tenant))
             .or_insert_with(|| {
                 let id = self.flows.insert(Flow::new(lane, band, tenant));
-                self.lanes[lane as usize].bands[usize::from(band)].push(id, 0);
+                self.lanes[lane].bands[usize::from(band)].push(id, 0);
                 id
             });
         let id = self.requests.insert(Pending {
@@ -36,14 +36,14 @@ impl Scheduler {
             Some(deadline) => self.enqueue_deadline(id, &ask, flow, band, deadline),
             None => self.flows[flow].push(id, class),
         }
-        let l = &mut self.lanes[lane as usize];
+        let l = &mut self.lanes[lane];
         let q = &mut l.bands[usize::from(band)];
         q.count += 1;
         q.queued.add(&ask.usage);
         for &s in &l.scopes {
-            self.slots[s as usize].count(1);
+            self.scopes[s].count(1);
         }
-        self.tenants[tenant as usize].queued += 1;
+        self.tenants[tenant].queued += 1;
         self.queued += 1;
         if let Some(task) = ask.task {
             let entry = self.tasks.entry(task).or_default();
@@ -73,7 +73,7 @@ impl Scheduler {
         // Among equal deadlines, in arrival order.
         self.seq += 1;
         self.flows[flow].push_by_deadline(id, ask.class, deadline, self.seq);
-        let q = &mut self.lanes[ask.route.0 as usize].bands[usize::from(band)];
+        let q = &mut self.lanes[ask.route.0].bands[usize::from(band)];
         let d = q.deadlines.get_or_insert_default();
         d.heap.push(Reverse((deadline, self.seq, id)));
         d.queued.add(&ask.usage);
@@ -88,7 +88,7 @@ impl Scheduler {
         self.forget(&p, true);
         // It may have been what its lane waited for: the next request gets a turn at the
         // next poll instead of sleeping until the removed one's time.
-        let l = &mut self.lanes[lane as usize];
+        let l = &mut self.lanes[lane];
         if l.state == LaneState::Waiting {
             l.state = LaneState::Runnable;
             self.run.push_back(lane);
@@ -109,7 +109,7 @@ impl Scheduler {
             f.sweep(alive);
         }
         let (lane, band, tenant, live, parked) = (f.lane, f.band, f.tenant, f.live, f.parked);
-        let l = &mut self.lanes[lane as usize];
+        let l = &mut self.lanes[lane];
         let q = &mut l.bands[usize::from(band)];
         q.count -= 1;
         q.queued.sub(&p.usage);
@@ -117,9 +117,9 @@ impl Scheduler {
             q.forget_deadline(&p.usage, alive);
         }
         for &s in &l.scopes {
-            self.slots[s as usize].count(-1);
+            self.scopes[s].count(-1);
         }
-        self.tenants[tenant as usize].queued -= 1;
+        self.tenants[tenant].queued -= 1;
         self.queued -= 1;
         if let Some(task) = p.task
             && let Some(entry) = self.tasks.get_mut(&task)
@@ -137,7 +137,7 @@ impl Scheduler {
             self.flow_index.remove(&(lane, band, tenant));
             if withdrawn && !parked {
                 let flows = &self.flows;
-                self.lanes[lane as usize].bands[usize::from(band)]
+                self.lanes[lane].bands[usize::from(band)]
                     .stale(|f| flows.get(f).is_some_and(|f| !f.parked));
             }
         }
@@ -172,8 +172,8 @@ impl Scheduler {
             self.timers.pop();
             match timer {
                 Timer::Scope(s) => {
-                    if self.slots[s as usize].timer == at {
-                        self.slots[s as usize].timer = super::NO_TIMER;
+                    if self.scopes[s].timer == at {
+                        self.scopes[s].timer = super::NO_TIMER;
                         self.wake(s);
                     }
                 }
@@ -185,13 +185,13 @@ impl Scheduler {
                 // One admission per turn: lanes that share a scope alternate on it.
                 Turn::Admitted => self.run.push_back(lane),
                 Turn::Blocked(s, until) => {
-                    let l = &mut self.lanes[lane as usize];
+                    let l = &mut self.lanes[lane];
                     l.state = LaneState::Waiting;
                     if l.waiting_on != Some(s) {
                         l.waiting_on = Some(s);
                         self.waiters.entry(s).or_default().push(lane);
                     }
-                    let slot = &mut self.slots[s as usize];
+                    let slot = &mut self.scopes[s];
                     if let Some(at) = until
                         && at < slot.timer
                     {
@@ -199,7 +199,7 @@ impl Scheduler {
                         self.timers.push(Reverse((at, Timer::Scope(s))));
                     }
                 }
-                Turn::Empty => self.lanes[lane as usize].state = LaneState::Idle,
+                Turn::Empty => self.lanes[lane].state = LaneState::Idle,
             }
         }
         // Requests admitted just now leave their deadlines behind; the top must be live for
@@ -215,7 +215,7 @@ impl Scheduler {
     /// Moves the lanes waiting on scope `s` to the run queue.
     pub(super) fn wake(&mut self, s: u32) {
         for lane in self.waiters.remove(&s).unwrap_or_default() {
-            let l = &mut self.lanes[lane as usize];
+            let l = &mut self.lanes[lane];
             if l.waiting_on == Some(s) {
                 l.waiting_on = None;
             }
@@ -232,7 +232,7 @@ impl Scheduler {
             return;
         };
         f.parked = false;
-        let l = &mut self.lanes[f.lane as usize];
+        let l = &mut self.lanes[f.lane];
         l.bands[usize::from(f.band)].push(flow, f.finish);
         if l.state == LaneState::Idle {
             l.state = LaneState::Runnable;

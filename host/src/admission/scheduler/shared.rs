@@ -14,12 +14,12 @@ impl Scheduler {
     /// quota's pace and the grant's cost in it. `None` for a grant already completed.
     pub fn charges(&self, grant: GrantId) -> Option<Vec<ScopeFigures>> {
         let g = self.grants.get(grant)?;
-        let lane = &self.lanes[g.lane as usize];
-        let tenant_scope = self.tenants[g.tenant as usize].quota;
+        let lane = &self.lanes[g.lane];
+        let tenant_scope = self.tenants[g.tenant].quota;
         let ids = lane.scopes.iter().copied().chain(tenant_scope);
         Some(
             ids.map(|id| {
-                let slot = &self.slots[id as usize];
+                let slot = &self.scopes[id];
                 figures(&slot.key, &slot.scope, self.now, Some(&g.usage))
             })
             .collect(),
@@ -31,7 +31,7 @@ impl Scheduler {
     pub fn figures(&mut self, now: Nanos, key: &ScopeKey) -> ScopeFigures {
         let now = self.now.max(now);
         let id = self.scope_id(key);
-        let slot = &self.slots[id as usize];
+        let slot = &self.scopes[id];
         figures(&slot.key, &slot.scope, now, None)
     }
 }

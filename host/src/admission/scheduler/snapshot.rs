@@ -15,7 +15,7 @@ impl Scheduler {
     /// reported figures, and the queue by tenant and class. Changes nothing.
     pub fn snapshot(&self, now: Nanos) -> Snapshot {
         let now = self.now.max(now);
-        let mut counts = vec![Counts::default(); self.slots.len()];
+        let mut counts = vec![Counts::default(); self.scopes.len()];
         // In flight by lane, then by scope: one pass over the grants.
         let mut lanes = vec![0_u64; self.lanes.len()];
         let mut rows: BTreeMap<(u32, Class), (u64, u64)> = BTreeMap::new();
@@ -36,39 +36,34 @@ impl Scheduler {
             }
         }
         // A tenant's quota counts what the tenant has waiting and in flight.
-        for t in &self.tenants {
+        for t in self.tenants.iter() {
             if let Some(q) = t.quota {
                 counts[q as usize].queued = u64::from(t.queued);
                 counts[q as usize].in_flight = u64::from(t.in_flight);
             }
         }
-        for (slot, c) in self.slots.iter().zip(counts.iter_mut()) {
+        for (slot, c) in self.scopes.iter().zip(counts.iter_mut()) {
             c.configured = match &slot.key {
-                ScopeKey::Provider { provider, name, .. } => {
-                    self.shapes.contains_key(&(provider.clone(), name.clone()))
-                }
-                ScopeKey::Tenant(t) => self.tiers[self.tier_of(t) as usize].quota.is_some(),
+                ScopeKey::Provider { .. } => self.scopes.configured(&slot.key),
+                ScopeKey::Tenant(t) => self.tenants.quota_of(t).is_some(),
             };
             if matches!(slot.key, ScopeKey::Provider { .. }) {
                 c.queued = u64::from(slot.queued);
             }
         }
-        let mut order: Vec<usize> = (0..self.slots.len()).collect();
-        order.sort_unstable_by(|&a, &b| self.slots[a].key.cmp(&self.slots[b].key));
+        let mut order: Vec<_> = self.scopes.iter().zip(counts).collect();
+        order.sort_unstable_by(|(a, _), (b, _)| a.key.cmp(&b.key));
         let scopes = order
             .into_iter()
-            .map(|i| {
-                let slot = &self.slots[i];
-                ScopeStatus::of(&slot.key, &slot.scope, now, counts[i])
-            })
+            .map(|(slot, c)| ScopeStatus::of(&slot.key, &slot.scope, now, c))
             .collect();
         let mut queue: Vec<QueueRow> = rows
             .into_iter()
             .map(|((tenant, class), (queued, in_flight))| {
-                let t = &self.tenants[tenant as usize];
+                let t = &self.tenants[tenant];
                 QueueRow {
                     tenant: t.name.to_string(),
-                    tier: self.tiers[t.tier as usize].name.to_string(),
+                    tier: self.tenants.tier(t.tier).name.to_string(),
                     class,
                     queued,
                     in_flight,

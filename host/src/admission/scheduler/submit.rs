@@ -18,9 +18,9 @@ impl Scheduler {
     pub fn submit(&mut self, now: Nanos, mut ask: Ask) -> Result<RequestId, Rejection> {
         let now = self.now.max(now);
         let lane_id = ask.route.0;
-        let lane = &self.lanes[lane_id as usize];
-        let tenant = &self.tenants[ask.tenant.0 as usize];
-        let tier = &self.tiers[tenant.tier as usize];
+        let lane = &self.lanes[lane_id];
+        let tenant = &self.tenants[ask.tenant.0];
+        let tier = &self.tenants.tier(tenant.tier);
         // A class the tier does not allow is queued in the nearest one it does.
         ask.class = tier.classes.allowed(ask.class);
         if self.queued >= self.config.queue.max_queued.get() {
@@ -37,7 +37,7 @@ impl Scheduler {
         let ahead = lane.ahead(tenant.band);
         let mut size = 0;
         for &s in &lane.scopes {
-            let slot = &self.slots[s as usize];
+            let slot = &self.scopes[s];
             if let Some(oversized) = slot.scope.oversized(&ask.usage) {
                 return Err(Rejection::Oversized {
                     scope: slot.key.clone(),
@@ -62,7 +62,7 @@ impl Scheduler {
             size = size.max(slot.scope.occupancy(&ask.usage));
         }
         if let Some(q) = tenant.quota {
-            let slot = &self.slots[q as usize];
+            let slot = &self.scopes[q];
             if let Some(oversized) = slot.scope.oversized(&ask.usage) {
                 return Err(Rejection::Oversized {
                     scope: slot.key.clone(),
@@ -85,10 +85,10 @@ impl Scheduler {
     /// [`Scheduler::submit`] so that requests without a deadline do not pay for it.
     #[inline(never)]
     fn reachable(&self, now: Nanos, ask: &Ask, band: u8, deadline: Nanos) -> Result<(), Rejection> {
-        let lane = &self.lanes[ask.route.0 as usize];
+        let lane = &self.lanes[ask.route.0];
         let ahead = lane.ahead_of_deadline(band);
         for &s in &lane.scopes {
-            let slot = &self.slots[s as usize];
+            let slot = &self.scopes[s];
             let at = slot.scope.estimate(now, &ahead, &ask.usage);
             if at > deadline {
                 return Err(Rejection::DeadlineUnreachable {

@@ -44,10 +44,10 @@ impl Scheduler {
     /// One turn of a lane: admits its next request, or finds what it waits on.
     pub(super) fn turn(&mut self, now: Nanos, lane: u32, events: &mut Vec<QueueEvent>) -> Turn {
         for band in 0..BANDS {
-            while let Some((tag, flow)) = self.lanes[lane as usize].bands[band].peek() {
+            while let Some((tag, flow)) = self.lanes[lane].bands[band].peek() {
                 let live = self.flows.get(flow).is_some_and(|f| !f.parked);
                 let Some(id) = live.then(|| self.head(flow)).flatten() else {
-                    let q = &mut self.lanes[lane as usize].bands[band];
+                    let q = &mut self.lanes[lane].bands[band];
                     q.pop();
                     if !self.flows.contains_key(flow) {
                         q.stale = q.stale.saturating_sub(1);
@@ -57,16 +57,16 @@ impl Scheduler {
                 let (usage, class) = (self.requests[id].usage, self.requests[id].class);
                 let tenant = self.flows[flow].tenant;
                 if let Some(block) = self.tenant_block(now, tenant, &usage) {
-                    self.lanes[lane as usize].bands[band].pop();
+                    self.lanes[lane].bands[band].pop();
                     self.flows[flow].parked = true;
                     match block.until() {
                         Some(at) => self.timers.push(Reverse((at, Timer::Unpark(flow)))),
-                        None => self.tenants[tenant as usize].parked.push(flow),
+                        None => self.tenants[tenant].parked.push(flow),
                     }
                     continue;
                 }
                 // A class that never held a request with a deadline has no candidates.
-                let candidates = self.lanes[lane as usize].bands[band].deadlines.is_some();
+                let candidates = self.lanes[lane].bands[band].deadlines.is_some();
                 let ahead = candidates
                     .then(|| self.ahead_of_turn(now, lane, band, id, &usage))
                     .flatten();
@@ -78,12 +78,12 @@ impl Scheduler {
                     turn: Some(tag),
                 });
                 let usage = pick.usage;
-                let scopes = &self.lanes[lane as usize].scopes;
+                let scopes = &self.lanes[lane].scopes;
                 if let Some(&s) = scopes
                     .iter()
-                    .find(|&&s| !self.slots[s as usize].scope.admits(now, &usage))
+                    .find(|&&s| !self.scopes[s].scope.admits(now, &usage))
                 {
-                    let block = self.slots[s as usize].scope.blocked(now, &usage);
+                    let block = self.scopes[s].scope.blocked(now, &usage);
                     let until = block.as_ref().and_then(Block::until);
                     if until == Some(Nanos::MAX) {
                         // A quota learned since submit is smaller than the request.
@@ -93,7 +93,7 @@ impl Scheduler {
                     return Turn::Blocked(s, until);
                 }
                 if let Some(s) = self.queued_behind(lane) {
-                    let armed = self.slots[s as usize].timer;
+                    let armed = self.scopes[s].timer;
                     return Turn::Blocked(s, (armed != super::NO_TIMER).then_some(armed));
                 }
                 self.admit(now, lane, band, pick, events);
@@ -117,7 +117,7 @@ impl Scheduler {
         turn: RequestId,
         first: &Usage,
     ) -> Option<Pick> {
-        let q = &mut self.lanes[lane as usize].bands[band];
+        let q = &mut self.lanes[lane].bands[band];
         let vtime = q.vtime;
         let heap = &mut q.deadlines.as_deref_mut()?.heap;
         let (deadline, id) = loop {
@@ -139,8 +139,8 @@ impl Scheduler {
             return None;
         }
         let (mut alone, mut behind) = (now, now);
-        for &s in &self.lanes[lane as usize].scopes {
-            let scope = &self.slots[s as usize].scope;
+        for &s in &self.lanes[lane].scopes {
+            let scope = &self.scopes[s].scope;
             alone = alone.max(scope.estimate(now, &Usage::default(), &p.usage));
             behind = behind.max(scope.estimate(now, first, &p.usage));
         }
@@ -166,13 +166,13 @@ impl Scheduler {
     /// its scope to be idle long enough would starve while another lane's small requests
     /// kept taking every gap.
     fn queued_behind(&self, lane: u32) -> Option<u32> {
-        let l = &self.lanes[lane as usize];
+        let l = &self.lanes[lane];
         l.scopes.iter().copied().find(|&s| {
             for &w in self.waiters.get(&s).map_or(&[][..], Vec::as_slice) {
                 if w == lane {
                     return false;
                 }
-                let other = &self.lanes[w as usize];
+                let other = &self.lanes[w];
                 if other.state == LaneState::Waiting && other.waiting_on == Some(s) {
                     return true;
                 }
@@ -191,7 +191,7 @@ impl Scheduler {
         pick: Pick,
         events: &mut Vec<QueueEvent>,
     ) {
-        let q = &mut self.lanes[lane as usize].bands[band];
+        let q = &mut self.lanes[lane].bands[band];
         if let Some(tag) = pick.turn {
             q.pop();
             q.vtime = tag;
@@ -211,15 +211,15 @@ impl Scheduler {
         f.finish = start.saturating_add(p.size);
         let (tenant, finish, live) = (f.tenant, f.finish, f.live);
         let mut ends = super::Ends::new();
-        for &s in &self.lanes[lane as usize].scopes {
-            self.slots[s as usize].scope.take(now, &p.usage, &mut ends);
+        for &s in &self.lanes[lane].scopes {
+            self.scopes[s].scope.take(now, &p.usage, &mut ends);
         }
-        let t = &mut self.tenants[tenant as usize];
+        let t = &mut self.tenants[tenant];
         t.in_flight += 1;
         if let Some(qs) = t.quota {
-            self.slots[qs as usize].scope.take(now, &p.usage, &mut ends);
+            self.scopes[qs].scope.take(now, &p.usage, &mut ends);
         }
-        let q = &mut self.lanes[lane as usize].bands[band];
+        let q = &mut self.lanes[lane].bands[band];
         match pick.turn {
             Some(_) if live > 1 => q.push(pick.flow, finish),
             Some(_) => {}
