@@ -184,9 +184,9 @@ impl Executor {
         let before_plan = match &call.tenant {
             Some(tenant) => {
                 paths = paths.of_tenant(tenant);
-                self.breakers_allow(&paths, started)
+                self.breakers.allow(&paths, started)
             }
-            None => self.breaker_allows_path(&paths, started),
+            None => self.breakers.allow_path(&paths, started),
         };
         if let Err(open) = before_plan {
             return Run::Done(breaker_open(&mut t, open));
@@ -195,7 +195,7 @@ impl Executor {
         span.record("tenant", p.tenant.as_str());
         if call.tenant.is_none() {
             paths = paths.of_tenant(&p.tenant);
-            if let Err(open) = self.breaker_allows_tenant(&paths, started) {
+            if let Err(open) = self.breakers.allow_tenant(&paths, started) {
                 return Run::Done(breaker_open(&mut t, open));
             }
         }
@@ -203,7 +203,7 @@ impl Executor {
         let reservation = match self.charge(&call.provider, &p) {
             Ok(r) => r,
             Err(end) => {
-                self.breakers_release(&paths);
+                self.breakers.release(&paths);
                 return Run::Done(end);
             }
         };
@@ -228,7 +228,7 @@ impl Executor {
                             // Passed the breakers, then refused before its send (in the
                             // queue: a bound, a deadline, a cancel; or unrecorded): a probe
                             // it took goes back.
-                            self.breakers_release(&paths);
+                            self.breakers.release(&paths);
                         }
                         charge::settle(reservation, &outcome, p.actual, p.cache);
                         Run::Done(outcome)
@@ -304,7 +304,7 @@ impl Executor {
             Ok(s) if cx.stream && (200..300).contains(&s.status) => {
                 match self.open_stream(s, permit, policy, p, t, observer).await {
                     Ok(opened) => {
-                        self.breakers_success(cx.paths);
+                        self.breakers.success(cx.paths);
                         return Some(Run::Stream(Box::new(opened)));
                     }
                     // The stream broke before its first chunk: an attempt that got no

@@ -14,11 +14,10 @@
 //! models alone. It is not part of the tenant's: the model is the caller's to choose, and a
 //! tenant looping on failures must not dodge its own breaker by naming a new model each time.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::Executor;
 use crate::contract::Verdict;
-use crate::retry::Open;
+use crate::retry::{BreakerKind, BreakerState, Breakers, Open};
 
 /// The longest model name a breaker path keeps; a longer one is cut (and marked).
 const MAX_MODEL: usize = 64;
@@ -105,72 +104,82 @@ pub(super) fn blame(verdict: Verdict, status: Option<u16>) -> Blame {
     }
 }
 
-impl Executor {
+/// The breakers a call passes: its credential's paths, shared by the credential's tenants,
+/// and each tenant's own.
+#[derive(Debug)]
+pub(super) struct CallBreakers {
+    shared: Breakers,
+    tenants: Breakers,
+}
+
+impl CallBreakers {
+    /// Breakers that open after `threshold` identical failures in a row, for `open_for`.
+    pub(super) fn new(threshold: u32, open_for: Duration) -> Self {
+        Self {
+            shared: Breakers::new(threshold, open_for),
+            tenants: Breakers::of(BreakerKind::Tenant, threshold, open_for),
+        }
+    }
+
     /// Whether a call on the credential's path of `paths` may be planned at `now`: a path
     /// that is open costs no plugin call.
-    pub(super) fn breaker_allows_path(
-        &self,
-        paths: &BreakerPaths,
-        now: Instant,
-    ) -> Result<(), Open> {
-        self.breakers.check(&paths.shared, now)
+    pub(super) fn allow_path(&self, paths: &BreakerPaths, now: Instant) -> Result<(), Open> {
+        self.shared.check(&paths.shared, now)
     }
 
     /// Whether the tenant's own path of `paths`, named after the plan, lets the call go at
     /// `now`. A refusal gives back the probe of the credential's path the call took.
-    pub(super) fn breaker_allows_tenant(
-        &self,
-        paths: &BreakerPaths,
-        now: Instant,
-    ) -> Result<(), Open> {
-        self.tenant_breakers
+    pub(super) fn allow_tenant(&self, paths: &BreakerPaths, now: Instant) -> Result<(), Open> {
+        self.tenants
             .check(&paths.tenant, now)
-            .inspect_err(|_| self.breakers.release(&paths.shared))
+            .inspect_err(|_| self.shared.release(&paths.shared))
     }
 
     /// Whether a call on `paths` may go at `now` (a retry): its tenant's breaker, then its
     /// credential's.
-    pub(super) fn breakers_allow(&self, paths: &BreakerPaths, now: Instant) -> Result<(), Open> {
-        self.tenant_breakers.check(&paths.tenant, now)?;
-        self.breakers.check(&paths.shared, now).inspect_err(|_| {
+    pub(super) fn allow(&self, paths: &BreakerPaths, now: Instant) -> Result<(), Open> {
+        self.tenants.check(&paths.tenant, now)?;
+        self.shared.check(&paths.shared, now).inspect_err(|_| {
             // Nothing is sent: a probe of the tenant's path it took goes back.
-            self.tenant_breakers.release(&paths.tenant);
+            self.tenants.release(&paths.tenant);
         })
     }
 
     /// A call on `paths` ended with no word on them (refused before its send, or answered
     /// 429): a probe it held goes back to the next call.
-    pub(super) fn breakers_release(&self, paths: &BreakerPaths) {
-        self.tenant_breakers.release(&paths.tenant);
-        self.breakers.release(&paths.shared);
+    pub(super) fn release(&self, paths: &BreakerPaths) {
+        self.tenants.release(&paths.tenant);
+        self.shared.release(&paths.shared);
     }
 
     /// A call on `paths` succeeded: both paths are well.
-    pub(super) fn breakers_success(&self, paths: &BreakerPaths) {
-        self.tenant_breakers.success(&paths.tenant);
-        self.breakers.success(&paths.shared);
+    pub(super) fn success(&self, paths: &BreakerPaths) {
+        self.tenants.success(&paths.tenant);
+        self.shared.success(&paths.shared);
     }
 
     /// A call on `paths` failed with `code`, `blame`'s fault.
-    pub(super) fn breakers_failure(
-        &self,
-        paths: &BreakerPaths,
-        blame: Blame,
-        code: &str,
-        now: Instant,
-    ) {
+    pub(super) fn failure(&self, paths: &BreakerPaths, blame: Blame, code: &str, now: Instant) {
         // The other path had no word: a probe of it the call held goes back.
         match blame {
             Blame::Path => {
-                self.breakers.failure(&paths.shared, code, now);
-                self.tenant_breakers.release(&paths.tenant);
+                self.shared.failure(&paths.shared, code, now);
+                self.tenants.release(&paths.tenant);
             }
             Blame::Request => {
-                self.tenant_breakers.failure(&paths.tenant, code, now);
-                self.breakers.release(&paths.shared);
+                self.tenants.failure(&paths.tenant, code, now);
+                self.shared.release(&paths.shared);
             }
-            Blame::Scope => self.breakers_release(paths),
+            Blame::Scope => self.release(paths),
         }
+    }
+
+    /// Every path with failures counted, at `now`: the credentials' paths, then the
+    /// tenants' own.
+    pub(super) fn states(&self, now: Instant) -> Vec<BreakerState> {
+        let mut states = self.shared.states(now);
+        states.extend(self.tenants.states(now));
+        states
     }
 }
 

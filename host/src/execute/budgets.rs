@@ -5,21 +5,63 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use super::{Call, Executor};
+use super::Executor;
 use crate::admission::{Hold, ScopeKey, TaskId};
+
+/// Each credential scope's places for delayed retries: at most `max` calls of a scope wait
+/// to retry at once (`RetryConfig::max_delayed_requests`).
+#[derive(Debug)]
+pub(super) struct DelayPlaces {
+    max: u32,
+    taken: Mutex<HashMap<(String, String), u32>>,
+}
 
 /// A call's place among its scope's delayed retries, given back when dropped.
 pub(super) struct Delayed<'a> {
-    map: &'a Mutex<HashMap<(String, String), u32>>,
+    places: &'a DelayPlaces,
     key: (String, String),
 }
 
 impl Drop for Delayed<'_> {
     fn drop(&mut self) {
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(n) = map.get_mut(&self.key) {
+        let mut taken = self.places.lock();
+        if let Some(n) = taken.get_mut(&self.key) {
             *n = n.saturating_sub(1);
         }
+    }
+}
+
+impl DelayPlaces {
+    /// At most `max` places a scope.
+    pub(super) fn new(max: u32) -> Self {
+        Self {
+            max,
+            taken: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), u32>> {
+        self.taken.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A place among `provider`/`credential`'s delayed retries, if one is free.
+    pub(super) fn take(&self, provider: &str, credential: &str) -> Option<Delayed<'_>> {
+        let key = (provider.to_owned(), credential.to_owned());
+        let mut taken = self.lock();
+        let n = taken.entry(key.clone()).or_default();
+        if *n >= self.max {
+            return None;
+        }
+        *n += 1;
+        Some(Delayed { places: self, key })
+    }
+
+    /// The places of `provider`/`credential` taken now.
+    pub(super) fn taken(&self, provider: &str, credential: &str) -> u32 {
+        self.lock()
+            .get(&(provider.to_owned(), credential.to_owned()))
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -70,27 +112,9 @@ impl Executor {
         self.tasks.forget(task);
     }
 
-    /// A place among the scope's delayed retries, if one is free.
-    pub(super) fn delay_place<'a>(&'a self, call: &Call) -> Option<Delayed<'a>> {
-        let key = (call.provider.clone(), call.credential.clone());
-        let mut map = self.delayed.lock().unwrap_or_else(PoisonError::into_inner);
-        let n = map.entry(key.clone()).or_default();
-        if *n >= self.retry.max_delayed_requests {
-            return None;
-        }
-        *n += 1;
-        Some(Delayed {
-            map: &self.delayed,
-            key,
-        })
-    }
-
     /// Calls of `provider`/`credential` waiting to retry now.
     pub fn delayed(&self, provider: &str, credential: &str) -> u32 {
-        let map = self.delayed.lock().unwrap_or_else(PoisonError::into_inner);
-        map.get(&(provider.to_owned(), credential.to_owned()))
-            .copied()
-            .unwrap_or(0)
+        self.delayed.taken(provider, credential)
     }
 }
 

@@ -34,7 +34,7 @@ use crate::contract::RequestClass;
 use crate::credentials::{Credentials, NoCredentials};
 use crate::guard::GuardedPolicy;
 use crate::guard::PolicySlot;
-use crate::retry::{BreakerKind, Breakers, RetryConfig};
+use crate::retry::RetryConfig;
 use crate::task::Tasks;
 use crate::transport::Transport;
 
@@ -57,12 +57,12 @@ pub struct Executor {
     policies: HashMap<String, Arc<PolicySlot>>,
     transport: Transport,
     retry: RetryConfig,
-    /// Credentials' breakers, shared by their tenants.
-    breakers: Breakers,
-    /// Tenants' own breakers, for the failures their requests cause.
-    tenant_breakers: Breakers,
+    /// Credentials' breakers, shared by their tenants, and tenants' own, for the failures
+    /// their requests cause.
+    breakers: breaking::CallBreakers,
     rng: Mutex<fastrand::Rng>,
-    delayed: Mutex<HashMap<(String, String), u32>>,
+    /// Each scope's places for delayed retries.
+    delayed: budgets::DelayPlaces,
     /// Cancelled tasks, and the attempts each sent against `RetryConfig::task_max_attempts`.
     tasks: Tasks,
     /// Reads in flight that opted into sharing, by what they ask.
@@ -106,8 +106,8 @@ impl Executor {
         seed: u64,
     ) -> Self {
         let open_for = Duration::from_millis(retry.breaker_open_ms);
-        let breakers = Breakers::new(retry.breaker_threshold, open_for);
-        let tenant_breakers = Breakers::of(BreakerKind::Tenant, retry.breaker_threshold, open_for);
+        let breakers = breaking::CallBreakers::new(retry.breaker_threshold, open_for);
+        let delayed = budgets::DelayPlaces::new(retry.max_delayed_requests);
         let tasks = Tasks::new(retry.task_max_attempts);
         Self {
             admission,
@@ -115,9 +115,8 @@ impl Executor {
             transport,
             retry,
             breakers,
-            tenant_breakers,
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
-            delayed: Mutex::default(),
+            delayed,
             tasks,
             reads: Coalescer::new(),
             recent: recent::Recent::default(),
@@ -168,10 +167,7 @@ impl Executor {
     /// [`crate::retry::Breakers::states`]): the credentials' paths, then the tenants' own
     /// (whose path ends `tenant=NAME`). Looking changes nothing.
     pub fn breakers(&self) -> Vec<crate::retry::BreakerState> {
-        let now = self.clock.now();
-        let mut states = self.breakers.states(now);
-        states.extend(self.tenant_breakers.states(now));
-        states
+        self.breakers.states(self.clock.now())
     }
 
     /// The last 429s the providers answered, oldest first, absorbed by retries or not

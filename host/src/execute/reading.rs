@@ -213,7 +213,7 @@ impl Executor {
         trace::decided(&plan.next);
         match (plan.next, wire) {
             (Next::Done, Wire::Response(response)) => {
-                self.breakers_success(paths);
+                self.breakers.success(paths);
                 Some(Outcome::Succeeded {
                     response,
                     attempts: t.attempts,
@@ -224,7 +224,7 @@ impl Executor {
             // failure it is, never an answer.
             (Next::Done, wire @ Wire::Transport(_)) => {
                 t.keep_answer(wire);
-                self.breakers_failure(paths, blame, &failure, self.clock.now());
+                self.breakers.failure(paths, blame, &failure, self.clock.now());
                 Some(std::mem::take(t).end(
                     Reason::Stopped(crate::retry::Stop::NeverRetry),
                     NextAction::RetryLater(None),
@@ -232,15 +232,15 @@ impl Executor {
             }
             (Next::Stop(stop), wire) => {
                 t.keep_answer(wire);
-                self.breakers_failure(paths, blame, &failure, self.clock.now());
+                self.breakers.failure(paths, blame, &failure, self.clock.now());
                 let next = next_action(&stop, c.retry_after_ms, status);
                 Some(std::mem::take(t).end(Reason::Stopped(stop), next))
             }
             (Next::Retry { delay }, wire) => {
                 t.keep_answer(wire);
-                self.breakers_failure(paths, blame, &failure, self.clock.now());
+                self.breakers.failure(paths, blame, &failure, self.clock.now());
                 // A place to wait first: a retry refused one takes no breaker probe.
-                let Some(_place) = self.delay_place(call) else {
+                let Some(_place) = self.delayed.take(&call.provider, &call.credential) else {
                     return Some(std::mem::take(t).end(
                         Reason::ScopeRetriesFull {
                             max_delayed_requests: self.retry.max_delayed_requests,
@@ -248,7 +248,7 @@ impl Executor {
                         NextAction::RetryLater(Some(delay)),
                     ));
                 };
-                if let Err(open) = self.breakers_allow(paths, self.clock.now()) {
+                if let Err(open) = self.breakers.allow(paths, self.clock.now()) {
                     let after = open.retry_in;
                     return Some(std::mem::take(t).end(
                         Reason::BreakerOpen(open),
