@@ -78,6 +78,7 @@ use super::usage::Usage;
 use lanes::Lanes;
 use scopes::Scopes;
 use tenants::Tenants;
+use waiting::{Deadlines, TaskRequests};
 
 pub use crate::task::TaskId;
 
@@ -143,12 +144,6 @@ enum Timer {
     Unpark(FlowId),
 }
 
-#[derive(Debug, Default)]
-struct TaskEntry {
-    requests: Vec<RequestId>,
-    live: u32,
-}
-
 /// The admission scheduler; see the module docs.
 #[derive(Debug)]
 pub struct Scheduler {
@@ -163,13 +158,11 @@ pub struct Scheduler {
     flow_index: HashMap<(u32, u8, u32), FlowId>,
     requests: SlotMap<RequestId, Pending>,
     grants: SlotMap<GrantId, Grant>,
-    tasks: HashMap<TaskId, TaskEntry>,
+    tasks: TaskRequests,
     timers: BinaryHeap<Reverse<(Nanos, Timer)>>,
-    deadlines: BinaryHeap<Reverse<(Nanos, RequestId)>>,
+    deadlines: Deadlines,
     run: VecDeque<u32>,
     queued: u32,
-    /// Numbers requests with a deadline in arrival order, for ties between equal deadlines.
-    seq: u64,
     now: Nanos,
 }
 
@@ -186,6 +179,7 @@ mod tenants;
 #[cfg(test)]
 mod tests;
 mod turn;
+mod waiting;
 
 impl Scheduler {
     /// A scheduler for a validated configuration.
@@ -204,12 +198,11 @@ impl Scheduler {
             flow_index: HashMap::new(),
             requests: SlotMap::with_key(),
             grants: SlotMap::with_key(),
-            tasks: HashMap::new(),
+            tasks: TaskRequests::default(),
             timers: BinaryHeap::new(),
-            deadlines: BinaryHeap::new(),
+            deadlines: Deadlines::default(),
             run: VecDeque::new(),
             queued: 0,
-            seq: 0,
             now: 0,
         })
     }
@@ -224,10 +217,7 @@ impl Scheduler {
     pub fn next_wake(&self) -> Option<Nanos> {
         let timer = self.timers.peek().map(|Reverse((t, _))| *t);
         // A request expires once its deadline has passed, not at the deadline itself.
-        let deadline = self
-            .deadlines
-            .peek()
-            .map(|Reverse((t, _))| t.saturating_add(1));
+        let deadline = self.deadlines.next().map(|t| t.saturating_add(1));
         match (timer, deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -247,11 +237,8 @@ impl Scheduler {
     /// Removes every waiting request of `task`; none of them will be admitted. Returns how
     /// many were removed.
     pub fn cancel(&mut self, task: TaskId) -> usize {
-        let Some(entry) = self.tasks.remove(&task) else {
-            return 0;
-        };
-        entry
-            .requests
+        self.tasks
+            .take(task)
             .into_iter()
             .filter(|&r| self.remove(r).is_some())
             .count()

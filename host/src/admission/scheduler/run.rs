@@ -46,9 +46,7 @@ impl Scheduler {
         self.tenants[tenant].queued += 1;
         self.queued += 1;
         if let Some(task) = ask.task {
-            let entry = self.tasks.entry(task).or_default();
-            entry.requests.push(id);
-            entry.live += 1;
+            self.tasks.add(task, id);
         }
         // A lane waiting for one request may take another (a more urgent one) now.
         if l.state != LaneState::Runnable {
@@ -71,13 +69,12 @@ impl Scheduler {
         deadline: Nanos,
     ) {
         // Among equal deadlines, in arrival order.
-        self.seq += 1;
-        self.flows[flow].push_by_deadline(id, ask.class, deadline, self.seq);
+        let seq = self.deadlines.push(deadline, id);
+        self.flows[flow].push_by_deadline(id, ask.class, deadline, seq);
         let q = &mut self.lanes[ask.route.0].bands[usize::from(band)];
         let d = q.deadlines.get_or_insert_default();
-        d.heap.push(Reverse((deadline, self.seq, id)));
+        d.heap.push(Reverse((deadline, seq, id)));
         d.queued.add(&ask.usage);
-        self.deadlines.push(Reverse((deadline, id)));
     }
 
     /// Takes a waiting request out of every count. Its id stays in its flow's queue and is
@@ -121,15 +118,8 @@ impl Scheduler {
         }
         self.tenants[tenant].queued -= 1;
         self.queued -= 1;
-        if let Some(task) = p.task
-            && let Some(entry) = self.tasks.get_mut(&task)
-        {
-            entry.live -= 1;
-            if entry.live == 0 {
-                self.tasks.remove(&task);
-            } else if entry.requests.len() > 2 * entry.live as usize + 16 {
-                entry.requests.retain(|id| alive(*id));
-            }
+        if let Some(task) = p.task {
+            self.tasks.left(task, alive);
         }
         if live == 0 {
             // Its heap entry, timer or parking spot, if any, is skipped as stale.
@@ -148,21 +138,16 @@ impl Scheduler {
     pub fn poll(&mut self, now: Nanos, events: &mut Vec<QueueEvent>) {
         self.now = self.now.max(now);
         let now = self.now;
-        if self.deadlines.len() > 2 * self.requests.len() + 64 {
+        let requests = &self.requests;
+        self.deadlines
+            .sweep(requests.len(), |id| requests.contains_key(id));
+        // An admitted or withdrawn request's deadline no longer matters.
+        loop {
             let requests = &self.requests;
-            self.deadlines
-                .retain(|Reverse((_, id))| requests.contains_key(*id));
-        }
-        while let Some(&Reverse((deadline, id))) = self.deadlines.peek() {
-            if !self.requests.contains_key(id) {
-                // Admitted or withdrawn: its deadline no longer matters.
-                self.deadlines.pop();
-                continue;
-            }
-            if deadline >= now {
+            let alive = |id| requests.contains_key(id);
+            let Some(id) = self.deadlines.pop_expired(now, alive) else {
                 break;
-            }
-            self.deadlines.pop();
+            };
             self.expire(now, id, events);
         }
         while let Some(&Reverse((at, timer))) = self.timers.peek() {
@@ -204,12 +189,8 @@ impl Scheduler {
         }
         // Requests admitted just now leave their deadlines behind; the top must be live for
         // `next_wake` to be true.
-        while let Some(&Reverse((_, id))) = self.deadlines.peek() {
-            if self.requests.contains_key(id) {
-                break;
-            }
-            self.deadlines.pop();
-        }
+        let requests = &self.requests;
+        self.deadlines.drop_stale(|id| requests.contains_key(id));
     }
 
     /// Moves the lanes waiting on scope `s` to the run queue.
