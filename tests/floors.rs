@@ -1,5 +1,7 @@
 //! Every arrow points down: each module of the library and of the sidecar imports only from
 //! modules on floors below its own, as `docs/architecture.md` writes them down ("Floors").
+//! The same holds one level down, inside the library's largest part, `admission`: its
+//! children have floors of their own.
 //!
 //! The check reads the floors tables from the page itself, so the page and the code cannot
 //! drift apart: a module on no floor, a floor naming a module that does not exist, or an
@@ -77,12 +79,17 @@ fn code(text: &str) -> String {
         .join("\n")
 }
 
-/// The crate-level names a file imports: `crate::X…` and each top-level `X` of a
-/// `crate::{X::…, Y}` group.
-fn imports(code: &str) -> BTreeSet<String> {
+/// The names a file imports after `prefix` (`crate::`, `crate::admission::`,
+/// `super::super::`): `prefix X…`, and each top-level `X` of a `prefix{X::…, Y}` group. An
+/// occurrence inside a longer path (`a::super::`) or going on up (`super::super::` for
+/// `super::`) is not this prefix's.
+fn imports_after(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for (at, _) in code.match_indices("crate::") {
-        let rest = &code[at + "crate::".len()..];
+    for (at, _) in code.match_indices(prefix) {
+        let rest = &code[at + prefix.len()..];
+        if code[..at].ends_with("::") || rest.starts_with("super::") {
+            continue;
+        }
         if let Some(group) = rest.strip_prefix('{') {
             let mut depth = 1;
             let mut item = String::new();
@@ -132,20 +139,38 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every violation in the crate at `src`.
+/// The file that declares the modules of `src`: a crate's `lib.rs`, or a module's `mod.rs`.
+fn root_file(dir: &Path) -> PathBuf {
+    let lib = dir.join("lib.rs");
+    if lib.exists() {
+        lib
+    } else {
+        dir.join("mod.rs")
+    }
+}
+
+/// Every violation among the modules `src` declares: a crate's (`host/src`) or a module's
+/// own children (`host/src/admission`).
 fn violations(page: &str, src: &str) -> Vec<String> {
     let dir = repo().join(src);
     let floors = floors(page, src);
-    let declared = declared(&fs::read_to_string(dir.join("lib.rs")).unwrap());
+    let root = root_file(&dir);
+    let declared = declared(&fs::read_to_string(&root).unwrap());
     let mut out = Vec::new();
     for module in declared.difference(&floors.keys().cloned().collect()) {
         out.push(format!("`{module}` of {src} is on no floor"));
     }
     for module in floors.keys().filter(|m| !declared.contains(*m)) {
         out.push(format!(
-            "a floor names `{module}`, which {src}/lib.rs does not declare"
+            "a floor names `{module}`, which {} does not declare",
+            root.strip_prefix(repo()).unwrap_or(&root).display()
         ));
     }
+    // A module's children are named from anywhere as `crate::<its path>::X`, and from a
+    // file `n` modules below it as `super::` n times.
+    let inner = src
+        .split_once("/src/")
+        .map(|(_, path)| path.replace('/', "::"));
     let mut files = Vec::new();
     rust_files(&dir, &mut files);
     files.sort();
@@ -158,17 +183,30 @@ fn violations(page: &str, src: &str) -> Vec<String> {
         let Some(&floor) = floors.get(module) else {
             continue; // the root, above every floor
         };
-        for import in imports(&code(&fs::read_to_string(&file).unwrap())) {
+        let code = code(&fs::read_to_string(&file).unwrap());
+        let found = match &inner {
+            None => imports_after(&code, "crate::"),
+            Some(path) => {
+                let below = rel.iter().filter(|c| *c != "mod.rs").count();
+                let mut found = imports_after(&code, &format!("crate::{path}::"));
+                found.extend(imports_after(&code, &"super::".repeat(below)));
+                found
+            }
+        };
+        for import in found {
             if import == module {
                 continue;
             }
-            // Not a module: an item of the crate root, which any floor may name.
+            // Not a module: an item of the root, which any floor may name.
             let Some(&to) = floors.get(&import) else {
                 continue;
             };
             if to >= floor {
+                let prefix = inner
+                    .as_deref()
+                    .map_or("crate".to_owned(), |p| format!("crate::{p}"));
                 out.push(format!(
-                    "{src}/{}: `{module}` (floor {floor}) imports `crate::{import}` (floor {to})",
+                    "{src}/{}: `{module}` (floor {floor}) imports `{prefix}::{import}` (floor {to})",
                     rel.display()
                 ));
             }
@@ -181,6 +219,7 @@ fn violations(page: &str, src: &str) -> Vec<String> {
 fn every_import_of_the_library_and_the_sidecar_points_down() {
     let page = fs::read_to_string(repo().join("docs/architecture.md")).unwrap();
     let mut found = violations(&page, "host/src");
+    found.extend(violations(&page, "host/src/admission"));
     found.extend(violations(&page, "serve/src"));
     assert!(
         found.is_empty(),
@@ -196,9 +235,23 @@ fn the_check_sees_an_import_that_reaches_up() {
     let floors = floors(page, "x/src");
     assert_eq!(floors["low"], 0);
     assert_eq!(floors["high"], 1);
-    let found = imports(&code(
-        "// use crate::ignored;\nuse crate::{high::A, other};\nfn f() { crate::low::g() }",
-    ));
+    let found = imports_after(
+        &code("// use crate::ignored;\nuse crate::{high::A, other};\nfn f() { crate::low::g() }"),
+        "crate::",
+    );
     let expected: BTreeSet<String> = ["high", "low", "other"].map(String::from).into();
     assert_eq!(found, expected);
+}
+
+#[test]
+fn a_child_s_imports_are_found_by_their_depth() {
+    let text = "use super::super::{scope::Scope, usage};\nuse super::turn::Turn;\n\
+                use super::super::super::clock::Clock;\nfn f() { crate::admission::fair::g() }";
+    let two_below = imports_after(&code(text), "super::super::");
+    let expected: BTreeSet<String> = ["scope", "usage"].map(String::from).into();
+    assert_eq!(two_below, expected);
+    let one_below = imports_after(&code(text), "super::");
+    assert_eq!(one_below, ["turn".to_owned()].into());
+    let by_path = imports_after(&code(text), "crate::admission::");
+    assert_eq!(by_path, ["fair".to_owned()].into());
 }
