@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sluice::clock::{Clock, SystemClock};
+use sluice::{Call, Outcome, RequestClass, Sluice};
 
 /// What an SDK sends for a short chat completion.
 pub const BODY: &str = r#"{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Say hello in one word."}],"max_tokens":16,"temperature":0}"#;
@@ -19,10 +20,18 @@ pub const BODY: &str = r#"{"model":"gpt-4o-mini","messages":[{"role":"system","c
 /// Where requests go, and what they carry there.
 pub struct Target {
     pub name: &'static str,
-    pub url: String,
-    pub authorization: String,
+    pub via: Via,
     /// The process serving it, when it is a process of its own: its CPU time is its cost.
     pub pid: Option<u32>,
+}
+
+/// How a target is called.
+#[derive(Clone)]
+pub enum Via {
+    /// An HTTP server: the request goes to `url` with `authorization`.
+    Http { url: String, authorization: String },
+    /// A host embedded in this process: the request is a [`Call`] it executes.
+    Embedded(Arc<Sluice>),
 }
 
 /// What one target's requests came to.
@@ -135,7 +144,7 @@ pub async fn run(target: &Target, rate: Option<u32>, connections: usize, count: 
     let mut workers = Vec::with_capacity(connections);
     for _ in 0..connections {
         let (next, samples, rx) = (next.clone(), samples.clone(), rx.clone());
-        let (url, authorization) = (target.url.clone(), target.authorization.clone());
+        let via = target.via.clone();
         let paced = rate.is_some();
         workers.push(tokio::spawn(async move {
             let client = client();
@@ -151,7 +160,7 @@ pub async fn run(target: &Target, rate: Option<u32>, connections: usize, count: 
                     break;
                 };
                 let lag = clock.now().saturating_duration_since(scheduled);
-                let answer = send(&client, &url, &authorization).await;
+                let answer = send(&client, &via).await;
                 let latency = clock.now().saturating_duration_since(scheduled);
                 let mut s = samples.lock().unwrap_or_else(|e| e.into_inner());
                 s.start_lag.push(lag);
@@ -178,7 +187,11 @@ pub async fn run(target: &Target, rate: Option<u32>, connections: usize, count: 
 }
 
 /// One chat completion, read to its end; the failure in words.
-async fn send(client: &reqwest::Client, url: &str, authorization: &str) -> Result<(), String> {
+async fn send(client: &reqwest::Client, via: &Via) -> Result<(), String> {
+    let (url, authorization) = match via {
+        Via::Http { url, authorization } => (url, authorization),
+        Via::Embedded(sluice) => return execute(sluice).await,
+    };
     let r = client
         .post(url)
         .header("authorization", authorization)
@@ -196,13 +209,32 @@ async fn send(client: &reqwest::Client, url: &str, authorization: &str) -> Resul
     }
 }
 
+/// One chat completion through an embedded host, as an embedder writes it: the call built
+/// for the request, its answer read whole.
+async fn execute(sluice: &Sluice) -> Result<(), String> {
+    let call = Call::post("openai", crate::targets::PATH, BODY)
+        .credential(crate::targets::CREDENTIAL)
+        .tenant("bench")
+        .class(RequestClass::Read)
+        .header("content-type", "application/json");
+    match sluice.execute(&call).await {
+        Outcome::Succeeded { response, .. } if (200..300).contains(&response.status) => Ok(()),
+        Outcome::Succeeded { response, .. } => Err(format!(
+            "{}: {}",
+            response.status,
+            String::from_utf8_lossy(&response.body)
+        )),
+        Outcome::Ended(ended) => Err(ended.reason.to_string()),
+    }
+}
+
 /// Waits until `target` answers a request, for at most `patience`.
 pub async fn until_ready(target: &Target, patience: Duration) -> Result<(), String> {
     let client = client();
     let clock = SystemClock;
     let began = clock.now();
     loop {
-        match send(&client, &target.url, &target.authorization).await {
+        match send(&client, &target.via).await {
             Ok(()) => return Ok(()),
             Err(why) if clock.now().saturating_duration_since(began) > patience => {
                 return Err(format!("{} never answered: {why}", target.name));

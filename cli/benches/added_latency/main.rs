@@ -1,8 +1,9 @@
 //! The latency `sluice serve` adds to a call, measured from outside as users meet it: the same
 //! chat completion sent to a provider on loopback directly, through a plain reverse-proxy hop
-//! (the cost of any hop: [`hop`]), through the real `sluice serve` binary, and through the same
-//! sidecar inside this process — side by side in one run, in rounds whose order turns, so every
-//! target sees the same machine.
+//! (the cost of any hop: [`hop`]), through the real `sluice serve` binary, through the same
+//! sidecar inside this process, and through the host embedded in this process as a library
+//! (`Sluice::execute`) — side by side in one run, in rounds whose order turns, so every target
+//! sees the same machine.
 //!
 //! Two loads ([`load`]): one connection sending one request after another; and open-loop
 //! rates on a fixed number of connections, each latency counted from the request's scheduled
@@ -20,7 +21,8 @@
 //! - `ADDED_LATENCY_WARMUP_SECS`: unmeasured seconds per target before each rate (default `2`;
 //!   the sequential load warms up on 5% of its requests);
 //! - `ADDED_LATENCY_TARGETS`: which targets, comma-separated (default every one: `direct,hop,
-//!   sluice,sluice in-process`; `direct` is always measured, the others are compared to it);
+//!   sluice,sluice in-process,embedded`; `direct` is always measured, the others are compared
+//!   to it);
 //! - `ADDED_LATENCY_BASELINE`: the path of another `sluice` binary (an earlier build), measured
 //!   beside this one as the target `baseline`: a change's before and after in one run.
 //!
@@ -167,7 +169,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (hop, _hop) = targets::hop(&fake)?;
     let (binary, _binary) = targets::binary(dir.path(), &fake, "sluice", None)?;
     let (in_process, running) = rt.block_on(targets::in_process(dir.path(), &fake))?;
-    let mut all = vec![targets::direct(&fake), hop, binary, in_process];
+    let embedded = {
+        let _runtime = rt.enter();
+        targets::embedded(dir.path(), &fake)?
+    };
+    let mut all = vec![targets::direct(&fake), hop, binary, in_process, embedded];
     let baseline = std::env::var_os("ADDED_LATENCY_BASELINE").filter(|_| !brief);
     let _baseline = match baseline {
         Some(program) => {

@@ -1,6 +1,7 @@
 //! What the load is sent to, all on loopback: the upstream (a fake OpenAI-style provider,
 //! limits far above the load), and in front of it a plain hop, `sluice serve` as its own
-//! process (the binary users run), and the same sidecar inside this process.
+//! process (the binary users run), the same sidecar inside this process, and the host
+//! embedded in this process, called as a library.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -14,11 +15,13 @@ use sluice::config::SluiceConfig;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 use sluice_serve::{Running, Sidecar};
 
-use crate::load::Target;
+use crate::load::{Target, Via};
 
 pub const PATH: &str = "/v1/chat/completions";
 /// The provider key: sent by the direct client as an SDK would, and by the sidecar.
 const PROVIDER_KEY: &str = "sk-bench-provider-key";
+/// The provider key's label in the host's configuration.
+pub const CREDENTIAL: &str = "bench-key";
 /// The agent's token, which the sidecar knows by its SHA-256.
 const AGENT_TOKEN: &str = "agent-bench-token";
 
@@ -35,8 +38,10 @@ pub async fn upstream() -> Result<FakeProvider, Error> {
 pub fn direct(fake: &FakeProvider) -> Target {
     Target {
         name: "direct",
-        url: fake.url(PATH),
-        authorization: format!("Bearer {PROVIDER_KEY}"),
+        via: Via::Http {
+            url: fake.url(PATH),
+            authorization: format!("Bearer {PROVIDER_KEY}"),
+        },
         pid: None,
     }
 }
@@ -69,8 +74,10 @@ pub fn hop(fake: &FakeProvider) -> Result<(Target, Process), Error> {
         .parse()?;
     let target = Target {
         name: "hop",
-        url: format!("http://{addr}{PATH}"),
-        authorization: format!("Bearer {PROVIDER_KEY}"),
+        via: Via::Http {
+            url: format!("http://{addr}{PATH}"),
+            authorization: format!("Bearer {PROVIDER_KEY}"),
+        },
         pid: Some(process.0.id()),
     };
     Ok((target, process))
@@ -118,8 +125,10 @@ pub fn binary(
     std::thread::spawn(move || lines.for_each(drop));
     let target = Target {
         name,
-        url: format!("http://{addr}/openai{PATH}"),
-        authorization: format!("Bearer {AGENT_TOKEN}"),
+        via: Via::Http {
+            url: format!("http://{addr}/openai{PATH}"),
+            authorization: format!("Bearer {AGENT_TOKEN}"),
+        },
         pid: Some(process.0.id()),
     };
     Ok((target, process))
@@ -137,11 +146,27 @@ pub async fn in_process(dir: &Path, fake: &FakeProvider) -> Result<(Target, Runn
         .await?;
     let target = Target {
         name: "sluice in-process",
-        url: format!("http://{}/openai{PATH}", running.addr()),
-        authorization: format!("Bearer {AGENT_TOKEN}"),
+        via: Via::Http {
+            url: format!("http://{}/openai{PATH}", running.addr()),
+            authorization: format!("Bearer {AGENT_TOKEN}"),
+        },
         pid: None,
     };
     Ok((target, running))
+}
+
+/// The host embedded in this process, built from the same configuration, its calls made
+/// with `Sluice::execute`: what a library user's call pays.
+pub fn embedded(dir: &Path, fake: &FakeProvider) -> Result<Target, Error> {
+    let inner = dir.join("embedded");
+    std::fs::create_dir_all(&inner)?;
+    let config = SluiceConfig::from_toml(&config_text(&inner, &fake.url("")), &inner)?;
+    let sluice = Arc::new(Sluice::builder().config(config).build()?);
+    Ok(Target {
+        name: "embedded",
+        via: Via::Embedded(sluice),
+        pid: None,
+    })
 }
 
 /// The host's configuration: one OpenAI-style provider at `base_url`, limits far above the
@@ -158,7 +183,7 @@ fn config_text(dir: &Path, base_url: &str) -> String {
         [providers.openai]
         plugin = "openai"
         base_url = "{base_url}"
-        [providers.openai.credentials.bench-key]
+        [providers.openai.credentials.{CREDENTIAL}]
         file = "{dir}/openai.key"
         [providers.openai.limits]
         requests_per_minute = 6000000
