@@ -23,6 +23,53 @@ pub struct Target {
     pub via: Via,
     /// The process serving it, when it is a process of its own: its CPU time is its cost.
     pub pid: Option<u32>,
+    /// Its admin API's `/metrics` and the token to read it, when it serves one: how long
+    /// its plugin calls took, as the server timed them.
+    pub metrics: Option<(String, String)>,
+}
+
+/// Each plugin function's calls and the seconds they took in all, as `/metrics` counts them.
+pub type PluginTimes = std::collections::BTreeMap<String, (f64, f64)>;
+
+/// The plugin calls `target` has timed so far (`sluice_plugin_call_seconds`), by function;
+/// empty when it serves no metrics.
+pub async fn plugin_times(target: &Target) -> Result<PluginTimes, String> {
+    let Some((url, token)) = &target.metrics else {
+        return Ok(PluginTimes::new());
+    };
+    let text = client()
+        .get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(|e| format!("{}: /metrics: {e}", target.name))?
+        .text()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut times = PluginTimes::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("sluice_plugin_call_seconds_") else {
+            continue;
+        };
+        let (series, value) = rest.rsplit_once(' ').unwrap_or_default();
+        let Ok(value) = value.parse::<f64>() else {
+            continue;
+        };
+        let function = series
+            .split("function=\"")
+            .nth(1)
+            .and_then(|f| f.split('"').next())
+            .unwrap_or("?")
+            .to_owned();
+        let entry = times.entry(function).or_default();
+        if series.starts_with("count") {
+            entry.0 += value;
+        } else if series.starts_with("sum") {
+            entry.1 += value;
+        }
+    }
+    Ok(times)
 }
 
 /// How a target is called.

@@ -8,7 +8,9 @@
 //! Two loads ([`load`]): one connection sending one request after another; and open-loop
 //! rates on a fixed number of connections, each latency counted from the request's scheduled
 //! time. Beside each figure: the CPU the target's own process spent per request, and the
-//! machine's load average when the load ended (these machines are shared).
+//! machine's load average when the load ended (these machines are shared). For the real
+//! binary, the plugin calls' mean time as the server itself timed them
+//! (`sluice_plugin_call_seconds` on its admin API's `/metrics`, over the measured rounds).
 //!
 //! Run: `cargo bench -p sluice-cli --bench added_latency` (about three minutes). Options, by
 //! environment variable:
@@ -36,7 +38,7 @@ mod targets;
 
 use std::time::Duration;
 
-use load::{Tally, Target, quantile};
+use load::{PluginTimes, Tally, Target, quantile};
 
 /// The run's options.
 struct Options {
@@ -210,6 +212,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         machine()
     );
     let mut rows = Vec::new();
+    let mut plugin_rows = Vec::new();
     for load in loads {
         let warmup = match load {
             Load::Sequential(_) => 0.05,
@@ -219,6 +222,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rt.block_on(load.run(t, &options, warmup));
         }
         let mut tallies: Vec<Tally> = chosen.iter().map(|_| Tally::default()).collect();
+        let before: Vec<PluginTimes> = chosen
+            .iter()
+            .map(|t| rt.block_on(load::plugin_times(t)))
+            .collect::<Result<_, _>>()?;
         for round in 0..options.rounds {
             // The order turns each round: no target always goes first or last.
             for k in 0..chosen.len() {
@@ -229,10 +236,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let machine = machine();
         eprintln!("{} done; {machine}", load.name());
+        for ((t, before), tally) in chosen.iter().zip(before).zip(tallies.iter()) {
+            let after = rt.block_on(load::plugin_times(t))?;
+            for (function, (calls, secs)) in after {
+                let (was_calls, was_secs) = before.get(&function).copied().unwrap_or_default();
+                plugin_rows.push(format!(
+                    "| {} | {} | {function} | {:.0} | {:.1} | {} |",
+                    load.name(),
+                    t.name,
+                    calls - was_calls,
+                    (secs - was_secs) / (calls - was_calls).max(1.0) * 1e6,
+                    tally.sent,
+                ));
+            }
+        }
         rows.push((load, tallies, machine));
     }
 
     let failed = report(&chosen, &mut rows);
+    if !plugin_rows.is_empty() {
+        println!(
+            "\n| load | target | plugin function | calls | mean µs a call, as the server timed it | requests |"
+        );
+        println!("|---|---|---|--:|--:|--:|");
+        for row in &plugin_rows {
+            println!("{row}");
+        }
+    }
     eprintln!("provider answered {} requests", fake.attempts().len());
     rt.block_on(running.shutdown());
     if failed && brief {

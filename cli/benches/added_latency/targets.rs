@@ -22,6 +22,8 @@ pub const PATH: &str = "/v1/chat/completions";
 const PROVIDER_KEY: &str = "sk-bench-provider-key";
 /// The provider key's label in the host's configuration.
 pub const CREDENTIAL: &str = "bench-key";
+/// The admin API's token, for the real binary's `/metrics`.
+const ADMIN_TOKEN: &str = "admin-bench-token";
 /// The agent's token, which the sidecar knows by its SHA-256.
 const AGENT_TOKEN: &str = "agent-bench-token";
 
@@ -43,6 +45,7 @@ pub fn direct(fake: &FakeProvider) -> Target {
             authorization: format!("Bearer {PROVIDER_KEY}"),
         },
         pid: None,
+        metrics: None,
     }
 }
 
@@ -79,6 +82,7 @@ pub fn hop(fake: &FakeProvider) -> Result<(Target, Process), Error> {
             authorization: format!("Bearer {PROVIDER_KEY}"),
         },
         pid: Some(process.0.id()),
+        metrics: None,
     };
     Ok((target, process))
 }
@@ -94,13 +98,19 @@ pub fn binary(
     let dir = dir.join(name.replace(' ', "-"));
     std::fs::create_dir_all(&dir)?;
     let file = dir.join("serve.toml");
-    std::fs::write(&file, config_text(&dir, &fake.url("")))?;
+    let admin = digest(ADMIN_TOKEN);
+    let text = format!(
+        "{}\n[serve.admin]\ntoken = {{ sha256 = \"{admin}\" }}\n",
+        config_text(&dir, &fake.url(""))
+    );
+    std::fs::write(&file, text)?;
     let program = program.unwrap_or(Path::new(env!("CARGO_BIN_EXE_sluice")));
     let mut child = Command::new(program)
         .arg("serve")
         .arg("--config")
         .arg(&file)
-        .args(["--listen", "127.0.0.1:0", "--audit-key-in-state-dir"])
+        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+        .arg("--audit-key-in-state-dir")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -109,18 +119,20 @@ pub fn binary(
     let stderr = child.stderr.take().ok_or("its standard error")?;
     let process = Process(child);
     let mut lines = BufReader::new(stderr).lines();
-    let addr = loop {
+    let (mut addr, mut admin) = (None, None);
+    while addr.is_none() || admin.is_none() {
         let line = lines
             .next()
             .ok_or("sluice serve stopped before it said where it listens")??;
         if let Some(rest) = line.split("agents connect to http://").nth(1) {
-            break rest
-                .split('/')
-                .next()
-                .unwrap_or_default()
-                .parse::<SocketAddr>()?;
+            let at = rest.split('/').next().unwrap_or_default();
+            addr = Some(at.parse::<SocketAddr>()?);
         }
-    };
+        if let Some(rest) = line.split("admin API at http://").nth(1) {
+            admin = Some(rest.trim().parse::<SocketAddr>()?);
+        }
+    }
+    let addr = addr.ok_or("sluice serve named no address for agents")?;
     // Whatever it says later is read and dropped, so it never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
     let target = Target {
@@ -130,6 +142,7 @@ pub fn binary(
             authorization: format!("Bearer {AGENT_TOKEN}"),
         },
         pid: Some(process.0.id()),
+        metrics: admin.map(|a| (format!("http://{a}/metrics"), ADMIN_TOKEN.to_owned())),
     };
     Ok((target, process))
 }
@@ -151,6 +164,7 @@ pub async fn in_process(dir: &Path, fake: &FakeProvider) -> Result<(Target, Runn
             authorization: format!("Bearer {AGENT_TOKEN}"),
         },
         pid: None,
+        metrics: None,
     };
     Ok((target, running))
 }
@@ -166,6 +180,7 @@ pub fn embedded(dir: &Path, fake: &FakeProvider) -> Result<Target, Error> {
         name: "embedded",
         via: Via::Embedded(sluice),
         pid: None,
+        metrics: None,
     })
 }
 
@@ -173,10 +188,7 @@ pub fn embedded(dir: &Path, fake: &FakeProvider) -> Result<Target, Error> {
 /// load, one agent known by its token's digest; the key in a file beside it.
 fn config_text(dir: &Path, base_url: &str) -> String {
     std::fs::write(dir.join("openai.key"), format!("{PROVIDER_KEY}\n")).expect("the key file");
-    let digest: String = Sha256::digest(AGENT_TOKEN.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = digest(AGENT_TOKEN);
     format!(
         r#"
         state_dir = "{dir}/state"
@@ -193,4 +205,12 @@ fn config_text(dir: &Path, base_url: &str) -> String {
         "#,
         dir = dir.display(),
     )
+}
+
+/// A token's SHA-256 in hex, as the configuration names it.
+fn digest(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
