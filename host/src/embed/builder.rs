@@ -354,6 +354,11 @@ impl SluiceBuilder {
                 Admission::with_gate(config.admission.clone(), clock.clone(), gate.clone())?
             }
         };
+        let base_urls: BTreeMap<String, String> = config
+            .providers
+            .iter()
+            .filter_map(|(name, p)| Some((name.clone(), p.base_url.clone()?)))
+            .collect();
         let mut executor = Executor::with_policy_slots(
             admission,
             plugins.slots(),
@@ -363,6 +368,7 @@ impl SluiceBuilder {
             seed,
         )
         .with_credentials(credentials)
+        .with_base_urls(base_urls.clone().into_iter().collect())
         .with_generations(
             config
                 .providers
@@ -414,11 +420,6 @@ impl SluiceBuilder {
         if let Some(gate) = gate {
             writes = writes.claims(gate);
         }
-        let base_urls: BTreeMap<String, String> = config
-            .providers
-            .iter()
-            .filter_map(|(name, p)| Some((name.clone(), p.base_url.clone()?)))
-            .collect();
         // Every part is up: from now on a watched plugin file's change reloads it.
         plugins.watch();
         Ok(Sluice {

@@ -65,19 +65,15 @@ impl Sluice {
     /// Runs `call` (a read, or a write the caller reconciles itself) to its outcome. A URL
     /// that starts with `/` is taken from the provider's `base_url`.
     pub async fn execute(&self, call: &Call) -> Outcome {
-        match self.resolved(call) {
-            Some(c) => self.executor.execute(&c).await,
-            None => self.executor.execute(call).await,
-        }
+        // The executor resolves a relative URL itself (`Executor::with_base_urls`): the call
+        // is neither copied nor held twice while it waits.
+        self.executor.execute(call).await
     }
 
     /// Runs `call` and hands its answer back as a stream once it begins (see
     /// [`Executor::execute_stream`]).
     pub async fn execute_stream(&self, call: &Call) -> StreamOutcome {
-        match self.resolved(call) {
-            Some(c) => self.executor.execute_stream(&c).await,
-            None => self.executor.execute_stream(call).await,
-        }
+        self.executor.execute_stream(call).await
     }
 
     /// Writes `write` safely: journaled before it is sent, sent with one idempotency key,
@@ -196,7 +192,8 @@ impl Sluice {
         &self.plugins
     }
 
-    /// `call` with its relative URL made absolute, when it has one and its provider a base.
+    /// `call` with its relative URL made absolute, when it has one and its provider a base:
+    /// a write is journaled with the URL it is sent to.
     fn resolved(&self, call: &Call) -> Option<Call> {
         if !call.url.starts_with('/') {
             return None;

@@ -68,7 +68,7 @@ impl Executor {
         let headers = encode_fields(headers).ok()?;
         let mut req = Request::new(
             call.method.clone(),
-            call.url.clone(),
+            self.url_of(call),
             call.class,
             headers,
             call.body.clone(),

@@ -75,6 +75,8 @@ pub struct Executor {
     budgets: Option<Arc<Budgets>>,
     /// Each provider's per-model settings of generations.
     generations: HashMap<String, Generations>,
+    /// Each provider's base URL, for calls whose URL starts with `/`.
+    base_urls: HashMap<String, String>,
     clock: Arc<dyn Clock>,
 }
 
@@ -123,6 +125,7 @@ impl Executor {
             credentials: Arc::new(NoCredentials),
             budgets: None,
             generations: HashMap::new(),
+            base_urls: HashMap::new(),
             clock,
         }
     }
@@ -134,6 +137,25 @@ impl Executor {
     pub fn with_generations(mut self, generations: HashMap<String, Generations>) -> Self {
         self.generations = generations;
         self
+    }
+
+    /// Resolves a call's URL that starts with `/` against its provider's base URL (by
+    /// provider name), when the provider has one; the call itself is left as it is.
+    #[must_use]
+    pub fn with_base_urls(mut self, base_urls: HashMap<String, String>) -> Self {
+        self.base_urls = base_urls;
+        self
+    }
+
+    /// Where `call` goes: its URL, made absolute from its provider's base URL when it starts
+    /// with `/` and the provider has one.
+    fn url_of(&self, call: &Call) -> String {
+        match self.base_urls.get(&call.provider) {
+            Some(base) if call.url.starts_with('/') => {
+                format!("{}{}", base.trim_end_matches('/'), call.url)
+            }
+            _ => call.url.clone(),
+        }
     }
 
     /// Checks and counts every call against its tenant's `budgets` (by default, none): a
