@@ -273,25 +273,26 @@ impl ServeTable {
                 .failed_tokens_per_minute
                 .map_or(defaults.failed_tokens_per_minute, Ranged::u32),
             admin: self.admin.map(|a| a.config(reader)).transpose()?,
-            agents: self
-                .agents
-                .into_iter()
-                .map(|(name, agent)| {
-                    let at = under("serve.agents", &name);
-                    Ok((name, agent.config(reader, &at)?))
-                })
-                .collect::<Result<_, ConfigFileError>>()?,
-            providers: self
-                .providers
-                .into_iter()
-                .map(|(name, p)| {
-                    let at = under("serve.providers", &name);
-                    Ok((name, p.config(reader, &at)?))
-                })
-                .collect::<Result<_, ConfigFileError>>()?,
+            agents: each("serve.agents", self.agents, |a, at| a.config(reader, at))?,
+            providers: each("serve.providers", self.providers, |p, at| p.config(reader, at))?,
         };
         Ok(serve)
     }
+}
+
+/// Each entry of the table at `table`, read by `read` with its own key.
+fn each<T, U>(
+    table: &str,
+    entries: BTreeMap<String, T>,
+    read: impl Fn(T, &str) -> Result<U, ConfigFileError>,
+) -> Result<BTreeMap<String, U>, ConfigFileError> {
+    entries
+        .into_iter()
+        .map(|(name, entry)| {
+            let at = under(table, &name);
+            Ok((name, read(entry, &at)?))
+        })
+        .collect()
 }
 
 /// An address and port, at `key`.

@@ -93,7 +93,7 @@ impl TokenTable {
         match (self.env, self.file, self.sha256) {
             (Some(v), None, None) => Ok(TokenSource::Env(v.into_string())),
             (None, Some(p), None) => Ok(TokenSource::File(reader.path(p))),
-            (None, None, Some(hex)) => digest(&hex.0)
+            (None, None, Some(hex)) => crate::hex::from_hex::<32>(&hex.0)
                 .map(TokenSource::Sha256)
                 .ok_or_else(|| reader.invalid(&under(at, "sha256"), "64 hex digits")),
             _ => Err(reader.invalid(
@@ -102,16 +102,4 @@ impl TokenTable {
             )),
         }
     }
-}
-
-/// 64 hex digits as 32 bytes.
-fn digest(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 || !hex.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
 }
