@@ -1,7 +1,7 @@
 //! `sluice budgets`: what each tenant has spent in the current day and month, against its
 //! budgets, and what is left.
 //!
-//! Use is read from the host's journal (opened, never created: `Journal::open_existing`).
+//! Use is read from the host's journal (opened, never created: `Journal::open_given`, a file or a group's database).
 //! With the configuration file, every tenant's budgets are shown in its time zone's current
 //! periods, with what is left and when each resets; without it, every period the journal
 //! holds is listed as recorded. Tenants' names come from the journal and the file, so each
@@ -22,7 +22,7 @@ use sluice::printable::printable;
 /// `sluice budgets`.
 #[derive(Debug, Args)]
 pub struct BudgetsArgs {
-    /// The host's journal (SQLite).
+    /// The host's journal: its file, or the group's database (`postgres://…`).
     #[arg(long)]
     journal: PathBuf,
     /// The host's configuration file: show each tenant's budgets and what is left.
@@ -39,7 +39,7 @@ macro_rules! outln {
 }
 
 pub fn run(args: BudgetsArgs) -> anyhow::Result<ExitCode> {
-    let journal = Arc::new(Journal::open_existing(&args.journal)?);
+    let journal = Arc::new(Journal::open_given(&args.journal)?);
     let Some(file) = args.config else {
         return crate::print_once(&recorded(&journal)?);
     };

@@ -3,7 +3,7 @@
 //! decision. Decisions are written to the journal; the host carries them out and copies them
 //! into the audit log (`Writes::apply_decisions`, and at every start).
 //!
-//! These commands never create a journal: they open the host's (`Journal::open_existing`),
+//! These commands never create a journal: they open the host's (`Journal::open_given`: its file, or the group's database),
 //! and refuse a missing, empty, foreign or damaged file without writing to it. Everything
 //! printed from the journal is escaped (`sluice::printable`), because an old or edited
 //! journal may hold names and notes that would print as forged lines.
@@ -23,7 +23,7 @@ use sluice::printable::{printable, printable_json};
 pub enum EscalationsCommand {
     /// List escalations: the open ones, or all with `--all`.
     List {
-        /// The host's journal (SQLite).
+        /// The host's journal: its file, or the group's database (`postgres://…`).
         #[arg(long)]
         journal: PathBuf,
         /// Include resolved escalations.
@@ -35,7 +35,7 @@ pub enum EscalationsCommand {
     Show {
         /// The escalation's id.
         id: i64,
-        /// The host's journal (SQLite).
+        /// The host's journal: its file, or the group's database (`postgres://…`).
         #[arg(long)]
         journal: PathBuf,
         /// Also print the action's body (control characters escaped). The request is recorded
@@ -51,7 +51,7 @@ pub enum EscalationsCommand {
     Resolve {
         /// The escalation's id.
         id: i64,
-        /// The host's journal (SQLite).
+        /// The host's journal: its file, or the group's database (`postgres://…`).
         #[arg(long)]
         journal: PathBuf,
         /// The option: query-existing, retry-same-key, cancel, send-as-new (uncertain
@@ -73,7 +73,7 @@ pub enum EscalationsCommand {
 
 pub fn run(command: EscalationsCommand) -> anyhow::Result<ExitCode> {
     match command {
-        EscalationsCommand::List { journal, all } => list(&Journal::open_existing(&journal)?, all),
+        EscalationsCommand::List { journal, all } => list(&Journal::open_given(&journal)?, all),
         EscalationsCommand::Show {
             id,
             journal,
@@ -86,7 +86,7 @@ pub fn run(command: EscalationsCommand) -> anyhow::Result<ExitCode> {
                 check_operator(by)?;
             }
             show(
-                &Journal::open_existing(&journal)?,
+                &Journal::open_given(&journal)?,
                 id,
                 body.then_some(by).flatten(),
             )
@@ -114,7 +114,7 @@ pub fn run(command: EscalationsCommand) -> anyhow::Result<ExitCode> {
                 operation_id,
                 note,
             };
-            resolve(&Journal::open_existing(&journal)?, id, &decision)
+            resolve(&Journal::open_given(&journal)?, id, &decision)
         }
     }
 }

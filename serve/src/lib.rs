@@ -302,7 +302,26 @@ async fn recover(shared: Arc<Shared>) {
         Err(e) => tracing::error!("carrying on unfinished writes failed: {e}"),
     }
     shared.ready.store(true, Ordering::Release);
+    if !shared.sluice.journal().is_shared() {
+        return;
+    }
+    // A group's journal: a decision an operator made through another host, on an action
+    // this host owns, is carried out here.
+    loop {
+        tokio::time::sleep(DECISIONS_EVERY).await;
+        match shared.sluice.apply_decisions().await {
+            Ok(done) if done.is_empty() => {}
+            Ok(done) => tracing::info!(
+                writes = done.len(),
+                "carried out decisions made through the group's other hosts"
+            ),
+            Err(e) => tracing::error!("carrying out decisions failed: {e}"),
+        }
+    }
 }
+
+/// How often a host of a group looks for decisions made through its other hosts.
+const DECISIONS_EVERY: Duration = Duration::from_secs(2);
 
 /// A sidecar that is serving.
 #[derive(Debug)]

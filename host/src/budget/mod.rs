@@ -23,9 +23,11 @@
 //! spent (its use at or above the limit); the call that crosses the limit is let through,
 //! as its use is known only at its end.
 //!
-//! **Durable.** Use is kept in the journal's SQLite, per tenant and period
-//! ([`PeriodUse`]), committed at each charge and correction: a restarted
-//! host keeps what every tenant spent this month.
+//! **Durable.** Use is kept in the journal, per tenant and period ([`PeriodUse`]),
+//! committed at each charge and correction: a restarted host keeps what every tenant spent
+//! this month. Hosts sharing a journal in PostgreSQL share it: a call's check and charge
+//! are one transaction ([`Journal::charge_budget_use`]), so the group lets one call cross a
+//! limit, as one host does.
 //!
 //! **Watched.** As a tenant's use crosses a threshold of a budget (80% and 100% by
 //! default), a `warn` event is logged and [`crate::observe::BUDGET_THRESHOLDS`] counts it;
@@ -275,30 +277,40 @@ impl Budgets {
         );
         let _charging = self.charging.lock().unwrap_or_else(PoisonError::into_inner);
         let periods = self.periods_now();
-        let before = self.used(charge.tenant, &periods)?;
-        for (budget, limit) in limits.iter() {
-            let i = window_index(budget.window);
-            let used = budget.measure.of(&before[i]);
-            if used >= limit {
+        // The check and the charge are one transaction of the journal: hosts sharing it
+        // let one call cross a budget, as one host does.
+        let spent = |before: &[Amounts; 2]| {
+            for (budget, limit) in limits.iter() {
+                let i = window_index(budget.window);
+                let used = budget.measure.of(&before[i]);
+                if used >= limit {
+                    return Err(BudgetSpent {
+                        tenant: charge.tenant.to_owned(),
+                        budget,
+                        limit,
+                        used,
+                        resets_at_ms: periods[i].resets_ms,
+                        resets_at: self.config.calendar.local_time(periods[i].resets_ms),
+                    });
+                }
+            }
+            Ok(())
+        };
+        let before = match self
+            .journal
+            .charge_budget_use(charge.tenant, &periods, &charged, spent)?
+        {
+            Ok(before) => before,
+            Err(spent) => {
                 metrics::counter!(
                     BUDGET_REFUSALS,
                     "tenant" => charge.tenant.to_owned(),
-                    "budget" => budget.key()
+                    "budget" => spent.budget.key()
                 )
                 .increment(1);
-                return Err(BudgetSpent {
-                    tenant: charge.tenant.to_owned(),
-                    budget,
-                    limit,
-                    used,
-                    resets_at_ms: periods[i].resets_ms,
-                    resets_at: self.config.calendar.local_time(periods[i].resets_ms),
-                }
-                .into());
+                return Err(spent.into());
             }
-        }
-        self.journal
-            .change_budget_use(charge.tenant, &periods, &charged, &Amounts::default())?;
+        };
         self.report(charge.tenant, &limits, &periods, &before)?;
         Ok(Some(Reservation {
             budgets: self.clone(),
@@ -459,11 +471,10 @@ impl Reservation {
         let b = &self.budgets;
         let limits = b.limits_of(&self.tenant);
         let _charging = b.charging.lock().unwrap_or_else(PoisonError::into_inner);
-        let changed = b.used(&self.tenant, &self.periods).and_then(|before| {
-            b.journal
-                .change_budget_use(&self.tenant, &self.periods, &add, &remove)?;
-            b.report(&self.tenant, &limits, &self.periods, &before)
-        });
+        let changed = b
+            .journal
+            .change_budget_use(&self.tenant, &self.periods, &add, &remove)
+            .and_then(|before| b.report(&self.tenant, &limits, &self.periods, &before));
         if let Err(e) = changed {
             tracing::error!(tenant = %self.tenant, "a budget correction was not recorded: {e}");
         }

@@ -6,10 +6,9 @@
 //! Each change is one transaction committed before it returns, like every journal write;
 //! amounts never go below zero (a correction gives back at most what was charged).
 
-use rusqlite::{OptionalExtension, params};
-
 use super::{Amounts, Period, Window};
-use crate::journal::{Journal, JournalError};
+use crate::journal::db::{BadColumn, Conn, values};
+use crate::journal::{Fail, Journal, JournalError};
 
 /// One tenant's use in one calendar period, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,104 +35,158 @@ fn unsigned(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
+/// `tenant`'s use in each of `periods`, read on `c`.
+fn used_in(c: Conn<'_>, tenant: &str, periods: &[Period; 2]) -> Result<[Amounts; 2], Fail> {
+    let mut out = [Amounts::default(); 2];
+    for (used, p) in out.iter_mut().zip(periods) {
+        let row = c.row(
+            "SELECT requests, tokens, spend_micros FROM budget_use \
+             WHERE tenant = ?1 AND \"window\" = ?2 AND period = ?3",
+            values![tenant, p.window.name(), &p.label],
+        )?;
+        if let Some(r) = row {
+            *used = Amounts {
+                requests: unsigned(r.get(0)?),
+                tokens: unsigned(r.get(1)?),
+                spend_micros: unsigned(r.get(2)?),
+            };
+        }
+    }
+    Ok(out)
+}
+
+/// Adds `add` to and takes `remove` from `tenant`'s use in each of `periods` on `c`, never
+/// below zero.
+fn change_in(
+    c: Conn<'_>,
+    tenant: &str,
+    periods: &[Period],
+    add: &Amounts,
+    remove: &Amounts,
+) -> Result<(), Fail> {
+    for p in periods {
+        c.exec(
+            "INSERT INTO budget_use (tenant, \"window\", period, starts_ms, resets_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+            values![tenant, p.window.name(), &p.label, p.starts_ms, p.resets_ms],
+        )?;
+        c.exec(
+            "UPDATE budget_use SET \
+             requests = CASE WHEN requests + ?4 - ?5 < 0 THEN 0 ELSE requests + ?4 - ?5 END, \
+             tokens = CASE WHEN tokens + ?6 - ?7 < 0 THEN 0 ELSE tokens + ?6 - ?7 END, \
+             spend_micros = CASE WHEN spend_micros + ?8 - ?9 < 0 THEN 0 \
+                            ELSE spend_micros + ?8 - ?9 END \
+             WHERE tenant = ?1 AND \"window\" = ?2 AND period = ?3",
+            values![
+                tenant,
+                p.window.name(),
+                &p.label,
+                signed(add.requests),
+                signed(remove.requests),
+                signed(add.tokens),
+                signed(remove.tokens),
+                signed(add.spend_micros),
+                signed(remove.spend_micros),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
 impl Journal {
     /// What `tenant` has used in `period` (nothing, when no row exists yet).
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn budget_use(&self, tenant: &str, period: &Period) -> Result<Amounts, JournalError> {
-        let conn = self.conn();
-        let found = conn
-            .query_row(
+        self.read(|c| {
+            let row = c.row(
                 "SELECT requests, tokens, spend_micros FROM budget_use \
-                 WHERE tenant = ?1 AND window = ?2 AND period = ?3",
-                params![tenant, period.window.name(), period.label],
-                |r| {
-                    Ok(Amounts {
-                        requests: unsigned(r.get(0)?),
-                        tokens: unsigned(r.get(1)?),
-                        spend_micros: unsigned(r.get(2)?),
-                    })
+                 WHERE tenant = ?1 AND \"window\" = ?2 AND period = ?3",
+                values![tenant, period.window.name(), &period.label],
+            )?;
+            Ok(match row {
+                None => Amounts::default(),
+                Some(r) => Amounts {
+                    requests: unsigned(r.get(0)?),
+                    tokens: unsigned(r.get(1)?),
+                    spend_micros: unsigned(r.get(2)?),
                 },
-            )
-            .optional()
-            .map_err(|e| self.sqlite(e))?;
-        Ok(found.unwrap_or_default())
+            })
+        })
     }
 
     /// Adds `add` to and takes `remove` from `tenant`'s use in each of `periods`, in one
-    /// transaction, never below zero.
+    /// transaction, never below zero. Returns the use before.
     ///
     /// # Errors
-    /// A SQLite failure; then nothing changed.
+    /// A database failure; then nothing changed.
     pub fn change_budget_use(
         &self,
         tenant: &str,
-        periods: &[Period],
+        periods: &[Period; 2],
         add: &Amounts,
         remove: &Amounts,
-    ) -> Result<(), JournalError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(|e| self.sqlite(e))?;
-        for p in periods {
-            tx.execute(
-                "INSERT INTO budget_use (tenant, window, period, starts_ms, resets_ms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-                params![tenant, p.window.name(), p.label, p.starts_ms, p.resets_ms],
-            )
-            .map_err(|e| self.sqlite(e))?;
-            tx.execute(
-                "UPDATE budget_use SET \
-                 requests = max(0, requests + ?4 - ?5), \
-                 tokens = max(0, tokens + ?6 - ?7), \
-                 spend_micros = max(0, spend_micros + ?8 - ?9) \
-                 WHERE tenant = ?1 AND window = ?2 AND period = ?3",
-                params![
-                    tenant,
-                    p.window.name(),
-                    p.label,
-                    signed(add.requests),
-                    signed(remove.requests),
-                    signed(add.tokens),
-                    signed(remove.tokens),
-                    signed(add.spend_micros),
-                    signed(remove.spend_micros),
-                ],
-            )
-            .map_err(|e| self.sqlite(e))?;
-        }
-        tx.commit().map_err(|e| self.sqlite(e))
+    ) -> Result<[Amounts; 2], JournalError> {
+        self.write(|c| {
+            let before = used_in(c, tenant, periods)?;
+            change_in(c, tenant, periods, add, remove)?;
+            Ok(before)
+        })
+    }
+
+    /// Charges `add` to `tenant`'s use in each of `periods` if `check`, given the use
+    /// before, lets it: the check and the charge are one transaction, so hosts sharing the
+    /// journal never both pass a check that only one of them should. Returns the use
+    /// before, or what `check` said.
+    ///
+    /// # Errors
+    /// A database failure; then nothing changed.
+    pub fn charge_budget_use<E>(
+        &self,
+        tenant: &str,
+        periods: &[Period; 2],
+        add: &Amounts,
+        check: impl Fn(&[Amounts; 2]) -> Result<(), E>,
+    ) -> Result<Result<[Amounts; 2], E>, JournalError> {
+        self.write(|c| {
+            let before = used_in(c, tenant, periods)?;
+            if let Err(refused) = check(&before) {
+                return Ok(Err(refused));
+            }
+            change_in(c, tenant, periods, add, &Amounts::default())?;
+            Ok(Ok(before))
+        })
     }
 
     /// Every tenant's use in every period recorded, by tenant, then window, then period.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn budget_uses(&self) -> Result<Vec<PeriodUse>, JournalError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare(
-                "SELECT tenant, window, period, starts_ms, resets_ms, requests, tokens, \
-                 spend_micros FROM budget_use ORDER BY tenant, window, period",
-            )
-            .map_err(|e| self.sqlite(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                let window: String = r.get(1)?;
-                Ok(PeriodUse {
-                    tenant: r.get(0)?,
-                    window: Window::parse(&window).unwrap_or(Window::Day),
-                    period: r.get(2)?,
-                    starts_ms: r.get(3)?,
-                    resets_ms: r.get(4)?,
-                    amounts: Amounts {
-                        requests: unsigned(r.get(5)?),
-                        tokens: unsigned(r.get(6)?),
-                        spend_micros: unsigned(r.get(7)?),
-                    },
+        self.read(|c| {
+            let rows = c.rows(
+                "SELECT tenant, \"window\", period, starts_ms, resets_ms, requests, tokens, \
+                 spend_micros FROM budget_use ORDER BY tenant, \"window\", period",
+                &[],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| {
+                    Ok(PeriodUse {
+                        tenant: r.get(0)?,
+                        window: r.parsed(1, "budget window", Window::parse)?,
+                        period: r.get(2)?,
+                        starts_ms: r.get(3)?,
+                        resets_ms: r.get(4)?,
+                        amounts: Amounts {
+                            requests: unsigned(r.get(5)?),
+                            tokens: unsigned(r.get(6)?),
+                            spend_micros: unsigned(r.get(7)?),
+                        },
+                    })
                 })
-            })
-            .map_err(|e| self.sqlite(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+                .collect::<Result<_, BadColumn>>()?)
+        })
     }
 }

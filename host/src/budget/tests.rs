@@ -268,3 +268,66 @@ fn a_model_without_a_price_is_refused_warned_of_or_free_as_configured() {
         r.release();
     }
 }
+
+/// Two hosts sharing one journal (a group's database; a file two processes open, else),
+/// each with four agents calling until the tenant's monthly budget of 40 calls is spent: 40
+/// calls are let through in all, not 40 a host, and each host shows the same use.
+#[test]
+fn hosts_sharing_a_journal_spend_a_budget_once() {
+    let requests_month = Budget::new(Measure::Requests, Window::Month);
+    for place in crate::journal::tests::places() {
+        let clock = Arc::new(ManualClock::starting_at(utc("2026-03-10T12:00:00Z")));
+        let mut config = config();
+        config.tiers.insert(
+            "free".into(),
+            BudgetLimits::none().with(requests_month, 40),
+        );
+        let tenants = TenantsConfig {
+            default_tier: "free".into(),
+            ..TenantsConfig::default()
+        };
+        let hosts: Vec<Arc<Budgets>> = ["host-a", "host-b"]
+            .iter()
+            .map(|h| {
+                Arc::new(Budgets::new(
+                    config.clone(),
+                    tenants.clone(),
+                    Arc::new(place.open_as(h)),
+                    clock.clone(),
+                ))
+            })
+            .collect();
+        let admitted: usize = std::thread::scope(|scope| {
+            let agents: Vec<_> = (0..8)
+                .map(|i| {
+                    let b = hosts[i % 2].clone();
+                    scope.spawn(move || {
+                        let mut n = 0;
+                        loop {
+                            match b.admit(&call("acme")) {
+                                Ok(Some(r)) => {
+                                    n += 1;
+                                    r.settle(None, CacheUse::default());
+                                }
+                                Ok(None) => panic!("the tenant has a budget"),
+                                Err(BudgetError::Spent(_)) => return n,
+                                Err(e) => panic!("{e}"),
+                            }
+                        }
+                    })
+                })
+                .collect();
+            agents.into_iter().map(|a| a.join().unwrap()).sum()
+        });
+        assert_eq!(admitted, 40, "{place:?}");
+        for b in &hosts {
+            let standing = b.standing("acme").unwrap();
+            let used = standing
+                .iter()
+                .find(|s| s.budget == requests_month)
+                .unwrap()
+                .used;
+            assert_eq!(used, 40, "every host shows the group's use ({place:?})");
+        }
+    }
+}

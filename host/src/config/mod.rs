@@ -33,6 +33,7 @@
 //!
 //! [journal]
 //! keep_answers_days = 7             # a write's answer, to answer its resubmission (0: none)
+//! url = "postgres://sluice:PASSWORD@db:5432/sluice"  # a group's shared journal (else a file)
 //!
 //! [transport]
 //! connect_timeout_ms = 5000         # first_byte_timeout_ms, generation_timeout_ms, idle_timeout_ms
@@ -119,11 +120,37 @@ pub struct SluiceConfig {
 }
 
 /// The `[journal]` table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalConfig {
     /// How long the provider's answer to a write is kept, to answer a resubmission of the
     /// write as the provider did (`keep_answers_days`, 7 by default; 0 keeps none).
     pub keep_answers: Duration,
+    /// The PostgreSQL database a group of hosts keeps its journal in (`url`): writes,
+    /// escalations, decisions and budget use, each action owned by the host that recorded
+    /// it. `None`: the state directory's own file (`journal.sqlite`).
+    pub url: Option<DatabaseUrl>,
+}
+
+/// A database's URL, which may hold its password: never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    /// A URL for the journal (`postgres://…`), as given.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(url.into())
+    }
+
+    /// The URL, password and all, for the client that connects with it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DatabaseUrl(..)")
+    }
 }
 
 /// The days a provider's answer to a write is kept by default.
@@ -133,6 +160,7 @@ impl Default for JournalConfig {
     fn default() -> Self {
         Self {
             keep_answers: Duration::from_secs(DEFAULT_KEEP_ANSWERS_DAYS * 86_400),
+            url: None,
         }
     }
 }

@@ -117,7 +117,7 @@ pub(super) fn parse(
             .budgets
             .config(&reader, file.tiers, file.tenants, prices)?,
         store: super::store::config(&reader, file.store)?,
-        journal: file.journal.config(),
+        journal: file.journal.config(&reader)?,
     };
     super::serve::reconcile(origin, &mut config)?;
     Ok(config)

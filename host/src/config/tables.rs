@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::read::{NonEmpty, Ranged, Reader};
-use super::{AuditConfig, JournalConfig};
+use super::{AuditConfig, ConfigFileError, DatabaseUrl, JournalConfig};
 use crate::transport::{ExtraRoot, Timeouts, TransportConfig};
 
 /// The longest timeout or deadline the file can name, in milliseconds: an hour.
@@ -45,15 +45,44 @@ impl AuditTable {
 #[serde(deny_unknown_fields, default, expecting = "a table")]
 pub(super) struct JournalTable {
     keep_answers_days: Option<Ranged<0, MAX_RETENTION_DAYS>>,
+    url: Option<NonEmpty>,
 }
 
 impl JournalTable {
-    pub(super) fn config(self) -> JournalConfig {
-        self.keep_answers_days
-            .map_or_else(JournalConfig::default, |days| JournalConfig {
-                keep_answers: days.days(),
-            })
+    pub(super) fn config(self, reader: &Reader<'_>) -> Result<JournalConfig, ConfigFileError> {
+        let mut config = JournalConfig::default();
+        if let Some(days) = self.keep_answers_days {
+            config.keep_answers = days.days();
+        }
+        if let Some(url) = self.url {
+            config.url = Some(database_url(reader, url.into_string())?);
+        }
+        Ok(config)
     }
+}
+
+/// `[journal] url`: a PostgreSQL URL this build can connect to.
+fn database_url(reader: &Reader<'_>, url: String) -> Result<DatabaseUrl, ConfigFileError> {
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(reader.invalid(
+            "journal.url",
+            "a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE (leave it out to \
+             keep the journal in the state directory's own file)",
+        ));
+    }
+    if !cfg!(feature = "postgres") {
+        return Err(reader.invalid(
+            "journal.url",
+            "this sluice was built without PostgreSQL (the `postgres` feature): build it \
+             with the feature, or leave the key out",
+        ));
+    }
+    let url = DatabaseUrl(url);
+    #[cfg(feature = "postgres")]
+    if let Err(e) = <tokio_postgres::Config as std::str::FromStr>::from_str(url.expose()) {
+        return Err(reader.invalid("journal.url", format!("it does not parse: {e}")));
+    }
+    Ok(url)
 }
 
 /// `[transport]`.

@@ -335,15 +335,23 @@ impl SluiceBuilder {
         files.extend(earlier.iter().cloned());
         files.push(state_dir.join("audit.key"));
         super::state::tighten(&files)?;
-        super::state::check_journal(&journal_path, &earlier, self.fresh_journal)?;
-        let journal = Arc::new(Journal::open_or_create(&journal_path)?);
-        let gate = match self.store.or(config.store.clone()) {
+        let store = self.store.or(config.store.clone());
+        // This host's name in a group: its claims in the store, its actions in a shared
+        // journal. Stable across restarts (the machine and the state directory).
+        let host = store
+            .as_ref()
+            .and_then(|s| s.host_id.clone())
+            .unwrap_or_else(|| default_host_id(&state_dir));
+        let journal = Arc::new(match &config.journal.url {
+            None => {
+                super::state::check_journal(&journal_path, &earlier, self.fresh_journal)?;
+                Journal::open_or_create(&journal_path)?
+            }
+            Some(url) => Journal::connect(url.expose(), &host)?,
+        });
+        let gate = match store {
             None => None,
             Some(store) => {
-                let host = store
-                    .host_id
-                    .clone()
-                    .unwrap_or_else(|| default_host_id(&state_dir));
                 let epoch = state_dir.join("store.epoch");
                 Some(Gate::new(store, host, clock.clone(), Some(epoch))?)
             }

@@ -5,8 +5,7 @@
 //! configuration says (`[journal] keep_answers_days`), and only up to [`MAX_KEPT_ANSWER`]
 //! bytes; past either, the journal's account stands in for it.
 
-use rusqlite::{OptionalExtension, params};
-
+use super::db::values;
 use super::{Journal, JournalError};
 
 /// The largest answer body kept, in bytes.
@@ -28,7 +27,7 @@ impl Journal {
     /// when its body is larger than [`MAX_KEPT_ANSWER`].
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn keep_answer(
         &self,
         action_id: i64,
@@ -38,51 +37,54 @@ impl Journal {
         if answer.body.len() > MAX_KEPT_ANSWER {
             return Ok(false);
         }
-        self.conn()
-            .execute(
-                "INSERT OR REPLACE INTO answers (action_id, status, content_type, body, at_ms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![
+        self.write(|c| {
+            c.exec(
+                "INSERT INTO answers (action_id, status, content_type, body, at_ms) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (action_id) DO UPDATE SET \
+                 status = excluded.status, content_type = excluded.content_type, \
+                 body = excluded.body, at_ms = excluded.at_ms",
+                values![
                     action_id,
                     answer.status,
-                    answer.content_type,
-                    answer.body,
+                    answer.content_type.as_ref(),
+                    &answer.body,
                     at_ms
                 ],
-            )
-            .map_err(|e| self.sqlite(e))?;
-        Ok(true)
+            )?;
+            Ok(true)
+        })
     }
 
     /// The answer kept for action `action_id`, if one is.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn kept_answer(&self, action_id: i64) -> Result<Option<KeptAnswer>, JournalError> {
-        self.conn()
-            .query_row(
+        self.read(|c| {
+            let row = c.row(
                 "SELECT status, content_type, body FROM answers WHERE action_id = ?1",
-                [action_id],
-                |r| {
-                    Ok(KeptAnswer {
-                        status: r.get(0)?,
-                        content_type: r.get(1)?,
-                        body: r.get(2)?,
-                    })
-                },
-            )
-            .optional()
-            .map_err(|e| self.sqlite(e))
+                values![action_id],
+            )?;
+            Ok(match row {
+                None => None,
+                Some(r) => Some(KeptAnswer {
+                    status: r.get(0)?,
+                    content_type: r.get(1)?,
+                    body: r.get(2)?,
+                }),
+            })
+        })
     }
 
     /// Forgets the answers received before `before_ms`; returns how many.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn forget_answers_before(&self, before_ms: i64) -> Result<usize, JournalError> {
-        self.conn()
-            .execute("DELETE FROM answers WHERE at_ms < ?1", [before_ms])
-            .map_err(|e| self.sqlite(e))
+        self.write(|c| {
+            let n = c.exec("DELETE FROM answers WHERE at_ms < ?1", values![before_ms])?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        })
     }
 }
 

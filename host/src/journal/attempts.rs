@@ -1,7 +1,6 @@
 //! Each attempt of an action, as the journal saw it: what an escalation shows a person.
 
-use rusqlite::params;
-
+use super::db::{BadColumn, values};
 use super::{Journal, JournalError};
 
 /// One attempt of an action.
@@ -24,51 +23,52 @@ impl Journal {
     /// Appends an attempt of action `id`.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn log_attempt(&self, id: i64, a: &AttemptRecord) -> Result<(), JournalError> {
-        self.conn()
-            .execute(
+        self.write(|c| {
+            c.exec(
                 "INSERT INTO attempts (action_id, attempt, at_ms, status, retry_after_ms, note) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
+                values![
                     id,
                     a.attempt,
                     a.at_ms,
                     a.status,
                     a.retry_after_ms
                         .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX)),
-                    a.note
+                    &a.note
                 ],
-            )
-            .map(|_| ())
-            .map_err(|e| self.sqlite(e))
+            )?;
+            Ok(())
+        })
     }
 
     /// The attempts of action `id`, in order.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn attempts_of(&self, id: i64) -> Result<Vec<AttemptRecord>, JournalError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare(
+        // `rowid`: SQLite's own row order, and a column of that name in PostgreSQL.
+        self.read(|c| {
+            let rows = c.rows(
                 "SELECT attempt, at_ms, status, retry_after_ms, note FROM attempts \
                  WHERE action_id = ?1 ORDER BY rowid",
-            )
-            .map_err(|e| self.sqlite(e))?;
-        let rows = stmt
-            .query_map([id], |r| {
-                Ok(AttemptRecord {
-                    attempt: r.get(0)?,
-                    at_ms: r.get(1)?,
-                    status: r.get(2)?,
-                    retry_after_ms: r
-                        .get::<_, Option<i64>>(3)?
-                        .map(|ms| u64::try_from(ms).unwrap_or(0)),
-                    note: r.get(4)?,
+                values![id],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| {
+                    Ok(AttemptRecord {
+                        attempt: r.get(0)?,
+                        at_ms: r.get(1)?,
+                        status: r.get(2)?,
+                        retry_after_ms: r
+                            .get::<Option<i64>>(3)?
+                            .map(|ms| u64::try_from(ms).unwrap_or(0)),
+                        note: r.get(4)?,
+                    })
                 })
-            })
-            .map_err(|e| self.sqlite(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+                .collect::<Result<_, BadColumn>>()?)
+        })
     }
 }

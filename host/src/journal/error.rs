@@ -13,6 +13,14 @@ pub enum JournalError {
         /// What SQLite said.
         error: rusqlite::Error,
     },
+    /// PostgreSQL failed, or could not be reached. Its message is part of this one.
+    #[error("the journal at {path}: {error}")]
+    Postgres {
+        /// The database, without its password.
+        path: String,
+        /// What PostgreSQL (or the connection to it) said.
+        error: String,
+    },
     /// The file or its directory could not be made or inspected.
     #[error("the journal at {path}: {error}")]
     Io {
@@ -107,6 +115,20 @@ pub enum JournalError {
         /// The action.
         action: String,
     },
+    /// Another host of the group recorded the action: it sends and settles it, and this
+    /// host does neither.
+    #[error(
+        "action `{action}` of task `{task}` belongs to host `{owner}` of the group, which \
+         sends and settles it: ask that host, or `sluice escalations list` for its state"
+    )]
+    OwnedElsewhere {
+        /// The task.
+        task: String,
+        /// The action.
+        action: String,
+        /// The host that recorded it.
+        owner: String,
+    },
     /// A state change the journal does not allow.
     #[error("action {id} cannot go from {from} to {to}")]
     Transition {
@@ -175,30 +197,5 @@ impl JournalError {
                 error,
             }
         }
-    }
-}
-
-/// A value read back from the journal that sluice never writes there (an unknown state,
-/// kind or choice): the row was altered, and reading it fails as corruption.
-#[derive(Debug, thiserror::Error)]
-#[error("unknown {what} `{value}`")]
-pub(super) struct Unknown {
-    /// What the column holds.
-    pub what: &'static str,
-    /// The value found.
-    pub value: String,
-}
-
-impl Unknown {
-    /// The conversion error for column `column` holding `value`, which is not a `what`.
-    pub fn column(column: usize, what: &'static str, value: &str) -> rusqlite::Error {
-        rusqlite::Error::FromSqlConversionFailure(
-            column,
-            rusqlite::types::Type::Text,
-            Box::new(Self {
-                what,
-                value: value.chars().take(64).collect(),
-            }),
-        )
     }
 }

@@ -52,11 +52,14 @@ fn unwritable(error: &rusqlite::Error) -> bool {
 impl Journal {
     /// Notes `error`, raised by SQLite on this journal: one that says the file cannot be
     /// written marks the journal failing.
-    pub(super) fn note(&self, error: &rusqlite::Error) {
-        if !unwritable(error) {
-            return;
+    pub(super) fn note_sqlite(&self, error: &rusqlite::Error) {
+        if unwritable(error) {
+            self.note_failing(crate::printable::printable(&error.to_string()).into_owned());
         }
-        let what = crate::printable::printable(&error.to_string()).into_owned();
+    }
+
+    /// Marks the journal failing, for `what`: logged once, until it can be written again.
+    pub(super) fn note_failing(&self, what: String) {
         let mut failing = self.health.get();
         if failing.is_none() {
             tracing::error!(
@@ -78,25 +81,37 @@ impl Journal {
                 tracing::info!(journal = %self.path, "the journal can be written again");
                 None
             }
-            Err(e) => {
-                let why = crate::printable::printable(&e.to_string()).into_owned();
+            Err(why) => {
                 *self.health.get() = Some(why.clone());
                 Some(why)
             }
         }
     }
 
-    /// A write that changes nothing: the schema version set again, committed. It waits
-    /// for another process's lock only [`PROBE_PATIENCE`], not the busy timeout.
-    fn probe_write(&self) -> Result<(), rusqlite::Error> {
-        let mut conn = self.conn();
-        conn.busy_timeout(PROBE_PATIENCE)?;
-        let written = (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-            tx.commit()
-        })();
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        written
+    /// A write that changes nothing: the schema version set again, committed. In SQLite it
+    /// waits for another process's lock only [`PROBE_PATIENCE`], not the busy timeout.
+    fn probe_write(&self) -> Result<(), String> {
+        let text = |e: &dyn std::fmt::Display| crate::printable::printable(&e.to_string()).into_owned();
+        match &self.backend {
+            super::Backend::Sqlite(conn) => {
+                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                let written = (|| {
+                    conn.busy_timeout(PROBE_PATIENCE)?;
+                    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+                    tx.commit()
+                })();
+                let restored = conn.busy_timeout(BUSY_TIMEOUT);
+                written.and(restored).map_err(|e| text(&e))
+            }
+            #[cfg(feature = "postgres")]
+            super::Backend::Postgres(pg) => pg
+                .write(
+                    |c| c.exec("UPDATE sluice_schema SET version = version", &[]),
+                    |_| false,
+                )
+                .map(|_| ())
+                .map_err(|e| text(&e)),
+        }
     }
 }

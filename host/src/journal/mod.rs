@@ -26,7 +26,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
 use crate::hex::to_hex;
@@ -124,17 +124,57 @@ pub fn new_idempotency_key() -> Result<String, JournalError> {
 /// The journal.
 #[derive(Debug)]
 pub struct Journal {
+    /// The file, or the database's URL without its password.
     path: String,
-    conn: Mutex<Connection>,
+    /// The host whose actions these are, in a group's database; empty in a host's own file.
+    owner: String,
+    backend: Backend,
     health: health::Health,
+}
+
+/// Where the journal is kept.
+#[derive(Debug)]
+enum Backend {
+    /// A file of the host's own.
+    Sqlite(Mutex<Connection>),
+    /// A database a group of hosts shares.
+    #[cfg(feature = "postgres")]
+    Postgres(postgres::Postgres),
+}
+
+/// Why a step of a journal transaction stopped: the database failed, or the journal
+/// refuses what was asked.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    /// A statement failed.
+    Db(DbError),
+    /// The journal refuses.
+    Journal(JournalError),
+}
+
+impl From<DbError> for Fail {
+    fn from(e: DbError) -> Self {
+        Self::Db(e)
+    }
+}
+
+impl From<BadColumn> for Fail {
+    fn from(e: BadColumn) -> Self {
+        Self::Db(e.into())
+    }
+}
+
+impl From<JournalError> for Fail {
+    fn from(e: JournalError) -> Self {
+        Self::Journal(e)
+    }
 }
 
 const COLUMNS: &str = "id, task, action, provider, method, route, class, idempotency_key, \
                        client_reference, state, attempts, operation_id, request, goal, \
                        body_sha256";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Action> {
-    let state: String = r.get(9)?;
+fn action_row(r: &Row) -> Result<Action, BadColumn> {
     Ok(Action {
         id: r.get(0)?,
         task: r.get(1)?,
@@ -145,13 +185,27 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Action> {
         class: r.get(6)?,
         idempotency_key: r.get(7)?,
         client_reference: r.get(8)?,
-        state: State::parse(&state).ok_or_else(|| Unknown::column(9, "state", &state))?,
+        state: r.parsed(9, "state", State::parse)?,
         attempts: r.get(10)?,
         operation_id: r.get(11)?,
         request: r.get(12)?,
         goal: r.get(13)?,
-        body_sha256: to_hex(&r.get::<_, Vec<u8>>(14)?),
+        body_sha256: to_hex(&r.get::<Vec<u8>>(14)?),
     })
+}
+
+/// Every action `sql` (which selects [`COLUMNS`]) finds.
+fn actions(c: Conn<'_>, sql: &str, params: &[Value]) -> Result<Vec<Action>, Fail> {
+    let rows = c.rows(sql, params)?;
+    Ok(rows.iter().map(action_row).collect::<Result<_, _>>()?)
+}
+
+/// Action `id`, read inside a transaction.
+fn action_in(c: Conn<'_>, id: i64) -> Result<Action, Fail> {
+    let sql = format!("SELECT {COLUMNS} FROM actions WHERE id = ?1");
+    actions(c, &sql, values![id])?
+        .pop()
+        .ok_or(Fail::Journal(JournalError::Missing(id)))
 }
 
 /// The client reference of action `action` of task `task`: derived from the names, so a
@@ -162,183 +216,253 @@ pub fn client_reference(task: &str, action: &str) -> String {
 }
 
 impl Journal {
+    /// Runs `f` on a connection, each statement on its own.
+    pub(crate) fn read<T>(
+        &self,
+        f: impl FnOnce(Conn<'_>) -> Result<T, Fail>,
+    ) -> Result<T, JournalError> {
+        match &self.backend {
+            Backend::Sqlite(conn) => {
+                let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                f(Conn::Sqlite(&conn)).map_err(|e| self.fail(e))
+            }
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pg) => {
+                let conn = pg.conn().map_err(|e| self.db_error(e.into()))?;
+                f(Conn::Postgres(&conn)).map_err(|e| self.fail(e))
+            }
+        }
+    }
+
+    /// Runs `f` in one transaction that holds the write lock from its first statement
+    /// (SQLite's `IMMEDIATE`; PostgreSQL's `SERIALIZABLE`, run again when it conflicted with
+    /// another host's), committed before this returns. Nothing of it stays when it fails.
+    pub(crate) fn write<T>(
+        &self,
+        mut f: impl FnMut(Conn<'_>) -> Result<T, Fail>,
+    ) -> Result<T, JournalError> {
+        match &self.backend {
+            Backend::Sqlite(conn) => {
+                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                let done = (|| {
+                    let tx = conn
+                        .transaction_with_behavior(TransactionBehavior::Immediate)
+                        .map_err(|e| Fail::Db(e.into()))?;
+                    let t = f(Conn::Sqlite(&tx))?;
+                    tx.commit().map_err(|e| Fail::Db(e.into()))?;
+                    Ok(t)
+                })();
+                done.map_err(|e| self.fail(e))
+            }
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pg) => pg
+                .write(|c| f(Conn::Postgres(c)), |e| {
+                    matches!(e, Fail::Db(DbError::Postgres(p)) if p.is_conflict())
+                })
+                .map_err(|e| self.fail(e)),
+        }
+    }
+
+    fn fail(&self, fail: Fail) -> JournalError {
+        match fail {
+            Fail::Db(e) => self.db_error(e),
+            Fail::Journal(e) => e,
+        }
+    }
+
+    /// The error for `error`, raised by the database: corruption when it says the file is
+    /// damaged or a value is not one the journal writes; a failure that says the journal
+    /// cannot be written marks it failing ([`Journal::failing`]).
+    pub(crate) fn db_error(&self, error: DbError) -> JournalError {
+        match error {
+            DbError::Sqlite(e) => {
+                self.note_sqlite(&e);
+                JournalError::from_sqlite(&self.path, e)
+            }
+            #[cfg(feature = "postgres")]
+            DbError::Postgres(e) => {
+                let text = crate::printable::printable(&e.to_string()).into_owned();
+                if e.is_unwritable() {
+                    self.note_failing(text.clone());
+                }
+                JournalError::Postgres {
+                    path: self.path.clone(),
+                    error: text,
+                }
+            }
+            DbError::Column(e) => JournalError::Corrupt {
+                path: self.path.clone(),
+                detail: crate::printable::printable(&e.to_string()).into_owned(),
+            },
+        }
+    }
+
+    /// The file's connection, for tests that alter it behind the journal's back.
+    #[cfg(test)]
     pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+        match &self.backend {
+            Backend::Sqlite(c) => c.lock().unwrap_or_else(PoisonError::into_inner),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => panic!("a test asked a PostgreSQL journal for its file"),
+        }
     }
 
-    /// The state named `name`, read from the journal: a name sluice never writes means the
-    /// row was altered, and is corruption, not a missing action.
-    fn state(&self, name: &str) -> Result<State, JournalError> {
-        State::parse(name).ok_or_else(|| self.sqlite(Unknown::column(0, "state", name)))
+    /// Whether a group of hosts shares this journal (PostgreSQL): decisions an operator
+    /// makes through another host are carried out by this one only when it looks.
+    pub fn is_shared(&self) -> bool {
+        !matches!(self.backend, Backend::Sqlite(_))
     }
 
-    /// The error for `error`, raised by SQLite on this journal: corruption when it says the
-    /// file is damaged.
-    pub(crate) fn sqlite(&self, error: rusqlite::Error) -> JournalError {
-        self.note(&error);
-        JournalError::from_sqlite(&self.path, error)
+    /// The host whose actions this journal settles (empty in a host's own file).
+    pub fn owner(&self) -> &str {
+        &self.owner
     }
 
     /// Records the intent to perform an action, committed before this returns; or finds the
     /// action recorded before.
     ///
     /// # Errors
-    /// [`JournalError::BodyMismatch`] when the action was recorded with another body, or a
-    /// SQLite failure.
+    /// [`JournalError::BodyMismatch`] when the action was recorded with another body,
+    /// [`JournalError::OwnedElsewhere`] when another host of the group recorded it,
+    /// [`JournalError::TaskCancelled`], or a database failure.
     pub fn record(&self, intent: &Intent) -> Result<Recorded, JournalError> {
         let digest = Sha256::digest(&intent.body).to_vec();
-        let mut conn = self.conn();
-        // Immediate: the write lock is taken before the lookup, so two hosts recording the
-        // same action queue here and the second finds the first's row.
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.sqlite(e))?;
-        let found: Option<(Vec<u8>, i64)> = tx
-            .query_row(
-                "SELECT body_sha256, id FROM actions WHERE task = ?1 AND action = ?2",
-                params![intent.task, intent.action],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(|e| self.sqlite(e))?;
-        let cancelled: bool = tx
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM cancelled_tasks WHERE task = ?1)",
-                [&intent.task],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.sqlite(e))?;
-        if let Some((existing, id)) = found {
-            if existing != digest {
-                return Err(JournalError::BodyMismatch {
-                    task: intent.task.clone(),
-                    action: intent.action.clone(),
-                });
-            }
-            let action = tx
-                .query_row(
-                    &format!("SELECT {COLUMNS} FROM actions WHERE id = ?1"),
-                    [id],
-                    row,
-                )
-                .map_err(|e| self.sqlite(e))?;
-            return Ok(Recorded::Existing(action));
-        }
-        if cancelled {
-            return Err(JournalError::TaskCancelled(intent.task.clone()));
-        }
         let key = new_idempotency_key()?;
         let reference = client_reference(&intent.task, &intent.action);
-        tx.execute(
-            "INSERT INTO actions (task, action, provider, method, route, class, body, \
-             body_sha256, idempotency_key, client_reference, state, request, goal) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?12)",
-            params![
-                intent.task,
-                intent.action,
-                intent.provider,
-                intent.method,
-                intent.route,
-                intent.class,
-                intent.body,
-                digest,
-                key,
-                reference,
-                intent.request,
-                intent.goal
-            ],
-        )
-        .map_err(|e| self.sqlite(e))?;
-        let id = tx.last_insert_rowid();
-        tx.commit().map_err(|e| self.sqlite(e))?;
-        drop(conn);
-        self.get(id).map(Recorded::New)
+        // One transaction that holds the write lock from the lookup on: two hosts recording
+        // the same action queue here and the second finds the first's row.
+        self.write(|c| {
+            let found = c.row(
+                "SELECT body_sha256, owner, id FROM actions WHERE task = ?1 AND action = ?2",
+                values![&intent.task, &intent.action],
+            )?;
+            if let Some(found) = found {
+                if found.get::<Vec<u8>>(0)? != digest {
+                    return Err(JournalError::BodyMismatch {
+                        task: intent.task.clone(),
+                        action: intent.action.clone(),
+                    }
+                    .into());
+                }
+                let owner: String = found.get(1)?;
+                if owner != self.owner {
+                    return Err(JournalError::OwnedElsewhere {
+                        task: intent.task.clone(),
+                        action: intent.action.clone(),
+                        owner,
+                    }
+                    .into());
+                }
+                return Ok(Recorded::Existing(action_in(c, found.get(2)?)?));
+            }
+            let cancelled: bool = c.one(
+                "SELECT EXISTS (SELECT 1 FROM cancelled_tasks WHERE task = ?1)",
+                values![&intent.task],
+            )?;
+            if cancelled {
+                return Err(JournalError::TaskCancelled(intent.task.clone()).into());
+            }
+            let id: i64 = c.one(
+                "INSERT INTO actions (task, action, provider, method, route, class, body, \
+                 body_sha256, idempotency_key, client_reference, state, request, goal, owner) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?12, ?13) \
+                 RETURNING id",
+                values![
+                    &intent.task,
+                    &intent.action,
+                    &intent.provider,
+                    &intent.method,
+                    &intent.route,
+                    &intent.class,
+                    &intent.body,
+                    &digest,
+                    &key,
+                    &reference,
+                    &intent.request,
+                    &intent.goal,
+                    &self.owner
+                ],
+            )?;
+            Ok(Recorded::New(action_in(c, id)?))
+        })
     }
 
     /// The action with row id `id`.
     ///
     /// # Errors
-    /// [`JournalError::Missing`] or a SQLite failure.
+    /// [`JournalError::Missing`] or a database failure.
     pub fn get(&self, id: i64) -> Result<Action, JournalError> {
-        self.conn()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM actions WHERE id = ?1"),
-                [id],
-                row,
-            )
-            .optional()
-            .map_err(|e| self.sqlite(e))?
-            .ok_or(JournalError::Missing(id))
+        self.read(|c| action_in(c, id))
     }
 
     /// The stored body of action `id`, for a resend with the same key.
     ///
     /// # Errors
-    /// [`JournalError::Missing`] or a SQLite failure.
+    /// [`JournalError::Missing`] or a database failure.
     pub fn body(&self, id: i64) -> Result<Vec<u8>, JournalError> {
-        self.conn()
-            .query_row("SELECT body FROM actions WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.sqlite(e))?
-            .ok_or(JournalError::Missing(id))
+        self.read(|c| {
+            let row = c.row("SELECT body FROM actions WHERE id = ?1", values![id])?;
+            Ok(row.ok_or(JournalError::Missing(id))?.get(0)?)
+        })
     }
 
     /// Moves action `id` to `to`, counting an attempt when `to` is [`State::Sent`] and
     /// keeping `operation_id` when one is given. Committed before this returns.
     ///
     /// # Errors
-    /// [`JournalError::Transition`] for a move the states do not allow, or a SQLite failure.
+    /// [`JournalError::Transition`] for a move the states do not allow,
+    /// [`JournalError::OwnedElsewhere`] for another host's action, or a database failure.
     pub fn advance(
         &self,
         id: i64,
         to: State,
         operation_id: Option<&str>,
     ) -> Result<Action, JournalError> {
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.sqlite(e))?;
-        let from: Option<String> = tx
-            .query_row("SELECT state FROM actions WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(|e| self.sqlite(e))?;
-        let from = from.ok_or(JournalError::Missing(id))?;
-        let from = self.state(&from)?;
-        if !from.may_become(to) {
-            return Err(JournalError::Transition {
-                id,
-                from: from.name(),
-                to: to.name(),
-            });
-        }
-        tx.execute(
-            "UPDATE actions SET state = ?2, \
-             attempts = attempts + (?2 = 'sent'), \
-             operation_id = COALESCE(?3, operation_id) WHERE id = ?1",
-            params![id, to.name(), operation_id],
-        )
-        .map_err(|e| self.sqlite(e))?;
-        tx.commit().map_err(|e| self.sqlite(e))?;
-        drop(conn);
-        self.get(id)
+        self.write(|c| {
+            let found = c.row(
+                "SELECT state, owner, task, action FROM actions WHERE id = ?1",
+                values![id],
+            )?;
+            let found = found.ok_or(JournalError::Missing(id))?;
+            let from = found.parsed(0, "state", State::parse)?;
+            let owner: String = found.get(1)?;
+            if owner != self.owner {
+                return Err(JournalError::OwnedElsewhere {
+                    task: found.get(2)?,
+                    action: found.get(3)?,
+                    owner,
+                }
+                .into());
+            }
+            if !from.may_become(to) {
+                return Err(JournalError::Transition {
+                    id,
+                    from: from.name(),
+                    to: to.name(),
+                }
+                .into());
+            }
+            c.exec(
+                "UPDATE actions SET state = ?2, \
+                 attempts = attempts + CASE WHEN ?2 = 'sent' THEN 1 ELSE 0 END, \
+                 operation_id = COALESCE(?3, operation_id) WHERE id = ?1",
+                values![id, to.name(), operation_id],
+            )?;
+            action_in(c, id)
+        })
     }
 
-    /// Every action not yet final, oldest first: what a restarted host resumes.
+    /// Every action of this host not yet final, oldest first: what a restarted host
+    /// resumes.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn unfinished(&self) -> Result<Vec<Action>, JournalError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT {COLUMNS} FROM actions \
-                 WHERE state IN ('pending', 'sent', 'uncertain', 'reconciling') ORDER BY id"
-            ))
-            .map_err(|e| self.sqlite(e))?;
-        let rows = stmt.query_map([], row).map_err(|e| self.sqlite(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+        let sql = format!(
+            "SELECT {COLUMNS} FROM actions WHERE owner = ?1 \
+             AND state IN ('pending', 'sent', 'uncertain', 'reconciling') ORDER BY id"
+        );
+        self.read(|c| actions(c, &sql, values![&self.owner]))
     }
 
     /// Cancels `task`: its actions that sent nothing are cancelled, and it can record no
@@ -347,26 +471,9 @@ impl Journal {
     /// task).
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn cancel_task(&self, task: &str, at_ms: i64) -> Result<usize, JournalError> {
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.sqlite(e))?;
-        tx.execute(
-            "INSERT OR IGNORE INTO cancelled_tasks (task, at_ms) VALUES (?1, ?2)",
-            params![task, at_ms],
-        )
-        .map_err(|e| self.sqlite(e))?;
-        let n = tx
-            .execute(
-                "UPDATE actions SET state = 'cancelled' WHERE task = ?1 \
-                 AND state IN ('pending', 'escalated') AND attempts = 0",
-                [task],
-            )
-            .map_err(|e| self.sqlite(e))?;
-        tx.commit().map_err(|e| self.sqlite(e))?;
-        Ok(n)
+        self.write(|c| Ok(cancel_task_in(c, task, at_ms)?))
     }
 
     /// Whether `task` waits for a person's decision on its spent time budget: a
@@ -375,105 +482,113 @@ impl Journal {
     /// applied.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn awaits_decision(&self, task: &str) -> Result<bool, JournalError> {
-        self.conn()
-            .query_row(
+        self.read(|c| {
+            Ok(c.one(
                 "SELECT EXISTS (SELECT 1 FROM escalations \
                  WHERE task = ?1 AND kind = ?2 AND applied = 0)",
-                rusqlite::params![task, escalations::Kind::TimeBudget.name()],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.sqlite(e))
+                values![task, escalations::Kind::TimeBudget.name()],
+            )?)
+        })
     }
 
     /// Whether `task` was cancelled.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn is_cancelled(&self, task: &str) -> Result<bool, JournalError> {
-        self.conn()
-            .query_row(
+        self.read(|c| {
+            Ok(c.one(
                 "SELECT EXISTS (SELECT 1 FROM cancelled_tasks WHERE task = ?1)",
-                [task],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.sqlite(e))
+                values![task],
+            )?)
+        })
     }
 
     /// Every action, oldest first (for operators' listings).
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn all(&self) -> Result<Vec<Action>, JournalError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare(&format!("SELECT {COLUMNS} FROM actions ORDER BY id"))
-            .map_err(|e| self.sqlite(e))?;
-        let rows = stmt.query_map([], row).map_err(|e| self.sqlite(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+        let sql = format!("SELECT {COLUMNS} FROM actions ORDER BY id");
+        self.read(|c| actions(c, &sql, &[]))
     }
 
-    /// Every action's task and name, oldest first: what this host owns.
+    /// Every action's task and name of this host, oldest first: what this host owns.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn names(&self) -> Result<Vec<(String, String)>, JournalError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare("SELECT task, action FROM actions ORDER BY id")
-            .map_err(|e| self.sqlite(e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(|e| self.sqlite(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+        self.read(|c| {
+            let rows = c.rows(
+                "SELECT task, action FROM actions WHERE owner = ?1 ORDER BY id",
+                values![&self.owner],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| Ok((r.get(0)?, r.get(1)?)))
+                .collect::<Result<_, BadColumn>>()?)
+        })
     }
 
-    /// Whether action `action` of `task` is recorded here.
+    /// Whether action `action` of `task` is recorded here, by this host.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn knows(&self, task: &str, action: &str) -> Result<bool, JournalError> {
-        self.conn()
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM actions WHERE task = ?1 AND action = ?2)",
-                params![task, action],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.sqlite(e))
+        self.read(|c| {
+            Ok(c.one(
+                "SELECT EXISTS (SELECT 1 FROM actions \
+                 WHERE task = ?1 AND action = ?2 AND owner = ?3)",
+                values![task, action, &self.owner],
+            )?)
+        })
     }
 
     /// The action `action` of `task`, if recorded.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn find(&self, task: &str, action: &str) -> Result<Option<Action>, JournalError> {
-        self.conn()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM actions WHERE task = ?1 AND action = ?2"),
-                params![task, action],
-                row,
-            )
-            .optional()
-            .map_err(|e| self.sqlite(e))
+        let sql = format!("SELECT {COLUMNS} FROM actions WHERE task = ?1 AND action = ?2");
+        self.read(|c| Ok(actions(c, &sql, values![task, action])?.pop()))
     }
+}
+
+/// Cancels `task` inside a transaction: marks it, and cancels its actions that sent
+/// nothing. Returns how many.
+pub(crate) fn cancel_task_in(c: Conn<'_>, task: &str, at_ms: i64) -> Result<usize, DbError> {
+    c.exec(
+        "INSERT INTO cancelled_tasks (task, at_ms) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        values![task, at_ms],
+    )?;
+    let n = c.exec(
+        "UPDATE actions SET state = 'cancelled' WHERE task = ?1 \
+         AND state IN ('pending', 'escalated') AND attempts = 0",
+        values![task],
+    )?;
+    Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 mod answers;
 mod attempts;
+pub(crate) mod db;
 mod error;
 pub mod escalations;
 mod health;
 mod open;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod state;
 pub mod text;
 
 pub use answers::{KeptAnswer, MAX_KEPT_ANSWER};
 pub use attempts::AttemptRecord;
 pub use error::JournalError;
-use error::Unknown;
+use db::{BadColumn, Conn, DbError, Row, Value, values};
 pub use open::{APPLICATION_ID, Probe, SCHEMA_VERSION};
 pub use state::State;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

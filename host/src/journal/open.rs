@@ -36,7 +36,7 @@ pub const APPLICATION_ID: i32 = 0x736c_7563;
 
 /// The schema version this build writes and reads (SQLite's `user_version`). A journal of
 /// an earlier version is brought up to it when opened (each version's additions, in order).
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// How long a statement waits for another process's lock before failing.
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -112,7 +112,7 @@ CREATE TABLE disclosures (
 /// What each schema version adds to the one before it, from version 2 on: `MIGRATIONS[0]`
 /// makes a version 1 journal a version 2 one. A new journal gets [`SCHEMA`] and every
 /// migration, in one transaction.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     // 2: budget use, per tenant and calendar period (read and written by `crate::budget`).
     "
 CREATE TABLE budget_use (
@@ -137,6 +137,11 @@ CREATE TABLE answers (
     at_ms INTEGER NOT NULL
 );
 CREATE INDEX answers_at ON answers (at_ms);
+",
+    // 4: the host that owns each action, for a journal a group of hosts shares (empty in a
+    // host's own file).
+    "
+ALTER TABLE actions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ",
 ];
 
@@ -378,6 +383,21 @@ impl Journal {
         Ok(Self::with(name, conn))
     }
 
+    /// Opens the journal an operator's command names: a group's database when `given` is a
+    /// PostgreSQL URL ([`Journal::connect_existing`]), else the file at that path
+    /// ([`Journal::open_existing`]).
+    ///
+    /// # Errors
+    /// As those two.
+    pub fn open_given(given: &Path) -> Result<Self, JournalError> {
+        match given.to_str() {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Self::connect_existing(url)
+            }
+            _ => Self::open_existing(given),
+        }
+    }
+
     /// Opens the existing journal at `path`, for an operator's command: a missing or empty
     /// file, another program's database, a journal of a newer schema and a damaged one
     /// (SQLite's `quick_check`) are each refused, and nothing is written to the file before
@@ -411,11 +431,36 @@ impl Journal {
     fn with(path: String, conn: Connection) -> Self {
         Self {
             path,
-            conn: Mutex::new(conn),
+            owner: String::new(),
+            backend: super::Backend::Sqlite(Mutex::new(conn)),
             health: super::health::Health::default(),
         }
     }
 }
 
+#[cfg(feature = "postgres")]
+pub(crate) mod postgres;
+
+#[cfg(not(feature = "postgres"))]
+impl Journal {
+    /// A group's journal in PostgreSQL needs the `postgres` feature, which this build lacks.
+    ///
+    /// # Errors
+    /// Always [`JournalError::Postgres`], saying so.
+    pub fn connect(url: &str, _owner: &str) -> Result<Self, JournalError> {
+        Err(JournalError::Postgres {
+            path: url.split('@').next_back().unwrap_or("").to_owned(),
+            error: "this sluice was built without PostgreSQL (the `postgres` feature)".into(),
+        })
+    }
+
+    /// As [`Journal::connect`]: this build cannot.
+    ///
+    /// # Errors
+    /// Always [`JournalError::Postgres`], saying so.
+    pub fn connect_existing(url: &str) -> Result<Self, JournalError> {
+        Self::connect(url, "")
+    }
+}
 #[cfg(test)]
 mod tests;

@@ -16,15 +16,67 @@ pub(super) fn intent(action: &str, body: &str) -> Intent {
     }
 }
 
-fn journal(dir: &tempfile::TempDir) -> Journal {
-    Journal::open_or_create(&dir.path().join("journal.sqlite")).unwrap()
+/// Where a test's journal is kept: a host's file, and a group's database when one is
+/// given (`SLUICE_TEST_POSTGRES_URL`; each place a schema of its own).
+#[derive(Debug)]
+pub(crate) enum Place {
+    File(tempfile::TempDir),
+    #[cfg(feature = "postgres")]
+    Shared(String),
+}
+
+impl Place {
+    /// The journal here, opened again as a restarted host would (as host `host-a` in a
+    /// group's database).
+    pub(crate) fn open(&self) -> Journal {
+        self.open_as("host-a")
+    }
+
+    /// The journal here as host `owner` of the group (a file has one host).
+    pub(crate) fn open_as(&self, owner: &str) -> Journal {
+        match self {
+            Self::File(dir) => {
+                let _ = owner;
+                Journal::open_or_create(&dir.path().join("journal.sqlite")).unwrap()
+            }
+            #[cfg(feature = "postgres")]
+            Self::Shared(url) => Journal::connect(url, owner).unwrap(),
+        }
+    }
+}
+
+/// The database the tests of a group's journal use, when there is one: `None` (the tests
+/// skip, saying so) unless `SLUICE_TEST_POSTGRES_URL` is set, a failure instead when
+/// `SLUICE_REQUIRE_SERVICES` is.
+#[cfg(feature = "postgres")]
+pub(crate) fn postgres_url() -> Option<String> {
+    let url = std::env::var("SLUICE_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty());
+    let missing = sluice_fake_provider::services::missing(
+        "PostgreSQL (SLUICE_TEST_POSTGRES_URL)",
+        url.is_some(),
+        "start one with `eval \"$(tests/postgres/start.sh DIR)\"`",
+    );
+    if missing { None } else { url }
+}
+
+/// A host's file, and a fresh schema of the group's database when there is one.
+pub(crate) fn places() -> Vec<Place> {
+    #[allow(unused_mut)]
+    let mut places = vec![Place::File(tempfile::tempdir().unwrap())];
+    #[cfg(feature = "postgres")]
+    if let Some(url) = postgres_url() {
+        places.push(Place::Shared(
+            open::postgres::fresh_schema(&url).unwrap(),
+        ));
+    }
+    places
 }
 
 #[test]
 fn the_intent_and_its_key_survive_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
+    for place in places() {
     let first = {
-        let j = journal(&dir);
+        let j = place.open();
         let Recorded::New(a) = j.record(&intent("charge-42", "amount=100")).unwrap() else {
             panic!("a new action")
         };
@@ -32,7 +84,7 @@ fn the_intent_and_its_key_survive_a_restart() {
         j.advance(a.id, State::Uncertain, None).unwrap()
     };
     // A new process opens the same file.
-    let j = journal(&dir);
+    let j = place.open();
     let unfinished = j.unfinished().unwrap();
     assert_eq!(unfinished, vec![first.clone()]);
     assert_eq!(first.state, State::Uncertain);
@@ -45,48 +97,55 @@ fn the_intent_and_its_key_survive_a_restart() {
         "one key per action"
     );
     assert_eq!(j.body(first.id).unwrap(), b"amount=100");
+    }
 }
 
 #[test]
 fn the_same_action_with_another_body_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let j = journal(&dir);
+    for place in places() {
+    let j = place.open();
     j.record(&intent("charge-42", "amount=100")).unwrap();
     let e = j.record(&intent("charge-42", "amount=999")).unwrap_err();
     assert!(matches!(e, JournalError::BodyMismatch { .. }), "{e}");
     assert!(e.to_string().contains("charge-42"), "{e}");
+    }
 }
 
 #[test]
 fn two_concurrent_submits_of_one_action_make_one_new_action() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("journal.sqlite");
-    Journal::open_or_create(&path).unwrap();
-    let handles: Vec<_> = (0..8)
-        .map(|_| {
-            let path = path.clone();
-            std::thread::spawn(move || {
-                // Separate connections, as separate host processes would have.
-                let j = Journal::open_or_create(&path).unwrap();
-                matches!(
-                    j.record(&intent("invite-7", "user=ann")).unwrap(),
-                    Recorded::New(_)
-                )
-            })
-        })
-        .collect();
-    let new = handles
-        .into_iter()
-        .map(|h| h.join().unwrap())
-        .filter(|n| *n)
-        .count();
-    assert_eq!(new, 1, "exactly one submit may send");
+    for place in places() {
+        place.open();
+        let new = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let place = &place;
+                    scope.spawn(move || {
+                        // Separate connections, as separate host processes would have
+                        // (separate hosts of a group, where the journal is shared).
+                        let j = place.open_as(&format!("host-{i}"));
+                        match j.record(&intent("invite-7", "user=ann")) {
+                            Ok(Recorded::New(_)) => true,
+                            Ok(Recorded::Existing(_))
+                            | Err(JournalError::OwnedElsewhere { .. }) => false,
+                            Err(e) => panic!("{e}"),
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .filter(|n| *n)
+                .count()
+        });
+        assert_eq!(new, 1, "exactly one submit may send ({place:?})");
+    }
 }
 
 #[test]
 fn states_move_only_forward_and_final_states_stay() {
-    let dir = tempfile::tempdir().unwrap();
-    let j = journal(&dir);
+    for place in places() {
+    let j = place.open();
     let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
         panic!()
     };
@@ -103,12 +162,13 @@ fn states_move_only_forward_and_final_states_stay() {
     assert_eq!(done.operation_id.as_deref(), Some("ch_123"));
     assert!(j.advance(a.id, State::Sent, None).is_err(), "final");
     assert!(j.unfinished().unwrap().is_empty());
+    }
 }
 
 #[test]
 fn cancelling_a_task_ends_its_unsent_actions_and_refuses_new_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    let j = journal(&dir);
+    for place in places() {
+    let j = place.open();
     let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
         panic!()
     };
@@ -144,13 +204,14 @@ fn cancelling_a_task_ends_its_unsent_actions_and_refuses_new_ones() {
         j.record(&intent("a", "x")).unwrap(),
         Recorded::Existing(_)
     ));
+    }
 }
 
 #[test]
 fn decisions_are_approval_records_of_one_action_or_of_access() {
     use escalations::{Choice, Decision, Kind};
-    let dir = tempfile::tempdir().unwrap();
-    let j = journal(&dir);
+    for place in places() {
+    let j = place.open();
     let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
         panic!()
     };
@@ -198,13 +259,14 @@ fn decisions_are_approval_records_of_one_action_or_of_access() {
     assert_eq!(j.approvals("task-1").unwrap(), vec![approval, access]);
     let (unaudited, _) = j.unaudited().unwrap();
     assert_eq!(unaudited.len(), 2);
+    }
 }
 
 #[test]
 fn showing_a_body_is_recorded_first() {
     use escalations::Kind;
-    let dir = tempfile::tempdir().unwrap();
-    let j = journal(&dir);
+    for place in places() {
+    let j = place.open();
     let Recorded::New(a) = j.record(&intent("a", "amount=100")).unwrap() else {
         panic!()
     };
@@ -217,12 +279,13 @@ fn showing_a_body_is_recorded_first() {
     assert_eq!(disclosures[0].asked_by, "ops@example");
     j.audited(&[], &[disclosures[0].id]).unwrap();
     assert!(j.unaudited().unwrap().1.is_empty());
+    }
 }
 
 #[test]
 fn the_journal_is_durable_by_configuration() {
     let dir = tempfile::tempdir().unwrap();
-    let j = journal(&dir);
+    let j = Place::File(dir).open();
     let conn = j.conn();
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -257,8 +320,8 @@ fn idempotency_keys_are_128_random_bits_that_never_repeat() {
 #[test]
 fn a_decision_with_a_forged_name_or_a_misplaced_operation_id_stores_nothing() {
     use escalations::{Choice, Decision, Kind};
-    let dir = tempfile::tempdir().unwrap();
-    let j = journal(&dir);
+    for place in places() {
+    let j = place.open();
     let Recorded::New(a) = j.record(&intent("a", "amount=100")).unwrap() else {
         panic!()
     };
@@ -316,4 +379,40 @@ fn a_decision_with_a_forged_name_or_a_misplaced_operation_id_stores_nothing() {
         )
         .unwrap();
     assert_eq!(ok.decision.operation_id.as_deref(), Some("pi_3Nx"));
+    }
+}
+
+/// A group's journal: each host resumes, lists and moves only the actions it recorded; the
+/// same action given to a second host is refused there, naming its owner; an operator's
+/// view (no owner) sees every host's.
+#[test]
+fn another_host_s_action_is_neither_resumed_nor_moved_here() {
+    for place in places() {
+        if matches!(place, Place::File(_)) {
+            continue;
+        }
+        let (a, b) = (place.open_as("host-a"), place.open_as("host-b"));
+        let Recorded::New(act) = a.record(&intent("pay-1", "amount=5")).unwrap() else {
+            panic!("new")
+        };
+        a.advance(act.id, State::Sent, None).unwrap();
+        let e = b.record(&intent("pay-1", "amount=5")).unwrap_err();
+        assert!(
+            matches!(&e, JournalError::OwnedElsewhere { owner, .. } if owner == "host-a"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("host `host-a`"), "{e}");
+        let e = b.advance(act.id, State::Uncertain, None).unwrap_err();
+        assert!(matches!(e, JournalError::OwnedElsewhere { .. }), "{e}");
+        assert!(b.unfinished().unwrap().is_empty());
+        assert!(b.names().unwrap().is_empty());
+        assert!(!b.knows("task-1", "pay-1").unwrap());
+        assert_eq!(a.unfinished().unwrap().len(), 1);
+        assert_eq!(place.open_as("").all().unwrap().len(), 1, "the operator sees it");
+        // The same body, found by its owner after a restart: carried on, not new.
+        assert!(matches!(
+            place.open_as("host-a").record(&intent("pay-1", "amount=5")).unwrap(),
+            Recorded::Existing(_)
+        ));
+    }
 }

@@ -5,11 +5,11 @@
 //! of who decides, the note and an operation id (see [`crate::journal::text`]); an operation
 //! id is taken only by the choice that queries the provider by one.
 
-use rusqlite::{TransactionBehavior, params};
 
 use super::{Choice, Escalation, Kind};
 use crate::journal::text::{check_note, check_operation_id, check_operator};
-use crate::journal::{Journal, JournalError, Unknown};
+use crate::journal::db::{BadColumn, Row, values};
+use crate::journal::{Fail, Journal, JournalError};
 use crate::printable::printable;
 
 /// A person's decision on an escalation.
@@ -69,27 +69,35 @@ impl Approval {
 pub(super) const APPROVAL: &str = "id, escalation_id, kind, task, action_id, option, decided_by, at_ms, \
                         operation_id, note FROM approvals";
 
-pub(super) fn approval(r: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> {
-    let kind: String = r.get(2)?;
-    let option: String = r.get(5)?;
+pub(super) fn approval(r: &Row) -> Result<Approval, BadColumn> {
     Ok(Approval {
         id: r.get(0)?,
         escalation_id: r.get(1)?,
-        kind: match kind.as_str() {
-            "access" => "access",
-            "action" => "action",
-            _ => return Err(Unknown::column(2, "approval kind", &kind)),
-        },
+        kind: r.parsed(2, "approval kind", |k| match k {
+            "access" => Some("access"),
+            "action" => Some("action"),
+            _ => None,
+        })?,
         task: r.get(3)?,
         action_id: r.get(4)?,
         decision: Decision {
-            choice: Choice::parse(&option).ok_or_else(|| Unknown::column(5, "option", &option))?,
+            choice: r.parsed(5, "option", Choice::parse)?,
             decided_by: r.get(6)?,
             operation_id: r.get(8)?,
             note: r.get(9)?,
         },
         at_ms: r.get(7)?,
     })
+}
+
+/// Every approval `sql` (which selects [`APPROVAL`]) finds.
+fn approvals_in(
+    c: crate::journal::db::Conn<'_>,
+    sql: &str,
+    params: &[crate::journal::db::Value],
+) -> Result<Vec<Approval>, Fail> {
+    let rows = c.rows(sql, params)?;
+    Ok(rows.iter().map(approval).collect::<Result<_, _>>()?)
 }
 
 /// Checks what a person typed into a decision, before anything is stored.
@@ -131,7 +139,7 @@ impl Journal {
     /// # Errors
     /// [`JournalError::Text`] or [`JournalError::OperationIdNotTaken`] for a decision that
     /// cannot be stored, [`JournalError::AlreadyResolved`], a choice that is not an option of
-    /// the escalation (the error lists the options), or a SQLite failure.
+    /// the escalation (the error lists the options), or a database failure.
     pub fn resolve(
         &self,
         id: i64,
@@ -152,117 +160,98 @@ impl Journal {
             ("action", e.action_id)
         };
         let applied_now = matches!(decision.choice, Choice::Cancel | Choice::ChangePlan);
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.sqlite(e))?;
-        let changed = tx
-            .execute(
+        let approval_id: i64 = self.write(|c| {
+            let changed = c.exec(
                 "UPDATE escalations SET resolved_ms = ?2, applied = ?3 \
                  WHERE id = ?1 AND resolved_ms IS NULL",
-                params![id, at_ms, applied_now],
-            )
-            .map_err(|e| self.sqlite(e))?;
-        if changed == 0 {
-            return Err(JournalError::AlreadyResolved(id));
-        }
-        if decision.choice == Choice::Cancel
-            && matches!(
-                e.kind,
-                Kind::TimeBudget | Kind::QuotaExhausted | Kind::BudgetSpent
-            )
-        {
-            // Out of time and given up: the whole task ends, and none of it wakes later.
-            tx.execute(
-                "INSERT OR IGNORE INTO cancelled_tasks (task, at_ms) VALUES (?1, ?2)",
-                params![e.task, at_ms],
-            )
-            .map_err(|e| self.sqlite(e))?;
-            tx.execute(
-                "UPDATE actions SET state = 'cancelled' WHERE task = ?1 \
-                 AND state IN ('pending', 'escalated') AND attempts = 0",
-                [&e.task],
-            )
-            .map_err(|e| self.sqlite(e))?;
-        }
-        if matches!(decision.choice, Choice::Cancel | Choice::ChangePlan)
-            && let Some(action) = e.action_id
-        {
-            tx.execute(
-                "UPDATE actions SET state = 'cancelled' WHERE id = ?1 \
-                 AND state NOT IN ('succeeded', 'failed', 'cancelled')",
-                [action],
-            )
-            .map_err(|e| self.sqlite(e))?;
-        }
-        tx.execute(
-            "INSERT INTO approvals (escalation_id, kind, task, action_id, option, decided_by, \
-             at_ms, operation_id, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                id,
-                kind,
-                e.task,
-                action_id,
-                decision.choice.name(),
-                decision.decided_by,
-                at_ms,
-                decision.operation_id,
-                decision.note
-            ],
-        )
-        .map_err(|e| self.sqlite(e))?;
-        let approval_id = tx.last_insert_rowid();
-        tx.commit().map_err(|e| self.sqlite(e))?;
-        drop(conn);
+                values![id, at_ms, applied_now],
+            )?;
+            if changed == 0 {
+                return Err(JournalError::AlreadyResolved(id).into());
+            }
+            if decision.choice == Choice::Cancel
+                && matches!(
+                    e.kind,
+                    Kind::TimeBudget | Kind::QuotaExhausted | Kind::BudgetSpent
+                )
+            {
+                // Out of time and given up: the whole task ends, and none of it wakes later.
+                crate::journal::cancel_task_in(c, &e.task, at_ms)?;
+            }
+            if matches!(decision.choice, Choice::Cancel | Choice::ChangePlan)
+                && let Some(action) = e.action_id
+            {
+                c.exec(
+                    "UPDATE actions SET state = 'cancelled' WHERE id = ?1 \
+                     AND state NOT IN ('succeeded', 'failed', 'cancelled')",
+                    values![action],
+                )?;
+            }
+            Ok(c.one(
+                "INSERT INTO approvals (escalation_id, kind, task, action_id, option, \
+                 decided_by, at_ms, operation_id, note) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+                values![
+                    id,
+                    kind,
+                    &e.task,
+                    action_id,
+                    decision.choice.name(),
+                    &decision.decided_by,
+                    at_ms,
+                    decision.operation_id.as_ref(),
+                    &decision.note
+                ],
+            )?)
+        })?;
         self.approval(approval_id)
     }
 
     fn approval(&self, id: i64) -> Result<Approval, JournalError> {
-        self.conn()
-            .query_row(&format!("SELECT {APPROVAL} WHERE id = ?1"), [id], approval)
-            .map_err(|e| self.sqlite(e))
+        let sql = format!("SELECT {APPROVAL} WHERE id = ?1");
+        self.read(|c| {
+            approvals_in(c, &sql, values![id])?
+                .pop()
+                .ok_or(Fail::Journal(JournalError::NoEscalation(id)))
+        })
     }
 
     /// The approval records of `task`, oldest first.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn approvals(&self, task: &str) -> Result<Vec<Approval>, JournalError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare(&format!("SELECT {APPROVAL} WHERE task = ?1 ORDER BY id"))
-            .map_err(|e| self.sqlite(e))?;
-        let rows = stmt
-            .query_map([task], approval)
-            .map_err(|e| self.sqlite(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+        let sql = format!("SELECT {APPROVAL} WHERE task = ?1 ORDER BY id");
+        self.read(|c| approvals_in(c, &sql, values![task]))
     }
 
     /// Decisions a host has yet to carry out (query again, resend, send as new).
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn undone_decisions(&self) -> Result<Vec<Approval>, JournalError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT {APPROVAL} WHERE escalation_id IN \
-                 (SELECT id FROM escalations WHERE resolved_ms IS NOT NULL AND applied = 0) \
-                 ORDER BY id"
-            ))
-            .map_err(|e| self.sqlite(e))?;
-        let rows = stmt.query_map([], approval).map_err(|e| self.sqlite(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+        // A decision on an action is carried out by the host that owns the action.
+        let sql = format!(
+            "SELECT {APPROVAL} WHERE escalation_id IN \
+             (SELECT id FROM escalations WHERE resolved_ms IS NOT NULL AND applied = 0) \
+             AND (action_id IS NULL \
+                  OR action_id IN (SELECT id FROM actions WHERE owner = ?1)) \
+             ORDER BY id"
+        );
+        self.read(|c| approvals_in(c, &sql, values![self.owner()]))
     }
 
     /// Marks escalation `id`'s decision as carried out.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn decision_done(&self, id: i64) -> Result<(), JournalError> {
-        self.conn()
-            .execute("UPDATE escalations SET applied = 1 WHERE id = ?1", [id])
-            .map(|_| ())
-            .map_err(|e| self.sqlite(e))
+        self.write(|c| {
+            c.exec(
+                "UPDATE escalations SET applied = 1 WHERE id = ?1",
+                values![id],
+            )?;
+            Ok(())
+        })
     }
 }

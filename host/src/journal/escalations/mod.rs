@@ -12,10 +12,9 @@
 //! decisions and disclosures into the audit log ([`Journal::unaudited`]); the CLI only
 //! writes them here, so it can run while a host runs.
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
-
+use super::db::{BadColumn, Conn, Row, values};
 use super::text::check_operator;
-use super::{Journal, JournalError, State, Unknown};
+use super::{Fail, Journal, JournalError, State};
 
 mod choice;
 mod decisions;
@@ -63,17 +62,26 @@ pub struct Disclosure {
 const ESCALATION: &str =
     "id, action_id, task, kind, created_ms, case_json, resolved_ms FROM escalations";
 
-fn escalation(r: &rusqlite::Row<'_>) -> rusqlite::Result<Escalation> {
-    let kind: String = r.get(3)?;
+fn escalation(r: &Row) -> Result<Escalation, BadColumn> {
     Ok(Escalation {
         id: r.get(0)?,
         action_id: r.get(1)?,
         task: r.get(2)?,
-        kind: Kind::parse(&kind).ok_or_else(|| Unknown::column(3, "escalation kind", &kind))?,
+        kind: r.parsed(3, "escalation kind", Kind::parse)?,
         created_ms: r.get(4)?,
         case_json: r.get(5)?,
         resolved_ms: r.get(6)?,
     })
+}
+
+/// Every escalation `sql` (which selects [`ESCALATION`]) finds.
+fn escalations_in(
+    c: Conn<'_>,
+    sql: &str,
+    params: &[super::db::Value],
+) -> Result<Vec<Escalation>, Fail> {
+    let rows = c.rows(sql, params)?;
+    Ok(rows.iter().map(escalation).collect::<Result<_, _>>()?)
 }
 
 impl Journal {
@@ -81,7 +89,7 @@ impl Journal {
     /// the same transaction.
     ///
     /// # Errors
-    /// [`JournalError::Transition`] if the action cannot be escalated, or a SQLite failure.
+    /// [`JournalError::Transition`] if the action cannot be escalated, or a database failure.
     pub fn escalate(
         &self,
         action_id: Option<i64>,
@@ -90,88 +98,73 @@ impl Journal {
         case_json: &str,
         at_ms: i64,
     ) -> Result<i64, JournalError> {
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.sqlite(e))?;
-        if let Some(id) = action_id {
-            let from: String = tx
-                .query_row("SELECT state FROM actions WHERE id = ?1", [id], |r| {
-                    r.get(0)
-                })
-                .optional()
-                .map_err(|e| self.sqlite(e))?
-                .ok_or(JournalError::Missing(id))?;
-            let from = self.state(&from)?;
-            if from != State::Escalated {
-                if !from.may_become(State::Escalated) {
-                    return Err(JournalError::Transition {
-                        id,
-                        from: from.name(),
-                        to: "escalated",
-                    });
+        self.write(|c| {
+            if let Some(id) = action_id {
+                let from = c.row("SELECT state FROM actions WHERE id = ?1", values![id])?;
+                let from = from
+                    .ok_or(JournalError::Missing(id))?
+                    .parsed(0, "state", State::parse)?;
+                if from != State::Escalated {
+                    if !from.may_become(State::Escalated) {
+                        return Err(JournalError::Transition {
+                            id,
+                            from: from.name(),
+                            to: "escalated",
+                        }
+                        .into());
+                    }
+                    c.exec(
+                        "UPDATE actions SET state = 'escalated' WHERE id = ?1",
+                        values![id],
+                    )?;
                 }
-                tx.execute("UPDATE actions SET state = 'escalated' WHERE id = ?1", [id])
-                    .map_err(|e| self.sqlite(e))?;
             }
-        }
-        tx.execute(
-            "INSERT INTO escalations (action_id, task, kind, created_ms, case_json) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![action_id, task, kind.name(), at_ms, case_json],
-        )
-        .map_err(|e| self.sqlite(e))?;
-        let id = tx.last_insert_rowid();
-        tx.commit().map_err(|e| self.sqlite(e))?;
-        Ok(id)
+            Ok(c.one(
+                "INSERT INTO escalations (action_id, task, kind, created_ms, case_json) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+                values![action_id, task, kind.name(), at_ms, case_json],
+            )?)
+        })
     }
 
     /// Escalations, oldest first; only the unresolved ones when `open_only`.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn escalations(&self, open_only: bool) -> Result<Vec<Escalation>, JournalError> {
-        let conn = self.conn();
         let filter = if open_only {
             " WHERE resolved_ms IS NULL"
         } else {
             ""
         };
-        let mut stmt = conn
-            .prepare(&format!("SELECT {ESCALATION}{filter} ORDER BY id"))
-            .map_err(|e| self.sqlite(e))?;
-        let rows = stmt.query_map([], escalation).map_err(|e| self.sqlite(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+        let sql = format!("SELECT {ESCALATION}{filter} ORDER BY id");
+        self.read(|c| escalations_in(c, &sql, &[]))
     }
 
     /// Escalation `id`.
     ///
     /// # Errors
-    /// [`JournalError::NoEscalation`] or a SQLite failure.
+    /// [`JournalError::NoEscalation`] or a database failure.
     pub fn escalation(&self, id: i64) -> Result<Escalation, JournalError> {
-        self.conn()
-            .query_row(
-                &format!("SELECT {ESCALATION} WHERE id = ?1"),
-                [id],
-                escalation,
-            )
-            .optional()
-            .map_err(|e| self.sqlite(e))?
-            .ok_or(JournalError::NoEscalation(id))
+        let sql = format!("SELECT {ESCALATION} WHERE id = ?1");
+        self.read(|c| {
+            escalations_in(c, &sql, values![id])?
+                .pop()
+                .ok_or(Fail::Journal(JournalError::NoEscalation(id)))
+        })
     }
 
     /// The latest escalation about action `action`, if any.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn escalation_of(&self, action: i64) -> Result<Option<i64>, JournalError> {
-        self.conn()
-            .query_row(
+        self.read(|c| {
+            Ok(c.one(
                 "SELECT MAX(id) FROM escalations WHERE action_id = ?1",
-                [action],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.sqlite(e))
+                values![action],
+            )?)
+        })
     }
 
     /// Shows the body of escalation `id`'s action, recording who asked, when, first. Who
@@ -179,7 +172,7 @@ impl Journal {
     ///
     /// # Errors
     /// [`JournalError::Text`] for a name that cannot be stored, [`JournalError::NoEscalation`],
-    /// [`JournalError::NoBody`] or a SQLite failure.
+    /// [`JournalError::NoBody`] or a database failure.
     pub fn disclose_body(
         &self,
         id: i64,
@@ -189,67 +182,64 @@ impl Journal {
         check_operator(asked_by)?;
         let e = self.escalation(id)?;
         let action = e.action_id.ok_or(JournalError::NoBody(id))?;
-        self.conn()
-            .execute(
+        self.write(|c| {
+            c.exec(
                 "INSERT INTO disclosures (escalation_id, action_id, task, asked_by, at_ms) \
                  VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![id, action, e.task, asked_by, at_ms],
-            )
-            .map_err(|e| self.sqlite(e))?;
+                values![id, action, &e.task, asked_by, at_ms],
+            )?;
+            Ok(())
+        })?;
         self.body(action)
     }
 
     /// Decisions and disclosures not yet copied into the audit log.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn unaudited(&self) -> Result<(Vec<Approval>, Vec<Disclosure>), JournalError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare(&format!("SELECT {APPROVAL} WHERE audited = 0 ORDER BY id"))
-            .map_err(|e| self.sqlite(e))?;
-        let approvals = stmt
-            .query_map([], approval)
-            .map_err(|e| self.sqlite(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.sqlite(e))?;
-        let mut stmt = conn
-            .prepare(
-                "SELECT id, escalation_id, action_id, task, asked_by, at_ms FROM disclosures \
-                 WHERE audited = 0 ORDER BY id",
-            )
-            .map_err(|e| self.sqlite(e))?;
-        let disclosures = stmt
-            .query_map([], |r| {
-                Ok(Disclosure {
-                    id: r.get(0)?,
-                    escalation_id: r.get(1)?,
-                    action_id: r.get(2)?,
-                    task: r.get(3)?,
-                    asked_by: r.get(4)?,
-                    at_ms: r.get(5)?,
+        let sql = format!("SELECT {APPROVAL} WHERE audited = 0 ORDER BY id");
+        self.read(|c| {
+            let approvals = c
+                .rows(&sql, &[])?
+                .iter()
+                .map(approval)
+                .collect::<Result<Vec<_>, _>>()?;
+            let disclosures = c
+                .rows(
+                    "SELECT id, escalation_id, action_id, task, asked_by, at_ms FROM disclosures \
+                     WHERE audited = 0 ORDER BY id",
+                    &[],
+                )?
+                .iter()
+                .map(|r| {
+                    Ok(Disclosure {
+                        id: r.get(0)?,
+                        escalation_id: r.get(1)?,
+                        action_id: r.get(2)?,
+                        task: r.get(3)?,
+                        asked_by: r.get(4)?,
+                        at_ms: r.get(5)?,
+                    })
                 })
-            })
-            .map_err(|e| self.sqlite(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.sqlite(e))?;
-        Ok((approvals, disclosures))
+                .collect::<Result<Vec<_>, BadColumn>>()?;
+            Ok((approvals, disclosures))
+        })
     }
 
     /// Marks approval and disclosure records as copied into the audit log.
     ///
     /// # Errors
-    /// A SQLite failure.
+    /// A database failure.
     pub fn audited(&self, approvals: &[i64], disclosures: &[i64]) -> Result<(), JournalError> {
-        let conn = self.conn();
-        for id in approvals {
-            conn.execute("UPDATE approvals SET audited = 1 WHERE id = ?1", [id])
-                .map_err(|e| self.sqlite(e))?;
-        }
-        for id in disclosures {
-            conn.execute("UPDATE disclosures SET audited = 1 WHERE id = ?1", [id])
-                .map_err(|e| self.sqlite(e))?;
-        }
-        Ok(())
+        self.write(|c| {
+            for id in approvals {
+                c.exec("UPDATE approvals SET audited = 1 WHERE id = ?1", values![*id])?;
+            }
+            for id in disclosures {
+                c.exec("UPDATE disclosures SET audited = 1 WHERE id = ?1", values![*id])?;
+            }
+            Ok(())
+        })
     }
 }

@@ -187,7 +187,9 @@ fn a_journal_of_the_first_schema_is_migrated_and_keeps_its_actions() {
     drop(j);
     let conn = Connection::open(&path).unwrap();
     conn.pragma_update(None, "user_version", 1).unwrap();
-    conn.execute_batch("DROP TABLE budget_use; DROP TABLE answers")
+    conn.execute_batch(
+        "DROP TABLE budget_use; DROP TABLE answers; ALTER TABLE actions DROP COLUMN owner",
+    )
         .unwrap();
     drop(conn);
 
@@ -209,7 +211,9 @@ fn a_journal_of_the_first_schema_is_migrated_and_keeps_its_actions() {
             .unwrap();
         assert_eq!(tables, 1, "the migration made the budget table");
         conn.pragma_update(None, "user_version", 1).unwrap();
-        conn.execute_batch("DROP TABLE budget_use; DROP TABLE answers")
+        conn.execute_batch(
+        "DROP TABLE budget_use; DROP TABLE answers; ALTER TABLE actions DROP COLUMN owner",
+    )
             .unwrap();
     }
 }

@@ -195,6 +195,15 @@ pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
             resubmission of the write as the provider did; 0 keeps none.",
     },
     KeyDoc {
+        key: "journal.url",
+        kind: "string",
+        default: "`journal.sqlite` in the state directory",
+        range: "a postgres:// URL",
+        what: "The PostgreSQL database a group of hosts keeps its journal in: writes, \
+            escalations, decisions and budget use, each action owned by the host that \
+            recorded it. Every host of the group names the same one.",
+    },
+    KeyDoc {
         key: "transport.connect_timeout_ms",
         kind: "integer",
         default: "5000",

@@ -1,0 +1,113 @@
+//! Two hosts sharing one journal in PostgreSQL (`[journal] url`), each with a state
+//! directory of its own, in front of one strict provider: an action belongs to the host that
+//! recorded it, the other refuses it without sending a byte, both see its escalation, and a
+//! decision made through either is carried out by its owner alone.
+
+use std::path::Path;
+use std::time::Duration;
+
+use sluice::Sluice;
+use sluice::contract::RequestClass;
+use sluice::journal::escalations::{Choice, Decision};
+use sluice::journal::{JournalError, State};
+use sluice::retry::RetryConfig;
+use sluice::writes::{WriteError, WriteOutcome};
+use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
+use sluice_tests::stack::{builder, transport, write};
+
+const OBJECTS: &str = "/v1/objects";
+
+/// A host of the group: its own state directory (so its own name), the group's journal.
+fn host(dir: &Path, journal_url: &str) -> Sluice {
+    let config = format!(
+        "[providers.stripe.limits]\nrequests_per_minute = 6000\n\
+         [journal]\nurl = \"{journal_url}\"\n"
+    );
+    let retry = RetryConfig {
+        backoff_base_ms: 100,
+        backoff_cap_ms: 1_000,
+        ..RetryConfig::default()
+    };
+    builder("stripe", &config, retry, transport(Duration::from_secs(2)))
+        .state_dir(dir)
+        .build()
+        .expect("a host of the group")
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_action_belongs_to_the_host_that_recorded_it_and_its_decision_is_carried_out_there() {
+    let Some(url) = sluice_tests::postgres::fresh_schema() else {
+        return;
+    };
+    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
+        .await
+        .unwrap();
+    // Stored and dropped twice: the plugin's one safe move does not settle it.
+    fake.script(OBJECTS, [Fault::StoreThenDrop, Fault::StoreThenDrop]);
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = host(dir_a.path(), &url);
+    let b = host(dir_b.path(), &url);
+    assert_ne!(a.journal().owner(), b.journal().owner());
+    let w = write(
+        "stripe",
+        "pay-invoice-9",
+        "charge",
+        &fake.url(OBJECTS),
+        RequestClass::UncertainWrite,
+        "amount=900",
+    );
+    let WriteOutcome::Escalated { action, escalation } = a.write(&w).await.unwrap() else {
+        panic!("escalated")
+    };
+    let sent = fake.attempts().len();
+
+    // The same action given to the other host: refused there, naming its owner; nothing sent.
+    let refused = b.write(&w).await.unwrap_err();
+    assert!(
+        matches!(
+            &refused,
+            WriteError::Journal(JournalError::OwnedElsewhere { owner, .. })
+                if owner == a.journal().owner()
+        ),
+        "{refused}"
+    );
+    assert_eq!(fake.attempts().len(), sent, "the other host sent nothing");
+    assert!(
+        b.recover().await.unwrap().is_empty(),
+        "not the other host's to settle"
+    );
+
+    // Both hosts show the case; an operator decides through the other host.
+    for h in [&a, &b] {
+        let open = h.journal().escalations(true).unwrap();
+        assert_eq!(open.iter().map(|e| e.id).collect::<Vec<_>>(), [escalation]);
+    }
+    b.journal()
+        .resolve(
+            escalation,
+            &Decision {
+                choice: Choice::QueryExisting,
+                decided_by: "ops@example".into(),
+                operation_id: Some("obj_000001".into()),
+                note: "found it".into(),
+            },
+            0,
+        )
+        .unwrap();
+    assert!(
+        b.apply_decisions().await.unwrap().is_empty(),
+        "the other host does not carry out a decision on an action it does not own"
+    );
+    assert_eq!(fake.attempts().len(), sent);
+    let applied = a.apply_decisions().await.unwrap();
+    let [WriteOutcome::Succeeded { action: done, .. }] = &applied[..] else {
+        panic!("settled by its owner: {applied:?}")
+    };
+    assert_eq!(done.id, action.id);
+    assert_eq!(fake.stored().len(), 1, "one record at the provider");
+    assert_eq!(
+        b.journal().get(action.id).unwrap().state,
+        State::Succeeded,
+        "the group sees it settled"
+    );
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Starts a throw-away PostgreSQL cluster on a loopback port, for the tests that share a
+# journal between hosts (SLUICE_TEST_POSTGRES_URL). Usage:
+#
+#     eval "$(tests/postgres/start.sh DIR)"
+#
+# DIR (made if missing, removed by `pg_ctl -D DIR/data stop` and rm) holds the cluster. It
+# prints `export SLUICE_TEST_POSTGRES_URL=...` and `export SLUICE_TEST_POSTGRES_DIR=...`.
+# PostgreSQL refuses to run as root: as root, the cluster runs as the `postgres` user the
+# Debian package makes. Debian's `postgresql` package is installed when no server is found.
+set -euo pipefail
+dir=${1:?usage: start.sh DIR}
+
+bindir=""
+for candidate in /usr/lib/postgresql/*/bin; do
+    if [ -x "$candidate/initdb" ]; then bindir=$candidate; fi
+done
+if [ -z "$bindir" ]; then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update >&2
+    $sudo apt-get install -y --no-install-recommends postgresql >&2
+    for candidate in /usr/lib/postgresql/*/bin; do
+        if [ -x "$candidate/initdb" ]; then bindir=$candidate; fi
+    done
+fi
+if [ -z "$bindir" ]; then
+    echo "no PostgreSQL server found under /usr/lib/postgresql" >&2
+    exit 1
+fi
+
+as_owner=()
+if [ "$(id -u)" -eq 0 ]; then as_owner=(runuser -u postgres --); fi
+
+mkdir -p "$dir"
+if [ "$(id -u)" -eq 0 ]; then chown postgres "$dir"; fi
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"${as_owner[@]}" "$bindir/initdb" -D "$dir/data" -U postgres --auth=trust --no-instructions \
+    >"$dir/initdb.log" 2>&1
+"${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir" \
+    start >&2
+"${as_owner[@]}" "$bindir/createdb" -h 127.0.0.1 -p "$port" -U postgres sluice
+echo "export SLUICE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:$port/sluice"
+echo "export SLUICE_TEST_POSTGRES_DIR=$dir"
