@@ -1,7 +1,8 @@
 //! Two hosts sharing one journal in PostgreSQL (`[journal] url`), each with a state
 //! directory of its own, in front of one strict provider: an action belongs to the host that
-//! recorded it, the other refuses it without sending a byte, both see its escalation, and a
-//! decision made through either is carried out by its owner alone.
+//! recorded it, the other answers it from the journal without sending a byte (one still in
+//! flight is refused there: `journal::tests`), both see its escalation, and a decision made
+//! through either is carried out by its owner alone.
 
 use std::path::Path;
 use std::time::Duration;
@@ -61,16 +62,16 @@ async fn an_action_belongs_to_the_host_that_recorded_it_and_its_decision_is_carr
     };
     let sent = fake.attempts().len();
 
-    // The same action given to the other host: refused there, naming its owner; nothing sent.
-    let refused = b.write(&w).await.unwrap_err();
-    assert!(
-        matches!(
-            &refused,
-            WriteError::Journal(JournalError::OwnedElsewhere { owner, .. })
-                if owner == a.journal().owner()
-        ),
-        "{refused}"
-    );
+    // The same action given to the other host: answered from the journal (it waits for a
+    // person), not carried on there.
+    let WriteOutcome::Escalated {
+        action: seen,
+        escalation: same,
+    } = b.write(&w).await.unwrap()
+    else {
+        panic!("the other host answers the escalation")
+    };
+    assert_eq!((seen.id, same), (action.id, escalation));
     assert_eq!(fake.attempts().len(), sent, "the other host sent nothing");
     assert!(
         b.recover().await.unwrap().is_empty(),
@@ -110,4 +111,47 @@ async fn an_action_belongs_to_the_host_that_recorded_it_and_its_decision_is_carr
         State::Succeeded,
         "the group sees it settled"
     );
+}
+
+/// The group's database goes away: a new write is refused with nothing recorded and
+/// nothing sent, the host says it is not ready for writes, and when the database is back
+/// the same write goes once.
+#[tokio::test(flavor = "current_thread")]
+async fn while_the_database_is_gone_a_write_is_refused_with_nothing_sent() {
+    let Some(cluster) = sluice_tests::postgres::OwnCluster::start() else {
+        return;
+    };
+    let fake = FakeProvider::start(FakeConfig::new(Style::Stripe))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let host = host(dir.path(), cluster.url());
+    let w = write(
+        "stripe",
+        "pay-invoice-10",
+        "charge",
+        &fake.url(OBJECTS),
+        RequestClass::IdempotentWrite,
+        "amount=1000",
+    );
+    cluster.stop();
+    let refused = host.write(&w).await.unwrap_err();
+    assert!(
+        matches!(refused, WriteError::Journal(JournalError::Postgres { .. })),
+        "{refused}"
+    );
+    assert!(fake.attempts().is_empty(), "nothing was sent");
+    let why = host
+        .writes()
+        .refused_because()
+        .expect("not ready for writes");
+    assert!(why.contains("journal"), "{why}");
+
+    cluster.start_again();
+    assert_eq!(host.writes().refused_because(), None, "ready again");
+    let WriteOutcome::Succeeded { .. } = host.write(&w).await.unwrap() else {
+        panic!("sent once the database is back")
+    };
+    assert_eq!(fake.stored().len(), 1);
+    assert_eq!(fake.attempts().len(), 1);
 }

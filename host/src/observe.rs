@@ -118,6 +118,9 @@ pub const BUDGET_THRESHOLDS: &str = "sluice_budget_thresholds_total";
 pub const BUDGET_USED_RATIO: &str = "sluice_budget_used_ratio";
 /// Counter: calls refused because a budget was spent.
 pub const BUDGET_REFUSALS: &str = "sluice_budget_refusals_total";
+/// Counter: hosts of the group whose unfinished writes this host took over, their lease
+/// having run out.
+pub const TAKEOVERS: &str = "sluice_takeovers_total";
 /// Gauge: 1 while the shared store answers, 0 while admission paces locally.
 pub const SHARED_STORE_UP: &str = "sluice_shared_store_up";
 /// Counter: times this host found that the shared store lost its state (its ownership

@@ -364,6 +364,8 @@ async fn write_through_journal(
         // learns its outcome, and is never done twice.
         Err(WriteError::Journal(
             e @ (JournalError::Sqlite { .. }
+            | JournalError::Postgres { .. }
+            | JournalError::LeaseLost { .. }
             | JournalError::Io { .. }
             | JournalError::Corrupt { .. }),
         )) => Err(SluiceError::new(
@@ -375,6 +377,13 @@ async fn write_through_journal(
                  outcome",
                 sluice::printable::printable(&e.to_string())
             ),
+        )),
+        // Another host of the group owns it (a journal in PostgreSQL): as a claim in the
+        // store says, until that host is gone and its writes are taken over.
+        Err(WriteError::Journal(e @ JournalError::OwnedElsewhere { .. })) => Err(SluiceError::new(
+            409,
+            "action_owned_elsewhere",
+            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
         )),
         Err(WriteError::Journal(e)) => Err(SluiceError::new(
             409,

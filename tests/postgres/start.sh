@@ -4,8 +4,9 @@
 #
 #     eval "$(tests/postgres/start.sh DIR)"
 #
-# DIR (made if missing, removed by `pg_ctl -D DIR/data stop` and rm) holds the cluster. It
-# prints `export SLUICE_TEST_POSTGRES_URL=...` and `export SLUICE_TEST_POSTGRES_DIR=...`.
+# DIR (made if missing; `tests/postgres/stop.sh DIR` stops the cluster and removes it) holds
+# the cluster. It prints `export SLUICE_TEST_POSTGRES_URL=...`, `export SLUICE_TEST_POSTGRES_DIR=...` and
+# `export SLUICE_TEST_POSTGRES_BIN=...` (the server's programs).
 # PostgreSQL refuses to run as root: as root, the cluster runs as the `postgres` user the
 # Debian package makes. Debian's `postgresql` package is installed when no server is found.
 set -euo pipefail
@@ -37,9 +38,15 @@ if [ "$(id -u)" -eq 0 ]; then chown postgres "$dir"; fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "${as_owner[@]}" "$bindir/initdb" -D "$dir/data" -U postgres --auth=trust --no-instructions \
     >"$dir/initdb.log" 2>&1
-"${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir" \
-    start >&2
+# In the cluster's own configuration, so that `pg_ctl -D DIR/data start` brings it back on
+# the same port after a stop.
+cat >>"$dir/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$dir'
+CONF
+"${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >&2
 "${as_owner[@]}" "$bindir/createdb" -h 127.0.0.1 -p "$port" -U postgres sluice
 echo "export SLUICE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:$port/sluice"
 echo "export SLUICE_TEST_POSTGRES_DIR=$dir"
+echo "export SLUICE_TEST_POSTGRES_BIN=$bindir"

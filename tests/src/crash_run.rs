@@ -108,6 +108,26 @@ pub enum Kill {
     InFlight(u32, u64),
 }
 
+impl Kill {
+    /// The step the host stops dead at, if it is killed that way.
+    pub(crate) fn pause(self) -> Option<u32> {
+        match self {
+            Self::PausedAt(k) => Some(k),
+            Self::After(..) | Self::InFlight(..) => None,
+        }
+    }
+}
+
+/// The step a killed host printed last (`start` before its first).
+pub(crate) fn killed_at(lines: &[String]) -> String {
+    lines
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("step ").and_then(|r| r.split(' ').nth(1)))
+        .unwrap_or("start")
+        .to_owned()
+}
+
 /// One seeded run: what the provider does and where the host dies.
 #[derive(Debug, Clone)]
 pub struct Run {
@@ -170,7 +190,7 @@ impl Run {
         }
     }
 
-    fn task(&self) -> String {
+    pub(crate) fn task(&self) -> String {
         format!("task-{}-{}", self.provider.name(), self.seed)
     }
 }
@@ -257,19 +277,11 @@ pub async fn perform(run: &Run, host_bin: &Path, dir: &Path) -> Judgement {
             watch(launch.child(&dir, actions, pause, &options), kill)
         })
     };
-    let pause = match run.kill {
-        Kill::PausedAt(k) => Some(k),
-        Kill::After(..) | Kill::InFlight(..) => None,
-    };
+    let pause = run.kill.pause();
     let first = host(pause, Some(run.kill), &[])
         .await
         .expect("the first host");
-    let killed_at = first
-        .iter()
-        .rev()
-        .find_map(|l| l.strip_prefix("step ").and_then(|r| r.split(' ').nth(1)))
-        .unwrap_or("start")
-        .to_owned();
+    let killed_at = killed_at(&first);
     let mut log = vec![format!("{run:?}")];
     log.extend(first);
     let mut problems = Vec::new();
@@ -382,7 +394,7 @@ impl Launch {
 
 /// Reads the host's steps until `kill` says it dies (then SIGKILLs it) or it ends; returns
 /// what it printed.
-fn watch(mut child: Child, kill: Option<Kill>) -> Vec<String> {
+pub(crate) fn watch(mut child: Child, kill: Option<Kill>) -> Vec<String> {
     let stdout = child.stdout.take().expect("piped");
     let mut lines = Vec::new();
     let mut sent = 0;
@@ -413,6 +425,17 @@ fn watch(mut child: Child, kill: Option<Kill>) -> Vec<String> {
 
 /// The provider's ledger against the journal, and the audit log verified.
 fn judge(fake: &FakeProvider, paths: &Paths) -> Judgement {
+    let actions = Journal::open_existing(&paths.journal).and_then(|journal| journal.all());
+    judge_actions(fake, actions, Some(paths))
+}
+
+/// The provider's ledger against `actions` (every action of the journal), and the audit
+/// log at `audit` verified when given.
+pub(crate) fn judge_actions(
+    fake: &FakeProvider,
+    actions: Result<Vec<sluice::journal::Action>, sluice::journal::JournalError>,
+    audit: Option<&Paths>,
+) -> Judgement {
     let stored = fake.stored();
     let mut j = Judgement {
         effects: stored.len(),
@@ -425,7 +448,7 @@ fn judge(fake: &FakeProvider, paths: &Paths) -> Judgement {
             j.duplicates
         ));
     }
-    let actions = match Journal::open_existing(&paths.journal).and_then(|journal| journal.all()) {
+    let actions = match actions {
         Ok(actions) => actions,
         Err(e) => {
             j.problems.push(format!("the journal: {e}"));
@@ -486,6 +509,9 @@ fn judge(fake: &FakeProvider, paths: &Paths) -> Judgement {
         j.problems
             .push(format!("{unaccounted} effect(s) no action accounts for"));
     }
+    let Some(paths) = audit else {
+        return j;
+    };
     j.found_by_second_look = found_by_second_look(&paths.audit);
     if let Err(e) = verify(
         &paths.audit,

@@ -1,12 +1,14 @@
 //! Shared support for sluice's end-to-end tests: a plugin runtime with a test cache, the
 //! test fixtures (the hostile plugin, the plugin built against the frozen contract 0.1.0,
 //! the two generations of the relay plugin), request builders, a whole host ([`stack`]),
-//! seeded kill -9 runs of a host process ([`crash_run`]), a counting proxy ([`proxy`]), a
+//! seeded kill -9 runs of a host process ([`crash_run`]) and of a host of a group
+//! ([`group_run`]), a counting proxy ([`proxy`]), a
 //! real `redis-server` ([`redis_server`]), a schema of the test PostgreSQL ([`postgres`]), the store loss of the damage soak
 //! ([`store_loss`]) and the usage-correction workload ([`usage_workload`]).
 
 pub mod crash_run;
 pub mod damage;
+pub mod group_run;
 pub mod postgres;
 pub mod proxy;
 pub mod redis_server;

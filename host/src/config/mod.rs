@@ -34,6 +34,7 @@
 //! [journal]
 //! keep_answers_days = 7             # a write's answer, to answer its resubmission (0: none)
 //! url = "postgres://sluice:PASSWORD@db:5432/sluice"  # a group's shared journal (else a file)
+//! lease_ttl_ms = 10000              # a host gone this long, and as long again, is taken over
 //!
 //! [transport]
 //! connect_timeout_ms = 5000         # first_byte_timeout_ms, generation_timeout_ms, idle_timeout_ms
@@ -129,6 +130,10 @@ pub struct JournalConfig {
     /// escalations, decisions and budget use, each action owned by the host that recorded
     /// it. `None`: the state directory's own file (`journal.sqlite`).
     pub url: Option<DatabaseUrl>,
+    /// How long a host's lease in the group's journal lasts (`lease_ttl_ms`, 10 s by
+    /// default): renewed every quarter of it; a host whose lease ran out, and then as long
+    /// again, is gone, and another host takes over its unfinished writes.
+    pub lease_ttl: Duration,
 }
 
 /// A database's URL, which may hold its password: never printed.
@@ -161,6 +166,7 @@ impl Default for JournalConfig {
         Self {
             keep_answers: Duration::from_secs(DEFAULT_KEEP_ANSWERS_DAYS * 86_400),
             url: None,
+            lease_ttl: crate::journal::DEFAULT_LEASE_TTL,
         }
     }
 }

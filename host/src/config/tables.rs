@@ -46,6 +46,7 @@ impl AuditTable {
 pub(super) struct JournalTable {
     keep_answers_days: Option<Ranged<0, MAX_RETENTION_DAYS>>,
     url: Option<NonEmpty>,
+    lease_ttl_ms: Option<Ranged<300, 600_000>>,
 }
 
 impl JournalTable {
@@ -56,6 +57,15 @@ impl JournalTable {
         }
         if let Some(url) = self.url {
             config.url = Some(database_url(reader, url.into_string())?);
+        }
+        if let Some(ms) = self.lease_ttl_ms {
+            if config.url.is_none() {
+                return Err(reader.invalid(
+                    "journal.lease_ttl_ms",
+                    "a lease is held in a group's journal only: set `url` too, or leave it out",
+                ));
+            }
+            config.lease_ttl = ms.ms();
         }
         Ok(config)
     }

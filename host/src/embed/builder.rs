@@ -347,7 +347,7 @@ impl SluiceBuilder {
                 super::state::check_journal(&journal_path, &earlier, self.fresh_journal)?;
                 Journal::open_or_create(&journal_path)?
             }
-            Some(url) => Journal::connect(url.expose(), &host)?,
+            Some(url) => Journal::connect_with(url.expose(), &host, config.journal.lease_ttl)?,
         });
         let gate = match store {
             None => None,
@@ -425,15 +425,23 @@ impl SluiceBuilder {
         if let Some(listener) = self.on_write_step {
             writes = writes.on_step(listener);
         }
-        if let Some(gate) = gate {
+        // In a group's journal an action is claimed by its row there, which names its
+        // owner and passes to another host when the owner is gone; a claim in the store
+        // would name the first owner for 30 days.
+        if let Some(gate) = gate.filter(|_| !journal.is_shared()) {
             writes = writes.claims(gate);
         }
+        let writes = Arc::new(writes);
+        let group = journal
+            .is_shared()
+            .then(|| super::group::take_over_the_gone(Arc::downgrade(&writes), journal.clone()));
         // Every part is up: from now on a watched plugin file's change reloads it.
         plugins.watch();
         Ok(Sluice {
             executor,
             plugins,
             writes,
+            group,
             journal,
             audit,
             clock,

@@ -23,6 +23,7 @@
 //! ```
 
 mod builder;
+mod group;
 mod state;
 
 use std::collections::BTreeMap;
@@ -45,7 +46,10 @@ pub struct Sluice {
     executor: Arc<Executor>,
     /// Every provider's plugin, and what reloading one takes.
     plugins: Arc<PluginSet>,
-    writes: Writes,
+    writes: Arc<Writes>,
+    /// In a group that shares its journal: the task that takes over the writes of hosts
+    /// that are gone (see `group`).
+    group: Option<tokio::task::JoinHandle<()>>,
     // Read only through `journal()`, a part of the internals.
     #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     journal: Arc<Journal>,
@@ -53,6 +57,14 @@ pub struct Sluice {
     clock: Arc<dyn Clock>,
     /// Each provider's base URL, for calls with a relative URL.
     base_urls: BTreeMap<String, String>,
+}
+
+impl Drop for Sluice {
+    fn drop(&mut self) {
+        if let Some(task) = &self.group {
+            task.abort();
+        }
+    }
 }
 
 impl Sluice {

@@ -112,6 +112,34 @@ pub(crate) enum DbError {
     Column(#[from] BadColumn),
 }
 
+/// Why a step of a journal transaction stopped: the database failed, or the journal
+/// refuses what was asked.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    /// A statement failed.
+    Db(DbError),
+    /// The journal refuses.
+    Journal(super::JournalError),
+}
+
+impl From<DbError> for Fail {
+    fn from(e: DbError) -> Self {
+        Self::Db(e)
+    }
+}
+
+impl From<BadColumn> for Fail {
+    fn from(e: BadColumn) -> Self {
+        Self::Db(e.into())
+    }
+}
+
+impl From<super::JournalError> for Fail {
+    fn from(e: super::JournalError) -> Self {
+        Self::Journal(e)
+    }
+}
+
 /// One row a query returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Row(pub Vec<Value>);

@@ -129,6 +129,17 @@ pub enum JournalError {
         /// The host that recorded it.
         owner: String,
     },
+    /// This host's lease in the group ran out (or has too little left to finish an attempt):
+    /// another host may take its actions, so it sends nothing more until it holds one again.
+    #[error(
+        "host `{host}` does not hold its lease in the group's journal now (the database was \
+         slow or unreachable, or the host was paused): nothing was sent; the action stays to \
+         be settled by its owner"
+    )]
+    LeaseLost {
+        /// This host.
+        host: String,
+    },
     /// A state change the journal does not allow.
     #[error("action {id} cannot go from {from} to {to}")]
     Transition {

@@ -1,5 +1,7 @@
-//! The action journal: one row per logical action, written to SQLite before the first byte
-//! of a write goes out.
+//! The action journal: one row per logical action, written before the first byte of a write
+//! goes out — to the host's own SQLite file, or to the PostgreSQL a group of hosts shares
+//! ([`Journal::connect`]; each action then belongs to the host that recorded it, and passes
+//! to another when that host is gone: `group`).
 //!
 //! A duplicated payment is the failure this exists to prevent. So the intent to act — the
 //! action's identity, its body, and the idempotency key generated for it once — is committed
@@ -128,6 +130,8 @@ pub struct Journal {
     path: String,
     /// The host whose actions these are, in a group's database; empty in a host's own file.
     owner: String,
+    /// How long this host's lease lasts, in a group's journal.
+    lease_ttl: std::time::Duration,
     backend: Backend,
     health: health::Health,
 }
@@ -140,34 +144,6 @@ enum Backend {
     /// A database a group of hosts shares.
     #[cfg(feature = "postgres")]
     Postgres(postgres::Postgres),
-}
-
-/// Why a step of a journal transaction stopped: the database failed, or the journal
-/// refuses what was asked.
-#[derive(Debug)]
-pub(crate) enum Fail {
-    /// A statement failed.
-    Db(DbError),
-    /// The journal refuses.
-    Journal(JournalError),
-}
-
-impl From<DbError> for Fail {
-    fn from(e: DbError) -> Self {
-        Self::Db(e)
-    }
-}
-
-impl From<BadColumn> for Fail {
-    fn from(e: BadColumn) -> Self {
-        Self::Db(e.into())
-    }
-}
-
-impl From<JournalError> for Fail {
-    fn from(e: JournalError) -> Self {
-        Self::Journal(e)
-    }
 }
 
 const COLUMNS: &str = "id, task, action, provider, method, route, class, idempotency_key, \
@@ -307,6 +283,26 @@ impl Journal {
         }
     }
 
+    /// The state of action `id`, read inside a transaction that changes it: refused when
+    /// another host of the group owns the action.
+    pub(crate) fn own(&self, c: Conn<'_>, id: i64) -> Result<State, Fail> {
+        let found = c.row(
+            "SELECT state, owner, task, action FROM actions WHERE id = ?1",
+            values![id],
+        )?;
+        let found = found.ok_or(JournalError::Missing(id))?;
+        let owner: String = found.get(1)?;
+        if owner != self.owner {
+            return Err(JournalError::OwnedElsewhere {
+                task: found.get(2)?,
+                action: found.get(3)?,
+                owner,
+            }
+            .into());
+        }
+        Ok(found.parsed(0, "state", State::parse)?)
+    }
+
     /// Whether a group of hosts shares this journal (PostgreSQL): decisions an operator
     /// makes through another host are carried out by this one only when it looks.
     pub fn is_shared(&self) -> bool {
@@ -323,7 +319,8 @@ impl Journal {
     ///
     /// # Errors
     /// [`JournalError::BodyMismatch`] when the action was recorded with another body,
-    /// [`JournalError::OwnedElsewhere`] when another host of the group recorded it,
+    /// [`JournalError::OwnedElsewhere`] when another host of the group recorded it and may
+    /// still send it (one that is settled, or escalated, is found here too),
     /// [`JournalError::TaskCancelled`], or a database failure.
     pub fn record(&self, intent: &Intent) -> Result<Recorded, JournalError> {
         let digest = Sha256::digest(&intent.body).to_vec();
@@ -344,8 +341,11 @@ impl Journal {
                     }
                     .into());
                 }
+                let action = action_in(c, found.get(2)?)?;
                 let owner: String = found.get(1)?;
-                if owner != self.owner {
+                // Another host's action that is settled (or waits for a person) is only
+                // answered from here; one that may still be sent is its owner's to carry on.
+                if owner != self.owner && !(action.state.is_final() || action.state == State::Escalated) {
                     return Err(JournalError::OwnedElsewhere {
                         task: intent.task.clone(),
                         action: intent.action.clone(),
@@ -353,7 +353,7 @@ impl Journal {
                     }
                     .into());
                 }
-                return Ok(Recorded::Existing(action_in(c, found.get(2)?)?));
+                return Ok(Recorded::Existing(action));
             }
             let cancelled: bool = c.one(
                 "SELECT EXISTS (SELECT 1 FROM cancelled_tasks WHERE task = ?1)",
@@ -419,21 +419,7 @@ impl Journal {
         operation_id: Option<&str>,
     ) -> Result<Action, JournalError> {
         self.write(|c| {
-            let found = c.row(
-                "SELECT state, owner, task, action FROM actions WHERE id = ?1",
-                values![id],
-            )?;
-            let found = found.ok_or(JournalError::Missing(id))?;
-            let from = found.parsed(0, "state", State::parse)?;
-            let owner: String = found.get(1)?;
-            if owner != self.owner {
-                return Err(JournalError::OwnedElsewhere {
-                    task: found.get(2)?,
-                    action: found.get(3)?,
-                    owner,
-                }
-                .into());
-            }
+            let from = self.own(c, id)?;
             if !from.may_become(to) {
                 return Err(JournalError::Transition {
                     id,
@@ -441,6 +427,10 @@ impl Journal {
                     to: to.name(),
                 }
                 .into());
+            }
+            if to == State::Sent {
+                // The last step before an attempt's first byte.
+                self.check_lease(c)?;
             }
             c.exec(
                 "UPDATE actions SET state = ?2, \
@@ -576,6 +566,7 @@ mod attempts;
 pub(crate) mod db;
 mod error;
 pub mod escalations;
+mod group;
 mod health;
 mod open;
 #[cfg(feature = "postgres")]
@@ -586,6 +577,8 @@ pub mod text;
 pub use answers::{KeptAnswer, MAX_KEPT_ANSWER};
 pub use attempts::AttemptRecord;
 pub use error::JournalError;
+pub use group::{DEFAULT_LEASE_TTL, TakenOver};
+pub(crate) use db::Fail;
 use db::{BadColumn, Conn, DbError, Row, Value, values};
 pub use open::{APPLICATION_ID, Probe, SCHEMA_VERSION};
 pub use state::State;

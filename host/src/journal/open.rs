@@ -432,6 +432,7 @@ impl Journal {
         Self {
             path,
             owner: String::new(),
+            lease_ttl: super::group::DEFAULT_LEASE_TTL,
             backend: super::Backend::Sqlite(Mutex::new(conn)),
             health: super::health::Health::default(),
         }
@@ -460,6 +461,18 @@ impl Journal {
     /// Always [`JournalError::Postgres`], saying so.
     pub fn connect_existing(url: &str) -> Result<Self, JournalError> {
         Self::connect(url, "")
+    }
+
+    /// As [`Journal::connect`]: this build cannot.
+    ///
+    /// # Errors
+    /// Always [`JournalError::Postgres`], saying so.
+    pub fn connect_with(
+        url: &str,
+        owner: &str,
+        _lease_ttl: Duration,
+    ) -> Result<Self, JournalError> {
+        Self::connect(url, owner)
     }
 }
 #[cfg(test)]

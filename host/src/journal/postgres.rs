@@ -192,6 +192,42 @@ impl Postgres {
         rx.recv().map_err(|_| PgError::Stopped)
     }
 
+    /// Renews `owner`'s lease every quarter of `ttl`, on the journal's runtime, for as long as
+    /// the journal lives: a host's lease does not wait for its own tasks. A renewal that
+    /// fails is logged, and the next one tries again.
+    pub fn keep_lease(&self, owner: String, ttl: Duration) {
+        let pool = self.pool.clone();
+        self.handle.spawn(async move {
+            let sql = format!(
+                "INSERT INTO hosts (host, lease_until_ms) VALUES ($1, {} + $2) \
+                 ON CONFLICT (host) DO UPDATE SET lease_until_ms = excluded.lease_until_ms",
+                super::group::NOW_MS
+            );
+            let ttl_ms = super::group::ms(ttl);
+            loop {
+                tokio::time::sleep(ttl / 4).await;
+                // Serializable, as every write of the journal: a takeover that read this
+                // lease as run out and a renewal are ordered one way or the other.
+                let renewed = async {
+                    let mut client = pool.get().await.map_err(|e| e.to_string())?;
+                    let tx = client
+                        .build_transaction()
+                        .isolation_level(tokio_postgres::IsolationLevel::Serializable)
+                        .start()
+                        .await
+                        .map_err(|e| describe(&e))?;
+                    tx.execute(&sql, &[&owner, &ttl_ms])
+                        .await
+                        .map_err(|e| describe(&e))?;
+                    tx.commit().await.map_err(|e| describe(&e))
+                };
+                if let Err(e) = renewed.await {
+                    tracing::warn!(host = %owner, "the host's lease was not renewed: {e}");
+                }
+            }
+        });
+    }
+
     /// A connection from the pool.
     pub fn conn(&self) -> Result<PgConn, PgError> {
         let pool = self.pool.clone();

@@ -409,6 +409,13 @@ fn another_host_s_action_is_neither_resumed_nor_moved_here() {
         assert!(!b.knows("task-1", "pay-1").unwrap());
         assert_eq!(a.unfinished().unwrap().len(), 1);
         assert_eq!(place.open_as("").all().unwrap().len(), 1, "the operator sees it");
+        // Settled, it is answered from any host of the group, and still moved by none but
+        // its owner.
+        a.advance(act.id, State::Succeeded, None).unwrap();
+        assert!(matches!(
+            b.record(&intent("pay-1", "amount=5")).unwrap(),
+            Recorded::Existing(found) if found.state == State::Succeeded
+        ));
         // The same body, found by its owner after a restart: carried on, not new.
         assert!(matches!(
             place.open_as("host-a").record(&intent("pay-1", "amount=5")).unwrap(),

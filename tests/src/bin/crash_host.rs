@@ -4,13 +4,17 @@
 //!
 //! `crash_host <PROVIDER> <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> [--pause-at K]
 //! [--checkpoint-every N] [--cache DIR] [--new-witness-epoch] [--store URL --host-id ID]
-//! [--linger-ms MS]`
+//! [--linger-ms MS] [--journal-url URL --lease-ttl-ms MS]`
 //!
 //! The damage soak's options: a signed checkpoint every `N` audit records (so a short run
 //! has a witness to lose), compiled plugins cached in `DIR` (so an artifact can be swapped
 //! without touching other tests' cache), the operator's word to start a new witness epoch,
 //! and a shared store (Redis at `URL`, two hosts, this one `ID`) whose state can be lost,
 //! with the host kept alive `MS` after its work (`done`) so that the store's upkeep runs.
+//! The group runs' options: the journal of a group of hosts (PostgreSQL at `URL`), with a
+//! lease of `MS`; an action another host of the group owns is tried again every 100 ms, as
+//! an agent whose call a load balancer sent to another replica would, until it is taken
+//! over (or 30 s pass). So is a write deferred (nothing sent, the action pending).
 //! A host that will not start says why on its standard error and exits 3.
 //!
 //! `PROVIDER` is `stripe` or `github` (`sluice_tests::crash_run::Provider`): the plugin that
@@ -22,8 +26,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use sluice::contract::RequestClass;
+use sluice::journal::JournalError;
 use sluice::plugin::ComponentCache;
 use sluice::retry::{RetryConfig, class_named};
+use sluice::writes::{WriteError, WriteOutcome};
 use sluice_tests::crash_run::Provider;
 use sluice_tests::stack::{Paths, builder, transport, write};
 use sluice_tests::store_loss::LEASE_TTL_MS;
@@ -32,6 +38,9 @@ use sluice_tests::store_loss::LEASE_TTL_MS;
 /// its slowest scripted answer in the crash runs takes 450 ms (`crash_run::Run::seeded`),
 /// and a loaded machine may start it late.
 const PROVIDER_TIMEOUT: Duration = Duration::from_millis(800);
+
+/// How long an action another host of the group owns, or one deferred, is tried again.
+const OWNED_ELSEWHERE_PATIENCE: Duration = Duration::from_secs(30);
 
 fn main() {
     // Warnings (a recompiled artifact, a tightened file) go to standard error, which the
@@ -44,7 +53,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage = "crash_host <PROVIDER> <PROVIDER_URL> <STATE_DIR> <TASK> <ACTIONS> <CLASS> \
                  [--pause-at K] [--checkpoint-every N] [--cache DIR] [--new-witness-epoch] \
-                 [--store URL --host-id ID] [--linger-ms MS]";
+                 [--store URL --host-id ID] [--linger-ms MS] \
+                 [--journal-url URL --lease-ttl-ms MS]";
     let [_, provider, url, dir, task, actions, class, rest @ ..] = &args[..] else {
         eprintln!("usage: {usage}");
         std::process::exit(2);
@@ -57,6 +67,7 @@ fn main() {
     let class = class_named(class).unwrap_or(RequestClass::UncertainWrite);
     let (mut pause_at, mut checkpoint_every, mut cache, mut new_epoch) = (None, None, None, false);
     let (mut store, mut host_id, mut linger) = (None, None, Duration::ZERO);
+    let (mut journal_url, mut lease_ttl_ms) = (None, None);
     let mut options = rest.iter();
     while let Some(flag) = options.next() {
         let mut value = || options.next().expect("a value after the option").clone();
@@ -69,6 +80,10 @@ fn main() {
             "--new-witness-epoch" => new_epoch = true,
             "--store" => store = Some(value()),
             "--host-id" => host_id = Some(value()),
+            "--journal-url" => journal_url = Some(value()),
+            "--lease-ttl-ms" => {
+                lease_ttl_ms = Some(value().parse::<u64>().expect("MS is a number"));
+            }
             "--linger-ms" => {
                 linger = Duration::from_millis(value().parse().expect("MS is a number"));
             }
@@ -104,6 +119,12 @@ fn main() {
             "[store]\nurl = \"{url}\"\nhosts = 2\nhost_id = \"{id}\"\n\
              lease_ttl_ms = {LEASE_TTL_MS}\ntimeout_ms = 500\n"
         ));
+    }
+    if let Some(url) = journal_url {
+        config.push_str(&format!("[journal]\nurl = \"{url}\"\n"));
+        if let Some(ms) = lease_ttl_ms {
+            config.push_str(&format!("lease_ttl_ms = {ms}\n"));
+        }
     }
     let mut builder = builder(
         provider.name(),
@@ -158,7 +179,32 @@ fn main() {
             if provider == Provider::GitHub {
                 w.call.headers = vec![("content-type".into(), "application/json".into())];
             }
-            match writes.write(&w).await {
+            let mut waited = Duration::ZERO;
+            let outcome = loop {
+                match writes.write(&w).await {
+                    Err(WriteError::Journal(JournalError::OwnedElsewhere { .. }))
+                        if waited < OWNED_ELSEWHERE_PATIENCE =>
+                    {
+                        if waited.is_zero() {
+                            println!("owned-elsewhere a{i}");
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        waited += Duration::from_millis(100);
+                    }
+                    // Nothing was sent and the action waits, as its outcome says: an agent
+                    // sends it again.
+                    Ok(WriteOutcome::Deferred { terminal, .. })
+                        if waited < OWNED_ELSEWHERE_PATIENCE =>
+                    {
+                        let why = terminal.map_or_else(String::new, |t| format!("{:?}", t.reason));
+                        println!("deferred a{i} {why}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        waited += Duration::from_millis(100);
+                    }
+                    other => break other,
+                }
+            };
+            match outcome {
                 Ok(o) => println!("outcome a{i} {:?}", o.action().state),
                 Err(e) => println!("error a{i} {e}"),
             }

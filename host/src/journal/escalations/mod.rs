@@ -100,10 +100,7 @@ impl Journal {
     ) -> Result<i64, JournalError> {
         self.write(|c| {
             if let Some(id) = action_id {
-                let from = c.row("SELECT state FROM actions WHERE id = ?1", values![id])?;
-                let from = from
-                    .ok_or(JournalError::Missing(id))?
-                    .parsed(0, "state", State::parse)?;
+                let from = self.own(c, id)?;
                 if from != State::Escalated {
                     if !from.may_become(State::Escalated) {
                         return Err(JournalError::Transition {

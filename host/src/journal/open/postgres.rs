@@ -13,6 +13,8 @@ use super::super::db::DbError;
 use super::super::postgres::Postgres;
 use super::super::{Backend, Fail, Journal, JournalError, health::Health};
 use super::SCHEMA_VERSION;
+use super::super::group::DEFAULT_LEASE_TTL;
+use std::time::Duration;
 
 /// The lock that makes the schema once, whoever connects first (`sluc` in ASCII).
 const SCHEMA_LOCK: i64 = 0x736c_7563;
@@ -107,11 +109,15 @@ CREATE TABLE answers (
     at_ms BIGINT NOT NULL
 );
 CREATE INDEX answers_at ON answers (at_ms);
+CREATE TABLE hosts (
+    host TEXT PRIMARY KEY,
+    lease_until_ms BIGINT NOT NULL
+);
 "#;
 
 /// The tables a journal has: a database holding one of them without `sluice_schema` is
 /// not a journal.
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 9] = [
     "actions",
     "cancelled_tasks",
     "attempts",
@@ -120,6 +126,7 @@ const TABLES: [&str; 8] = [
     "disclosures",
     "budget_use",
     "answers",
+    "hosts",
 ];
 
 /// What the database is, read under the schema lock; a blank one is made a journal.
@@ -187,7 +194,23 @@ impl Journal {
     /// [`JournalError::Postgres`] when the URL does not parse or the database does not
     /// answer, [`JournalError::NewerSchema`], [`JournalError::NotAJournal`].
     pub fn connect(url: &str, owner: &str) -> Result<Self, JournalError> {
-        Self::connect_to(url, owner, true)
+        Self::connect_with(url, owner, DEFAULT_LEASE_TTL)
+    }
+
+    /// As [`Journal::connect`], with a lease of `lease_ttl`: this host holds it from now on
+    /// (renewed every quarter of it), and another host of the group takes this host's
+    /// unfinished actions once it has run out for as long again ([`Journal::take_over`]).
+    ///
+    /// # Errors
+    /// As [`Journal::connect`].
+    pub fn connect_with(
+        url: &str,
+        owner: &str,
+        lease_ttl: Duration,
+    ) -> Result<Self, JournalError> {
+        let journal = Self::connect_to(url, owner, true, lease_ttl)?;
+        journal.hold_lease()?;
+        Ok(journal)
     }
 
     /// Connects to the group's journal at `url` for an operator's command: every host's
@@ -197,10 +220,15 @@ impl Journal {
     /// # Errors
     /// As [`Journal::connect`], and [`JournalError::NotAJournal`] for a blank database.
     pub fn connect_existing(url: &str) -> Result<Self, JournalError> {
-        Self::connect_to(url, "", false)
+        Self::connect_to(url, "", false, DEFAULT_LEASE_TTL)
     }
 
-    fn connect_to(url: &str, owner: &str, create: bool) -> Result<Self, JournalError> {
+    fn connect_to(
+        url: &str,
+        owner: &str,
+        create: bool,
+        lease_ttl: Duration,
+    ) -> Result<Self, JournalError> {
         let shown = super::super::postgres::shown(url);
         let pg = Postgres::new(url).map_err(|error| JournalError::Postgres {
             path: shown.clone(),
@@ -209,6 +237,7 @@ impl Journal {
         let journal = Self {
             path: shown.clone(),
             owner: owner.to_owned(),
+            lease_ttl,
             backend: Backend::Postgres(pg),
             health: Health::default(),
         };

@@ -204,6 +204,15 @@ pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
             recorded it. Every host of the group names the same one.",
     },
     KeyDoc {
+        key: "journal.lease_ttl_ms",
+        kind: "integer",
+        default: "10000",
+        range: "300 ..= 600000",
+        what: "How long a host's lease in the group's journal lasts, renewed every quarter of \
+            it. A host whose lease ran out, and then as long again, is gone: another host \
+            takes over its unfinished writes. With `url` only.",
+    },
+    KeyDoc {
         key: "transport.connect_timeout_ms",
         kind: "integer",
         default: "5000",

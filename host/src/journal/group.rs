@@ -1,0 +1,140 @@
+//! Hosts of a group, in a journal they share: each host's lease, and the takeover of a
+//! host that is gone.
+//!
+//! A host that connects as an owner ([`Journal::connect_with`]) holds a lease in the table
+//! `hosts`, renewed every quarter of its length by the journal's own runtime, on the
+//! database's clock (so the hosts' clocks need not agree). A host whose lease ran out, and
+//! then a grace as long again, is gone: another host takes its unfinished actions
+//! ([`Journal::take_over`]) and settles them as a restarted owner would — reconcile first,
+//! never a blind resend, escalate when unsure ([`crate::writes::Writes::recover`]).
+//!
+//! **Fencing.** Every state change of an action checks, in its own transaction, that this
+//! host still owns it; an attempt is marked `sent` (which comes before its first byte) only
+//! while this host's lease has at least a quarter of its length to run (so a renewal may be
+//! late by half a lease before a send is refused)
+//! ([`JournalError::LeaseLost`] otherwise). A host that was paused and comes back finds its
+//! actions taken and sends none of them. What this cannot fence is a host frozen between
+//! marking an attempt `sent` and writing its first byte for longer than a quarter of a lease
+//! and the grace together (by default 12.5 s, in a window of microseconds); the taker's first
+//! move on such an attempt is a lookup that is believed only when a second one, a provider
+//! timeout later, agrees.
+//!
+//! In a host's own file there is one host: no lease, and nothing to take over.
+
+use std::time::Duration;
+
+use super::db::{Conn, values};
+use super::{Fail, Journal, JournalError};
+
+/// The database's clock, in milliseconds since the Unix epoch, read when the statement runs.
+pub(crate) const NOW_MS: &str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
+
+/// How long a host's lease lasts unless configured (`[journal] lease_ttl_ms`).
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+
+/// What a takeover took from a host that is gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakenOver {
+    /// The host that is gone.
+    pub from: String,
+    /// How many of its unfinished actions are this host's now.
+    pub actions: usize,
+}
+
+pub(crate) fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Renews (or takes) `owner`'s lease for `ttl` on `c`.
+#[cfg(feature = "postgres")]
+fn renew_in(c: Conn<'_>, owner: &str, ttl: Duration) -> Result<(), Fail> {
+    c.exec(
+        &format!(
+            "INSERT INTO hosts (host, lease_until_ms) VALUES (?1, {NOW_MS} + ?2) \
+             ON CONFLICT (host) DO UPDATE SET lease_until_ms = excluded.lease_until_ms"
+        ),
+        values![owner, ms(ttl)],
+    )?;
+    Ok(())
+}
+
+impl Journal {
+    /// Refuses, inside a transaction on `c`, an attempt this host may no longer send: its
+    /// lease has less than a quarter of its length to run, so another host may take its
+    /// actions before the attempt is done. Nothing to check in a host's own file.
+    pub(crate) fn check_lease(&self, c: Conn<'_>) -> Result<(), Fail> {
+        if !self.is_shared() || self.owner.is_empty() {
+            return Ok(());
+        }
+        let left: Option<i64> = c.one(
+            &format!("SELECT max(lease_until_ms) - {NOW_MS} FROM hosts WHERE host = ?1"),
+            values![&self.owner],
+        )?;
+        let margin = ms(self.lease_ttl) / 4;
+        match left {
+            Some(left) if left > margin => Ok(()),
+            _ => Err(JournalError::LeaseLost {
+                host: self.owner.clone(),
+            }
+            .into()),
+        }
+    }
+
+    /// Takes the unfinished actions (and the escalated ones) of every host of the group
+    /// whose lease ran out more than `grace` ago: they are this host's from the commit on,
+    /// and their hosts are forgotten (one that comes back takes a new lease and finds its
+    /// actions gone). Returns what was taken, from whom. Nothing in a host's own file.
+    ///
+    /// # Errors
+    /// A database failure; then nothing was taken.
+    pub fn take_over(&self, grace: Duration) -> Result<Vec<TakenOver>, JournalError> {
+        if !self.is_shared() || self.owner.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write(|c| {
+            let gone = c.rows(
+                &format!(
+                    "SELECT host FROM hosts WHERE host <> ?1 AND lease_until_ms + ?2 < {NOW_MS} \
+                     ORDER BY host"
+                ),
+                values![&self.owner, ms(grace)],
+            )?;
+            let mut taken = Vec::new();
+            for row in gone {
+                let from: String = row.get(0)?;
+                let n = c.exec(
+                    "UPDATE actions SET owner = ?1 WHERE owner = ?2 \
+                     AND state NOT IN ('succeeded', 'failed', 'cancelled')",
+                    values![&self.owner, &from],
+                )?;
+                c.exec("DELETE FROM hosts WHERE host = ?1", values![&from])?;
+                taken.push(TakenOver {
+                    from,
+                    actions: usize::try_from(n).unwrap_or(usize::MAX),
+                });
+            }
+            Ok(taken)
+        })
+    }
+
+    /// How long this host's lease lasts (renewed every quarter of it).
+    pub fn lease_ttl(&self) -> Duration {
+        self.lease_ttl
+    }
+
+    /// Takes this host's lease now, and has the journal's runtime renew it every quarter of
+    /// its length. Only for a group's journal and an owner.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn hold_lease(&self) -> Result<(), JournalError> {
+        if let super::Backend::Postgres(pg) = &self.backend
+            && !self.owner.is_empty()
+        {
+            self.write(|c| renew_in(c, &self.owner, self.lease_ttl))?;
+            pg.keep_lease(self.owner.clone(), self.lease_ttl);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,111 @@
+//! Leases and takeover in a group's journal (PostgreSQL only: a file has one host).
+
+use std::time::Duration;
+
+use super::*;
+use crate::journal::tests::{Place, intent, places};
+use crate::journal::{Recorded, State};
+
+const TTL: Duration = Duration::from_millis(300);
+
+/// Each group database of the tests: none when PostgreSQL is not given.
+fn groups() -> Vec<String> {
+    places()
+        .into_iter()
+        .filter_map(|p| match p {
+            Place::File(_) => None,
+            #[cfg(feature = "postgres")]
+            Place::Shared(url) => Some(url),
+        })
+        .collect()
+}
+
+/// Sets `host`'s lease to end `ms` from now on the database's clock, as a pause or a slow
+/// database would leave it.
+fn lease_ends_in(j: &Journal, host: &str, ms: i64) {
+    j.write(|c| {
+        c.exec(
+            &format!("UPDATE hosts SET lease_until_ms = {NOW_MS} + ?2 WHERE host = ?1"),
+            values![host, ms],
+        )?;
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_live_host_keeps_its_lease_and_its_actions() {
+    for url in groups() {
+        let a = Journal::connect_with(&url, "host-a", TTL).unwrap();
+        let b = Journal::connect_with(&url, "host-b", TTL).unwrap();
+        a.record(&intent("pay-1", "x")).unwrap();
+        // Three lease lengths: renewed all along by the journal's own runtime.
+        std::thread::sleep(TTL * 3);
+        assert_eq!(b.take_over(TTL).unwrap(), vec![]);
+        assert_eq!(a.unfinished().unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn a_host_gone_for_a_lease_and_a_grace_has_its_unfinished_actions_taken_once() {
+    for url in groups() {
+        let a = Journal::connect_with(&url, "host-a", TTL).unwrap();
+        let Recorded::New(sent) = a.record(&intent("pay-1", "x")).unwrap() else {
+            panic!("new")
+        };
+        a.advance(sent.id, State::Sent, None).unwrap();
+        let Recorded::New(done) = a.record(&intent("pay-2", "y")).unwrap() else {
+            panic!("new")
+        };
+        a.advance(done.id, State::Sent, None).unwrap();
+        a.advance(done.id, State::Succeeded, None).unwrap();
+        drop(a); // kill -9: no renewal from now on
+        let b = Journal::connect_with(&url, "host-b", TTL).unwrap();
+        let c = Journal::connect_with(&url, "host-c", TTL).unwrap();
+        assert_eq!(b.take_over(TTL).unwrap(), vec![], "not gone yet");
+        std::thread::sleep(TTL * 3);
+        // Two hosts look at once: one takes, the other finds nothing left.
+        let (by_b, by_c) = std::thread::scope(|s| {
+            let tb = s.spawn(|| b.take_over(TTL).unwrap());
+            let tc = s.spawn(|| c.take_over(TTL).unwrap());
+            (tb.join().unwrap(), tc.join().unwrap())
+        });
+        let taken: Vec<&TakenOver> = by_b.iter().chain(&by_c).collect();
+        assert_eq!(
+            taken,
+            [&TakenOver {
+                from: "host-a".into(),
+                actions: 1
+            }],
+            "the unfinished action, once; the finished one stays host-a's"
+        );
+        let taker = if by_b.is_empty() { &c } else { &b };
+        let resumed = taker.unfinished().unwrap();
+        assert_eq!(resumed.iter().map(|a| a.id).collect::<Vec<_>>(), [sent.id]);
+        assert_eq!(resumed[0].idempotency_key, sent.idempotency_key, "its key");
+    }
+}
+
+#[test]
+fn a_paused_host_that_comes_back_sends_nothing_it_lost() {
+    for url in groups() {
+        let a = Journal::connect_with(&url, "host-a", TTL).unwrap();
+        let b = Journal::connect_with(&url, "host-b", TTL).unwrap();
+        let Recorded::New(act) = a.record(&intent("pay-1", "x")).unwrap() else {
+            panic!("new")
+        };
+        // Nearly out of lease (a slow database, a long pause): no attempt may start.
+        lease_ends_in(&a, "host-a", 20);
+        let e = a.advance(act.id, State::Sent, None).unwrap_err();
+        assert!(matches!(e, JournalError::LeaseLost { .. }), "{e}");
+        // Paused past the lease and the grace: the group takes its action.
+        lease_ends_in(&a, "host-a", -ms(TTL) - 10);
+        assert_eq!(b.take_over(TTL).unwrap().len(), 1);
+        // The host comes back (its lease renewed) and finds it is not its own any more.
+        std::thread::sleep(TTL);
+        let e = a.advance(act.id, State::Sent, None).unwrap_err();
+        assert!(matches!(e, JournalError::OwnedElsewhere { .. }), "{e}");
+        assert!(a.unfinished().unwrap().is_empty());
+        b.advance(act.id, State::Sent, None).unwrap();
+    }
+}
