@@ -114,3 +114,34 @@ fn budgets_never_creates_a_journal() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!path.exists());
 }
+
+/// Two hosts of a group count one tenant's spend in the group's PostgreSQL journal:
+/// `sluice budgets --journal postgres://…` shows the sum, as it would on either host.
+#[test]
+fn budgets_of_a_group_show_every_host_s_spend_from_its_database() {
+    let Some(url) = sluice_fake_provider::services::postgres_schema() else {
+        return;
+    };
+    let berlin = Calendar::named("Europe/Berlin").unwrap();
+    let periods = Window::ALL.map(|w| berlin.period(w, SystemClock.wall_ms()));
+    for (host, spend_micros) in [("host-a", 3_000_000), ("host-b", 6_100_000)] {
+        let journal = Journal::connect(&url, host).unwrap();
+        let spent = Amounts {
+            requests: 20,
+            tokens: 60_000,
+            spend_micros,
+        };
+        journal
+            .change_budget_use("acme", &periods, &spent, &Amounts::default())
+            .unwrap();
+    }
+    let o = sluice(&["budgets", "--journal", &url, "--config", &example()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let shown = format!(
+        "  spend_micros_per_month {}: 9.100000 USD of 1000.000000 USD used (0%)",
+        periods[1].label
+    );
+    assert!(out.contains(&shown), "no `{shown}` in:\n{out}");
+    assert!(!out.contains("postgres@"), "the URL is not printed:\n{out}");
+}

@@ -46,3 +46,42 @@ pub fn runs(program: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// A new, empty schema of the test PostgreSQL (`SLUICE_TEST_POSTGRES_URL`; `.ci/run` starts
+/// one with `tests/postgres/start.sh`), and the URL that uses it (its `search_path`):
+/// `None` when no database is given (the test skips, saying so), a failure instead when
+/// `SLUICE_REQUIRE_SERVICES` is set.
+///
+/// # Panics
+/// When the database does not answer `psql`.
+pub fn postgres_schema() -> Option<String> {
+    let url = std::env::var("SLUICE_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if missing(
+        "PostgreSQL (SLUICE_TEST_POSTGRES_URL)",
+        url.is_some(),
+        "start one with `eval \"$(tests/postgres/start.sh DIR)\"`",
+    ) {
+        return None;
+    }
+    let url = url?;
+    // A name no other test, process or earlier run takes: the standard library's random
+    // hash keys, over a count of this process's schemas.
+    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let random =
+        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), n);
+    let name = format!("t_{random:016x}");
+    let out = std::process::Command::new("psql")
+        .args([url.as_str(), "-qAtc", &format!("CREATE SCHEMA {name}")])
+        .output()
+        .expect("psql runs (Debian's postgresql-client)");
+    assert!(
+        out.status.success(),
+        "psql could not make a schema in {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sep = if url.contains('?') { '&' } else { '?' };
+    Some(format!("{url}{sep}options=-csearch_path%3D{name}"))
+}

@@ -140,6 +140,16 @@ pub enum JournalError {
         /// This host.
         host: String,
     },
+    /// Another live process holds this host's id in the group's journal: two processes that
+    /// both owned its actions could both send one.
+    #[error(
+        "another live process holds host id `{host}` in the group's journal, and its lease \
+         did not run out: stop it first, or give this host another `host_id`"
+    )]
+    HostIdInUse {
+        /// The host id.
+        host: String,
+    },
     /// A state change the journal does not allow.
     #[error("action {id} cannot go from {from} to {to}")]
     Transition {

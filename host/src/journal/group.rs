@@ -45,18 +45,28 @@ pub(crate) fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Renews (or takes) `owner`'s lease for `ttl` on `c`.
+/// The statement that takes or renews host `?1`'s lease for `?2` ms as process `?3`: it
+/// changes nothing (0 rows) while another live process holds the host's id, since two
+/// processes that both think they own its actions could both send one.
 #[cfg(feature = "postgres")]
-fn renew_in(c: Conn<'_>, owner: &str, ttl: Duration) -> Result<(), Fail> {
-    c.exec(
-        &format!(
-            "INSERT INTO hosts (host, lease_until_ms) VALUES (?1, {NOW_MS} + ?2) \
-             ON CONFLICT (host) DO UPDATE SET lease_until_ms = excluded.lease_until_ms"
-        ),
-        values![owner, ms(ttl)],
-    )?;
-    Ok(())
+pub(crate) fn take_lease_sql() -> String {
+    format!(
+        "INSERT INTO hosts (host, lease_until_ms, process) VALUES (?1, {NOW_MS} + ?2, ?3) \
+         ON CONFLICT (host) DO UPDATE SET lease_until_ms = excluded.lease_until_ms, \
+         process = excluded.process \
+         WHERE hosts.process = excluded.process OR hosts.lease_until_ms < {NOW_MS}"
+    )
 }
+
+/// How many renewals in a row (a quarter of a lease each) a host needs before it calls
+/// another host gone: two leases' worth, so that a host back from an outage of the
+/// database, whose own lease had run out with everyone's, takes nothing from hosts that
+/// are coming back with it.
+const RENEWALS_BEFORE_TAKING: u32 = 8;
+
+/// How long a starting host waits for an earlier process with its id to let go.
+#[cfg(feature = "postgres")]
+const ID_PATIENCE_LEASES: u32 = 2;
 
 impl Journal {
     /// Refuses, inside a transaction on `c`, an attempt this host may no longer send: its
@@ -67,8 +77,11 @@ impl Journal {
             return Ok(());
         }
         let left: Option<i64> = c.one(
-            &format!("SELECT max(lease_until_ms) - {NOW_MS} FROM hosts WHERE host = ?1"),
-            values![&self.owner],
+            &format!(
+                "SELECT max(lease_until_ms) - {NOW_MS} FROM hosts \
+                 WHERE host = ?1 AND process = ?2"
+            ),
+            values![&self.owner, &self.process],
         )?;
         let margin = ms(self.lease_ttl) / 4;
         match left {
@@ -88,10 +101,15 @@ impl Journal {
     /// # Errors
     /// A database failure; then nothing was taken.
     pub fn take_over(&self, grace: Duration) -> Result<Vec<TakenOver>, JournalError> {
-        if !self.is_shared() || self.owner.is_empty() {
+        if !self.is_shared()
+            || self.owner.is_empty()
+            || self.renewed.load(std::sync::atomic::Ordering::Relaxed) < RENEWALS_BEFORE_TAKING
+        {
             return Ok(Vec::new());
         }
         self.write(|c| {
+            // A taker holds its own lease, in the same transaction.
+            self.check_lease(c)?;
             let gone = c.rows(
                 &format!(
                     "SELECT host FROM hosts WHERE host <> ?1 AND lease_until_ms + ?2 < {NOW_MS} \
@@ -129,8 +147,28 @@ impl Journal {
         if let super::Backend::Postgres(pg) = &self.backend
             && !self.owner.is_empty()
         {
-            self.write(|c| renew_in(c, &self.owner, self.lease_ttl))?;
-            pg.keep_lease(self.owner.clone(), self.lease_ttl);
+            let take = take_lease_sql();
+            let mut waited = 0;
+            // An earlier process with this id (a restart while the old one drains) must
+            // let go first: wait up to two leases for its lease to run out.
+            while self.write(|c| {
+                Ok(c.exec(&take, values![&self.owner, ms(self.lease_ttl), &self.process])?)
+            })? == 0
+            {
+                waited += 1;
+                if waited > ID_PATIENCE_LEASES * 4 {
+                    return Err(JournalError::HostIdInUse {
+                        host: self.owner.clone(),
+                    });
+                }
+                std::thread::sleep(self.lease_ttl / 4);
+            }
+            pg.keep_lease(
+                self.owner.clone(),
+                self.process.clone(),
+                self.lease_ttl,
+                self.renewed.clone(),
+            );
         }
         Ok(())
     }

@@ -130,8 +130,11 @@ pub struct Journal {
     path: String,
     /// The host whose actions these are, in a group's database; empty in a host's own file.
     owner: String,
-    /// How long this host's lease lasts, in a group's journal.
+    /// How long this host's lease lasts, in a group's journal; this process's token in it;
+    /// and the renewals in a row since one failed.
     lease_ttl: std::time::Duration,
+    process: String,
+    renewed: std::sync::Arc<std::sync::atomic::AtomicU32>,
     backend: Backend,
     health: health::Health,
 }

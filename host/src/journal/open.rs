@@ -433,6 +433,8 @@ impl Journal {
             path,
             owner: String::new(),
             lease_ttl: super::group::DEFAULT_LEASE_TTL,
+            process: String::new(),
+            renewed: std::sync::Arc::default(),
             backend: super::Backend::Sqlite(Mutex::new(conn)),
             health: super::health::Health::default(),
         }

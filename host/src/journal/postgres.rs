@@ -71,7 +71,12 @@ impl PgError {
         match self {
             Self::Pool(_) | Self::Stopped => true,
             Self::Db(e) => match e.code() {
-                None => true,
+                // No SQL state: the connection failed (closed, or its socket), unless the
+                // client could not convert a value.
+                None => {
+                    e.is_closed()
+                        || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+                }
                 Some(c) => {
                     let c = c.code();
                     c.starts_with("08")
@@ -89,6 +94,8 @@ pub(crate) struct Postgres {
     runtime: Option<tokio::runtime::Runtime>,
     handle: tokio::runtime::Handle,
     pool: Pool,
+    /// One connection of the lease's own, so that a busy pool never delays a renewal.
+    lease_pool: Pool,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -152,31 +159,44 @@ impl Postgres {
             config.tcp_user_timeout(UNANSWERED);
         }
         config.keepalives_idle(CONNECT_PATIENCE);
+        // And on the server's side: no statement, lock wait or open transaction of a host
+        // holds others for long (a host frozen inside a transaction would hold a takeover).
+        // Ours first: a `-c` the URL's own `options` give comes later and wins.
+        let options = format!(
+            "-c statement_timeout={ms} -c lock_timeout={ms} \
+             -c idle_in_transaction_session_timeout={ms} {}",
+            config.get_options().unwrap_or(""),
+            ms = UNANSWERED.as_millis()
+        );
+        config.options(options.trim_end());
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("sluice-journal")
             .enable_all()
             .build()
             .map_err(|e| format!("the journal's client could not start: {e}"))?;
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(CONNECT_PATIENCE))
-            .create_timeout(Some(CONNECT_PATIENCE))
-            .recycle_timeout(Some(CONNECT_PATIENCE))
-            .build()
-            .map_err(|e| format!("the pool could not be made: {e}"))?;
+        let pool = |size: usize| {
+            let manager = Manager::from_config(
+                config.clone(),
+                NoTls,
+                ManagerConfig {
+                    recycling_method: RecyclingMethod::Fast,
+                },
+            );
+            Pool::builder(manager)
+                .max_size(size)
+                .runtime(deadpool_postgres::Runtime::Tokio1)
+                .wait_timeout(Some(CONNECT_PATIENCE))
+                .create_timeout(Some(CONNECT_PATIENCE))
+                .recycle_timeout(Some(CONNECT_PATIENCE))
+                .build()
+                .map_err(|e| format!("the pool could not be made: {e}"))
+        };
         Ok(Self {
             handle: runtime.handle().clone(),
             runtime: Some(runtime),
-            pool,
+            pool: pool(POOL_SIZE)?,
+            lease_pool: pool(1)?,
         })
     }
 
@@ -192,23 +212,27 @@ impl Postgres {
         rx.recv().map_err(|_| PgError::Stopped)
     }
 
-    /// Renews `owner`'s lease every quarter of `ttl`, on the journal's runtime, for as long as
-    /// the journal lives: a host's lease does not wait for its own tasks. A renewal that
-    /// fails is logged, and the next one tries again.
-    pub fn keep_lease(&self, owner: String, ttl: Duration) {
-        let pool = self.pool.clone();
+    /// Renews `owner`'s lease (as process `process`) every quarter of `ttl`, on the
+    /// journal's runtime and a connection of the lease's own, for as long as the journal
+    /// lives: a host's lease waits neither for its own tasks nor for the pool. A renewal
+    /// that fails is logged, and the next one tries again; `renewed` counts the renewals in
+    /// a row since the last that failed.
+    pub fn keep_lease(
+        &self,
+        owner: String,
+        process: String,
+        ttl: Duration,
+        renewed: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    ) {
+        let pool = self.lease_pool.clone();
         self.handle.spawn(async move {
-            let sql = format!(
-                "INSERT INTO hosts (host, lease_until_ms) VALUES ($1, {} + $2) \
-                 ON CONFLICT (host) DO UPDATE SET lease_until_ms = excluded.lease_until_ms",
-                super::group::NOW_MS
-            );
+            let sql = dollars(&super::group::take_lease_sql());
             let ttl_ms = super::group::ms(ttl);
             loop {
                 tokio::time::sleep(ttl / 4).await;
                 // Serializable, as every write of the journal: a takeover that read this
                 // lease as run out and a renewal are ordered one way or the other.
-                let renewed = async {
+                let attempt = async {
                     let mut client = pool.get().await.map_err(|e| e.to_string())?;
                     let tx = client
                         .build_transaction()
@@ -216,13 +240,24 @@ impl Postgres {
                         .start()
                         .await
                         .map_err(|e| describe(&e))?;
-                    tx.execute(&sql, &[&owner, &ttl_ms])
+                    let n = tx
+                        .execute(&sql, &[&owner, &ttl_ms, &process])
                         .await
                         .map_err(|e| describe(&e))?;
-                    tx.commit().await.map_err(|e| describe(&e))
+                    tx.commit().await.map_err(|e| describe(&e))?;
+                    if n == 0 {
+                        return Err("another live process holds this host id".to_owned());
+                    }
+                    Ok(())
                 };
-                if let Err(e) = renewed.await {
-                    tracing::warn!(host = %owner, "the host's lease was not renewed: {e}");
+                match attempt.await {
+                    Ok(()) => {
+                        renewed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        renewed.store(0, std::sync::atomic::Ordering::Relaxed);
+                        tracing::warn!(host = %owner, "the host's lease was not renewed: {e}");
+                    }
                 }
             }
         });
@@ -241,14 +276,23 @@ impl Postgres {
     /// lost conflict.
     pub fn write<T, E: From<DbError>>(
         &self,
+        f: impl FnMut(&PgConn) -> Result<T, E>,
+        conflict: impl Fn(&E) -> bool,
+    ) -> Result<T, E> {
+        self.transaction("BEGIN ISOLATION LEVEL SERIALIZABLE", f, conflict)
+    }
+
+    /// Runs `f` in one transaction begun by `begin`, as [`Postgres::write`] does.
+    pub fn transaction<T, E: From<DbError>>(
+        &self,
+        begin: &str,
         mut f: impl FnMut(&PgConn) -> Result<T, E>,
         conflict: impl Fn(&E) -> bool,
     ) -> Result<T, E> {
         let conn = self.conn().map_err(|e| E::from(e.into()))?;
         let mut tries = 0;
         loop {
-            conn.batch("BEGIN ISOLATION LEVEL SERIALIZABLE")
-                .map_err(E::from)?;
+            conn.batch(begin).map_err(E::from)?;
             let done = f(&conn).and_then(|t| conn.batch("COMMIT").map(|()| t).map_err(E::from));
             match done {
                 Ok(t) => return Ok(t),

@@ -51,6 +51,15 @@ impl State {
         Self::ALL.into_iter().find(|st| st.name() == s)
     }
 
+    /// Whether the action may still be sent or settled by its host, as a restarted host
+    /// resumes it: `pending`, `sent`, `uncertain`, `reconciling`.
+    pub fn is_unfinished(self) -> bool {
+        matches!(
+            self,
+            Self::Pending | Self::Sent | Self::Uncertain | Self::Reconciling
+        )
+    }
+
     /// Whether nothing more happens to the action.
     pub fn is_final(self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled)

@@ -39,24 +39,28 @@ impl Place {
                 let _ = owner;
                 Journal::open_or_create(&dir.path().join("journal.sqlite")).unwrap()
             }
+            // A host whose earlier process is gone for sure: its lease is taken whoever held
+            // it, and lasts for the test (leases are `group`'s tests).
             #[cfg(feature = "postgres")]
-            Self::Shared(url) => Journal::connect(url, owner).unwrap(),
+            Self::Shared(url) => {
+                let j = Journal::connect_to(url, owner, true, DEFAULT_LEASE_TTL).unwrap();
+                if !owner.is_empty() {
+                    j.write(|c| {
+                        let take = format!(
+                            "INSERT INTO hosts (host, lease_until_ms, process) \
+                             VALUES (?1, {} + 600000, ?2) ON CONFLICT (host) DO UPDATE \
+                             SET lease_until_ms = excluded.lease_until_ms, \
+                             process = excluded.process",
+                            group::NOW_MS
+                        );
+                        Ok(c.exec(&take, values![owner, &j.process])?)
+                    })
+                    .unwrap();
+                }
+                j
+            }
         }
     }
-}
-
-/// The database the tests of a group's journal use, when there is one: `None` (the tests
-/// skip, saying so) unless `SLUICE_TEST_POSTGRES_URL` is set, a failure instead when
-/// `SLUICE_REQUIRE_SERVICES` is.
-#[cfg(feature = "postgres")]
-pub(crate) fn postgres_url() -> Option<String> {
-    let url = std::env::var("SLUICE_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty());
-    let missing = sluice_fake_provider::services::missing(
-        "PostgreSQL (SLUICE_TEST_POSTGRES_URL)",
-        url.is_some(),
-        "start one with `eval \"$(tests/postgres/start.sh DIR)\"`",
-    );
-    if missing { None } else { url }
 }
 
 /// A host's file, and a fresh schema of the group's database when there is one.
@@ -64,10 +68,8 @@ pub(crate) fn places() -> Vec<Place> {
     #[allow(unused_mut)]
     let mut places = vec![Place::File(tempfile::tempdir().unwrap())];
     #[cfg(feature = "postgres")]
-    if let Some(url) = postgres_url() {
-        places.push(Place::Shared(
-            open::postgres::fresh_schema(&url).unwrap(),
-        ));
+    if let Some(url) = sluice_fake_provider::services::postgres_schema() {
+        places.push(Place::Shared(url));
     }
     places
 }

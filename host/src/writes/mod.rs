@@ -211,6 +211,8 @@ pub struct Writes {
     provider_timeout: Duration,
     /// Actions being written by this host: a second submit of one waits for the first.
     inflight: Mutex<HashMap<i64, watch::Receiver<bool>>>,
+    /// Held while decisions are carried out, so that each is carried out once.
+    deciding: tokio::sync::Mutex<()>,
     /// The shared store in which this host claims each action before it records it, when
     /// several hosts share the quotas (see [`crate::admission::shared::ClaimError`]).
     claims: Option<crate::admission::shared::Gate>,
@@ -278,6 +280,7 @@ impl Writes {
             listener: None,
             provider_timeout: DEFAULT_PROVIDER_TIMEOUT,
             inflight: Mutex::default(),
+            deciding: tokio::sync::Mutex::default(),
             claims: None,
             keep_answers: Duration::from_secs(crate::config::DEFAULT_KEEP_ANSWERS_DAYS * 86_400),
         }

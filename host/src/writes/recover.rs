@@ -18,11 +18,18 @@ impl Writes {
     /// The journal or the audit log failed; what was done before stays done.
     pub async fn recover(&self) -> Result<Vec<WriteOutcome>, WriteError> {
         let mut outcomes = Vec::new();
-        for action in self.journal.unfinished()? {
-            let Some(_claim) = self.claim(action.id) else {
+        for listed in self.journal.unfinished()? {
+            let Some(_claim) = self.claim(listed.id) else {
                 continue;
             };
-            outcomes.push(self.resume(action).await?);
+            // Read again under the claim: the list may be old (a takeover runs this while
+            // the host serves), and a run that released the claim may have moved the action
+            // on — escalated it, settled it — or another host may own it now.
+            let action = self.journal.get(listed.id)?;
+            let ours = action.state.is_unfinished() && self.journal.knows(&action.task, &action.action)?;
+            if ours {
+                outcomes.push(self.resume(action).await?);
+            }
         }
         outcomes.extend(self.apply_decisions().await?);
         Ok(outcomes)
@@ -79,6 +86,9 @@ impl Writes {
     /// # Errors
     /// The journal or the audit log failed.
     pub async fn apply_decisions(&self) -> Result<Vec<WriteOutcome>, WriteError> {
+        // One at a time in a host: the sidecar's loop and a takeover may both look, and a
+        // decision is carried out once.
+        let _one = self.deciding.lock().await;
         self.audit_decisions()?;
         let mut outcomes = Vec::new();
         for approval in self.journal.undone_decisions()? {

@@ -231,11 +231,12 @@ impl Journal {
     /// A database failure.
     pub fn undone_decisions(&self) -> Result<Vec<Approval>, JournalError> {
         // A decision on an action is carried out by the host that owns the action.
+        // (The escalation's action: an approval of access names none.)
         let sql = format!(
             "SELECT {APPROVAL} WHERE escalation_id IN \
-             (SELECT id FROM escalations WHERE resolved_ms IS NOT NULL AND applied = 0) \
-             AND (action_id IS NULL \
-                  OR action_id IN (SELECT id FROM actions WHERE owner = ?1)) \
+             (SELECT id FROM escalations WHERE resolved_ms IS NOT NULL AND applied = 0 \
+              AND (action_id IS NULL \
+                   OR action_id IN (SELECT id FROM actions WHERE owner = ?1))) \
              ORDER BY id"
         );
         self.read(|c| approvals_in(c, &sql, values![self.owner()]))

@@ -86,10 +86,26 @@ fn a_host_gone_for_a_lease_and_a_grace_has_its_unfinished_actions_taken_once() {
     }
 }
 
+/// Host `owner` as a process whose lease is never renewed by itself (a paused one): it
+/// holds a lease of ten lengths, until the test changes it.
+fn paused_host(url: &str, owner: &str) -> Journal {
+    let j = Journal::connect_to(url, owner, true, TTL).unwrap();
+    take_lease(&j, ms(TTL) * 10);
+    j
+}
+
+/// `j`'s process takes (or takes again) its host's lease for `for_ms`.
+fn take_lease(j: &Journal, for_ms: i64) {
+    let n = j
+        .write(|c| Ok(c.exec(&take_lease_sql(), values![&j.owner, for_ms, &j.process])?))
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
 #[test]
 fn a_paused_host_that_comes_back_sends_nothing_it_lost() {
     for url in groups() {
-        let a = Journal::connect_with(&url, "host-a", TTL).unwrap();
+        let a = paused_host(&url, "host-a");
         let b = Journal::connect_with(&url, "host-b", TTL).unwrap();
         let Recorded::New(act) = a.record(&intent("pay-1", "x")).unwrap() else {
             panic!("new")
@@ -98,14 +114,31 @@ fn a_paused_host_that_comes_back_sends_nothing_it_lost() {
         lease_ends_in(&a, "host-a", 20);
         let e = a.advance(act.id, State::Sent, None).unwrap_err();
         assert!(matches!(e, JournalError::LeaseLost { .. }), "{e}");
-        // Paused past the lease and the grace: the group takes its action.
+        // Paused past the lease and the grace: the group takes its action, once the taker
+        // has held its own lease for two lengths.
         lease_ends_in(&a, "host-a", -ms(TTL) - 10);
+        assert_eq!(b.take_over(TTL).unwrap(), vec![], "the taker is new");
+        std::thread::sleep(TTL * 3);
         assert_eq!(b.take_over(TTL).unwrap().len(), 1);
-        // The host comes back (its lease renewed) and finds it is not its own any more.
-        std::thread::sleep(TTL);
+        // The host comes back with a new lease and finds it is not its own any more.
+        take_lease(&a, ms(TTL) * 10);
         let e = a.advance(act.id, State::Sent, None).unwrap_err();
         assert!(matches!(e, JournalError::OwnedElsewhere { .. }), "{e}");
         assert!(a.unfinished().unwrap().is_empty());
         b.advance(act.id, State::Sent, None).unwrap();
+    }
+}
+
+/// A second live process with a host's id (a restart while the first drains) waits for the
+/// first's lease, and is refused while the first holds it: both would own its actions.
+#[test]
+fn a_second_live_process_with_a_host_s_id_is_refused() {
+    for url in groups() {
+        let first = Journal::connect_with(&url, "host-a", TTL).unwrap();
+        let e = Journal::connect_with(&url, "host-a", TTL).unwrap_err();
+        assert!(matches!(e, JournalError::HostIdInUse { .. }), "{e}");
+        drop(first); // it stops: its lease runs out, and the id is free again
+        let again = Journal::connect_with(&url, "host-a", TTL).unwrap();
+        assert_eq!(again.owner(), "host-a");
     }
 }

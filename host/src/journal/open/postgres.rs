@@ -8,8 +8,6 @@
 //! of the journal's names without being a journal is refused and left as it is.
 
 use super::super::db::{Conn, values};
-#[cfg(test)]
-use super::super::db::DbError;
 use super::super::postgres::Postgres;
 use super::super::{Backend, Fail, Journal, JournalError, health::Health};
 use super::SCHEMA_VERSION;
@@ -111,7 +109,8 @@ CREATE TABLE answers (
 CREATE INDEX answers_at ON answers (at_ms);
 CREATE TABLE hosts (
     host TEXT PRIMARY KEY,
-    lease_until_ms BIGINT NOT NULL
+    lease_until_ms BIGINT NOT NULL,
+    process TEXT NOT NULL
 );
 "#;
 
@@ -223,7 +222,7 @@ impl Journal {
         Self::connect_to(url, "", false, DEFAULT_LEASE_TTL)
     }
 
-    fn connect_to(
+    pub(in crate::journal) fn connect_to(
         url: &str,
         owner: &str,
         create: bool,
@@ -238,25 +237,21 @@ impl Journal {
             path: shown.clone(),
             owner: owner.to_owned(),
             lease_ttl,
+            process: super::super::new_idempotency_key()?,
+            renewed: std::sync::Arc::default(),
             backend: Backend::Postgres(pg),
             health: Health::default(),
         };
-        journal.write(|c| make_or_check(c, &shown, create))?;
+        // At READ COMMITTED: each statement sees what a host that held the lock before
+        // committed (at SERIALIZABLE the snapshot would predate the lock).
+        if let Backend::Postgres(pg) = &journal.backend {
+            pg.transaction(
+                "BEGIN",
+                |c| make_or_check(Conn::Postgres(c), &shown, create),
+                |_| false,
+            )
+            .map_err(|e| journal.fail(e))?;
+        }
         Ok(journal)
     }
-}
-
-/// For tests: a schema of its own in the database at `url`, and the URL that uses it.
-///
-/// # Errors
-/// When the database does not answer.
-#[cfg(test)]
-pub(crate) fn fresh_schema(url: &str) -> Result<String, DbError> {
-    let pg = Postgres::new(url).map_err(|e| {
-        DbError::Postgres(super::super::postgres::PgError::Pool(e))
-    })?;
-    let name = format!("t_{}", crate::hex::to_hex(&fastrand::u64(..).to_le_bytes()));
-    pg.conn()?.script(&format!("CREATE SCHEMA {name}"))?;
-    let sep = if url.contains('?') { '&' } else { '?' };
-    Ok(format!("{url}{sep}options=-csearch_path%3D{name}"))
 }
