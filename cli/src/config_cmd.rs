@@ -123,6 +123,18 @@ fn check(file: &std::path::Path, runtime: &PluginRuntime) -> anyhow::Result<u8> 
             printable(&store.key_prefix)
         ),
     }
+    match &host.journal.url {
+        None => outln!(
+            out,
+            "journal: the state directory's own file (journal.sqlite)"
+        ),
+        Some(url) => outln!(
+            out,
+            "journal: {} shared by the group, each action owned by the host that recorded it, leases {} ms",
+            printable(&url.shown()),
+            host.journal.lease_ttl.as_millis()
+        ),
+    }
     outln!(
         out,
         "queue: at most {} waiting ({} per scope), {} s longest wait",

@@ -26,6 +26,14 @@ fn the_shared_store_example_checks_and_config_check_prints_the_store() {
         ),
         "{out}"
     );
+    assert!(
+        out.contains(
+            "journal: postgres://sluice@127.0.0.1:5432/sluice shared by the group, each action \
+             owned by the host that recorded it, leases 10000 ms"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("PASSWORD"), "{out}");
 }
 
 #[test]

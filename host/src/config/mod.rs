@@ -150,6 +150,19 @@ impl DatabaseUrl {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// The URL as it may be printed: user, hosts, ports and database, without the password
+    /// or any other option (which may hold one too).
+    pub fn shown(&self) -> String {
+        #[cfg(feature = "postgres")]
+        {
+            crate::journal::postgres::shown(&self.0)
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            "a PostgreSQL URL (this build has no PostgreSQL client)".into()
+        }
+    }
 }
 
 impl std::fmt::Debug for DatabaseUrl {

@@ -174,5 +174,6 @@ impl Journal {
     }
 }
 
-#[cfg(test)]
+// PostgreSQL only: a file has one host.
+#[cfg(all(test, feature = "postgres"))]
 mod tests;

@@ -573,7 +573,7 @@ mod group;
 mod health;
 mod open;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(crate) mod postgres;
 mod state;
 pub mod text;
 

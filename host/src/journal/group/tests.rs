@@ -14,7 +14,6 @@ fn groups() -> Vec<String> {
         .into_iter()
         .filter_map(|p| match p {
             Place::File(_) => None,
-            #[cfg(feature = "postgres")]
             Place::Shared(url) => Some(url),
         })
         .collect()
