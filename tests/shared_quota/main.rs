@@ -4,4 +4,5 @@
 
 mod in_process;
 mod processes;
+mod restart;
 mod support;

@@ -2,9 +2,10 @@
 //! test fixtures (the hostile plugin, the plugin built against the frozen contract 0.1.0,
 //! the two generations of the relay plugin), request builders, a whole host ([`stack`]),
 //! seeded kill -9 runs of a host process ([`crash_run`]) and of a host of a group
-//! ([`group_run`]), a counting proxy ([`proxy`]), a
-//! real `redis-server` ([`redis_server`]), a schema of the test PostgreSQL ([`postgres`]), the store loss of the damage soak
-//! ([`store_loss`]) and the usage-correction workload ([`usage_workload`]).
+//! ([`group_run`]), a counting proxy ([`proxy`]), a real `redis-server` ([`redis_server`]),
+//! a schema of the test PostgreSQL ([`postgres`]), the store loss of the damage soak
+//! ([`store_loss`]), the usage-correction workload ([`usage_workload`]) and the same on a
+//! group of hosts through a Redis restart ([`restart_workload`]).
 
 pub mod crash_run;
 pub mod damage;
@@ -12,6 +13,7 @@ pub mod group_run;
 pub mod postgres;
 pub mod proxy;
 pub mod redis_server;
+pub mod restart_workload;
 pub mod stack;
 pub mod store_loss;
 pub mod usage_workload;

@@ -77,7 +77,7 @@ impl Figures {
 
 /// An agent's next request: a prompt of 200 to 1 000 characters and a `max_tokens` of
 /// 1 000 to 4 000.
-fn body(rng: &mut fastrand::Rng) -> Vec<u8> {
+pub fn request_body(rng: &mut fastrand::Rng) -> Vec<u8> {
     let prompt = "lorem ipsum ".repeat(rng.usize(17..=83));
     serde_json::json!({
         "model": "claude-sonnet",
@@ -143,7 +143,7 @@ pub async fn through_sluice(w: Workload) -> Figures {
                 if left.is_zero() {
                     break;
                 }
-                let call = Call::post("anthropic", url.clone(), body(&mut rng))
+                let call = Call::post("anthropic", url.clone(), request_body(&mut rng))
                     .credential("org-key")
                     .tenant(format!("agent-{a}"))
                     .class(RequestClass::Read)
@@ -176,7 +176,7 @@ pub async fn naive(w: Workload) -> Figures {
         agents.spawn(async move {
             let client = reqwest::Client::new();
             while TokioClock.now() - start < w.duration {
-                let body = body(&mut rng);
+                let body = request_body(&mut rng);
                 for retry in 0..=2u32 {
                     let sent = client
                         .post(&url)

@@ -7,7 +7,9 @@
 //! A quota starts here with an empty burst, as in a store that lost its state: the moment
 //! the store went away, the provider may have counted a full window already. It starts at a
 //! random phase of its pace, so that hosts that fell back at the same moment do not send
-//! together.
+//! together. A call's charge is corrected to its actual usage here too, as the store's is
+//! ([`Fallback::settle`]): a generation charged at its `max_tokens` that wrote a tenth of
+//! it gives the rest back, so pacing locally does not fall to a fraction of its share.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -26,9 +28,11 @@ pub(super) struct Fallback {
 }
 
 /// What the fallback decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Local {
-    Admitted,
+    /// Admitted: each quota's schedule end (in the figures' order; 0 for a quota this host
+    /// has no share of), for the correction.
+    Admitted(Vec<Nanos>),
     /// The scope at this index refuses for this long.
     Wait(usize, Duration),
 }
@@ -85,19 +89,60 @@ impl Fallback {
             };
             return Local::Wait(s, Duration::from_nanos(at - now));
         }
+        let mut ends = Vec::new();
         for (s, f) in call.iter().enumerate() {
             for (q, key) in f.quotas.iter().zip(&keys[s]) {
                 let Some((interval, _)) = share_of(q, hosts) else {
+                    ends.push(0);
                     continue;
                 };
                 let tat = self.tats.entry(key.clone()).or_insert(now);
                 *tat = (*tat)
                     .max(now)
                     .saturating_add(q.cost.saturating_mul(interval));
+                ends.push(*tat);
             }
         }
         self.hold_slots(call, leases);
-        Local::Admitted
+        Local::Admitted(ends)
+    }
+
+    /// Corrects the charge of a call admitted here to what it used (`used`, per quota in
+    /// the figures' order), as the store's `SETTLE` does: use above the charge is charged
+    /// now; use below it is given back from the call's own place in the schedule (`ends`,
+    /// from [`Local::Admitted`]), never to before `now` and never more than that place
+    /// still ahead, so no window sees more than this host's share. A quota forgotten since
+    /// (the store answered again) is left alone.
+    pub(super) fn settle(
+        &mut self,
+        now: Nanos,
+        hosts: u32,
+        call: &[ScopeFigures],
+        keys: &[Vec<String>],
+        ends: &[Nanos],
+        used: &[u64],
+    ) {
+        let hosts = u64::from(hosts.max(1));
+        let quotas = call
+            .iter()
+            .zip(keys)
+            .flat_map(|(f, keys)| f.quotas.iter().zip(keys));
+        for (((q, key), end), used) in quotas.zip(ends).zip(used) {
+            let (Some((interval, _)), Some(tat)) = (share_of(q, hosts), self.tats.get_mut(key))
+            else {
+                continue;
+            };
+            if *used > q.cost {
+                let more = (used - q.cost).saturating_mul(interval);
+                *tat = (*tat).max(now).saturating_add(more);
+            } else {
+                let back = (q.cost - used)
+                    .saturating_mul(interval)
+                    .min(end.saturating_sub(now))
+                    .min(tat.saturating_sub(now));
+                *tat -= back;
+            }
+        }
     }
 
     /// Counts the slots of a call admitted by the store, so that a fallback counts them.
@@ -192,7 +237,7 @@ mod tests {
         let mut now = 0;
         // One minute, asking every millisecond: 540 a minute paced, 135 for this host.
         while now < 60 * SEC {
-            if f.admit(now, 4, &call, &keys, &leases) == Local::Admitted {
+            if matches!(f.admit(now, 4, &call, &keys, &leases), Local::Admitted(_)) {
                 admitted += 1;
             }
             now += 1_000_000;
@@ -209,7 +254,7 @@ mod tests {
             let mut f = Fallback::default();
             // Busy for a minute, idle long enough to save a full burst, busy again.
             for now in (0..60_000).chain(130_000..190_000).map(|ms| ms * 1_000_000) {
-                if f.admit(now, 4, &call, &keys, &leases) == Local::Admitted {
+                if matches!(f.admit(now, 4, &call, &keys, &leases), Local::Admitted(_)) {
                     times.push(now);
                 }
             }
@@ -239,13 +284,59 @@ mod tests {
             Local::Wait(0, _)
         ));
         let mut now = 0;
-        while f.admit(now, 4, &call, &keys, &leases) != Local::Admitted {
+        while !matches!(f.admit(now, 4, &call, &keys, &leases), Local::Admitted(_)) {
             now += SEC / 10;
             assert!(now < 60 * SEC, "never admitted");
         }
         // From an empty burst, 4 000 units at 13 500 a minute: about 17.8 s, then it fits
         // although it is more than the burst.
         assert!((17 * SEC..=19 * SEC).contains(&now), "{now}");
+    }
+
+    #[test]
+    fn a_charge_corrected_to_its_usage_gives_the_rest_back_and_no_more() {
+        // 60 000 a minute: 15 000 for one of 4 hosts, paced at 13 500 (one unit every
+        // 4.44 ms), a burst of 1 501. Calls of 4 000 that used 400.
+        let call = call_of(60_000, 4_000, None);
+        let (keys, leases) = keys();
+        let next_after = |settle: bool| {
+            let mut f = Fallback::default();
+            let mut now = 0;
+            let first = loop {
+                if let Local::Admitted(ends) = f.admit(now, 4, &call, &keys, &leases) {
+                    break ends;
+                }
+                now += SEC / 100;
+            };
+            if settle {
+                f.settle(now, 4, &call, &keys, &first, &[400]);
+            }
+            let admitted = now;
+            while !matches!(f.admit(now, 4, &call, &keys, &leases), Local::Admitted(_)) {
+                now += SEC / 100;
+            }
+            now - admitted
+        };
+        // The next call waits for this one's charge and its own excess over the burst
+        // (2 499 units): charged in full, 6 499 units (28.9 s); corrected to the 400 used,
+        // 2 899 units (12.9 s).
+        let (kept, corrected) = (next_after(false), next_after(true));
+        assert!((28 * SEC..=30 * SEC).contains(&kept), "{kept}");
+        assert!((12 * SEC..=14 * SEC).contains(&corrected), "{corrected}");
+        // Use above the charge is charged now.
+        let mut f = Fallback::default();
+        let small = call_of(60_000, 100, None);
+        let mut now = 0;
+        let ends = loop {
+            if let Local::Admitted(ends) = f.admit(now, 4, &small, &keys, &leases) {
+                break ends;
+            }
+            now += SEC / 100;
+        };
+        let before = f.tats["q"];
+        f.settle(now, 4, &small, &keys, &ends, &[1_100]);
+        let (interval, _) = share_of(&small[0].quotas[0], 4).expect("a share");
+        assert_eq!(f.tats["q"] - before, 1_000 * interval);
     }
 
     #[test]
@@ -278,12 +369,12 @@ mod tests {
             f.admit(0, 4, &call, &keys, &leases),
             Local::Wait(0, _)
         ));
-        assert_eq!(f.admit(SEC, 4, &call, &keys, &leases), Local::Admitted);
+        assert!(matches!(f.admit(SEC, 4, &call, &keys, &leases), Local::Admitted(_)));
         assert!(matches!(
             f.admit(2 * SEC, 4, &call, &keys, &leases),
             Local::Wait(0, _)
         ));
         f.release(&call, &leases);
-        assert_eq!(f.admit(3 * SEC, 4, &call, &keys, &leases), Local::Admitted);
+        assert!(matches!(f.admit(3 * SEC, 4, &call, &keys, &leases), Local::Admitted(_)));
     }
 }

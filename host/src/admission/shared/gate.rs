@@ -52,7 +52,8 @@ pub struct Lease {
     id: String,
     call: Vec<ScopeFigures>,
     lease_keys: Vec<String>,
-    /// Each quota's schedule end in the store; empty when admitted by local pacing.
+    /// Each quota's schedule end: in the store (µs on its clock), or in local pacing (ns on
+    /// the gate's), as `shared` says.
     ends: Vec<u64>,
     /// Admitted by the store (else by local pacing).
     shared: bool,
@@ -264,22 +265,7 @@ impl Gate {
                 Err(e) => self.went_away(&e),
             }
         }
-        let keys: Vec<Vec<String>> = call
-            .iter()
-            .map(|f| {
-                f.quotas
-                    .iter()
-                    .map(|q| {
-                        format!(
-                            "{}:{}:{}",
-                            f.scope,
-                            q.dimension.name(),
-                            q.window.as_millis()
-                        )
-                    })
-                    .collect()
-            })
-            .collect();
+        let keys = local_keys(&call);
         let now = inner.now();
         let hosts = inner.config.hosts.get();
         let local = inner
@@ -287,7 +273,7 @@ impl Gate {
             .fallback
             .admit(now, hosts, &call, &keys, &lease_keys);
         match local {
-            Local::Admitted => {
+            Local::Admitted(ends) => {
                 let sets = sets_of(&call, &lease_keys);
                 if !sets.is_empty() {
                     inner.lock().live.insert(id.clone(), sets);
@@ -296,13 +282,17 @@ impl Gate {
                     id,
                     call,
                     lease_keys,
-                    ends: Vec::new(),
+                    ends,
                     shared: false,
                 })
             }
             Local::Wait(scope, wait) => Passed::Wait {
                 scope: call[scope].scope.clone(),
-                wait,
+                // Local pacing lasts only until the store answers again: a call asks again
+                // soon, so that it waits for the store's own pace then, not for the rest of
+                // a local one (a generation's charge at a quarter of the pace, from an
+                // empty burst, is many seconds).
+                wait: wait.min(LOCAL_RECHECK),
                 reason: format!(
                     "the shared store is unreachable: paced locally at 1/{hosts} of its limits"
                 ),
@@ -310,14 +300,28 @@ impl Gate {
         }
     }
 
-    /// Ends a call: frees its slots and corrects its charge to `actual` in the store (in
-    /// the background; a store that does not answer lets the lease expire).
+    /// Ends a call: frees its slots and corrects its charge to `actual` where it was
+    /// charged: in the store (in the background; a store that does not answer lets the
+    /// lease expire), or in local pacing, for a call admitted while the store was away.
     pub fn finish(&self, lease: Lease, actual: Option<Usage>) {
         let inner = &self.inner;
         {
             let mut state = inner.lock();
             state.fallback.release(&lease.call, &lease.lease_keys);
             state.live.remove(&lease.id);
+            if let (false, Some(actual)) = (lease.shared, &actual) {
+                let used: Vec<u64> = lease
+                    .call
+                    .iter()
+                    .flat_map(|f| f.quotas.iter().map(|q| actual.get(q.dimension)))
+                    .collect();
+                let hosts = inner.config.hosts.get();
+                let keys = local_keys(&lease.call);
+                let now = inner.now();
+                state
+                    .fallback
+                    .settle(now, hosts, &lease.call, &keys, &lease.ends, &used);
+            }
         }
         if !self.is_up() {
             return;
@@ -368,6 +372,25 @@ impl Gate {
             inner.runtime.spawn(probe(Arc::downgrade(inner)));
         }
     }
+}
+
+/// The names of a call's quotas in local pacing, scope by scope.
+fn local_keys(call: &[ScopeFigures]) -> Vec<Vec<String>> {
+    call.iter()
+        .map(|f| {
+            f.quotas
+                .iter()
+                .map(|q| {
+                    format!(
+                        "{}:{}:{}",
+                        f.scope,
+                        q.dimension.name(),
+                        q.window.as_millis()
+                    )
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The lease sets of the scopes with a concurrency limit.
@@ -459,6 +482,9 @@ fn clash(inner: &Inner, now: bool) {
         );
     }
 }
+
+/// The longest a call paced locally waits before it asks the gate again.
+const LOCAL_RECHECK: Duration = Duration::from_millis(250);
 
 /// How often a host that fell back asks the store whether it answers again. Short, because
 /// until every host is back, those still pacing locally add their share to what the store
