@@ -34,16 +34,19 @@
 //! ```
 //!
 //! In a group that shares its journal in PostgreSQL (`sluice_tests::group_run`), the killed
-//! host is never restarted: a second host of the group takes its writes over. `GROUP_RUNS`
-//! seeded runs per provider in the default run (6; skipped without
-//! `SLUICE_TEST_POSTGRES_URL`), `SOAK_GROUP_RUNS` in the group soak (500 by default).
+//! host is never restarted: another host of the group takes its writes over. `GROUP_RUNS`
+//! seeded runs per provider of a group of two in the default run (6), and `FOUR_RUNS` of a
+//! group of four hosts that also share quotas on Redis, the three others writing tasks of
+//! their own meanwhile (2); skipped without `SLUICE_TEST_POSTGRES_URL`. `SOAK_GROUP_RUNS` in
+//! the group soak (500 by default), of `SOAK_GROUP_HOSTS` hosts (4 by default: on Redis too).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use sluice::clock::{Clock, SystemClock};
 use sluice_tests::crash_run::{Damage, Judgement, Provider, Run, perform};
-use sluice_tests::group_run::{perform_group, took_over};
+use sluice_tests::group_run::{Group, perform_group, took_over};
+use sluice_tests::redis_server::RedisServer;
 
 const HOST: &str = env!("CARGO_BIN_EXE_crash_host");
 
@@ -279,20 +282,21 @@ async fn soak_damaged_state_duplicates_and_loses_nothing() {
     assert_no_bad_run(&totals);
 }
 
-/// A host of a group that shares its journal in PostgreSQL, killed at a seeded step of its
-/// writes and never restarted: `None` when no PostgreSQL is given (the test skips).
-async fn group(provider: Provider, seed: u64) -> Option<Judgement> {
+/// A host of a group of `hosts` that shares its journal in PostgreSQL (and, from three
+/// hosts, its quotas on a Redis of its own), killed at a seeded step of its writes and never
+/// restarted: `None` when no PostgreSQL is given (the test skips).
+async fn group(provider: Provider, seed: u64, hosts: usize) -> Option<Judgement> {
     let url = sluice_tests::postgres::fresh_schema()?;
     let dir = tempfile::tempdir().unwrap();
-    Some(
-        perform_group(
-            &Run::seeded(provider, seed),
-            Path::new(HOST),
-            dir.path(),
-            &url,
-        )
-        .await,
-    )
+    let redis = (hosts > 2).then(RedisServer::start);
+    let store = redis.as_ref().map(RedisServer::url);
+    let group = Group {
+        journal_url: &url,
+        store: store.as_deref(),
+        others: hosts - 1,
+    };
+    let run = Run::seeded(provider, seed);
+    Some(perform_group(&run, Path::new(HOST), dir.path(), group).await)
 }
 
 /// Issue 29: a host that is gone for good stranded its writes. In a group that shares its
@@ -311,7 +315,7 @@ async fn a_host_of_a_group_killed_for_good_has_its_writes_taken_over_and_never_d
     let mut taken = 0;
     for provider in Provider::ALL {
         for seed in 0..runs {
-            let Some(j) = group(provider, seed).await else {
+            let Some(j) = group(provider, seed, 2).await else {
                 return;
             };
             taken += usize::from(took_over(&j));
@@ -330,10 +334,45 @@ async fn a_host_of_a_group_killed_for_good_has_its_writes_taken_over_and_never_d
     );
 }
 
+/// The same in a group of four host processes sharing PostgreSQL and Redis: while one host
+/// is killed at a seeded step of its writes, the three others write tasks of their own to
+/// the same provider; a live one takes the dead host's writes over, and the dead host's
+/// task, given to one of them, is answered from the journal. `FOUR_RUNS` seeded runs per
+/// provider (2 by default; the soak runs 500).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_hosts_writing_beside_a_host_killed_for_good_take_it_over_and_duplicate_nothing() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
+    let runs = runs("FOUR_RUNS", 2);
+    let mut totals: BTreeMap<&str, Totals> = BTreeMap::new();
+    for provider in Provider::ALL {
+        for seed in 0..runs {
+            let Some(j) = group(provider, seed, 4).await else {
+                return;
+            };
+            totals
+                .entry(provider.name())
+                .or_default()
+                .add(provider, seed, &j);
+        }
+    }
+    print_table("provider", &totals);
+    assert_no_bad_run(&totals);
+    // Each run's journal holds the dead host's task and the three others'.
+    for t in totals.values() {
+        assert!(
+            u64::try_from(t.actions).is_ok_and(|a| a >= 4 * t.runs),
+            "{t:?}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a soak of 500 kill -9 runs of a group's host (minutes): \
             SOAK_GROUP_RUNS=500 cargo test -p sluice-tests --test crash soak_group -- --ignored --nocapture"]
 async fn soak_group_takeover_duplicates_and_loses_nothing() {
+    let hosts = usize::try_from(runs("SOAK_GROUP_HOSTS", 4)).expect("a few hosts");
     let runs = runs("SOAK_GROUP_RUNS", 500);
     let mut taken = 0;
     let started = SystemClock.now();
@@ -341,7 +380,7 @@ async fn soak_group_takeover_duplicates_and_loses_nothing() {
     let mut killed_at = BTreeMap::<String, u32>::new();
     for n in 0..runs {
         let (seed, provider) = (n / 2, Provider::ALL[(n % 2) as usize]);
-        let Some(j) = group(provider, seed).await else {
+        let Some(j) = group(provider, seed, hosts).await else {
             return;
         };
         totals
@@ -355,7 +394,7 @@ async fn soak_group_takeover_duplicates_and_loses_nothing() {
         }
     }
     println!(
-        "group soak: {runs} runs in {:.1} s, {taken} of them taken over",
+        "group soak: {runs} runs of {hosts} hosts in {:.1} s, {taken} of them taken over",
         started.elapsed().as_secs_f64()
     );
     print_table("provider", &totals);
