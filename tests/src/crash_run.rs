@@ -509,10 +509,16 @@ pub(crate) fn judge_actions(
         j.problems
             .push(format!("{unaccounted} effect(s) no action accounts for"));
     }
-    let Some(paths) = audit else {
-        return j;
-    };
-    j.found_by_second_look = found_by_second_look(&paths.audit);
+    if let Some(paths) = audit {
+        judge_audit(&mut j, paths);
+    }
+    j
+}
+
+/// Adds what the audit log at `paths` says to `j`: the actions found by a second look, and
+/// whether the log verifies (signatures, chain, witness).
+pub(crate) fn judge_audit(j: &mut Judgement, paths: &Paths) {
+    j.found_by_second_look += found_by_second_look(&paths.audit);
     if let Err(e) = verify(
         &paths.audit,
         &audit_key().verifying_key(),
@@ -521,7 +527,6 @@ pub(crate) fn judge_actions(
     ) {
         j.problems.push(format!("the audit log: {e}"));
     }
-    j
 }
 
 /// Actions whose audit trail shows a lookup that found nothing, then one that found the

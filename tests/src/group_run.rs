@@ -17,7 +17,9 @@ use std::path::Path;
 use sluice::journal::Journal;
 use sluice_fake_provider::{FakeConfig, FakeProvider};
 
-use crate::crash_run::{Judgement, Kill, Launch, Run, judge_actions, killed_at, watch};
+use crate::crash_run::{
+    Judgement, Kill, Launch, Run, judge_actions, judge_audit, killed_at, watch,
+};
 use crate::stack::Paths;
 
 /// The lease of the runs' hosts, in milliseconds: the second host takes over after twice
@@ -149,8 +151,15 @@ pub async fn perform_group(run: &Run, host_bin: &Path, dir: &Path, group: Group<
     // The second host's audit log holds what it took over and settled; one that only
     // answered from the journal (the dead host had settled everything) audited nothing.
     let second = Paths::under(&second_dir);
-    let audited = std::fs::metadata(&second.audit).is_ok_and(|m| m.len() > 0);
-    let mut judgement = judge_actions(&fake, actions, audited.then_some(&second));
+    let audited = |p: &Paths| std::fs::metadata(&p.audit).is_ok_and(|m| m.len() > 0);
+    let mut judgement = judge_actions(&fake, actions, Some(&second).filter(|p| audited(p)));
+    // Each other host's log too: any of them may have taken the dead host's writes over.
+    for id in ids.iter().filter(|id| *id != taker) {
+        let paths = Paths::under(&dir.join(id));
+        if audited(&paths) {
+            judge_audit(&mut judgement, &paths);
+        }
+    }
     judgement.lost += unfinished.len();
     judgement.problems.extend(unfinished);
     if !finished {
