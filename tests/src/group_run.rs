@@ -169,10 +169,13 @@ pub async fn perform_group(run: &Run, host_bin: &Path, dir: &Path, group: Group<
             .problems
             .push(format!("the second host never finished: {stderr}"));
     }
-    // Whichever host took the dead one's writes says so on its standard error.
+    // Whichever host took the dead one's writes says so on its standard error, with how
+    // many (a host taken over with nothing unfinished says `actions=0`).
     let took = ids.iter().any(|id| {
-        std::fs::read_to_string(dir.join(id).join("host.stderr"))
-            .is_ok_and(|e| e.contains(TOOK_OVER))
+        std::fs::read_to_string(dir.join(id).join("host.stderr")).is_ok_and(|e| {
+            e.lines()
+                .any(|l| l.contains(TOOK_OVER) && !l.contains("actions=0"))
+        })
     });
     if took {
         log.push(TOOK_OVER.into());
