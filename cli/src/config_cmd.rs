@@ -67,6 +67,8 @@ macro_rules! outln {
     }};
 }
 
+mod pools;
+
 /// What the report says of a part without which the host does not start: `config check`
 /// then exits 1, whatever else is valid.
 const WILL_NOT_START: &str = "will not start";
@@ -163,6 +165,7 @@ fn check(file: &std::path::Path, runtime: &PluginRuntime) -> anyhow::Result<u8> 
             );
             print_limits(&mut out, &what, named.limits, margin)?;
         }
+        pools::print(&mut out, p, host.providers.get(name), margin)?;
     }
     for (name, t) in &config.tiers {
         let queued = t.max_queued.map_or("no bound".into(), |n| n.to_string());

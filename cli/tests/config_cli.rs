@@ -292,7 +292,7 @@ fn a_serve_table_mistake_is_refused_naming_the_key() {
     for (text, key) in [
         (
             format!("{provider}{agent}credentials = {{ openai = \"other\" }}\n"),
-            "`serve.agents.bot.credentials.openai`: provider `openai` has no credential labelled `other`",
+            "`serve.agents.bot.credentials.openai`: provider `openai` has no credential and no pool named `other`",
         ),
         (
             format!("{provider}{agent}tier = \"gold\"\n"),

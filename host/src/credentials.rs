@@ -85,6 +85,16 @@ pub struct CredentialSource {
     /// `authorization`, nothing for any other header.
     #[serde(default)]
     pub scheme: Option<String>,
+    /// Where calls made with it go, instead of the provider's `base_url` (another region,
+    /// another account's endpoint, an Azure OpenAI resource).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The path calls made with it go to, in place of theirs: `{path}` stands for the
+    /// call's path after its first segment (`/v1/chat/completions` → `chat/completions`),
+    /// and the call's query is added to the template's (an Azure OpenAI deployment:
+    /// `/openai/deployments/gpt-4o/{path}?api-version=2024-10-21`).
+    #[serde(default)]
+    pub path: Option<String>,
 }
 
 fn authorization() -> String {
@@ -99,6 +109,8 @@ impl fmt::Debug for CredentialSource {
             .field("file", &self.file)
             .field("header", &self.header)
             .field("scheme", &self.scheme)
+            .field("base_url", &self.base_url)
+            .field("path", &self.path)
             .finish()
     }
 }
@@ -137,6 +149,8 @@ impl CredentialSource {
             file: None,
             header: authorization(),
             scheme: None,
+            base_url: None,
+            path: None,
         }
     }
 
@@ -147,6 +161,8 @@ impl CredentialSource {
             file: Some(path.into()),
             header: authorization(),
             scheme: None,
+            base_url: None,
+            path: None,
         }
     }
 

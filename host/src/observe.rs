@@ -65,6 +65,8 @@
 //! | [`SHARED_STORE_UP`] | gauge | | 1 while the shared store answers, 0 while admission paces locally |
 //! | [`SHARED_STORE_FALLBACKS`] | counter | | times the shared store stopped answering and admission fell back to local pacing |
 //! | [`SHARED_WAITS`] | counter | `reason` (`quota`, `hold`, `slots`) | admissions the shared store sent back to wait |
+//! | [`POOL_CHOSEN`] | counter | `provider`, `pool`, `member` | attempts of a pool's calls admitted on the member (its use: beside its scopes' figures in `/scopes`) |
+//! | [`POOL_FAILOVERS`] | counter | `provider`, `pool`, `from` | retries of a pool's read sent with another member than the attempt before, which failed on `from` |
 //!
 //! A gauge kept per scope ([`QUEUE_DEPTH`]) is registered when the scheduler first meets the
 //! scope: install the recorder before building the host.
@@ -130,6 +132,10 @@ pub const SHARED_STORE_LOST: &str = "sluice_shared_store_lost_total";
 pub const SHARED_STORE_FALLBACKS: &str = "sluice_shared_store_fallbacks_total";
 /// Counter: admissions the shared store sent back to wait.
 pub const SHARED_WAITS: &str = "sluice_shared_waits_total";
+/// Counter: attempts of a pool's calls admitted on a member.
+pub const POOL_CHOSEN: &str = "sluice_pool_chosen_total";
+/// Counter: retries of a pool's read sent with another member than the failed attempt's.
+pub const POOL_FAILOVERS: &str = "sluice_pool_failovers_total";
 
 /// The span of one logical call.
 pub const CALL_SPAN: &str = "sluice.call";
@@ -197,6 +203,11 @@ pub fn describe() {
     describe_counter!(
         SHARED_STORE_FALLBACKS,
         "Times the shared store stopped answering"
+    );
+    describe_counter!(POOL_CHOSEN, "Attempts of a pool's calls admitted on a member");
+    describe_counter!(
+        POOL_FAILOVERS,
+        "Retries of a pool's read sent with another member than the failed attempt's"
     );
     describe_counter!(
         SHARED_WAITS,

@@ -197,11 +197,14 @@ async fn forward(
         .and_then(|r| stream_usage::ask_for_usage(&path, &body, &r));
     let strip_usage = asked_usage.is_some();
     let body = asked_usage.unwrap_or_else(|| body.to_vec());
-    let mut call = Call::new(up.name.clone(), method, url)
-        .credential(up.credential(agent.credentials.get(&up.name)))
-        .tenant(tenant.clone())
-        .class(class)
-        .body(body);
+    let label = up.credential(agent.credentials.get(&up.name));
+    let call = Call::new(up.name.clone(), method, url);
+    let call = if up.is_pool(&label) {
+        call.pool(label)
+    } else {
+        call.credential(label)
+    };
+    let mut call = call.tenant(tenant.clone()).class(class).body(body);
     call.headers = headers_for_provider(&parts.headers);
     if let Some(p) = hints.priority {
         call = call.priority(allowed_priority(&agent, p)?);

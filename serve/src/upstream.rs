@@ -29,6 +29,8 @@ pub struct Upstream {
     credentials: BTreeMap<String, String>,
     /// Those headers, sorted, each once: looked at in every request.
     credential_headers: Vec<String>,
+    /// Its pools' names: an agent's calls that name one go with a member of it.
+    pools: Vec<String>,
 }
 
 impl Upstream {
@@ -76,6 +78,12 @@ impl Upstream {
                     reads,
                     credentials,
                     credential_headers,
+                    pools: config
+                        .admission
+                        .providers
+                        .get(name)
+                        .map(|p| p.pools.keys().cloned().collect())
+                        .unwrap_or_default(),
                 },
             );
         }
@@ -116,6 +124,11 @@ impl Upstream {
             Some(only) if self.credentials.len() == 1 => only.clone(),
             _ => DEFAULT_CREDENTIAL.to_owned(),
         }
+    }
+
+    /// Whether `label` names one of its pools rather than a credential.
+    pub fn is_pool(&self, label: &str) -> bool {
+        self.pools.iter().any(|p| p == label)
     }
 
     /// The headers the provider's credentials are sent in (an agent must not send them).

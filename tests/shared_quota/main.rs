@@ -3,6 +3,7 @@
 //! many, when, and whether it had to refuse any.
 
 mod in_process;
+mod pools;
 mod processes;
 mod restart;
 mod support;

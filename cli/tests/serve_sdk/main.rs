@@ -11,6 +11,7 @@
 
 mod faults;
 mod mixed;
+mod pools;
 mod python;
 mod sidecar;
 mod writes;

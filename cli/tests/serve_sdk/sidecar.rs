@@ -18,7 +18,7 @@ pub const AGENT_TOKEN: &str = "agent-token-of-the-sdk-tests";
 /// The admin API's token.
 const ADMIN_TOKEN: &str = "admin-token-of-the-sdk-tests";
 /// The keys the fake providers demand: the sidecar holds them, from its environment.
-const OPENAI_KEY: &str = "sk-fake-openai";
+pub const OPENAI_KEY: &str = "sk-fake-openai";
 const ANTHROPIC_KEY: &str = "sk-ant-fake";
 const PAYMENTS_KEY: &str = "sk_test_fake";
 /// The longest a sidecar may take to start, or to stop.
@@ -301,7 +301,7 @@ impl Sidecar {
         )
     }
 
-    fn start(config: &Path, args: &[&str]) -> Self {
+    pub fn start(config: &Path, args: &[&str]) -> Self {
         Self::start_with(Self::command(config).args(args))
     }
 

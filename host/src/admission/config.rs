@@ -114,6 +114,12 @@ pub struct ProviderConfig {
     /// The longest estimated wait on this provider, in milliseconds, instead of the queue's
     /// (at most [`MAX_WAIT_MS`]).
     pub max_wait_ms: Option<NonZeroU64>,
+    /// Credentials' own limits, by label, where they differ from the provider's (see
+    /// [`pools`]).
+    pub credentials: BTreeMap<String, CredentialLimits>,
+    /// Pools of its credentials, by the name calls use instead of a credential (see
+    /// [`pools`]).
+    pub pools: BTreeMap<String, PoolConfig>,
 }
 
 /// One tenant tier.
@@ -244,10 +250,12 @@ impl Default for TenantsConfig {
 
 mod bounds;
 mod file;
+pub mod pools;
 mod syntax;
 
 pub use bounds::{MAX_IN_FLIGHT, MAX_QUEUED, MAX_WAIT_MS, MAX_WEIGHT, MIN_MARGIN};
 pub use file::MAX_FILE_BYTES;
+pub use pools::{CredentialLimits, MAX_POOL_MEMBERS, PoolConfig};
 pub(crate) use file::read as read_text;
 pub use syntax::QUOTED_CHARS;
 pub(crate) use syntax::error as syntax_error;
@@ -367,6 +375,7 @@ impl Config {
                 bounds::limits(&key, named.limits)?;
                 shape(&key, named.limits, margin)?;
             }
+            pools::validate(&format!("providers.{name}"), p, margin)?;
         }
         for (name, t) in &self.tiers {
             let key = |k: &str| format!("tiers.{name}.{k}");

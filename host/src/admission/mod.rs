@@ -33,7 +33,7 @@ pub use fair::{Class, MAX_PRECEDENCE, RequestId};
 pub use handle::{Acquire, Admission, Permit, Refused, Ticket};
 pub use limits::Limits;
 pub use outcome::{Bound, GrantId, QueueEvent, Rejection, Waiting, Why};
-pub use scheduler::{Ask, Route, Scheduler, TaskId, TenantId};
+pub use scheduler::{Ask, PoolAsk, Route, Scheduler, TaskId, TenantId};
 pub use scope::{Block, Hold, Learned, Origin, Scope, ScopeKey};
 pub use snapshot::{
     ConcurrencyStatus, HoldStatus, QueueRow, QuotaOrigin, QuotaStatus, ReportedQuota, ScopeKind,

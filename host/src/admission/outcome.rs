@@ -78,6 +78,17 @@ pub enum Rejection {
         /// The quota it exceeds.
         oversized: Oversized,
     },
+    /// The request names a pool the configuration does not define.
+    #[error(
+        "the provider {provider} has no pool `{pool}`: define [providers.{provider}.pools.{pool}] \
+         or name a credential"
+    )]
+    UnknownPool {
+        /// The provider.
+        provider: String,
+        /// The pool it named.
+        pool: String,
+    },
 }
 
 fn describe_bound(b: &Bound) -> String {
@@ -178,6 +189,7 @@ impl Rejection {
             Rejection::Backpressure(Bound::Wait { .. }) => "wait-too-long",
             Rejection::DeadlineUnreachable { .. } => "deadline-unreachable",
             Rejection::Oversized { .. } => "oversized",
+            Rejection::UnknownPool { .. } => "unknown_pool",
         }
     }
 }

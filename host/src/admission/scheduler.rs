@@ -81,6 +81,7 @@ use tenants::Tenants;
 use waiting::{Deadlines, TaskRequests};
 
 pub use crate::task::TaskId;
+pub use pools::PoolAsk;
 
 /// The scopes one request charges, resolved once: see [`Scheduler::route`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -164,12 +165,15 @@ pub struct Scheduler {
     run: VecDeque<u32>,
     queued: u32,
     now: Nanos,
+    /// The configured pools, and what the scheduler remembers of their members.
+    pools: pools::Pools,
 }
 
 mod explain;
 mod lanes;
 mod names;
 mod observe;
+mod pools;
 mod run;
 mod scopes;
 mod shared;
@@ -191,6 +195,7 @@ impl Scheduler {
         Ok(Self {
             scopes: Scopes::new(&config)?,
             tenants: Tenants::new(&config)?,
+            pools: pools::Pools::new(&config),
             config,
             lanes: Lanes::default(),
             waiters: HashMap::new(),

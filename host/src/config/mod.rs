@@ -67,6 +67,8 @@ mod serve;
 mod store;
 mod tables;
 #[cfg(test)]
+mod pool_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

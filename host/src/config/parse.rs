@@ -46,6 +46,10 @@ const PROVIDER_KEYS: &[&str] = &[
     "prices",
 ];
 
+/// The keys of `[providers.NAME.credentials.LABEL]` that are admission's: the credential's
+/// own limits.
+const CREDENTIAL_LIMIT_KEYS: &[&str] = &["limits", "scopes", "models"];
+
 /// The key of `[tiers.NAME]` and of `[tenants]` that is the host's.
 const BUDGETS_KEYS: &[&str] = &["budgets"];
 
@@ -91,7 +95,9 @@ pub(super) fn parse(
     let reader = Reader { origin, base_dir };
     let mut root: Table =
         toml::from_str(text).map_err(|e| admission::config::syntax_error(origin, text, &e))?;
-    let mut file: HostFile = reader.read("", Value::Table(split_off_host(&mut root)))?;
+    let mut file: HostFile = reader
+        .read("", Value::Table(split_off_host(&mut root)))
+        .map_err(with_limit_keys)?;
     let admission = admission_part(origin, root)?;
 
     let retry = retry(&reader, file.retry)?;
@@ -120,7 +126,44 @@ pub(super) fn parse(
         journal: file.journal.config(&reader)?,
     };
     super::serve::reconcile(origin, &mut config)?;
+    pool_members(origin, &config)?;
     Ok(config)
+}
+
+/// Checks that every pool's members are credentials of its provider, when the file names
+/// the provider's credentials (an embedder may give them in code instead).
+fn pool_members(origin: &str, config: &SluiceConfig) -> Result<(), ConfigFileError> {
+    for (provider, p) in &config.admission.providers {
+        let Some(setup) = config.providers.get(provider) else {
+            continue;
+        };
+        let labels = &setup.credentials;
+        if let Some(name) = p.pools.keys().find(|n| labels.contains_key(*n)) {
+            let at = format!("providers.{provider}.pools.{name}");
+            return Err(admission::config::pools::same_name(&at, name).into());
+        }
+        let own = p.credentials.keys().filter(|l| !labels.contains_key(*l));
+        let members = p.pools.iter().flat_map(|(name, pool)| {
+            pool.members.iter().map(move |m| (format!("pools.{name}.members"), m))
+        });
+        let own = own.map(|l| (format!("credentials.{l}"), l));
+        for (key, label) in members.chain(own) {
+            if labels.is_empty() || labels.contains_key(label) {
+                continue;
+            }
+            let known: Vec<&str> = labels.keys().map(String::as_str).collect();
+            return Err(ConfigFileError::Invalid {
+                origin: origin.to_owned(),
+                key: format!("providers.{provider}.{key}"),
+                message: format!(
+                    "`{label}` is not one of the provider's credentials ({}): add \
+                     [providers.{provider}.credentials.{label}] with its `env` or `file`",
+                    known.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Takes the host's keys out of `root`, into a table of their own of the same shape.
@@ -130,7 +173,11 @@ fn split_off_host(root: &mut Table) -> Table {
         let providers = all
             .iter_mut()
             .filter_map(|(name, value)| match value {
-                Value::Table(t) => Some((name.clone(), Value::Table(take(t, PROVIDER_KEYS)))),
+                Value::Table(t) => {
+                    let mut host = take(t, PROVIDER_KEYS);
+                    give_back_limits(&mut host, t);
+                    Some((name.clone(), Value::Table(host)))
+                }
                 _ => None, // admission names it
             })
             .collect();
@@ -150,6 +197,52 @@ fn split_off_host(root: &mut Table) -> Table {
         host.insert("tenants".into(), Value::Table(take(tenants, BUDGETS_KEYS)));
     }
     host
+}
+
+/// A credential's own limits are admission's: taken out of the host's `credentials` table
+/// of a provider, into admission's `provider` table.
+fn give_back_limits(host: &mut Table, provider: &mut Table) {
+    let Some(Value::Table(credentials)) = host.get_mut("credentials") else {
+        return;
+    };
+    let mut limits = Table::new();
+    for (label, value) in credentials.iter_mut() {
+        if let Value::Table(t) = value {
+            let own = take(t, CREDENTIAL_LIMIT_KEYS);
+            if !own.is_empty() {
+                limits.insert(label.clone(), Value::Table(own));
+            }
+        }
+    }
+    // A credential given only its limits here (its secret given in code) is admission's.
+    credentials.retain(|_, v| !matches!(v, Value::Table(t) if t.is_empty()));
+    if !limits.is_empty() {
+        provider.insert("credentials".into(), Value::Table(limits));
+    }
+}
+
+/// An unknown key of a credential's table, named with the keys admission takes there too,
+/// so that the list the error gives is the table's whole list.
+fn with_limit_keys(e: ConfigFileError) -> ConfigFileError {
+    match e {
+        ConfigFileError::Invalid {
+            origin,
+            key,
+            mut message,
+        } if message.starts_with("unknown field")
+            && matches!(key.split('.').collect::<Vec<_>>()[..], ["providers", _, "credentials", _, _]) =>
+        {
+            for k in CREDENTIAL_LIMIT_KEYS {
+                message.push_str(&format!(", `{k}`"));
+            }
+            ConfigFileError::Invalid {
+                origin,
+                key,
+                message,
+            }
+        }
+        other => other,
+    }
 }
 
 /// The entries of `table` named in `keys`, taken out of it.
@@ -180,12 +273,31 @@ fn provider(
     let mut credentials = BTreeMap::new();
     for (label, mut source) in table.credentials {
         source.file = source.file.map(|f| reader.base_dir.join(f));
+        let key = under(&under(&at, "credentials"), &label);
         if source.env.is_some() == source.file.is_some() {
             return Err(reader.invalid(
-                &under(&under(&at, "credentials"), &label),
+                &key,
                 "give exactly one of `env` (an environment variable) or `file` (a path)",
             ));
         }
+        if let Some(url) = &source.base_url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            return Err(reader.invalid(
+                &under(&key, "base_url"),
+                "an absolute http:// or https:// URL",
+            ));
+        }
+        if let Some(path) = &source.path
+            && !path.starts_with('/')
+        {
+            return Err(reader.invalid(
+                &under(&key, "path"),
+                "a path that starts with `/` (`{path}` stands for the call's path after its \
+                 first segment)",
+            ));
+        }
+        source.base_url = source.base_url.map(|u| u.trim_end_matches('/').to_owned());
         credentials.insert(label, source);
     }
     Ok(ProviderSetup {

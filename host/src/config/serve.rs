@@ -379,10 +379,17 @@ pub(super) fn reconcile(
                     format!("no provider of that name; the providers are {}", names()),
                 ));
             };
-            if !setup.credentials.contains_key(label) {
+            let pool = config
+                .admission
+                .providers
+                .get(provider)
+                .is_some_and(|p| p.pools.contains_key(label));
+            if !setup.credentials.contains_key(label) && !pool {
                 return Err(invalid(
                     format!("serve.agents.{agent}.credentials.{provider}"),
-                    format!("provider `{provider}` has no credential labelled `{label}`"),
+                    format!(
+                        "provider `{provider}` has no credential and no pool named `{label}`"
+                    ),
                 ));
             }
         }

@@ -377,6 +377,7 @@ impl SluiceBuilder {
         )
         .with_credentials(credentials)
         .with_base_urls(base_urls.clone().into_iter().collect())
+        .with_endpoints(endpoints(&config))
         .with_generations(
             config
                 .providers
@@ -460,6 +461,26 @@ fn default_host_id(state_dir: &Path) -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
     format!("{machine}:{}", state_dir.display())
+}
+
+/// Where calls made with each credential that has its own `base_url` or `path` go.
+fn endpoints(config: &SluiceConfig) -> crate::execute::Endpoints {
+    let mut all = crate::execute::Endpoints::new();
+    for (provider, setup) in &config.providers {
+        for (label, source) in &setup.credentials {
+            if source.base_url.is_none() && source.path.is_none() {
+                continue;
+            }
+            let endpoint = crate::execute::Endpoint {
+                base_url: source.base_url.clone(),
+                path: source.path.clone(),
+            };
+            all.entry(provider.clone())
+                .or_default()
+                .insert(label.clone(), endpoint);
+        }
+    }
+    all
 }
 
 /// The credentials the configuration names.

@@ -14,7 +14,7 @@ use super::tally::Tally;
 use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
 use super::{recent, trace};
 use crate::admission::{Acquire, Class, Permit, Refused, Rejection, Usage};
-use crate::contract::{Request, WireOutcome as Wire};
+use crate::contract::{Request, RequestClass, WireOutcome as Wire};
 use crate::guard::GuardedPolicy;
 use crate::headers::encode_fields;
 use crate::retry::{Backoff, ClassBudget, Stop, route_template};
@@ -37,14 +37,22 @@ pub(super) struct Prepared {
     pub(super) cache: crate::budget::CacheUse,
     /// How long a whole answer may take to begin, when the model's settings say.
     pub(super) generation_timeout: Option<Duration>,
+    /// The credential the attempt goes with: the call's, or the member of its pool the
+    /// attempt was admitted on.
+    pub(super) credential: Arc<str>,
+    /// Its breaker paths, with that credential.
+    pub(super) paths: BreakerPaths,
+    /// The route (`METHOD /template`) and the body's model, that the paths name.
+    pub(super) route: String,
+    pub(super) model: Option<String>,
+    /// The pool's members the call's attempts failed on, which its next ones avoid.
+    pub(super) failed_on: Vec<Arc<str>>,
 }
 
 /// What every attempt of a call shares.
 struct Attempting<'a> {
     call: &'a Call,
     policy: &'a Arc<GuardedPolicy>,
-    /// The call's breaker paths.
-    paths: &'a BreakerPaths,
     /// When the call began.
     started: Instant,
     /// Whether a successful answer is handed over as a stream.
@@ -92,8 +100,8 @@ impl Executor {
     pub(super) fn prepare(
         &self,
         call: &Call,
-        req: Request,
-        generation_timeout: Option<Duration>,
+        (req, model, generation_timeout): (Request, Option<String>, Option<Duration>),
+        paths: BreakerPaths,
         policy: &GuardedPolicy,
     ) -> Prepared {
         let now_ms = req.now_ms;
@@ -123,6 +131,11 @@ impl Executor {
             actual: None,
             cache: crate::budget::CacheUse::default(),
             generation_timeout,
+            credential: call.sent_with().into(),
+            paths,
+            route: route_template(&call.method, &call.url),
+            model,
+            failed_on: Vec::new(),
             req,
         }
     }
@@ -157,29 +170,34 @@ impl Executor {
                 NextAction::FixRequest,
             ));
         };
-        if self.credentials.knows(&call.provider, &call.credential) == Some(false) {
+        let known = match &call.pool {
+            Some(pool) => self.admission.pool_members(&call.provider, pool).is_some(),
+            None => self.credentials.knows(&call.provider, &call.credential) != Some(false),
+        };
+        if !known {
             // Sent without its key, the request would only be refused: nothing goes out.
             return Run::Done(t.end(
                 Reason::UnknownCredential {
                     provider: call.provider.clone(),
-                    label: call.credential.clone(),
+                    label: call.sent_with().to_owned(),
                 },
                 NextAction::FixRequest,
             ));
         }
-        let Some((req, model, generation_timeout)) = self.request(call) else {
+        let Some(request) = self.request(call) else {
             return Run::Done(t.end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
         };
         // The breakers are one credential's and one model's: another credential's revoked
         // key never stops this one's calls, and another tenant's malformed requests never
         // stop this tenant's (`breaking`). Both are checked before the plugin plans the
         // call when the call names its tenant (the sidecar's always do); else the
-        // credential's before and the tenant's once the plan has named the tenant.
+        // credential's before and the tenant's once the plan has named the tenant. A pool's
+        // call checks its member's once admitted on it.
         let mut paths = BreakerPaths::before_plan(
             &call.provider,
-            &call.credential,
+            call.sent_with(),
             &route_template(&call.method, &call.url),
-            model.as_deref(),
+            request.1.as_deref(),
         );
         let before_plan = match &call.tenant {
             Some(tenant) => {
@@ -191,11 +209,12 @@ impl Executor {
         if let Err(open) = before_plan {
             return Run::Done(breaker_open(&mut t, open));
         }
-        let mut p = self.prepare(call, req, generation_timeout, &policy);
+        let tenant_named = call.tenant.is_some();
+        let mut p = self.prepare(call, request, paths, &policy);
         span.record("tenant", p.tenant.as_str());
-        if call.tenant.is_none() {
-            paths = paths.of_tenant(&p.tenant);
-            if let Err(open) = self.breakers.allow_tenant(&paths, started) {
+        if !tenant_named {
+            p.paths.name_tenant(&p.tenant);
+            if let Err(open) = self.breakers.allow_tenant(&p.paths, started) {
                 return Run::Done(breaker_open(&mut t, open));
             }
         }
@@ -203,14 +222,13 @@ impl Executor {
         let reservation = match self.charge(&call.provider, &p) {
             Ok(r) => r,
             Err(end) => {
-                self.breakers.release(&paths);
+                self.breakers.release(&p.paths);
                 return Run::Done(end);
             }
         };
         let cx = Attempting {
             call,
             policy: &policy,
-            paths: &paths,
             started,
             stream,
             span,
@@ -228,7 +246,7 @@ impl Executor {
                             // Passed the breakers, then refused before its send (in the
                             // queue: a bound, a deadline, a cancel; or unrecorded): a probe
                             // it took goes back.
-                            self.breakers.release(&paths);
+                            self.breakers.release(&p.paths);
                         }
                         charge::settle(reservation, &outcome, p.actual, p.cache);
                         Run::Done(outcome)
@@ -270,7 +288,12 @@ impl Executor {
     ) -> Option<Run> {
         let (call, policy) = (cx.call, cx.policy);
         // Asked for at each send, not held while the call waits.
-        let credentials = self.credentials.headers(&call.provider, &call.credential);
+        let credentials = self.credentials.headers(&call.provider, &p.credential);
+        if let Some(url) = self.endpoint_url(call, &p.credential) {
+            p.req.url = url;
+        } else if call.pool.is_some() {
+            p.req.url = self.url_of(call);
+        }
         let secrets: Vec<(&str, &str)> = credentials
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_str()))
@@ -295,7 +318,7 @@ impl Executor {
         if status == Some(429) {
             self.recent.answered_429(recent::Answered429 {
                 at_ms: self.clock.wall_ms(),
-                path: cx.paths.shared.clone(),
+                path: p.paths.shared.clone(),
                 tenant: p.tenant.clone(),
                 attempt: t.attempts,
             });
@@ -304,7 +327,7 @@ impl Executor {
             Ok(s) if cx.stream && (200..300).contains(&s.status) => {
                 match self.open_stream(s, permit, policy, p, t, observer).await {
                     Ok(opened) => {
-                        self.breakers.success(cx.paths);
+                        self.breakers.success(&p.paths);
                         return Some(Run::Stream(Box::new(opened)));
                     }
                     // The stream broke before its first chunk: an attempt that got no
@@ -336,9 +359,7 @@ impl Executor {
             );
             plan.next = crate::retry::Next::Stop(Stop::NeverRetry);
         }
-        let end = self
-            .after(call, cx.paths, (c, plan), wire, t, observer)
-            .await;
+        let end = self.after(call, p, (c, plan), wire, t, observer).await;
         end.map(Run::Done)
     }
 
@@ -353,7 +374,7 @@ impl Executor {
     async fn admit(
         &self,
         cx: &Attempting<'_>,
-        p: &Prepared,
+        p: &mut Prepared,
         t: &mut Tally,
     ) -> Result<Permit, Outcome> {
         let (call, started) = (cx.call, cx.started);
@@ -371,7 +392,7 @@ impl Executor {
             ));
         }
         let left = self.time_left(p, started);
-        let mut acquire = Acquire::new(&call.provider, &call.credential)
+        let mut acquire = Acquire::new(&call.provider, &*p.credential)
             .tenant(&p.tenant)
             .class(p.class)
             .usage(p.estimate);
@@ -384,8 +405,28 @@ impl Executor {
         if let Some(task) = call.task {
             acquire = acquire.task(task);
         }
+        // A read of a pool goes, at each attempt, with the member that would admit it
+        // soonest; a write's member was given before it was recorded.
+        let pool = call.pool.as_deref().filter(|_| call.class == RequestClass::Read);
+        if let Some(pool) = pool {
+            for member in self.avoided(call, pool, p) {
+                acquire = acquire.avoid(member);
+            }
+            acquire = acquire.pool(pool);
+        }
         let queued_at = self.clock.now();
-        let admitted = match self.admission.acquire(acquire).await {
+        let admitted = match self.admission.submit(acquire) {
+            Ok(ticket) => {
+                let member = ticket.credential().clone();
+                let admitted = ticket.await;
+                if let (Some(pool), Ok(_)) = (pool, &admitted) {
+                    self.went_with(call, pool, p, &member);
+                }
+                admitted
+            }
+            Err(refused) => Err(refused),
+        };
+        let admitted = match admitted {
             // Its task was cancelled while it waited past the queue (at the shared store's
             // gate): sent it is not, and its charge is given back.
             Ok(permit) if call.task.is_some_and(|task| self.is_cancelled(task)) => {
@@ -404,7 +445,7 @@ impl Executor {
                 waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
             });
         }
-        admitted.map_err(|refused| {
+        let permit = admitted.map_err(|refused| {
             trace::left_queue(call, &refused);
             let reason = match &refused {
                 Refused::Cancelled => Reason::Cancelled,
@@ -418,7 +459,22 @@ impl Executor {
                 _ => NextAction::RetryLater(None),
             };
             std::mem::take(t).end(reason, next)
-        })
+        })?;
+        if pool.is_some() {
+            // The member's breaker, now that the attempt goes with it: a retry's was not
+            // checked before its wait (`after`), the first attempt's tenant path was.
+            let now = self.clock.now();
+            let allowed = if t.attempts == 0 {
+                self.breakers.allow_path(&p.paths, now)
+            } else {
+                self.breakers.allow(&p.paths, now)
+            };
+            if let Err(open) = allowed {
+                permit.complete(Some(Usage::default()));
+                return Err(breaker_open(t, open));
+            }
+        }
+        Ok(permit)
     }
 }
 

@@ -72,10 +72,15 @@ impl BreakerPaths {
 
     /// The paths with the tenant's named: `provider credential METHOD /route tenant=NAME`.
     pub(super) fn of_tenant(mut self, tenant: &str) -> Self {
+        self.name_tenant(tenant);
+        self
+    }
+
+    /// Names the tenant in the tenant's path, as [`BreakerPaths::of_tenant`] does.
+    pub(super) fn name_tenant(&mut self, tenant: &str) {
         self.tenant.push_str(" tenant=");
         self.tenant
             .push_str(&crate::printable::printable(tenant));
-        self
     }
 }
 
@@ -143,6 +148,12 @@ impl CallBreakers {
             // Nothing is sent: a probe of the tenant's path it took goes back.
             self.tenants.release(&paths.tenant);
         })
+    }
+
+    /// Whether the credential's path `shared` refuses calls at `now`; looking changes
+    /// nothing. Cheap while no path is open.
+    pub(super) fn refuses(&self, shared: &str, now: Instant) -> bool {
+        self.shared.any_open() && self.shared.refuses(shared, now)
     }
 
     /// A call on `paths` ended with no word on them (refused before its send, or answered

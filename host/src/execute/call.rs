@@ -17,6 +17,12 @@ pub struct Call {
     /// executor's [`Credentials`](crate::credentials::Credentials) give the secret headers
     /// for, at each send. A call never carries a secret itself.
     pub credential: String,
+    /// The pool of the provider's credentials it goes with, instead of `credential`
+    /// (`[providers.X.pools.NAME]`): a read goes with the member that would admit it soonest,
+    /// at each attempt, and a retry avoids the member its last attempt failed on; a write is
+    /// given one member before it is recorded, and keeps it for its whole life (its
+    /// idempotency key and its reconciliation are that member's).
+    pub pool: Option<String>,
     /// Narrower scopes the call also charges (a model, an endpoint family).
     pub scopes: Vec<String>,
     /// The tenant it is billed to; `None`: the tenant the request names (its plugin's plan),
@@ -80,6 +86,7 @@ impl Call {
         Self {
             provider: provider.into(),
             credential: DEFAULT_CREDENTIAL.to_owned(),
+            pool: None,
             scopes: Vec::new(),
             tenant: None,
             task: None,
@@ -113,6 +120,19 @@ impl Call {
     pub fn credential(mut self, label: impl Into<String>) -> Self {
         self.credential = label.into();
         self
+    }
+
+    /// Sent with a member of the provider's pool `pool` instead of one credential (see the
+    /// `pool` field).
+    #[must_use]
+    pub fn pool(mut self, pool: impl Into<String>) -> Self {
+        self.pool = Some(pool.into());
+        self
+    }
+
+    /// The pool it goes with, else its credential's label: what its metrics and spans name.
+    pub fn sent_with(&self) -> &str {
+        self.pool.as_deref().unwrap_or(&self.credential)
     }
 
     /// Also charges the narrower scope `scope` (a model, an endpoint family).
@@ -398,7 +418,7 @@ pub(super) fn read_key(call: &Call) -> String {
     let mut h = Sha256::new();
     for part in [
         call.provider.as_bytes(),
-        call.credential.as_bytes(),
+        call.sent_with().as_bytes(),
         call.method.as_bytes(),
         call.url.as_bytes(),
     ] {

@@ -15,6 +15,7 @@ mod budgets;
 mod call;
 mod charge;
 mod generations;
+mod pool;
 mod reading;
 pub mod recent;
 mod stream;
@@ -47,6 +48,7 @@ pub use call::{
 };
 pub use charge::CACHED_INPUT_TOKENS;
 pub use generations::{ANY_MODEL, Generation, Generations};
+pub use pool::{Endpoint, Endpoints};
 pub use stream::{PartialStream, Stream, StreamOutcome};
 
 /// Runs calls: admission, transport, plugins and the retry policy together.
@@ -77,6 +79,8 @@ pub struct Executor {
     generations: HashMap<String, Generations>,
     /// Each provider's base URL, for calls whose URL starts with `/`.
     base_urls: HashMap<String, String>,
+    /// Credentials' own endpoints, by provider, then label.
+    endpoints: Endpoints,
     clock: Arc<dyn Clock>,
 }
 
@@ -126,6 +130,7 @@ impl Executor {
             budgets: None,
             generations: HashMap::new(),
             base_urls: HashMap::new(),
+            endpoints: Endpoints::new(),
             clock,
         }
     }

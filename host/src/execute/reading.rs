@@ -6,7 +6,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use super::attempt::{Prepared, failed};
-use super::breaking::{BreakerPaths, blame};
+use super::breaking::blame;
 use super::charge;
 use super::stream::{self, Stream};
 use super::tally::{Tally, next_action};
@@ -15,7 +15,7 @@ use super::usage::{self, corrected};
 use super::{Call, Executor, NextAction, Observer, Outcome, QUOTA_EXHAUSTED, Reason};
 use crate::admission::Permit;
 use crate::contract::{
-    Classification, LimitedScope, Observation, Response, ResponsePart, TransportFailure, Verdict,
+    Classification, RequestClass, LimitedScope, Observation, Response, ResponsePart, TransportFailure, Verdict,
     WireOutcome as Wire,
 };
 use crate::guard::GuardedPolicy;
@@ -138,6 +138,7 @@ impl Executor {
             decide(&after, &p.budget, &p.backoff, &mut rng)
         };
         let plan = self.unanswered_generation(call, p, wire, t, plan);
+        let plan = pool_retry(call, p, t, plan);
         let hold = match c.verdict {
             // A spent billing or daily quota: nobody on the scope sends until its reset, or
             // for the configured time when the provider does not say.
@@ -176,7 +177,7 @@ impl Executor {
         let generation = p.estimate.input_tokens > 0
             || p.estimate.output_tokens > 0
             || p.estimate.other_tokens > 0;
-        if !(unanswered && generation && call.class == crate::contract::RequestClass::Read) {
+        if !(unanswered && generation && call.class == RequestClass::Read) {
             return plan;
         }
         t.unanswered += 1;
@@ -192,7 +193,7 @@ impl Executor {
     pub(super) async fn after(
         &self,
         call: &Call,
-        paths: &BreakerPaths,
+        p: &mut Prepared,
         (c, plan): (Classification, crate::retry::Plan),
         wire: Wire,
         t: &mut Tally,
@@ -211,6 +212,7 @@ impl Executor {
             c.error_code.as_deref().unwrap_or("")
         );
         trace::decided(&plan.next);
+        let paths = &p.paths;
         match (plan.next, wire) {
             (Next::Done, Wire::Response(response)) => {
                 self.breakers.success(paths);
@@ -240,7 +242,7 @@ impl Executor {
                 t.keep_answer(wire);
                 self.breakers.failure(paths, blame, &failure, self.clock.now());
                 // A place to wait first: a retry refused one takes no breaker probe.
-                let Some(_place) = self.delayed.take(&call.provider, &call.credential) else {
+                let Some(_place) = self.delayed.take(&call.provider, &p.credential) else {
                     return Some(std::mem::take(t).end(
                         Reason::ScopeRetriesFull {
                             max_delayed_requests: self.retry.max_delayed_requests,
@@ -248,7 +250,14 @@ impl Executor {
                         NextAction::RetryLater(Some(delay)),
                     ));
                 };
-                if let Err(open) = self.breakers.allow(paths, self.clock.now()) {
+                // A pool's read is checked on the member its next attempt goes with, once
+                // admitted (`admit`), and avoids this one.
+                let pooled = call.pool.is_some() && call.class == RequestClass::Read;
+                if pooled {
+                    if !p.failed_on.contains(&p.credential) {
+                        p.failed_on.push(p.credential.clone());
+                    }
+                } else if let Err(open) = self.breakers.allow(paths, self.clock.now()) {
                     let after = open.retry_in;
                     return Some(std::mem::take(t).end(
                         Reason::BreakerOpen(open),
@@ -263,6 +272,39 @@ impl Executor {
             }
         }
     }
+}
+
+/// A pool's read goes on with another member without waiting out its member's hold: a read
+/// stopped by the member's spent quota is retried at once, within its class's attempts,
+/// and a retry after a 429 waits only its backoff, not the hold (which keeps the member,
+/// not the pool, waiting). If every member is held, admission makes it wait for the first
+/// to come back.
+fn pool_retry(
+    call: &Call,
+    p: &Prepared,
+    t: &Tally,
+    mut plan: crate::retry::Plan,
+) -> crate::retry::Plan {
+    if call.pool.is_none() || call.class != RequestClass::Read {
+        return plan;
+    }
+    match plan.next {
+        Next::Stop(crate::retry::Stop::QuotaExhausted { .. })
+            if t.attempts < p.budget.max_attempts =>
+        {
+            plan.next = Next::Retry {
+                delay: Duration::ZERO,
+            };
+        }
+        Next::Retry { delay } => {
+            let held = plan.hold_scope.unwrap_or_default();
+            plan.next = Next::Retry {
+                delay: delay.saturating_sub(held),
+            };
+        }
+        _ => {}
+    }
+    plan
 }
 
 /// Whether a transport failure may have delivered the request.

@@ -20,7 +20,7 @@ pub(super) fn call_span(call: &Call) -> Span {
     tracing::info_span!(
         CALL_SPAN,
         provider = %call.provider,
-        credential = %call.credential,
+        credential = %call.sent_with(),
         class = observe::request_class(call.class),
         tenant = Empty,
         attempts = Empty,
@@ -57,7 +57,7 @@ pub(super) fn admitted(
     metrics::counter!(
         observe::CALLS_ADMITTED,
         "provider" => call.provider.clone(),
-        "credential" => call.credential.clone(),
+        "credential" => call.sent_with().to_owned(),
         "tenant" => tenant.to_owned(),
     )
     .increment(1);
@@ -94,7 +94,7 @@ pub(super) fn answered(call: &Call, status: Option<u16>) {
         metrics::counter!(
             observe::RESPONSES_429,
             "provider" => call.provider.clone(),
-            "credential" => call.credential.clone(),
+            "credential" => call.sent_with().to_owned(),
         )
         .increment(1);
     }

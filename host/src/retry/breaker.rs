@@ -166,6 +166,25 @@ impl Breakers {
         }
     }
 
+    /// Whether [`Breakers::check`] of `route` would refuse at `now` (open, or half-open
+    /// with its probe out). Looking changes nothing.
+    pub fn refuses(&self, route: &str, now: Instant) -> bool {
+        let paths = self.paths();
+        let Some(p) = paths.get(route) else {
+            return false;
+        };
+        match (p.open_until, p.probing) {
+            (Some(t), _) if t > now => true,
+            (Some(_), Some(at)) => at + self.open_for > now,
+            _ => false,
+        }
+    }
+
+    /// Whether any path's breaker is open or half-open now.
+    pub fn any_open(&self) -> bool {
+        self.paths().values().any(|p| p.open_until.is_some())
+    }
+
     /// Every path with failures counted, as it stands at `now`, sorted by path. Looking
     /// changes nothing: a path whose time is up shows `half-open` but stays counted open
     /// until a call probes it.

@@ -154,6 +154,9 @@ pub enum WriteError {
     /// recorded or sent.
     #[error(transparent)]
     Claim(#[from] ClaimError),
+    /// The write names a pool its provider does not have: nothing was recorded or sent.
+    #[error("{0}; nothing was recorded or sent")]
+    Pool(crate::admission::Rejection),
 }
 
 /// A point in a write's life, reported to a [`Writes::on_step`] listener (for progress
@@ -412,6 +415,19 @@ impl Writes {
     /// [`WriteError::Claim`] when another host owns the action, or the shared store cannot
     /// say — in which case nothing was recorded or sent.
     pub async fn write(&self, write: &Write) -> Result<WriteOutcome, WriteError> {
+        let pinned;
+        let write = if write.call.pool.is_some() {
+            // A write keeps one member of its pool for its whole life: chosen before it is
+            // recorded, and recorded with it.
+            let call = self.executor.pinned(&write.call).map_err(WriteError::Pool)?;
+            pinned = Write {
+                call,
+                ..write.clone()
+            };
+            &pinned
+        } else {
+            write
+        };
         if let Some(gate) = &self.claims {
             // Before the journal: an action another host owns is not recorded here at all.
             match gate.claim(&claim_name(&write.task, &write.action)).await {

@@ -86,6 +86,7 @@ impl StoredRequest {
         Call {
             provider: action.provider.clone(),
             credential: self.credential.clone(),
+            pool: None,
             scopes: self.scopes.clone(),
             tenant: Some(self.tenant.clone()).filter(|t| !t.is_empty()),
             task: Some(task_id(&action.task)),

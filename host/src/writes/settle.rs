@@ -228,6 +228,7 @@ impl Writes {
         let call = Call {
             provider: action.provider.clone(),
             credential: stored.credential.clone(),
+            pool: None,
             scopes: stored.scopes.clone(),
             tenant: Some(stored.tenant.clone()).filter(|t| !t.is_empty()),
             // A read that settles what happened runs even for a cancelled task.

@@ -111,6 +111,13 @@ pub struct Acquire {
     pub deadline: Option<Duration>,
     /// The task it belongs to, for [`Admission::cancel`].
     pub task: Option<TaskId>,
+    /// The pool of the provider's credentials it may go with, instead of `credential`: it
+    /// is admitted on the member that would admit it soonest ([`Ticket::credential`] says
+    /// which).
+    pub pool: Option<String>,
+    /// Members of the pool it should go with only when no other can take it (a member
+    /// whose breaker is open, the one its last attempt failed on).
+    pub avoid: Vec<String>,
 }
 
 impl Acquire {
@@ -126,6 +133,8 @@ impl Acquire {
             usage: Usage::ONE_REQUEST,
             deadline: None,
             task: None,
+            pool: None,
+            avoid: Vec::new(),
         }
     }
 
@@ -446,9 +455,11 @@ impl Admission {
         let submitted = self.shared.change(|state, now| {
             let s = &mut state.scheduler;
             let names: Vec<&str> = request.scopes.iter().map(String::as_str).collect();
+            let tenant = s.tenant(&request.tenant);
+            let credential = pools::credential_for(s, now, &request, &names, tenant)?;
             let ask = Ask {
-                route: s.route(&request.provider, &request.credential, &names),
-                tenant: s.tenant(&request.tenant),
+                route: s.route(&request.provider, &credential, &names),
+                tenant,
                 class: request.class,
                 usage: request.usage,
                 deadline: request.deadline.map(|d| now.saturating_add(nanos(d))),
@@ -465,9 +476,9 @@ impl Admission {
             if let Some(task) = request.task {
                 state.tasks.entry(task).or_default().push(id);
             }
-            Ok::<_, Rejection>((id, now))
+            Ok::<_, Rejection>((id, now, credential))
         });
-        let (id, now) = submitted.inspect_err(|rejection| refused(&request, rejection))?;
+        let (id, now, credential) = submitted.inspect_err(|rejection| refused(&request, rejection))?;
         let gated = self.shared.gate.clone().map(|gate| {
             Box::new(Gated {
                 gate,
@@ -479,6 +490,7 @@ impl Admission {
         });
         Ok(Ticket {
             id,
+            credential,
             shared: self.shared.clone(),
             rx,
             settled: false,
@@ -551,47 +563,17 @@ impl fmt::Debug for Admission {
     }
 }
 
-/// Reports a request refused at submit (see [`crate::observe`]).
-fn refused(request: &Acquire, rejection: &Rejection) {
-    let reason = rejection.label();
-    tracing::warn!(
-        provider = %request.provider,
-        credential = %request.credential,
-        reason,
-        error = %rejection,
-        "admission refused a request"
-    );
-    metrics::counter!(
-        crate::observe::CALLS_REFUSED,
-        "provider" => request.provider.clone(),
-        "reason" => reason,
-    )
-    .increment(1);
-}
-
-/// Reports a hold put on `scope` (see [`crate::observe`]).
-fn held(scope: &ScopeKey, hold: Duration, reason: &str) {
-    tracing::info!(
-        %scope,
-        hold_ms = u64::try_from(hold.as_millis()).unwrap_or(u64::MAX),
-        reason,
-        "scope held: nothing charged to it is admitted until the hold ends"
-    );
-    let provider = match scope {
-        ScopeKey::Provider { provider, .. } => provider.to_string(),
-        ScopeKey::Tenant(_) => String::new(),
-    };
-    metrics::counter!(crate::observe::SCOPE_HOLDS, "provider" => provider).increment(1);
-}
-
 fn nanos(d: Duration) -> Nanos {
     u64::try_from(d.as_nanos()).unwrap_or(Nanos::MAX)
 }
 
 mod permit;
+mod pools;
+mod report;
 mod shared;
 #[cfg(test)]
 mod tests;
 
 pub use permit::{Permit, Ticket};
+use report::{held, refused};
 use shared::{Gated, Remaining};

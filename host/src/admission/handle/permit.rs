@@ -9,6 +9,8 @@ use super::*;
 #[must_use = "a ticket withdraws its request when dropped"]
 pub struct Ticket {
     pub(super) id: RequestId,
+    /// The credential it goes with: the request's, or the pool's member it was queued on.
+    pub(super) credential: Arc<str>,
     pub(super) shared: Arc<Shared>,
     pub(super) rx: oneshot::Receiver<WaitEnd>,
     /// The outcome was received: nothing left to withdraw or release.
@@ -26,6 +28,12 @@ impl Ticket {
     /// The request, for [`Admission::explain`].
     pub fn id(&self) -> RequestId {
         self.id
+    }
+
+    /// The credential the request goes with: its own, or the member of its pool it was
+    /// queued on.
+    pub fn credential(&self) -> &Arc<str> {
+        &self.credential
     }
 
     /// Why the request is still waiting, or `None` once it is not.

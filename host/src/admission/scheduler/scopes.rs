@@ -16,8 +16,9 @@ use crate::admission::config::{self, Config, ConfigError};
 use crate::admission::limits::Limits;
 use crate::admission::scope::{Scope, ScopeKey, Shape};
 
-/// A provider and one of its named scopes (`None`: the credential's own).
-type ShapeKey = (Arc<str>, Option<Arc<str>>);
+/// A provider, a credential whose own limits differ from the provider's (`None`: any
+/// other), and one of its named scopes (`None`: the credential's own).
+type ShapeKey = (Arc<str>, Option<Arc<str>>, Option<Arc<str>>);
 
 /// A scope and the scheduler's bookkeeping for it.
 #[derive(Debug)]
@@ -64,11 +65,25 @@ impl Scopes {
             let wait = p.max_wait_ms.map_or(max_wait, |w| ms_to_nanos(w.get()));
             let provider: Arc<str> = name.as_str().into();
             let own = config::shape(name, &p.limits, margin)?.bounded(max_queued, wait);
-            shapes.insert((provider.clone(), None), Arc::new(own));
+            shapes.insert((provider.clone(), None, None), Arc::new(own));
             for named in p.named_scopes() {
                 let key = format!("providers.{name}.{}", named.key);
                 let s = config::shape(&key, named.limits, margin)?.bounded(max_queued, wait);
-                shapes.insert((provider.clone(), Some(named.name.into())), Arc::new(s));
+                shapes.insert((provider.clone(), None, Some(named.name.into())), Arc::new(s));
+            }
+            for (label, c) in &p.credentials {
+                let at = format!("providers.{name}.credentials.{label}");
+                let credential: Option<Arc<str>> = Some(label.as_str().into());
+                if let Some(limits) = &c.limits {
+                    let s = config::shape(&at, limits, margin)?.bounded(max_queued, wait);
+                    shapes.insert((provider.clone(), credential.clone(), None), Arc::new(s));
+                }
+                for (scope, key, limits) in c.named() {
+                    let key = format!("{at}.{key}");
+                    let s = config::shape(&key, limits, margin)?.bounded(max_queued, wait);
+                    let k = (provider.clone(), credential.clone(), Some(scope.into()));
+                    shapes.insert(k, Arc::new(s));
+                }
             }
         }
         let unconfigured = config::shape("margin", &Limits::default(), config.margin)?
@@ -92,9 +107,7 @@ impl Scopes {
             return id;
         }
         let shape = match key {
-            ScopeKey::Provider { provider, name, .. } => {
-                self.shapes.get(&(provider.clone(), name.clone())).cloned()
-            }
+            ScopeKey::Provider { .. } => self.shape_of(key).cloned(),
             ScopeKey::Tenant(_) => tier_quota,
         }
         .unwrap_or_else(|| self.unconfigured.clone());
@@ -116,12 +129,24 @@ impl Scopes {
     /// Whether the configuration names the provider scope `key` (a tenant's scope: never
     /// here, its tier's quota says).
     pub(super) fn configured(&self, key: &ScopeKey) -> bool {
-        match key {
-            ScopeKey::Provider { provider, name, .. } => {
-                self.shapes.contains_key(&(provider.clone(), name.clone()))
-            }
-            ScopeKey::Tenant(_) => false,
-        }
+        self.shape_of(key).is_some()
+    }
+
+    /// The configured shape of the provider scope `key`: its credential's own, else its
+    /// provider's (a tenant's scope: none here, its tier's quota says).
+    fn shape_of(&self, key: &ScopeKey) -> Option<&Arc<Shape>> {
+        let ScopeKey::Provider {
+            provider,
+            credential,
+            name,
+        } = key
+        else {
+            return None;
+        };
+        let own = (provider.clone(), Some(credential.clone()), name.clone());
+        self.shapes
+            .get(&own)
+            .or_else(|| self.shapes.get(&(provider.clone(), None, name.clone())))
     }
 
     /// The scope `id`, if it exists.

@@ -3,6 +3,7 @@
 
 mod admission;
 mod host;
+mod pools;
 mod providers;
 mod serve;
 
@@ -14,6 +15,7 @@ pub fn keys() -> impl Iterator<Item = &'static KeyDoc> {
     admission::ADMISSION
         .iter()
         .chain(providers::PROVIDERS)
+        .chain(pools::POOLS)
         .chain(admission::TENANTS)
         .chain(host::HOST)
         .chain(serve::SERVE)

@@ -1,0 +1,189 @@
+//! Pools at the executor: where an attempt made with a member goes (its own base URL and
+//! path, an Azure OpenAI deployment), which members a read's next attempt avoids (those
+//! whose breaker refuses, the one its last attempt failed on), and the one member a write
+//! keeps for its whole life.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::attempt::Prepared;
+use super::breaking::BreakerPaths;
+use super::{Call, Executor};
+use crate::admission::{Acquire, Rejection, Usage};
+
+/// Where calls made with one credential go, when not where its provider's do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The base URL instead of the provider's (no trailing `/`).
+    pub base_url: Option<String>,
+    /// The path template instead of the call's path: `{path}` is the call's path after its
+    /// first segment, and the call's query joins the template's.
+    pub path: Option<String>,
+}
+
+/// Each provider's credentials' endpoints, by provider, then label.
+pub type Endpoints = HashMap<String, HashMap<String, Endpoint>>;
+
+impl Executor {
+    /// Sends calls made with a credential that has its own [`Endpoint`] there (by
+    /// provider, then credential label) instead of to the provider's base URL.
+    #[must_use]
+    pub fn with_endpoints(mut self, endpoints: Endpoints) -> Self {
+        self.endpoints = endpoints;
+        self
+    }
+
+    /// The URL an attempt of `call` made with `credential` goes to, when the credential has
+    /// its own endpoint and the call's URL is the provider's (relative, or under its base
+    /// URL); `None`: the call's own.
+    pub(super) fn endpoint_url(&self, call: &Call, credential: &str) -> Option<String> {
+        let endpoint = self.endpoints.get(&call.provider)?.get(credential)?;
+        let base = self.base_urls.get(&call.provider).map(String::as_str);
+        member_url(&call.url, base, endpoint)
+    }
+
+    /// The members of `pool` a read's next attempt avoids: those whose breaker on the
+    /// call's path refuses now, and those its attempts failed on.
+    pub(super) fn avoided(&self, call: &Call, pool: &str, p: &Prepared) -> Vec<String> {
+        let mut avoid: Vec<String> = p.failed_on.iter().map(|m| m.to_string()).collect();
+        let now = self.clock.now();
+        if let Some(members) = self.admission.pool_members(&call.provider, pool) {
+            for m in members {
+                let paths = p.paths_with(&call.provider, &m);
+                if self.breakers.refuses(&paths.shared, now) && !avoid.iter().any(|a| **a == *m) {
+                    avoid.push(m.to_string());
+                }
+            }
+        }
+        avoid
+    }
+
+    /// The attempt about to be sent goes with `member`: its breaker paths become the
+    /// member's, and a move away from the member the last attempt failed on is counted.
+    pub(super) fn went_with(&self, call: &Call, pool: &str, p: &mut Prepared, member: &Arc<str>) {
+        metrics::counter!(
+            crate::observe::POOL_CHOSEN,
+            "provider" => call.provider.clone(),
+            "pool" => pool.to_owned(),
+            "member" => member.to_string(),
+        )
+        .increment(1);
+        if let Some(from) = p.failed_on.last()
+            && from != member
+        {
+            metrics::counter!(
+                crate::observe::POOL_FAILOVERS,
+                "provider" => call.provider.clone(),
+                "pool" => pool.to_owned(),
+                "from" => from.to_string(),
+            )
+            .increment(1);
+        }
+        if p.credential != *member {
+            p.paths = p.paths_with(&call.provider, member).of_tenant(&p.tenant);
+            p.credential = member.clone();
+        }
+    }
+
+    /// `call` with the one member of its pool it keeps for its whole life (a write: its
+    /// idempotency key and its reconciliation are that member's): the member that would
+    /// admit one request of it soonest now. A call without a pool is returned as it is.
+    ///
+    /// # Errors
+    /// [`Rejection::UnknownPool`] when its provider has no such pool.
+    pub fn pinned(&self, call: &Call) -> Result<Call, Rejection> {
+        let Some(pool) = &call.pool else {
+            return Ok(call.clone());
+        };
+        let mut acquire = Acquire::new(&call.provider, &call.credential)
+            .tenant(call.tenant.as_deref().unwrap_or("default"))
+            .usage(Usage::ONE_REQUEST)
+            .pool(pool.as_str());
+        for s in &call.scopes {
+            acquire = acquire.scope(s);
+        }
+        let member = self.admission.choose_member(&acquire)?;
+        let mut pinned = call.clone();
+        pinned.credential = member.to_string();
+        pinned.pool = None;
+        Ok(pinned)
+    }
+}
+
+/// Where a call to `url` of a provider whose base URL is `base` goes with a credential of
+/// `endpoint`: `None` when `url` is not the provider's (absolute, elsewhere) or nothing says
+/// where.
+fn member_url(url: &str, base: Option<&str>, endpoint: &Endpoint) -> Option<String> {
+    let base = base.map(|b| b.trim_end_matches('/'));
+    let rest = match base {
+        _ if url.starts_with('/') => url,
+        Some(b) => url.strip_prefix(b).filter(|r| r.starts_with('/'))?,
+        None => return None,
+    };
+    let base = endpoint.base_url.as_deref().or(base)?;
+    let Some(template) = &endpoint.path else {
+        return Some(format!("{base}{rest}"));
+    };
+    let (path, query) = rest.split_once('?').map_or((rest, None), |(p, q)| (p, Some(q)));
+    let after_first = path
+        .trim_start_matches('/')
+        .split_once('/')
+        .map_or("", |(_, r)| r);
+    let mut url = format!("{base}{}", template.replace("{path}", after_first));
+    if let Some(q) = query.filter(|q| !q.is_empty()) {
+        url.push(if url.contains('?') { '&' } else { '?' });
+        url.push_str(q);
+    }
+    Some(url)
+}
+
+impl Prepared {
+    /// The breaker paths of this call made with `credential` (the tenant's not named).
+    pub(super) fn paths_with(&self, provider: &str, credential: &str) -> BreakerPaths {
+        BreakerPaths::before_plan(provider, credential, &self.route, self.model.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Endpoint, member_url};
+
+    #[test]
+    fn a_member_s_endpoint_takes_the_provider_s_calls() {
+        let azure = Endpoint {
+            base_url: Some("https://east.example.azure.com".into()),
+            path: Some("/openai/deployments/gpt-4o/{path}?api-version=2024-10-21".into()),
+        };
+        let base = Some("https://api.openai.com/");
+        let deployed = "https://east.example.azure.com/openai/deployments/gpt-4o/chat/completions\
+                        ?api-version=2024-10-21";
+        for url in [
+            "https://api.openai.com/v1/chat/completions",
+            "/v1/chat/completions",
+        ] {
+            assert_eq!(member_url(url, base, &azure).as_deref(), Some(deployed));
+        }
+        let queried = member_url("/v1/models?limit=5", base, &azure).unwrap();
+        assert!(queried.ends_with("/gpt-4o/models?api-version=2024-10-21&limit=5"), "{queried}");
+        // A URL that is not the provider's is left alone; so is any without a base.
+        assert_eq!(member_url("https://elsewhere.example/v1/x", base, &azure), None);
+        assert_eq!(member_url("https://api.openai.com.evil/v1/x", base, &azure), None);
+        let region = Endpoint {
+            base_url: Some("https://eu.api.example".into()),
+            path: None,
+        };
+        assert_eq!(
+            member_url("https://api.openai.com/v1/chat/completions?x=1", base, &region).as_deref(),
+            Some("https://eu.api.example/v1/chat/completions?x=1")
+        );
+        let no_base = Endpoint {
+            base_url: None,
+            path: Some("/p/{path}".into()),
+        };
+        assert_eq!(
+            member_url("/v1/a/b", base, &no_base).as_deref(),
+            Some("https://api.openai.com/p/a/b")
+        );
+        assert_eq!(member_url("/v1/a", None, &no_base), None);
+    }
+}

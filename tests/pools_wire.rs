@@ -1,0 +1,118 @@
+//! A pool with an Azure OpenAI deployment among its members, at the wire: the deployment's
+//! calls go to its own path with its `api-key` header (the fake refuses anything else), its
+//! 429 with `retry-after-ms` holds it alone and the read goes on with the other member at
+//! once, and it takes calls again when the hold ends.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice::clock::{Clock, TokioClock};
+use sluice::config::SluiceConfig;
+use sluice::contract::RequestClass;
+use sluice::execute::{Call, Outcome};
+use sluice::retry::RetryConfig;
+use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
+use sluice_tests::stack::{builder, transport};
+
+/// The provider's base URL: nothing listens there.
+const BASE: &str = "http://127.0.0.1:9";
+const DEPLOYMENT: &str = "/openai/deployments/gpt-4o/chat/completions";
+const CHAT: &str = "/v1/chat/completions";
+
+fn host(azure: &FakeProvider, team: &FakeProvider) -> sluice::Sluice {
+    let text = format!(
+        "[providers.openai]\nplugin = \"openai\"\nbase_url = \"{BASE}\"\n\
+         [providers.openai.limits]\nrequests_per_minute = 6000\n\
+         [providers.openai.credentials.azure]\nenv = \"SLUICE_TEST_UNUSED_KEY\"\n\
+         header = \"api-key\"\nbase_url = \"{}\"\n\
+         path = \"/openai/deployments/gpt-4o/{{path}}?api-version=2024-10-21\"\n\
+         [providers.openai.credentials.team]\nenv = \"SLUICE_TEST_UNUSED_KEY\"\nbase_url = \"{}\"\n\
+         [providers.openai.pools.gpt]\nmembers = [\"azure\", \"team\"]\n",
+        azure.url(""),
+        team.url("")
+    );
+    let retry = RetryConfig {
+        backoff_base_ms: 10,
+        backoff_cap_ms: 20,
+        ..RetryConfig::default()
+    };
+    let mut config = SluiceConfig::from_toml(&text, Path::new(".")).expect("the configuration");
+    config.retry = retry.clone();
+    builder("openai", "", retry, transport(Duration::from_secs(5)))
+        .config(config)
+        .credentials(Arc::new(|_: &str, label: &str| match label {
+            "azure" => vec![("api-key".to_owned(), "az-secret".to_owned())],
+            _ => vec![("authorization".to_owned(), "Bearer team-secret".to_owned())],
+        }))
+        .build()
+        .expect("a host")
+}
+
+fn chat() -> Call {
+    Call::post(
+        "openai",
+        format!("{BASE}{CHAT}"),
+        r#"{"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}"#,
+    )
+    .pool("gpt")
+    .tenant("acme")
+    .class(RequestClass::Read)
+    .header("content-type", "application/json")
+}
+
+fn attempts(o: &Outcome) -> u32 {
+    match o {
+        Outcome::Succeeded { attempts, .. } => *attempts,
+        Outcome::Ended(t) => panic!("the read failed: {t:?}"),
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_azure_deployment_in_a_pool_is_called_its_own_way_and_held_alone() {
+    let azure = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    azure.require_credential("api-key", "az-secret");
+    let team = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    team.require_credential("authorization", "Bearer team-secret");
+    azure.script(
+        DEPLOYMENT,
+        [Fault::RateLimited {
+            retry_after: Some(RetryAfter::Millis(1_500)),
+        }],
+    );
+    let sluice = host(&azure, &team);
+
+    // The first read goes with the first member, the deployment: 429, held 1.5 s; its
+    // retry goes with the other member at once.
+    let started = TokioClock.now();
+    let first = sluice.execute(&chat()).await;
+    assert_eq!(attempts(&first), 2, "{first:?}");
+    let took = TokioClock.now() - started;
+    assert!(
+        took < Duration::from_millis(1_000),
+        "the retry waited out the hold: {took:?}"
+    );
+    assert_eq!((azure.answered(429), team.answered(200)), (1, 1));
+    // While the deployment is held, reads go with the other member, first time.
+    for _ in 0..3 {
+        assert_eq!(attempts(&sluice.execute(&chat()).await), 1);
+    }
+    assert_eq!(
+        azure.attempts().len(),
+        1,
+        "nothing more went to the held deployment"
+    );
+    assert_eq!(team.answered(200), 4);
+    // Its hold over, the deployment takes reads again, at its own path with its own header
+    // (the fakes answer 401 to any other key, and count it).
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    assert_eq!(attempts(&sluice.execute(&chat()).await), 1);
+    assert_eq!(azure.answered(200), 1, "the deployment is back");
+    assert!(azure.attempts().iter().all(|a| a.path == DEPLOYMENT));
+    assert!(team.attempts().iter().all(|a| a.path == CHAT));
+    assert_eq!(azure.answered(401) + team.answered(401), 0);
+}
