@@ -97,6 +97,14 @@ async fn an_azure_deployment_in_a_pool_is_called_its_own_way_and_held_alone() {
         "the retry waited out the hold: {took:?}"
     );
     assert_eq!((azure.answered(429), team.answered(200)), (1, 1));
+    // Operators see the hold on the member, and each member's calls.
+    let pools = sluice.executor().admission().snapshot().pools;
+    let members = &pools[0].members;
+    assert_eq!((members[0].chosen, members[1].chosen), (1, 1), "{pools:?}");
+    assert!(
+        members[0].held.is_some() && members[1].held.is_none(),
+        "{pools:?}"
+    );
     // While the deployment is held, reads go with the other member, first time.
     for _ in 0..3 {
         assert_eq!(attempts(&sluice.execute(&chat()).await), 1);

@@ -10,8 +10,11 @@ use std::time::Duration;
 use support::stderr;
 
 /// The environment variables the example files read their secrets from.
-const EXAMPLE_SECRETS: [&str; 6] = [
+const EXAMPLE_SECRETS: [&str; 9] = [
     "OPENAI_API_KEY",
+    "AZURE_EASTUS_KEY",
+    "AZURE_WESTEUROPE_KEY",
+    "RESEARCH_AGENT_TOKEN",
     "ANTHROPIC_API_KEY",
     "STRIPE_SECRET_KEY",
     "SLUICE_ADMIN_TOKEN",
@@ -247,6 +250,31 @@ fn the_example_configuration_file_checks_and_names_each_credentials_source() {
         "  credential app: /run/secrets/github-token",
         "audit: a checkpoint every 64 records, kept 400 days",
         "  signing key: /etc/sluice/audit.key (NOT READABLE NOW, the host will not start",
+    ] {
+        assert!(out.contains(shown), "no `{shown}` in:\n{out}");
+    }
+}
+
+/// The pools example checks, and says each member's endpoint and limits and each pool.
+#[test]
+fn the_pools_example_checks_and_names_each_pool_and_member() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/pools.toml");
+    let o = check(&example);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "its keys are not set: {}",
+        stderr(&o)
+    );
+    for shown in [
+        "  credential azure-eastus: $AZURE_EASTUS_KEY, sent in api-key",
+        "  credential azure-eastus goes to https://contoso-eastus.openai.azure.com, path \
+         /openai/deployments/gpt-4o/{path}?api-version=2024-10-21",
+        "  credential azure-eastus's own bucket:",
+        "    requests_per_minute: 2700, paced at 2430 per 60 s",
+        "  pool gpt-4o: azure-eastus (weight 3), azure-westeurope (weight 2), project — a read \
+         goes with the member that would admit it soonest",
     ] {
         assert!(out.contains(shown), "no `{shown}` in:\n{out}");
     }

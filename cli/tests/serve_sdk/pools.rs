@@ -150,6 +150,22 @@ fn a_pool_of_three_members_is_used_to_its_combined_pace_with_no_member_over_its_
         rate / paced * 100.0
     );
     assert!(rate >= 0.95 * paced, "{rate:.2}/s of {paced:.2}/s");
+    // The admin API says how the pool was used: every read admitted through it, each member's
+    // calls counted.
+    let scopes = sidecar.admin_json("/scopes");
+    let members = scopes["pools"][0]["members"]
+        .as_array()
+        .expect("the pool's members");
+    let chosen: Vec<u64> = members
+        .iter()
+        .map(|m| m["chosen"].as_u64().unwrap())
+        .collect();
+    let chosen_answered: Vec<u64> = answered.iter().map(|n| *n as u64).collect();
+    assert_eq!(chosen, chosen_answered, "{scopes}");
+    assert!(
+        sidecar.metrics().contains("sluice_pool_chosen_total{"),
+        "the pool's metrics"
+    );
     // Each member took its share: at least 80% of what its own pace allows over the run.
     let span = to - times[0];
     for ((n, rpm), m) in answered.iter().zip(LIMITS).zip(0..) {
@@ -212,6 +228,10 @@ fn a_spent_member_and_a_broken_one_cost_no_read_and_the_spent_one_comes_back() {
             .unwrap();
         assert!(n <= 3, "{c}");
     }
+    assert!(
+        sidecar.metrics().contains("sluice_pool_failovers_total{"),
+        "failovers are counted"
+    );
     // The spent member's hold passes: it takes reads again.
     let before = pool.members[0].answered(200);
     std::thread::sleep(Duration::from_secs(5));

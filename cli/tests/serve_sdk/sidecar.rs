@@ -362,6 +362,13 @@ impl Sidecar {
         http(self.admin, "GET", "/metrics", ADMIN_TOKEN, "").expect("the admin API answers")
     }
 
+    /// The JSON body of the admin API's `GET path`.
+    pub fn admin_json(&self, path: &str) -> serde_json::Value {
+        let answer = http(self.admin, "GET", path, ADMIN_TOKEN, "").expect("the admin API answers");
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {answer}"))
+    }
+
     /// What it printed on standard error so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()

@@ -36,8 +36,8 @@ pub use outcome::{Bound, GrantId, QueueEvent, Rejection, Waiting, Why};
 pub use scheduler::{Ask, PoolAsk, Route, Scheduler, TaskId, TenantId};
 pub use scope::{Block, Hold, Learned, Origin, Scope, ScopeKey};
 pub use snapshot::{
-    ConcurrencyStatus, HoldStatus, QueueRow, QuotaOrigin, QuotaStatus, ReportedQuota, ScopeKind,
-    ScopeStatus, Snapshot,
+    ConcurrencyStatus, HoldStatus, PoolMemberStatus, PoolStatus, QueueRow, QuotaOrigin,
+    QuotaStatus, ReportedQuota, ScopeKind, ScopeStatus, Snapshot,
 };
 pub use tenant::ClassSet;
 pub use usage::{Dimension, Usage};

@@ -47,6 +47,36 @@ pub struct Snapshot {
     pub queued: u64,
     /// Requests admitted and not yet completed or released, in all.
     pub in_flight: u64,
+    /// Every configured pool and how its members are used, by provider then pool name.
+    pub pools: Vec<PoolStatus>,
+}
+
+/// One pool: its members and how they are used. Each member's quotas, holds and queue are
+/// those of its credential's scope in [`Snapshot::scopes`] (`member.scope`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolStatus {
+    /// The provider.
+    pub provider: String,
+    /// The pool's name.
+    pub pool: String,
+    /// Its members, in the configuration's order.
+    pub members: Vec<PoolMemberStatus>,
+}
+
+/// One member of a pool.
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolMemberStatus {
+    /// Its credential's label.
+    pub credential: String,
+    /// The key of its credential's scope (`openai/east`), in [`Snapshot::scopes`] once used.
+    pub scope: String,
+    /// Its weight between members that would admit a call equally soon.
+    pub weight: u64,
+    /// Calls admitted on it through the pool since the host started.
+    pub chosen: u64,
+    /// The hold on its credential's scope in force, if any (a 429, a spent quota): it
+    /// takes a call only when no other member would admit it sooner.
+    pub held: Option<HoldStatus>,
 }
 
 /// What kind of scope a [`ScopeStatus`] describes (see [`ScopeKey`]).

@@ -37,16 +37,23 @@ pub(super) struct Prepared {
     pub(super) cache: crate::budget::CacheUse,
     /// How long a whole answer may take to begin, when the model's settings say.
     pub(super) generation_timeout: Option<Duration>,
+    /// Its breaker paths, with the credential the attempt goes with.
+    pub(super) paths: BreakerPaths,
+    /// A pool's call: the member its attempt goes with and what choosing the next needs;
+    /// boxed, so that a call of one credential carries a pointer's worth of it while it
+    /// waits.
+    pub(super) pooled: Option<Box<super::pool::Pooled>>,
+}
+
+impl Prepared {
     /// The credential the attempt goes with: the call's, or the member of its pool the
     /// attempt was admitted on.
-    pub(super) credential: Arc<str>,
-    /// Its breaker paths, with that credential.
-    pub(super) paths: BreakerPaths,
-    /// The route (`METHOD /template`) and the body's model, that the paths name.
-    pub(super) route: String,
-    pub(super) model: Option<String>,
-    /// The pool's members the call's attempts failed on, which its next ones avoid.
-    pub(super) failed_on: Vec<Arc<str>>,
+    pub(super) fn credential<'a>(&'a self, call: &'a Call) -> &'a str {
+        match &self.pooled {
+            Some(p) => p.member.as_deref().unwrap_or(&call.credential),
+            None => &call.credential,
+        }
+    }
 }
 
 /// What every attempt of a call shares.
@@ -131,11 +138,11 @@ impl Executor {
             actual: None,
             cache: crate::budget::CacheUse::default(),
             generation_timeout,
-            credential: call.sent_with().into(),
             paths,
-            route: route_template(&call.method, &call.url),
-            model,
-            failed_on: Vec::new(),
+            pooled: call
+                .pool
+                .is_some()
+                .then(|| Box::new(super::pool::Pooled::new(call, model))),
             req,
         }
     }
@@ -288,8 +295,9 @@ impl Executor {
     ) -> Option<Run> {
         let (call, policy) = (cx.call, cx.policy);
         // Asked for at each send, not held while the call waits.
-        let credentials = self.credentials.headers(&call.provider, &p.credential);
-        if let Some(url) = self.endpoint_url(call, &p.credential) {
+        let credential = p.credential(call);
+        let credentials = self.credentials.headers(&call.provider, credential);
+        if let Some(url) = self.endpoint_url(call, credential) {
             p.req.url = url;
         } else if call.pool.is_some() {
             p.req.url = self.url_of(call);
@@ -392,7 +400,7 @@ impl Executor {
             ));
         }
         let left = self.time_left(p, started);
-        let mut acquire = Acquire::new(&call.provider, &*p.credential)
+        let mut acquire = Acquire::new(&call.provider, p.credential(call))
             .tenant(&p.tenant)
             .class(p.class)
             .usage(p.estimate);
@@ -407,25 +415,24 @@ impl Executor {
         }
         // A read of a pool goes, at each attempt, with the member that would admit it
         // soonest; a write's member was given before it was recorded.
-        let pool = call.pool.as_deref().filter(|_| call.class == RequestClass::Read);
-        if let Some(pool) = pool {
+        if let Some(pool) = pooled_read(call) {
             for member in self.avoided(call, pool, p) {
                 acquire = acquire.avoid(member);
             }
             acquire = acquire.pool(pool);
         }
         let queued_at = self.clock.now();
+        // Submitted here and the ticket awaited, rather than `Admission::acquire`, whose
+        // future would hold the request while the call waits.
         let admitted = match self.admission.submit(acquire) {
-            Ok(ticket) => {
-                let member = ticket.credential().clone();
-                let admitted = ticket.await;
-                if let (Some(pool), Ok(_)) = (pool, &admitted) {
-                    self.went_with(call, pool, p, &member);
-                }
-                admitted
-            }
+            Ok(ticket) => ticket.await,
             Err(refused) => Err(refused),
         };
+        if let (Some(pool), Ok(permit)) = (pooled_read(call), &admitted)
+            && let Some(member) = permit.member()
+        {
+            self.went_with(call, pool, p, member);
+        }
         let admitted = match admitted {
             // Its task was cancelled while it waited past the queue (at the shared store's
             // gate): sent it is not, and its charge is given back.
@@ -460,7 +467,7 @@ impl Executor {
             };
             std::mem::take(t).end(reason, next)
         })?;
-        if pool.is_some() {
+        if pooled_read(call).is_some() {
             // The member's breaker, now that the attempt goes with it: a retry's was not
             // checked before its wait (`after`), the first attempt's tenant path was.
             let now = self.clock.now();
@@ -476,6 +483,14 @@ impl Executor {
         }
         Ok(permit)
     }
+}
+
+/// The pool of `call`, a read: one that goes, at each attempt, with the member that would
+/// admit it soonest.
+fn pooled_read(call: &Call) -> Option<&str> {
+    call.pool
+        .as_deref()
+        .filter(|_| call.class == RequestClass::Read)
 }
 
 /// An attempt that got no answer; what the client said is kept for the call's end.

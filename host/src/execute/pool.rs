@@ -45,11 +45,14 @@ impl Executor {
     /// The members of `pool` a read's next attempt avoids: those whose breaker on the
     /// call's path refuses now, and those its attempts failed on.
     pub(super) fn avoided(&self, call: &Call, pool: &str, p: &Prepared) -> Vec<String> {
-        let mut avoid: Vec<String> = p.failed_on.iter().map(|m| m.to_string()).collect();
+        let Some(pooled) = &p.pooled else {
+            return Vec::new();
+        };
+        let mut avoid: Vec<String> = pooled.failed_on.iter().map(|m| m.to_string()).collect();
         let now = self.clock.now();
         if let Some(members) = self.admission.pool_members(&call.provider, pool) {
             for m in members {
-                let paths = p.paths_with(&call.provider, &m);
+                let paths = pooled.paths_with(&call.provider, &m);
                 if self.breakers.refuses(&paths.shared, now) && !avoid.iter().any(|a| **a == *m) {
                     avoid.push(m.to_string());
                 }
@@ -68,7 +71,10 @@ impl Executor {
             "member" => member.to_string(),
         )
         .increment(1);
-        if let Some(from) = p.failed_on.last()
+        let Some(pooled) = p.pooled.as_mut() else {
+            return;
+        };
+        if let Some(from) = pooled.failed_on.last()
             && from != member
         {
             metrics::counter!(
@@ -79,9 +85,9 @@ impl Executor {
             )
             .increment(1);
         }
-        if p.credential != *member {
-            p.paths = p.paths_with(&call.provider, member).of_tenant(&p.tenant);
-            p.credential = member.clone();
+        if pooled.member.as_ref() != Some(member) {
+            p.paths = pooled.paths_with(&call.provider, member).of_tenant(&p.tenant);
+            pooled.member = Some(member.clone());
         }
     }
 
@@ -137,10 +143,41 @@ fn member_url(url: &str, base: Option<&str>, endpoint: &Endpoint) -> Option<Stri
     Some(url)
 }
 
-impl Prepared {
+/// What a pool's call keeps between its attempts.
+#[derive(Debug)]
+pub(super) struct Pooled {
+    /// The member its attempt goes with, once admitted on one.
+    pub(super) member: Option<Arc<str>>,
+    /// The route (`METHOD /template`) and the body's model, that its breaker paths name.
+    route: String,
+    model: Option<String>,
+    /// The members its attempts failed on, which its next ones avoid.
+    failed_on: Vec<Arc<str>>,
+}
+
+impl Pooled {
+    /// What `call`, whose body names `model`, keeps.
+    pub(super) fn new(call: &Call, model: Option<String>) -> Self {
+        Self {
+            member: None,
+            route: crate::retry::route_template(&call.method, &call.url),
+            model,
+            failed_on: Vec::new(),
+        }
+    }
+
     /// The breaker paths of this call made with `credential` (the tenant's not named).
-    pub(super) fn paths_with(&self, provider: &str, credential: &str) -> BreakerPaths {
+    fn paths_with(&self, provider: &str, credential: &str) -> BreakerPaths {
         BreakerPaths::before_plan(provider, credential, &self.route, self.model.as_deref())
+    }
+
+    /// Its attempt failed on its member: the next ones avoid it.
+    pub(super) fn failed(&mut self) {
+        if let Some(m) = &self.member
+            && !self.failed_on.contains(m)
+        {
+            self.failed_on.push(m.clone());
+        }
     }
 }
 

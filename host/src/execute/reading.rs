@@ -242,7 +242,7 @@ impl Executor {
                 t.keep_answer(wire);
                 self.breakers.failure(paths, blame, &failure, self.clock.now());
                 // A place to wait first: a retry refused one takes no breaker probe.
-                let Some(_place) = self.delayed.take(&call.provider, &p.credential) else {
+                let Some(_place) = self.delayed.take(&call.provider, p.credential(call)) else {
                     return Some(std::mem::take(t).end(
                         Reason::ScopeRetriesFull {
                             max_delayed_requests: self.retry.max_delayed_requests,
@@ -252,11 +252,9 @@ impl Executor {
                 };
                 // A pool's read is checked on the member its next attempt goes with, once
                 // admitted (`admit`), and avoids this one.
-                let pooled = call.pool.is_some() && call.class == RequestClass::Read;
-                if pooled {
-                    if !p.failed_on.contains(&p.credential) {
-                        p.failed_on.push(p.credential.clone());
-                    }
+                let pooled = call.class == RequestClass::Read && p.pooled.is_some();
+                if let Some(pool) = p.pooled.as_mut().filter(|_| pooled) {
+                    pool.failed();
                 } else if let Err(open) = self.breakers.allow(paths, self.clock.now()) {
                     let after = open.retry_in;
                     return Some(std::mem::take(t).end(

@@ -27,6 +27,7 @@ pub(super) fn scopes(shared: &Shared) -> Response<Body> {
         200,
         &json!({
             "scopes": snapshot.scopes,
+            "pools": snapshot.pools,
             "queued": snapshot.queued,
             "in_flight": snapshot.in_flight,
         }),

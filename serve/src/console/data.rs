@@ -4,7 +4,8 @@
 //!
 //! `/console/data` is one snapshot of everything live, so the page's tables agree with
 //! each other: `now_ms`, `scopes` and `queue` (the admission snapshot, as `GET /scopes`
-//! and `GET /queue` give it), `queued`, `in_flight`, `holds` (the held scopes), `recent_429s`,
+//! and `GET /queue` give it), `queued`, `in_flight`, `holds` (the held scopes), `pools` (each
+//! pool's members: their calls and holds), `recent_429s`,
 //! `breakers`, `escalations` (the open ones), `history` (the sampled ring, see
 //! [`super::history`]). `/console/audit` is `GET /audit/verify`'s answer.
 
@@ -58,6 +59,7 @@ pub(crate) fn live(shared: &Shared, history: &History) -> Response<Body> {
             "queued": snapshot.queued,
             "in_flight": snapshot.in_flight,
             "holds": holds,
+            "pools": snapshot.pools,
             "recent_429s": sluice.executor().recent_429s(),
             "breakers": sluice.executor().breakers(),
             "escalations": escalations,

@@ -140,6 +140,7 @@ mod tests {
             queue: Vec::new(),
             queued: 0,
             in_flight: 0,
+            pools: Vec::new(),
         }
     }
 

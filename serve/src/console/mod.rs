@@ -194,6 +194,7 @@ const MAIN: &str = r#"
 <section><h2>Waits per tenant</h2><p class="hint">Admission waits, p50 (solid) and p99 (dashed), over the last 10 s at each point.</p><div id="waits-plot" class="plot"></div></section>
 <section><h2>Traffic</h2><p id="totals"></p><div id="queue"></div>
 <h3>Holds</h3><div id="holds"></div>
+<h3>Pools</h3><div id="pools"></div>
 <h3>Recent 429s</h3><div id="recent-429s"></div>
 <h3>Breakers</h3><div id="breakers"></div></section>
 <section><h2>Audit log</h2><div id="audit"></div></section>

@@ -147,6 +147,13 @@
     fill("holds", table(["scope", "why", "left"],
       d.holds.map((h) => [el("td", { class: "mono" }, h.scope), h.reason, ms(h.left_ms)]),
       "No scope is held."));
+    const members = [];
+    d.pools.forEach((p) => p.members.forEach((m) => members.push([
+      el("td", { class: "mono" }, p.provider + " " + p.pool), el("td", { class: "mono" }, m.scope),
+      num(m.weight), num(m.chosen),
+      el("td", { class: m.held ? "bad" : "" }, m.held ? m.held.reason + " (" + ms(m.held.left_ms) + ")" : "–")])));
+    fill("pools", table(["pool", "member", "weight", "calls", "held"], members,
+      "No pool is configured."));
     fill("recent-429s", table(["when", "path", "tenant", "attempt"],
       d.recent_429s.slice().reverse().slice(0, 20).map((r) =>
         [ago(r.at_ms, d.now_ms), el("td", { class: "mono" }, r.path), r.tenant, num(r.attempt)]),

@@ -456,9 +456,10 @@ impl Admission {
             let s = &mut state.scheduler;
             let names: Vec<&str> = request.scopes.iter().map(String::as_str).collect();
             let tenant = s.tenant(&request.tenant);
-            let credential = pools::credential_for(s, now, &request, &names, tenant)?;
+            let member = pools::member_for(s, now, &request, &names, tenant)?;
+            let credential = member.as_deref().unwrap_or(&request.credential);
             let ask = Ask {
-                route: s.route(&request.provider, &credential, &names),
+                route: s.route(&request.provider, credential, &names),
                 tenant,
                 class: request.class,
                 usage: request.usage,
@@ -476,9 +477,9 @@ impl Admission {
             if let Some(task) = request.task {
                 state.tasks.entry(task).or_default().push(id);
             }
-            Ok::<_, Rejection>((id, now, credential))
+            Ok::<_, Rejection>((id, now, member))
         });
-        let (id, now, credential) = submitted.inspect_err(|rejection| refused(&request, rejection))?;
+        let (id, now, member) = submitted.inspect_err(|rejection| refused(&request, rejection))?;
         let gated = self.shared.gate.clone().map(|gate| {
             Box::new(Gated {
                 gate,
@@ -490,7 +491,7 @@ impl Admission {
         });
         Ok(Ticket {
             id,
-            credential,
+            member,
             shared: self.shared.clone(),
             rx,
             settled: false,

@@ -9,8 +9,8 @@ use super::*;
 #[must_use = "a ticket withdraws its request when dropped"]
 pub struct Ticket {
     pub(super) id: RequestId,
-    /// The credential it goes with: the request's, or the pool's member it was queued on.
-    pub(super) credential: Arc<str>,
+    /// The member of its pool it was queued on, for a pool's request.
+    pub(super) member: Option<Arc<str>>,
     pub(super) shared: Arc<Shared>,
     pub(super) rx: oneshot::Receiver<WaitEnd>,
     /// The outcome was received: nothing left to withdraw or release.
@@ -30,10 +30,10 @@ impl Ticket {
         self.id
     }
 
-    /// The credential the request goes with: its own, or the member of its pool it was
-    /// queued on.
-    pub fn credential(&self) -> &Arc<str> {
-        &self.credential
+    /// The member of its pool the request was queued on, for a pool's request (see
+    /// [`Acquire::pool`]); `None`: it goes with its own credential.
+    pub fn member(&self) -> Option<&Arc<str>> {
+        self.member.as_ref()
     }
 
     /// Why the request is still waiting, or `None` once it is not.
@@ -68,6 +68,7 @@ impl Future for Ticket {
                     shared: Arc::downgrade(&self.shared),
                     done: false,
                     lease: None,
+                    member: self.member.take(),
                 };
                 let Some(gated) = self.gated.take() else {
                     return Poll::Ready(Ok(permit));
@@ -129,12 +130,20 @@ pub struct Permit {
     pub(super) done: bool,
     /// The lease the shared store gave the call, ended with it.
     pub(super) lease: Option<(Gate, crate::admission::shared::Lease)>,
+    /// The member of its pool it was admitted on, for a pool's request.
+    pub(super) member: Option<Arc<str>>,
 }
 
 impl Permit {
     /// The grant the call holds.
     pub fn grant(&self) -> GrantId {
         self.grant
+    }
+
+    /// The member of its pool it was admitted on, for a pool's request (see
+    /// [`Acquire::pool`]); `None`: it goes with its own credential.
+    pub fn member(&self) -> Option<&Arc<str>> {
+        self.member.as_ref()
     }
 
     /// The request it was admitted as.

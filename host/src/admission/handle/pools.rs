@@ -24,7 +24,8 @@ impl Admission {
         let now = self.shared.now();
         let s = &mut state.scheduler;
         let tenant = s.tenant(&request.tenant);
-        credential_for(s, now, request, &names, tenant)
+        let member = member_for(s, now, request, &names, tenant)?;
+        Ok(member.unwrap_or_else(|| request.credential.as_str().into()))
     }
 }
 
@@ -45,17 +46,17 @@ impl Acquire {
     }
 }
 
-/// The credential `request` goes with: its own, or the member of its pool the scheduler
-/// chooses now (charging `names`, for `tenant`).
-pub(super) fn credential_for(
+/// The member of `request`'s pool the scheduler chooses now (charging `names`, for
+/// `tenant`); `None` for a request without a pool, which goes with its own credential.
+pub(super) fn member_for(
     s: &mut Scheduler,
     now: Nanos,
     request: &Acquire,
     names: &[&str],
     tenant: crate::admission::TenantId,
-) -> Result<Arc<str>, Rejection> {
+) -> Result<Option<Arc<str>>, Rejection> {
     let Some(pool) = &request.pool else {
-        return Ok(request.credential.as_str().into());
+        return Ok(None);
     };
     let avoid: Vec<&str> = request.avoid.iter().map(String::as_str).collect();
     let ask = PoolAsk {
@@ -66,8 +67,10 @@ pub(super) fn credential_for(
         usage: &request.usage,
         avoid: &avoid,
     };
-    s.choose(now, &ask).ok_or_else(|| Rejection::UnknownPool {
-        provider: request.provider.clone(),
-        pool: pool.clone(),
-    })
+    s.choose(now, &ask)
+        .map(Some)
+        .ok_or_else(|| Rejection::UnknownPool {
+            provider: request.provider.clone(),
+            pool: pool.clone(),
+        })
 }

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use super::{Route, Scheduler, TenantId};
 use crate::admission::bucket::Nanos;
 use crate::admission::config::Config;
+use crate::admission::scope::ScopeKey;
+use crate::admission::snapshot::{HoldStatus, PoolMemberStatus, PoolStatus};
 use crate::admission::usage::Usage;
 
 /// The most sets of narrower scopes whose routes a pool keeps; past it they are made again.
@@ -186,6 +188,48 @@ impl Scheduler {
             s.at = s.at.max(scope.estimate(now, &ahead, usage));
         }
         s
+    }
+
+    /// Every pool and how its members are used, at `now`, by provider then pool name.
+    pub(super) fn pool_statuses(&self, now: Nanos) -> Vec<PoolStatus> {
+        let mut all = Vec::new();
+        for (provider, pools) in &self.pools.by_name {
+            for (name, pool) in pools {
+                let members = pool
+                    .members
+                    .iter()
+                    .map(|m| {
+                        let key = ScopeKey::Provider {
+                            provider: provider.clone(),
+                            credential: m.credential.clone(),
+                            name: None,
+                        };
+                        let held = self
+                            .scopes
+                            .find(&key)
+                            .and_then(|id| self.scopes[id].scope.held(now))
+                            .map(|h| HoldStatus {
+                                reason: h.reason.to_string(),
+                                left_ms: (h.until.saturating_sub(now)) / 1_000_000,
+                            });
+                        PoolMemberStatus {
+                            credential: m.credential.to_string(),
+                            scope: key.to_string(),
+                            weight: m.weight,
+                            chosen: m.chosen,
+                            held,
+                        }
+                    })
+                    .collect();
+                all.push(PoolStatus {
+                    provider: provider.to_string(),
+                    pool: name.to_string(),
+                    members,
+                });
+            }
+        }
+        all.sort_unstable_by(|a, b| (&a.provider, &a.pool).cmp(&(&b.provider, &b.pool)));
+        all
     }
 
     /// The members of `provider`'s pool `pool`, by label, if it is configured.

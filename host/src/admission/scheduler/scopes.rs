@@ -97,6 +97,15 @@ impl Scopes {
         })
     }
 
+    /// The id of the scope `key`, if it exists.
+    pub(super) fn find(&self, key: &ScopeKey) -> Option<u32> {
+        let hash = self.hasher.hash_one(key);
+        let slots = &self.slots;
+        self.ids
+            .find(hash, |&id| slots[id as usize].key == *key)
+            .copied()
+    }
+
     /// The id of the scope `key`, created on first use. A provider scope takes its
     /// configured shape; a tenant's takes `tier_quota`, its tier's. Either way a scope the
     /// configuration does not bound starts unbounded.

@@ -76,6 +76,7 @@ impl Scheduler {
             queue,
             queued: u64::from(self.queued),
             in_flight: self.grants.len() as u64,
+            pools: self.pool_statuses(now),
         }
     }
 }
