@@ -151,9 +151,14 @@ impl CallBreakers {
     }
 
     /// Whether the credential's path `shared` refuses calls at `now`; looking changes
-    /// nothing. Cheap while no path is open.
+    /// nothing.
     pub(super) fn refuses(&self, shared: &str, now: Instant) -> bool {
-        self.shared.any_open() && self.shared.refuses(shared, now)
+        self.shared.refuses(shared, now)
+    }
+
+    /// Whether any credential's path is open or half-open now.
+    pub(super) fn any_open(&self) -> bool {
+        self.shared.any_open()
     }
 
     /// A call on `paths` ended with no word on them (refused before its send, or answered

@@ -49,6 +49,9 @@ impl Executor {
             return Vec::new();
         };
         let mut avoid: Vec<String> = pooled.failed_on.iter().map(|m| m.to_string()).collect();
+        if !self.breakers.any_open() {
+            return avoid;
+        }
         let now = self.clock.now();
         if let Some(members) = self.admission.pool_members(&call.provider, pool) {
             for m in members {
