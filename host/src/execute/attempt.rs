@@ -178,7 +178,7 @@ impl Executor {
             ));
         };
         let known = match &call.pool {
-            Some(pool) => self.admission.pool_members(&call.provider, pool).is_some(),
+            Some(pool) => self.admission.has_pool(&call.provider, pool),
             None => self.credentials.knows(&call.provider, &call.credential) != Some(false),
         };
         if !known {
@@ -191,7 +191,7 @@ impl Executor {
                 NextAction::FixRequest,
             ));
         }
-        let Some(request) = self.request(call) else {
+        let Some((req, model, generation_timeout)) = self.request(call) else {
             return Run::Done(t.end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
         };
         // The breakers are one credential's and one model's: another credential's revoked
@@ -204,7 +204,7 @@ impl Executor {
             &call.provider,
             call.sent_with(),
             &route_template(&call.method, &call.url),
-            request.1.as_deref(),
+            model.as_deref(),
         );
         let before_plan = match &call.tenant {
             Some(tenant) => {
@@ -216,10 +216,9 @@ impl Executor {
         if let Err(open) = before_plan {
             return Run::Done(breaker_open(&mut t, open));
         }
-        let tenant_named = call.tenant.is_some();
-        let mut p = self.prepare(call, request, paths, &policy);
+        let mut p = self.prepare(call, (req, model, generation_timeout), paths, &policy);
         span.record("tenant", p.tenant.as_str());
-        if !tenant_named {
+        if call.tenant.is_none() {
             p.paths.name_tenant(&p.tenant);
             if let Err(open) = self.breakers.allow_tenant(&p.paths, started) {
                 return Run::Done(breaker_open(&mut t, open));

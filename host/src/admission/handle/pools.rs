@@ -6,6 +6,11 @@ use super::*;
 use crate::admission::PoolAsk;
 
 impl Admission {
+    /// Whether `provider` has a pool named `pool`.
+    pub fn has_pool(&self, provider: &str, pool: &str) -> bool {
+        self.shared.lock().scheduler.has_pool(provider, pool)
+    }
+
     /// The members of `provider`'s pool `pool`, by label; `None`: no such pool.
     pub fn pool_members(&self, provider: &str, pool: &str) -> Option<Vec<Arc<str>>> {
         self.shared.lock().scheduler.pool_members(provider, pool)

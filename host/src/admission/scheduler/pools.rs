@@ -232,6 +232,11 @@ impl Scheduler {
         all
     }
 
+    /// Whether `provider` has a pool named `pool`.
+    pub fn has_pool(&self, provider: &str, pool: &str) -> bool {
+        self.pools.get(provider, pool).is_some()
+    }
+
     /// The members of `provider`'s pool `pool`, by label, if it is configured.
     pub fn pool_members(&self, provider: &str, pool: &str) -> Option<Vec<Arc<str>>> {
         let p = self.pools.get(provider, pool)?;
