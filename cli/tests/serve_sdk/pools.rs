@@ -6,10 +6,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
 
-use super::sidecar::{AGENT_TOKEN, OPENAI_KEY, Sidecar};
+use super::sidecar::{AGENT_TOKEN, OPENAI_KEY, Sidecar, agent_digest};
 use super::{CHAT, calls, python};
 
 /// The members' limits, requests a minute: 720 together, paced at 90%.
@@ -56,10 +55,7 @@ impl Pooled {
     }
 
     fn config_text(&self, retry: &str) -> String {
-        let agent: String = Sha256::digest(AGENT_TOKEN)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let agent = agent_digest();
         let mut members = String::new();
         for (i, (fake, rpm)) in self.members.iter().zip(LIMITS).enumerate() {
             members.push_str(&format!(

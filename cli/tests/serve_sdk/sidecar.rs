@@ -90,10 +90,7 @@ impl World {
     }
 
     fn config_text(&self, openai_limits: &str) -> String {
-        let agent: String = Sha256::digest(AGENT_TOKEN)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let agent = agent_digest();
         format!(
             r#"
 state_dir = "{state}"
@@ -184,6 +181,14 @@ tenant = "acme"
             .expect("read its standard error");
         (status, log)
     }
+}
+
+/// The agent's token's SHA-256, hex: what a configuration names it by.
+pub fn agent_digest() -> String {
+    Sha256::digest(AGENT_TOKEN)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A deadline on the wall clock, for waiting on other processes: the sidecar and the
