@@ -124,3 +124,26 @@ async fn an_azure_deployment_in_a_pool_is_called_its_own_way_and_held_alone() {
     assert!(team.attempts().iter().all(|a| a.path == CHAT));
     assert_eq!(azure.answered(401) + team.answered(401), 0);
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_run_straight_through_the_executor_goes_with_one_member() {
+    let azure = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    azure.require_credential("api-key", "az-secret");
+    let team = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    team.require_credential("authorization", "Bearer team-secret");
+    let sluice = host(&azure, &team);
+    // Not through the write engine: the executor gives it a member at its first attempt,
+    // and sends it to that member's endpoint with that member's key.
+    let write = Call::post("openai", format!("{BASE}/v1/files"), "purpose=batch")
+        .pool("gpt")
+        .tenant("acme")
+        .class(RequestClass::IdempotentWrite);
+    let o = sluice.execute(&write).await;
+    assert!(matches!(o, Outcome::Succeeded { attempts: 1, .. }), "{o:?}");
+    assert_eq!(azure.attempts().len() + team.attempts().len(), 1);
+    assert_eq!(azure.answered(401) + team.answered(401), 0);
+}

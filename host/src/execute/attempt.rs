@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 use tracing::{Instrument, Span};
 
 use super::breaking::BreakerPaths;
+use super::pool::choosing;
 use super::charge;
 use super::stream::Stream;
 use super::tally::Tally;
 use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
 use super::{recent, trace};
 use crate::admission::{Acquire, Class, Permit, Refused, Rejection, Usage};
-use crate::contract::{Request, RequestClass, WireOutcome as Wire};
+use crate::contract::{Request, WireOutcome as Wire};
 use crate::guard::GuardedPolicy;
 use crate::headers::encode_fields;
 use crate::retry::{Backoff, ClassBudget, Stop, route_template};
@@ -413,8 +414,9 @@ impl Executor {
             acquire = acquire.task(task);
         }
         // A read of a pool goes, at each attempt, with the member that would admit it
-        // soonest; a write's member was given before it was recorded.
-        if let Some(pool) = pooled_read(call) {
+        // soonest; a write, with the member its first attempt was admitted on (one given
+        // before it was recorded, when the write engine sends it).
+        if let Some(pool) = choosing(call, p) {
             for member in self.avoided(call, pool, p) {
                 acquire = acquire.avoid(member);
             }
@@ -427,7 +429,7 @@ impl Executor {
             Ok(ticket) => ticket.await,
             Err(refused) => Err(refused),
         };
-        if let (Some(pool), Ok(permit)) = (pooled_read(call), &admitted)
+        if let (Some(pool), Ok(permit)) = (call.pool.as_deref(), &admitted)
             && let Some(member) = permit.member()
         {
             self.went_with(call, pool, p, member);
@@ -466,9 +468,9 @@ impl Executor {
             };
             std::mem::take(t).end(reason, next)
         })?;
-        if pooled_read(call).is_some() {
-            // The member's breaker, now that the attempt goes with it: a retry's was not
-            // checked before its wait (`after`), the first attempt's tenant path was.
+        if permit.member().is_some() {
+            // The member's breaker, now that the attempt goes with it: a read's retry's was
+            // not checked before its wait (`after`), the first attempt's tenant path was.
             let now = self.clock.now();
             let allowed = if t.attempts == 0 {
                 self.breakers.allow_path(&p.paths, now)
@@ -482,14 +484,6 @@ impl Executor {
         }
         Ok(permit)
     }
-}
-
-/// The pool of `call`, a read: one that goes, at each attempt, with the member that would
-/// admit it soonest.
-fn pooled_read(call: &Call) -> Option<&str> {
-    call.pool
-        .as_deref()
-        .filter(|_| call.class == RequestClass::Read)
 }
 
 /// An attempt that got no answer; what the client said is kept for the call's end.

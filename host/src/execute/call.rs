@@ -19,9 +19,10 @@ pub struct Call {
     pub credential: String,
     /// The pool of the provider's credentials it goes with, instead of `credential`
     /// (`[providers.X.pools.NAME]`): a read goes with the member that would admit it soonest,
-    /// at each attempt, and a retry avoids the member its last attempt failed on; a write is
-    /// given one member before it is recorded, and keeps it for its whole life (its
-    /// idempotency key and its reconciliation are that member's).
+    /// at each attempt, and a retry avoids the members its attempts failed on; a write is
+    /// given one member before it is recorded (run straight through the executor: at its
+    /// first attempt), and keeps it for its whole life (its idempotency key and its
+    /// reconciliation are that member's).
     pub pool: Option<String>,
     /// Narrower scopes the call also charges (a model, an endpoint family).
     pub scopes: Vec<String>,

@@ -10,6 +10,7 @@ use super::attempt::Prepared;
 use super::breaking::BreakerPaths;
 use super::{Call, Executor};
 use crate::admission::{Acquire, Rejection, Usage};
+use crate::contract::RequestClass;
 
 /// Where calls made with one credential go, when not where its provider's do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -117,6 +118,23 @@ impl Executor {
         pinned.pool = None;
         Ok(pinned)
     }
+}
+
+/// The pool of `call`, a read: one that goes, at each attempt, with the member that would
+/// admit it soonest.
+pub(super) fn pooled_read(call: &Call) -> Option<&str> {
+    call.pool
+        .as_deref()
+        .filter(|_| call.class == RequestClass::Read)
+}
+
+/// The pool the attempt of `call` about to queue chooses a member of: a read's at every
+/// attempt, a write's at its first only (it keeps that member).
+pub(super) fn choosing<'a>(call: &'a Call, p: &Prepared) -> Option<&'a str> {
+    let unchosen = p.pooled.as_ref().is_some_and(|x| x.member.is_none());
+    call.pool
+        .as_deref()
+        .filter(|_| call.class == RequestClass::Read || unchosen)
 }
 
 /// Where a call to `url` of a provider whose base URL is `base` goes with a credential of

@@ -6,6 +6,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use super::attempt::{Prepared, failed};
+use super::pool::pooled_read;
 use super::breaking::blame;
 use super::charge;
 use super::stream::{self, Stream};
@@ -252,7 +253,7 @@ impl Executor {
                 };
                 // A pool's read is checked on the member its next attempt goes with, once
                 // admitted (`admit`), and avoids this one.
-                let pooled = call.class == RequestClass::Read && p.pooled.is_some();
+                let pooled = pooled_read(call).is_some();
                 if let Some(pool) = p.pooled.as_mut().filter(|_| pooled) {
                     pool.failed();
                 } else if let Err(open) = self.breakers.allow(paths, self.clock.now()) {
@@ -283,7 +284,7 @@ fn pool_retry(
     t: &Tally,
     mut plan: crate::retry::Plan,
 ) -> crate::retry::Plan {
-    if call.pool.is_none() || call.class != RequestClass::Read {
+    if pooled_read(call).is_none() {
         return plan;
     }
     match plan.next {
