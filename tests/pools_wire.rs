@@ -146,4 +146,14 @@ async fn a_write_run_straight_through_the_executor_goes_with_one_member() {
     assert!(matches!(o, Outcome::Succeeded { attempts: 1, .. }), "{o:?}");
     assert_eq!(azure.attempts().len() + team.attempts().len(), 1);
     assert_eq!(azure.answered(401) + team.answered(401), 0);
+    // A pool the provider does not have: refused before anything is sent, naming it.
+    let o = sluice.execute(&chat().pool("gpt-5")).await;
+    let Outcome::Ended(end) = &o else {
+        panic!("an unknown pool ends the call: {o:?}")
+    };
+    let why = end.reason.to_string();
+    assert!(
+        !end.sent && why.contains("`gpt-5`") && why.contains("pools"),
+        "{why}"
+    );
 }

@@ -245,11 +245,12 @@ pub enum Reason {
     },
     /// No plugin is configured for the provider.
     UnknownProvider(String),
-    /// The provider's credentials have no such label: nothing was sent without a key.
+    /// The provider's credentials have no such label, or its pools no such name: nothing
+    /// was sent without a key.
     UnknownCredential {
         /// The provider.
         provider: String,
-        /// The label the call named.
+        /// The label the call named (its pool's name, for a call of a pool).
         label: String,
     },
     /// The observer refused to let an attempt go out (the journal could not record it).
@@ -289,11 +290,11 @@ impl std::fmt::Display for Reason {
             }
             Self::UnknownCredential { provider, label } => write!(
                 f,
-                "provider `{}` has no credential labelled `{}`: name one the configuration \
-                 gives it (providers.{}.credentials)",
+                "provider `{}` has no credential labelled `{}` (nor a pool of that name): name \
+                 one the configuration gives it (providers.{p}.credentials, providers.{p}.pools)",
                 crate::printable::printable(provider),
                 crate::printable::printable(label),
-                crate::printable::printable(provider)
+                p = crate::printable::printable(provider)
             ),
             Self::UnknownProvider(provider) => {
                 write!(f, "no plugin is configured for provider `{provider}`")
