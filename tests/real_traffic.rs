@@ -254,7 +254,7 @@ async fn identical_reads_in_flight_share_one_attempt_only_when_they_opt_in() {
     let read = |coalesce: bool| Call {
         method: "GET".into(),
         url: fake.url(MODELS),
-        body: Vec::new(),
+        body: Default::default(),
         coalesce,
         ..chat(&fake, "team-key", &serde_json::json!({}))
     };

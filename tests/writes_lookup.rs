@@ -167,7 +167,9 @@ async fn a_write_whose_body_lacks_its_reference_goes_to_a_person_not_to_a_resend
     let dir = tempfile::tempdir().unwrap();
     let writes = stack(&dir, Duration::from_secs(2), Duration::from_millis(300));
     let mut w = issue(&fake, "report");
-    w.call.body = br#"{"title":"Invoice 1 paid","body":"no reference here"}"#.to_vec();
+    w.call.body = br#"{"title":"Invoice 1 paid","body":"no reference here"}"#
+        .to_vec()
+        .into();
     let outcome = writes.write(&w).await.unwrap();
     let WriteOutcome::Escalated { action, escalation } = outcome else {
         panic!("{outcome:?}")

@@ -4,10 +4,12 @@
 //!
 //! The calls are made ready first (their `Call` values, the caller's own), then each is
 //! spawned as a task that awaits `Sluice::execute` on a provider that takes one request at a
-//! time and never answers the first: every other call waits in the queue. The live heap after, minus before, divided by the count, is
-//! a queued call's cost: tokio's task (its header and the future, inline) plus what the host
-//! allocates for the call — its request, plan and queue place. The figure beside it, the
-//! future's own size, is the part the task holds inline.
+//! time and never answers the first: every other call waits in the queue. The live heap
+//! after, minus before, divided by the count, is a queued call's whole cost: tokio's task
+//! (its header and the future, inline) plus what the host allocates for the call — its
+//! request, plan and queue place. The caller's part of it is measured first, the same way:
+//! as many tasks holding the same calls and an `Arc` of the host, awaiting nothing of the
+//! host's. The rest is sluice's own. The future's size is printed beside them.
 //!
 //! Run: `cargo bench -p sluice --features internals --bench call_memory` (100 000 calls;
 //! without `--bench`, as `cargo test --benches` runs it, 1 000).
@@ -62,6 +64,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .header("content-type", "application/json");
         let future_bytes = size_of_val(&sluice.execute(&call));
 
+        // The caller's part: the same tasks holding the same calls, waiting on nothing of
+        // sluice's (tokio's task and the caller's own future, the `Call` inline in it).
+        let callers = callers_only(&sluice, &call, count).await;
+
         let calls: Vec<Call> = (0..count).map(|_| call.clone()).collect();
         let before = live();
         let mut tasks = Vec::with_capacity(count);
@@ -80,13 +86,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let grown = live().saturating_sub(before);
         #[allow(clippy::cast_precision_loss, reason = "byte counts far below 2^52")]
         let each = grown as f64 / count as f64;
+        #[allow(clippy::cast_precision_loss, reason = "byte counts far below 2^52")]
+        let caller = callers as f64 / count as f64;
         println!(
-            "{waiting} calls waiting in the queue: {each:.0} bytes each \
-             (the future Sluice::execute returns: {future_bytes} bytes, held inline in its task)"
+            "{waiting} calls waiting in the queue: {each:.0} bytes each, of which sluice's own \
+             {own:.0} and the caller's task {caller:.0} (the future Sluice::execute returns: \
+             {future_bytes} bytes, held inline in its task)",
+            own = each - caller,
         );
         for t in tasks {
             t.abort();
         }
         Ok(())
     })
+}
+
+/// The live heap `count` tasks take that each hold an `Arc` of the host and a `Call`, as the
+/// measured tasks do, but wait on nothing of the host's: what a caller pays for its own task
+/// whatever it awaits. The tasks are gone when it returns.
+async fn callers_only(sluice: &Arc<Sluice>, call: &Call, count: usize) -> usize {
+    let calls: Vec<Call> = (0..count).map(|_| call.clone()).collect();
+    let before = live();
+    let mut tasks = Vec::with_capacity(count);
+    for call in calls {
+        let sluice = sluice.clone();
+        tasks.push(tokio::spawn(async move {
+            let held = (sluice, call);
+            std::future::pending::<()>().await;
+            drop(held);
+        }));
+    }
+    tokio::task::yield_now().await;
+    let grown = live().saturating_sub(before);
+    for t in &tasks {
+        t.abort();
+    }
+    for t in tasks {
+        // Cancelled, and freed once awaited.
+        let _ = t.await;
+    }
+    grown
 }

@@ -83,7 +83,7 @@ pub(crate) fn without_credentials(req: &Request) -> Cow<'_, Request> {
             url: req.url.clone(),
             class: req.class,
             headers,
-            body: req.body_prefix().to_vec(),
+            body: req.body.slice(..req.body_prefix().len()),
             digest: req.digest.clone(),
             now_ms: req.now_ms,
         }),

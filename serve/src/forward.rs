@@ -196,7 +196,8 @@ async fn forward(
         .filter(|_| streamed && up.shape == ErrorShape::OpenAi && method == "POST")
         .and_then(|r| stream_usage::ask_for_usage(&path, &body, &r));
     let strip_usage = asked_usage.is_some();
-    let body = asked_usage.unwrap_or_else(|| body.to_vec());
+    // The body as it arrived, shared and not copied, unless asking for the usage changed it.
+    let body = asked_usage.map_or(body, bytes::Bytes::from);
     let label = up.credential(agent.credentials.get(&up.name));
     let call = Call::new(up.name.clone(), method, url);
     let call = if up.is_pool(&label) {

@@ -171,7 +171,7 @@ pub fn write(
         task: task.into(),
         action: action.into(),
         goal: format!("{task}: pay the supplier's invoice"),
-        call: Call::post(provider, url, body)
+        call: Call::post(provider, url, body.to_owned())
             .credential("team-key")
             .tenant("acme")
             .class(class)

@@ -1,6 +1,8 @@
 //! What the host hands a plugin about one request and its attempts: the request, the
 //! caller's declaration of what repeating it would do, and what came back.
 
+use bytes::Bytes;
+
 /// How the caller declared the request. The class decides whether the host may ever send
 /// the request a second time; a plugin cannot change it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,7 +31,7 @@ pub struct Request {
     pub headers: String,
     /// The request body. The host sends it whole; a plugin is shown its first
     /// [`BODY_PREFIX`] bytes and its [`digest`](Self::digest).
-    pub body: Vec<u8>,
+    pub body: Bytes,
     /// What the whole body says about its cost (see [`BodyDigest`]).
     pub digest: BodyDigest,
     /// The host's wall clock: milliseconds since the Unix epoch, UTC.
@@ -46,9 +48,10 @@ impl Request {
         url: impl Into<String>,
         class: RequestClass,
         headers: String,
-        body: Vec<u8>,
+        body: impl Into<Bytes>,
         now_ms: i64,
     ) -> Self {
+        let body = body.into();
         Self {
             method: method.into(),
             url: url.into(),
@@ -62,7 +65,8 @@ impl Request {
 
     /// The same request with `body`, its digest read anew.
     #[must_use]
-    pub fn with_body(mut self, body: Vec<u8>) -> Self {
+    pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
+        let body = body.into();
         self.digest = BodyDigest::of(&body);
         self.body = body;
         self

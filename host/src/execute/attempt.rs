@@ -18,7 +18,7 @@ use crate::admission::{Acquire, Class, Permit, Refused, Rejection, Usage};
 use crate::contract::{Request, WireOutcome as Wire};
 use crate::guard::GuardedPolicy;
 use crate::headers::encode_fields;
-use crate::retry::{Backoff, ClassBudget, Stop, route_template};
+use crate::retry::{Stop, route_template};
 use crate::transport::Fault;
 
 /// A call made ready to queue: the request plugins see, and what its plan decided.
@@ -29,13 +29,10 @@ pub(super) struct Prepared {
     pub(super) tenant: String,
     pub(super) deadline: Option<Duration>,
     pub(super) scopes: Vec<String>,
-    /// The call's class budget and backoff, read from the configuration once per call.
-    pub(super) budget: ClassBudget,
-    pub(super) backoff: Backoff,
     /// The usage the last answer reported as billed, and the input tokens of it read from
-    /// the provider's cache: what the call's budget charge is corrected to.
-    pub(super) actual: Option<Usage>,
-    pub(super) cache: crate::budget::CacheUse,
+    /// the provider's cache: what the call's budget charge is corrected to. Boxed: only an
+    /// answer sets it, and a waiting call carries a pointer's worth of it.
+    pub(super) billed: Option<Box<(Usage, crate::budget::CacheUse)>>,
     /// How long a whole answer may take to begin, when the model's settings say.
     pub(super) generation_timeout: Option<Duration>,
     /// Its breaker paths, with the credential the attempt goes with.
@@ -134,10 +131,7 @@ impl Executor {
                 .unwrap_or_else(|| "default".to_owned()),
             deadline,
             scopes,
-            budget: self.retry.budget(call.class),
-            backoff: self.retry.backoff(),
-            actual: None,
-            cache: crate::budget::CacheUse::default(),
+            billed: None,
             generation_timeout,
             paths,
             pooled: call
@@ -226,8 +220,10 @@ impl Executor {
             }
         }
         // A spent budget refuses before the call takes a place in the queue.
+        // Boxed: a reservation is large, and held inline it would grow every waiting call,
+        // with budgets or without (`benches/call_memory.rs`).
         let reservation = match self.charge(&call.provider, &p) {
-            Ok(r) => r,
+            Ok(r) => r.map(Box::new),
             Err(end) => {
                 self.breakers.release(&p.paths);
                 return Run::Done(end);
@@ -255,11 +251,11 @@ impl Executor {
                             // it took goes back.
                             self.breakers.release(&p.paths);
                         }
-                        charge::settle(reservation, &outcome, p.actual, p.cache);
+                        charge::settle(reservation.map(|r| *r), &outcome, p.billed.as_deref());
                         Run::Done(outcome)
                     }
                     Run::Stream(mut stream) => {
-                        stream.charged_to(reservation);
+                        stream.charged_to(reservation.map(|r| *r));
                         Run::Stream(stream)
                     }
                 };
@@ -425,9 +421,10 @@ impl Executor {
         let queued_at = self.clock.now();
         // Submitted here and the ticket awaited, rather than `Admission::acquire`, whose
         // future would hold the request while the call waits.
-        let admitted = match self.admission.submit(acquire) {
+        let ticket = self.admission.submit(acquire).map_err(Box::new);
+        let admitted = match ticket {
             Ok(ticket) => ticket.await,
-            Err(refused) => Err(refused),
+            Err(refused) => Err(*refused),
         };
         if let (Some(pool), Ok(permit)) = (call.pool.as_deref(), &admitted)
             && let Some(member) = permit.member()
@@ -488,7 +485,7 @@ impl Executor {
 
 /// An attempt that got no answer; what the client said is kept for the call's end.
 pub(super) fn failed(fault: Fault, t: &mut Tally) -> Wire {
-    t.transport_error = Some(fault.detail);
+    t.transport_error(fault.detail);
     Wire::Transport(fault.failure)
 }
 

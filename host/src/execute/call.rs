@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use bytes::Bytes;
 
 use crate::admission::{Class, Refused, Rejection, TaskId};
 use crate::budget::BudgetSpent;
@@ -42,8 +43,8 @@ pub struct Call {
     /// Headers plugins may see (a credential header here is redacted before a plugin sees
     /// it, and sent; put credentials in the executor's `Credentials` instead).
     pub headers: Vec<(String, String)>,
-    /// The body.
-    pub body: Vec<u8>,
+    /// The body: shared, never copied, by the request plugins read and the one sent.
+    pub body: Bytes,
     /// The longest the whole call may take, waits and the attempt in flight included (an
     /// attempt still unanswered at the deadline is dropped, as one sent and unanswered);
     /// `None`: the deadline the request carries (its plugin's plan), if any.
@@ -96,7 +97,7 @@ impl Call {
             method,
             url: url.into(),
             headers: Vec::new(),
-            body: Vec::new(),
+            body: Bytes::new(),
             deadline: None,
             coalesce: false,
         }
@@ -111,7 +112,7 @@ impl Call {
     pub fn post(
         provider: impl Into<String>,
         url: impl Into<String>,
-        body: impl Into<Vec<u8>>,
+        body: impl Into<Bytes>,
     ) -> Self {
         Self::new(provider, "POST", url).body(body)
     }
@@ -180,7 +181,7 @@ impl Call {
 
     /// With `body`.
     #[must_use]
-    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+    pub fn body(mut self, body: impl Into<Bytes>) -> Self {
         self.body = body.into();
         self
     }

@@ -72,18 +72,18 @@ impl Executor {
 }
 
 /// Settles a call's charge by how it ended: corrected to the usage its answer reported
-/// (`actual`, with `cached` input tokens), given back when nothing was sent, its estimate
-/// kept when something was sent and no usage came back.
+/// (`billed`, with the input tokens read from the provider's cache), given back when nothing
+/// was sent, its estimate kept when something was sent and no usage came back.
 pub(super) fn settle(
     reservation: Option<Reservation>,
     outcome: &Outcome,
-    actual: Option<Usage>,
-    cache: CacheUse,
+    billed: Option<&(Usage, CacheUse)>,
 ) {
     let Some(r) = reservation else { return };
-    match outcome {
-        Outcome::Ended(t) if !t.sent => r.release(),
-        _ => r.settle(actual, cache),
+    match (outcome, billed) {
+        (Outcome::Ended(t), _) if !t.sent => r.release(),
+        (_, Some(&(actual, cache))) => r.settle(Some(actual), cache),
+        (_, None) => r.settle(None, CacheUse::default()),
     }
 }
 

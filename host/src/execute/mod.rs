@@ -228,7 +228,9 @@ impl Executor {
     /// Runs `call` to its outcome, telling `observer` about each attempt.
     pub async fn execute_observed(&self, call: &Call, observer: &mut dyn Observer) -> Outcome {
         if call.coalesce && call.class == RequestClass::Read {
-            return self.coalesced(call, observer).await;
+            // Boxed: a call that does not share its read does not carry the sharing's state
+            // inline while it waits (`benches/call_memory.rs`).
+            return Box::pin(self.coalesced(call, observer)).await;
         }
         self.run_whole(call, observer).await
     }

@@ -115,11 +115,10 @@ impl Executor {
                 usage::applied(&call.provider, p.estimate, actual);
             }
             if let Some(billed) = charge::billed(p.estimate, &reading.usage) {
-                p.actual = Some(billed);
-                p.cache = charge::cache_use(&reading.usage);
+                p.billed = Some(Box::new((billed, charge::cache_use(&reading.usage))));
             }
         }
-        t.error_code.clone_from(&c.error_code);
+        t.error_code(c.error_code.as_ref());
         let spent = Spent {
             attempts: t.attempts,
             waited: t.waited,
@@ -136,10 +135,16 @@ impl Executor {
                 spent,
                 until_deadline: left,
             };
-            decide(&after, &p.budget, &p.backoff, &mut rng)
+            decide(
+                &after,
+                self.retry.budget_of(call.class),
+                &self.retry.backoff(),
+                &mut rng,
+            )
         };
         let plan = self.unanswered_generation(call, p, wire, t, plan);
-        let plan = pool_retry(call, p, t, plan);
+        let max_attempts = self.retry.budget_of(call.class).max_attempts;
+        let plan = pool_retry(call, max_attempts, t, plan);
         let hold = match c.verdict {
             // A spent billing or daily quota: nobody on the scope sends until its reset, or
             // for the configured time when the provider does not say.
@@ -277,10 +282,10 @@ impl Executor {
 /// stopped by the member's spent quota is retried at once, within its class's attempts,
 /// and a retry after a 429 waits only its backoff, not the hold (which keeps the member,
 /// not the pool, waiting). If every member is held, admission makes it wait for the first
-/// to come back.
+/// to come back. `max_attempts`: the call's class's.
 fn pool_retry(
     call: &Call,
-    p: &Prepared,
+    max_attempts: u32,
     t: &Tally,
     mut plan: crate::retry::Plan,
 ) -> crate::retry::Plan {
@@ -289,7 +294,7 @@ fn pool_retry(
     }
     match plan.next {
         Next::Stop(crate::retry::Stop::QuotaExhausted { .. })
-            if t.attempts < p.budget.max_attempts =>
+            if t.attempts < max_attempts =>
         {
             plan.next = Next::Retry {
                 delay: Duration::ZERO,

@@ -17,23 +17,49 @@ pub(super) struct Tally {
     /// Time spent in the admission queue, every attempt together.
     pub queued: Duration,
     pub last_status: Option<u16>,
-    pub error_code: Option<String>,
-    pub last_response: Option<Response>,
-    pub transport_error: Option<String>,
+    /// What the last failed attempt said, once one did. Boxed: held inline, it would grow
+    /// every waiting call by the answer's fields.
+    said: Option<Box<Said>>,
     /// Attempts of a generation that were sent and got no answer.
     pub unanswered: u32,
 }
 
+/// What the call's last failed attempts said, for its [`Terminal`].
+#[derive(Debug, Default)]
+struct Said {
+    error_code: Option<String>,
+    last_response: Option<Response>,
+    transport_error: Option<String>,
+}
+
 impl Tally {
+    fn said(&mut self) -> &mut Said {
+        self.said.get_or_insert_with(Box::default)
+    }
+
     /// Keeps a failed attempt's answer for the call's [`Terminal`] (moved, not copied: a
     /// success never pays for it).
     pub fn keep_answer(&mut self, wire: Wire) {
         if let Wire::Response(r) = wire {
-            self.last_response = Some(r);
+            self.said().last_response = Some(r);
         }
     }
 
+    /// The error code the last answer was read with (none: it had none).
+    pub fn error_code(&mut self, code: Option<&String>) {
+        match (code, &mut self.said) {
+            (None, None) => {}
+            (code, _) => self.said().error_code = code.cloned(),
+        }
+    }
+
+    /// What the client said of an attempt that got no answer.
+    pub fn transport_error(&mut self, detail: String) {
+        self.said().transport_error = Some(detail);
+    }
+
     pub fn end(self, reason: Reason, next_action: NextAction) -> Outcome {
+        let said = self.said.map(|s| *s).unwrap_or_default();
         Outcome::Ended(Box::new(Terminal {
             reason,
             sent: self.sent,
@@ -41,9 +67,9 @@ impl Tally {
             attempts: self.attempts,
             waited: self.waited + self.queued,
             last_status: self.last_status,
-            error_code: self.error_code,
-            last_response: self.last_response,
-            transport_error: self.transport_error,
+            error_code: said.error_code,
+            last_response: said.last_response,
+            transport_error: said.transport_error,
             next_action,
         }))
     }

@@ -52,7 +52,7 @@ macro_rules! contract_conversions {
                     url: v.url,
                     class: v.class.into(),
                     headers: v.headers,
-                    body: v.body,
+                    body: v.body.into(),
                     digest: v.digest.into(),
                     now_ms: v.now_ms,
                 }

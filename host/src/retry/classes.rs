@@ -213,14 +213,18 @@ impl RetryConfig {
 
     /// The budget of `class`; a class the configuration leaves out gets no retries.
     pub fn budget(&self, class: RequestClass) -> ClassBudget {
-        self.classes
-            .get(class_name(class))
-            .cloned()
-            .unwrap_or(ClassBudget {
-                max_attempts: 1,
-                max_wait_ms: 0,
-                retry_statuses: Vec::new(),
-            })
+        self.budget_of(class).clone()
+    }
+
+    /// The budget of `class`, as [`RetryConfig::budget`], without a copy.
+    pub fn budget_of(&self, class: RequestClass) -> &ClassBudget {
+        /// A class the configuration leaves out: one attempt.
+        static NO_RETRIES: ClassBudget = ClassBudget {
+            max_attempts: 1,
+            max_wait_ms: 0,
+            retry_statuses: Vec::new(),
+        };
+        self.classes.get(class_name(class)).unwrap_or(&NO_RETRIES)
     }
 
     /// The backoff.

@@ -63,7 +63,7 @@ impl StoredRequest {
             method: write.call.method.clone(),
             route: route_template(&write.call.method, &write.call.url),
             class: class_name(write.call.class).to_owned(),
-            body: write.call.body.clone(),
+            body: write.call.body.to_vec(),
             request: serde_json::to_string(self).unwrap_or_default(),
             goal: write.goal.clone(),
         }
@@ -95,7 +95,7 @@ impl StoredRequest {
             method: action.method.clone(),
             url: self.url.clone(),
             headers: self.headers.clone(),
-            body,
+            body: body.into(),
             deadline: self.deadline_ms.map(Duration::from_millis),
             coalesce: false,
         }

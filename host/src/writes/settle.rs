@@ -240,7 +240,7 @@ impl Writes {
             headers: field_pairs(&q.headers)
                 .map(|(n, v)| (n.to_owned(), v.to_owned()))
                 .collect(),
-            body: q.body.clone(),
+            body: q.body.clone().into(),
             deadline: None,
             // A status query must be fresh: never shared.
             coalesce: false,
