@@ -115,6 +115,7 @@ impl Transport {
         Ok(Self {
             client: builder.build()?,
             timeouts: config.timeouts,
+            origins: std::sync::Arc::default(),
         })
     }
 }

@@ -20,7 +20,9 @@
 mod client;
 mod config;
 mod roots;
+mod urls;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -75,6 +77,8 @@ pub struct Fault {
 pub struct Transport {
     client: reqwest::Client,
     timeouts: Timeouts,
+    /// The origins sent to, parsed once.
+    origins: Arc<urls::Origins>,
 }
 
 /// An attempt whose status line and headers arrived; its body is read chunk by chunk.
@@ -131,7 +135,10 @@ impl Transport {
                 detail: format!("`{}` is not an HTTP method", req.method),
             });
         };
-        let mut builder = self.client.request(method, &req.url);
+        let mut builder = match self.origins.url(&req.url) {
+            Some(url) => self.client.request(method, url),
+            None => self.client.request(method, &req.url),
+        };
         for (name, value) in field_pairs(&req.headers).chain(secrets.iter().copied()) {
             builder = builder.header(name, value);
         }
