@@ -420,7 +420,8 @@ impl Executor {
         }
         let queued_at = self.clock.now();
         // Submitted here and the ticket awaited, rather than `Admission::acquire`, whose
-        // future would hold the request while the call waits.
+        // future would hold the request while the call waits; a refusal boxed, so the wait
+        // keeps no room for one.
         let ticket = self.admission.submit(acquire).map_err(Box::new);
         let admitted = match ticket {
             Ok(ticket) => ticket.await,

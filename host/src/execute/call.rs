@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+
 use bytes::Bytes;
 
 use crate::admission::{Class, Refused, Rejection, TaskId};
