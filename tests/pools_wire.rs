@@ -20,6 +20,20 @@ const BASE: &str = "http://127.0.0.1:9";
 const DEPLOYMENT: &str = "/openai/deployments/gpt-4o/chat/completions";
 const CHAT: &str = "/v1/chat/completions";
 
+/// The two members' providers: an Azure deployment that takes only its `api-key`, and the
+/// team's project key that takes only its bearer token (each answers 401 to anything else).
+async fn fakes() -> (FakeProvider, FakeProvider) {
+    let azure = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    azure.require_credential("api-key", "az-secret");
+    let team = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .expect("fake");
+    team.require_credential("authorization", "Bearer team-secret");
+    (azure, team)
+}
+
 fn host(azure: &FakeProvider, team: &FakeProvider) -> sluice::Sluice {
     let text = format!(
         "[providers.openai]\nplugin = \"openai\"\nbase_url = \"{BASE}\"\n\
@@ -70,14 +84,7 @@ fn attempts(o: &Outcome) -> u32 {
 
 #[tokio::test(flavor = "current_thread")]
 async fn an_azure_deployment_in_a_pool_is_called_its_own_way_and_held_alone() {
-    let azure = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .expect("fake");
-    azure.require_credential("api-key", "az-secret");
-    let team = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .expect("fake");
-    team.require_credential("authorization", "Bearer team-secret");
+    let (azure, team) = fakes().await;
     azure.script(
         DEPLOYMENT,
         [Fault::RateLimited {
@@ -127,14 +134,7 @@ async fn an_azure_deployment_in_a_pool_is_called_its_own_way_and_held_alone() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_write_run_straight_through_the_executor_goes_with_one_member() {
-    let azure = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .expect("fake");
-    azure.require_credential("api-key", "az-secret");
-    let team = FakeProvider::start(FakeConfig::new(Style::OpenAi))
-        .await
-        .expect("fake");
-    team.require_credential("authorization", "Bearer team-secret");
+    let (azure, team) = fakes().await;
     let sluice = host(&azure, &team);
     // Not through the write engine: the executor gives it a member at its first attempt,
     // and sends it to that member's endpoint with that member's key.

@@ -125,6 +125,7 @@ impl Executor {
         };
         let elapsed = self.clock.now().saturating_duration_since(started);
         let left = p.deadline.map(|d| d.saturating_sub(elapsed));
+        let budget = self.retry.budget_of(call.class);
         let plan = {
             let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
             let after = AfterAttempt {
@@ -135,16 +136,10 @@ impl Executor {
                 spent,
                 until_deadline: left,
             };
-            decide(
-                &after,
-                self.retry.budget_of(call.class),
-                &self.retry.backoff(),
-                &mut rng,
-            )
+            decide(&after, budget, &self.retry.backoff(), &mut rng)
         };
         let plan = self.unanswered_generation(call, p, wire, t, plan);
-        let max_attempts = self.retry.budget_of(call.class).max_attempts;
-        let plan = pool_retry(call, max_attempts, t, plan);
+        let plan = pool_retry(call, budget.max_attempts, t, plan);
         let hold = match c.verdict {
             // A spent billing or daily quota: nobody on the scope sends until its reset, or
             // for the configured time when the provider does not say.
