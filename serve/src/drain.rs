@@ -5,9 +5,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::task::{AbortHandle, JoinHandle};
 
@@ -23,6 +24,9 @@ struct Inner {
     idle: Notify,
     next: AtomicU64,
     tasks: Mutex<HashMap<u64, AbortHandle>>,
+    /// Where the work runs, once the sidecar has started: its main runtime, whose threads
+    /// the journal's waits may block (else the runtime of whoever spawns it).
+    runtime: OnceLock<Handle>,
 }
 
 impl Inner {
@@ -45,6 +49,11 @@ impl Drop for Guard {
 }
 
 impl Drain {
+    /// Runs the work spawned from now on on `runtime`.
+    pub fn run_on(&self, runtime: Handle) {
+        let _ = self.inner.runtime.set(runtime);
+    }
+
     /// Runs `work` in a task of its own, counted until it ends.
     pub fn spawn<F>(&self, work: F) -> JoinHandle<F::Output>
     where
@@ -57,11 +66,15 @@ impl Drain {
         // The task's guard removes its entry under this lock: holding it while the entry is
         // made keeps a task that ends at once from leaving its entry behind.
         let mut tasks = self.inner.tasks();
-        let handle = tokio::spawn(async move {
+        let task = async move {
             let out = work.await;
             drop(guard);
             out
-        });
+        };
+        let handle = match self.inner.runtime.get() {
+            Some(runtime) => runtime.spawn(task),
+            None => tokio::spawn(task),
+        };
         tasks.insert(id, handle.abort_handle());
         handle
     }
@@ -109,5 +122,23 @@ mod tests {
         drain.abort_all();
         assert!(slow.await.unwrap_err().is_cancelled());
         assert_eq!(drain.in_flight(), 0, "an aborted task's guard is dropped");
+    }
+
+    #[test]
+    fn work_runs_on_the_runtime_it_was_given_whoever_spawns_it() {
+        let main = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("main-runtime")
+            .build()
+            .unwrap();
+        let drain = Drain::default();
+        drain.run_on(main.handle().clone());
+        let worker = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let ran_on = worker
+            .block_on(drain.spawn(async { std::thread::current().name().map(str::to_owned) }))
+            .unwrap();
+        assert_eq!(ran_on.as_deref(), Some("main-runtime"));
     }
 }

@@ -26,4 +26,7 @@ pub enum ServeError {
         /// The system's error.
         source: std::io::Error,
     },
+    /// The threads that serve agent connections cannot be started.
+    #[error("cannot start the connection workers: {0}; the system is out of threads or memory")]
+    Workers(#[source] std::io::Error),
 }

@@ -220,13 +220,42 @@ async fn forward(
         (Some(a), true) => Some(a.clone()),
         (None, true) => Some(unnamed_action(&parts.headers)?),
     };
-    let task = task_names::task_of(
-        shared.sluice.journal(),
-        &agent.name,
-        &tenant,
-        hints.task.as_deref(),
-        action.as_deref(),
-    );
+    let task = match &action {
+        // Naming a write's task may look its action up in the journal, whose calls block
+        // their thread: on the main runtime, as the write itself, never on a thread that
+        // serves other agents' connections.
+        Some(a) => {
+            let (sluice, agent, tenant) =
+                (shared.sluice.clone(), agent.name.clone(), tenant.clone());
+            let (hint, a) = (hints.task.clone(), a.clone());
+            shared
+                .drain
+                .spawn(async move {
+                    task_names::task_of(
+                        sluice.journal(),
+                        &agent,
+                        &tenant,
+                        hint.as_deref(),
+                        Some(&a),
+                    )
+                })
+                .await
+                .map_err(|_| {
+                    SluiceError::new(
+                        503,
+                        "shutting_down",
+                        "sluice: the sidecar is stopping; send the write again once it is back",
+                    )
+                })?
+        }
+        None => task_names::task_of(
+            shared.sluice.journal(),
+            &agent.name,
+            &tenant,
+            hints.task.as_deref(),
+            None,
+        ),
+    };
     if let Some(t) = &task {
         call = call.task(TaskId::named(&t.name));
         let evicted = shared.tasks.begin(

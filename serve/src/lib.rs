@@ -52,6 +52,7 @@ mod streaming;
 mod task_names;
 pub mod tasks;
 pub mod upstream;
+mod workers;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -202,11 +203,14 @@ impl Sidecar {
         self
     }
 
-    /// Binds the listeners and starts serving; carries on, in the background, the writes a
-    /// previous run left unfinished (`/readyz` answers 200 once that is done).
+    /// Binds the listeners and starts serving, agents' connections on threads of their own
+    /// (`serve.workers`); carries on, in the background, the writes a previous run left
+    /// unfinished (`/readyz` answers 200 once that is done). Journaled writes, and the admin
+    /// API, run on the runtime this is called on.
     ///
     /// # Errors
-    /// [`ServeError::Bind`] naming the address.
+    /// [`ServeError::Bind`] naming the address; [`ServeError::Workers`] when the threads
+    /// cannot be started.
     pub async fn start(self) -> Result<Running, ServeError> {
         let listener = bind(self.serve.listen, "serve.listen").await?;
         let addr = listener.local_addr().unwrap_or(self.serve.listen);
@@ -220,6 +224,17 @@ impl Sidecar {
         if self.shared.agents.is_empty() {
             tracing::warn!("no agents are configured ([serve.agents]): every request is refused");
         }
+        // Agents' connections are served on the workers (or, with none, on this runtime).
+        // A journaled write runs here: the journal's calls block their thread, and a
+        // worker's thread serves every connection handed to it.
+        let workers = match self.serve.workers {
+            Some(0) => None,
+            given => Some(Arc::new(workers::Workers::start(given.map_or_else(
+                || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+                |n| usize::try_from(n).unwrap_or(1),
+            ))?)),
+        };
+        self.shared.drain.run_on(tokio::runtime::Handle::current());
         let (stop, stopped) = watch::channel(false);
         let shared = self.shared.clone();
         let recovery = tokio::spawn(recover(shared.clone()));
@@ -231,6 +246,7 @@ impl Sidecar {
                 read_timeout: self.serve.read_timeout,
             },
             "agents",
+            workers.clone(),
             {
                 let shared = shared.clone();
                 move |req| forward::handle(shared.clone(), req)
@@ -262,10 +278,14 @@ impl Sidecar {
                     max_connections: max,
                     read_timeout: self.serve.read_timeout,
                 };
-                let task =
-                    tokio::spawn(listener::accept(l, stopped, limits, "admin", move |req| {
-                        admin_request(state.clone(), console.clone(), req)
-                    }));
+                let task = tokio::spawn(listener::accept(
+                    l,
+                    stopped,
+                    limits,
+                    "admin",
+                    None,
+                    move |req| admin_request(state.clone(), console.clone(), req),
+                ));
                 (Some(a), Some(task), Some(sampler))
             }
             None => (None, None, None),
@@ -281,6 +301,7 @@ impl Sidecar {
             recovery,
             shared,
             deadline: self.serve.shutdown_deadline,
+            _workers: workers,
         })
     }
 }
@@ -336,6 +357,8 @@ pub struct Running {
     recovery: JoinHandle<()>,
     shared: Arc<Shared>,
     deadline: Duration,
+    /// The threads agent connections are served on; stopped when this is dropped.
+    _workers: Option<Arc<workers::Workers>>,
 }
 
 /// What a shutdown left.

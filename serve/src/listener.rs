@@ -11,10 +11,11 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 
 use crate::reply;
+use crate::workers::Workers;
 
 /// The address a request came from, in its extensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,13 +43,15 @@ pub(crate) struct Limits {
 const FAILURE_LOG_EVERY: Duration = Duration::from_secs(1);
 
 /// Accepts connections until a stop is signalled, at most `limits.max_connections` served
-/// at once (`what` names the listener in the log), then lets each finish its request in
-/// flight; the connections still open when the returned future is dropped are cut.
+/// at once (`what` names the listener in the log), each served on one of `workers` (else
+/// on the runtime this runs on), then lets each finish its request in flight; the
+/// connections still open when the returned future is dropped are cut.
 pub(crate) async fn accept<F, Fut>(
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,
     limits: Limits,
     what: &'static str,
+    workers: Option<Arc<Workers>>,
     handler: F,
 ) where
     F: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
@@ -83,24 +86,37 @@ pub(crate) async fn accept<F, Fut>(
                 let _ = stream.set_nodelay(true);
                 let handler = handler.clone();
                 let ip = peer.ip();
-                let service = service_fn(move |mut req| {
-                    req.extensions_mut().insert(Peer(ip));
-                    handler(req)
-                });
-                // A client gets `read_timeout` to send a request's headers: a connection
-                // that trickles them in (or idles between requests) does not hold its slot
-                // for ever.
-                let conn = http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(limits.read_timeout)
-                    .serve_connection(TokioIo::new(stream), service);
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
+                let watcher = graceful.watcher();
+                let serve = move |stream: TcpStream| async move {
+                    let service = service_fn(move |mut req| {
+                        req.extensions_mut().insert(Peer(ip));
+                        handler(req)
+                    });
+                    // A client gets `read_timeout` to send a request's headers: a
+                    // connection that trickles them in (or idles between requests) does not
+                    // hold its slot for ever.
+                    let conn = http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(limits.read_timeout)
+                        .serve_connection(TokioIo::new(stream), service);
+                    if let Err(e) = watcher.watch(conn).await {
                         tracing::debug!("a connection ended with an error: {e}");
                     }
                     drop(slot);
-                });
+                };
+                match workers.as_deref() {
+                    // Handed to a worker, which takes it into its own runtime.
+                    Some(workers) => match stream.into_std() {
+                        Ok(stream) => workers.spawn(async move {
+                            match TcpStream::from_std(stream) {
+                                Ok(stream) => serve(stream).await,
+                                Err(e) => tracing::debug!("a connection was lost: {e}"),
+                            }
+                        }),
+                        Err(e) => tracing::debug!("a connection was lost: {e}"),
+                    },
+                    None => drop(tokio::spawn(serve(stream))),
+                }
             }
             _ = stop.changed() => break,
         }

@@ -413,3 +413,38 @@ async fn an_openai_stream_that_does_not_ask_for_its_usage_is_corrected_and_reach
     assert!((1..1_000).contains(&written), "{written}");
     assert_eq!(used, 2_500 + 10 * written);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_workers_reads_and_writes_are_served_on_the_shared_runtime() {
+    let (openai_fake, stripe_fake) = (fake(Style::OpenAi).await, fake(Style::Stripe).await);
+    let text = config_text(
+        &[
+            ("openai", "openai", &openai_fake.url(""), "authorization"),
+            ("stripe", "stripe", &stripe_fake.url(""), "authorization"),
+        ],
+        "[serve]\nworkers = 0\n",
+    );
+    let side = start(&text).await;
+    let read = client()
+        .post(format!("{}/openai{CHAT}", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .header("content-type", "application/json")
+        .body(BODY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    let write = client()
+        .post(format!("{}/stripe{OBJECTS}", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .header("x-sluice-task", "invoices")
+        .header("x-sluice-action", "charge-7")
+        .body("amount=100")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(write.status(), 200);
+    assert_eq!(write.headers()["x-sluice-action-state"], "succeeded");
+    assert_eq!(openai_fake.answered(200), 1);
+    assert_eq!(stripe_fake.stored().len(), 1);
+}

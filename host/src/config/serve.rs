@@ -8,6 +8,8 @@
 //! agent_provider_keys = "refuse"     # or "strip": a provider key an agent sends itself
 //! priority_above_allowed = "refuse"  # or "lower": an x-sluice-priority the agent may not use
 //! max_connections = 1024             # agents' connections at once; more wait to be accepted
+//! workers = 4                        # threads serving agents' connections (default: one per CPU;
+//!                                    # 0: the shared runtime's threads, with work stealing)
 //! read_timeout_ms = 30000            # a request's headers, then its body, must each arrive by then
 //! failed_tokens_per_minute = 10      # wrong tokens one address may try a minute, on any listener
 //!
@@ -87,6 +89,10 @@ pub struct ServeConfig {
     /// The agents' connections served at once; more wait in the kernel's queue to be
     /// accepted (they take no file of the process meanwhile).
     pub max_connections: u32,
+    /// The threads agents' connections are served on, each connection wholly on one;
+    /// `None`: one per CPU the process may use; 0: none, the connections served on the
+    /// runtime the sidecar starts on (its threads take work from each other).
+    pub workers: Option<u32>,
     /// How long a request's headers may take to arrive (the connection is closed past it),
     /// then its body (408 past it): a client that stalls keeps no connection for longer.
     pub read_timeout: Duration,
@@ -112,6 +118,7 @@ impl Default for ServeConfig {
             priority_above_allowed: PriorityAboveAllowed::Refuse,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            workers: None,
             read_timeout: DEFAULT_READ_TIMEOUT,
             failed_tokens_per_minute: DEFAULT_FAILED_TOKENS_PER_MINUTE,
             admin: None,
@@ -231,6 +238,7 @@ pub(super) struct ServeTable {
     shutdown_deadline_ms: Option<Ranged<1, MAX_TIMEOUT_MS>>,
     max_body_bytes: Option<Ranged<1024, { 1 << 30 }>>,
     max_connections: Option<Ranged<1, 1_000_000>>,
+    workers: Option<Ranged<0, 1024>>,
     read_timeout_ms: Option<Ranged<100, MAX_TIMEOUT_MS>>,
     failed_tokens_per_minute: Option<Ranged<1, 1_000_000>>,
     agent_provider_keys: Option<AgentProviderKeys>,
@@ -268,6 +276,7 @@ impl ServeTable {
                 .unwrap_or(defaults.priority_above_allowed),
             max_body_bytes: self.max_body_bytes.map_or(defaults.max_body_bytes, Ranged::get),
             max_connections: self.max_connections.map_or(defaults.max_connections, Ranged::u32),
+            workers: self.workers.map(Ranged::u32),
             read_timeout: self.read_timeout_ms.map_or(defaults.read_timeout, Ranged::ms),
             failed_tokens_per_minute: self
                 .failed_tokens_per_minute

@@ -220,6 +220,7 @@ fn every_bad_key_is_named_in_its_error() {
             "serve.agents.a.pass_headers[1]",
         ),
         ("[serve.admin]\n", "`serve.admin.token`: the admin API needs a token"),
+        ("[serve]\nworkers = 1025\n", "serve.workers"),
         (
             "[store]\nurl = \"redis://x\"\nhosts = 0\n",
             "`store.hosts`: from 1 to 10000, not 0",
@@ -236,6 +237,19 @@ fn every_bad_key_is_named_in_its_error() {
             "{text:?} gave {e:?}, which does not name {key}"
         );
     }
+}
+
+#[test]
+fn the_sidecar_s_workers_are_one_per_cpu_unless_given_and_zero_is_none() {
+    let workers = |text: &str| {
+        SluiceConfig::from_toml(text, Path::new("."))
+            .unwrap()
+            .serve
+            .workers
+    };
+    assert_eq!(workers(""), None);
+    assert_eq!(workers("[serve]\nworkers = 3\n"), Some(3));
+    assert_eq!(workers("[serve]\nworkers = 0\n"), Some(0));
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //!
 //! One client per [`Transport`], shared by every call (and every clone): its pool keeps
 //! connections for reuse, and over HTTP/2 one connection carries all the concurrent calls to
-//! a host. TLS is rustls on ring, checked against the built-in roots (Mozilla's and the
+//! a host. A single-threaded runtime sends on a client of its own, built alike
+//! ([`super::local`]). TLS is rustls on ring, checked against the built-in roots (Mozilla's and the
 //! operating system's) and the configured extra ones; ALPN offers HTTP/2 and HTTP/1.1, and
 //! the server picks. Plain `http://` is HTTP/1.1.
 //!
@@ -13,8 +14,10 @@
 //! attempt (time to the first byte, idle time between chunks) are kept by the attempt itself,
 //! on the host's clock.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::local::LocalClients;
 use super::{BuiltInRoots, ProxySetting, Timeouts, Transport, TransportConfig, roots};
 
 /// TCP keepalive probes on idle connections, so a pooled connection that a middlebox
@@ -87,6 +90,50 @@ impl Transport {
     /// [`TransportError`] naming the extra root or the proxy that is wrong, or when the
     /// client cannot be built.
     pub fn with_config(config: TransportConfig) -> Result<Self, TransportError> {
+        let recipe = Recipe::new(config)?;
+        Ok(Self {
+            client: recipe.build()?,
+            timeouts: recipe.config.timeouts,
+            origins: Arc::default(),
+            local: Arc::new(LocalClients::new(recipe)),
+        })
+    }
+}
+
+/// What a client is built from, the files it names already read: the transport's first
+/// client, and each one of its [`LocalClients`], are built alike.
+#[derive(Debug)]
+pub(super) struct Recipe {
+    config: TransportConfig,
+    roots: Vec<reqwest::Certificate>,
+    proxy: Option<reqwest::Proxy>,
+}
+
+impl Recipe {
+    fn new(config: TransportConfig) -> Result<Self, TransportError> {
+        let roots = roots::load(&config.extra_roots)?;
+        let proxy = match &config.proxy {
+            ProxySetting::Environment | ProxySetting::Direct => None,
+            ProxySetting::Explicit { url, no_proxy } => {
+                let proxy = reqwest::Proxy::all(url.as_str()).map_err(|error| {
+                    TransportError::BadProxy {
+                        url: without_password(url),
+                        error,
+                    }
+                })?;
+                Some(proxy.no_proxy(reqwest::NoProxy::from_string(&no_proxy.join(","))))
+            }
+        };
+        Ok(Self {
+            config,
+            roots,
+            proxy,
+        })
+    }
+
+    /// A client as the recipe says.
+    pub(super) fn build(&self) -> Result<reqwest::Client, reqwest::Error> {
+        let config = &self.config;
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
             .redirect(reqwest::redirect::Policy::none())
@@ -96,27 +143,15 @@ impl Transport {
             .pool_max_idle_per_host(config.pool.max_idle_per_host)
             .tcp_keepalive(TCP_KEEPALIVE)
             .tls_built_in_root_certs(config.built_in_roots == BuiltInRoots::Trusted);
-        for root in roots::load(&config.extra_roots)? {
-            builder = builder.add_root_certificate(root);
+        for root in &self.roots {
+            builder = builder.add_root_certificate(root.clone());
         }
-        builder = match config.proxy {
-            ProxySetting::Environment => builder,
-            ProxySetting::Direct => builder.no_proxy(),
-            ProxySetting::Explicit { url, no_proxy } => {
-                let proxy = reqwest::Proxy::all(url.as_str()).map_err(|error| {
-                    TransportError::BadProxy {
-                        url: without_password(&url),
-                        error,
-                    }
-                })?;
-                builder.proxy(proxy.no_proxy(reqwest::NoProxy::from_string(&no_proxy.join(","))))
-            }
+        builder = match (&config.proxy, &self.proxy) {
+            (ProxySetting::Direct, _) => builder.no_proxy(),
+            (_, Some(proxy)) => builder.proxy(proxy.clone()),
+            (_, None) => builder,
         };
-        Ok(Self {
-            client: builder.build()?,
-            timeouts: config.timeouts,
-            origins: std::sync::Arc::default(),
-        })
+        builder.build()
     }
 }
 

@@ -84,7 +84,8 @@ pub enum ExtraRoot {
 /// Which proxy the host's calls go through. Its `Debug` output masks a password in the URL.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub enum ProxySetting {
-    /// As the process environment says, read when the transport is built: `HTTPS_PROXY` for
+    /// As the process environment says, read when the transport is built (and when a
+    /// single-threaded runtime's own client is, at its first call): `HTTPS_PROXY` for
     /// `https://` calls, `HTTP_PROXY` for `http://` calls, `ALL_PROXY` for both (each also in
     /// lower case), and `NO_PROXY` for the hosts that bypass them. Without them, no proxy.
     /// In a CGI process (`REQUEST_METHOD` set) `HTTP_PROXY` is ignored, since a request's
@@ -122,7 +123,8 @@ impl std::fmt::Debug for ProxySetting {
 
 /// How idle connections are kept. Every call of a [`Transport`](super::Transport) (and of
 /// its clones) shares one pool, so consecutive calls to a host reuse a connection instead
-/// of paying for a TCP and TLS handshake each.
+/// of paying for a TCP and TLS handshake each; a single-threaded runtime has a pool of its
+/// own (as the sidecar's connection workers do), each kept as this says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolConfig {
     /// How long an idle connection is kept before it is closed.

@@ -19,6 +19,7 @@
 
 mod client;
 mod config;
+mod local;
 mod roots;
 mod urls;
 
@@ -79,6 +80,8 @@ pub struct Transport {
     timeouts: Timeouts,
     /// The origins sent to, parsed once.
     origins: Arc<urls::Origins>,
+    /// Each single-threaded runtime's own client.
+    local: Arc<local::LocalClients>,
 }
 
 /// An attempt whose status line and headers arrived; its body is read chunk by chunk.
@@ -135,9 +138,11 @@ impl Transport {
                 detail: format!("`{}` is not an HTTP method", req.method),
             });
         };
+        let local = self.local.current();
+        let client = local.as_ref().unwrap_or(&self.client);
         let mut builder = match self.origins.url(&req.url) {
-            Some(url) => self.client.request(method, url),
-            None => self.client.request(method, &req.url),
+            Some(url) => client.request(method, url),
+            None => client.request(method, &req.url),
         };
         for (name, value) in field_pairs(&req.headers).chain(secrets.iter().copied()) {
             builder = builder.header(name, value);

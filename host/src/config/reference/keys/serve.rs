@@ -42,6 +42,17 @@ pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
         what: "Agents' connections served at once; more wait to be accepted.",
     },
     KeyDoc {
+        key: "serve.workers",
+        kind: "integer",
+        default: "one per CPU the process may use",
+        range: "0 ..= 1024",
+        what: "The threads agents' connections are served on, each connection wholly on one \
+               thread, with connections of its own to the providers: the least CPU and \
+               latency a call adds. 0: none; the connections are served on the threads \
+               the rest of the sidecar runs on, which take work from each other: better \
+               when the machine is near saturation (BENCHMARKS.md).",
+    },
+    KeyDoc {
         key: "serve.read_timeout_ms",
         kind: "integer",
         default: "30000",
