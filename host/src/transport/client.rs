@@ -3,9 +3,9 @@
 //! One client per [`Transport`], shared by every call (and every clone): its pool keeps
 //! connections for reuse, and over HTTP/2 one connection carries all the concurrent calls to
 //! a host. A single-threaded runtime sends on a client of its own, built alike
-//! ([`super::local`]). TLS is rustls on ring, checked against the built-in roots (Mozilla's and the
-//! operating system's) and the configured extra ones; ALPN offers HTTP/2 and HTTP/1.1, and
-//! the server picks. Plain `http://` is HTTP/1.1.
+//! ([`super::local`]). TLS is rustls on ring, checked against the built-in roots (Mozilla's
+//! and the operating system's) and the configured extra ones; ALPN offers HTTP/2 and
+//! HTTP/1.1, and the server picks. Plain `http://` is HTTP/1.1.
 //!
 //! The client keeps none of the decisions the host makes: it follows no redirects (a
 //! redirect is another attempt) and retries nothing, not even what it could prove unsent
