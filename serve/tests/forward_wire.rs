@@ -32,6 +32,18 @@ fn stripe(fake: &FakeProvider, extra: &str) -> String {
 const BODY: &str =
     r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"max_tokens":16}"#;
 
+/// The chat completion [`BODY`], sent by the agent through the sidecar at `url`.
+async fn chat(url: &str) -> reqwest::Response {
+    client()
+        .post(format!("{url}/openai{CHAT}"))
+        .bearer_auth(AGENT_TOKEN)
+        .header("content-type", "application/json")
+        .body(BODY)
+        .send()
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_storm_is_absorbed_and_the_agent_sees_only_the_answer() {
     let fake = fake(Style::OpenAi).await;
@@ -40,14 +52,7 @@ async fn a_429_storm_is_absorbed_and_the_agent_sees_only_the_answer() {
     };
     fake.script(CHAT, [limited, limited]);
     let side = start(&openai(&fake)).await;
-    let r = client()
-        .post(format!("{}/openai{CHAT}", side.url))
-        .bearer_auth(AGENT_TOKEN)
-        .header("content-type", "application/json")
-        .body(BODY)
-        .send()
-        .await
-        .unwrap();
+    let r = chat(&side.url).await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-sluice-attempts"], "3");
     assert_eq!(fake.answered(429), 2, "the provider answered the storm");
@@ -425,14 +430,7 @@ async fn with_no_workers_reads_and_writes_are_served_on_the_shared_runtime() {
         "[serve]\nworkers = 0\n",
     );
     let side = start(&text).await;
-    let read = client()
-        .post(format!("{}/openai{CHAT}", side.url))
-        .bearer_auth(AGENT_TOKEN)
-        .header("content-type", "application/json")
-        .body(BODY)
-        .send()
-        .await
-        .unwrap();
+    let read = chat(&side.url).await;
     assert_eq!(read.status(), 200);
     let write = client()
         .post(format!("{}/stripe{OBJECTS}", side.url))
