@@ -235,14 +235,17 @@ mod tests {
         let (keys, leases) = keys();
         let mut admitted = 0;
         let mut now = 0;
-        // One minute, asking every millisecond: 540 a minute paced, 135 for this host.
+        // One minute, asking every millisecond: 540 a minute paced (an interval of
+        // 111.1 ms, rounded up), 134 for this host (an interval of 447.8 ms). The first
+        // admission comes one interval and a random phase (under one interval) after the
+        // start, so the minute holds 133, or 132 when the phase is near a whole interval.
         while now < 60 * SEC {
             if matches!(f.admit(now, 4, &call, &keys, &leases), Local::Admitted(_)) {
                 admitted += 1;
             }
             now += 1_000_000;
         }
-        assert!((133..=135).contains(&admitted), "{admitted}");
+        assert!((132..=133).contains(&admitted), "{admitted}");
     }
 
     #[test]
