@@ -26,12 +26,19 @@
 //!   sluice,sluice in-process,embedded`; `direct` is always measured, the others are compared
 //!   to it);
 //! - `ADDED_LATENCY_BASELINE`: the path of another `sluice` binary (an earlier build), measured
-//!   beside this one as the target `baseline`: a change's before and after in one run.
+//!   beside this one as the target `baseline`: a change's before and after in one run;
+//! - `ADDED_LATENCY_CPUS`: where the processes run ([`cpus`]): `any` (the default, as the
+//!   kernel places them), `shared` (all on one CPU) or `apart` (the hop, `sluice serve` and the
+//!   baseline on a CPU of their own);
+//! - `ADDED_LATENCY_BUDGETS`: `1` gives every sidecar and the embedded host spend budgets far
+//!   above the load, so each call is charged in the journal before it is sent and corrected
+//!   after.
 //!
 //! Run without `--bench` (`cargo test -p sluice-cli --bench added_latency`, as CI does), it is
 //! a brief check that every target answers every request: a few requests per load, and a
 //! failure when any was refused.
 
+mod cpus;
 mod hop;
 mod load;
 mod targets;
@@ -161,6 +168,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Options::from_env()
     };
+    let placement = if brief {
+        cpus::Placement::Any
+    } else {
+        cpus::Placement::from_env()?
+    };
+    // Before the runtime's threads start: they inherit this process's CPU.
+    let cpu = placement.pin_self()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -168,8 +182,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
     let dir = tempfile::tempdir()?;
     let fake = rt.block_on(targets::upstream())?;
-    let (hop, _hop) = targets::hop(&fake)?;
-    let (binary, _binary) = targets::binary(dir.path(), &fake, "sluice", None)?;
+    let (hop, _hop) = targets::hop(&fake, cpu)?;
+    let (binary, _binary) = targets::binary(dir.path(), &fake, "sluice", None, cpu)?;
     let (in_process, running) = rt.block_on(targets::in_process(dir.path(), &fake))?;
     let embedded = {
         let _runtime = rt.enter();
@@ -179,7 +193,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let baseline = std::env::var_os("ADDED_LATENCY_BASELINE").filter(|_| !brief);
     let _baseline = match baseline {
         Some(program) => {
-            let (t, p) = targets::binary(dir.path(), &fake, "baseline", Some(program.as_ref()))?;
+            let (t, p) =
+                targets::binary(dir.path(), &fake, "baseline", Some(program.as_ref()), cpu)?;
             all.push(t);
             Some(p)
         }
@@ -201,7 +216,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     loads.extend(options.rates.iter().map(|&r| Load::Rate(r)));
     eprintln!(
         "added latency: {} targets; sequential {} requests, rates {:?}/s on {} connections for {} s, \
-         {} rounds, {} s warm-up; {}",
+         {} rounds, {} s warm-up; CPUs {}{}; budgets {}; {}",
         chosen.len(),
         options.sequential,
         options.rates,
@@ -209,6 +224,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         options.secs,
         options.rounds,
         options.warmup_secs,
+        placement.name(),
+        cpu.map_or_else(String::new, |c| format!(
+            " (the process targets on CPU {c})"
+        )),
+        if targets::budgets() { "on" } else { "off" },
         machine()
     );
     let mut rows = Vec::new();

@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -15,6 +15,7 @@ use sluice::config::SluiceConfig;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 use sluice_serve::{Running, Sidecar};
 
+use crate::cpus;
 use crate::load::{Target, Via};
 
 pub const PATH: &str = "/v1/chat/completions";
@@ -59,9 +60,10 @@ impl Drop for Process {
     }
 }
 
-/// The plain hop in front of `fake`: this binary again, as [`crate::hop`].
-pub fn hop(fake: &FakeProvider) -> Result<(Target, Process), Error> {
-    let mut child = Command::new(std::env::current_exe()?)
+/// The plain hop in front of `fake`: this binary again, as [`crate::hop`], on `cpu` when
+/// one is given.
+pub fn hop(fake: &FakeProvider, cpu: Option<usize>) -> Result<(Target, Process), Error> {
+    let mut child = cpus::command(&std::env::current_exe()?, cpu)
         .args([crate::hop::HOP, &fake.url("")])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -88,12 +90,14 @@ pub fn hop(fake: &FakeProvider) -> Result<(Target, Process), Error> {
 }
 
 /// `sluice serve --config` on a configuration for `fake`, as its own process: `program`
-/// (another build, to compare with), else the one built with this bench.
+/// (another build, to compare with), else the one built with this bench; on `cpu` when one
+/// is given.
 pub fn binary(
     dir: &Path,
     fake: &FakeProvider,
     name: &'static str,
     program: Option<&Path>,
+    cpu: Option<usize>,
 ) -> Result<(Target, Process), Error> {
     let dir = dir.join(name.replace(' ', "-"));
     std::fs::create_dir_all(&dir)?;
@@ -105,7 +109,7 @@ pub fn binary(
     );
     std::fs::write(&file, text)?;
     let program = program.unwrap_or(Path::new(env!("CARGO_BIN_EXE_sluice")));
-    let mut child = Command::new(program)
+    let mut child = cpus::command(program, cpu)
         .arg("serve")
         .arg("--config")
         .arg(&file)
@@ -120,10 +124,17 @@ pub fn binary(
     let process = Process(child);
     let mut lines = BufReader::new(stderr).lines();
     let (mut addr, mut admin) = (None, None);
+    let mut said = Vec::new();
     while addr.is_none() || admin.is_none() {
-        let line = lines
-            .next()
-            .ok_or("sluice serve stopped before it said where it listens")??;
+        let Some(line) = lines.next() else {
+            return Err(format!(
+                "sluice serve stopped before it said where it listens; it said:\n{}",
+                said.join("\n")
+            )
+            .into());
+        };
+        let line = line?;
+        said.push(line.clone());
         if let Some(rest) = line.split("agents connect to http://").nth(1) {
             let at = rest.split('/').next().unwrap_or_default();
             addr = Some(at.parse::<SocketAddr>()?);
@@ -184,11 +195,32 @@ pub fn embedded(dir: &Path, fake: &FakeProvider) -> Result<Target, Error> {
     })
 }
 
+/// Spend budgets far above the load, and the model's price: every call is charged in the
+/// journal before it is sent and corrected after (`ADDED_LATENCY_BUDGETS=1`).
+const BUDGETS: &str = r#"
+[budgets]
+[tiers.free.budgets]
+requests_per_day = 1000000000
+spend_micros_per_month = 1000000000000
+[tenants]
+default_tier = "free"
+[providers.openai.prices."gpt-4o-mini"]
+input_micros_per_million = 150000
+output_micros_per_million = 600000
+"#;
+
+/// Whether the targets charge budgets: `ADDED_LATENCY_BUDGETS=1`.
+pub fn budgets() -> bool {
+    std::env::var("ADDED_LATENCY_BUDGETS").is_ok_and(|v| v.trim() == "1")
+}
+
 /// The host's configuration: one OpenAI-style provider at `base_url`, limits far above the
-/// load, one agent known by its token's digest; the key in a file beside it.
+/// load, one agent known by its token's digest; the key in a file beside it; with
+/// [`BUDGETS`] when [`budgets`] says so.
 fn config_text(dir: &Path, base_url: &str) -> String {
     std::fs::write(dir.join("openai.key"), format!("{PROVIDER_KEY}\n")).expect("the key file");
     let digest = digest(AGENT_TOKEN);
+    let budgets = if budgets() { BUDGETS } else { "" };
     format!(
         r#"
         state_dir = "{dir}/state"
@@ -202,7 +234,7 @@ fn config_text(dir: &Path, base_url: &str) -> String {
         [serve.agents.bench]
         token = {{ sha256 = "{digest}" }}
         tenant = "bench"
-        "#,
+        {budgets}"#,
         dir = dir.display(),
     )
 }
