@@ -311,3 +311,85 @@ async fn a_write_blocked_by_a_spent_budget_escalates_with_wait_raise_or_cancel_a
     );
     assert_eq!(fake.attempts().len(), 2);
 }
+
+/// A budget's charge to a group's journal in PostgreSQL that waits there (here, on a lock
+/// another session holds) waits on the blocking pool: the thread the call was made on goes
+/// on serving every other task meanwhile. On a single-threaded runtime, as each of the
+/// sidecar's connection workers is, a charge made on the thread itself would stop them all
+/// until the lock went.
+#[tokio::test(flavor = "current_thread")]
+async fn a_charge_waiting_on_a_group_journal_holds_up_no_other_task_on_its_thread() {
+    let Some(url) = sluice_tests::postgres::fresh_schema() else {
+        return;
+    };
+    let fake = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!("{BUDGETS}\n[journal]\nurl = \"{url}\"\n");
+    let sluice = host(&config, dir.path(), utc("2026-03-10T12:00:00Z"));
+    assert!(sluice.journal().is_shared());
+
+    // Another session takes the budgets' table for 600 ms.
+    let holder = std::process::Command::new("psql")
+        .args([
+            url.as_str(),
+            "-qAtc",
+            "BEGIN; LOCK TABLE budget_use IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(0.6); COMMIT;",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("psql runs (Debian's postgresql-client)");
+    let held = || {
+        let out = std::process::Command::new("psql")
+            .args([
+                url.as_str(),
+                "-qAtc",
+                "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+                 WHERE c.relname = 'budget_use' AND l.mode = 'AccessExclusiveLock' AND l.granted",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    };
+    let mut tries = 0;
+    while !held() {
+        tries += 1;
+        assert!(tries < 200, "the other session never took the lock");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let ticker = tokio::spawn({
+        let ticks = ticks.clone();
+        async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    let started = tokio_now();
+    let outcome = sluice.execute(&chat(&fake, "acme")).await;
+    let waited = tokio_now() - started;
+    ticker.abort();
+    let status = tokio::task::spawn_blocking(move || {
+        let mut holder = holder;
+        holder.wait()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(status.success(), "the other session: {status}");
+
+    assert!(matches!(outcome, Outcome::Succeeded { .. }), "{outcome:?}");
+    assert!(
+        waited >= Duration::from_millis(300),
+        "the charge waited for the lock ({waited:?}): the test holds what it means to"
+    );
+    let ticks = ticks.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        ticks >= 30,
+        "the runtime's other task ran {ticks} times in {waited:?}, every 5 ms: the charge \
+         held the thread"
+    );
+    assert_eq!(used(&sluice, "acme", REQUESTS), 1);
+}

@@ -172,6 +172,12 @@ impl Budgets {
         &self.config
     }
 
+    /// Whether a charge waits on the network: the journal is a group's, in PostgreSQL (a
+    /// round trip of milliseconds), not a file of this host's (a fraction of one).
+    pub fn waits_on_network(&self) -> bool {
+        self.journal.is_shared()
+    }
+
     /// The budgets of `tenant`: its tier's, with its own replacing them.
     pub fn limits_of(&self, tenant: &str) -> BudgetLimits {
         let tier = self
@@ -445,6 +451,11 @@ impl Reservation {
         let b = &self.budgets;
         let now = b.amounts(&self.provider, self.model.as_deref(), &actual, cache);
         self.change(&now);
+    }
+
+    /// Whether correcting it waits on the network ([`Budgets::waits_on_network`]).
+    pub fn waits_on_network(&self) -> bool {
+        self.budgets.waits_on_network()
     }
 
     /// Gives the whole charge back: nothing was sent.

@@ -222,7 +222,7 @@ impl Executor {
         // A spent budget refuses before the call takes a place in the queue.
         // Boxed: a reservation is large, and held inline it would grow every waiting call,
         // with budgets or without (`benches/call_memory.rs`).
-        let reservation = match self.charge(&call.provider, &p) {
+        let reservation = match self.charge(&call.provider, &p).await {
             Ok(r) => r.map(Box::new),
             Err(end) => {
                 self.breakers.release(&p.paths);
@@ -251,7 +251,8 @@ impl Executor {
                             // it took goes back.
                             self.breakers.release(&p.paths);
                         }
-                        charge::settle(reservation.map(|r| *r), &outcome, p.billed.as_deref());
+                        charge::settle(reservation.map(|r| *r), &outcome, p.billed.as_deref())
+                            .await;
                         Run::Done(outcome)
                     }
                     Run::Stream(mut stream) => {
