@@ -108,6 +108,28 @@ fn a_loop_is_stopped_at_the_configured_deadline() {
     );
 }
 
+/// The epoch ticker rests once no call has run for a second; a call that loops after that
+/// wakes it on its way in, and is stopped at its deadline as any other.
+#[test]
+fn a_loop_after_the_ticker_rested_is_still_stopped_at_its_deadline() {
+    let rt = runtime_with(RuntimeConfig {
+        call_deadline: Duration::from_millis(20),
+        ..RuntimeConfig::default()
+    });
+    let p = Arc::new(hostile(&rt));
+    assert_eq!(classify_path(&p, "/ok"), Ok(Verdict::Success));
+    std::thread::sleep(Duration::from_millis(1_500));
+
+    // On a thread of its own: a loop nobody stops fails the test instead of hanging it.
+    let (done, answer) = std::sync::mpsc::channel();
+    let looping = p.clone();
+    std::thread::spawn(move || done.send(classify_path(&looping, "/loop")));
+    let got = answer
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the loop was never stopped: the resting ticker was not woken");
+    assert_eq!(got, Err(Failure::Timeout(Duration::from_millis(20))));
+}
+
 /// Issue 12, item 8: a deadline of `u64::MAX - 1` ms wrapped the epoch deadline around, so
 /// every call was interrupted at once (or the host panicked on the overflow).
 #[test]

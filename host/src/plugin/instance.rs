@@ -3,7 +3,7 @@
 //! epoch deadline and the store's limits; a call that fails for any reason discards its
 //! instance, so a broken instance is never reused.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
@@ -17,6 +17,7 @@ use super::error::{self, LoadError};
 use super::limits::{Caps, RuntimeConfig};
 use super::nonblocking::Blocked;
 use super::state::{Deadline, State};
+use super::ticker::Ticking;
 use super::{convert, v1, v2, validate};
 use crate::contract::{
     Description, Failure, PluginError, PolicyError, ProviderPolicy, Reading, ReconcilePlan,
@@ -42,6 +43,8 @@ pub struct Plugin {
     config: RuntimeConfig,
     warm: Mutex<Vec<Warm>>,
     cache: CacheOutcome,
+    /// Its runtime's count of running calls, which keeps the epoch ticker ticking.
+    ticking: Arc<Ticking>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -62,6 +65,7 @@ impl Plugin {
         pre: wasmtime::component::InstancePre<State>,
         config: RuntimeConfig,
         cache: CacheOutcome,
+        ticking: Arc<Ticking>,
     ) -> Result<Self, LoadError> {
         let exports = export_names(engine, &component);
         let pre = Pre::new(pre).map_err(|e| LoadError::Invalid {
@@ -85,6 +89,7 @@ impl Plugin {
             config,
             warm: Mutex::new(Vec::new()),
             cache,
+            ticking,
         };
         let description = match plugin.contract() {
             Contract::V0_3 => plugin
@@ -147,6 +152,9 @@ impl Plugin {
         function: &'static str,
         f: impl FnOnce(&Bindings, &mut Store<State>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
+        // Before any guest code runs (instantiation included): a resting ticker is woken,
+        // so the deadline set below is counted.
+        let _calling = self.ticking.begin();
         let mut warm = match self.take_warm() {
             Some(w) => w,
             None => self

@@ -16,7 +16,8 @@ pub struct RuntimeConfig {
     /// is given one more such window; if it used at least half of it on the CPU, it is
     /// interrupted (a call the OS merely descheduled is not blamed; see `state.rs`).
     pub call_deadline: Duration,
-    /// The epoch tick: deadlines are enforced to this granularity. Default: 1 ms.
+    /// The epoch tick: deadlines are enforced to this granularity. Default: 1 ms. The thread
+    /// that ticks rests once no call has run for a second, and the next call wakes it.
     pub epoch_tick: Duration,
     /// Linear memory one plugin instance may grow to. Default: 16 MiB.
     pub max_memory_bytes: usize,

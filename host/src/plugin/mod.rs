@@ -41,6 +41,7 @@ mod own_limits;
 mod runtime;
 mod state;
 mod stdio;
+mod ticker;
 mod v1;
 mod v2;
 #[cfg(feature = "fuzzing")]

@@ -1,10 +1,9 @@
 //! The plugin runtime: one wasmtime `Engine` for the process, the linker with the host's
-//! imports, the epoch ticker that enforces call deadlines, and the compiled-component cache.
+//! imports, the epoch ticker that enforces call deadlines ([`super::ticker`]), and the
+//! compiled-component cache.
 
 use std::collections::HashMap;
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
@@ -16,6 +15,7 @@ use super::instance::Plugin;
 use super::limits::{MAX_PLUGIN_BYTES, RuntimeConfig};
 use super::own_limits::PluginLimits;
 use super::state::State;
+use super::ticker::{EpochTicker, REST_AFTER, Ticking};
 use crate::input_file;
 
 /// Loads and runs plugins. Create one per process and share it: every plugin it loads is
@@ -36,6 +36,8 @@ pub struct PluginRuntime {
     cache: ComponentCache,
     /// Components this engine compiled or loaded, by digest: each is compiled once.
     compiled: Mutex<HashMap<Digest, Component>>,
+    /// Whether calls run, shared with every plugin loaded here: the ticker rests without.
+    ticking: Arc<Ticking>,
     _ticker: EpochTicker,
 }
 
@@ -74,7 +76,8 @@ impl PluginRuntime {
             .map_err(|e| LoadError::Runtime(format!("sluice 0.2.0 imports: {e}")))?;
         v0_1::ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Runtime(format!("sluice 0.1.0 imports: {e}")))?;
-        let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)
+        let ticking = Arc::new(Ticking::default());
+        let ticker = EpochTicker::start(engine.clone(), config.epoch_tick, REST_AFTER, ticking.clone())
             .map_err(|e| LoadError::Runtime(format!("cannot start the epoch ticker: {e}")))?;
         Ok(Self {
             engine,
@@ -82,6 +85,7 @@ impl PluginRuntime {
             config,
             cache,
             compiled: Mutex::new(HashMap::new()),
+            ticking,
             _ticker: ticker,
         })
     }
@@ -145,6 +149,7 @@ impl PluginRuntime {
             pre,
             limits.apply(&self.config),
             cached,
+            self.ticking.clone(),
         )
     }
 
@@ -211,40 +216,6 @@ impl PluginRuntime {
             self.load_file(std::path::Path::new(spec))
         } else {
             self.load_bundled(spec)
-        }
-    }
-}
-
-/// Advances the engine's epoch every tick, so a plugin call that runs past its deadline
-/// traps at the next check. Stops when dropped.
-#[derive(Debug)]
-struct EpochTicker {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl EpochTicker {
-    fn start(engine: Engine, tick: std::time::Duration) -> std::io::Result<Self> {
-        let (stop, stopped) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("sluice-epoch".into())
-            .spawn(move || {
-                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
-                    engine.increment_epoch();
-                }
-            })?;
-        Ok(Self {
-            stop: Some(stop),
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for EpochTicker {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }
