@@ -32,7 +32,10 @@
 //!   baseline on a CPU of their own);
 //! - `ADDED_LATENCY_BUDGETS`: `1` gives every sidecar and the embedded host spend budgets far
 //!   above the load, so each call is charged in the journal before it is sent and corrected
-//!   after.
+//!   after;
+//! - `ADDED_LATENCY_JOURNAL`: a `postgres://` URL: every sidecar and the embedded host keep
+//!   their journal (budgets included) in that database, each a host of its own in the group,
+//!   instead of a file each. The bench leaves its rows there: give it a database of its own.
 //!
 //! Run without `--bench` (`cargo test -p sluice-cli --bench added_latency`, as CI does), it is
 //! a brief check that every target answers every request: a few requests per load, and a
@@ -216,7 +219,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     loads.extend(options.rates.iter().map(|&r| Load::Rate(r)));
     eprintln!(
         "added latency: {} targets; sequential {} requests, rates {:?}/s on {} connections for {} s, \
-         {} rounds, {} s warm-up; CPUs {}{}; budgets {}; {}",
+         {} rounds, {} s warm-up; CPUs {}{}; budgets {}; journal {}; {}",
         chosen.len(),
         options.sequential,
         options.rates,
@@ -229,6 +232,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             " (the process targets on CPU {c})"
         )),
         if targets::budgets() { "on" } else { "off" },
+        if targets::journal().is_some() {
+            "PostgreSQL"
+        } else {
+            "a file each"
+        },
         machine()
     );
     let mut rows = Vec::new();

@@ -214,13 +214,26 @@ pub fn budgets() -> bool {
     std::env::var("ADDED_LATENCY_BUDGETS").is_ok_and(|v| v.trim() == "1")
 }
 
+/// The group journal every target keeps, when one is given: `ADDED_LATENCY_JOURNAL`, a
+/// `postgres://` URL (each target is a host of its own in it), else each keeps its own file.
+pub fn journal() -> Option<String> {
+    std::env::var("ADDED_LATENCY_JOURNAL")
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
 /// The host's configuration: one OpenAI-style provider at `base_url`, limits far above the
 /// load, one agent known by its token's digest; the key in a file beside it; with
-/// [`BUDGETS`] when [`budgets`] says so.
+/// [`BUDGETS`] when [`budgets`] says so, in the group journal [`journal`] names.
 fn config_text(dir: &Path, base_url: &str) -> String {
     std::fs::write(dir.join("openai.key"), format!("{PROVIDER_KEY}\n")).expect("the key file");
     let digest = digest(AGENT_TOKEN);
     let budgets = if budgets() { BUDGETS } else { "" };
+    let journal = journal().map_or_else(String::new, |url| {
+        // A JSON string is a TOML basic string.
+        format!("[journal]\nurl = {}\n", serde_json::Value::String(url))
+    });
     format!(
         r#"
         state_dir = "{dir}/state"
@@ -234,7 +247,8 @@ fn config_text(dir: &Path, base_url: &str) -> String {
         [serve.agents.bench]
         token = {{ sha256 = "{digest}" }}
         tenant = "bench"
-        {budgets}"#,
+        {budgets}
+        {journal}"#,
         dir = dir.display(),
     )
 }
