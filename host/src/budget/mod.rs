@@ -64,6 +64,19 @@ pub struct Amounts {
     pub spend_micros: u64,
 }
 
+impl Amounts {
+    /// These amounts with `add` added and `remove` taken, never below zero: what the
+    /// journal's change of a row leaves ([`Journal::change_budget_use`]).
+    fn changed(&self, add: &Self, remove: &Self) -> Self {
+        let one = |was: u64, add: u64, remove: u64| was.saturating_add(add).saturating_sub(remove);
+        Self {
+            requests: one(self.requests, add.requests, remove.requests),
+            tokens: one(self.tokens, add.tokens, remove.tokens),
+            spend_micros: one(self.spend_micros, add.spend_micros, remove.spend_micros),
+        }
+    }
+}
+
 /// A call refused because one of its tenant's budgets is spent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -141,9 +154,6 @@ pub struct Budgets {
     tenants: TenantsConfig,
     journal: Arc<Journal>,
     clock: Arc<dyn Clock>,
-    /// Held from a check to its charge, so two calls cannot both take the last of a budget
-    /// unseen.
-    charging: Mutex<()>,
     /// The (provider, model) pairs already warned of as unpriced.
     warned: Mutex<std::collections::BTreeSet<(String, String)>>,
 }
@@ -162,7 +172,6 @@ impl Budgets {
             tenants,
             journal,
             clock,
-            charging: Mutex::new(()),
             warned: Mutex::default(),
         }
     }
@@ -281,10 +290,9 @@ impl Budgets {
             &charge.estimate,
             CacheUse::default(),
         );
-        let _charging = self.charging.lock().unwrap_or_else(PoisonError::into_inner);
         let periods = self.periods_now();
-        // The check and the charge are one transaction of the journal: hosts sharing it
-        // let one call cross a budget, as one host does.
+        // The check and the charge are one transaction of the journal: calls of one host,
+        // and hosts sharing it, let one call cross a budget between them.
         let spent = |before: &[Amounts; 2]| {
             for (budget, limit) in limits.iter() {
                 let i = window_index(budget.window);
@@ -317,7 +325,7 @@ impl Budgets {
                 return Err(spent.into());
             }
         };
-        self.report(charge.tenant, &limits, &periods, &before)?;
+        self.report(charge.tenant, &limits, &periods, &before, &charged, &Amounts::default());
         Ok(Some(Reservation {
             budgets: self.clone(),
             tenant: charge.tenant.to_owned(),
@@ -328,19 +336,23 @@ impl Budgets {
         }))
     }
 
-    /// Reports the thresholds of `limits` that `tenant`'s use crossed since it was
-    /// `before`, and sets the gauges.
+    /// Reports the thresholds of `limits` that `tenant`'s use crossed by one change (`add`
+    /// added and `remove` taken where it was `before`, as the journal's transaction saw it),
+    /// and sets the gauges. The use after is the change's own, not read again: a call
+    /// another made meanwhile is its own to report, so each crossing is reported once.
     fn report(
         &self,
         tenant: &str,
         limits: &BudgetLimits,
         periods: &[Period; 2],
         before: &[Amounts; 2],
-    ) -> Result<(), JournalError> {
+        add: &Amounts,
+        remove: &Amounts,
+    ) {
         if limits.is_empty() {
-            return Ok(());
+            return;
         }
-        let after = self.used(tenant, periods)?;
+        let after = before.map(|b| b.changed(add, remove));
         for (budget, limit) in limits.iter() {
             let i = window_index(budget.window);
             let (was, is) = (budget.measure.of(&before[i]), budget.measure.of(&after[i]));
@@ -371,7 +383,6 @@ impl Budgets {
                 }
             }
         }
-        Ok(())
     }
 
     /// What `tenant` has used in the current day and month, with its limits: what
@@ -481,13 +492,14 @@ impl Reservation {
         }
         let b = &self.budgets;
         let limits = b.limits_of(&self.tenant);
-        let _charging = b.charging.lock().unwrap_or_else(PoisonError::into_inner);
-        let changed = b
+        match b
             .journal
             .change_budget_use(&self.tenant, &self.periods, &add, &remove)
-            .and_then(|before| b.report(&self.tenant, &limits, &self.periods, &before));
-        if let Err(e) = changed {
-            tracing::error!(tenant = %self.tenant, "a budget correction was not recorded: {e}");
+        {
+            Ok(before) => b.report(&self.tenant, &limits, &self.periods, &before, &add, &remove),
+            Err(e) => {
+                tracing::error!(tenant = %self.tenant, "a budget correction was not recorded: {e}");
+            }
         }
     }
 }

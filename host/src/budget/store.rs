@@ -4,7 +4,11 @@
 //! with the requests, tokens and spend (in micro-units) counted against its budgets.
 //!
 //! Each change is one transaction committed before it returns, like every journal write;
-//! amounts never go below zero (a correction gives back at most what was charged).
+//! amounts never go below zero (a correction gives back at most what was charged). In a
+//! group's journal every call of a tenant, on every host, changes the same two rows: a
+//! change locks them (`SELECT … FOR UPDATE` at `READ COMMITTED`,
+//! [`Journal::write_locking`]), so the group's charges of one tenant wait for each other in
+//! turn rather than fail as conflicts and run again after a pause.
 
 use super::{Amounts, Period, Window};
 use crate::journal::db::{BadColumn, Conn, values};
@@ -35,15 +39,35 @@ fn unsigned(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// `tenant`'s use in each of `periods`, read on `c`.
+/// Makes `tenant`'s row of each of `periods`, empty, where there is none yet.
+fn make_rows(c: Conn<'_>, tenant: &str, periods: &[Period]) -> Result<(), Fail> {
+    for p in periods {
+        c.exec(
+            "INSERT INTO budget_use (tenant, \"window\", period, starts_ms, resets_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+            values![tenant, p.window.name(), &p.label, p.starts_ms, p.resets_ms],
+        )?;
+    }
+    Ok(())
+}
+
+/// `tenant`'s use in each of `periods`, read on `c` in a transaction of
+/// [`Journal::write_locking`] and, where the database locks rows, locked until it ends: a
+/// host charging the same tenant meanwhile waits, then reads what this one left. The rows
+/// are made first there, so that there is one to lock (in `periods`' order, the same on
+/// every host).
 fn used_in(c: Conn<'_>, tenant: &str, periods: &[Period; 2]) -> Result<[Amounts; 2], Fail> {
+    let lock = c.for_update();
+    if !lock.is_empty() {
+        make_rows(c, tenant, periods)?;
+    }
+    let sql = format!(
+        "SELECT requests, tokens, spend_micros FROM budget_use \
+         WHERE tenant = ?1 AND \"window\" = ?2 AND period = ?3{lock}"
+    );
     let mut out = [Amounts::default(); 2];
     for (used, p) in out.iter_mut().zip(periods) {
-        let row = c.row(
-            "SELECT requests, tokens, spend_micros FROM budget_use \
-             WHERE tenant = ?1 AND \"window\" = ?2 AND period = ?3",
-            values![tenant, p.window.name(), &p.label],
-        )?;
+        let row = c.row(&sql, values![tenant, p.window.name(), &p.label])?;
         if let Some(r) = row {
             *used = Amounts {
                 requests: unsigned(r.get(0)?),
@@ -56,7 +80,7 @@ fn used_in(c: Conn<'_>, tenant: &str, periods: &[Period; 2]) -> Result<[Amounts;
 }
 
 /// Adds `add` to and takes `remove` from `tenant`'s use in each of `periods` on `c`, never
-/// below zero.
+/// below zero; after [`used_in`], in the same transaction.
 fn change_in(
     c: Conn<'_>,
     tenant: &str,
@@ -64,12 +88,11 @@ fn change_in(
     add: &Amounts,
     remove: &Amounts,
 ) -> Result<(), Fail> {
+    if c.for_update().is_empty() {
+        // Where [`used_in`] did not make them.
+        make_rows(c, tenant, periods)?;
+    }
     for p in periods {
-        c.exec(
-            "INSERT INTO budget_use (tenant, \"window\", period, starts_ms, resets_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-            values![tenant, p.window.name(), &p.label, p.starts_ms, p.resets_ms],
-        )?;
         c.exec(
             "UPDATE budget_use SET \
              requests = CASE WHEN requests + ?4 - ?5 < 0 THEN 0 ELSE requests + ?4 - ?5 END, \
@@ -128,7 +151,7 @@ impl Journal {
         add: &Amounts,
         remove: &Amounts,
     ) -> Result<[Amounts; 2], JournalError> {
-        self.write(|c| {
+        self.write_locking(|c| {
             let before = used_in(c, tenant, periods)?;
             change_in(c, tenant, periods, add, remove)?;
             Ok(before)
@@ -149,7 +172,7 @@ impl Journal {
         add: &Amounts,
         check: impl Fn(&[Amounts; 2]) -> Result<(), E>,
     ) -> Result<Result<[Amounts; 2], E>, JournalError> {
-        self.write(|c| {
+        self.write_locking(|c| {
             let before = used_in(c, tenant, periods)?;
             if let Err(refused) = check(&before) {
                 return Ok(Err(refused));

@@ -1,5 +1,6 @@
 //! Budgets on a manual clock against a journal in a temporary directory.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::*;
@@ -270,64 +271,129 @@ fn a_model_without_a_price_is_refused_warned_of_or_free_as_configured() {
 }
 
 /// Two hosts sharing one journal (a group's database; a file two processes open, else),
-/// each with four agents calling until the tenant's monthly budget of 40 calls is spent: 40
-/// calls are let through in all, not 40 a host, and each host shows the same use.
-#[test]
-fn hosts_sharing_a_journal_spend_a_budget_once() {
+/// with `agents` agents between them calling until the tenant's monthly budget of `limit`
+/// calls is spent, each call corrected to a smaller usage than its estimate when `correct`:
+/// how many calls were let through, after checking that each host shows the group's use,
+/// and how many threshold crossings were reported. A charge or a correction the journal
+/// failed to record fails the test.
+fn spend_together(
+    place: &crate::journal::tests::Place,
+    agents: usize,
+    limit: u64,
+    correct: bool,
+) -> (u64, usize) {
     let requests_month = Budget::new(Measure::Requests, Window::Month);
-    for place in crate::journal::tests::places() {
-        let clock = Arc::new(ManualClock::starting_at(utc("2026-03-10T12:00:00Z")));
-        let mut config = config();
-        config.tiers.insert(
-            "free".into(),
-            BudgetLimits::none().with(requests_month, 40),
-        );
-        let tenants = TenantsConfig {
-            default_tier: "free".into(),
-            ..TenantsConfig::default()
-        };
-        let hosts: Vec<Arc<Budgets>> = ["host-a", "host-b"]
-            .iter()
-            .map(|h| {
-                Arc::new(Budgets::new(
-                    config.clone(),
-                    tenants.clone(),
-                    Arc::new(place.open_as(h)),
-                    clock.clone(),
-                ))
+    let clock = Arc::new(ManualClock::starting_at(utc("2026-03-10T12:00:00Z")));
+    let mut config = config();
+    config.tiers.insert(
+        "free".into(),
+        BudgetLimits::none().with(requests_month, limit),
+    );
+    let tenants = TenantsConfig {
+        default_tier: "free".into(),
+        ..TenantsConfig::default()
+    };
+    let hosts: Vec<Arc<Budgets>> = ["host-a", "host-b"]
+        .iter()
+        .map(|h| {
+            Arc::new(Budgets::new(
+                config.clone(),
+                tenants.clone(),
+                Arc::new(place.open_as(h)),
+                clock.clone(),
+            ))
+        })
+        .collect();
+    let actual = correct.then(|| Usage::tokens(800, 100));
+    let crossings = Crossings::default();
+    let admitted: u64 = std::thread::scope(|scope| {
+        let agents: Vec<_> = (0..agents)
+            .map(|i| {
+                let b = hosts[i % 2].clone();
+                let crossings = crossings.clone();
+                scope.spawn(move || {
+                    let _counted = tracing::subscriber::set_default(crossings);
+                    let mut n = 0;
+                    loop {
+                        match b.admit(&call("acme")) {
+                            Ok(Some(r)) => {
+                                n += 1;
+                                r.settle(actual, CacheUse::default());
+                            }
+                            Ok(None) => panic!("the tenant has a budget"),
+                            Err(BudgetError::Spent(_)) => return n,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                })
             })
             .collect();
-        let admitted: usize = std::thread::scope(|scope| {
-            let agents: Vec<_> = (0..8)
-                .map(|i| {
-                    let b = hosts[i % 2].clone();
-                    scope.spawn(move || {
-                        let mut n = 0;
-                        loop {
-                            match b.admit(&call("acme")) {
-                                Ok(Some(r)) => {
-                                    n += 1;
-                                    r.settle(None, CacheUse::default());
-                                }
-                                Ok(None) => panic!("the tenant has a budget"),
-                                Err(BudgetError::Spent(_)) => return n,
-                                Err(e) => panic!("{e}"),
-                            }
-                        }
-                    })
-                })
-                .collect();
-            agents.into_iter().map(|a| a.join().unwrap()).sum()
-        });
-        assert_eq!(admitted, 40, "{place:?}");
-        for b in &hosts {
-            let standing = b.standing("acme").unwrap();
-            let used = standing
-                .iter()
-                .find(|s| s.budget == requests_month)
-                .unwrap()
-                .used;
-            assert_eq!(used, 40, "every host shows the group's use ({place:?})");
+        agents.into_iter().map(|a| a.join().unwrap()).sum()
+    });
+    for b in &hosts {
+        let standing = b.standing("acme").unwrap();
+        let used = standing
+            .iter()
+            .find(|s| s.budget == requests_month)
+            .unwrap()
+            .used;
+        assert_eq!(used, admitted, "every host shows the group's use ({place:?})");
+    }
+    (admitted, crossings.0.load(Ordering::SeqCst))
+}
+
+/// Counts the events that report a budget's threshold crossed, on every thread it is the
+/// default of.
+#[derive(Debug, Clone, Default)]
+struct Crossings(Arc<AtomicUsize>);
+
+impl tracing::Subscriber for Crossings {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Message(bool);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                if f.name() == "message" && format!("{v:?}") == "budget threshold crossed" {
+                    self.0 = true;
+                }
+            }
         }
+        let mut m = Message(false);
+        event.record(&mut m);
+        if m.0 {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Eight agents on two hosts sharing a journal let 40 calls through in all, not 40 a host.
+#[test]
+fn hosts_sharing_a_journal_spend_a_budget_once() {
+    for place in crate::journal::tests::places() {
+        assert_eq!(spend_together(&place, 8, 40, false).0, 40, "{place:?}");
+    }
+}
+
+/// Sixteen agents on two hosts, each call charged and then corrected, all on the same two
+/// rows of the tenant: every charge and correction is recorded, the limit lets exactly its
+/// calls through, and each of its thresholds (80% and 100%) is reported crossed once in
+/// the group, by the call that crossed it. (In a group's journal the rows' locks keep one
+/// host's check and charge from passing beside another's: without `FOR UPDATE`, 401
+/// passed here.)
+#[test]
+fn many_agents_charging_one_tenant_at_once_are_all_recorded_and_reported_once() {
+    for place in crate::journal::tests::places() {
+        let (admitted, crossings) = spend_together(&place, 16, 400, true);
+        assert_eq!(admitted, 400, "{place:?}");
+        assert_eq!(crossings, 2, "{place:?}");
     }
 }

@@ -300,6 +300,17 @@ impl Conn<'_> {
         }
     }
 
+    /// What ends a `SELECT` that locks the rows it reads until the transaction ends
+    /// (`FOR UPDATE`), where the database locks rows; empty in SQLite, whose write
+    /// transaction holds the whole file.
+    pub fn for_update(self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "",
+            #[cfg(feature = "postgres")]
+            Self::Postgres(_) => " FOR UPDATE",
+        }
+    }
+
     /// The first row `sql` returns, if any.
     ///
     /// # Errors

@@ -242,6 +242,33 @@ impl Journal {
         }
     }
 
+    /// Runs `f` in one transaction, as [`Journal::write`] does, for a change whose reads
+    /// lock the rows they read ([`Conn::for_update`]): on PostgreSQL at `READ COMMITTED`, so
+    /// hosts changing one row wait for each other's commit and then read what it left,
+    /// instead of failing at `SERIALIZABLE` and running again after a pause. For rows every
+    /// host changes at once (one tenant's budget use, charged by every call); on SQLite the
+    /// same as [`Journal::write`], whose lock is the whole file's.
+    pub(crate) fn write_locking<T>(
+        &self,
+        f: impl FnMut(Conn<'_>) -> Result<T, Fail>,
+    ) -> Result<T, JournalError> {
+        match &self.backend {
+            Backend::Sqlite(_) => self.write(f),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pg) => {
+                let mut f = f;
+                pg.transaction(
+                    "BEGIN ISOLATION LEVEL READ COMMITTED",
+                    |c| f(Conn::Postgres(c)),
+                    // Two hosts locking the same rows in another order: one is told, and
+                    // runs again.
+                    |e| matches!(e, Fail::Db(DbError::Postgres(p)) if p.is_conflict()),
+                )
+                .map_err(|e| self.fail(e))
+            }
+        }
+    }
+
     fn fail(&self, fail: Fail) -> JournalError {
         match fail {
             Fail::Db(e) => self.db_error(e),

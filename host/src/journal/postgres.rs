@@ -9,9 +9,11 @@
 //!
 //! Every write is one transaction at `SERIALIZABLE`, retried from the start when PostgreSQL
 //! finds it conflicts with another host's ([`Postgres::write`]): the same guarantee as
-//! SQLite's write lock, that a lookup and the insert or update it decides are one step. A
-//! commit returns once PostgreSQL has made it durable (`synchronous_commit`, on by default;
-//! the operator's documentation says to keep it on).
+//! SQLite's write lock, that a lookup and the insert or update it decides are one step. (A
+//! change to rows every host changes at once, budget use, locks them instead, at `READ
+//! COMMITTED`: [`super::Journal::write_locking`].) A commit returns once PostgreSQL has
+//! made it durable (`synchronous_commit`, on by default; the operator's documentation says
+//! to keep it on).
 
 use std::future::Future;
 use std::str::FromStr;
