@@ -39,52 +39,73 @@ fn unsigned(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// Makes `tenant`'s row of each of `periods`, empty, where there is none yet.
-fn make_rows(c: Conn<'_>, tenant: &str, periods: &[Period]) -> Result<(), Fail> {
-    for p in periods {
-        c.exec(
-            "INSERT INTO budget_use (tenant, \"window\", period, starts_ms, resets_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-            values![tenant, p.window.name(), &p.label, p.starts_ms, p.resets_ms],
-        )?;
-    }
+/// Makes `tenant`'s row of each of `periods`, empty, where there is none yet: one
+/// statement for both.
+fn make_rows(c: Conn<'_>, tenant: &str, periods: &[Period; 2]) -> Result<(), Fail> {
+    let [d, m] = periods;
+    c.exec(
+        "INSERT INTO budget_use (tenant, \"window\", period, starts_ms, resets_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5), (?1, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+        values![
+            tenant,
+            d.window.name(),
+            &d.label,
+            d.starts_ms,
+            d.resets_ms,
+            m.window.name(),
+            &m.label,
+            m.starts_ms,
+            m.resets_ms,
+        ],
+    )?;
     Ok(())
 }
 
 /// `tenant`'s use in each of `periods`, read on `c` in a transaction of
-/// [`Journal::write_locking`] and, where the database locks rows, locked until it ends: a
-/// host charging the same tenant meanwhile waits, then reads what this one left. The rows
-/// are made first there, so that there is one to lock (in `periods`' order, the same on
-/// every host).
+/// [`Journal::write_locking`] in one statement and, where the database locks rows, locked
+/// until it ends: a host charging the same tenant meanwhile waits, then reads what this one
+/// left. The rows are made first there, so that there is one to lock, and are locked in the
+/// order of their window's name, the same on every host.
 fn used_in(c: Conn<'_>, tenant: &str, periods: &[Period; 2]) -> Result<[Amounts; 2], Fail> {
     let lock = c.for_update();
     if !lock.is_empty() {
         make_rows(c, tenant, periods)?;
     }
     let sql = format!(
-        "SELECT requests, tokens, spend_micros FROM budget_use \
-         WHERE tenant = ?1 AND \"window\" = ?2 AND period = ?3{lock}"
+        "SELECT \"window\", period, requests, tokens, spend_micros FROM budget_use \
+         WHERE tenant = ?1 AND ((\"window\" = ?2 AND period = ?3) \
+                                OR (\"window\" = ?4 AND period = ?5)) \
+         ORDER BY \"window\"{lock}"
     );
+    let [d, m] = periods;
+    let rows = c.rows(
+        &sql,
+        values![tenant, d.window.name(), &d.label, m.window.name(), &m.label],
+    )?;
     let mut out = [Amounts::default(); 2];
-    for (used, p) in out.iter_mut().zip(periods) {
-        let row = c.row(&sql, values![tenant, p.window.name(), &p.label])?;
-        if let Some(r) = row {
-            *used = Amounts {
-                requests: unsigned(r.get(0)?),
-                tokens: unsigned(r.get(1)?),
-                spend_micros: unsigned(r.get(2)?),
-            };
-        }
+    for r in &rows {
+        let (window, period): (String, String) = (r.get(0)?, r.get(1)?);
+        let Some(i) = periods
+            .iter()
+            .position(|p| p.window.name() == window && p.label == period)
+        else {
+            continue;
+        };
+        out[i] = Amounts {
+            requests: unsigned(r.get(2)?),
+            tokens: unsigned(r.get(3)?),
+            spend_micros: unsigned(r.get(4)?),
+        };
     }
     Ok(out)
 }
 
 /// Adds `add` to and takes `remove` from `tenant`'s use in each of `periods` on `c`, never
-/// below zero; after [`used_in`], in the same transaction.
+/// below zero, in one statement; after [`used_in`], in the same transaction.
 fn change_in(
     c: Conn<'_>,
     tenant: &str,
-    periods: &[Period],
+    periods: &[Period; 2],
     add: &Amounts,
     remove: &Amounts,
 ) -> Result<(), Fail> {
@@ -92,27 +113,29 @@ fn change_in(
         // Where [`used_in`] did not make them.
         make_rows(c, tenant, periods)?;
     }
-    for p in periods {
-        c.exec(
-            "UPDATE budget_use SET \
-             requests = CASE WHEN requests + ?4 - ?5 < 0 THEN 0 ELSE requests + ?4 - ?5 END, \
-             tokens = CASE WHEN tokens + ?6 - ?7 < 0 THEN 0 ELSE tokens + ?6 - ?7 END, \
-             spend_micros = CASE WHEN spend_micros + ?8 - ?9 < 0 THEN 0 \
-                            ELSE spend_micros + ?8 - ?9 END \
-             WHERE tenant = ?1 AND \"window\" = ?2 AND period = ?3",
-            values![
-                tenant,
-                p.window.name(),
-                &p.label,
-                signed(add.requests),
-                signed(remove.requests),
-                signed(add.tokens),
-                signed(remove.tokens),
-                signed(add.spend_micros),
-                signed(remove.spend_micros),
-            ],
-        )?;
-    }
+    let [d, m] = periods;
+    c.exec(
+        "UPDATE budget_use SET \
+         requests = CASE WHEN requests + ?6 - ?7 < 0 THEN 0 ELSE requests + ?6 - ?7 END, \
+         tokens = CASE WHEN tokens + ?8 - ?9 < 0 THEN 0 ELSE tokens + ?8 - ?9 END, \
+         spend_micros = CASE WHEN spend_micros + ?10 - ?11 < 0 THEN 0 \
+                        ELSE spend_micros + ?10 - ?11 END \
+         WHERE tenant = ?1 AND ((\"window\" = ?2 AND period = ?3) \
+                                OR (\"window\" = ?4 AND period = ?5))",
+        values![
+            tenant,
+            d.window.name(),
+            &d.label,
+            m.window.name(),
+            &m.label,
+            signed(add.requests),
+            signed(remove.requests),
+            signed(add.tokens),
+            signed(remove.tokens),
+            signed(add.spend_micros),
+            signed(remove.spend_micros),
+        ],
+    )?;
     Ok(())
 }
 
