@@ -26,9 +26,9 @@
 //! knowing it is a sluice journal it can read. Damage is reported as
 //! [`JournalError::Corrupt`], never as a missing row.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 
 use crate::hex::to_hex;
@@ -195,119 +195,11 @@ pub fn client_reference(task: &str, action: &str) -> String {
 }
 
 impl Journal {
-    /// Runs `f` on a connection, each statement on its own.
-    pub(crate) fn read<T>(
-        &self,
-        f: impl FnOnce(Conn<'_>) -> Result<T, Fail>,
-    ) -> Result<T, JournalError> {
-        match &self.backend {
-            Backend::Sqlite(conn) => {
-                let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                f(Conn::Sqlite(&conn)).map_err(|e| self.fail(e))
-            }
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(pg) => {
-                let conn = pg.conn().map_err(|e| self.db_error(e.into()))?;
-                f(Conn::Postgres(&conn)).map_err(|e| self.fail(e))
-            }
-        }
-    }
-
-    /// Runs `f` in one transaction that holds the write lock from its first statement
-    /// (SQLite's `IMMEDIATE`; PostgreSQL's `SERIALIZABLE`, run again when it conflicted with
-    /// another host's), committed before this returns. Nothing of it stays when it fails.
-    pub(crate) fn write<T>(
-        &self,
-        mut f: impl FnMut(Conn<'_>) -> Result<T, Fail>,
-    ) -> Result<T, JournalError> {
-        match &self.backend {
-            Backend::Sqlite(conn) => {
-                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                let done = (|| {
-                    let tx = conn
-                        .transaction_with_behavior(TransactionBehavior::Immediate)
-                        .map_err(|e| Fail::Db(e.into()))?;
-                    let t = f(Conn::Sqlite(&tx))?;
-                    tx.commit().map_err(|e| Fail::Db(e.into()))?;
-                    Ok(t)
-                })();
-                done.map_err(|e| self.fail(e))
-            }
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(pg) => pg
-                .write(|c| f(Conn::Postgres(c)), |e| {
-                    matches!(e, Fail::Db(DbError::Postgres(p)) if p.is_conflict())
-                })
-                .map_err(|e| self.fail(e)),
-        }
-    }
-
-    /// Runs `f` in one transaction, as [`Journal::write`] does, for a change whose reads
-    /// lock the rows they read ([`Conn::for_update`]): on PostgreSQL at `READ COMMITTED`, so
-    /// hosts changing one row wait for each other's commit and then read what it left,
-    /// instead of failing at `SERIALIZABLE` and running again after a pause. For rows every
-    /// host changes at once (one tenant's budget use, charged by every call); on SQLite the
-    /// same as [`Journal::write`], whose lock is the whole file's.
-    pub(crate) fn write_locking<T>(
-        &self,
-        f: impl FnMut(Conn<'_>) -> Result<T, Fail>,
-    ) -> Result<T, JournalError> {
-        match &self.backend {
-            Backend::Sqlite(_) => self.write(f),
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(pg) => {
-                let mut f = f;
-                pg.transaction(
-                    "BEGIN ISOLATION LEVEL READ COMMITTED",
-                    |c| f(Conn::Postgres(c)),
-                    // Two hosts locking the same rows in another order: one is told, and
-                    // runs again.
-                    |e| matches!(e, Fail::Db(DbError::Postgres(p)) if p.is_conflict()),
-                )
-                .map_err(|e| self.fail(e))
-            }
-        }
-    }
-
-    fn fail(&self, fail: Fail) -> JournalError {
-        match fail {
-            Fail::Db(e) => self.db_error(e),
-            Fail::Journal(e) => e,
-        }
-    }
-
-    /// The error for `error`, raised by the database: corruption when it says the file is
-    /// damaged or a value is not one the journal writes; a failure that says the journal
-    /// cannot be written marks it failing ([`Journal::failing`]).
-    pub(crate) fn db_error(&self, error: DbError) -> JournalError {
-        match error {
-            DbError::Sqlite(e) => {
-                self.note_sqlite(&e);
-                JournalError::from_sqlite(&self.path, e)
-            }
-            #[cfg(feature = "postgres")]
-            DbError::Postgres(e) => {
-                let text = crate::printable::printable(&e.to_string()).into_owned();
-                if e.is_unwritable() {
-                    self.note_failing(text.clone());
-                }
-                JournalError::Postgres {
-                    path: self.path.clone(),
-                    error: text,
-                }
-            }
-            DbError::Column(e) => JournalError::Corrupt {
-                path: self.path.clone(),
-                detail: crate::printable::printable(&e.to_string()).into_owned(),
-            },
-        }
-    }
-
     /// The file's connection, for tests that alter it behind the journal's back.
     #[cfg(test)]
     pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         match &self.backend {
-            Backend::Sqlite(c) => c.lock().unwrap_or_else(PoisonError::into_inner),
+            Backend::Sqlite(c) => c.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
             #[cfg(feature = "postgres")]
             Backend::Postgres(_) => panic!("a test asked a PostgreSQL journal for its file"),
         }
@@ -602,6 +494,7 @@ mod open;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 mod state;
+mod transaction;
 pub mod text;
 
 pub use answers::{KeptAnswer, MAX_KEPT_ANSWER};
