@@ -10,8 +10,10 @@ use sluice::contract::{
     Classification, ProviderPolicy, Request, RequestClass, ResponsePart, Verdict, WireOutcome,
 };
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
-use sluice::plugin::{Failure, LoadError, RuntimeConfig};
-use sluice_tests::{TEST_DEADLINE, hostile, request, response, runtime, runtime_with};
+use sluice::plugin::{Failure, LoadError, PluginLimits, RuntimeConfig};
+use sluice_tests::{
+    HOSTILE_WASM, TEST_DEADLINE, hostile, request, response, runtime, runtime_with,
+};
 
 /// What the plugin reads from a 200 to `path`: its verdict, or how the call failed.
 fn classify_path(plugin: &sluice::plugin::Plugin, path: &str) -> Result<Verdict, Failure> {
@@ -105,6 +107,35 @@ fn a_loop_is_stopped_at_the_configured_deadline() {
     assert_eq!(
         classify_path(&p, "/loop"),
         Err(Failure::Timeout(Duration::from_millis(20)))
+    );
+}
+
+/// The engine ticks every half of the shortest deadline it serves: a plugin with its own
+/// deadline far shorter than the runtime's makes it tick often enough to keep that one.
+#[test]
+fn a_plugins_own_short_deadline_is_kept_beside_the_runtimes_long_one() {
+    let rt = runtime_with(RuntimeConfig {
+        call_deadline: Duration::from_secs(2),
+        ..RuntimeConfig::default()
+    });
+    let own = PluginLimits {
+        call_deadline: Some(Duration::from_millis(5)),
+        ..PluginLimits::default()
+    };
+    let p = rt
+        .load_file_with(std::path::Path::new(HOSTILE_WASM), &own)
+        .expect("load the hostile fixture");
+    #[allow(clippy::disallowed_methods, reason = "measures how long the loop ran")]
+    let began = std::time::Instant::now();
+    assert_eq!(
+        classify_path(&p, "/loop"),
+        Err(Failure::Timeout(Duration::from_millis(5)))
+    );
+    // At the runtime's tick (1 s) the loop would run past 2 s; at the plugin's, ~15 ms.
+    let ran = began.elapsed();
+    assert!(
+        ran < Duration::from_millis(500),
+        "the loop ran {ran:?}: the tick stayed the runtime's"
     );
 }
 

@@ -67,6 +67,9 @@ impl Plugin {
         cache: CacheOutcome,
         ticking: Arc<Ticking>,
     ) -> Result<Self, LoadError> {
+        // Its deadline is kept to within a tick: a shorter one than the others' makes the
+        // runtime tick more often.
+        ticking.serve(config.call_deadline);
         let exports = export_names(engine, &component);
         let pre = Pre::new(pre).map_err(|e| LoadError::Invalid {
             origin: origin.to_owned(),
@@ -161,8 +164,9 @@ impl Plugin {
                 .instantiate()
                 .map_err(|e| self.error(function, e, false))?,
         };
-        warm.store.data_mut().begin_call();
-        warm.store.set_epoch_deadline(self.config.deadline_ticks());
+        let ticks = self.config.deadline_ticks(self.ticking.tick());
+        warm.store.data_mut().begin_call(ticks);
+        warm.store.set_epoch_deadline(ticks);
         let answer = f(&warm.bindings, &mut warm.store);
         warm.store.data().end_call(function);
         match answer {
@@ -201,7 +205,8 @@ impl Plugin {
 
     fn instantiate(&self) -> wasmtime::Result<Warm> {
         let c = &self.config;
-        let deadline = Deadline::new(c.call_deadline, c.deadline_ticks());
+        let ticks = c.deadline_ticks(self.ticking.tick());
+        let deadline = Deadline::new(c.call_deadline, ticks);
         let state = State::new(
             &self.name,
             c.max_memory_bytes,
@@ -213,7 +218,7 @@ impl Plugin {
         store.limiter(|s| s);
         store.epoch_deadline_callback(|mut ctx| Ok(ctx.data_mut().deadline_passed()));
         // Instantiation runs the guest's initializers: give it ten call deadlines.
-        store.set_epoch_deadline(c.deadline_ticks().saturating_mul(10));
+        store.set_epoch_deadline(ticks.saturating_mul(10));
         let bindings = self.pre.instantiate(&mut store)?;
         store.data_mut().set_plugin_name(&self.name);
         Ok(Warm {

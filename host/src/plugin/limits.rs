@@ -14,10 +14,14 @@ pub const MAX_PLUGIN_BYTES: u64 = 64 << 20;
 pub struct RuntimeConfig {
     /// How long one plugin call may run. Default: 5 ms. A call still running when it passes
     /// is given one more such window; if it used at least half of it on the CPU, it is
-    /// interrupted (a call the OS merely descheduled is not blamed; see `state.rs`).
+    /// interrupted (a call the OS merely descheduled is not blamed; see `state.rs`). Enforced
+    /// to within one epoch tick.
     pub call_deadline: Duration,
-    /// The epoch tick: deadlines are enforced to this granularity. Default: 1 ms. The thread
-    /// that ticks rests once no call has run for a second, and the next call wakes it.
+    /// The finest epoch tick. The engine's epoch ticks every half of the shortest call
+    /// deadline (the runtime's, or a loaded plugin's own), but never more often than this,
+    /// since each tick wakes a thread. Default: 1 ms; with the default deadline the tick is
+    /// 2.5 ms. The thread that ticks rests once no call has run for a second, and the next
+    /// call wakes it.
     pub epoch_tick: Duration,
     /// Linear memory one plugin instance may grow to. Default: 16 MiB.
     pub max_memory_bytes: usize,
@@ -59,10 +63,10 @@ impl RuntimeConfig {
     /// one already past. At one tick a millisecond this is still over a million years.
     const MAX_DEADLINE_TICKS: u64 = 1 << 45;
 
-    /// The deadline in epoch ticks (at least one, plus one for the tick in progress, at most
-    /// [`Self::MAX_DEADLINE_TICKS`]).
-    pub(crate) fn deadline_ticks(&self) -> u64 {
-        let tick = self.epoch_tick.as_nanos().max(1);
+    /// The deadline in epoch ticks of `tick` (at least one, plus one for the tick in
+    /// progress, at most [`Self::MAX_DEADLINE_TICKS`]).
+    pub(crate) fn deadline_ticks(&self, tick: Duration) -> u64 {
+        let tick = tick.as_nanos().max(1);
         let ticks = self.call_deadline.as_nanos().div_ceil(tick);
         u64::try_from(ticks)
             .unwrap_or(u64::MAX)
@@ -122,13 +126,15 @@ mod tests {
 
     #[test]
     fn deadline_rounds_up_and_adds_the_tick_in_progress() {
+        let ms = Duration::from_millis(1);
         let c = RuntimeConfig::default();
-        assert_eq!(c.deadline_ticks(), 6);
+        assert_eq!(c.deadline_ticks(ms), 6);
+        assert_eq!(c.deadline_ticks(Duration::from_micros(2500)), 3);
         let c = RuntimeConfig {
             call_deadline: Duration::from_micros(1500),
             ..RuntimeConfig::default()
         };
-        assert_eq!(c.deadline_ticks(), 3);
+        assert_eq!(c.deadline_ticks(ms), 3);
     }
 
     #[test]
@@ -137,11 +143,12 @@ mod tests {
             call_deadline: Duration::MAX,
             ..RuntimeConfig::default()
         };
-        assert_eq!(c.deadline_ticks(), RuntimeConfig::MAX_DEADLINE_TICKS);
+        let ms = Duration::from_millis(1);
+        assert_eq!(c.deadline_ticks(ms), RuntimeConfig::MAX_DEADLINE_TICKS);
         // Instantiation's ten deadlines, added to an epoch of centuries, still fit.
         let centuries_of_ticks: u64 = 1 << 40;
         assert!(
-            (c.deadline_ticks() * 10)
+            (c.deadline_ticks(ms) * 10)
                 .checked_add(centuries_of_ticks)
                 .is_some()
         );

@@ -76,8 +76,8 @@ impl PluginRuntime {
             .map_err(|e| LoadError::Runtime(format!("sluice 0.2.0 imports: {e}")))?;
         v0_1::ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Runtime(format!("sluice 0.1.0 imports: {e}")))?;
-        let ticking = Arc::new(Ticking::default());
-        let ticker = EpochTicker::start(engine.clone(), config.epoch_tick, REST_AFTER, ticking.clone())
+        let ticking = Arc::new(Ticking::new(&config));
+        let ticker = EpochTicker::start(engine.clone(), REST_AFTER, ticking.clone())
             .map_err(|e| LoadError::Runtime(format!("cannot start the epoch ticker: {e}")))?;
         Ok(Self {
             engine,

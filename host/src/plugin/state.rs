@@ -38,9 +38,10 @@ pub(crate) struct State {
 /// middle of lowering arguments). So when the wall-time deadline passes the first time, the
 /// thread's CPU clock is noted and the call gets one more deadline; when it passes again, the
 /// call is interrupted if it used at least half a deadline of CPU in between — it is running,
-/// not waiting. A runaway plugin is therefore stopped within two deadlines, a preempted one
-/// is not blamed, and after [`Deadline::MAX_WINDOWS`] deadlines a call is stopped whatever
-/// its CPU use (so a loop on a starved machine still ends).
+/// not waiting. A runaway plugin is therefore stopped within two deadlines (and two epoch
+/// ticks, the deadline's granularity), a preempted one is not blamed, and after
+/// [`Deadline::MAX_WINDOWS`] deadlines a call is stopped whatever its CPU use (so a loop on
+/// a starved machine still ends).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deadline {
     per_call: Duration,
@@ -62,7 +63,10 @@ impl Deadline {
         }
     }
 
-    fn reset(&mut self) {
+    /// A call begins; its deadline counts `ticks` (the tick may have been shortened since
+    /// the last call).
+    fn reset(&mut self, ticks: u64) {
+        self.ticks = ticks;
         self.cpu_mark = None;
         self.windows = 0;
     }
@@ -126,11 +130,12 @@ impl State {
         self.deadline.passed()
     }
 
-    /// Called before each call: per-call counters start over.
-    pub(crate) fn begin_call(&mut self) {
+    /// Called before each call, whose deadline counts `ticks`: per-call counters start
+    /// over.
+    pub(crate) fn begin_call(&mut self, ticks: u64) {
         self.logged = 0;
         self.memory_denied = false;
-        self.deadline.reset();
+        self.deadline.reset(ticks);
     }
 
     /// Called after each call of `function`, however it ended: logs what the plugin wrote
@@ -310,7 +315,8 @@ mod tests {
             assert!(matches!(d.passed(), UpdateDeadline::Continue(5)));
         }
         assert!(matches!(d.passed(), UpdateDeadline::Interrupt));
-        d.reset();
-        assert!(matches!(d.passed(), UpdateDeadline::Continue(5)));
+        // The next call starts over, with the ticks of the tick then in force.
+        d.reset(3);
+        assert!(matches!(d.passed(), UpdateDeadline::Continue(3)));
     }
 }
