@@ -212,15 +212,11 @@ impl Stream {
         if let Some(budget) = self.budget.take() {
             let billed = super::charge::billed(self.estimate, &reading.usage);
             let cache = super::charge::cache_use(&reading.usage);
-            // A correction to a group's journal goes to the blocking pool, as its charge did
-            // (`charge::on_journal`): a round trip to PostgreSQL does not hold up the
-            // stream's end, nor the thread it was polled on.
-            match tokio::runtime::Handle::try_current() {
-                Ok(rt) if budget.waits_on_network() => {
-                    drop(rt.spawn_blocking(move || budget.settle(billed, cache)));
-                }
-                _ => budget.settle(billed, cache),
-            }
+            // A round trip to a group's journal holds up neither the stream's end nor the
+            // thread it was polled on.
+            super::charge::on_journal_detached(budget.waits_on_network(), move || {
+                budget.settle(billed, cache);
+            });
         }
         let c = reading.classification;
         (c.verdict != Verdict::Success).then(|| PartialStream {
