@@ -258,6 +258,82 @@ async fn an_https_call_goes_through_the_proxy_in_a_tunnel_and_still_speaks_http2
     assert_eq!(attempts[0].version, HttpVersion::Http2);
 }
 
+#[tokio::test(flavor = "current_thread")]
+async fn a_connection_refused_or_a_handshake_that_never_ends_sent_nothing() {
+    // A port nobody listens on: refused at once.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let refused = format!("https://{}{CHAT}", closed.local_addr().unwrap());
+    drop(closed);
+    // A listener that accepts and never answers the TLS handshake: the connect limit
+    // covers the handshake, not only TCP.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hanging = format!("https://{}{CHAT}", silent.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((conn, _)) = silent.accept().await {
+            open.push(conn);
+        }
+    });
+    let transport = Transport::with_config(TransportConfig {
+        timeouts: Timeouts {
+            connect: Duration::from_millis(300),
+            ..timeouts()
+        },
+        ..TransportConfig::default()
+    })
+    .unwrap();
+    let Err(Fault { failure, detail }) = transport.start(&chat(&refused), &[], false, None).await
+    else {
+        panic!("a closed port answered");
+    };
+    assert_eq!(failure, TransportFailure::ConnectFailed, "{detail}");
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "measures how long the refusal took"
+    )]
+    let started = std::time::Instant::now();
+    let Err(Fault { failure, detail }) = transport.start(&chat(&hanging), &[], false, None).await
+    else {
+        panic!("a silent listener answered");
+    };
+    assert_eq!(failure, TransportFailure::TimeoutBeforeSend, "{detail}");
+    assert!(detail.contains("not open within"), "{detail}");
+    assert!(started.elapsed() < Duration::from_secs(3), "the limit held");
+    held.abort();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_proxy_s_credentials_go_to_the_proxy_on_both_paths() {
+    let ca = TestCa::new().unwrap();
+    let tls = tls_fake(&ca).await;
+    let plain = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+        .await
+        .unwrap();
+    let proxy = CountingProxy::start().await.unwrap();
+    let with_password = proxy.url().replace("http://", "http://ops:hunter%202@");
+    let transport = Transport::with_config(TransportConfig {
+        proxy: ProxySetting::Explicit {
+            url: with_password,
+            no_proxy: Vec::new(),
+        },
+        ..trusting(&ca)
+    })
+    .unwrap();
+    assert_eq!(status(&transport, &chat(&plain.url(CHAT))).await, 200);
+    assert_eq!(status(&transport, &chat(&tls.url(CHAT))).await, 200);
+    assert_eq!(
+        proxy.requests(),
+        [
+            format!("POST {} HTTP/1.1", plain.url(CHAT)),
+            format!("CONNECT {} HTTP/1.1", tls.addr()),
+        ]
+    );
+    // `ops:hunter 2`, the password's escape undone, in base64.
+    let basic = Some("Basic b3BzOmh1bnRlciAy".to_owned());
+    assert_eq!(proxy.credentials(), [basic.clone(), basic]);
+    assert_eq!(plain.attempts().len() + tls.attempts().len(), 2);
+}
+
 // What the process environment says (proxies, the platform's roots) is tested in a child
 // process of this test binary, given only the variables a test names: the environment of
 // this process is never changed.

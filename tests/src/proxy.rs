@@ -1,6 +1,7 @@
 //! A tiny forward proxy on loopback that counts what it carries: the request line that
 //! opened each connection through it (`GET http://127.0.0.1:8080/path HTTP/1.1` for a plain
-//! call, `CONNECT 127.0.0.1:8443 HTTP/1.1` for a TLS tunnel). It forwards only to loopback.
+//! call, `CONNECT 127.0.0.1:8443 HTTP/1.1` for a TLS tunnel), and the credentials that came
+//! with it. It forwards only to loopback.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -16,8 +17,15 @@ const MAX_HEAD: usize = 64 * 1024;
 #[derive(Debug)]
 pub struct CountingProxy {
     addr: SocketAddr,
-    seen: Arc<Mutex<Vec<String>>>,
+    seen: Arc<Mutex<Vec<Opened>>>,
     accept: JoinHandle<()>,
+}
+
+/// What opened one connection through the proxy.
+#[derive(Debug, Clone)]
+struct Opened {
+    line: String,
+    credentials: Option<String>,
 }
 
 impl CountingProxy {
@@ -45,6 +53,15 @@ impl CountingProxy {
 
     /// The request line that opened each connection through it, in order.
     pub fn requests(&self) -> Vec<String> {
+        self.opened().into_iter().map(|o| o.line).collect()
+    }
+
+    /// The `Proxy-Authorization` header that came with each of [`Self::requests`], if any.
+    pub fn credentials(&self) -> Vec<Option<String>> {
+        self.opened().into_iter().map(|o| o.credentials).collect()
+    }
+
+    fn opened(&self) -> Vec<Opened> {
         self.seen
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -60,7 +77,7 @@ impl Drop for CountingProxy {
 
 /// Reads the request head from `client`, records its line, and carries the connection to
 /// its target: a tunnel for `CONNECT`, the request as it came for an absolute-form one.
-async fn carry(mut client: TcpStream, seen: Arc<Mutex<Vec<String>>>) {
+async fn carry(mut client: TcpStream, seen: Arc<Mutex<Vec<Opened>>>) {
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -89,9 +106,18 @@ async fn carry(mut client: TcpStream, seen: Arc<Mutex<Vec<String>>>) {
             .await;
         return;
     }
+    let credentials = text.lines().skip(1).find_map(|header| {
+        let (name, value) = header.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("proxy-authorization")
+            .then(|| value.trim().to_owned())
+    });
     seen.lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .push(line.clone());
+        .push(Opened {
+            line: line.clone(),
+            credentials,
+        });
     let Ok(mut upstream) = TcpStream::connect(authority).await else {
         let _ = client
             .write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n")

@@ -81,12 +81,11 @@ pub async fn run(
         let (chat_url, pay_url) = (chat_url.clone(), pay_url.clone());
         async move {
             // Each call gets a fresh client and stream, as a stateless agent step would. The
-            // fakes are plain HTTP on loopback, so the client skips loading the platform's
-            // root certificates, which would cost every call milliseconds of CPU (seconds
+            // fakes are plain HTTP on loopback, and the client is built without TLS: it loads
+            // no root certificates, which would cost every call milliseconds of CPU (seconds
             // over a run) and change nothing the run measures.
             let client = reqwest::Client::builder()
                 .timeout(Duration::from_secs(30))
-                .tls_built_in_root_certs(false)
                 .build()
                 .unwrap_or_default();
             let mut rng = fastrand::Rng::with_seed(agent.seed ^ (i as u64) << 20);

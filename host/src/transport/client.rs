@@ -7,22 +7,40 @@
 //! and the operating system's) and the configured extra ones; ALPN offers HTTP/2 and
 //! HTTP/1.1, and the server picks. Plain `http://` is HTTP/1.1.
 //!
-//! The client keeps none of the decisions the host makes: it follows no redirects (a
-//! redirect is another attempt) and retries nothing, not even what it could prove unsent
-//! (an HTTP/2 stream the server refused), since the host's budgets must count every
-//! attempt. It keeps only the connect timeout of [`Timeouts`]; the other limits of an
+//! The client is hyper's pooled client and nothing around it: it follows no redirects (a
+//! redirect is another attempt) and retries nothing the host could count, since the host's
+//! budgets must count every attempt. (A request given an idle pooled connection that turns
+//! out closed before any of the request is written is sent on a new connection: nothing of
+//! it left.) It keeps only the connect timeout of [`Timeouts`]; the other limits of an
 //! attempt (time to the first byte, idle time between chunks) are kept by the attempt itself,
 //! on the host's clock.
 
 use std::sync::Arc;
-use std::time::Duration;
 
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::proxy::matcher::Matcher;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::ClientConfig;
+
+use super::connector::{Bounded, Connector};
 use super::local::LocalClients;
-use super::{BuiltInRoots, ProxySetting, Timeouts, Transport, TransportConfig, roots};
+use super::{ProxySetting, Timeouts, Transport, TransportConfig, roots};
 
-/// TCP keepalive probes on idle connections, so a pooled connection that a middlebox
-/// dropped is noticed before a call is sent on it.
-const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+/// The client an attempt is sent with.
+pub(super) type HttpClient = Client<Bounded<HttpsConnector<Connector>>, Full<Bytes>>;
+
+/// The variables the environment's proxies are read from.
+const PROXY_VARIABLES: [&str; 6] = [
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
 
 /// Why a transport could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -62,16 +80,16 @@ pub enum TransportError {
         reason: String,
     },
     /// The explicit proxy's URL is not one.
-    #[error("the proxy `{url}` is not a proxy URL ({error}); write it as http://host:port")]
+    #[error("the proxy `{url}` is not a proxy URL ({reason}); write it as http://host:port")]
     BadProxy {
         /// The URL, without its password.
         url: String,
-        /// Why the client refused it (in the message, so not also a `source`).
-        error: reqwest::Error,
+        /// What is wrong with it.
+        reason: String,
     },
-    /// The client refused its configuration (an unreadable platform root store, say).
+    /// The TLS settings were refused.
     #[error("cannot build the HTTP client: {0}")]
-    Client(#[from] reqwest::Error),
+    Client(String),
 }
 
 impl Transport {
@@ -92,8 +110,9 @@ impl Transport {
     pub fn with_config(config: TransportConfig) -> Result<Self, TransportError> {
         let recipe = Recipe::new(config)?;
         Ok(Self {
-            client: recipe.build()?,
+            client: recipe.build(),
             timeouts: recipe.config.timeouts,
+            proxies: recipe.proxies.clone(),
             origins: Arc::default(),
             local: Arc::new(LocalClients::new(recipe)),
         })
@@ -105,54 +124,81 @@ impl Transport {
 #[derive(Debug)]
 pub(super) struct Recipe {
     config: TransportConfig,
-    roots: Vec<reqwest::Certificate>,
-    proxy: Option<reqwest::Proxy>,
+    tls: Arc<ClientConfig>,
+    /// Which calls go through which proxy; `None`: none does.
+    proxies: Option<Arc<Matcher>>,
 }
 
 impl Recipe {
     fn new(config: TransportConfig) -> Result<Self, TransportError> {
         let roots = roots::load(&config.extra_roots)?;
-        let proxy = match &config.proxy {
-            ProxySetting::Environment | ProxySetting::Direct => None,
+        let tls = roots::client_config(&roots, config.built_in_roots)?;
+        let proxies = match &config.proxy {
+            ProxySetting::Direct => None,
+            // The environment read now, as when the process started; a process that sets
+            // none of the variables sends every call straight.
+            ProxySetting::Environment => PROXY_VARIABLES
+                .iter()
+                .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
+                .then(|| Arc::new(Matcher::from_env())),
             ProxySetting::Explicit { url, no_proxy } => {
-                let proxy = reqwest::Proxy::all(url.as_str()).map_err(|error| {
-                    TransportError::BadProxy {
-                        url: without_password(url),
-                        error,
-                    }
-                })?;
-                Some(proxy.no_proxy(reqwest::NoProxy::from_string(&no_proxy.join(","))))
+                check_proxy_url(url)?;
+                let matcher = Matcher::builder()
+                    .all(url.clone())
+                    .no(no_proxy.join(","))
+                    .build();
+                Some(Arc::new(matcher))
             }
         };
         Ok(Self {
             config,
-            roots,
-            proxy,
+            tls,
+            proxies,
         })
     }
 
     /// A client as the recipe says.
-    pub(super) fn build(&self) -> Result<reqwest::Client, reqwest::Error> {
+    pub(super) fn build(&self) -> HttpClient {
         let config = &self.config;
-        let mut builder = reqwest::Client::builder()
-            .use_rustls_tls()
-            .redirect(reqwest::redirect::Policy::none())
-            .retry(reqwest::retry::never())
-            .connect_timeout(config.timeouts.connect)
+        let https = HttpsConnectorBuilder::new()
+            .with_tls_config(ClientConfig::clone(&self.tls))
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(Connector::new(self.proxies.clone()));
+        Client::builder(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
             .pool_idle_timeout(config.pool.idle_timeout)
             .pool_max_idle_per_host(config.pool.max_idle_per_host)
-            .tcp_keepalive(TCP_KEEPALIVE)
-            .tls_built_in_root_certs(config.built_in_roots == BuiltInRoots::Trusted);
-        for root in &self.roots {
-            builder = builder.add_root_certificate(root.clone());
-        }
-        builder = match (&config.proxy, &self.proxy) {
-            (ProxySetting::Direct, _) => builder.no_proxy(),
-            (_, Some(proxy)) => builder.proxy(proxy.clone()),
-            (_, None) => builder,
-        };
-        builder.build()
+            .build(Bounded::new(https, config.timeouts.connect))
     }
+}
+
+/// Refuses an explicit proxy URL that is not `http://host[:port]` (with `user:password@` if
+/// the proxy asks for it), naming it without its password.
+fn check_proxy_url(url: &str) -> Result<(), TransportError> {
+    let refuse = |reason: String| TransportError::BadProxy {
+        url: without_password(url),
+        reason,
+    };
+    let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| {
+        refuse(e.to_string())
+    })?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some(other) => {
+            return Err(refuse(format!(
+                "`{other}://` proxies are not spoken to; https:// calls go through an http:// \
+                 proxy in a CONNECT tunnel"
+            )));
+        }
+        None => return Err(refuse("no scheme".to_owned())),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(refuse("no host".to_owned()));
+    }
+    Ok(())
 }
 
 /// `url` with the password of its `user:password@`, if any, masked: errors and debug output
@@ -192,6 +238,22 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, TransportError::BadProxy { .. }), "{err}");
         assert!(!err.to_string().contains("hunter2"), "{err}");
+        for (bad, why) in [
+            ("socks5://proxy:1080", "socks5"),
+            ("https://proxy:3128", "https"),
+            ("proxy:3128", "scheme"),
+            ("http:///x", "host"),
+        ] {
+            let err = Transport::with_config(TransportConfig {
+                proxy: ProxySetting::Explicit {
+                    url: bad.into(),
+                    no_proxy: Vec::new(),
+                },
+                ..TransportConfig::default()
+            })
+            .unwrap_err();
+            assert!(err.to_string().contains(why), "{bad}: {err}");
+        }
     }
 
     #[test]

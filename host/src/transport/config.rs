@@ -84,12 +84,13 @@ pub enum ExtraRoot {
 /// Which proxy the host's calls go through. Its `Debug` output masks a password in the URL.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub enum ProxySetting {
-    /// As the process environment says, read when the transport is built (and when a
-    /// single-threaded runtime's own client is, at its first call): `HTTPS_PROXY` for
-    /// `https://` calls, `HTTP_PROXY` for `http://` calls, `ALL_PROXY` for both (each also in
-    /// lower case), and `NO_PROXY` for the hosts that bypass them. Without them, no proxy.
-    /// In a CGI process (`REQUEST_METHOD` set) `HTTP_PROXY` is ignored, since a request's
-    /// `Proxy:` header would set it.
+    /// As the process environment says, read once, when the transport is built:
+    /// `HTTPS_PROXY` for `https://` calls, `HTTP_PROXY` for `http://` calls, `ALL_PROXY` for
+    /// both (each also in lower case; the first set wins), and `NO_PROXY` for the hosts that
+    /// bypass them. Without them, no proxy. A proxy URL must be `http://` (or carry no
+    /// scheme); one the client cannot speak to (`https://`, `socks5://`) fails each call it
+    /// would carry, naming it. In a CGI process (`REQUEST_METHOD` set) the environment's
+    /// proxies are ignored, since a request's `Proxy:` header would set `HTTP_PROXY`.
     #[default]
     Environment,
     /// No proxy, whatever the environment says.

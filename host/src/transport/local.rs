@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 
-use super::client::Recipe;
+use super::client::{HttpClient, Recipe};
 
 /// Clients a runtime owns are kept per thread, at most this many (the oldest goes first):
 /// a thread runs one runtime at a time, and a transport seldom has more than one.
@@ -33,7 +33,7 @@ thread_local! {
 struct Entry {
     transport: u64,
     runtime: tokio::runtime::Id,
-    client: reqwest::Client,
+    client: HttpClient,
 }
 
 /// How a transport builds the client of each single-threaded runtime that sends with it.
@@ -52,9 +52,8 @@ impl LocalClients {
     }
 
     /// The client of the single-threaded runtime this runs on, built at its first send;
-    /// `None` on a multi-threaded runtime or outside one (or when the build failed, which
-    /// the transport's first build makes unlikely), for the shared client.
-    pub(super) fn current(&self) -> Option<reqwest::Client> {
+    /// `None` on a multi-threaded runtime or outside one, for the shared client.
+    pub(super) fn current(&self) -> Option<HttpClient> {
         let handle = Handle::try_current().ok()?;
         if handle.runtime_flavor() != RuntimeFlavor::CurrentThread {
             return None;
@@ -67,11 +66,7 @@ impl LocalClients {
             {
                 return Some(e.client.clone());
             }
-            let client = self
-                .recipe
-                .build()
-                .inspect_err(|e| tracing::debug!("a runtime's own client: {e}"))
-                .ok()?;
+            let client = self.recipe.build();
             if clients.len() >= KEPT_PER_THREAD {
                 clients.remove(0);
             }

@@ -19,6 +19,7 @@
 
 mod client;
 mod config;
+mod connector;
 mod local;
 mod roots;
 mod urls;
@@ -27,6 +28,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, PROXY_AUTHORIZATION};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Incoming;
+use hyper_util::client::proxy::matcher::Matcher;
 
 use crate::contract::{Request, Response, TransportFailure, WireOutcome};
 use crate::headers::{encode_fields, field_pairs};
@@ -76,8 +81,11 @@ pub struct Fault {
 /// The HTTP client the host sends with.
 #[derive(Debug, Clone)]
 pub struct Transport {
-    client: reqwest::Client,
+    client: client::HttpClient,
     timeouts: Timeouts,
+    /// Which calls go through which proxy (a plain `http://` call through a proxy carries the
+    /// proxy's credentials); `None`: none does.
+    proxies: Option<Arc<Matcher>>,
     /// The origins sent to, parsed once.
     origins: Arc<urls::Origins>,
     /// Each single-threaded runtime's own client.
@@ -91,7 +99,7 @@ pub struct Started {
     pub status: u16,
     /// The headers, as a WIT `fields` block.
     pub headers: String,
-    body: reqwest::Response,
+    body: Incoming,
     idle: Duration,
 }
 
@@ -132,28 +140,13 @@ impl Transport {
         } else {
             generation.unwrap_or(self.timeouts.generation)
         };
-        let Ok(method) = reqwest::Method::from_bytes(req.method.as_bytes()) else {
-            return Err(Fault {
-                failure: TransportFailure::ConnectFailed,
-                detail: format!("`{}` is not an HTTP method", req.method),
-            });
-        };
+        let request = self.request(req, secrets)?;
         let local = self.local.current();
         let client = local.as_ref().unwrap_or(&self.client);
-        let mut builder = match self.origins.url(&req.url) {
-            Some(url) => client.request(method, url),
-            None => client.request(method, &req.url),
-        };
-        for (name, value) in field_pairs(&req.headers).chain(secrets.iter().copied()) {
-            builder = builder.header(name, value);
-        }
-        if !req.body.is_empty() {
-            builder = builder.body(req.body.clone());
-        }
-        let sent = tokio::time::timeout(limit, builder.send()).await;
+        let sent = tokio::time::timeout(limit, client.request(request)).await;
         let resp = match sent {
             Ok(Ok(resp)) => resp,
-            Ok(Err(e)) => return Err(fault(&e, failure(&e))),
+            Ok(Err(e)) => return Err(fault(&e, sent_failure(&e))),
             Err(_) => {
                 return Err(Fault {
                     failure: TransportFailure::TimeoutAfterSend,
@@ -161,19 +154,63 @@ impl Transport {
                 });
             }
         };
-        let pairs: Vec<(String, String)> = resp
-            .headers()
-            .iter()
-            .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
-            .collect();
-        let headers =
-            encode_fields(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str()))).unwrap_or_default();
+        let (parts, body) = resp.into_parts();
+        let headers = encode_fields(
+            parts
+                .headers
+                .iter()
+                .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?))),
+        )
+        .unwrap_or_default();
         Ok(Started {
-            status: resp.status().as_u16(),
+            status: parts.status.as_u16(),
             headers,
-            body: resp,
+            body,
             idle: self.timeouts.idle,
         })
+    }
+
+    /// `req` as the client sends it, with `secrets` among its headers (marked sensitive,
+    /// so that HTTP/2 never keeps them in its header table).
+    ///
+    /// # Errors
+    /// A [`Fault`] (nothing was sent) naming the method, URL or header that cannot be sent.
+    fn request(
+        &self,
+        req: &Request,
+        secrets: &[(&str, &str)],
+    ) -> Result<http::Request<Full<Bytes>>, Fault> {
+        let unsendable = |detail: String| Fault {
+            failure: TransportFailure::ConnectFailed,
+            detail,
+        };
+        let method = http::Method::from_bytes(req.method.as_bytes())
+            .map_err(|_| unsendable(format!("`{}` is not an HTTP method", req.method)))?;
+        let uri = self.origins.uri(&req.url).map_err(unsendable)?;
+        let mut request = http::Request::new(Full::new(req.body.clone()));
+        *request.method_mut() = method;
+        let headers = request.headers_mut();
+        let secret = secrets.iter().map(|&(n, v)| (n, v, true));
+        for (name, value, sensitive) in field_pairs(&req.headers)
+            .map(|(n, v)| (n, v, false))
+            .chain(secret)
+        {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| unsendable(format!("`{name}` is not an HTTP header name")))?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                unsendable(format!("the value of the header `{name}` cannot be sent"))
+            })?;
+            value.set_sensitive(sensitive);
+            headers.append(name, value);
+        }
+        if uri.scheme() == Some(&http::uri::Scheme::HTTP)
+            && let Some(proxy) = self.proxies.as_ref().and_then(|m| m.intercept(&uri))
+            && let Some(auth) = proxy.basic_auth()
+        {
+            headers.entry(PROXY_AUTHORIZATION).or_insert(auth.clone());
+        }
+        *request.uri_mut() = uri;
+        Ok(request)
     }
 }
 
@@ -184,20 +221,29 @@ impl Started {
     /// A [`Fault`] (always *after send*: the request arrived) when the body broke off or went
     /// quiet for longer than the idle limit.
     pub async fn chunk(&mut self) -> Result<Option<Bytes>, Fault> {
-        match tokio::time::timeout(self.idle, self.body.chunk()).await {
-            Ok(Ok(chunk)) => Ok(chunk),
-            Ok(Err(e)) => {
-                let f = if e.is_timeout() {
-                    TransportFailure::TimeoutAfterSend
-                } else {
-                    TransportFailure::ResetAfterSend
-                };
-                Err(fault(&e, f))
+        loop {
+            let frame = match tokio::time::timeout(self.idle, self.body.frame()).await {
+                Ok(Some(Ok(frame))) => frame,
+                Ok(None) => return Ok(None),
+                Ok(Some(Err(e))) => {
+                    let failure = if e.is_timeout() {
+                        TransportFailure::TimeoutAfterSend
+                    } else {
+                        TransportFailure::ResetAfterSend
+                    };
+                    return Err(fault(&e, failure));
+                }
+                Err(_) => {
+                    return Err(Fault {
+                        failure: TransportFailure::TimeoutAfterSend,
+                        detail: format!("the body went quiet for {:?}", self.idle),
+                    });
+                }
+            };
+            // Trailers carry nothing the host reads.
+            if let Ok(data) = frame.into_data() {
+                return Ok(Some(data));
             }
-            Err(_) => Err(Fault {
-                failure: TransportFailure::TimeoutAfterSend,
-                detail: format!("the body went quiet for {:?}", self.idle),
-            }),
         }
     }
 
@@ -220,9 +266,9 @@ impl Started {
 }
 
 /// A [`Fault`] of `failure` with the error's whole chain of causes.
-fn fault(e: &reqwest::Error, failure: TransportFailure) -> Fault {
+fn fault(e: &(dyn std::error::Error + 'static), failure: TransportFailure) -> Fault {
     let mut detail = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = e.source();
     while let Some(s) = source {
         detail.push_str(": ");
         detail.push_str(&s.to_string());
@@ -231,17 +277,21 @@ fn fault(e: &reqwest::Error, failure: TransportFailure) -> Fault {
     Fault { failure, detail }
 }
 
-/// Sorts a failed attempt by whether the request may have reached the provider.
-fn failure(e: &reqwest::Error) -> TransportFailure {
-    if e.is_connect() {
-        if e.is_timeout() {
-            TransportFailure::TimeoutBeforeSend
-        } else {
-            TransportFailure::ConnectFailed
-        }
-    } else if e.is_timeout() {
-        TransportFailure::TimeoutAfterSend
-    } else {
-        TransportFailure::ResetAfterSend
+/// Sorts a failed send by whether the request may have reached the provider: a connection
+/// that never opened sent nothing; anything after it opened may have delivered the request.
+fn sent_failure(e: &hyper_util::client::legacy::Error) -> TransportFailure {
+    if !e.is_connect() {
+        return TransportFailure::ResetAfterSend;
     }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let timed_out = s.is::<connector::ConnectTimedOut>()
+            || s.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut);
+        if timed_out {
+            return TransportFailure::TimeoutBeforeSend;
+        }
+        source = s.source();
+    }
+    TransportFailure::ConnectFailed
 }

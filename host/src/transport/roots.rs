@@ -1,13 +1,17 @@
-//! Reading the extra root certificates: each is parsed and checked here, before the client
-//! is built, so that a missing file, a file that is not PEM, or a certificate that cannot be
-//! a trust anchor is refused with its name, instead of the client's one anonymous error (or,
-//! worse, every call to the gateway failing later for its certificate).
+//! The roots the client trusts: the built-in ones (Mozilla's, compiled in, and the
+//! operating system's store) and the extra ones. Each extra root is parsed and checked
+//! here, before the client is built, so that a missing file, a file that is not PEM, or a
+//! certificate that cannot be a trust anchor is refused with its name, instead of the
+//! client's one anonymous error (or, worse, every call to the gateway failing later for its
+//! certificate).
 
-use rustls::RootCertStore;
+use std::sync::Arc;
+
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use rustls::{ClientConfig, RootCertStore};
 
-use super::{ExtraRoot, TransportError};
+use super::{BuiltInRoots, ExtraRoot, TransportError};
 
 /// The largest extra root file read, in bytes: the whole Mozilla bundle is about 250 KB.
 pub const MAX_ROOT_FILE_BYTES: u64 = 4 << 20;
@@ -17,7 +21,7 @@ pub const MAX_ROOT_FILE_BYTES: u64 = 4 << 20;
 /// # Errors
 /// [`TransportError::RootUnreadable`], [`TransportError::RootNotPem`] or
 /// [`TransportError::RootInvalid`], naming the root.
-pub(super) fn load(roots: &[ExtraRoot]) -> Result<Vec<reqwest::Certificate>, TransportError> {
+pub(super) fn load(roots: &[ExtraRoot]) -> Result<Vec<CertificateDer<'static>>, TransportError> {
     let mut all = Vec::new();
     for (i, root) in roots.iter().enumerate() {
         let (origin, pem) = match root {
@@ -37,7 +41,10 @@ pub(super) fn load(roots: &[ExtraRoot]) -> Result<Vec<reqwest::Certificate>, Tra
 }
 
 /// The certificates in one root's PEM text, each checked as a trust anchor.
-fn certificates(origin: &str, pem: &[u8]) -> Result<Vec<reqwest::Certificate>, TransportError> {
+fn certificates(
+    origin: &str,
+    pem: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, TransportError> {
     let mut found = Vec::new();
     for (n, der) in CertificateDer::pem_slice_iter(pem).enumerate() {
         let der = der.map_err(|e| TransportError::RootNotPem {
@@ -52,7 +59,7 @@ fn certificates(origin: &str, pem: &[u8]) -> Result<Vec<reqwest::Certificate>, T
         RootCertStore::empty()
             .add(der.clone())
             .map_err(|e| invalid(e.to_string()))?;
-        found.push(reqwest::Certificate::from_der(&der).map_err(|e| invalid(e.to_string()))?);
+        found.push(der);
     }
     if found.is_empty() {
         return Err(TransportError::RootNotPem {
@@ -61,6 +68,47 @@ fn certificates(origin: &str, pem: &[u8]) -> Result<Vec<reqwest::Certificate>, T
         });
     }
     Ok(found)
+}
+
+/// The TLS settings of every connection: rustls on ring, TLS 1.2 and 1.3, trusting `extra`
+/// and, unless `built_in` says not to, Mozilla's roots and the operating system's store
+/// (read now: its files, or `SSL_CERT_FILE` and `SSL_CERT_DIR` when set). A store's
+/// certificate that cannot be a trust anchor is skipped, as stores often hold some.
+///
+/// # Errors
+/// [`TransportError::Client`] when rustls refuses the settings (which it does not for these).
+pub(super) fn client_config(
+    extra: &[CertificateDer<'static>],
+    built_in: BuiltInRoots,
+) -> Result<Arc<ClientConfig>, TransportError> {
+    let mut store = RootCertStore::empty();
+    if built_in == BuiltInRoots::Trusted {
+        store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let native = rustls_native_certs::load_native_certs();
+        let (added, skipped) = store.add_parsable_certificates(native.certs);
+        if added == 0 && skipped > 0 {
+            tracing::warn!(
+                "none of the {skipped} certificates of the operating system's root store is \
+                 usable; trusting Mozilla's roots and the extra ones"
+            );
+        }
+        for error in &native.errors {
+            tracing::debug!("the operating system's root store: {error}");
+        }
+    }
+    for root in extra {
+        // Each was checked by `load`.
+        store
+            .add(root.clone())
+            .map_err(|e| TransportError::Client(e.to_string()))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TransportError::Client(e.to_string()))?
+        .with_root_certificates(store)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
 }
 
 #[cfg(test)]
