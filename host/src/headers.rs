@@ -49,8 +49,11 @@ pub fn is_credential(name: &str) -> bool {
     {
         return true;
     }
-    let lower = name.to_ascii_lowercase();
-    CREDENTIAL_WORDS.iter().any(|w| lower.contains(w))
+    CREDENTIAL_WORDS.iter().any(|w| {
+        name.as_bytes()
+            .windows(w.len())
+            .any(|part| part.eq_ignore_ascii_case(w.as_bytes()))
+    })
 }
 
 pub use sluice_plugin_sdk::headers::{InvalidField, encode as encode_fields, pairs as field_pairs};

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use hyper::HeaderMap;
+use hyper::header::HeaderName;
 use sha2::{Digest, Sha256};
 use sluice::admission::ClassSet;
 use sluice::config::{AgentProviderKeys, PriorityAboveAllowed, ServeConfig, TokenSource};
@@ -187,16 +188,24 @@ impl Agents {
     /// A [`Refusal`]: no token, an unknown one, or a provider key of the agent's own where the
     /// configuration refuses them.
     pub fn admit(&self, headers: &mut HeaderMap, extra: &[String]) -> Result<Admitted, Refusal> {
-        let names: Vec<&str> = CREDENTIAL_HEADERS
-            .iter()
-            .copied()
-            .chain(extra.iter().map(String::as_str))
-            .collect();
-        // Each non-empty credential header's value, as a token would be (the bearer scheme
-        // removed), by its digest: each value is hashed once.
-        let mut values: Vec<(&str, [u8; 32])> = Vec::new();
-        for name in &names {
-            for v in headers.get_all(*name) {
+        // A token header's place in the list: an agent's token is looked for in that order.
+        let rank = |name: &str| {
+            CREDENTIAL_HEADERS
+                .iter()
+                .copied()
+                .chain(extra.iter().map(String::as_str))
+                .position(|c| c.eq_ignore_ascii_case(name))
+        };
+        // One pass over the headers: each non-empty token header's value, as a token would
+        // be (the bearer scheme removed), by its digest (each value hashed once); and the
+        // headers that may go no further: the token headers, every other credential-like one
+        // (cookies, a vendor's token header) and the account headers.
+        let mut values: Vec<(usize, &str, [u8; 32])> = Vec::new();
+        let mut held: Vec<(&HeaderName, bool)> = Vec::new();
+        for (name, v) in headers.iter() {
+            let n = name.as_str();
+            let place = rank(n);
+            if let Some(place) = place {
                 let v = v.to_str().unwrap_or("");
                 let token = v
                     .strip_prefix("Bearer ")
@@ -204,23 +213,32 @@ impl Agents {
                     .unwrap_or(v)
                     .trim();
                 if !token.is_empty() {
-                    values.push((name, digest(token)));
+                    values.push((place, n, digest(token)));
                 }
+            }
+            if held.last().is_some_and(|(last, _)| *last == name) {
+                continue;
+            }
+            if place.is_some() || sluice::headers::is_credential(n) {
+                held.push((name, false));
+            } else if sluice::headers::is_account(n) {
+                held.push((name, true));
             }
         }
         if values.is_empty() {
             return Err(Refusal::NoToken);
         }
+        values.sort_by_key(|(place, ..)| *place);
         let found = values
             .iter()
-            .find_map(|(_, d)| self.by_digest.get(d).map(|a| (a, *d)));
+            .find_map(|(_, _, d)| self.by_digest.get(d).map(|a| (a, *d)));
         let Some((agent, token)) = found else {
             return Err(Refusal::UnknownToken);
         };
         let foreign = values
             .iter()
-            .find(|(_, d)| *d != token)
-            .map(|(n, _)| (*n).to_owned());
+            .find(|(_, _, d)| *d != token)
+            .map(|(_, n, _)| (*n).to_owned());
         let stripped_key = match (foreign, self.provider_keys) {
             (Some(h), Some(AgentProviderKeys::Refuse) | None) => {
                 return Err(Refusal::ProviderKey(h));
@@ -228,22 +246,15 @@ impl Agents {
             (Some(_), Some(AgentProviderKeys::Strip)) => true,
             (None, _) => false,
         };
-        for name in names {
-            headers.remove(name);
-        }
-        // Every other credential-like header (cookies, a vendor's token header), and the
-        // account headers the agent may not set, go no further either.
-        let others: Vec<hyper::header::HeaderName> = headers
-            .keys()
-            .filter(|n| {
-                let n = n.as_str();
-                sluice::headers::is_credential(n)
-                    || (sluice::headers::is_account(n)
-                        && !agent.pass_headers.iter().any(|p| p == n))
+        // An account header the agent may set goes on.
+        let removed: Vec<HeaderName> = held
+            .into_iter()
+            .filter(|(name, account)| {
+                !account || !agent.pass_headers.iter().any(|p| p == name.as_str())
             })
-            .cloned()
+            .map(|(name, _)| name.clone())
             .collect();
-        for name in others {
+        for name in removed {
             headers.remove(name);
         }
         Ok(Admitted {
