@@ -32,6 +32,10 @@ use crate::streaming;
 use crate::task_names;
 use crate::upstream::Upstream;
 
+/// Counter: requests the sidecar answered, by provider (`unknown` for a path naming none)
+/// and status.
+pub(crate) const REQUESTS: &str = "sluice_serve_requests_total";
+
 /// Answers one request. Never fails: every refusal is an answer in the provider's shape.
 pub(crate) async fn handle(
     shared: Arc<Shared>,
@@ -48,12 +52,13 @@ pub(crate) async fn handle(
             }
         }
     };
-    metrics::counter!(
-        "sluice_serve_requests_total",
-        "provider" => if shared.upstreams.contains_key(&provider) { provider } else { "unknown".to_owned() },
-        "status" => response.status().as_u16().to_string()
-    )
-    .increment(1);
+    let known = shared.upstreams.contains_key(&provider);
+    (shared.requests)
+        .get([
+            if known { &provider } else { "unknown" },
+            response.status().as_str(),
+        ])
+        .increment(1);
     Ok(response)
 }
 

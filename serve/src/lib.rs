@@ -60,9 +60,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use metrics::Counter;
 use metrics_exporter_prometheus::PrometheusHandle;
 use sluice::Sluice;
 use sluice::config::{ServeConfig, SluiceConfig};
+use sluice::observe::Handles;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -94,6 +96,8 @@ pub(crate) struct Shared {
     /// The writes a previous run left unfinished are carried on: until then, not ready.
     pub ready: AtomicBool,
     pub metrics: Option<PrometheusHandle>,
+    /// `sluice_serve_requests_total`'s handles, by provider and status.
+    pub requests: Handles<Counter, 2>,
 }
 
 /// A sidecar, configured, not yet listening.
@@ -168,6 +172,7 @@ impl Sidecar {
             drain: Drain::default(),
             ready: AtomicBool::new(false),
             metrics: None,
+            requests: Handles::new(forward::REQUESTS, ["provider", "status"]),
         };
         Ok(Self {
             shared: Arc::new(shared),

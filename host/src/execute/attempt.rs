@@ -150,7 +150,7 @@ impl Executor {
             .attempts(call, observer, stream, &span)
             .instrument(span.clone())
             .await;
-        trace::ended(&span, call, &run);
+        trace::ended(&self.metrics, &span, call, &run);
         run
     }
 
@@ -319,7 +319,7 @@ impl Executor {
         .await
         .and_then(|r| r);
         let status = started.as_ref().ok().map(|s| s.status);
-        trace::answered(call, status);
+        trace::answered(&self.metrics, call, status);
         if status == Some(429) {
             self.recent.answered_429(recent::Answered429 {
                 at_ms: self.clock.wall_ms(),
@@ -445,7 +445,7 @@ impl Executor {
         let waited = self.clock.now().saturating_duration_since(queued_at);
         t.queued += waited;
         if admitted.is_ok() {
-            trace::admitted(call, cx.span, &p.tenant, waited, t.queued);
+            trace::admitted(&self.metrics, call, cx.span, &p.tenant, waited, t.queued);
             self.recent.waited(recent::Waited {
                 at_ms: self.clock.wall_ms(),
                 tenant: p.tenant.clone(),

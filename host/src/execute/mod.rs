@@ -81,6 +81,8 @@ pub struct Executor {
     base_urls: HashMap<String, String>,
     /// Credentials' own endpoints, by provider, then label.
     endpoints: Endpoints,
+    /// The handles of the series every call records.
+    metrics: trace::CallMetrics,
     clock: Arc<dyn Clock>,
 }
 
@@ -131,6 +133,7 @@ impl Executor {
             generations: HashMap::new(),
             base_urls: HashMap::new(),
             endpoints: Endpoints::new(),
+            metrics: trace::CallMetrics::default(),
             clock,
         }
     }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use metrics::{Counter, Histogram};
 use tracing::Span;
 use tracing::field::Empty;
 
@@ -11,8 +12,32 @@ use super::attempt::Run;
 use super::{Call, Outcome, Reason};
 use crate::admission::Refused;
 use crate::contract::Verdict;
-use crate::observe::{self, ATTEMPT_SPAN, CALL_SPAN};
+use crate::observe::{self, ATTEMPT_SPAN, CALL_SPAN, Handles};
 use crate::retry::Next;
+
+/// The handles of the series every call records, made once for each set of labels (see
+/// [`Handles`]); the rarer ones (a refusal, a retry, a 429) go through the macros.
+#[derive(Debug)]
+pub(super) struct CallMetrics {
+    admitted: Handles<Counter, 3>,
+    waited: Handles<Histogram, 1>,
+    attempts: Handles<Counter, 2>,
+    ended: Handles<Counter, 2>,
+}
+
+impl Default for CallMetrics {
+    fn default() -> Self {
+        Self {
+            admitted: Handles::new(
+                observe::CALLS_ADMITTED,
+                ["provider", "credential", "tenant"],
+            ),
+            waited: Handles::new(observe::ADMISSION_WAIT, ["provider"]),
+            attempts: Handles::new(observe::ATTEMPTS, ["provider", "status"]),
+            ended: Handles::new(observe::CALLS_ENDED, ["provider", "outcome"]),
+        }
+    }
+}
 
 /// The span of one logical call. Its tenant, attempts, status, outcome and time in the queue
 /// are recorded as they become known.
@@ -46,6 +71,7 @@ pub(super) fn attempt_span(call: &Span, attempt: u32) -> Span {
 /// An attempt was admitted after `waited` in the queue; `queued` is the call's whole time
 /// in the queue so far.
 pub(super) fn admitted(
+    handles: &CallMetrics,
     call: &Call,
     call_span: &Span,
     tenant: &str,
@@ -54,14 +80,11 @@ pub(super) fn admitted(
 ) {
     Span::current().record("waited_ms", millis(waited));
     call_span.record("waited_ms", millis(queued));
-    metrics::counter!(
-        observe::CALLS_ADMITTED,
-        "provider" => call.provider.clone(),
-        "credential" => call.sent_with().to_owned(),
-        "tenant" => tenant.to_owned(),
-    )
-    .increment(1);
-    metrics::histogram!(observe::ADMISSION_WAIT, "provider" => call.provider.clone())
+    (handles.admitted)
+        .get([&call.provider, call.sent_with(), tenant])
+        .increment(1);
+    (handles.waited)
+        .get([&call.provider])
         .record(waited.as_secs_f64());
 }
 
@@ -83,13 +106,10 @@ pub(super) fn left_queue(call: &Call, refused: &Refused) {
 }
 
 /// An attempt was sent and answered with `status` (`None`: no answer).
-pub(super) fn answered(call: &Call, status: Option<u16>) {
-    metrics::counter!(
-        observe::ATTEMPTS,
-        "provider" => call.provider.clone(),
-        "status" => observe::status_class(status),
-    )
-    .increment(1);
+pub(super) fn answered(handles: &CallMetrics, call: &Call, status: Option<u16>) {
+    (handles.attempts)
+        .get([&call.provider, observe::status_class(status)])
+        .increment(1);
     if status == Some(429) {
         metrics::counter!(
             observe::RESPONSES_429,
@@ -169,7 +189,7 @@ fn outcome_label(o: &Outcome) -> &'static str {
 }
 
 /// The call is over: how it ended, on its span and in [`observe::CALLS_ENDED`].
-pub(super) fn ended(span: &Span, call: &Call, run: &Run) {
+pub(super) fn ended(handles: &CallMetrics, span: &Span, call: &Call, run: &Run) {
     let (outcome, attempts, status) = match run {
         Run::Stream(s) => ("streaming", s.attempts, Some(s.status)),
         Run::Done(
@@ -184,12 +204,9 @@ pub(super) fn ended(span: &Span, call: &Call, run: &Run) {
     if let Some(status) = status {
         span.record("status", status);
     }
-    metrics::counter!(
-        observe::CALLS_ENDED,
-        "provider" => call.provider.clone(),
-        "outcome" => outcome,
-    )
-    .increment(1);
+    (handles.ended)
+        .get([&call.provider, outcome])
+        .increment(1);
 }
 
 fn millis(d: Duration) -> u64 {

@@ -29,12 +29,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use metrics::Histogram;
+
 use crate::clock::Clock;
 use crate::contract::{
     PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan,
     Response, ResponsePart, UncertainWrite, WireOutcome,
 };
 use crate::fallback::Fallback;
+use crate::observe::Handles;
 
 mod slot;
 
@@ -104,6 +107,8 @@ pub struct GuardedPolicy {
     policy: QuarantinePolicy,
     clock: Arc<dyn Clock>,
     health: Mutex<Health>,
+    /// [`crate::observe::PLUGIN_CALL`]'s handles, by plugin and function.
+    timings: Handles<Histogram, 2>,
 }
 
 impl GuardedPolicy {
@@ -129,6 +134,7 @@ impl GuardedPolicy {
             policy,
             clock,
             health: Mutex::new(Health::default()),
+            timings: Handles::new(crate::observe::PLUGIN_CALL, ["plugin", "function"]),
         }
     }
 
@@ -270,12 +276,9 @@ impl GuardedPolicy {
         #[allow(clippy::disallowed_methods, reason = "measures, never decides")]
         let began = Instant::now();
         let result = call();
-        metrics::histogram!(
-            crate::observe::PLUGIN_CALL,
-            "plugin" => self.plugin.name().to_owned(),
-            "function" => function,
-        )
-        .record(began.elapsed().as_secs_f64());
+        (self.timings)
+            .get([self.plugin.name(), function])
+            .record(began.elapsed().as_secs_f64());
         result
     }
 

@@ -69,7 +69,14 @@
 //! | [`POOL_FAILOVERS`] | counter | `provider`, `pool`, `from` | retries of a pool's read sent with another member than the attempt before, which failed on `from` |
 //!
 //! A gauge kept per scope ([`QUEUE_DEPTH`]) is registered when the scheduler first meets the
-//! scope: install the recorder before building the host.
+//! scope: install the recorder before building the host. The series every call records
+//! ([`CALLS_ADMITTED`], [`ADMISSION_WAIT`], [`ATTEMPTS`], [`CALLS_ENDED`], [`PLUGIN_CALL`])
+//! are recorded through [`Handles`], made once for each set of labels and made again when
+//! the recorder in effect changes; give a host one recorder for its life.
+
+mod handles;
+
+pub use handles::{Handle, Handles, MAX_KEPT};
 
 use crate::contract::{RequestClass, Verdict};
 
