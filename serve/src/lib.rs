@@ -183,7 +183,8 @@ impl Sidecar {
     }
 
     /// Serves `/metrics` on the admin API from `handle` (the Prometheus recorder the
-    /// process installed).
+    /// process installed), and drains its histogram samples every few seconds while the
+    /// sidecar runs, so that they do not pile up between scrapes.
     #[must_use]
     pub fn metrics(mut self, handle: PrometheusHandle) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
@@ -243,6 +244,9 @@ impl Sidecar {
         let (stop, stopped) = watch::channel(false);
         let shared = self.shared.clone();
         let recovery = tokio::spawn(recover(shared.clone()));
+        if let Some(handle) = shared.metrics.clone() {
+            tokio::spawn(upkeep(handle, stopped.clone()));
+        }
         let agents_task = tokio::spawn(listener::accept(
             listener,
             stopped.clone(),
@@ -315,6 +319,22 @@ async fn bind(addr: SocketAddr, what: &'static str) -> Result<TcpListener, Serve
     TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind { addr, what, source })
+}
+
+/// How often the recorder's histogram samples are drained into their buckets.
+const UPKEEP: Duration = Duration::from_secs(5);
+
+/// Drains the recorder's histogram samples into their buckets every [`UPKEEP`], as a scrape
+/// of `/metrics` does, until the sidecar stops: the recorder keeps each sample until then,
+/// so a sidecar nobody scrapes would grow with every call it governs.
+async fn upkeep(handle: PrometheusHandle, mut stopped: watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(UPKEEP);
+    loop {
+        tokio::select! {
+            _ = every.tick() => handle.run_upkeep(),
+            _ = stopped.changed() => return,
+        }
+    }
 }
 
 /// Carries on the writes a previous run left unfinished, then says the sidecar is ready.
