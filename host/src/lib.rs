@@ -75,6 +75,7 @@ parts!(
     input_file,
     journal,
     observe,
+    offload,
     plugin,
     printable,
     private_fs,

@@ -17,6 +17,7 @@ use sluice::config::ErrorShape;
 use sluice::contract::RequestClass;
 use sluice::execute::{Call, Outcome, StreamOutcome};
 use sluice::journal::JournalError;
+use sluice::offload;
 use sluice::task::TaskId;
 use sluice::writes::{Write, WriteError};
 
@@ -27,7 +28,7 @@ use crate::listener::Peer;
 use crate::reply::{self, Body};
 use crate::request_path;
 use crate::shape::SluiceError;
-use crate::stream_usage::{self, Streamed};
+use crate::stream_usage::{self, Asked};
 use crate::streaming;
 use crate::task_names;
 use crate::upstream::Upstream;
@@ -88,11 +89,6 @@ fn unknown_provider(shared: &Shared, provider: &str) -> Response<Body> {
         &SluiceError::new(404, "unknown_provider", message)
             .detail(json!({"provider": named, "providers": known})),
     )
-}
-
-/// Whether a JSON body asks for a streamed answer (`"stream": true`).
-fn wants_stream(requested: Option<&Streamed>) -> bool {
-    requested.is_some_and(Streamed::wants_stream)
 }
 
 async fn forward(
@@ -195,14 +191,16 @@ async fn forward(
     let class = hints.class.unwrap_or_else(|| up.class_of(method, &path));
     // An OpenAI-style stream that does not ask for its usage is asked for it, so its charge
     // is corrected at its end; what asking adds is taken out of the agent's stream.
-    let requested = Streamed::of(&body);
-    let streamed = wants_stream(requested.as_ref());
-    let asked_usage = requested
-        .filter(|_| streamed && up.shape == ErrorShape::OpenAi && method == "POST")
-        .and_then(|r| stream_usage::ask_for_usage(&path, &body, &r));
-    let strip_usage = asked_usage.is_some();
+    // A long body is read on the blocking pool: this thread serves other agents' connections.
+    let completion =
+        up.shape == ErrorShape::OpenAi && method == "POST" && stream_usage::is_completion(&path);
+    let Asked {
+        streamed,
+        rewritten,
+    } = offload::read(&body, move |b| Asked::of(b, completion)).await;
+    let strip_usage = rewritten.is_some();
     // The body as it arrived, shared and not copied, unless asking for the usage changed it.
-    let body = asked_usage.map_or(body, bytes::Bytes::from);
+    let body = rewritten.map_or(body, bytes::Bytes::from);
     let label = up.credential(agent.credentials.get(&up.name));
     let call = Call::new(up.name.clone(), method, url);
     let call = if up.is_pool(&label) {
@@ -519,7 +517,7 @@ mod tests {
 
     #[test]
     fn only_a_top_level_stream_true_asks_for_a_stream() {
-        let wants = |body: &[u8]| wants_stream(Streamed::of(body).as_ref());
+        let wants = |body: &[u8]| Asked::of(body, true).streamed;
         assert!(wants(br#"{"model":"m","stream":true}"#));
         assert!(!wants(br#"{"model":"m","stream":false}"#));
         assert!(!wants(br#"{"model":"m","options":{"stream":true}}"#));

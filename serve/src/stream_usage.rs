@@ -36,14 +36,44 @@ impl Streamed {
     }
 }
 
-/// The body of a streaming request to an OpenAI-style route that does not ask for its usage,
-/// rewritten to ask; `None` when there is nothing to change (not a chat or text completion,
-/// not streamed, already asking, or not a JSON object). `asked` is what [`Streamed::of`]
-/// read of `body`.
-pub fn ask_for_usage(path: &str, body: &[u8], asked: &Streamed) -> Option<Vec<u8>> {
-    if !(path.ends_with("/chat/completions") || path.ends_with("/completions")) {
-        return None;
+/// What a request body asks of its answer, read once before it is sent.
+#[derive(Debug, Default)]
+pub struct Asked {
+    /// Whether it asks for a streamed answer (a top-level `"stream": true`).
+    pub streamed: bool,
+    /// The body rewritten to ask for the stream's usage ([`ask_for_usage`]), when it had
+    /// to be.
+    pub rewritten: Option<Vec<u8>>,
+}
+
+impl Asked {
+    /// Reads `body`; `completion`: it goes to an OpenAI-style chat or text completion route
+    /// ([`is_completion`]), by POST, where a stream must be asked for its usage.
+    pub fn of(body: &[u8], completion: bool) -> Self {
+        let Some(requested) = Streamed::of(body) else {
+            return Self::default();
+        };
+        let streamed = requested.wants_stream();
+        Self {
+            streamed,
+            rewritten: (streamed && completion)
+                .then(|| ask_for_usage(body, &requested))
+                .flatten(),
+        }
     }
+}
+
+/// Whether `path` is a chat or text completion, whose stream reports its usage only when
+/// the request asks.
+pub fn is_completion(path: &str) -> bool {
+    path.ends_with("/chat/completions") || path.ends_with("/completions")
+}
+
+/// The body of a streaming request to an OpenAI-style completion route ([`is_completion`])
+/// that does not ask for its usage, rewritten to ask; `None` when there is nothing to
+/// change (not streamed, already asking, or not a JSON object). `asked` is what
+/// [`Streamed::of`] read of `body`.
+pub fn ask_for_usage(body: &[u8], asked: &Streamed) -> Option<Vec<u8>> {
     if !asked.wants_stream() {
         return None;
     }
@@ -155,7 +185,7 @@ mod tests {
     use super::*;
 
     fn ask(path: &str, body: &[u8]) -> Option<Vec<u8>> {
-        ask_for_usage(path, body, &Streamed::of(body)?)
+        Asked::of(body, is_completion(path)).rewritten
     }
 
     #[test]

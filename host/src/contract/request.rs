@@ -52,13 +52,27 @@ impl Request {
         now_ms: i64,
     ) -> Self {
         let body = body.into();
+        let digest = BodyDigest::of(&body);
+        Self::digested(method, url, class, headers, body, digest, now_ms)
+    }
+
+    /// A request whose body's digest was read already: `digest` must be `body`'s.
+    pub fn digested(
+        method: impl Into<String>,
+        url: impl Into<String>,
+        class: RequestClass,
+        headers: String,
+        body: Bytes,
+        digest: BodyDigest,
+        now_ms: i64,
+    ) -> Self {
         Self {
             method: method.into(),
             url: url.into(),
             class,
             headers,
-            digest: BodyDigest::of(&body),
             body,
+            digest,
             now_ms,
         }
     }

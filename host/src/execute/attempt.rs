@@ -15,9 +15,11 @@ use super::tally::Tally;
 use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
 use super::{recent, trace};
 use crate::admission::{Acquire, Class, Permit, Refused, Rejection, Usage};
-use crate::contract::{Request, WireOutcome as Wire};
+use crate::budget::Reservation;
+use crate::contract::{BodyDigest, Request, WireOutcome as Wire};
 use crate::guard::GuardedPolicy;
 use crate::headers::encode_fields;
+use crate::offload;
 use crate::retry::{Stop, route_template};
 use crate::transport::Fault;
 
@@ -76,15 +78,20 @@ impl Executor {
     /// The request plugins see, with the provider's per-model settings applied (its
     /// default output limit); the body's model, looked up once for the settings and the
     /// breaker's path; and how long its answer may take to begin.
-    fn request(&self, call: &Call) -> Option<(Request, Option<String>, Option<Duration>)> {
+    ///
+    /// A long body is read on the blocking pool ([`offload::read`]): the thread this call is
+    /// awaited on may be serving other tenants' calls.
+    async fn request(&self, call: &Call) -> Option<(Request, Option<String>, Option<Duration>)> {
         let headers = call.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
         let headers = encode_fields(headers).ok()?;
-        let mut req = Request::new(
+        let digest = offload::read(&call.body, BodyDigest::of).await;
+        let mut req = Request::digested(
             call.method.clone(),
             self.url_of(call),
             call.class,
             headers,
             call.body.clone(),
+            digest,
             self.clock.wall_ms(),
         );
         let model = req.digest.string("model");
@@ -154,8 +161,9 @@ impl Executor {
         run
     }
 
-    /// The checks before a call queues (its provider, its path's breaker, its plan), then
-    /// one attempt after another, each in its own span.
+    /// The checks before a call queues ([`Self::before_queue`]), then one attempt after
+    /// another ([`Self::attempt_loop`]). Two futures, one after the other, so a call waiting
+    /// in the queue keeps no room for the checks' state (`benches/call_memory.rs`).
     async fn attempts(
         &self,
         call: &Call,
@@ -164,10 +172,74 @@ impl Executor {
         span: &Span,
     ) -> Run {
         let started = self.clock.now();
-        let mut t = Tally::default();
+        let (policy, mut p, reservation) = match self.before_queue(call, span, started).await {
+            Ok(ready) => ready,
+            Err(end) => return Run::Done(end),
+        };
+        let cx = Attempting {
+            call,
+            policy: &policy,
+            started,
+            stream,
+            span,
+        };
+        self.attempt_loop(&cx, observer, &mut p, reservation).await
+    }
+
+    /// One attempt after another, each in its own span, until the call is done, stopped or
+    /// streaming; then its budget's charge settled.
+    async fn attempt_loop(
+        &self,
+        cx: &Attempting<'_>,
+        observer: &mut dyn Observer,
+        p: &mut Prepared,
+        reservation: Option<Box<Reservation>>,
+    ) -> Run {
+        let (span, mut t) = (cx.span, Tally::default());
+        loop {
+            let attempt = trace::attempt_span(span, t.attempts + 1);
+            let sent_before = t.attempts;
+            let step = self.attempt(cx, p, &mut t, observer);
+            if let Some(run) = step.instrument(attempt).await {
+                return match run {
+                    Run::Done(outcome) => {
+                        if let Outcome::Ended(end) = &outcome
+                            && end.attempts == sent_before
+                        {
+                            // Passed the breakers, then refused before its send (in the
+                            // queue: a bound, a deadline, a cancel; or unrecorded): a probe
+                            // it took goes back.
+                            self.breakers.release(&p.paths);
+                        }
+                        Run::Done(match reservation {
+                            Some(r) => {
+                                Box::pin(charge::settle(r, outcome, p.billed.as_deref())).await
+                            }
+                            None => outcome,
+                        })
+                    }
+                    Run::Stream(mut stream) => {
+                        stream.charged_to(reservation.map(|r| *r));
+                        Run::Stream(stream)
+                    }
+                };
+            }
+        }
+    }
+
+    /// The checks before a call queues: its provider and credential, its path's breakers,
+    /// its plugin's plan and its budget's charge; `Err`: the call ends here, nothing sent. A
+    /// future of its own, so what the checks hold is gone before the call waits in the
+    /// queue (`benches/call_memory.rs`).
+    async fn before_queue(
+        &self,
+        call: &Call,
+        span: &Span,
+        started: Instant,
+    ) -> Result<(Arc<GuardedPolicy>, Prepared, Option<Box<Reservation>>), Outcome> {
         // Read once: every attempt of this call plans and reads on this version.
         let Some(policy) = self.policy(&call.provider) else {
-            return Run::Done(t.end(
+            return Err(Tally::default().end(
                 Reason::UnknownProvider(call.provider.clone()),
                 NextAction::FixRequest,
             ));
@@ -178,7 +250,7 @@ impl Executor {
         };
         if !known {
             // Sent without its key, the request would only be refused: nothing goes out.
-            return Run::Done(t.end(
+            return Err(Tally::default().end(
                 Reason::UnknownCredential {
                     provider: call.provider.clone(),
                     label: call.sent_with().to_owned(),
@@ -186,8 +258,8 @@ impl Executor {
                 NextAction::FixRequest,
             ));
         }
-        let Some((req, model, generation_timeout)) = self.request(call) else {
-            return Run::Done(t.end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
+        let Some((req, model, generation_timeout)) = self.request(call).await else {
+            return Err(Tally::default().end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
         };
         // The breakers are one credential's and one model's: another credential's revoked
         // key never stops this one's calls, and another tenant's malformed requests never
@@ -209,14 +281,14 @@ impl Executor {
             None => self.breakers.allow_path(&paths, started),
         };
         if let Err(open) = before_plan {
-            return Run::Done(breaker_open(&mut t, open));
+            return Err(breaker_open(&mut Tally::default(), open));
         }
         let mut p = self.prepare(call, (req, model, generation_timeout), paths, &policy);
         span.record("tenant", p.tenant.as_str());
         if call.tenant.is_none() {
             p.paths.name_tenant(&p.tenant);
             if let Err(open) = self.breakers.allow_tenant(&p.paths, started) {
-                return Run::Done(breaker_open(&mut t, open));
+                return Err(breaker_open(&mut Tally::default(), open));
             }
         }
         // A spent budget refuses before the call takes a place in the queue.
@@ -226,42 +298,10 @@ impl Executor {
             Ok(r) => r.map(Box::new),
             Err(end) => {
                 self.breakers.release(&p.paths);
-                return Run::Done(end);
+                return Err(end);
             }
         };
-        let cx = Attempting {
-            call,
-            policy: &policy,
-            started,
-            stream,
-            span,
-        };
-        loop {
-            let attempt = trace::attempt_span(span, t.attempts + 1);
-            let sent_before = t.attempts;
-            let step = self.attempt(&cx, &mut p, &mut t, observer);
-            if let Some(run) = step.instrument(attempt).await {
-                return match run {
-                    Run::Done(outcome) => {
-                        if let Outcome::Ended(end) = &outcome
-                            && end.attempts == sent_before
-                        {
-                            // Passed the breakers, then refused before its send (in the
-                            // queue: a bound, a deadline, a cancel; or unrecorded): a probe
-                            // it took goes back.
-                            self.breakers.release(&p.paths);
-                        }
-                        charge::settle(reservation.map(|r| *r), &outcome, p.billed.as_deref())
-                            .await;
-                        Run::Done(outcome)
-                    }
-                    Run::Stream(mut stream) => {
-                        stream.charged_to(reservation.map(|r| *r));
-                        Run::Stream(stream)
-                    }
-                };
-            }
-        }
+        Ok((policy, p, reservation))
     }
 
     /// One attempt: admitted, sent, read, decided. `None`: go on to the next one.

@@ -2,6 +2,7 @@
 //! queues, corrected to the usage the answer reported when it ends, given back when
 //! nothing was sent.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::attempt::Prepared;
@@ -9,7 +10,8 @@ use super::tally::Tally;
 use super::{Executor, NextAction, NotRecorded, Outcome, Reason};
 use crate::admission::config::MODEL_SCOPE_PREFIX;
 use crate::admission::{Dimension, Usage};
-use crate::budget::{BudgetError, CacheUse, Charge, Reservation};
+use crate::budget::{BudgetError, Budgets, CacheUse, Charge, Reservation};
+use crate::offload::blocking;
 use crate::contract::{Cost, ReportedDimension};
 
 /// The usage dimensions a plugin reports what an answer says of the provider's cache in
@@ -32,13 +34,28 @@ impl Executor {
         if !budgets.config().is_active() {
             return Ok(None);
         }
+        // Boxed: the charge's state (what the journal's call takes, and its answer) would
+        // otherwise be held inline in every call's future for the call's whole life, with
+        // budgets or without (`benches/call_memory.rs`).
+        Box::pin(self.charge_to(budgets, call_provider, p)).await
+    }
+
+    /// [`Self::charge`] to `budgets`, which are active.
+    async fn charge_to(
+        &self,
+        budgets: Arc<Budgets>,
+        call_provider: &str,
+        p: &Prepared,
+    ) -> Result<Option<Reservation>, Outcome> {
         let model = p
             .scopes
             .iter()
             .find_map(|s| s.strip_prefix(MODEL_SCOPE_PREFIX))
             .map(str::to_owned);
         let (tenant, provider, estimate) = (p.tenant.clone(), call_provider.to_owned(), p.estimate);
-        let admitted = on_journal(budgets.waits_on_network(), move || {
+        // The journal's call, here when it is this host's file, on the blocking pool when it is a
+        // group's in PostgreSQL: a round trip there holds a thread for milliseconds.
+        let admitted = blocking(budgets.waits_on_network(), move || {
             budgets.admit(&Charge {
                 tenant: &tenant,
                 provider: &provider,
@@ -88,53 +105,27 @@ impl Executor {
 /// Settles a call's charge by how it ended: corrected to the usage its answer reported
 /// (`billed`, with the input tokens read from the provider's cache), given back when nothing
 /// was sent, its estimate kept when something was sent and no usage came back.
+///
+/// Its caller boxes this future, as the charge's, and it hands `outcome` back: a call's
+/// future keeps room for them only when it has a reservation to settle.
 pub(super) async fn settle(
-    reservation: Option<Reservation>,
-    outcome: &Outcome,
+    r: Box<Reservation>,
+    outcome: Outcome,
     billed: Option<&(Usage, CacheUse)>,
-) {
-    let Some(r) = reservation else { return };
+) -> Outcome {
     let remote = r.waits_on_network();
-    let change: Box<dyn FnOnce() + Send> = match (outcome, billed) {
-        (Outcome::Ended(t), _) if !t.sent => Box::new(move || r.release()),
-        (_, Some(&(actual, cache))) => Box::new(move || r.settle(Some(actual), cache)),
+    let change: Box<dyn FnOnce() + Send> = match (&outcome, billed) {
+        (Outcome::Ended(t), _) if !t.sent => Box::new(move || (*r).release()),
+        (_, Some(&(actual, cache))) => Box::new(move || (*r).settle(Some(actual), cache)),
         // The estimate stands: nothing to record.
-        (_, None) => return,
+        (_, None) => return outcome,
     };
     // A runtime stopping meanwhile leaves the estimate standing, as a dropped reservation.
-    let _ = on_journal(remote, change).await;
+    let _ = blocking(remote, change).await;
+    outcome
 }
 
-/// Runs `f`, a budget's call to the journal: here when the journal is this host's file, on
-/// the runtime's blocking pool when it is a group's in PostgreSQL (`remote`).
-///
-/// Why not always the pool: handing a call to another thread and back costs two wake-ups
-/// across threads, and on the machine of `BENCHMARKS.md` that cost more than it saved with
-/// a file (a budgeted call through the sidecar took 77–159 µs longer at the median, and
-/// 50–110 µs more CPU, one at a time and at 500 requests a second). A round trip to
-/// PostgreSQL, though, holds a thread for milliseconds, and the thread a call is awaited on
-/// may be serving other calls meanwhile: one of the sidecar's connection workers, an
-/// embedder's single-threaded runtime.
-///
-/// # Errors
-/// The runtime was stopping, and `f` never ran. A panic in `f` is resumed here.
-pub(super) async fn on_journal<T: Send + 'static>(
-    remote: bool,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, tokio::task::JoinError> {
-    match tokio::runtime::Handle::try_current() {
-        Ok(rt) if remote => rt
-            .spawn_blocking(f)
-            .await
-            .map_err(|e| match e.try_into_panic() {
-                Ok(panic) => std::panic::resume_unwind(panic),
-                Err(stopped) => stopped,
-            }),
-        _ => Ok(f()),
-    }
-}
-
-/// As [`on_journal`], for a change no one waits on (the correction at a stream's end): sent
+/// As [`blocking`], for a budget's change no one waits on (the correction at a stream's end): sent
 /// to the blocking pool and not awaited when the journal is a group's, made here when it is
 /// this host's file.
 pub(super) fn on_journal_detached(remote: bool, f: impl FnOnce() + Send + 'static) {
