@@ -44,6 +44,15 @@ pub async fn blocking<T: Send + 'static>(
     }
 }
 
+/// As [`blocking`], for work no one waits on (a budget's correction at a stream's end): sent
+/// to the blocking pool and not awaited when `offload` is set, done here otherwise.
+pub fn detached(offload: bool, f: impl FnOnce() + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) if offload => drop(rt.spawn_blocking(f)),
+        _ => f(),
+    }
+}
+
 /// `read(body)`: here for a body of at most [`READ_INLINE_BYTES`], on the blocking pool for
 /// a longer one (here after all if the runtime is stopping).
 pub async fn read<T, F>(body: &Bytes, read: F) -> T

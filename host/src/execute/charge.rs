@@ -125,16 +125,6 @@ pub(super) async fn settle(
     outcome
 }
 
-/// As [`blocking`], for a budget's change no one waits on (the correction at a stream's end): sent
-/// to the blocking pool and not awaited when the journal is a group's, made here when it is
-/// this host's file.
-pub(super) fn on_journal_detached(remote: bool, f: impl FnOnce() + Send + 'static) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(rt) if remote => drop(rt.spawn_blocking(f)),
-        _ => f(),
-    }
-}
-
 /// The usage a provider bills for, from what its answer reported: the input and output
 /// tokens when either is reported (a plugin's token total may count more, as a rate
 /// limit counts a request's whole reservation), else the token total, unsplit; `None` when

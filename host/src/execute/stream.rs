@@ -214,7 +214,7 @@ impl Stream {
             let cache = super::charge::cache_use(&reading.usage);
             // A round trip to a group's journal holds up neither the stream's end nor the
             // thread it was polled on.
-            super::charge::on_journal_detached(budget.waits_on_network(), move || {
+            crate::offload::detached(budget.waits_on_network(), move || {
                 budget.settle(billed, cache);
             });
         }
