@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use tracing::{Instrument, Span};
 
 use super::breaking::BreakerPaths;
-use super::pool::choosing;
 use super::charge;
+use super::pool::choosing;
 use super::stream::Stream;
 use super::tally::Tally;
 use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
@@ -67,6 +67,11 @@ struct Attempting<'a> {
     /// The call's span.
     span: &'a Span,
 }
+
+// ARGUMENTS_ONCE: `attempt_loop`, `attempt` and `admit` are futures a call waiting in the
+// queue holds, one inside the other. Written as `async fn`, each would keep its arguments
+// twice (as passed, and moved into its body); a function returning an `async move` block
+// keeps them once (`benches/call_memory.rs`).
 
 /// How a run of the attempt loop ended.
 pub(super) enum Run {
@@ -188,41 +193,47 @@ impl Executor {
 
     /// One attempt after another, each in its own span, until the call is done, stopped or
     /// streaming; then its budget's charge settled.
-    async fn attempt_loop(
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "each argument kept once: see `ARGUMENTS_ONCE`"
+    )]
+    fn attempt_loop(
         &self,
         cx: &Attempting<'_>,
         observer: &mut dyn Observer,
         p: &mut Prepared,
         reservation: Option<Box<Reservation>>,
-    ) -> Run {
-        let (span, mut t) = (cx.span, Tally::default());
-        loop {
-            let attempt = trace::attempt_span(span, t.attempts + 1);
-            let sent_before = t.attempts;
-            let step = self.attempt(cx, p, &mut t, observer);
-            if let Some(run) = step.instrument(attempt).await {
-                return match run {
-                    Run::Done(outcome) => {
-                        if let Outcome::Ended(end) = &outcome
-                            && end.attempts == sent_before
-                        {
-                            // Passed the breakers, then refused before its send (in the
-                            // queue: a bound, a deadline, a cancel; or unrecorded): a probe
-                            // it took goes back.
-                            self.breakers.release(&p.paths);
-                        }
-                        Run::Done(match reservation {
-                            Some(r) => {
-                                Box::pin(charge::settle(r, outcome, p.billed.as_deref())).await
+    ) -> impl Future<Output = Run> {
+        async move {
+            let (span, mut t) = (cx.span, Tally::default());
+            loop {
+                let attempt = trace::attempt_span(span, t.attempts + 1);
+                let sent_before = t.attempts;
+                let step = self.attempt(cx, p, &mut t, observer);
+                if let Some(run) = step.instrument(attempt).await {
+                    return match run {
+                        Run::Done(outcome) => {
+                            if let Outcome::Ended(end) = &outcome
+                                && end.attempts == sent_before
+                            {
+                                // Passed the breakers, then refused before its send (in the
+                                // queue: a bound, a deadline, a cancel; or unrecorded): a probe
+                                // it took goes back.
+                                self.breakers.release(&p.paths);
                             }
-                            None => outcome,
-                        })
-                    }
-                    Run::Stream(mut stream) => {
-                        stream.charged_to(reservation.map(|r| *r));
-                        Run::Stream(stream)
-                    }
-                };
+                            Run::Done(match reservation {
+                                Some(r) => {
+                                    Box::pin(charge::settle(r, outcome, p.billed.as_deref())).await
+                                }
+                                None => outcome,
+                            })
+                        }
+                        Run::Stream(mut stream) => {
+                            stream.charged_to(reservation.map(|r| *r));
+                            Run::Stream(stream)
+                        }
+                    };
+                }
             }
         }
     }
@@ -259,7 +270,9 @@ impl Executor {
             ));
         }
         let Some((req, model, generation_timeout)) = self.request(call).await else {
-            return Err(Tally::default().end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest));
+            return Err(
+                Tally::default().end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest)
+            );
         };
         // The breakers are one credential's and one model's: another credential's revoked
         // key never stops this one's calls, and another tenant's malformed requests never
@@ -305,20 +318,26 @@ impl Executor {
     }
 
     /// One attempt: admitted, sent, read, decided. `None`: go on to the next one.
-    async fn attempt(
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "each argument kept once: see `ARGUMENTS_ONCE`"
+    )]
+    fn attempt(
         &self,
         cx: &Attempting<'_>,
         p: &mut Prepared,
         t: &mut Tally,
         observer: &mut dyn Observer,
-    ) -> Option<Run> {
-        let permit = match self.admit(cx, p, t).await {
-            Ok(permit) => permit,
-            Err(end) => return Some(Run::Done(end)),
-        };
-        // Boxed: the send and the read are only made once admitted, so a call that waits
-        // in the queue does not hold their state inline (`benches/call_memory.rs`).
-        Box::pin(self.send(cx, p, t, observer, permit)).await
+    ) -> impl Future<Output = Option<Run>> {
+        async move {
+            let permit = match self.admit(cx, p, t).await {
+                Ok(permit) => permit,
+                Err(end) => return Some(Run::Done(end)),
+            };
+            // Boxed: the send and the read are only made once admitted, so a call that waits
+            // in the queue does not hold their state inline (`benches/call_memory.rs`).
+            Box::pin(self.send(cx, p, t, observer, permit)).await
+        }
     }
 
     /// One admitted attempt: sent, read, decided. `None`: go on to the next one.
@@ -416,112 +435,121 @@ impl Executor {
 
     /// Waits for the call's next attempt to be admitted, after the checks that come before
     /// any queueing: cancellation, and the task's attempt budget.
-    async fn admit(
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "each argument kept once: see `ARGUMENTS_ONCE`"
+    )]
+    fn admit(
         &self,
         cx: &Attempting<'_>,
         p: &mut Prepared,
         t: &mut Tally,
-    ) -> Result<Permit, Outcome> {
-        let (call, started) = (cx.call, cx.started);
-        // Checked before every attempt, so a retry that was asleep when its task was
-        // cancelled wakes to nothing.
-        if call.task.is_some_and(|task| self.is_cancelled(task)) {
-            return Err(std::mem::take(t).end(Reason::Cancelled, NextAction::FixRequest));
-        }
-        // Counted before queueing, so a task out of budget takes no queue place.
-        if !self.count_task_attempt(call.task) {
-            let max_attempts = self.retry.task_max_attempts;
-            return Err(std::mem::take(t).end(
-                Reason::TaskBudgetExhausted { max_attempts },
-                NextAction::RetryLater(None),
-            ));
-        }
-        let left = self.time_left(p, started);
-        let mut acquire = Acquire::new(&call.provider, p.credential(call))
-            .tenant(&p.tenant)
-            .class(p.class)
-            .usage(p.estimate);
-        for s in &p.scopes {
-            acquire = acquire.scope(s);
-        }
-        if let Some(left) = left {
-            acquire = acquire.deadline(left);
-        }
-        if let Some(task) = call.task {
-            acquire = acquire.task(task);
-        }
-        // A read of a pool goes, at each attempt, with the member that would admit it
-        // soonest; a write, with the member its first attempt was admitted on (one given
-        // before it was recorded, when the write engine sends it).
-        if let Some(pool) = choosing(call, p) {
-            for member in self.avoided(call, pool, p) {
-                acquire = acquire.avoid(member);
+    ) -> impl Future<Output = Result<Permit, Outcome>> {
+        async move {
+            let (call, started) = (cx.call, cx.started);
+            // Checked before every attempt, so a retry that was asleep when its task was
+            // cancelled wakes to nothing.
+            if call.task.is_some_and(|task| self.is_cancelled(task)) {
+                return Err(std::mem::take(t).end(Reason::Cancelled, NextAction::FixRequest));
             }
-            acquire = acquire.pool(pool);
-        }
-        let queued_at = self.clock.now();
-        // Submitted here and the ticket awaited, rather than `Admission::acquire`, whose
-        // future would hold the request while the call waits; a refusal boxed, so the wait
-        // keeps no room for one.
-        let ticket = self.admission.submit(acquire).map_err(Box::new);
-        let admitted = match ticket {
-            Ok(ticket) => ticket.await,
-            Err(refused) => Err(*refused),
-        };
-        if let (Some(pool), Ok(permit)) = (call.pool.as_deref(), &admitted)
-            && let Some(member) = permit.member()
-        {
-            self.went_with(call, pool, p, member);
-        }
-        let admitted = match admitted {
-            // Its task was cancelled while it waited past the queue (at the shared store's
-            // gate): sent it is not, and its charge is given back.
-            Ok(permit) if call.task.is_some_and(|task| self.is_cancelled(task)) => {
-                permit.complete(Some(Usage::default()));
-                Err(Refused::Cancelled)
+            // Counted before queueing, so a task out of budget takes no queue place.
+            if !self.count_task_attempt(call.task) {
+                let max_attempts = self.retry.task_max_attempts;
+                return Err(std::mem::take(t).end(
+                    Reason::TaskBudgetExhausted { max_attempts },
+                    NextAction::RetryLater(None),
+                ));
             }
-            admitted => admitted,
-        };
-        let waited = self.clock.now().saturating_duration_since(queued_at);
-        t.queued += waited;
-        if admitted.is_ok() {
-            trace::admitted(&self.metrics, call, cx.span, &p.tenant, waited, t.queued);
-            self.recent.waited(recent::Waited {
-                at_ms: self.clock.wall_ms(),
-                tenant: p.tenant.clone(),
-                waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
-            });
-        }
-        let permit = admitted.map_err(|refused| {
-            trace::left_queue(call, &refused);
-            let reason = match &refused {
-                Refused::Cancelled => Reason::Cancelled,
-                Refused::Expired(_) | Refused::Rejected(Rejection::DeadlineUnreachable { .. }) => {
-                    Reason::OutOfTime(refused.clone())
+            let left = self.time_left(p, started);
+            let mut acquire = Acquire::new(&call.provider, p.credential(call))
+                .tenant(&p.tenant)
+                .class(p.class)
+                .usage(p.estimate);
+            for s in &p.scopes {
+                acquire = acquire.scope(s);
+            }
+            if let Some(left) = left {
+                acquire = acquire.deadline(left);
+            }
+            if let Some(task) = call.task {
+                acquire = acquire.task(task);
+            }
+            // A read of a pool goes, at each attempt, with the member that would admit it
+            // soonest; a write, with the member its first attempt was admitted on (one given
+            // before it was recorded, when the write engine sends it).
+            if let Some(pool) = choosing(call, p) {
+                for member in self.avoided(call, pool, p) {
+                    acquire = acquire.avoid(member);
                 }
-                Refused::Rejected(rejection) => Reason::Refused(rejection.clone()),
-            };
-            let next = match reason {
-                Reason::Cancelled => NextAction::FixRequest,
-                _ => NextAction::RetryLater(None),
-            };
-            std::mem::take(t).end(reason, next)
-        })?;
-        if permit.member().is_some() {
-            // The member's breaker, now that the attempt goes with it: a read's retry's was
-            // not checked before its wait (`after`), the first attempt's tenant path was.
-            let now = self.clock.now();
-            let allowed = if t.attempts == 0 {
-                self.breakers.allow_path(&p.paths, now)
-            } else {
-                self.breakers.allow(&p.paths, now)
-            };
-            if let Err(open) = allowed {
-                permit.complete(Some(Usage::default()));
-                return Err(breaker_open(t, open));
+                acquire = acquire.pool(pool);
             }
+            let queued_at = self.clock.now();
+            // Submitted here and the ticket awaited, rather than `Admission::acquire`, whose
+            // future would hold the request while the call waits; a refusal boxed, so the wait
+            // keeps no room for one; the ticket awaited where it lies, not moved into a second
+            // place of its size in the future.
+            let mut submitted = self.admission.submit(acquire).map_err(Box::new);
+            let admitted = match &mut submitted {
+                Ok(ticket) => ticket.await,
+                Err(refused) => Err(Refused::clone(refused)),
+            };
+            drop(submitted);
+            if let (Some(pool), Ok(permit)) = (call.pool.as_deref(), &admitted)
+                && let Some(member) = permit.member()
+            {
+                self.went_with(call, pool, p, member);
+            }
+            let admitted = match admitted {
+                // Its task was cancelled while it waited past the queue (at the shared store's
+                // gate): sent it is not, and its charge is given back.
+                Ok(permit) if call.task.is_some_and(|task| self.is_cancelled(task)) => {
+                    permit.complete(Some(Usage::default()));
+                    Err(Refused::Cancelled)
+                }
+                admitted => admitted,
+            };
+            let waited = self.clock.now().saturating_duration_since(queued_at);
+            t.queued += waited;
+            if admitted.is_ok() {
+                trace::admitted(&self.metrics, call, cx.span, &p.tenant, waited, t.queued);
+                self.recent.waited(recent::Waited {
+                    at_ms: self.clock.wall_ms(),
+                    tenant: p.tenant.clone(),
+                    waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            let permit = admitted.map_err(|refused| {
+                trace::left_queue(call, &refused);
+                let reason = match &refused {
+                    Refused::Cancelled => Reason::Cancelled,
+                    Refused::Expired(_)
+                    | Refused::Rejected(Rejection::DeadlineUnreachable { .. }) => {
+                        Reason::OutOfTime(refused.clone())
+                    }
+                    Refused::Rejected(rejection) => Reason::Refused(rejection.clone()),
+                };
+                let next = match reason {
+                    Reason::Cancelled => NextAction::FixRequest,
+                    _ => NextAction::RetryLater(None),
+                };
+                std::mem::take(t).end(reason, next)
+            })?;
+            if permit.member().is_some() {
+                // The member's breaker, now that the attempt goes with it: a read's retry's was
+                // not checked before its wait (`after`), the first attempt's tenant path was.
+                let now = self.clock.now();
+                let allowed = if t.attempts == 0 {
+                    self.breakers.allow_path(&p.paths, now)
+                } else {
+                    self.breakers.allow(&p.paths, now)
+                };
+                if let Err(open) = allowed {
+                    permit.complete(Some(Usage::default()));
+                    return Err(breaker_open(t, open));
+                }
+            }
+            Ok(permit)
         }
-        Ok(permit)
     }
 }
 
@@ -555,4 +583,3 @@ fn breaker_open(t: &mut Tally, open: crate::retry::Open) -> Outcome {
         NextAction::RetryLater(Some(after)),
     )
 }
-
