@@ -41,33 +41,18 @@ fn floors(page: &str, src: &str) -> BTreeMap<String, u32> {
     out
 }
 
-/// The modules the crate root declares: `mod x;` lines, and the names a `parts!(...)`
-/// invocation declares (the library's parts, public with its `internals` feature).
+/// The modules the crate root declares: its `mod x;` and `pub mod x;` lines (the library
+/// declares each of its parts twice, public with its `internals` feature and private
+/// without).
 fn declared(root: &str) -> BTreeSet<String> {
-    let mut out: BTreeSet<String> = root
-        .lines()
+    root.lines()
         .filter_map(|l| {
             let l = l.trim_start();
             let l = l.strip_prefix("pub ").unwrap_or(l);
             let name = l.strip_prefix("mod ")?.strip_suffix(';')?;
             Some(name.trim().to_owned())
         })
-        .filter(|name| !name.starts_with('$'))
-        .collect();
-    if let Some(parts) = root
-        .split("\nparts!(")
-        .nth(1)
-        .and_then(|rest| rest.split(");").next())
-    {
-        out.extend(
-            parts
-                .split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .map(str::to_owned),
-        );
-    }
-    out
+        .collect()
 }
 
 /// A file's text without its comments and its inline test module.

@@ -46,48 +46,133 @@
 
 #![warn(missing_docs)]
 
-/// Declares the library's parts. With the `internals` feature each is a public module — the
-/// sidecar, the command, the end-to-end tests and the fuzz targets build on them, and they
-/// are not a stable API. Without it (an embedder's build) each is private to the crate, and
-/// what an embedder sees is the front door re-exported below.
-macro_rules! parts {
-    ($($name:ident),* $(,)?) => {$(
-        #[cfg(feature = "internals")]
-        pub mod $name;
-        #[cfg(not(feature = "internals"))]
-        #[allow(dead_code, unused_imports, unreachable_pub)]
-        mod $name;
-    )*};
-}
-
-parts!(
-    admission,
-    audit,
-    budget,
-    clock,
-    config,
-    contract,
-    credentials,
-    execute,
-    fallback,
-    guard,
-    headers,
-    input_file,
-    journal,
-    observe,
-    offload,
-    plugin,
-    printable,
-    private_fs,
-    reload,
-    retry,
-    task,
-    transport,
-    vectors,
-    writes,
-);
+// The library's parts. With the `internals` feature each is a public module — the sidecar,
+// the command, the end-to-end tests and the fuzz targets build on them, and they are not a
+// stable API. Without it (an embedder's build) each is private to the crate, and what an
+// embedder sees is the front door re-exported below. Declared one by one, not by a macro,
+// so that `cargo fmt` finds their files.
+#[cfg(feature = "internals")]
+pub mod admission;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod admission;
+#[cfg(feature = "internals")]
+pub mod audit;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod audit;
+#[cfg(feature = "internals")]
+pub mod budget;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod budget;
+#[cfg(feature = "internals")]
+pub mod clock;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod clock;
+#[cfg(feature = "internals")]
+pub mod config;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod config;
+#[cfg(feature = "internals")]
+pub mod contract;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod contract;
+#[cfg(feature = "internals")]
+pub mod credentials;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod credentials;
 mod embed;
+#[cfg(feature = "internals")]
+pub mod execute;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod execute;
+#[cfg(feature = "internals")]
+pub mod fallback;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod fallback;
+#[cfg(feature = "internals")]
+pub mod guard;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod guard;
+#[cfg(feature = "internals")]
+pub mod headers;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod headers;
 mod hex;
+#[cfg(feature = "internals")]
+pub mod input_file;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod input_file;
+#[cfg(feature = "internals")]
+pub mod journal;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod journal;
+#[cfg(feature = "internals")]
+pub mod observe;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod observe;
+#[cfg(feature = "internals")]
+pub mod offload;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod offload;
+#[cfg(feature = "internals")]
+pub mod plugin;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod plugin;
+#[cfg(feature = "internals")]
+pub mod printable;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod printable;
+#[cfg(feature = "internals")]
+pub mod private_fs;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod private_fs;
+#[cfg(feature = "internals")]
+pub mod reload;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod reload;
+#[cfg(feature = "internals")]
+pub mod retry;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod retry;
+#[cfg(feature = "internals")]
+pub mod task;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod task;
+#[cfg(feature = "internals")]
+pub mod transport;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod transport;
+#[cfg(feature = "internals")]
+pub mod vectors;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod vectors;
+#[cfg(feature = "internals")]
+pub mod writes;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod writes;
 
 // The front door: what an embedder needs to build a host, send calls and writes through it,
 // test it, and look at it as an operator.

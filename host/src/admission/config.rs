@@ -255,8 +255,8 @@ mod syntax;
 
 pub use bounds::{MAX_IN_FLIGHT, MAX_QUEUED, MAX_WAIT_MS, MAX_WEIGHT, MIN_MARGIN};
 pub use file::MAX_FILE_BYTES;
-pub use pools::{CredentialLimits, MAX_POOL_MEMBERS, PoolConfig};
 pub(crate) use file::read as read_text;
+pub use pools::{CredentialLimits, MAX_POOL_MEMBERS, PoolConfig};
 pub use syntax::QUOTED_CHARS;
 pub(crate) use syntax::error as syntax_error;
 

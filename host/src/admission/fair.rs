@@ -211,7 +211,11 @@ impl Flow {
 
     /// The request to serve next within `class`, dropping ids before it that are no longer
     /// `alive`.
-    pub fn head_of(&mut self, class: Class, alive: impl Fn(RequestId) -> bool) -> Option<RequestId> {
+    pub fn head_of(
+        &mut self,
+        class: Class,
+        alive: impl Fn(RequestId) -> bool,
+    ) -> Option<RequestId> {
         self.classes[class.index()].head(&alive)
     }
 

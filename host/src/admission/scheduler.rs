@@ -265,9 +265,7 @@ impl Scheduler {
         let mut ends = &g.ends[..];
         for i in 0..self.lanes[g.lane].scopes.len() {
             let s = self.lanes[g.lane].scopes[i];
-            ends = self.scopes[s]
-                .scope
-                .settle(now, &g.usage, actual, ends);
+            ends = self.scopes[s].scope.settle(now, &g.usage, actual, ends);
             // A freed slot or a refund may let a waiting lane go sooner.
             self.wake(s);
         }

@@ -310,22 +310,30 @@ impl Budgets {
             }
             Ok(())
         };
-        let before = match self
-            .journal
-            .charge_budget_use(charge.tenant, &periods, &charged, spent)?
-        {
-            Ok(before) => before,
-            Err(spent) => {
-                metrics::counter!(
-                    BUDGET_REFUSALS,
-                    "tenant" => charge.tenant.to_owned(),
-                    "budget" => spent.budget.key()
-                )
-                .increment(1);
-                return Err(spent.into());
-            }
-        };
-        self.report(charge.tenant, &limits, &periods, &before, &charged, &Amounts::default());
+        let before =
+            match self
+                .journal
+                .charge_budget_use(charge.tenant, &periods, &charged, spent)?
+            {
+                Ok(before) => before,
+                Err(spent) => {
+                    metrics::counter!(
+                        BUDGET_REFUSALS,
+                        "tenant" => charge.tenant.to_owned(),
+                        "budget" => spent.budget.key()
+                    )
+                    .increment(1);
+                    return Err(spent.into());
+                }
+            };
+        self.report(
+            charge.tenant,
+            &limits,
+            &periods,
+            &before,
+            &charged,
+            &Amounts::default(),
+        );
         Ok(Some(Reservation {
             budgets: self.clone(),
             tenant: charge.tenant.to_owned(),

@@ -337,7 +337,10 @@ fn spend_together(
             .find(|s| s.budget == requests_month)
             .unwrap()
             .used;
-        assert_eq!(used, admitted, "every host shows the group's use ({place:?})");
+        assert_eq!(
+            used, admitted,
+            "every host shows the group's use ({place:?})"
+        );
     }
     (admitted, crossings.0.load(Ordering::SeqCst))
 }

@@ -8,7 +8,9 @@ use serde::Deserialize;
 
 use super::ConfigFileError;
 use super::read::{NonEmpty, Ranged, Reader, under};
-use crate::budget::{Budget, BudgetConfig, BudgetLimits, Calendar, Measure, Price, Unpriced, Window};
+use crate::budget::{
+    Budget, BudgetConfig, BudgetLimits, Calendar, Measure, Price, Unpriced, Window,
+};
 
 /// The largest budget limit: a thousand billion (requests, tokens, or micro-units: a
 /// billion in the currency).
@@ -136,10 +138,13 @@ impl LimitsTable {
             (Budget::new(SpendMicros, Month), self.spend_micros_per_month),
         ]
         .into_iter()
-        .fold(BudgetLimits::none(), |limits, (budget, limit)| match limit {
-            Some(n) => limits.with(budget, n.get()),
-            None => limits,
-        })
+        .fold(
+            BudgetLimits::none(),
+            |limits, (budget, limit)| match limit {
+                Some(n) => limits.with(budget, n.get()),
+                None => limits,
+            },
+        )
     }
 }
 

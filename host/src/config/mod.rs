@@ -61,13 +61,13 @@ mod budgets;
 mod generations;
 mod parse;
 mod plugin;
+#[cfg(test)]
+mod pool_tests;
 mod read;
 pub mod reference;
 mod serve;
 mod store;
 mod tables;
-#[cfg(test)]
-mod pool_tests;
 #[cfg(test)]
 mod tests;
 

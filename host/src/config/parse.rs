@@ -144,7 +144,9 @@ fn pool_members(origin: &str, config: &SluiceConfig) -> Result<(), ConfigFileErr
         }
         let own = p.credentials.keys().filter(|l| !labels.contains_key(*l));
         let members = p.pools.iter().flat_map(|(name, pool)| {
-            pool.members.iter().map(move |m| (format!("pools.{name}.members"), m))
+            pool.members
+                .iter()
+                .map(move |m| (format!("pools.{name}.members"), m))
         });
         let own = own.map(|l| (format!("credentials.{l}"), l));
         for (key, label) in members.chain(own) {
@@ -230,7 +232,10 @@ fn with_limit_keys(e: ConfigFileError) -> ConfigFileError {
             key,
             mut message,
         } if message.starts_with("unknown field")
-            && matches!(key.split('.').collect::<Vec<_>>()[..], ["providers", _, "credentials", _, _]) =>
+            && matches!(
+                key.split('.').collect::<Vec<_>>()[..],
+                ["providers", _, "credentials", _, _]
+            ) =>
         {
             for k in CREDENTIAL_LIMIT_KEYS {
                 message.push_str(&format!(", `{k}`"));

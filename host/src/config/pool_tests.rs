@@ -36,16 +36,27 @@ fn a_pool_and_its_members_own_limits_and_endpoints_are_read() {
     let c = SluiceConfig::from_toml(POOLED, Path::new(".")).unwrap();
     let east = &c.providers["openai"].credentials["east"];
     assert_eq!(east.header, "api-key");
-    assert_eq!(east.base_url.as_deref(), Some("https://east.example.azure.com"));
+    assert_eq!(
+        east.base_url.as_deref(),
+        Some("https://east.example.azure.com")
+    );
     assert!(east.path.as_deref().unwrap().contains("{path}"));
     let admission = &c.admission.providers["openai"];
     let own = &admission.credentials["east"];
     assert_eq!(
-        own.limits.as_ref().unwrap().requests_per_minute.unwrap().get(),
+        own.limits
+            .as_ref()
+            .unwrap()
+            .requests_per_minute
+            .unwrap()
+            .get(),
         3000
     );
     assert!(own.models.contains_key("gpt-4o"));
-    assert!(!admission.credentials.contains_key("team"), "no limits of its own");
+    assert!(
+        !admission.credentials.contains_key("team"),
+        "no limits of its own"
+    );
     let pool = &admission.pools["gpt"];
     let weighted: Vec<(&str, u32)> = pool.weighted().collect();
     assert_eq!(weighted, [("team", 1), ("east", 3)]);
@@ -55,7 +66,10 @@ fn a_pool_and_its_members_own_limits_and_endpoints_are_read() {
 fn a_bad_pool_is_named_with_what_to_do() {
     let cases = [
         (
-            POOLED.replace(r#"members = ["team", "east"]"#, r#"members = ["team", "east", "west"]"#),
+            POOLED.replace(
+                r#"members = ["team", "east"]"#,
+                r#"members = ["team", "east", "west"]"#,
+            ),
             "providers.openai.pools.gpt.members",
             "`west` is not one of the provider's credentials",
         ),
@@ -75,7 +89,10 @@ fn a_bad_pool_is_named_with_what_to_do() {
             "not a member",
         ),
         (
-            POOLED.replace("[providers.openai.pools.gpt]", "[providers.openai.pools.team]"),
+            POOLED.replace(
+                "[providers.openai.pools.gpt]",
+                "[providers.openai.pools.team]",
+            ),
             "providers.openai.pools.team",
             "also a credential's label",
         ),

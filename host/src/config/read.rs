@@ -9,8 +9,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use serde_path_to_error::Segment;
 use toml::Value;
 

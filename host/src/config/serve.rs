@@ -274,16 +274,24 @@ impl ServeTable {
             priority_above_allowed: self
                 .priority_above_allowed
                 .unwrap_or(defaults.priority_above_allowed),
-            max_body_bytes: self.max_body_bytes.map_or(defaults.max_body_bytes, Ranged::get),
-            max_connections: self.max_connections.map_or(defaults.max_connections, Ranged::u32),
+            max_body_bytes: self
+                .max_body_bytes
+                .map_or(defaults.max_body_bytes, Ranged::get),
+            max_connections: self
+                .max_connections
+                .map_or(defaults.max_connections, Ranged::u32),
             workers: self.workers.map(Ranged::u32),
-            read_timeout: self.read_timeout_ms.map_or(defaults.read_timeout, Ranged::ms),
+            read_timeout: self
+                .read_timeout_ms
+                .map_or(defaults.read_timeout, Ranged::ms),
             failed_tokens_per_minute: self
                 .failed_tokens_per_minute
                 .map_or(defaults.failed_tokens_per_minute, Ranged::u32),
             admin: self.admin.map(|a| a.config(reader)).transpose()?,
             agents: each("serve.agents", self.agents, |a, at| a.config(reader, at))?,
-            providers: each("serve.providers", self.providers, |p, at| p.config(reader, at))?,
+            providers: each("serve.providers", self.providers, |p, at| {
+                p.config(reader, at)
+            })?,
         };
         Ok(serve)
     }
@@ -396,9 +404,7 @@ pub(super) fn reconcile(
             if !setup.credentials.contains_key(label) && !pool {
                 return Err(invalid(
                     format!("serve.agents.{agent}.credentials.{provider}"),
-                    format!(
-                        "provider `{provider}` has no credential and no pool named `{label}`"
-                    ),
+                    format!("provider `{provider}` has no credential and no pool named `{label}`"),
                 ));
             }
         }

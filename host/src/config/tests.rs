@@ -206,7 +206,10 @@ fn every_bad_key_is_named_in_its_error() {
             "[providers.openai.generations]\no3 = 5\n",
             "providers.openai.generations.o3",
         ),
-        ("audit = 3\n", "`audit`: invalid type: integer `3`, expected a table"),
+        (
+            "audit = 3\n",
+            "`audit`: invalid type: integer `3`, expected a table",
+        ),
         (
             "[serve.agents.a]\nname_tenant = \"yes\"\n",
             "serve.agents.a.name_tenant",
@@ -219,7 +222,10 @@ fn every_bad_key_is_named_in_its_error() {
             "[serve.agents.a]\ntoken = { env = \"T\" }\ntenant = \"t\"\npass_headers = [\"openai-project\", \"authorization\"]\n",
             "serve.agents.a.pass_headers[1]",
         ),
-        ("[serve.admin]\n", "`serve.admin.token`: the admin API needs a token"),
+        (
+            "[serve.admin]\n",
+            "`serve.admin.token`: the admin API needs a token",
+        ),
         ("[serve]\nworkers = 1025\n", "serve.workers"),
         (
             "[store]\nurl = \"redis://x\"\nhosts = 0\n",

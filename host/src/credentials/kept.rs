@@ -66,7 +66,10 @@ impl Kept {
         // Asked before the read: a change during the read moves the identity, and the next
         // send reads again.
         let now = Identity::of(path);
-        let mut kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut kept = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let (Some(now), Some((was, header))) = (now, kept.as_ref())
             && now == *was
         {
@@ -102,12 +105,18 @@ mod tests {
         }
         // Written in place.
         std::fs::write(&path, "second-secret").unwrap();
-        assert_eq!(kept.header(&source, &path).unwrap().1, "Bearer second-secret");
+        assert_eq!(
+            kept.header(&source, &path).unwrap().1,
+            "Bearer second-secret"
+        );
         // A new file renamed over it, of the same size.
         let next = dir.path().join("key.new");
         std::fs::write(&next, "third-secret!").unwrap();
         std::fs::rename(&next, &path).unwrap();
-        assert_eq!(kept.header(&source, &path).unwrap().1, "Bearer third-secret!");
+        assert_eq!(
+            kept.header(&source, &path).unwrap().1,
+            "Bearer third-secret!"
+        );
         // Gone: the error, and nothing kept.
         std::fs::remove_file(&path).unwrap();
         assert!(kept.header(&source, &path).is_err());

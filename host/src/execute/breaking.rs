@@ -79,8 +79,7 @@ impl BreakerPaths {
     /// Names the tenant in the tenant's path, as [`BreakerPaths::of_tenant`] does.
     pub(super) fn name_tenant(&mut self, tenant: &str) {
         self.tenant.push_str(" tenant=");
-        self.tenant
-            .push_str(&crate::printable::printable(tenant));
+        self.tenant.push_str(&crate::printable::printable(tenant));
     }
 }
 
@@ -231,7 +230,10 @@ mod tests {
         assert_eq!(p.shared, "openai team POST /v1/chat gpt-4o");
         assert_eq!(p.tenant, "openai team POST /v1/chat tenant=acme");
         let other = BreakerPaths::of("openai", "team", "POST /v1/chat", Some("gpt-9"), "acme");
-        assert_eq!(other.tenant, p.tenant, "a new model name is the same tenant path");
+        assert_eq!(
+            other.tenant, p.tenant,
+            "a new model name is the same tenant path"
+        );
         let long = "m".repeat(500);
         let p = BreakerPaths::of("openai", "team", "POST /v1/chat", Some(&long), "a\nb");
         assert!(p.shared.ends_with(&format!("{}…", "m".repeat(MAX_MODEL))));

@@ -11,8 +11,8 @@ use super::{Executor, NextAction, NotRecorded, Outcome, Reason};
 use crate::admission::config::MODEL_SCOPE_PREFIX;
 use crate::admission::{Dimension, Usage};
 use crate::budget::{BudgetError, Budgets, CacheUse, Charge, Reservation};
-use crate::offload::blocking;
 use crate::contract::{Cost, ReportedDimension};
+use crate::offload::blocking;
 
 /// The usage dimensions a plugin reports what an answer says of the provider's cache in
 /// (see `sluice_plugin_sdk::billing`), priced at the cached or cache-write price.

@@ -90,7 +90,9 @@ impl Executor {
             .increment(1);
         }
         if pooled.member.as_ref() != Some(member) {
-            p.paths = pooled.paths_with(&call.provider, member).of_tenant(&p.tenant);
+            p.paths = pooled
+                .paths_with(&call.provider, member)
+                .of_tenant(&p.tenant);
             pooled.member = Some(member.clone());
         }
     }
@@ -151,7 +153,9 @@ fn member_url(url: &str, base: Option<&str>, endpoint: &Endpoint) -> Option<Stri
     let Some(template) = &endpoint.path else {
         return Some(format!("{base}{rest}"));
     };
-    let (path, query) = rest.split_once('?').map_or((rest, None), |(p, q)| (p, Some(q)));
+    let (path, query) = rest
+        .split_once('?')
+        .map_or((rest, None), |(p, q)| (p, Some(q)));
     let after_first = path
         .trim_start_matches('/')
         .split_once('/')
@@ -222,16 +226,30 @@ mod tests {
             assert_eq!(member_url(url, base, &azure).as_deref(), Some(deployed));
         }
         let queried = member_url("/v1/models?limit=5", base, &azure).unwrap();
-        assert!(queried.ends_with("/gpt-4o/models?api-version=2024-10-21&limit=5"), "{queried}");
+        assert!(
+            queried.ends_with("/gpt-4o/models?api-version=2024-10-21&limit=5"),
+            "{queried}"
+        );
         // A URL that is not the provider's is left alone; so is any without a base.
-        assert_eq!(member_url("https://elsewhere.example/v1/x", base, &azure), None);
-        assert_eq!(member_url("https://api.openai.com.evil/v1/x", base, &azure), None);
+        assert_eq!(
+            member_url("https://elsewhere.example/v1/x", base, &azure),
+            None
+        );
+        assert_eq!(
+            member_url("https://api.openai.com.evil/v1/x", base, &azure),
+            None
+        );
         let region = Endpoint {
             base_url: Some("https://eu.api.example".into()),
             path: None,
         };
         assert_eq!(
-            member_url("https://api.openai.com/v1/chat/completions?x=1", base, &region).as_deref(),
+            member_url(
+                "https://api.openai.com/v1/chat/completions?x=1",
+                base,
+                &region
+            )
+            .as_deref(),
             Some("https://eu.api.example/v1/chat/completions?x=1")
         );
         let no_base = Endpoint {

@@ -6,9 +6,9 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use super::attempt::{Prepared, failed};
-use super::pool::pooled_read;
 use super::breaking::blame;
 use super::charge;
+use super::pool::pooled_read;
 use super::stream::{self, Stream};
 use super::tally::{Tally, next_action};
 use super::trace;
@@ -16,8 +16,8 @@ use super::usage::{self, corrected};
 use super::{Call, Executor, NextAction, Observer, Outcome, QUOTA_EXHAUSTED, Reason};
 use crate::admission::Permit;
 use crate::contract::{
-    Classification, RequestClass, LimitedScope, Observation, Response, ResponsePart, TransportFailure, Verdict,
-    WireOutcome as Wire,
+    Classification, LimitedScope, Observation, RequestClass, Response, ResponsePart,
+    TransportFailure, Verdict, WireOutcome as Wire,
 };
 use crate::guard::GuardedPolicy;
 use crate::retry::{AfterAttempt, Next, Spent, decide};
@@ -227,7 +227,8 @@ impl Executor {
             // failure it is, never an answer.
             (Next::Done, wire @ Wire::Transport(_)) => {
                 t.keep_answer(wire);
-                self.breakers.failure(paths, blame, &failure, self.clock.now());
+                self.breakers
+                    .failure(paths, blame, &failure, self.clock.now());
                 Some(std::mem::take(t).end(
                     Reason::Stopped(crate::retry::Stop::NeverRetry),
                     NextAction::RetryLater(None),
@@ -235,13 +236,15 @@ impl Executor {
             }
             (Next::Stop(stop), wire) => {
                 t.keep_answer(wire);
-                self.breakers.failure(paths, blame, &failure, self.clock.now());
+                self.breakers
+                    .failure(paths, blame, &failure, self.clock.now());
                 let next = next_action(&stop, c.retry_after_ms, status);
                 Some(std::mem::take(t).end(Reason::Stopped(stop), next))
             }
             (Next::Retry { delay }, wire) => {
                 t.keep_answer(wire);
-                self.breakers.failure(paths, blame, &failure, self.clock.now());
+                self.breakers
+                    .failure(paths, blame, &failure, self.clock.now());
                 // A place to wait first: a retry refused one takes no breaker probe.
                 let Some(_place) = self.delayed.take(&call.provider, p.credential(call)) else {
                     return Some(std::mem::take(t).end(
@@ -288,9 +291,7 @@ fn pool_retry(
         return plan;
     }
     match plan.next {
-        Next::Stop(crate::retry::Stop::QuotaExhausted { .. })
-            if t.attempts < max_attempts =>
-        {
+        Next::Stop(crate::retry::Stop::QuotaExhausted { .. }) if t.attempts < max_attempts => {
             plan.next = Next::Retry {
                 delay: Duration::ZERO,
             };

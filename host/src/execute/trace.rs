@@ -204,9 +204,7 @@ pub(super) fn ended(handles: &CallMetrics, span: &Span, call: &Call, run: &Run) 
     if let Some(status) = status {
         span.record("status", status);
     }
-    (handles.ended)
-        .get([&call.provider, outcome])
-        .increment(1);
+    (handles.ended).get([&call.provider, outcome]).increment(1);
 }
 
 fn millis(d: Duration) -> u64 {

@@ -255,7 +255,10 @@ impl Row {
         parse(&s).ok_or_else(|| BadColumn {
             column: i,
             what: Cow::Owned(format!("a {what}")),
-            found: format!("unknown {what} `{}`", s.chars().take(64).collect::<String>()),
+            found: format!(
+                "unknown {what} `{}`",
+                s.chars().take(64).collect::<String>()
+            ),
         })
     }
 }
@@ -330,11 +333,7 @@ impl Conn<'_> {
     }
 }
 
-fn sqlite_rows(
-    c: &rusqlite::Connection,
-    sql: &str,
-    params: &[Value],
-) -> Result<Vec<Row>, DbError> {
+fn sqlite_rows(c: &rusqlite::Connection, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
     let mut stmt = c.prepare_cached(sql)?;
     let columns = stmt.column_count();
     let mut rows = stmt.query(rusqlite::params_from_iter(params))?;

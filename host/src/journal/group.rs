@@ -152,7 +152,10 @@ impl Journal {
             // An earlier process with this id (a restart while the old one drains) must
             // let go first: wait up to two leases for its lease to run out.
             while self.write(|c| {
-                Ok(c.exec(&take, values![&self.owner, ms(self.lease_ttl), &self.process])?)
+                Ok(c.exec(
+                    &take,
+                    values![&self.owner, ms(self.lease_ttl), &self.process],
+                )?)
             })? == 0
             {
                 waited += 1;

@@ -91,7 +91,8 @@ impl Journal {
     /// A write that changes nothing: the schema version set again, committed. In SQLite it
     /// waits for another process's lock only [`PROBE_PATIENCE`], not the busy timeout.
     fn probe_write(&self) -> Result<(), String> {
-        let text = |e: &dyn std::fmt::Display| crate::printable::printable(&e.to_string()).into_owned();
+        let text =
+            |e: &dyn std::fmt::Display| crate::printable::printable(&e.to_string()).into_owned();
         match &self.backend {
             super::Backend::Sqlite(conn) => {
                 let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);

@@ -267,7 +267,9 @@ impl Journal {
                 let owner: String = found.get(1)?;
                 // Another host's action that is settled (or waits for a person) is only
                 // answered from here; one that may still be sent is its owner's to carry on.
-                if owner != self.owner && !(action.state.is_final() || action.state == State::Escalated) {
+                if owner != self.owner
+                    && !(action.state.is_final() || action.state == State::Escalated)
+                {
                     return Err(JournalError::OwnedElsewhere {
                         task: intent.task.clone(),
                         action: intent.action.clone(),
@@ -494,15 +496,15 @@ mod open;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 mod state;
-mod transaction;
 pub mod text;
+mod transaction;
 
 pub use answers::{KeptAnswer, MAX_KEPT_ANSWER};
 pub use attempts::AttemptRecord;
-pub use error::JournalError;
-pub use group::{DEFAULT_LEASE_TTL, TakenOver};
 pub(crate) use db::Fail;
 use db::{BadColumn, Conn, DbError, Row, Value, values};
+pub use error::JournalError;
+pub use group::{DEFAULT_LEASE_TTL, TakenOver};
 pub use open::{APPLICATION_ID, Probe, SCHEMA_VERSION};
 pub use state::State;
 

@@ -77,39 +77,40 @@ pub(crate) fn places() -> Vec<Place> {
 #[test]
 fn the_intent_and_its_key_survive_a_restart() {
     for place in places() {
-    let first = {
-        let j = place.open();
-        let Recorded::New(a) = j.record(&intent("charge-42", "amount=100")).unwrap() else {
-            panic!("a new action")
+        let first = {
+            let j = place.open();
+            let Recorded::New(a) = j.record(&intent("charge-42", "amount=100")).unwrap() else {
+                panic!("a new action")
+            };
+            j.advance(a.id, State::Sent, None).unwrap();
+            j.advance(a.id, State::Uncertain, None).unwrap()
         };
-        j.advance(a.id, State::Sent, None).unwrap();
-        j.advance(a.id, State::Uncertain, None).unwrap()
-    };
-    // A new process opens the same file.
-    let j = place.open();
-    let unfinished = j.unfinished().unwrap();
-    assert_eq!(unfinished, vec![first.clone()]);
-    assert_eq!(first.state, State::Uncertain);
-    assert_eq!(first.attempts, 1);
-    let Recorded::Existing(again) = j.record(&intent("charge-42", "amount=100")).unwrap() else {
-        panic!("the action exists")
-    };
-    assert_eq!(
-        again.idempotency_key, first.idempotency_key,
-        "one key per action"
-    );
-    assert_eq!(j.body(first.id).unwrap(), b"amount=100");
+        // A new process opens the same file.
+        let j = place.open();
+        let unfinished = j.unfinished().unwrap();
+        assert_eq!(unfinished, vec![first.clone()]);
+        assert_eq!(first.state, State::Uncertain);
+        assert_eq!(first.attempts, 1);
+        let Recorded::Existing(again) = j.record(&intent("charge-42", "amount=100")).unwrap()
+        else {
+            panic!("the action exists")
+        };
+        assert_eq!(
+            again.idempotency_key, first.idempotency_key,
+            "one key per action"
+        );
+        assert_eq!(j.body(first.id).unwrap(), b"amount=100");
     }
 }
 
 #[test]
 fn the_same_action_with_another_body_is_refused() {
     for place in places() {
-    let j = place.open();
-    j.record(&intent("charge-42", "amount=100")).unwrap();
-    let e = j.record(&intent("charge-42", "amount=999")).unwrap_err();
-    assert!(matches!(e, JournalError::BodyMismatch { .. }), "{e}");
-    assert!(e.to_string().contains("charge-42"), "{e}");
+        let j = place.open();
+        j.record(&intent("charge-42", "amount=100")).unwrap();
+        let e = j.record(&intent("charge-42", "amount=999")).unwrap_err();
+        assert!(matches!(e, JournalError::BodyMismatch { .. }), "{e}");
+        assert!(e.to_string().contains("charge-42"), "{e}");
     }
 }
 
@@ -147,65 +148,65 @@ fn two_concurrent_submits_of_one_action_make_one_new_action() {
 #[test]
 fn states_move_only_forward_and_final_states_stay() {
     for place in places() {
-    let j = place.open();
-    let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
-        panic!()
-    };
-    assert!(matches!(
-        j.advance(a.id, State::Succeeded, None),
-        Err(JournalError::Transition {
-            from: "pending",
-            to: "succeeded",
-            ..
-        })
-    ));
-    j.advance(a.id, State::Sent, None).unwrap();
-    let done = j.advance(a.id, State::Succeeded, Some("ch_123")).unwrap();
-    assert_eq!(done.operation_id.as_deref(), Some("ch_123"));
-    assert!(j.advance(a.id, State::Sent, None).is_err(), "final");
-    assert!(j.unfinished().unwrap().is_empty());
+        let j = place.open();
+        let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
+            panic!()
+        };
+        assert!(matches!(
+            j.advance(a.id, State::Succeeded, None),
+            Err(JournalError::Transition {
+                from: "pending",
+                to: "succeeded",
+                ..
+            })
+        ));
+        j.advance(a.id, State::Sent, None).unwrap();
+        let done = j.advance(a.id, State::Succeeded, Some("ch_123")).unwrap();
+        assert_eq!(done.operation_id.as_deref(), Some("ch_123"));
+        assert!(j.advance(a.id, State::Sent, None).is_err(), "final");
+        assert!(j.unfinished().unwrap().is_empty());
     }
 }
 
 #[test]
 fn cancelling_a_task_ends_its_unsent_actions_and_refuses_new_ones() {
     for place in places() {
-    let j = place.open();
-    let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
-        panic!()
-    };
-    let Recorded::New(b) = j.record(&intent("b", "y")).unwrap() else {
-        panic!()
-    };
-    j.advance(b.id, State::Sent, None).unwrap();
-    j.advance(b.id, State::Succeeded, None).unwrap();
-    let Recorded::New(c) = j.record(&intent("c", "z")).unwrap() else {
-        panic!()
-    };
-    j.advance(c.id, State::Sent, None).unwrap();
-    j.advance(c.id, State::Uncertain, None).unwrap();
-    assert_eq!(j.cancel_task("task-1", 0).unwrap(), 1);
-    assert_eq!(j.get(a.id).unwrap().state, State::Cancelled);
-    assert_eq!(
-        j.get(b.id).unwrap().state,
-        State::Succeeded,
-        "a finished action stays"
-    );
-    assert_eq!(
-        j.unfinished().unwrap(),
-        vec![j.get(c.id).unwrap()],
-        "only the action that may have happened stays, to be settled"
-    );
-    assert!(j.is_cancelled("task-1").unwrap());
-    assert!(matches!(
-        j.record(&intent("d", "w")),
-        Err(JournalError::TaskCancelled(_))
-    ));
-    // A second submit of an action recorded before still finds it.
-    assert!(matches!(
-        j.record(&intent("a", "x")).unwrap(),
-        Recorded::Existing(_)
-    ));
+        let j = place.open();
+        let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
+            panic!()
+        };
+        let Recorded::New(b) = j.record(&intent("b", "y")).unwrap() else {
+            panic!()
+        };
+        j.advance(b.id, State::Sent, None).unwrap();
+        j.advance(b.id, State::Succeeded, None).unwrap();
+        let Recorded::New(c) = j.record(&intent("c", "z")).unwrap() else {
+            panic!()
+        };
+        j.advance(c.id, State::Sent, None).unwrap();
+        j.advance(c.id, State::Uncertain, None).unwrap();
+        assert_eq!(j.cancel_task("task-1", 0).unwrap(), 1);
+        assert_eq!(j.get(a.id).unwrap().state, State::Cancelled);
+        assert_eq!(
+            j.get(b.id).unwrap().state,
+            State::Succeeded,
+            "a finished action stays"
+        );
+        assert_eq!(
+            j.unfinished().unwrap(),
+            vec![j.get(c.id).unwrap()],
+            "only the action that may have happened stays, to be settled"
+        );
+        assert!(j.is_cancelled("task-1").unwrap());
+        assert!(matches!(
+            j.record(&intent("d", "w")),
+            Err(JournalError::TaskCancelled(_))
+        ));
+        // A second submit of an action recorded before still finds it.
+        assert!(matches!(
+            j.record(&intent("a", "x")).unwrap(),
+            Recorded::Existing(_)
+        ));
     }
 }
 
@@ -213,54 +214,54 @@ fn cancelling_a_task_ends_its_unsent_actions_and_refuses_new_ones() {
 fn decisions_are_approval_records_of_one_action_or_of_access() {
     use escalations::{Choice, Decision, Kind};
     for place in places() {
-    let j = place.open();
-    let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
-        panic!()
-    };
-    j.advance(a.id, State::Sent, None).unwrap();
-    j.advance(a.id, State::Uncertain, None).unwrap();
-    let e = j
-        .escalate(Some(a.id), "task-1", Kind::UncertainWrite, "{}", 5)
-        .unwrap();
-    assert_eq!(j.get(a.id).unwrap().state, State::Escalated);
-    assert_eq!(j.escalations(true).unwrap().len(), 1);
-    let decide = |choice| Decision {
-        choice,
-        decided_by: "ops@example".into(),
-        operation_id: None,
-        note: String::new(),
-    };
-    let refused = j
-        .resolve(e, &decide(Choice::ContinueAccess), 6)
-        .unwrap_err();
-    assert!(
-        refused
-            .to_string()
-            .contains("query-existing, retry-same-key"),
-        "{refused}"
-    );
-    let approval = j.resolve(e, &decide(Choice::RetrySameKey), 7).unwrap();
-    assert_eq!((approval.kind, approval.action_id), ("action", Some(a.id)));
-    assert!(matches!(
-        j.resolve(e, &decide(Choice::Cancel), 8),
-        Err(JournalError::AlreadyResolved(_))
-    ));
-    assert_eq!(j.undone_decisions().unwrap(), vec![approval.clone()]);
-    j.decision_done(e).unwrap();
-    assert!(j.undone_decisions().unwrap().is_empty());
+        let j = place.open();
+        let Recorded::New(a) = j.record(&intent("a", "x")).unwrap() else {
+            panic!()
+        };
+        j.advance(a.id, State::Sent, None).unwrap();
+        j.advance(a.id, State::Uncertain, None).unwrap();
+        let e = j
+            .escalate(Some(a.id), "task-1", Kind::UncertainWrite, "{}", 5)
+            .unwrap();
+        assert_eq!(j.get(a.id).unwrap().state, State::Escalated);
+        assert_eq!(j.escalations(true).unwrap().len(), 1);
+        let decide = |choice| Decision {
+            choice,
+            decided_by: "ops@example".into(),
+            operation_id: None,
+            note: String::new(),
+        };
+        let refused = j
+            .resolve(e, &decide(Choice::ContinueAccess), 6)
+            .unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("query-existing, retry-same-key"),
+            "{refused}"
+        );
+        let approval = j.resolve(e, &decide(Choice::RetrySameKey), 7).unwrap();
+        assert_eq!((approval.kind, approval.action_id), ("action", Some(a.id)));
+        assert!(matches!(
+            j.resolve(e, &decide(Choice::Cancel), 8),
+            Err(JournalError::AlreadyResolved(_))
+        ));
+        assert_eq!(j.undone_decisions().unwrap(), vec![approval.clone()]);
+        j.decision_done(e).unwrap();
+        assert!(j.undone_decisions().unwrap().is_empty());
 
-    // A spent time budget: continued access is its own kind of record.
-    let Recorded::New(b) = j.record(&intent("b", "y")).unwrap() else {
-        panic!()
-    };
-    let e = j
-        .escalate(Some(b.id), "task-1", Kind::TimeBudget, "{}", 9)
-        .unwrap();
-    let access = j.resolve(e, &decide(Choice::ContinueAccess), 10).unwrap();
-    assert_eq!((access.kind, access.action_id), ("access", None));
-    assert_eq!(j.approvals("task-1").unwrap(), vec![approval, access]);
-    let (unaudited, _) = j.unaudited().unwrap();
-    assert_eq!(unaudited.len(), 2);
+        // A spent time budget: continued access is its own kind of record.
+        let Recorded::New(b) = j.record(&intent("b", "y")).unwrap() else {
+            panic!()
+        };
+        let e = j
+            .escalate(Some(b.id), "task-1", Kind::TimeBudget, "{}", 9)
+            .unwrap();
+        let access = j.resolve(e, &decide(Choice::ContinueAccess), 10).unwrap();
+        assert_eq!((access.kind, access.action_id), ("access", None));
+        assert_eq!(j.approvals("task-1").unwrap(), vec![approval, access]);
+        let (unaudited, _) = j.unaudited().unwrap();
+        assert_eq!(unaudited.len(), 2);
     }
 }
 
@@ -268,19 +269,19 @@ fn decisions_are_approval_records_of_one_action_or_of_access() {
 fn showing_a_body_is_recorded_first() {
     use escalations::Kind;
     for place in places() {
-    let j = place.open();
-    let Recorded::New(a) = j.record(&intent("a", "amount=100")).unwrap() else {
-        panic!()
-    };
-    let e = j
-        .escalate(Some(a.id), "task-1", Kind::TimeBudget, "{}", 1)
-        .unwrap();
-    assert_eq!(j.disclose_body(e, "ops@example", 2).unwrap(), b"amount=100");
-    let (_, disclosures) = j.unaudited().unwrap();
-    assert_eq!(disclosures.len(), 1);
-    assert_eq!(disclosures[0].asked_by, "ops@example");
-    j.audited(&[], &[disclosures[0].id]).unwrap();
-    assert!(j.unaudited().unwrap().1.is_empty());
+        let j = place.open();
+        let Recorded::New(a) = j.record(&intent("a", "amount=100")).unwrap() else {
+            panic!()
+        };
+        let e = j
+            .escalate(Some(a.id), "task-1", Kind::TimeBudget, "{}", 1)
+            .unwrap();
+        assert_eq!(j.disclose_body(e, "ops@example", 2).unwrap(), b"amount=100");
+        let (_, disclosures) = j.unaudited().unwrap();
+        assert_eq!(disclosures.len(), 1);
+        assert_eq!(disclosures[0].asked_by, "ops@example");
+        j.audited(&[], &[disclosures[0].id]).unwrap();
+        assert!(j.unaudited().unwrap().1.is_empty());
     }
 }
 
@@ -323,64 +324,64 @@ fn idempotency_keys_are_128_random_bits_that_never_repeat() {
 fn a_decision_with_a_forged_name_or_a_misplaced_operation_id_stores_nothing() {
     use escalations::{Choice, Decision, Kind};
     for place in places() {
-    let j = place.open();
-    let Recorded::New(a) = j.record(&intent("a", "amount=100")).unwrap() else {
-        panic!()
-    };
-    j.advance(a.id, State::Sent, None).unwrap();
-    j.advance(a.id, State::Uncertain, None).unwrap();
-    let e = j
-        .escalate(Some(a.id), "task-1", Kind::UncertainWrite, "{}", 1)
-        .unwrap();
-    let decide = |choice, by: &str, operation_id: Option<&str>, note: &str| Decision {
-        choice,
-        decided_by: by.into(),
-        operation_id: operation_id.map(Into::into),
-        note: note.into(),
-    };
-    for (decision, refused) in [
-        (
-            decide(Choice::Cancel, "", None, ""),
-            "the operator's name is empty",
-        ),
-        (
-            decide(Choice::Cancel, "ops\ndecision: action approval", None, ""),
-            "a line break",
-        ),
-        (
-            decide(Choice::Cancel, "ops", Some("pi_3Nx"), ""),
-            "`cancel` takes no operation id",
-        ),
-        (
-            decide(Choice::QueryExisting, "ops", Some("pi 3\n"), ""),
-            "the operation id",
-        ),
-        (
-            decide(Choice::Cancel, "ops", None, "a\u{1b}[2K"),
-            "the note",
-        ),
-    ] {
-        let err = j.resolve(e, &decision, 2).unwrap_err();
-        assert!(err.to_string().contains(refused), "{err}");
-    }
-    assert!(matches!(
-        j.disclose_body(e, "ops\r\nx", 2),
-        Err(JournalError::Text { .. })
-    ));
-    assert_eq!(j.escalation(e).unwrap().resolved_ms, None);
-    assert!(j.approvals("task-1").unwrap().is_empty());
-    let (approvals, disclosures) = j.unaudited().unwrap();
-    assert!(approvals.is_empty() && disclosures.is_empty());
-    assert_eq!(j.get(a.id).unwrap().state, State::Escalated);
+        let j = place.open();
+        let Recorded::New(a) = j.record(&intent("a", "amount=100")).unwrap() else {
+            panic!()
+        };
+        j.advance(a.id, State::Sent, None).unwrap();
+        j.advance(a.id, State::Uncertain, None).unwrap();
+        let e = j
+            .escalate(Some(a.id), "task-1", Kind::UncertainWrite, "{}", 1)
+            .unwrap();
+        let decide = |choice, by: &str, operation_id: Option<&str>, note: &str| Decision {
+            choice,
+            decided_by: by.into(),
+            operation_id: operation_id.map(Into::into),
+            note: note.into(),
+        };
+        for (decision, refused) in [
+            (
+                decide(Choice::Cancel, "", None, ""),
+                "the operator's name is empty",
+            ),
+            (
+                decide(Choice::Cancel, "ops\ndecision: action approval", None, ""),
+                "a line break",
+            ),
+            (
+                decide(Choice::Cancel, "ops", Some("pi_3Nx"), ""),
+                "`cancel` takes no operation id",
+            ),
+            (
+                decide(Choice::QueryExisting, "ops", Some("pi 3\n"), ""),
+                "the operation id",
+            ),
+            (
+                decide(Choice::Cancel, "ops", None, "a\u{1b}[2K"),
+                "the note",
+            ),
+        ] {
+            let err = j.resolve(e, &decision, 2).unwrap_err();
+            assert!(err.to_string().contains(refused), "{err}");
+        }
+        assert!(matches!(
+            j.disclose_body(e, "ops\r\nx", 2),
+            Err(JournalError::Text { .. })
+        ));
+        assert_eq!(j.escalation(e).unwrap().resolved_ms, None);
+        assert!(j.approvals("task-1").unwrap().is_empty());
+        let (approvals, disclosures) = j.unaudited().unwrap();
+        assert!(approvals.is_empty() && disclosures.is_empty());
+        assert_eq!(j.get(a.id).unwrap().state, State::Escalated);
 
-    let ok = j
-        .resolve(
-            e,
-            &decide(Choice::QueryExisting, "ops@example", Some("pi_3Nx"), "seen"),
-            3,
-        )
-        .unwrap();
-    assert_eq!(ok.decision.operation_id.as_deref(), Some("pi_3Nx"));
+        let ok = j
+            .resolve(
+                e,
+                &decide(Choice::QueryExisting, "ops@example", Some("pi_3Nx"), "seen"),
+                3,
+            )
+            .unwrap();
+        assert_eq!(ok.decision.operation_id.as_deref(), Some("pi_3Nx"));
     }
 }
 
@@ -410,7 +411,11 @@ fn another_host_s_action_is_neither_resumed_nor_moved_here() {
         assert!(b.names().unwrap().is_empty());
         assert!(!b.knows("task-1", "pay-1").unwrap());
         assert_eq!(a.unfinished().unwrap().len(), 1);
-        assert_eq!(place.open_as("").all().unwrap().len(), 1, "the operator sees it");
+        assert_eq!(
+            place.open_as("").all().unwrap().len(),
+            1,
+            "the operator sees it"
+        );
         // Settled, it is answered from any host of the group, and still moved by none but
         // its owner.
         a.advance(act.id, State::Succeeded, None).unwrap();
@@ -420,7 +425,10 @@ fn another_host_s_action_is_neither_resumed_nor_moved_here() {
         ));
         // The same body, found by its owner after a restart: carried on, not new.
         assert!(matches!(
-            place.open_as("host-a").record(&intent("pay-1", "amount=5")).unwrap(),
+            place
+                .open_as("host-a")
+                .record(&intent("pay-1", "amount=5"))
+                .unwrap(),
             Recorded::Existing(_)
         ));
     }

@@ -50,9 +50,10 @@ impl Journal {
             }
             #[cfg(feature = "postgres")]
             Backend::Postgres(pg) => pg
-                .write(|c| f(Conn::Postgres(c)), |e| {
-                    matches!(e, Fail::Db(DbError::Postgres(p)) if p.is_conflict())
-                })
+                .write(
+                    |c| f(Conn::Postgres(c)),
+                    |e| matches!(e, Fail::Db(DbError::Postgres(p)) if p.is_conflict()),
+                )
                 .map_err(|e| self.fail(e)),
         }
     }

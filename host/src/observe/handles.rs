@@ -225,6 +225,9 @@ mod tests {
         let seen = counted(&snapshotter);
         assert_eq!(seen.len(), MAX_KEPT + 1);
         let last = format!("t{MAX_KEPT}");
-        assert!(seen.contains(&(vec![last], 2)), "the unkept series counted twice");
+        assert!(
+            seen.contains(&(vec![last], 2)),
+            "the unkept series counted twice"
+        );
     }
 }

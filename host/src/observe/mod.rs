@@ -211,7 +211,10 @@ pub fn describe() {
         SHARED_STORE_FALLBACKS,
         "Times the shared store stopped answering"
     );
-    describe_counter!(POOL_CHOSEN, "Attempts of a pool's calls admitted on a member");
+    describe_counter!(
+        POOL_CHOSEN,
+        "Attempts of a pool's calls admitted on a member"
+    );
     describe_counter!(
         POOL_FAILOVERS,
         "Retries of a pool's read sent with another member than the failed attempt's"

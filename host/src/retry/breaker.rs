@@ -438,7 +438,10 @@ mod tests {
         assert!(b.check("p c POST /x", later).is_err(), "held by the probe");
         // Answered 429, or refused before its send: no word on the path.
         b.release("p c POST /x");
-        assert!(b.check("p c POST /x", later).is_ok(), "the next call probes");
+        assert!(
+            b.check("p c POST /x", later).is_ok(),
+            "the next call probes"
+        );
         assert_eq!(b.states(later)[0].state, "probing");
         // Releasing a path that is closed, or not known, changes nothing.
         b.release("p c GET /y");

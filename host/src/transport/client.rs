@@ -182,9 +182,9 @@ fn check_proxy_url(url: &str) -> Result<(), TransportError> {
         url: without_password(url),
         reason,
     };
-    let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| {
-        refuse(e.to_string())
-    })?;
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| refuse(e.to_string()))?;
     match uri.scheme_str() {
         Some("http") => {}
         Some(other) => {

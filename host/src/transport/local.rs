@@ -124,7 +124,9 @@ mod tests {
     #[test]
     fn each_single_threaded_runtime_sends_on_connections_of_its_own() {
         let (fake, _fake_stop) = on_own_thread(async {
-            FakeProvider::start(FakeConfig::new(Style::OpenAi)).await.unwrap()
+            FakeProvider::start(FakeConfig::new(Style::OpenAi))
+                .await
+                .unwrap()
         });
         let url = fake.url("/v1/models");
         let connection = || fake.attempts().last().unwrap().connection;
@@ -143,7 +145,11 @@ mod tests {
         let b = connection();
         rt.block_on(send(&transport, &url));
         assert_ne!(a, b, "runtime B sent on runtime A's connection");
-        assert_eq!(connection(), b, "runtime B did not reuse its own connection");
+        assert_eq!(
+            connection(),
+            b,
+            "runtime B did not reuse its own connection"
+        );
         drop(a_stop);
     }
 }

@@ -41,10 +41,7 @@ pub(super) fn load(roots: &[ExtraRoot]) -> Result<Vec<CertificateDer<'static>>, 
 }
 
 /// The certificates in one root's PEM text, each checked as a trust anchor.
-fn certificates(
-    origin: &str,
-    pem: &[u8],
-) -> Result<Vec<CertificateDer<'static>>, TransportError> {
+fn certificates(origin: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TransportError> {
     let mut found = Vec::new();
     for (n, der) in CertificateDer::pem_slice_iter(pem).enumerate() {
         let der = der.map_err(|e| TransportError::RootNotPem {

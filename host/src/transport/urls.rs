@@ -230,8 +230,14 @@ mod tests {
                 "https://example.com/ünïcode/path?q=ü#part",
                 "https://example.com/%C3%BCn%C3%AFcode/path?q=%C3%BC",
             ),
-            ("https://bücher.example/x", "https://xn--bcher-kva.example/x"),
-            ("http://127.0.0.1:8080/v1/chat", "http://127.0.0.1:8080/v1/chat"),
+            (
+                "https://bücher.example/x",
+                "https://xn--bcher-kva.example/x",
+            ),
+            (
+                "http://127.0.0.1:8080/v1/chat",
+                "http://127.0.0.1:8080/v1/chat",
+            ),
         ] {
             assert_eq!(origins.uri(url).unwrap().to_string(), sent, "{url}");
         }

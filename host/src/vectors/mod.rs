@@ -29,9 +29,7 @@ mod writes;
 use std::path::{Path, PathBuf};
 
 pub use describe::ExpectedDescription;
-pub use expect::{
-    Expect, ExpectedObservation, ExpectedPlan, class_name, scope_name, verdict_name,
-};
+pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, scope_name, verdict_name};
 pub use format::{DEFAULT_NOW_MS, VectorCase, dimension_name};
 pub use writes::{ExpectedReconcile, ExpectedReconciliation, WriteCase};
 

@@ -419,7 +419,10 @@ impl Writes {
         let write = if write.call.pool.is_some() {
             // A write keeps one member of its pool for its whole life: chosen before it is
             // recorded, and recorded with it.
-            let call = self.executor.pinned(&write.call).map_err(WriteError::Pool)?;
+            let call = self
+                .executor
+                .pinned(&write.call)
+                .map_err(WriteError::Pool)?;
             pinned = Write {
                 call,
                 ..write.clone()

@@ -26,7 +26,8 @@ impl Writes {
             // the host serves), and a run that released the claim may have moved the action
             // on — escalated it, settled it — or another host may own it now.
             let action = self.journal.get(listed.id)?;
-            let ours = action.state.is_unfinished() && self.journal.knows(&action.task, &action.action)?;
+            let ours =
+                action.state.is_unfinished() && self.journal.knows(&action.task, &action.action)?;
             if ours {
                 outcomes.push(self.resume(action).await?);
             }

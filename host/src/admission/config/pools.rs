@@ -114,10 +114,7 @@ pub(super) fn validate(at: &str, p: &ProviderConfig, margin: f64) -> Result<(), 
         if pool.members.len() > MAX_POOL_MEMBERS {
             return Err(invalid(
                 "members",
-                format!(
-                    "{} members: at most {MAX_POOL_MEMBERS}",
-                    pool.members.len()
-                ),
+                format!("{} members: at most {MAX_POOL_MEMBERS}", pool.members.len()),
             ));
         }
         let mut seen = BTreeSet::new();

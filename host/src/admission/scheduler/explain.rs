@@ -53,7 +53,9 @@ impl Scheduler {
     /// What keeps the tenant from sending `usage` now: its in-flight limit, then its quota.
     pub(super) fn tenant_block(&self, now: Nanos, tenant: u32, usage: &Usage) -> Option<Block> {
         let t = &self.tenants[tenant];
-        if let Some(limit) = self.tenants.tier(t.tier)
+        if let Some(limit) = self
+            .tenants
+            .tier(t.tier)
             .max_in_flight
             .filter(|m| t.in_flight >= *m)
         {

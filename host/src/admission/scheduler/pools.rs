@@ -151,7 +151,12 @@ impl Scheduler {
     }
 
     /// Each member's route for calls charging `names`, made on first use.
-    fn member_routes(&mut self, provider: &str, pool: &str, names: &[&str]) -> Option<Box<[Route]>> {
+    fn member_routes(
+        &mut self,
+        provider: &str,
+        pool: &str,
+        names: &[&str],
+    ) -> Option<Box<[Route]>> {
         let joined = names.join("\n");
         let p = self.pools.get(provider, pool)?;
         if let Some(routes) = p.routes.get(&joined) {
@@ -295,7 +300,10 @@ mod tests {
         s.submit(now, ask).unwrap();
         let mut events = Vec::new();
         s.poll(now, &mut events);
-        assert!(matches!(events[..], [QueueEvent::Admitted { .. }]), "{events:?}");
+        assert!(
+            matches!(events[..], [QueueEvent::Admitted { .. }]),
+            "{events:?}"
+        );
     }
 
     #[test]
@@ -328,7 +336,11 @@ mod tests {
         };
         s.hold(0, &big, 30_000_000_000, "rate limited");
         assert_eq!(choose(&mut s, 0, &[]), "small");
-        assert_eq!(choose(&mut s, 0, &["small"]), "big", "avoided, yet the only other is held");
+        assert_eq!(
+            choose(&mut s, 0, &["small"]),
+            "big",
+            "avoided, yet the only other is held"
+        );
         assert_eq!(choose(&mut s, 0, &["big"]), "small");
         // Back when the hold passes.
         assert_eq!(choose(&mut s, 31_000_000_000, &["small"]), "big");

@@ -69,7 +69,10 @@ impl Scopes {
             for named in p.named_scopes() {
                 let key = format!("providers.{name}.{}", named.key);
                 let s = config::shape(&key, named.limits, margin)?.bounded(max_queued, wait);
-                shapes.insert((provider.clone(), None, Some(named.name.into())), Arc::new(s));
+                shapes.insert(
+                    (provider.clone(), None, Some(named.name.into())),
+                    Arc::new(s),
+                );
             }
             for (label, c) in &p.credentials {
                 let at = format!("providers.{name}.credentials.{label}");

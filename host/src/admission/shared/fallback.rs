@@ -372,12 +372,18 @@ mod tests {
             f.admit(0, 4, &call, &keys, &leases),
             Local::Wait(0, _)
         ));
-        assert!(matches!(f.admit(SEC, 4, &call, &keys, &leases), Local::Admitted(_)));
+        assert!(matches!(
+            f.admit(SEC, 4, &call, &keys, &leases),
+            Local::Admitted(_)
+        ));
         assert!(matches!(
             f.admit(2 * SEC, 4, &call, &keys, &leases),
             Local::Wait(0, _)
         ));
         f.release(&call, &leases);
-        assert!(matches!(f.admit(3 * SEC, 4, &call, &keys, &leases), Local::Admitted(_)));
+        assert!(matches!(
+            f.admit(3 * SEC, 4, &call, &keys, &leases),
+            Local::Admitted(_)
+        ));
     }
 }

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use super::fallback::{Fallback, Local};
 use super::answers::{Refusal, StoreError, Verdict};
+use super::fallback::{Fallback, Local};
 use super::redis::RedisStore;
 use super::{ScopeFigures, SharedConfig, SharedConfigError};
 use crate::admission::bucket::Nanos;

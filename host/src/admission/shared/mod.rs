@@ -47,11 +47,11 @@ mod scripts;
 
 use std::time::Duration;
 
+pub use answers::{Claimed, EpochCheck, Refusal, StoreError, Verdict};
 pub use claim::ClaimError;
 pub use config::{SharedConfig, SharedConfigError};
 pub use gate::{Gate, GateError, Lease, Passed};
 pub use ownership::{EpochFileError, LocalActions};
-pub use answers::{Claimed, EpochCheck, Refusal, StoreError, Verdict};
 pub use redis::RedisStore;
 
 use super::bucket::Nanos;

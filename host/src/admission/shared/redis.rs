@@ -6,10 +6,10 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Script, Value};
 
+use super::answers::{Claimed, EpochCheck, Refusal, StoreError, Verdict};
 use super::scripts::{
     ADMIT, CLAIM, HEARTBEAT, IDLE_KEEP_MS, LEARNED_FOR_US, RENEW, SETTLE, SHARE, SLOT_POLL_US,
 };
-use super::answers::{Claimed, EpochCheck, Refusal, StoreError, Verdict};
 use super::{QuotaFigures, ScopeFigures, SharedConfig};
 use crate::admission::scope::ScopeKey;
 use crate::admission::usage::Usage;

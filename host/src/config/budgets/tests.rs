@@ -78,7 +78,10 @@ fn every_wrong_budget_key_is_named() {
             "[budgets]\nthresholds_percent = [80, 120]",
             "`budgets.thresholds_percent[1]`: from 1 to 100, not 120",
         ),
-        ("[budgets]\nzone = \"UTC\"", "`budgets.zone`: unknown field `zone`"),
+        (
+            "[budgets]\nzone = \"UTC\"",
+            "`budgets.zone`: unknown field `zone`",
+        ),
         (
             "[tiers.free.budgets]\ntokens_per_week = 5",
             "`tiers.free.budgets.tokens_per_week`: unknown field `tokens_per_week`, expected one \

@@ -37,7 +37,11 @@ pub(super) struct TokenTable {
 
 impl AgentTable {
     /// The agent at the key `at`.
-    pub(super) fn config(self, reader: &Reader<'_>, at: &str) -> Result<AgentConfig, ConfigFileError> {
+    pub(super) fn config(
+        self,
+        reader: &Reader<'_>,
+        at: &str,
+    ) -> Result<AgentConfig, ConfigFileError> {
         let token = self
             .token
             .ok_or_else(|| reader.invalid(&under(at, "token"), "every agent needs a token"))?
@@ -89,7 +93,11 @@ impl AgentTable {
 
 impl TokenTable {
     /// The token's source, at the key `at`: exactly one of the three.
-    pub(super) fn source(self, reader: &Reader<'_>, at: &str) -> Result<TokenSource, ConfigFileError> {
+    pub(super) fn source(
+        self,
+        reader: &Reader<'_>,
+        at: &str,
+    ) -> Result<TokenSource, ConfigFileError> {
         match (self.env, self.file, self.sha256) {
             (Some(v), None, None) => Ok(TokenSource::Env(v.into_string())),
             (None, Some(p), None) => Ok(TokenSource::File(reader.path(p))),

@@ -5,10 +5,9 @@
 //! of who decides, the note and an operation id (see [`crate::journal::text`]); an operation
 //! id is taken only by the choice that queries the provider by one.
 
-
 use super::{Choice, Escalation, Kind};
-use crate::journal::text::{check_note, check_operation_id, check_operator};
 use crate::journal::db::{BadColumn, Row, values};
+use crate::journal::text::{check_note, check_operation_id, check_operator};
 use crate::journal::{Fail, Journal, JournalError};
 use crate::printable::printable;
 

@@ -231,10 +231,16 @@ impl Journal {
     pub fn audited(&self, approvals: &[i64], disclosures: &[i64]) -> Result<(), JournalError> {
         self.write(|c| {
             for id in approvals {
-                c.exec("UPDATE approvals SET audited = 1 WHERE id = ?1", values![*id])?;
+                c.exec(
+                    "UPDATE approvals SET audited = 1 WHERE id = ?1",
+                    values![*id],
+                )?;
             }
             for id in disclosures {
-                c.exec("UPDATE disclosures SET audited = 1 WHERE id = ?1", values![*id])?;
+                c.exec(
+                    "UPDATE disclosures SET audited = 1 WHERE id = ?1",
+                    values![*id],
+                )?;
             }
             Ok(())
         })

@@ -8,10 +8,10 @@
 //! of the journal's names without being a journal is refused and left as it is.
 
 use super::super::db::{Conn, values};
+use super::super::group::DEFAULT_LEASE_TTL;
 use super::super::postgres::Postgres;
 use super::super::{Backend, Fail, Journal, JournalError, health::Health};
 use super::SCHEMA_VERSION;
-use super::super::group::DEFAULT_LEASE_TTL;
 use std::time::Duration;
 
 /// The lock that makes the schema once, whoever connects first (`sluc` in ASCII).
@@ -131,10 +131,7 @@ const TABLES: [&str; 9] = [
 /// What the database is, read under the schema lock; a blank one is made a journal.
 fn make_or_check(c: Conn<'_>, shown: &str, create: bool) -> Result<(), Fail> {
     c.exec("SELECT pg_advisory_xact_lock(?1)", values![SCHEMA_LOCK])?;
-    let known: bool = c.one(
-        "SELECT to_regclass('sluice_schema') IS NOT NULL",
-        &[],
-    )?;
+    let known: bool = c.one("SELECT to_regclass('sluice_schema') IS NOT NULL", &[])?;
     if known {
         let version: i64 = c.one("SELECT max(version) FROM sluice_schema", &[])?;
         if version > i64::from(SCHEMA_VERSION) {
@@ -172,10 +169,7 @@ fn make_or_check(c: Conn<'_>, shown: &str, create: bool) -> Result<(), Fail> {
         Conn::Postgres(pg) => pg.script(SCHEMA)?,
         Conn::Sqlite(_) => {}
     }
-    c.exec(
-        "CREATE TABLE sluice_schema (version BIGINT NOT NULL)",
-        &[],
-    )?;
+    c.exec("CREATE TABLE sluice_schema (version BIGINT NOT NULL)", &[])?;
     c.exec(
         "INSERT INTO sluice_schema (version) VALUES (?1)",
         values![i64::from(SCHEMA_VERSION)],
@@ -202,11 +196,7 @@ impl Journal {
     ///
     /// # Errors
     /// As [`Journal::connect`].
-    pub fn connect_with(
-        url: &str,
-        owner: &str,
-        lease_ttl: Duration,
-    ) -> Result<Self, JournalError> {
+    pub fn connect_with(url: &str, owner: &str, lease_ttl: Duration) -> Result<Self, JournalError> {
         let journal = Self::connect_to(url, owner, true, lease_ttl)?;
         journal.hold_lease()?;
         Ok(journal)

@@ -190,7 +190,7 @@ fn a_journal_of_the_first_schema_is_migrated_and_keeps_its_actions() {
     conn.execute_batch(
         "DROP TABLE budget_use; DROP TABLE answers; ALTER TABLE actions DROP COLUMN owner",
     )
-        .unwrap();
+    .unwrap();
     drop(conn);
 
     for open in [Journal::open_or_create, Journal::open_existing] {
@@ -212,8 +212,8 @@ fn a_journal_of_the_first_schema_is_migrated_and_keeps_its_actions() {
         assert_eq!(tables, 1, "the migration made the budget table");
         conn.pragma_update(None, "user_version", 1).unwrap();
         conn.execute_batch(
-        "DROP TABLE budget_use; DROP TABLE answers; ALTER TABLE actions DROP COLUMN owner",
-    )
-            .unwrap();
+            "DROP TABLE budget_use; DROP TABLE answers; ALTER TABLE actions DROP COLUMN owner",
+        )
+        .unwrap();
     }
 }
