@@ -74,6 +74,11 @@ pub struct ServeArgs {
 /// The key each fake provider demands, and the sidecar sends it.
 const FAKE_KEY: &str = "fake-provider-key";
 
+/// The attempts each fake provider keeps a record of: the last ones only, so that a long
+/// load through the sidecar does not grow it with every request (nothing here reads the
+/// record; its quotas and faults count every attempt apart from it).
+const FAKE_KEPT: usize = 1_000;
+
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = SluiceConfig::from_file(&args.config)?;
     // Installed before the runtime starts; `/metrics` on the admin API renders it.
@@ -92,10 +97,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         if args.fake_providers {
             let faults = args.fake_faults.clone().unwrap_or_default();
             for (name, setup) in &mut config.providers {
-                let fake =
-                    FakeProvider::start(faults.limit(FakeConfig::new(style_of(&setup.plugin))))
-                        .await
-                        .context("starting a fake provider")?;
+                let config = FakeConfig::new(style_of(&setup.plugin)).keep_attempts(FAKE_KEPT);
+                let fake = FakeProvider::start(faults.limit(config))
+                    .await
+                    .context("starting a fake provider")?;
                 fake.require_credential("authorization", &format!("Bearer {FAKE_KEY}"));
                 fake.play(&faults);
                 eprintln!(

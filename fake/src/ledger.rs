@@ -112,9 +112,57 @@ pub fn client_reference(body: &[u8]) -> Option<String> {
     None
 }
 
+/// The attempts received: every one, or the last ones only when the provider is told to
+/// keep a bounded record ([`crate::FakeConfig::keep_attempts`]). Each is known by its
+/// number, from 0 in the order it came, whether or not it is still kept.
+#[derive(Debug, Default)]
+pub(crate) struct Attempts {
+    kept: VecDeque<Attempt>,
+    /// How many of the first were let go to keep the record within `bound`.
+    forgotten: usize,
+    bound: Option<usize>,
+}
+
+impl Attempts {
+    /// A record of at most `bound` attempts (`None`: every one).
+    pub fn bounded(bound: Option<usize>) -> Self {
+        Self {
+            bound,
+            ..Self::default()
+        }
+    }
+
+    /// Records `attempt`, letting the oldest go past the bound; its number.
+    pub fn push(&mut self, attempt: Attempt) -> usize {
+        if let Some(bound) = self.bound {
+            while self.kept.len() >= bound.max(1) {
+                self.kept.pop_front();
+                self.forgotten += 1;
+            }
+        }
+        self.kept.push_back(attempt);
+        self.forgotten + self.kept.len() - 1
+    }
+
+    /// Attempt number `n`, if it is still kept.
+    pub fn get_mut(&mut self, n: usize) -> Option<&mut Attempt> {
+        self.kept.get_mut(n.checked_sub(self.forgotten)?)
+    }
+
+    /// The attempts kept, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &Attempt> {
+        self.kept.iter()
+    }
+
+    /// How many attempts were let go to keep the record within its bound.
+    pub fn forgotten(&self) -> usize {
+        self.forgotten
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
-    pub attempts: Vec<Attempt>,
+    pub attempts: Attempts,
     pub stored: Vec<Stored>,
     pub by_key: HashMap<String, usize>,
     /// How many objects are stored under each path: the next one's number. Kept apart so
@@ -136,6 +184,14 @@ pub(crate) struct Ledger {
 }
 
 impl Ledger {
+    /// An empty ledger whose record keeps at most `attempts` attempts (`None`: every one).
+    pub fn keeping(attempts: Option<usize>) -> Self {
+        Self {
+            attempts: Attempts::bounded(attempts),
+            ..Self::default()
+        }
+    }
+
     /// The fault the next attempt takes: a write's script, the path's script, then the
     /// steady faults.
     pub fn next_fault(&mut self, path: &str, write: bool) -> Option<Fault> {
@@ -188,7 +244,9 @@ impl Ledger {
             path: path.to_owned(),
             number,
             reference: client_reference(&body),
-            body,
+            // A copy of its own: the body as received is a slice of the connection's read
+            // buffer, and kept, it would keep that whole buffer (kilobytes) alive with it.
+            body: Bytes::copy_from_slice(&body),
         });
         self.stored.len() - 1
     }

@@ -92,6 +92,10 @@ pub struct FakeConfig {
     pub otpm: Option<u64>,
     /// The pause between two events of a streamed answer.
     pub stream_gap: Duration,
+    /// The most attempts its record keeps, the oldest let go first; `None`: every one (as
+    /// tests need). A provider serving a long load keeps a bounded record, or it grows
+    /// with every request.
+    pub keep_attempts: Option<usize>,
 }
 
 impl FakeConfig {
@@ -104,7 +108,16 @@ impl FakeConfig {
             itpm: None,
             otpm: None,
             stream_gap: Duration::from_millis(20),
+            keep_attempts: None,
         }
+    }
+
+    /// Keeps a record of the last `count` attempts only (at least one), not of every one:
+    /// [`FakeProvider::attempts`] and the counts beside it then see those alone.
+    #[must_use]
+    pub fn keep_attempts(mut self, count: usize) -> Self {
+        self.keep_attempts = Some(count.max(1));
+        self
     }
 
     /// Allows `rpm` requests per minute.
@@ -185,9 +198,10 @@ impl FakeProvider {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let scheme = if tls.is_some() { "https" } else { "http" };
+        let ledger = ledger::Ledger::keeping(config.keep_attempts);
         let shared = Arc::new(Shared {
             config,
-            ledger: Mutex::default(),
+            ledger: Mutex::new(ledger),
             started: server::now(),
             scheme,
         });
@@ -293,9 +307,16 @@ impl FakeProvider {
             .extend(faults);
     }
 
-    /// Every attempt received, in order.
+    /// Every attempt received, in order (the last ones only, with
+    /// [`FakeConfig::keep_attempts`]).
     pub fn attempts(&self) -> Vec<Attempt> {
-        self.shared.ledger().attempts.clone()
+        self.shared.ledger().attempts.iter().cloned().collect()
+    }
+
+    /// How many attempts the record let go ([`FakeConfig::keep_attempts`]); 0 when it keeps
+    /// every one.
+    pub fn attempts_forgotten(&self) -> usize {
+        self.shared.ledger().attempts.forgotten()
     }
 
     /// Attempts received on `path`.

@@ -161,7 +161,7 @@ async fn attempt(
     let (index, fault) = {
         let mut ledger = shared.ledger();
         let fault = ledger.next_fault(&path, write);
-        ledger.attempts.push(Attempt {
+        let index = ledger.attempts.push(Attempt {
             at: now().duration_since(shared.started),
             method,
             path: path.clone(),
@@ -178,10 +178,10 @@ async fn attempt(
             output_tokens: 0,
             stream: None,
         });
-        (ledger.attempts.len() - 1, fault)
+        (index, fault)
     };
     let answer = |status: u16, headers: Headers, body: String| {
-        shared.ledger().attempts[index].status = Some(status);
+        learnt(&shared, index, |a| a.status = Some(status));
         Ok(respond(status, headers, body))
     };
     // A scripted refusal carries the quota headers every answer carries, as a real
@@ -294,7 +294,9 @@ async fn attempt(
     };
     let mut headers = style.quota_headers(&quota, wall());
     if taken.is_ok() {
-        shared.ledger().attempts[index].tokens = asked.input + asked.max_output;
+        learnt(&shared, index, |a| {
+            a.tokens = asked.input + asked.max_output
+        });
     }
     if let Err(exceeded) = taken {
         let secs =
@@ -399,9 +401,20 @@ fn produced(shared: &Shared, index: usize, at: Instant, asked: &Asked, output: u
         .finish(at, asked.max_output.saturating_sub(output));
     if asked.max_output == 0 {
         ledger.window.count(at, output);
-        ledger.attempts[index].tokens += output;
     }
-    ledger.attempts[index].output_tokens = output;
+    if let Some(a) = ledger.attempts.get_mut(index) {
+        if asked.max_output == 0 {
+            a.tokens += output;
+        }
+        a.output_tokens = output;
+    }
+}
+
+/// Sets what is learnt of attempt `index`, if the record still keeps it.
+fn learnt(shared: &Shared, index: usize, set: impl FnOnce(&mut Attempt)) {
+    if let Some(a) = shared.ledger().attempts.get_mut(index) {
+        set(a);
+    }
 }
 
 /// A streamed answer: its output reservation is held until the stream ends, and what it
@@ -433,10 +446,10 @@ fn streamed(
                 asked.output * (delivered as u64).min(total) / total
             };
             produced(&shared, index, now(), &asked, output);
-            shared.ledger().attempts[index].stream = Some(whole);
+            learnt(&shared, index, |a| a.stream = Some(whole));
         })
     };
-    shared.ledger().attempts[index].status = Some(200);
+    learnt(shared, index, |a| a.status = Some(200));
     let body = SseBody::new(&plan, events, on_end);
     with_headers(200, headers, body.boxed(), "text/event-stream")
 }

@@ -305,3 +305,24 @@ async fn a_hang_is_an_attempt_without_an_answer() {
     assert_eq!(attempts[1].status, None);
     assert_eq!(attempts[1].path, "/hang");
 }
+
+#[tokio::test]
+async fn a_bounded_record_keeps_the_last_attempts_and_counts_the_rest() {
+    let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).rpm(4).keep_attempts(3))
+        .await
+        .unwrap();
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(post(&fake, CHAT, None).await.unwrap().status().as_u16());
+    }
+    // Its limit still counts every attempt, kept or not: the fifth is refused.
+    assert_eq!(statuses, [200, 200, 200, 200, 429]);
+    let kept = fake.attempts();
+    assert_eq!(kept.len(), 3);
+    assert_eq!(fake.attempts_forgotten(), 2);
+    // The last three, each with what was learnt of it after it was recorded.
+    let answered: Vec<_> = kept.iter().map(|a| a.status).collect();
+    assert_eq!(answered, [Some(200), Some(200), Some(429)]);
+    assert!(kept.iter().all(|a| a.path == CHAT));
+    assert!(kept[0].tokens > 0, "{:?}", kept[0]);
+}
