@@ -1,5 +1,6 @@
 //! A fake API provider on loopback, for tests and the demo: real HTTP, its own limits, real
-//! providers' quota headers, scripted faults, and a ledger of every attempt it received.
+//! providers' quota headers, scripted faults, and a ledger of every attempt it received (of
+//! the last ones only, when [`FakeConfig::keep_attempts`] bounds it).
 //!
 //! Failure paths are tested at the wire: a retry loop is judged by what the provider saw
 //! (how many attempts, when, with which idempotency key, how many writes it stored), never by
