@@ -117,7 +117,7 @@ impl FakeConfig {
     /// [`FakeProvider::attempts`] and the counts beside it then see those alone.
     #[must_use]
     pub fn keep_attempts(mut self, count: usize) -> Self {
-        self.keep_attempts = Some(count.max(1));
+        self.keep_attempts = Some(count);
         self
     }
 

@@ -93,16 +93,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let each = grown as f64 / count as f64;
         #[allow(clippy::cast_precision_loss, reason = "byte counts far below 2^52")]
         let caller = callers as f64 / count as f64;
+        let own = each - caller;
         println!(
             "{waiting} calls waiting in the queue: {each:.0} bytes each, of which sluice's own \
              {own:.0} and the caller's task {caller:.0} (the future Sluice::execute returns: \
              {future_bytes} bytes, held inline in its task)",
-            own = each - caller,
         );
         for t in tasks {
             t.abort();
         }
-        let own = each - caller;
         if own > OWN_GOAL {
             eprintln!(
                 "sluice's own memory per waiting call is {own:.0} bytes, over the goal of \
