@@ -12,16 +12,21 @@
 //! The `ietf` pair does the same with the generic plugin, whose logic is lighter: the gap
 //! between its plugin and native figures is mostly the cost of one crossing.
 //!
-//! Run: `cargo bench -p sluice --bench plugin_call`
+//! The `load-request` group times the same two calls on what the real binary's load
+//! (`cli/benches/added_latency`) sends and gets back — its chat completion, and the fake
+//! provider's answer to it — so that the sidecar's figures for them compare like with like.
+//!
+//! Run: `cargo bench -p sluice --features internals --bench plugin_call`
 
 use std::hint::black_box;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use sluice::contract::{
     ProviderPolicy, Request, RequestClass, Response, ResponsePart, WireOutcome,
 };
 use sluice::headers::encode_fields;
 use sluice::plugin::{ComponentCache, Contract, Plugin, PluginRuntime, RuntimeConfig};
+use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 use sluice_plugin_ietf::Ietf;
 use sluice_plugin_openai::OpenAi;
 
@@ -32,6 +37,9 @@ const BODY: &str = r#"{"error":{"message":"Rate limit reached for gpt-4o in orga
 
 /// The request body of the earlier two-call bench, so the figures compare.
 const REQUEST_BODY: &[u8] = br#"{"model":"gpt-4o","max_tokens":100}"#;
+
+/// The chat completion the added-latency load sends (`cli/benches/added_latency/load.rs`).
+const LOAD_BODY: &[u8] = br#"{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Say hello in one word."}],"max_tokens":16,"temperature":0}"#;
 
 /// A 429 with OpenAI's quota headers first, then ordinary headers up to `n`.
 fn headers(n: usize) -> String {
@@ -59,38 +67,103 @@ fn headers(n: usize) -> String {
     encode_fields(h.iter().map(|(a, b)| (a.as_str(), b.as_str()))).expect("valid headers")
 }
 
-fn host_case(n: usize) -> (Request, WireOutcome) {
-    let req = Request::new(
+fn host_request(body: &[u8]) -> Request {
+    Request::new(
         "POST",
         "https://api.openai.com/v1/chat/completions",
         RequestClass::Read,
         "content-type:application/json\n".into(),
-        REQUEST_BODY.to_vec(),
+        body.to_vec(),
         1_795_953_600_000,
+    )
+}
+
+fn guest_request(body: &[u8]) -> sluice_plugin_sdk::Request {
+    let mut req = sluice_plugin_sdk::test::request(
+        "POST",
+        "https://api.openai.com/v1/chat/completions",
+        &[("content-type", "application/json")],
+        body,
     );
+    req.now_ms = 1_795_953_600_000;
+    req
+}
+
+fn host_case(n: usize) -> (Request, WireOutcome) {
     let resp = Response {
         status: 429,
         headers: headers(n),
         body: BODY.as_bytes().to_vec(),
     };
-    (req, WireOutcome::Response(resp))
+    (host_request(REQUEST_BODY), WireOutcome::Response(resp))
 }
 
 fn guest_case(n: usize) -> (sluice_plugin_sdk::Request, sluice_plugin_sdk::Outcome) {
-    use sluice_plugin_sdk as g;
-    let mut req = g::test::request(
-        "POST",
-        "https://api.openai.com/v1/chat/completions",
-        &[("content-type", "application/json")],
-        REQUEST_BODY,
-    );
-    req.now_ms = 1_795_953_600_000;
-    let resp = g::Response {
+    let resp = sluice_plugin_sdk::Response {
         status: 429,
         headers: headers(n),
         body: BODY.as_bytes().to_vec(),
     };
-    (req, g::Outcome::Response(resp))
+    (
+        guest_request(REQUEST_BODY),
+        sluice_plugin_sdk::Outcome::Response(resp),
+    )
+}
+
+/// The fake OpenAI-style provider's answer to [`LOAD_BODY`], as the added-latency load's
+/// upstream gives it (limits far above the load): asked of a fake on loopback.
+fn fake_answer() -> Response {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi))
+            .await
+            .expect("the fake provider");
+        let r = reqwest::Client::new()
+            .post(fake.url("/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .body(LOAD_BODY)
+            .send()
+            .await
+            .expect("the fake's answer");
+        let status = r.status().as_u16();
+        let headers = encode_fields(
+            r.headers()
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.to_str().expect("a text header"))),
+        )
+        .expect("valid headers");
+        let body = r.bytes().await.expect("the answer's body").to_vec();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        Response {
+            status,
+            headers,
+            body,
+        }
+    })
+}
+
+/// The added-latency load's request and the fake's answer to it, for the host and for the
+/// plugin's logic called natively.
+fn load_case() -> (
+    (Request, WireOutcome),
+    (sluice_plugin_sdk::Request, sluice_plugin_sdk::Outcome),
+) {
+    let answer = fake_answer();
+    let guest = sluice_plugin_sdk::Response {
+        status: answer.status,
+        headers: answer.headers.clone(),
+        body: answer.body.clone(),
+    };
+    (
+        (host_request(LOAD_BODY), WireOutcome::Response(answer)),
+        (
+            guest_request(LOAD_BODY),
+            sluice_plugin_sdk::Outcome::Response(guest),
+        ),
+    )
 }
 
 type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
@@ -177,16 +250,116 @@ fn bench(c: &mut Criterion) {
     group.finish();
 
     let mut group = c.benchmark_group("plan-request");
-    group.bench_function("native", |b| {
+    plan(&mut group, "", &warm, (&host.0, &guest.0));
+    group.finish();
+
+    // The real binary's load: its chat completion, planned, and the fake's 200 to it, read.
+    let (load_host, load_guest) = load_case();
+    let reading = warm
+        .read_response(&load_host.0, &load_host.1, ResponsePart::Complete)
+        .expect("the load's read-response");
+    assert!(
+        !reading.usage.is_empty(),
+        "the fake's answer reports its usage"
+    );
+    let mut group = c.benchmark_group("load-request");
+    plan(
+        &mut group,
+        "plan-request/",
+        &warm,
+        (&load_host.0, &load_guest.0),
+    );
+    group.bench_function("read-response/native", |b| {
         b.iter(|| {
-            <OpenAi as sluice_plugin_sdk::Plugin>::plan_request(black_box(&guest.0))
+            <OpenAi as sluice_plugin_sdk::Plugin>::read_response(
+                black_box(&load_guest.0),
+                black_box(&load_guest.1),
+                sluice_plugin_sdk::ResponsePart::Complete,
+            )
+            .expect("read-response")
+        });
+    });
+    group.bench_function("read-response/plugin-warm", |b| {
+        b.iter(|| {
+            warm.read_response(
+                black_box(&load_host.0),
+                black_box(&load_host.1),
+                ResponsePart::Complete,
+            )
+            .expect("read-response")
+        });
+    });
+    // In the server a call does not find the caches as the last call left them: the
+    // connection's parsing, the kernel's socket work and the other requests run in between.
+    // The same calls, each after the caches' data was flushed (not timed).
+    let mut flush = Flush::new();
+    group.bench_function("plan-request/plugin-warm, caches flushed", |b| {
+        b.iter_batched(
+            || flush.run(),
+            |()| {
+                warm.plan_request(black_box(&load_host.0))
+                    .expect("plan-request")
+            },
+            BatchSize::PerIteration,
+        );
+    });
+    group.bench_function("read-response/plugin-warm, caches flushed", |b| {
+        b.iter_batched(
+            || flush.run(),
+            |()| {
+                warm.read_response(
+                    black_box(&load_host.0),
+                    black_box(&load_host.1),
+                    ResponsePart::Complete,
+                )
+                .expect("read-response")
+            },
+            BatchSize::PerIteration,
+        );
+    });
+    group.finish();
+}
+
+/// Writes and reads a buffer larger than a core's own caches (L1 and L2 together are about
+/// 1 MiB on these machines), so what a call touches next is fetched again from the shared
+/// cache or from memory.
+struct Flush(Vec<u64>);
+
+impl Flush {
+    const BYTES: usize = 8 << 20;
+
+    fn new() -> Self {
+        Self(vec![0; Self::BYTES / 8])
+    }
+
+    fn run(&mut self) {
+        // One word per 64-byte line is enough to take the line.
+        let mut sum = 0u64;
+        for word in self.0.iter_mut().step_by(8) {
+            *word = word.wrapping_add(1);
+            sum = sum.wrapping_add(*word);
+        }
+        black_box(sum);
+    }
+}
+
+/// Times `plan-request` of `host` through the warm plugin and of `guest` natively, as
+/// `{prefix}native` and `{prefix}plugin-warm`.
+fn plan(
+    group: &mut Group<'_>,
+    prefix: &str,
+    warm: &Plugin,
+    (host, guest): (&Request, &sluice_plugin_sdk::Request),
+) {
+    group.bench_function(format!("{prefix}native"), |b| {
+        b.iter(|| {
+            <OpenAi as sluice_plugin_sdk::Plugin>::plan_request(black_box(guest))
                 .expect("plan-request")
         });
     });
-    group.bench_function("plugin-warm", |b| {
-        b.iter(|| warm.plan_request(black_box(&host.0)).expect("plan-request"));
+    group.bench_function(format!("{prefix}plugin-warm"), |b| {
+        b.iter(|| warm.plan_request(black_box(host)).expect("plan-request"));
     });
-    group.finish();
 }
 
 criterion_group!(benches, bench);
