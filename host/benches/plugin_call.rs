@@ -16,6 +16,10 @@
 //! (`cli/benches/added_latency`) sends and gets back — its chat completion, and the fake
 //! provider's answer to it — so that the sidecar's figures for them compare like with like.
 //!
+//! `PLUGIN_CALL_BASELINE=path/to/openai.wasm` also times another build of the OpenAI plugin
+//! (an earlier commit's, another allocator's) in the `load-request` group, as
+//! `baseline-warm`, beside the bundled one in the same run.
+//!
 //! Run: `cargo bench -p sluice --features internals --bench plugin_call`
 
 use std::hint::black_box;
@@ -250,7 +254,10 @@ fn bench(c: &mut Criterion) {
     group.finish();
 
     let mut group = c.benchmark_group("plan-request");
-    plan(&mut group, "", &warm, (&host.0, &guest.0));
+    plan_native(&mut group, "native", &guest.0);
+    group.bench_function("plugin-warm", |b| {
+        b.iter(|| warm.plan_request(black_box(&host.0)).expect("plan-request"));
+    });
     group.finish();
 
     // The real binary's load: its chat completion, planned, and the fake's 200 to it, read.
@@ -263,12 +270,7 @@ fn bench(c: &mut Criterion) {
         "the fake's answer reports its usage"
     );
     let mut group = c.benchmark_group("load-request");
-    plan(
-        &mut group,
-        "plan-request/",
-        &warm,
-        (&load_host.0, &load_guest.0),
-    );
+    plan_native(&mut group, "plan-request/native", &load_guest.0);
     group.bench_function("read-response/native", |b| {
         b.iter(|| {
             <OpenAi as sluice_plugin_sdk::Plugin>::read_response(
@@ -279,45 +281,66 @@ fn bench(c: &mut Criterion) {
             .expect("read-response")
         });
     });
-    group.bench_function("read-response/plugin-warm", |b| {
+    let mut flush = Flush::new();
+    warm_load(&mut group, "plugin-warm", &warm, &load_host, &mut flush);
+    // Another build of the OpenAI plugin, timed beside the bundled one in the same run.
+    if let Some(path) = std::env::var_os("PLUGIN_CALL_BASELINE") {
+        let bytes = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("PLUGIN_CALL_BASELINE {}: {e}", path.to_string_lossy()));
+        let baseline = warm_rt
+            .load(&path.to_string_lossy(), &bytes)
+            .expect("PLUGIN_CALL_BASELINE is an OpenAI plugin component");
+        warm_load(
+            &mut group,
+            "baseline-warm",
+            &baseline,
+            &load_host,
+            &mut flush,
+        );
+    }
+    group.finish();
+}
+
+/// Times `plan-request` and `read-response` of the load's request through `plugin` as
+/// `{call}/{label}`: in a hot loop, and after the caches were flushed before each call.
+fn warm_load(
+    group: &mut Group<'_>,
+    label: &str,
+    plugin: &Plugin,
+    (req, outcome): &(Request, WireOutcome),
+    flush: &mut Flush,
+) {
+    group.bench_function(format!("plan-request/{label}"), |b| {
+        b.iter(|| plugin.plan_request(black_box(req)).expect("plan-request"));
+    });
+    group.bench_function(format!("read-response/{label}"), |b| {
         b.iter(|| {
-            warm.read_response(
-                black_box(&load_host.0),
-                black_box(&load_host.1),
-                ResponsePart::Complete,
-            )
-            .expect("read-response")
+            plugin
+                .read_response(black_box(req), black_box(outcome), ResponsePart::Complete)
+                .expect("read-response")
         });
     });
     // In the server a call does not find the caches as the last call left them: the
     // connection's parsing, the kernel's socket work and the other requests run in between.
     // The same calls, each after the caches' data was flushed (not timed).
-    let mut flush = Flush::new();
-    group.bench_function("plan-request/plugin-warm, caches flushed", |b| {
+    group.bench_function(format!("plan-request/{label}, caches flushed"), |b| {
+        b.iter_batched(
+            || flush.run(),
+            |()| plugin.plan_request(black_box(req)).expect("plan-request"),
+            BatchSize::PerIteration,
+        );
+    });
+    group.bench_function(format!("read-response/{label}, caches flushed"), |b| {
         b.iter_batched(
             || flush.run(),
             |()| {
-                warm.plan_request(black_box(&load_host.0))
-                    .expect("plan-request")
+                plugin
+                    .read_response(black_box(req), black_box(outcome), ResponsePart::Complete)
+                    .expect("read-response")
             },
             BatchSize::PerIteration,
         );
     });
-    group.bench_function("read-response/plugin-warm, caches flushed", |b| {
-        b.iter_batched(
-            || flush.run(),
-            |()| {
-                warm.read_response(
-                    black_box(&load_host.0),
-                    black_box(&load_host.1),
-                    ResponsePart::Complete,
-                )
-                .expect("read-response")
-            },
-            BatchSize::PerIteration,
-        );
-    });
-    group.finish();
 }
 
 /// Writes and reads a buffer larger than a core's own caches (L1 and L2 together are about
@@ -343,22 +366,13 @@ impl Flush {
     }
 }
 
-/// Times `plan-request` of `host` through the warm plugin and of `guest` natively, as
-/// `{prefix}native` and `{prefix}plugin-warm`.
-fn plan(
-    group: &mut Group<'_>,
-    prefix: &str,
-    warm: &Plugin,
-    (host, guest): (&Request, &sluice_plugin_sdk::Request),
-) {
-    group.bench_function(format!("{prefix}native"), |b| {
+/// Times the OpenAI plugin's `plan-request` of `guest` called natively, as `name`.
+fn plan_native(group: &mut Group<'_>, name: &str, guest: &sluice_plugin_sdk::Request) {
+    group.bench_function(name, |b| {
         b.iter(|| {
             <OpenAi as sluice_plugin_sdk::Plugin>::plan_request(black_box(guest))
                 .expect("plan-request")
         });
-    });
-    group.bench_function(format!("{prefix}plugin-warm"), |b| {
-        b.iter(|| warm.plan_request(black_box(host)).expect("plan-request"));
     });
 }
 

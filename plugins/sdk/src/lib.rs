@@ -49,6 +49,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod arena;
 pub mod billing;
 pub mod digest;
 pub mod generic;

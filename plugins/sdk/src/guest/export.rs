@@ -6,10 +6,20 @@
 /// `read-reconciliation`. Every answer is fitted to the host's caps on the way out
 /// ([`caps`](crate::caps)), so a figure from outside cannot make it invalid output.
 ///
+/// It also makes [`CallArena`](crate::arena::CallArena) the component's global allocator:
+/// a call's memory comes from one region that starts over between calls. A plugin with an
+/// allocator of its own writes `export_plugin!(Type, without_call_arena)`.
+///
 /// Expands to nothing outside `wasm32`, so the same crate builds natively for unit tests.
 #[macro_export]
 macro_rules! export_plugin {
     ($plugin:ty) => {
+        #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+        #[global_allocator]
+        static SLUICE_CALL_ARENA: $crate::arena::CallArena = $crate::arena::CallArena::new();
+        $crate::export_plugin!($plugin, without_call_arena);
+    };
+    ($plugin:ty, without_call_arena) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             use $crate::bindings::exports::sluice::policy0_3_0::policy::Guest;
