@@ -6,7 +6,10 @@ use super::*;
 use crate::journal::tests::{Place, intent, places};
 use crate::journal::{Recorded, State};
 
-const TTL: Duration = Duration::from_millis(300);
+/// The tests' lease: renewed every quarter of it, and lost when a renewal is more than
+/// half of it late. A second, so that a machine saturated by the rest of the test run
+/// (two cores, every test binary at once) cannot make a live host lose its lease.
+const TTL: Duration = Duration::from_secs(1);
 
 /// Each group database of the tests: none when PostgreSQL is not given.
 fn groups() -> Vec<String> {
@@ -62,6 +65,8 @@ fn a_host_gone_for_a_lease_and_a_grace_has_its_unfinished_actions_taken_once() {
         let b = Journal::connect_with(&url, "host-b", TTL).unwrap();
         let c = Journal::connect_with(&url, "host-c", TTL).unwrap();
         assert_eq!(b.take_over(TTL).unwrap(), vec![], "not gone yet");
+        // Long enough for host-a's lease and grace to run out, and for the survivors to renew
+        // theirs the times a host must before it may take over.
         std::thread::sleep(TTL * 3);
         // Two hosts look at once: one takes, the other finds nothing left.
         let (by_b, by_c) = std::thread::scope(|s| {
