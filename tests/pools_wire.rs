@@ -157,3 +157,73 @@ async fn a_write_run_straight_through_the_executor_goes_with_one_member() {
         "{why}"
     );
 }
+
+/// Two members of one pool, each its own provider with its own pace: `fast` admits a
+/// request every 0.1 s, `slow` one a second (at a margin of 1, a burst of one request);
+/// one 503 in a row opens a member's breaker.
+fn paced(fast: &FakeProvider, slow: &FakeProvider) -> sluice::Sluice {
+    let text = format!(
+        "[providers.openai]\nplugin = \"openai\"\nbase_url = \"{BASE}\"\nmargin = 1.0\n\
+         [providers.openai.limits]\nrequests_per_minute = 6000\n\
+         [providers.openai.credentials.fast]\nenv = \"SLUICE_TEST_UNUSED_KEY\"\nbase_url = \"{}\"\n\
+         [providers.openai.credentials.fast.limits]\nrequests_per_minute = 600\n\
+         [providers.openai.credentials.slow]\nenv = \"SLUICE_TEST_UNUSED_KEY\"\nbase_url = \"{}\"\n\
+         [providers.openai.credentials.slow.limits]\nrequests_per_minute = 60\n\
+         [providers.openai.pools.gpt]\nmembers = [\"fast\", \"slow\"]\n",
+        fast.url(""),
+        slow.url("")
+    );
+    let retry = RetryConfig {
+        backoff_base_ms: 10,
+        backoff_cap_ms: 20,
+        breaker_threshold: 1,
+        breaker_open_ms: 60_000,
+        ..RetryConfig::default()
+    };
+    let mut config = SluiceConfig::from_toml(&text, Path::new(".")).expect("the configuration");
+    config.retry = retry.clone();
+    builder("openai", "", retry, transport(Duration::from_secs(5)))
+        .config(config)
+        .credentials(Arc::new(|_: &str, _: &str| {
+            vec![("authorization".to_owned(), "Bearer team-secret".to_owned())]
+        }))
+        .build()
+        .expect("a host")
+}
+
+/// A read queued on a member whose breaker opens while it waits for its turn there (another
+/// read's 503 on that member opened it) goes with another member, unsent to the broken one:
+/// the caller sees an answer, not the breaker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_whose_member_breaks_while_it_waits_goes_with_another() {
+    let (fast, slow) = (
+        FakeProvider::start(FakeConfig::new(Style::OpenAi))
+            .await
+            .expect("fake"),
+        FakeProvider::start(FakeConfig::new(Style::OpenAi))
+            .await
+            .expect("fake"),
+    );
+    let sluice = Arc::new(paced(&fast, &slow));
+    // Each member's first request spent: `fast` admits again in ~0.1 s, `slow` in ~1 s.
+    for _ in 0..2 {
+        assert_eq!(attempts(&sluice.execute(&chat()).await), 1);
+    }
+    assert_eq!((fast.answered(200), slow.answered(200)), (1, 1));
+    // The next read waits for `fast` and is answered 503 there, which opens its breaker; a
+    // read queued behind it, on `fast` too (sooner than `slow`), finds it open at its turn.
+    fast.script(CHAT, [Fault::Unavailable { retry_after: None }]);
+    let failing = tokio::spawn({
+        let sluice = sluice.clone();
+        async move { sluice.execute(&chat()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let behind = sluice.execute(&chat()).await;
+    assert_eq!(attempts(&behind), 1, "{behind:?}");
+    let failed_once = failing.await.expect("the first read's task");
+    assert_eq!(attempts(&failed_once), 2, "{failed_once:?}");
+    // `fast` saw its first read and the one it failed, nothing after its breaker opened;
+    // both reads were answered by `slow`.
+    assert_eq!(fast.attempts().len(), 2);
+    assert_eq!((fast.answered(503), slow.answered(200)), (1, 3));
+}

@@ -9,7 +9,7 @@ use tracing::{Instrument, Span};
 
 use super::breaking::BreakerPaths;
 use super::charge;
-use super::pool::choosing;
+use super::pool::{self, choosing};
 use super::stream::Stream;
 use super::tally::Tally;
 use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
@@ -42,7 +42,7 @@ pub(super) struct Prepared {
     /// A pool's call: the member its attempt goes with and what choosing the next needs;
     /// boxed, so that a call of one credential carries a pointer's worth of it while it
     /// waits.
-    pub(super) pooled: Option<Box<super::pool::Pooled>>,
+    pub(super) pooled: Option<Box<pool::Pooled>>,
 }
 
 impl Prepared {
@@ -149,7 +149,7 @@ impl Executor {
             pooled: call
                 .pool
                 .is_some()
-                .then(|| Box::new(super::pool::Pooled::new(call, model))),
+                .then(|| Box::new(pool::Pooled::new(call, model))),
             req,
         }
     }
@@ -460,94 +460,91 @@ impl Executor {
                     NextAction::RetryLater(None),
                 ));
             }
-            let left = self.time_left(p, started);
-            let mut acquire = Acquire::new(&call.provider, p.credential(call))
-                .tenant(&p.tenant)
-                .class(p.class)
-                .usage(p.estimate);
-            for s in &p.scopes {
-                acquire = acquire.scope(s);
-            }
-            if let Some(left) = left {
-                acquire = acquire.deadline(left);
-            }
-            if let Some(task) = call.task {
-                acquire = acquire.task(task);
-            }
-            // A read of a pool goes, at each attempt, with the member that would admit it
-            // soonest; a write, with the member its first attempt was admitted on (one given
-            // before it was recorded, when the write engine sends it).
-            if let Some(pool) = choosing(call, p) {
-                for member in self.avoided(call, pool, p) {
-                    acquire = acquire.avoid(member);
+            // Queued again only when the pool's member it was queued on is refused by its
+            // breaker by the time its turn comes.
+            let permit = loop {
+                let left = self.time_left(p, started);
+                let mut acquire = Acquire::new(&call.provider, p.credential(call))
+                    .tenant(&p.tenant)
+                    .class(p.class)
+                    .usage(p.estimate);
+                for s in &p.scopes {
+                    acquire = acquire.scope(s);
                 }
-                acquire = acquire.pool(pool);
-            }
-            let queued_at = self.clock.now();
-            // Submitted here and the ticket awaited, rather than `Admission::acquire`, whose
-            // future would hold the request while the call waits; a refusal boxed, so the wait
-            // keeps no room for one; the ticket awaited where it lies, not moved into a second
-            // place of its size in the future.
-            let mut submitted = self.admission.submit(acquire).map_err(Box::new);
-            let admitted = match &mut submitted {
-                Ok(ticket) => ticket.await,
-                Err(refused) => Err(Refused::clone(refused)),
-            };
-            drop(submitted);
-            if let (Some(pool), Ok(permit)) = (call.pool.as_deref(), &admitted)
-                && let Some(member) = permit.member()
-            {
-                self.went_with(call, pool, p, member);
-            }
-            let admitted = match admitted {
-                // Its task was cancelled while it waited past the queue (at the shared store's
-                // gate): sent it is not, and its charge is given back.
-                Ok(permit) if call.task.is_some_and(|task| self.is_cancelled(task)) => {
-                    permit.complete(Some(Usage::default()));
-                    Err(Refused::Cancelled)
+                if let Some(left) = left {
+                    acquire = acquire.deadline(left);
                 }
-                admitted => admitted,
-            };
-            let waited = self.clock.now().saturating_duration_since(queued_at);
-            t.queued += waited;
-            if admitted.is_ok() {
-                trace::admitted(&self.metrics, call, cx.span, &p.tenant, waited, t.queued);
-                self.recent.waited(recent::Waited {
-                    at_ms: self.clock.wall_ms(),
-                    tenant: p.tenant.clone(),
-                    waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
-                });
-            }
-            let permit = admitted.map_err(|refused| {
-                trace::left_queue(call, &refused);
-                let reason = match &refused {
-                    Refused::Cancelled => Reason::Cancelled,
-                    Refused::Expired(_)
-                    | Refused::Rejected(Rejection::DeadlineUnreachable { .. }) => {
-                        Reason::OutOfTime(refused.clone())
+                if let Some(task) = call.task {
+                    acquire = acquire.task(task);
+                }
+                // A read of a pool goes, at each attempt, with the member that would admit it
+                // soonest; a write, with the member its first attempt was admitted on (one given
+                // before it was recorded, when the write engine sends it).
+                if let Some(pool) = choosing(call, p) {
+                    acquire = self.avoiding(call, pool, p, acquire);
+                }
+                let queued_at = self.clock.now();
+                // Submitted here and the ticket awaited, rather than `Admission::acquire`, whose
+                // future would hold the request while the call waits; a refusal boxed, so the wait
+                // keeps no room for one; the ticket awaited where it lies, not moved into a second
+                // place of its size in the future.
+                let mut submitted = self.admission.submit(acquire).map_err(Box::new);
+                let admitted = match &mut submitted {
+                    Ok(ticket) => ticket.await,
+                    Err(refused) => Err(Refused::clone(refused)),
+                };
+                drop(submitted);
+                let admitted = match admitted {
+                    // Its task was cancelled while it waited past the queue (at the shared store's
+                    // gate): sent it is not, and its charge is given back.
+                    Ok(permit) if call.task.is_some_and(|task| self.is_cancelled(task)) => {
+                        permit.complete(Some(Usage::default()));
+                        Err(Refused::Cancelled)
                     }
-                    Refused::Rejected(rejection) => Reason::Refused(rejection.clone()),
+                    admitted => admitted,
                 };
-                let next = match reason {
-                    Reason::Cancelled => NextAction::FixRequest,
-                    _ => NextAction::RetryLater(None),
+                let waited = self.clock.now().saturating_duration_since(queued_at);
+                t.queued += waited;
+                if admitted.is_ok() {
+                    trace::admitted(&self.metrics, call, cx.span, &p.tenant, waited, t.queued);
+                    self.recent.waited(recent::Waited {
+                        at_ms: self.clock.wall_ms(),
+                        tenant: p.tenant.clone(),
+                        waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+                    });
+                }
+                let permit = admitted.map_err(|refused| {
+                    trace::left_queue(call, &refused);
+                    let reason = match &refused {
+                        Refused::Cancelled => Reason::Cancelled,
+                        Refused::Expired(_)
+                        | Refused::Rejected(Rejection::DeadlineUnreachable { .. }) => {
+                            Reason::OutOfTime(refused.clone())
+                        }
+                        Refused::Rejected(rejection) => Reason::Refused(rejection.clone()),
+                    };
+                    let next = match reason {
+                        Reason::Cancelled => NextAction::FixRequest,
+                        _ => NextAction::RetryLater(None),
+                    };
+                    std::mem::take(t).end(reason, next)
+                })?;
+                let (Some(pool), Some(member)) = (call.pool.as_deref(), permit.member().cloned())
+                else {
+                    break permit;
                 };
-                std::mem::take(t).end(reason, next)
-            })?;
-            if permit.member().is_some() {
                 // The member's breaker, now that the attempt goes with it: a read's retry's was
                 // not checked before its wait (`after`), the first attempt's tenant path was.
-                let now = self.clock.now();
-                let allowed = if t.attempts == 0 {
-                    self.breakers.allow_path(&p.paths, now)
-                } else {
-                    self.breakers.allow(&p.paths, now)
+                let Err(open) = self.went_with(call, pool, p, &member, t.attempts == 0) else {
+                    break permit;
                 };
-                if let Err(open) = allowed {
-                    permit.complete(Some(Usage::default()));
+                permit.complete(Some(Usage::default()));
+                // It opened while the call waited: the call queues again for another member, if
+                // one was not already passed over for being refused.
+                if !pool::choose_again(p, &member) {
                     return Err(breaker_open(t, open));
                 }
-            }
+            };
             Ok(permit)
         }
     }

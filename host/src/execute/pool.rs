@@ -11,6 +11,7 @@ use super::breaking::BreakerPaths;
 use super::{Call, Executor};
 use crate::admission::{Acquire, Rejection, Usage};
 use crate::contract::RequestClass;
+use crate::retry::Open;
 
 /// Where calls made with one credential go, when not where its provider's do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,31 +44,71 @@ impl Executor {
         member_url(&call.url, base, endpoint)
     }
 
-    /// The members of `pool` a read's next attempt avoids: those whose breaker on the
-    /// call's path refuses now, and those its attempts failed on.
-    pub(super) fn avoided(&self, call: &Call, pool: &str, p: &Prepared) -> Vec<String> {
-        let Some(pooled) = &p.pooled else {
-            return Vec::new();
+    /// `acquire` told to avoid the members of `pool` the attempt about to queue avoids:
+    /// those whose breaker on the call's path refuses now, and those its attempts failed on.
+    /// The call keeps the list, so that a member refused by its breaker after the call was
+    /// queued on it is known to have been better than the others ([`choose_again`]).
+    pub(super) fn avoiding(
+        &self,
+        call: &Call,
+        pool: &str,
+        p: &mut Prepared,
+        mut acquire: Acquire,
+    ) -> Acquire {
+        let Some(pooled) = p.pooled.as_mut() else {
+            return acquire;
         };
-        let mut avoid: Vec<String> = pooled.failed_on.iter().map(|m| m.to_string()).collect();
-        if !self.breakers.any_open() {
-            return avoid;
-        }
-        let now = self.clock.now();
-        if let Some(members) = self.admission.pool_members(&call.provider, pool) {
-            for m in members {
+        let mut avoid: Vec<Arc<str>> = pooled.failed_on.clone();
+        if self.breakers.any_open() {
+            let now = self.clock.now();
+            for m in self
+                .admission
+                .pool_members(&call.provider, pool)
+                .unwrap_or_default()
+            {
                 let paths = pooled.paths_with(&call.provider, &m);
-                if self.breakers.refuses(&paths.shared, now) && !avoid.iter().any(|a| **a == *m) {
-                    avoid.push(m.to_string());
+                if self.breakers.refuses(&paths.shared, now) && !avoid.contains(&m) {
+                    avoid.push(m);
                 }
             }
         }
-        avoid
+        for m in &avoid {
+            acquire = acquire.avoid(&**m);
+        }
+        pooled.avoided = avoid;
+        acquire.pool(pool)
     }
 
     /// The attempt about to be sent goes with `member`: its breaker paths become the
-    /// member's, and a move away from the member the last attempt failed on is counted.
-    pub(super) fn went_with(&self, call: &Call, pool: &str, p: &mut Prepared, member: &Arc<str>) {
+    /// member's, and the member's breaker is asked (a first attempt's credential path only:
+    /// its tenant's is asked after the plan; a retry's, both). Once it lets the attempt go,
+    /// the choice is counted, and a move away from the member the last attempt failed on.
+    ///
+    /// # Errors
+    /// The member's breaker refuses now (it may have opened while the call waited).
+    pub(super) fn went_with(
+        &self,
+        call: &Call,
+        pool: &str,
+        p: &mut Prepared,
+        member: &Arc<str>,
+        first: bool,
+    ) -> Result<(), Open> {
+        let Some(pooled) = p.pooled.as_mut() else {
+            return Ok(());
+        };
+        if pooled.member.as_ref() != Some(member) {
+            p.paths = pooled
+                .paths_with(&call.provider, member)
+                .of_tenant(&p.tenant);
+            pooled.member = Some(member.clone());
+        }
+        let now = self.clock.now();
+        if first {
+            self.breakers.allow_path(&p.paths, now)?;
+        } else {
+            self.breakers.allow(&p.paths, now)?;
+        }
         metrics::counter!(
             crate::observe::POOL_CHOSEN,
             "provider" => call.provider.clone(),
@@ -75,9 +116,6 @@ impl Executor {
             "member" => member.to_string(),
         )
         .increment(1);
-        let Some(pooled) = p.pooled.as_mut() else {
-            return;
-        };
         if let Some(from) = pooled.failed_on.last()
             && from != member
         {
@@ -89,12 +127,7 @@ impl Executor {
             )
             .increment(1);
         }
-        if pooled.member.as_ref() != Some(member) {
-            p.paths = pooled
-                .paths_with(&call.provider, member)
-                .of_tenant(&p.tenant);
-            pooled.member = Some(member.clone());
-        }
+        Ok(())
     }
 
     /// `call` with the one member of its pool it keeps for its whole life (a write: its
@@ -128,6 +161,21 @@ pub(super) fn pooled_read(call: &Call) -> Option<&str> {
     call.pool
         .as_deref()
         .filter(|_| call.class == RequestClass::Read)
+}
+
+/// A call choosing a member of its pool was queued on `member`, whose breaker then refused
+/// it (it opened while the call waited): whether the call queues again for another member.
+/// It does unless `member` was among those it avoided (no other could take it); it then
+/// chooses afresh.
+pub(super) fn choose_again(p: &mut Prepared, member: &Arc<str>) -> bool {
+    let Some(pooled) = p.pooled.as_mut() else {
+        return false;
+    };
+    let again = !pooled.avoided.contains(member);
+    if again {
+        pooled.member = None;
+    }
+    again
 }
 
 /// The pool the attempt of `call` about to queue chooses a member of: a read's at every
@@ -178,6 +226,9 @@ pub(super) struct Pooled {
     model: Option<String>,
     /// The members its attempts failed on, which its next ones avoid.
     failed_on: Vec<Arc<str>>,
+    /// The members its attempt last queued avoided: those and the ones whose breaker
+    /// refused then.
+    avoided: Vec<Arc<str>>,
 }
 
 impl Pooled {
@@ -188,6 +239,7 @@ impl Pooled {
             route: crate::retry::route_template(&call.method, &call.url),
             model,
             failed_on: Vec::new(),
+            avoided: Vec::new(),
         }
     }
 
