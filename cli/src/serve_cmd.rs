@@ -74,9 +74,10 @@ pub struct ServeArgs {
 /// The key each fake provider demands, and the sidecar sends it.
 const FAKE_KEY: &str = "fake-provider-key";
 
-/// The attempts each fake provider keeps a record of: the last ones only, so that a long
-/// load through the sidecar does not grow it with every request (nothing here reads the
-/// record; its quotas and faults count every attempt apart from it).
+/// The attempts each fake provider keeps a record of, and the writes it keeps stored: the
+/// last ones only, so that a long load through the sidecar does not grow it with every
+/// request (nothing here reads the record; its quotas and faults count every attempt apart
+/// from it; a write let go takes its idempotency key with it, as keys expire at a provider).
 const FAKE_KEPT: usize = 1_000;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -97,7 +98,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         if args.fake_providers {
             let faults = args.fake_faults.clone().unwrap_or_default();
             for (name, setup) in &mut config.providers {
-                let config = FakeConfig::new(style_of(&setup.plugin)).keep_attempts(FAKE_KEPT);
+                let config = FakeConfig::new(style_of(&setup.plugin))
+                    .keep_attempts(FAKE_KEPT)
+                    .keep_writes(FAKE_KEPT);
                 let fake = FakeProvider::start(faults.limit(config))
                     .await
                     .context("starting a fake provider")?;

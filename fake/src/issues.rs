@@ -33,7 +33,15 @@ pub(crate) type Answer = (u16, Headers, String);
 /// A POST to `path`: a new object, whatever the request's key.
 pub(crate) fn create(ledger: &mut Ledger, path: &str, body: Bytes, origin: &str) -> Answer {
     let i = ledger.create(path, body);
-    let object = object(&ledger.stored[i], origin);
+    // The write just created is kept: a record lets go only its oldest.
+    let Some(created) = ledger.stored.get(i) else {
+        return (
+            500,
+            Headers::new(),
+            Style::GitHub.error_body(500, "not kept"),
+        );
+    };
+    let object = object(created, origin);
     let location = object["url"].as_str().unwrap_or_default().to_owned();
     (201, vec![("location".into(), location)], object.to_string())
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::bucket::Buckets;
+use crate::record::Record;
 use crate::script::Fault;
 use crate::window::Window;
 
@@ -112,58 +113,14 @@ pub fn client_reference(body: &[u8]) -> Option<String> {
     None
 }
 
-/// The attempts received: every one, or the last ones only when the provider is told to
-/// keep a bounded record ([`crate::FakeConfig::keep_attempts`]). Each is known by its
-/// number, from 0 in the order it came, whether or not it is still kept.
-#[derive(Debug, Default)]
-pub(crate) struct Attempts {
-    kept: VecDeque<Attempt>,
-    /// How many of the first were let go to keep the record within `bound`.
-    forgotten: usize,
-    bound: Option<usize>,
-}
-
-impl Attempts {
-    /// A record of at most `bound` attempts (`None`: every one).
-    pub fn bounded(bound: Option<usize>) -> Self {
-        Self {
-            bound,
-            ..Self::default()
-        }
-    }
-
-    /// Records `attempt`, letting the oldest go past the bound; its number.
-    pub fn push(&mut self, attempt: Attempt) -> usize {
-        if let Some(bound) = self.bound {
-            while self.kept.len() >= bound.max(1) {
-                self.kept.pop_front();
-                self.forgotten += 1;
-            }
-        }
-        self.kept.push_back(attempt);
-        self.forgotten + self.kept.len() - 1
-    }
-
-    /// Attempt number `n`, if it is still kept.
-    pub fn get_mut(&mut self, n: usize) -> Option<&mut Attempt> {
-        self.kept.get_mut(n.checked_sub(self.forgotten)?)
-    }
-
-    /// The attempts kept, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &Attempt> {
-        self.kept.iter()
-    }
-
-    /// How many attempts were let go to keep the record within its bound.
-    pub fn forgotten(&self) -> usize {
-        self.forgotten
-    }
-}
-
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
-    pub attempts: Attempts,
-    pub stored: Vec<Stored>,
+    /// The attempts received: every one, or the last ones only
+    /// ([`crate::FakeConfig::keep_attempts`]).
+    pub attempts: Record<Attempt>,
+    /// The writes stored: every one, or the last ones only
+    /// ([`crate::FakeConfig::keep_writes`]); a key of a write let go is forgotten with it.
+    pub stored: Record<Stored>,
     pub by_key: HashMap<String, usize>,
     /// How many objects are stored under each path: the next one's number. Kept apart so
     /// that storing stays constant-time however many writes the ledger holds.
@@ -184,10 +141,12 @@ pub(crate) struct Ledger {
 }
 
 impl Ledger {
-    /// An empty ledger whose record keeps at most `attempts` attempts (`None`: every one).
-    pub fn keeping(attempts: Option<usize>) -> Self {
+    /// An empty ledger that keeps at most `attempts` attempts and `writes` stored writes
+    /// (`None`: every one).
+    pub fn keeping(attempts: Option<usize>, writes: Option<usize>) -> Self {
         Self {
-            attempts: Attempts::bounded(attempts),
+            attempts: Record::bounded(attempts),
+            stored: Record::bounded(writes),
             ..Self::default()
         }
     }
@@ -238,7 +197,7 @@ impl Ledger {
                 1
             }
         };
-        self.stored.push(Stored {
+        let (i, let_go) = self.stored.push(Stored {
             id,
             idempotency_key: key.map(str::to_owned),
             path: path.to_owned(),
@@ -248,7 +207,12 @@ impl Ledger {
             // buffer, and kept, it would keep that whole buffer (kilobytes) alive with it.
             body: Bytes::copy_from_slice(&body),
         });
-        self.stored.len() - 1
+        // A write let go takes its key with it: the key's next use is a new write, as when
+        // a provider's idempotency keys expire.
+        if let Some(k) = let_go.and_then(|w| w.idempotency_key) {
+            self.by_key.remove(&k);
+        }
+        i
     }
 }
 
@@ -287,10 +251,25 @@ mod tests {
         assert_eq!(l.store(Some("k"), "/v1/x", body()), (0, true));
         assert_eq!(l.create("/repos/o/r/issues", body()), 1);
         assert_eq!(l.create("/repos/o/r/issues", body()), 2);
-        let s = &l.stored;
-        assert_eq!((s[1].id.as_str(), s[1].number), ("1000002", 1));
-        assert_eq!((s[2].id.as_str(), s[2].number), ("1000003", 2));
-        assert_eq!(s[2].idempotency_key, None);
-        assert_eq!(s[2].reference.as_deref(), Some("sluice-abc"));
+        let (one, two) = (l.stored.get(1).unwrap(), l.stored.get(2).unwrap());
+        assert_eq!((one.id.as_str(), one.number), ("1000002", 1));
+        assert_eq!((two.id.as_str(), two.number), ("1000003", 2));
+        assert_eq!(two.idempotency_key, None);
+        assert_eq!(two.reference.as_deref(), Some("sluice-abc"));
+    }
+
+    #[test]
+    fn a_provider_keeping_its_last_writes_forgets_the_keys_of_those_it_let_go() {
+        let mut l = Ledger::keeping(None, Some(2));
+        let body = || Bytes::from_static(b"{}");
+        assert_eq!(l.store(Some("a"), "/v1/x", body()), (0, false));
+        assert_eq!(l.store(Some("b"), "/v1/x", body()), (1, false));
+        assert_eq!(l.store(Some("a"), "/v1/x", body()), (0, true));
+        // A third write lets the first go, and its key with it.
+        assert_eq!(l.store(Some("c"), "/v1/x", body()), (2, false));
+        assert_eq!(l.store(Some("b"), "/v1/x", body()), (1, true));
+        assert_eq!(l.store(Some("a"), "/v1/x", body()), (3, false));
+        assert_eq!(l.stored.get(3).unwrap().id, "obj_000004");
+        assert_eq!((l.stored.forgotten(), l.by_key.len()), (2, 2));
     }
 }

@@ -1,6 +1,7 @@
 //! A fake API provider on loopback, for tests and the demo: real HTTP, its own limits, real
-//! providers' quota headers, scripted faults, and a ledger of every attempt it received (of
-//! the last ones only, when [`FakeConfig::keep_attempts`] bounds it).
+//! providers' quota headers, scripted faults, and a ledger of every attempt it received and
+//! every write it stored (of the last ones only, when [`FakeConfig::keep_attempts`] and
+//! [`FakeConfig::keep_writes`] bound them).
 //!
 //! Failure paths are tested at the wire: a retry loop is judged by what the provider saw
 //! (how many attempts, when, with which idempotency key, how many writes it stored), never by
@@ -45,6 +46,7 @@ pub mod bucket;
 mod issues;
 mod ledger;
 mod models;
+mod record;
 mod script;
 mod server;
 pub mod services;
@@ -97,6 +99,10 @@ pub struct FakeConfig {
     /// tests need). A provider serving a long load keeps a bounded record, or it grows
     /// with every request.
     pub keep_attempts: Option<usize>,
+    /// The most writes it keeps stored, the oldest let go first, each with its idempotency
+    /// key (as a provider's keys expire: the key's next use is a new write); `None`: every
+    /// one (as tests need).
+    pub keep_writes: Option<usize>,
 }
 
 impl FakeConfig {
@@ -110,6 +116,7 @@ impl FakeConfig {
             otpm: None,
             stream_gap: Duration::from_millis(20),
             keep_attempts: None,
+            keep_writes: None,
         }
     }
 
@@ -118,6 +125,15 @@ impl FakeConfig {
     #[must_use]
     pub fn keep_attempts(mut self, count: usize) -> Self {
         self.keep_attempts = Some(count);
+        self
+    }
+
+    /// Keeps the last `count` writes stored only (at least one), not every one: an older
+    /// write is let go with its idempotency key, and [`FakeProvider::stored`] and
+    /// [`FakeProvider::duplicates`] see the writes kept alone.
+    #[must_use]
+    pub fn keep_writes(mut self, count: usize) -> Self {
+        self.keep_writes = Some(count);
         self
     }
 
@@ -199,7 +215,7 @@ impl FakeProvider {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let ledger = ledger::Ledger::keeping(config.keep_attempts);
+        let ledger = ledger::Ledger::keeping(config.keep_attempts, config.keep_writes);
         let shared = Arc::new(Shared {
             config,
             ledger: Mutex::new(ledger),
@@ -350,9 +366,10 @@ impl FakeProvider {
             .count()
     }
 
-    /// Every write stored, in order (a replay under the same key stores nothing new).
+    /// Every write stored, in order (a replay under the same key stores nothing new); the
+    /// last ones only when [`FakeConfig::keep_writes`] bounds them.
     pub fn stored(&self) -> Vec<Stored> {
-        self.shared.ledger().stored.clone()
+        self.shared.ledger().stored.iter().cloned().collect()
     }
 
     /// Writes stored for a client reference that an earlier stored write already carried:

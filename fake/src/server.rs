@@ -161,7 +161,7 @@ async fn attempt(
     let (index, fault) = {
         let mut ledger = shared.ledger();
         let fault = ledger.next_fault(&path, write);
-        let index = ledger.attempts.push(Attempt {
+        let (index, _) = ledger.attempts.push(Attempt {
             at: now().duration_since(shared.started),
             method,
             path: path.clone(),
@@ -360,7 +360,13 @@ async fn attempt(
         );
     }
     let (i, replayed) = shared.keep(key.as_deref(), &path, body);
-    let id = shared.ledger().stored[i].id.clone();
+    // The write just stored or replayed is kept: a record lets go only its oldest.
+    let id = shared
+        .ledger()
+        .stored
+        .get(i)
+        .map(|s| s.id.clone())
+        .unwrap_or_default();
     if replayed {
         headers.push(("idempotent-replayed".into(), "true".into()));
     }
