@@ -42,6 +42,10 @@ pub const REDACTED: &str = "[redacted]";
 
 /// Whether `name` is a credential header: one of [`CREDENTIAL_HEADERS`], or a name holding a
 /// credential word (`token`, `secret`, `password`, `apikey`, `api-key`, `x-auth`), in any case.
+///
+/// Asked of every header of every request, more than once (the sidecar's agent check, then
+/// each plugin call's redaction): one pass over the name, a word compared only where the
+/// name has its first letter.
 pub fn is_credential(name: &str) -> bool {
     if CREDENTIAL_HEADERS
         .iter()
@@ -49,10 +53,16 @@ pub fn is_credential(name: &str) -> bool {
     {
         return true;
     }
-    CREDENTIAL_WORDS.iter().any(|w| {
-        name.as_bytes()
-            .windows(w.len())
-            .any(|part| part.eq_ignore_ascii_case(w.as_bytes()))
+    let name = name.as_bytes();
+    (0..name.len()).any(|i| {
+        let first = name[i].to_ascii_lowercase();
+        CREDENTIAL_WORDS.iter().any(|w| {
+            let w = w.as_bytes();
+            w[0] == first
+                && name
+                    .get(i..i + w.len())
+                    .is_some_and(|part| part.eq_ignore_ascii_case(w))
+        })
     })
 }
 
@@ -119,6 +129,23 @@ mod tests {
             "user-agent",
         ] {
             assert!(!is_credential(name), "{name}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The one-pass check finds a credential word exactly where comparing the word at
+        /// every position of the name does.
+        #[test]
+        fn the_one_pass_check_agrees_with_a_word_compared_everywhere(
+            name in "[a-zA-Z-]{0,6}(token|SECRET|Password|apikey|api-key|x-Auth|pass|api|x-a|tok)?[a-zA-Z-]{0,6}"
+        ) {
+            let everywhere = CREDENTIAL_HEADERS.iter().any(|c| c.eq_ignore_ascii_case(&name))
+                || CREDENTIAL_WORDS.iter().any(|w| {
+                    name.as_bytes()
+                        .windows(w.len())
+                        .any(|part| part.eq_ignore_ascii_case(w.as_bytes()))
+                });
+            proptest::prop_assert_eq!(is_credential(&name), everywhere, "{}", name);
         }
     }
 
