@@ -21,7 +21,10 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn main() {
-    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk");
+    // Read when the script runs, not when it is compiled: a target directory shared by two
+    // checkouts keeps one compiled script for both.
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let sdk = Path::new(&manifest).join("../plugins/sdk");
     let sdk = sdk
         .canonicalize()
         .expect("the SDK beside the command: plugins/sdk");
