@@ -51,7 +51,13 @@ fn host(azure: &FakeProvider, team: &FakeProvider) -> sluice::Sluice {
         backoff_cap_ms: 20,
         ..RetryConfig::default()
     };
-    let mut config = SluiceConfig::from_toml(&text, Path::new(".")).expect("the configuration");
+    built(&text, retry)
+}
+
+/// A host of the configuration `text` with `retry`: the member `azure` sends its `api-key`,
+/// every other its bearer token.
+fn built(text: &str, retry: RetryConfig) -> sluice::Sluice {
+    let mut config = SluiceConfig::from_toml(text, Path::new(".")).expect("the configuration");
     config.retry = retry.clone();
     builder("openai", "", retry, transport(Duration::from_secs(5)))
         .config(config)
@@ -180,15 +186,7 @@ fn paced(fast: &FakeProvider, slow: &FakeProvider) -> sluice::Sluice {
         breaker_open_ms: 60_000,
         ..RetryConfig::default()
     };
-    let mut config = SluiceConfig::from_toml(&text, Path::new(".")).expect("the configuration");
-    config.retry = retry.clone();
-    builder("openai", "", retry, transport(Duration::from_secs(5)))
-        .config(config)
-        .credentials(Arc::new(|_: &str, _: &str| {
-            vec![("authorization".to_owned(), "Bearer team-secret".to_owned())]
-        }))
-        .build()
-        .expect("a host")
+    built(&text, retry)
 }
 
 /// A read queued on a member whose breaker opens while it waits for its turn there (another

@@ -34,6 +34,9 @@ const SDK_HEADERS: &[&str] = &[
 /// The words [`is_credential`] looks for, as its documentation lists them.
 const WORDS: &[&str] = &["token", "secret", "password", "apikey", "api-key", "x-auth"];
 
+/// A way to tell a credential header by its name.
+type Check = fn(&str) -> bool;
+
 /// The plain way: the known names, then each word compared at every position.
 fn compared_everywhere(name: &str) -> bool {
     CREDENTIAL_HEADERS
@@ -51,22 +54,15 @@ fn bench(c: &mut Criterion) {
         assert_eq!(is_credential(name), compared_everywhere(name), "{name}");
     }
     let mut group = c.benchmark_group("an-sdk-request's-17-headers");
-    group.bench_function("one-pass", |b| {
-        b.iter(|| {
-            SDK_HEADERS
-                .iter()
-                .filter(|n| is_credential(black_box(n)))
-                .count()
+    let checks: [(&str, Check); 2] = [
+        ("one-pass", is_credential),
+        ("compared-everywhere", compared_everywhere),
+    ];
+    for (name, check) in checks {
+        group.bench_function(name, |b| {
+            b.iter(|| SDK_HEADERS.iter().filter(|n| check(black_box(n))).count());
         });
-    });
-    group.bench_function("compared-everywhere", |b| {
-        b.iter(|| {
-            SDK_HEADERS
-                .iter()
-                .filter(|n| compared_everywhere(black_box(n)))
-                .count()
-        });
-    });
+    }
     group.finish();
 }
 
