@@ -46,12 +46,16 @@ fn host(azure: &FakeProvider, team: &FakeProvider) -> sluice::Sluice {
         azure.url(""),
         team.url("")
     );
-    let retry = RetryConfig {
+    built(&text, quick_retries())
+}
+
+/// Retries after 10–20 ms, so that a test does not wait on backoff.
+fn quick_retries() -> RetryConfig {
+    RetryConfig {
         backoff_base_ms: 10,
         backoff_cap_ms: 20,
         ..RetryConfig::default()
-    };
-    built(&text, retry)
+    }
 }
 
 /// A host of the configuration `text` with `retry`: the member `azure` sends its `api-key`,
@@ -180,11 +184,9 @@ fn paced(fast: &FakeProvider, slow: &FakeProvider) -> sluice::Sluice {
         slow.url("")
     );
     let retry = RetryConfig {
-        backoff_base_ms: 10,
-        backoff_cap_ms: 20,
         breaker_threshold: 1,
         breaker_open_ms: 60_000,
-        ..RetryConfig::default()
+        ..quick_retries()
     };
     built(&text, retry)
 }

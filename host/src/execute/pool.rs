@@ -44,10 +44,11 @@ impl Executor {
         member_url(&call.url, base, endpoint)
     }
 
-    /// `acquire` told to avoid the members of `pool` the attempt about to queue avoids:
-    /// those whose breaker on the call's path refuses now, and those its attempts failed on.
-    /// The call keeps the list, so that a member refused by its breaker after the call was
-    /// queued on it is known to have been better than the others ([`choose_again`]).
+    /// `acquire` sent to a member of `pool`, told to avoid the members the attempt about to
+    /// queue avoids: those whose breaker on the call's path refuses now, and those its
+    /// attempts failed on. The call keeps the list, so that a member refused by its breaker
+    /// after the call was queued on it is known to have been better than the others
+    /// ([`choose_again`]).
     pub(super) fn avoiding(
         &self,
         call: &Call,
@@ -56,7 +57,7 @@ impl Executor {
         mut acquire: Acquire,
     ) -> Acquire {
         let Some(pooled) = p.pooled.as_mut() else {
-            return acquire;
+            return acquire.pool(pool);
         };
         let mut avoid: Vec<Arc<str>> = pooled.failed_on.clone();
         if self.breakers.any_open() {
