@@ -1,6 +1,7 @@
 //! The latency `sluice serve` adds to a call, measured from outside as users meet it: the same
 //! chat completion sent to a provider on loopback directly, through a plain reverse-proxy hop
-//! (the cost of any hop: [`hop`]), through the real `sluice serve` binary, through the same
+//! (the cost of any hop: [`hop`]), through nginx set up as such a hop ([`nginx`], when
+//! installed), through the real `sluice serve` binary, through the same
 //! sidecar inside this process, and through the host embedded in this process as a library
 //! (`Sluice::execute`) — side by side in one run, in rounds whose order turns, so every target
 //! sees the same machine.
@@ -23,8 +24,10 @@
 //! - `ADDED_LATENCY_WARMUP_SECS`: unmeasured seconds per target before each rate (default `2`;
 //!   the sequential load warms up on 5% of its requests);
 //! - `ADDED_LATENCY_TARGETS`: which targets, comma-separated (default every one: `direct,hop,
-//!   sluice,sluice in-process,embedded`; `direct` is always measured, the others are compared
-//!   to it);
+//!   nginx,sluice,sluice in-process,embedded`; `direct` is always measured, the others are
+//!   compared to it; `nginx` is left out when none is found, see [`nginx`]);
+//! - `ADDED_LATENCY_NGINX`: the nginx program for the target `nginx` (default `nginx` on
+//!   `PATH` or in `/usr/sbin`);
 //! - `ADDED_LATENCY_BASELINE`: the path of another `sluice` binary (an earlier build), measured
 //!   beside this one as the target `baseline`: a change's before and after in one run;
 //! - `ADDED_LATENCY_CPUS`: where the processes run ([`cpus`]): `any` (the default, as the
@@ -44,6 +47,7 @@
 mod cpus;
 mod hop;
 mod load;
+mod nginx;
 mod targets;
 
 use std::time::Duration;
@@ -192,7 +196,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _runtime = rt.enter();
         targets::embedded(dir.path(), &fake)?
     };
-    let mut all = vec![targets::direct(&fake), hop, binary, in_process, embedded];
+    let mut all = vec![targets::direct(&fake), hop];
+    let asked = |name: &str| options.targets.iter().any(|n| n == name);
+    let wanted = |name: &str| options.targets.is_empty() || asked(name);
+    let mut _nginx = None;
+    if wanted(nginx::NAME)
+        && let Some((t, p)) = nginx::start(dir.path(), &fake, cpu, asked(nginx::NAME))?
+    {
+        all.push(t);
+        _nginx = Some(p);
+    }
+    all.extend([binary, in_process, embedded]);
     let baseline = std::env::var_os("ADDED_LATENCY_BASELINE").filter(|_| !brief);
     let _baseline = match baseline {
         Some(program) => {
@@ -205,11 +219,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let chosen: Vec<&Target> = all
         .iter()
-        .filter(|t| {
-            t.name == "direct"
-                || options.targets.is_empty()
-                || options.targets.iter().any(|n| n == t.name)
-        })
+        .filter(|t| t.name == "direct" || wanted(t.name))
         .collect();
     for t in &chosen {
         rt.block_on(load::until_ready(t, Duration::from_secs(30)))?;
@@ -342,26 +352,33 @@ fn report(chosen: &[&Target], rows: &mut [(Load, Vec<Tally>, String)]) -> bool {
         }
     }
     println!(
-        "\n| load | target | added p50 µs | added p99 µs | p50 added / hop's | p99 added / hop's | load average at the end |"
+        "\n| load | target | added p50 µs | added p99 µs | p50 added / hop's | p99 added / hop's \
+         | p50 added / nginx's | p99 added / nginx's | load average at the end |"
     );
-    println!("|---|---|--:|--:|--:|--:|---|");
+    println!("|---|---|--:|--:|--:|--:|--:|--:|---|");
     for (load, tallies, machine) in rows.iter() {
         let at = |i: usize, q: f64| micros(quantile(&tallies[i].latencies, q));
-        let hop = chosen.iter().position(|t| t.name == "hop");
+        // A target's added latency over a yardstick's, when that yardstick was measured.
+        let ratio = |i: usize, yardstick: &str, q: f64| {
+            chosen
+                .iter()
+                .position(|t| t.name == yardstick)
+                .filter(|&y| y != i)
+                .map_or_else(
+                    || "–".to_owned(),
+                    |y| format!("{:.2}", (at(i, q) - at(0, q)) / (at(y, q) - at(0, q))),
+                )
+        };
         for (i, t) in chosen.iter().enumerate().skip(1) {
             let (p50, p99) = (at(i, 0.5) - at(0, 0.5), at(i, 0.99) - at(0, 0.99));
-            let ratio = |added: f64, q: f64| {
-                hop.filter(|&h| h != i).map_or_else(
-                    || "–".to_owned(),
-                    |h| format!("{:.2}", added / (at(h, q) - at(0, q))),
-                )
-            };
             println!(
-                "| {} | {} | {p50:.0} | {p99:.0} | {} | {} | {} |",
+                "| {} | {} | {p50:.0} | {p99:.0} | {} | {} | {} | {} | {} |",
                 load.name(),
                 t.name,
-                ratio(p50, 0.5),
-                ratio(p99, 0.99),
+                ratio(i, "hop", 0.5),
+                ratio(i, "hop", 0.99),
+                ratio(i, nginx::NAME, 0.5),
+                ratio(i, nginx::NAME, 0.99),
                 machine.split("load average ").nth(1).unwrap_or(""),
             );
         }

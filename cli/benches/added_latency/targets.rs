@@ -20,7 +20,7 @@ use crate::load::{Target, Via};
 
 pub const PATH: &str = "/v1/chat/completions";
 /// The provider key: sent by the direct client as an SDK would, and by the sidecar.
-const PROVIDER_KEY: &str = "sk-bench-provider-key";
+pub const PROVIDER_KEY: &str = "sk-bench-provider-key";
 /// The provider key's label in the host's configuration.
 pub const CREDENTIAL: &str = "bench-key";
 /// The admin API's token, for the real binary's `/metrics`.
@@ -51,7 +51,7 @@ pub fn direct(fake: &FakeProvider) -> Target {
 }
 
 /// A process this bench started, killed when dropped.
-pub struct Process(Child);
+pub struct Process(pub Child);
 
 impl Drop for Process {
     fn drop(&mut self) {
