@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use sluice::admission::ClassSet;
 use sluice::config::{AgentProviderKeys, PriorityAboveAllowed, ServeConfig, TokenSource};
 use sluice::input_file;
+use smallvec::SmallVec;
 
 use crate::error::ServeError;
 
@@ -200,8 +201,8 @@ impl Agents {
         // be (the bearer scheme removed), by its digest (each value hashed once); and the
         // headers that may go no further: the token headers, every other credential-like one
         // (cookies, a vendor's token header) and the account headers.
-        let mut values: Vec<(usize, &str, [u8; 32])> = Vec::new();
-        let mut held: Vec<(&HeaderName, bool)> = Vec::new();
+        let mut values: SmallVec<[(usize, &str, [u8; 32]); 2]> = SmallVec::new();
+        let mut held: SmallVec<[(&HeaderName, bool); 4]> = SmallVec::new();
         for (name, v) in headers.iter() {
             let n = name.as_str();
             let place = rank(n);
@@ -246,8 +247,10 @@ impl Agents {
             (Some(_), Some(AgentProviderKeys::Strip)) => true,
             (None, _) => false,
         };
+        // The values borrow `headers`, which is changed below.
+        drop(values);
         // An account header the agent may set goes on.
-        let removed: Vec<HeaderName> = held
+        let removed: SmallVec<[HeaderName; 4]> = held
             .into_iter()
             .filter(|(name, account)| {
                 !account || !agent.pass_headers.iter().any(|p| p == name.as_str())

@@ -4,6 +4,7 @@
 //! journal, so it is sent with one idempotency key and never twice.
 
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use http_body_util::{BodyExt, Limited};
@@ -24,7 +25,6 @@ use sluice::writes::{Write, WriteError};
 use crate::Shared;
 use crate::agents::{Admitted, Agent, Refusal};
 use crate::hints::{self, Hints};
-use crate::listener::Peer;
 use crate::reply::{self, Body};
 use crate::request_path;
 use crate::shape::SluiceError;
@@ -41,24 +41,27 @@ pub(crate) const REQUESTS: &str = "sluice_serve_requests_total";
 pub(crate) async fn handle(
     shared: Arc<Shared>,
     req: Request<Incoming>,
+    peer: IpAddr,
 ) -> Result<Response<Body>, Infallible> {
-    let provider = provider_of(req.uri().path()).to_owned();
-    let response = match shared.upstreams.get(&provider) {
-        None => unknown_provider(&shared, &provider),
-        Some(up) => {
-            let shape = up.shape;
-            match forward(&shared, up, req).await {
+    // The provider's name as the configuration holds it: nothing copied from the request.
+    let (label, response) = match shared
+        .upstreams
+        .get_key_value(provider_of(req.uri().path()))
+    {
+        None => (
+            "unknown",
+            unknown_provider(&shared, provider_of(req.uri().path())),
+        ),
+        Some((name, up)) => {
+            let response = match forward(&shared, up, req, peer).await {
                 Ok(r) => r,
-                Err(e) => reply::error(shape, &e),
-            }
+                Err(e) => reply::error(up.shape, &e),
+            };
+            (name.as_str(), response)
         }
     };
-    let known = shared.upstreams.contains_key(&provider);
     (shared.requests)
-        .get([
-            if known { &provider } else { "unknown" },
-            response.status().as_str(),
-        ])
+        .get([label, response.status().as_str()])
         .increment(1);
     Ok(response)
 }
@@ -95,8 +98,8 @@ async fn forward(
     shared: &Arc<Shared>,
     up: &Upstream,
     req: Request<Incoming>,
+    peer: IpAddr,
 ) -> Result<Response<Body>, SluiceError> {
-    let peer = Peer::of(&req);
     let (mut parts, body) = req.into_parts();
     let Admitted {
         agent,
@@ -483,7 +486,7 @@ fn allowed_priority(agent: &Agent, asked: Class) -> Result<Class, SluiceError> {
 /// 429 that says to slow down. An agent with a right token is never refused for its
 /// address's failures: agents share an address (loopback, a NAT), and one misconfigured
 /// agent must not lock the others out.
-fn refused(shared: &Shared, peer: std::net::IpAddr, refusal: &Refusal) -> SluiceError {
+fn refused(shared: &Shared, peer: IpAddr, refusal: &Refusal) -> SluiceError {
     if matches!(refusal, Refusal::ProviderKey(_)) {
         return SluiceError::new(403, "unauthorized", refusal.message());
     }

@@ -258,7 +258,7 @@ impl Sidecar {
             workers.clone(),
             {
                 let shared = shared.clone();
-                move |req| forward::handle(shared.clone(), req)
+                move |req, peer| forward::handle(shared.clone(), req, peer)
             },
         ));
         let (admin_addr, admin_task, sampler) = match admin {
@@ -293,7 +293,7 @@ impl Sidecar {
                     limits,
                     "admin",
                     None,
-                    move |req| admin_request(state.clone(), console.clone(), req),
+                    move |req, peer| admin_request(state.clone(), console.clone(), req, peer),
                 ));
                 (Some(a), Some(task), Some(sampler))
             }
@@ -457,8 +457,11 @@ impl Running {
 async fn admin_request(
     admin: Arc<admin::Admin>,
     console: Arc<console::Console>,
-    req: hyper::Request<hyper::body::Incoming>,
+    mut req: hyper::Request<hyper::body::Incoming>,
+    peer: std::net::IpAddr,
 ) -> Result<hyper::Response<reply::Body>, std::convert::Infallible> {
+    // The admin API and the console read the address from the request (few requests).
+    req.extensions_mut().insert(listener::Peer(peer));
     if console::owns(req.uri().path()) {
         return Ok(console::handle(&admin.shared, &console, req).await);
     }

@@ -17,7 +17,7 @@ use tokio::sync::{Semaphore, watch};
 use crate::reply;
 use crate::workers::Workers;
 
-/// The address a request came from, in its extensions.
+/// The address a request came from, in its extensions (the admin listener's requests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Peer(pub IpAddr);
 
@@ -44,7 +44,8 @@ const FAILURE_LOG_EVERY: Duration = Duration::from_secs(1);
 
 /// Accepts connections until a stop is signalled, at most `limits.max_connections` served
 /// at once (`what` names the listener in the log), each served on one of `workers` (else
-/// on the runtime this runs on), then lets each finish its request in flight; the
+/// on the runtime this runs on), each request handed to `handler` with the address it came
+/// from, then lets each finish its request in flight; the
 /// connections still open when the returned future is dropped are cut.
 pub(crate) async fn accept<F, Fut>(
     listener: TcpListener,
@@ -54,7 +55,7 @@ pub(crate) async fn accept<F, Fut>(
     workers: Option<Arc<Workers>>,
     handler: F,
 ) where
-    F: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(hyper::Request<hyper::body::Incoming>, IpAddr) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<hyper::Response<reply::Body>, std::convert::Infallible>>
         + Send
         + 'static,
@@ -88,10 +89,7 @@ pub(crate) async fn accept<F, Fut>(
                 let ip = peer.ip();
                 let watcher = graceful.watcher();
                 let serve = move |stream: TcpStream| async move {
-                    let service = service_fn(move |mut req| {
-                        req.extensions_mut().insert(Peer(ip));
-                        handler(req)
-                    });
+                    let service = service_fn(move |req| handler(req, ip));
                     // A client gets `read_timeout` to send a request's headers: a
                     // connection that trickles them in (or idles between requests) does not
                     // hold its slot for ever.

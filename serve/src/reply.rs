@@ -71,23 +71,24 @@ fn header_text(text: &str, max: usize) -> HeaderValue {
 }
 
 /// A response of `status` with `body`, and the provider's headers from a `fields` block.
-pub fn with_fields(status: u16, fields: &str, body: Body) -> Response<Body> {
+/// Each value is a slice of the block, not a copy of its own.
+pub fn with_fields(status: u16, fields: Bytes, body: Body) -> Response<Body> {
     let mut r = Response::new(body);
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
     let h = r.headers_mut();
-    for line in fields.lines() {
-        let Some((name, value)) = line.split_once(':') else {
+    let Ok(text) = std::str::from_utf8(&fields) else {
+        return r;
+    };
+    for (name, value) in sluice::headers::field_pairs(text) {
+        // Lower case, as every name `HeaderName` makes.
+        let Ok(name) = HeaderName::from_bytes(name.trim().as_bytes()) else {
             continue;
         };
-        let name = name.trim().to_ascii_lowercase();
-        if hop_by_hop(&name) {
+        if hop_by_hop(name.as_str()) {
             continue;
         }
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value.trim()),
-        ) {
-            h.append(n, v);
+        if let Ok(v) = HeaderValue::from_maybe_shared(fields.slice_ref(value.trim().as_bytes())) {
+            h.append(name, v);
         }
     }
     r
@@ -96,16 +97,26 @@ pub fn with_fields(status: u16, fields: &str, body: Body) -> Response<Body> {
 /// Adds the attempts and the time waited to an answer.
 pub fn tally(r: &mut Response<Body>, attempts: u32, waited: Duration) {
     let h = r.headers_mut();
-    h.insert(hints::ATTEMPTS, HeaderValue::from(attempts));
+    h.insert(hints::ATTEMPTS, number(u64::from(attempts)));
     h.insert(
         hints::WAITED_MS,
-        HeaderValue::from(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX)),
+        number(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX)),
     );
+}
+
+/// `n` as a header value; the numbers nearly every answer carries (one attempt, no wait)
+/// without an allocation.
+fn number(n: u64) -> HeaderValue {
+    const SMALL: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    usize::try_from(n)
+        .ok()
+        .and_then(|i| SMALL.get(i))
+        .map_or_else(|| HeaderValue::from(n), |s| HeaderValue::from_static(s))
 }
 
 /// The provider's answer, passed back.
 pub fn provider(resp: contract::Response, attempts: u32, waited: Duration) -> Response<Body> {
-    let mut r = with_fields(resp.status, &resp.headers, full(resp.body));
+    let mut r = with_fields(resp.status, Bytes::from(resp.headers), full(resp.body));
     tally(&mut r, attempts, waited);
     r
 }
@@ -199,7 +210,11 @@ pub fn ended(shape: ErrorShape, t: &Terminal) -> Response<Body> {
         .filter(|r| r.status >= 400)
         .and_then(|r| Some((r, annotated(shape, &r.body, &account)?)));
     let mut r = match from_provider {
-        Some((resp, body)) => with_fields(resp.status, &resp.headers, full(body)),
+        Some((resp, body)) => with_fields(
+            resp.status,
+            Bytes::copy_from_slice(resp.headers.as_bytes()),
+            full(body),
+        ),
         None => {
             let message = format!(
                 "sluice: the call ended without success ({}); next: {next}",
@@ -315,4 +330,16 @@ pub fn write(shape: ErrorShape, outcome: WriteOutcome) -> Response<Body> {
     r.headers_mut()
         .insert(hints::ACTION_STATE, HeaderValue::from_static(state));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_number_reads_the_same_kept_or_made() {
+        for n in [0, 1, 9, 10, 11, 250, u64::MAX] {
+            assert_eq!(number(n), HeaderValue::from(n), "{n}");
+        }
+    }
 }

@@ -27,7 +27,7 @@ const BUFFERED_CHUNKS: usize = 16;
 pub fn respond(mut stream: Stream, shape: ErrorShape, strip_usage: bool) -> Response<Body> {
     let (mut tx, body) = Channel::<Bytes, BodyError>::new(BUFFERED_CHUNKS);
     let status = stream.status;
-    let headers = stream.headers.clone();
+    let headers = Bytes::copy_from_slice(stream.headers.as_bytes());
     let (attempts, waited) = (stream.attempts, stream.waited);
     let mut filter = strip_usage.then(UsageFilter::default);
     tokio::spawn(async move {
@@ -71,7 +71,7 @@ pub fn respond(mut stream: Stream, shape: ErrorShape, strip_usage: bool) -> Resp
             let _ = tx.send(Frame::data(rest)).await;
         }
     });
-    let mut r = reply::with_fields(status, &headers, body.boxed());
+    let mut r = reply::with_fields(status, headers, body.boxed());
     reply::tally(&mut r, attempts, waited);
     r
 }

@@ -22,6 +22,9 @@ use crate::retry::{BreakerKind, BreakerState, Breakers, Open};
 /// The longest model name a breaker path keeps; a longer one is cut (and marked).
 const MAX_MODEL: usize = 64;
 
+/// Room kept in a tenant's path for ` tenant=` and a name of usual length.
+const TENANT_ROOM: usize = 40;
+
 /// A call's two breaker paths.
 #[derive(Debug, Clone)]
 pub(super) struct BreakerPaths {
@@ -54,8 +57,18 @@ impl BreakerPaths {
         route: &str,
         model: Option<&str>,
     ) -> Self {
-        let tenant = format!("{provider} {credential} {route}");
-        let mut shared = tenant.clone();
+        // Each made once, with room for what is added later (the model; the tenant's name):
+        // this runs for every call.
+        let base = provider.len() + credential.len() + route.len() + 2;
+        let mut tenant = String::with_capacity(base + TENANT_ROOM);
+        for (i, part) in [provider, credential, route].into_iter().enumerate() {
+            if i > 0 {
+                tenant.push(' ');
+            }
+            tenant.push_str(part);
+        }
+        let mut shared = String::with_capacity(base + 1 + model.map_or(0, str::len) + 3);
+        shared.push_str(&tenant);
         if let Some(model) = model.filter(|m| !m.is_empty()) {
             let printable = crate::printable::printable(model);
             shared.push(' ');

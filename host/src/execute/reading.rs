@@ -112,7 +112,12 @@ impl Executor {
             permit.observe(&reading.observations);
             actual = corrected(p.estimate, &reading.usage);
             if let Some(actual) = actual {
-                usage::applied(&call.provider, p.estimate, actual);
+                usage::applied(
+                    &self.metrics.corrections,
+                    &call.provider,
+                    p.estimate,
+                    actual,
+                );
             }
             if let Some(billed) = charge::billed(p.estimate, &reading.usage) {
                 p.billed = Some(Box::new((billed, charge::cache_use(&reading.usage))));

@@ -23,6 +23,7 @@ pub(super) struct CallMetrics {
     waited: Handles<Histogram, 1>,
     attempts: Handles<Counter, 2>,
     ended: Handles<Counter, 2>,
+    pub(super) corrections: Handles<Counter, 1>,
 }
 
 impl Default for CallMetrics {
@@ -35,6 +36,7 @@ impl Default for CallMetrics {
             waited: Handles::new(observe::ADMISSION_WAIT, ["provider"]),
             attempts: Handles::new(observe::ATTEMPTS, ["provider", "status"]),
             ended: Handles::new(observe::CALLS_ENDED, ["provider", "outcome"]),
+            corrections: Handles::new(observe::USAGE_CORRECTIONS, ["provider"]),
         }
     }
 }

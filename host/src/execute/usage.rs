@@ -2,6 +2,8 @@
 
 use crate::admission::{Dimension, Usage};
 use crate::contract::Cost;
+use crate::observe::Handles;
+use metrics::Counter;
 
 /// The usage to charge once the provider has reported `reported`, as the contract says
 /// (`reading.usage`): each dimension named there replaces the estimate's, and a dimension
@@ -23,16 +25,21 @@ pub(super) fn corrected(estimate: Usage, reported: &[Cost]) -> Option<Usage> {
     })
 }
 
-/// Reports that `provider`'s answer corrected a charge from `estimate` to `actual`.
-pub(super) fn applied(provider: &str, estimate: Usage, actual: Usage) {
+/// Reports that `provider`'s answer corrected a charge from `estimate` to `actual`, on the
+/// counter kept for `provider` among `corrections`.
+pub(super) fn applied(
+    corrections: &Handles<Counter, 1>,
+    provider: &str,
+    estimate: Usage,
+    actual: Usage,
+) {
     tracing::debug!(
         provider,
         estimated_tokens = estimate.get(Dimension::Tokens),
         actual_tokens = actual.get(Dimension::Tokens),
         "usage corrected to what the provider reported"
     );
-    metrics::counter!(crate::observe::USAGE_CORRECTIONS, "provider" => provider.to_owned())
-        .increment(1);
+    corrections.get([provider]).increment(1);
 }
 
 /// The amount `reported` gives dimension `d`: its last figure for it, if any.

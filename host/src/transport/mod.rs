@@ -186,22 +186,32 @@ impl Transport {
         };
         let method = http::Method::from_bytes(req.method.as_bytes())
             .map_err(|_| unsendable(format!("`{}` is not an HTTP method", req.method)))?;
-        let uri = self.origins.uri(&req.url).map_err(unsendable)?;
+        let (uri, host) = self.origins.target(&req.url).map_err(unsendable)?;
         let mut request = http::Request::new(Full::new(req.body.clone()));
         *request.method_mut() = method;
         let headers = request.headers_mut();
-        let secret = secrets.iter().map(|&(n, v)| (n, v, true));
-        for (name, value, sensitive) in field_pairs(&req.headers)
-            .map(|(n, v)| (n, v, false))
-            .chain(secret)
-        {
+        // The values are slices of one copy of the block, not a copy each.
+        let block = Bytes::copy_from_slice(req.headers.as_bytes());
+        let text = std::str::from_utf8(&block)
+            .map_err(|_| unsendable("the request's headers are not text".to_owned()))?;
+        let fields = field_pairs(text).map(|(n, v)| {
+            let value = HeaderValue::from_maybe_shared(block.slice_ref(v.as_bytes()));
+            (n, value, false)
+        });
+        let secret = secrets
+            .iter()
+            .map(|&(n, v)| (n, HeaderValue::from_str(v), true));
+        for (name, value, sensitive) in fields.chain(secret) {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| unsendable(format!("`{name}` is not an HTTP header name")))?;
-            let mut value = HeaderValue::from_str(value).map_err(|_| {
+            let mut value = value.map_err(|_| {
                 unsendable(format!("the value of the header `{name}` cannot be sent"))
             })?;
             value.set_sensitive(sensitive);
             headers.append(name, value);
+        }
+        if let Some(host) = host {
+            headers.entry(http::header::HOST).or_insert(host);
         }
         if uri.scheme() == Some(&http::uri::Scheme::HTTP)
             && let Some(proxy) = self.proxies.as_ref().and_then(|m| m.intercept(&uri))

@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 use std::sync::{PoisonError, RwLock};
 
-use http::Uri;
 use http::uri::{Authority, Scheme};
+use http::{HeaderValue, Uri};
 use url::Url;
 
 /// The most origins kept; a URL of another origin is parsed whole.
@@ -32,6 +32,9 @@ struct Origin {
     /// Its scheme and authority in normal form, as the client is handed them.
     scheme: Scheme,
     authority: Authority,
+    /// The `Host` header of a request to it, made once (the client would format it for
+    /// every request that has none).
+    host: Option<HeaderValue>,
 }
 
 impl Origin {
@@ -39,36 +42,48 @@ impl Origin {
         let url = Url::parse(origin).ok()?;
         let normal = Uri::try_from(url.as_str()).ok()?;
         let (scheme, authority) = (normal.scheme()?.clone(), normal.authority()?.clone());
+        // The authority without a default port, as the client writes `Host` itself.
+        let host = HeaderValue::from_str(authority.as_str()).ok();
         Some(Self {
             url,
             scheme,
             authority,
+            host,
         })
     }
 
-    /// The URI of `rest` (a plain path and query, see [`plain`]) at this origin.
-    fn uri(&self, rest: &str) -> Option<Uri> {
-        Uri::builder()
+    /// The URI of `rest` (a plain path and query, see [`plain`]) at this origin, and the
+    /// `Host` header to send it with.
+    fn uri(&self, rest: &str) -> Option<(Uri, Option<HeaderValue>)> {
+        let uri = Uri::builder()
             .scheme(self.scheme.clone())
             .authority(self.authority.clone())
             .path_and_query(if rest.is_empty() { "/" } else { rest })
             .build()
-            .ok()
+            .ok()?;
+        Some((uri, self.host.clone()))
     }
 }
 
 impl Origins {
-    /// `url` as the client sends it.
+    /// [`Origins::target`]'s URI alone.
+    #[cfg(test)]
+    pub(super) fn uri(&self, url: &str) -> Result<Uri, String> {
+        self.target(url).map(|(uri, _)| uri)
+    }
+
+    /// `url` as the client sends it, with the `Host` header for it when its origin is kept
+    /// (else the client writes one).
     ///
     /// # Errors
     /// What is wrong with `url`, naming it: not a URL, not `http://` or `https://`, or with
     /// a `user:password@` (credentials go in a header).
-    pub(super) fn uri(&self, url: &str) -> Result<Uri, String> {
+    pub(super) fn target(&self, url: &str) -> Result<(Uri, Option<HeaderValue>), String> {
         if let Some((origin, rest)) = split(url)
             && plain(rest)
-            && let Some(Some(uri)) = self.with_origin(origin, |o| o.uri(rest))
+            && let Some(Some(sent)) = self.with_origin(origin, |o| o.uri(rest))
         {
-            return Ok(uri);
+            return Ok(sent);
         }
         let parsed = match self.url(url) {
             Some(parsed) => parsed,
@@ -84,7 +99,9 @@ impl Origins {
                 parsed.host_str().unwrap_or_default()
             ));
         }
-        Uri::try_from(parsed.as_str()).map_err(|e| format!("`{url}` cannot be sent ({e})"))
+        let uri =
+            Uri::try_from(parsed.as_str()).map_err(|e| format!("`{url}` cannot be sent ({e})"))?;
+        Ok((uri, None))
     }
 
     /// `url` parsed, from its origin's kept form when it has a plain one; `None`: let the
@@ -215,6 +232,26 @@ mod tests {
             "not a url",
         ] {
             assert!(origins.url(url).is_none(), "{url}");
+        }
+    }
+
+    #[test]
+    fn the_host_header_is_the_authority_without_a_default_port() {
+        let origins = Origins::default();
+        for (url, host) in [
+            ("https://API.OpenAI.com:443/v1/chat", Some("api.openai.com")),
+            ("http://example.com:80/x", Some("example.com")),
+            ("http://127.0.0.1:8080/v1/chat", Some("127.0.0.1:8080")),
+            ("https://[::1]:8443/x", Some("[::1]:8443")),
+            // Not kept (parsed whole at each send): the client writes its `Host`.
+            ("https://bücher.example/x", None),
+        ] {
+            // Twice: parsed, then kept.
+            for _ in 0..2 {
+                let (_, sent) = origins.target(url).unwrap();
+                let sent = sent.as_ref().map(|h| h.to_str().unwrap());
+                assert_eq!(sent, host, "{url}");
+            }
         }
     }
 
