@@ -10,10 +10,13 @@
 //! version (`sluice::policy0_3_0`); the frozen bindings see one version and keep plain names.
 #![allow(missing_docs, missing_debug_implementations, unused_qualifications)]
 
+// The current version's arguments borrow (`&str`, `&[u8]`): a call lends the host's own
+// request and outcome to wasmtime, which copies them once into the plugin's memory.
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "provider-policy",
     additional_derives: [PartialEq],
+    ownership: Borrowing { duplicate_if_necessary: true },
 });
 
 /// The frozen `sluice:policy@0.2.0`.

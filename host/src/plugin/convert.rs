@@ -9,7 +9,7 @@
 //! SDK's types (`plugin/native.rs`). The frozen 0.1.0 differs in shape and has its own
 //! conversions in `v1.rs`.
 
-use crate::contract::Request;
+use crate::contract::{MediaPart, Request, Response, UncertainWrite, WireOutcome};
 
 /// `From` both ways between every type of `crate::contract` and the type of the same name in
 /// the module `$w` (`Outcome as WireOutcome`: the WIT's name, then the contract's), which must
@@ -17,6 +17,11 @@ use crate::contract::Request;
 macro_rules! contract_conversions {
     ($w:ident) => {
         $crate::plugin::convert::contract_conversions!(@common $w);
+        $crate::plugin::convert::contract_conversions!(@current $w);
+        $crate::plugin::convert::contract_conversions!(@request $w);
+    };
+    // What 0.3.0 changed in the types a plugin answers with.
+    (@current $w:ident) => {
         $crate::plugin::convert::contract_conversions!(@record $w Classification {
             verdict, retry_after_ms, error_code, should_retry, scope: opt
         });
@@ -45,6 +50,9 @@ macro_rules! contract_conversions {
         $crate::plugin::convert::contract_conversions!(@record $w Description {
             name, version, provider, hosts, routes, read_routes, error_shape: opt
         });
+    };
+    // The request, owned.
+    (@request $w:ident) => {
         impl From<$w::Request> for $crate::contract::Request {
             fn from(v: $w::Request) -> Self {
                 Self {
@@ -77,12 +85,21 @@ macro_rules! contract_conversions {
     // request (0.3.0 added its digest), the classification (its scope) and the description
     // (its read routes and error shape).
     (@common $w:ident) => {
-        $crate::plugin::convert::contract_conversions!(@cases $w RequestClass { Read, IdempotentWrite, UncertainWrite });
+        $crate::plugin::convert::contract_conversions!(@plain $w);
         $crate::plugin::convert::contract_conversions!(@record $w Response { status, headers, body });
+        $crate::plugin::convert::contract_conversions!(@cases $w Outcome as WireOutcome { Response(x), Transport(x) });
+        $crate::plugin::convert::contract_conversions!(@record $w UncertainWrite {
+            method, url, idempotency_key, client_reference, operation_id, now_ms
+        });
+    };
+    // The common types a host's bindings own in either direction: all but the three a
+    // plugin is handed (the response, the outcome, the uncertain write), which bindings
+    // that borrow their arguments lend instead (`convert.rs`'s own, for 0.3.0).
+    (@plain $w:ident) => {
+        $crate::plugin::convert::contract_conversions!(@cases $w RequestClass { Read, IdempotentWrite, UncertainWrite });
         $crate::plugin::convert::contract_conversions!(@cases $w TransportFailure {
             ConnectFailed, TimeoutBeforeSend, TimeoutAfterSend, ResetAfterSend
         });
-        $crate::plugin::convert::contract_conversions!(@cases $w Outcome as WireOutcome { Response(x), Transport(x) });
         $crate::plugin::convert::contract_conversions!(@cases $w ResponsePart { Complete, StreamStart, StreamEnd });
         $crate::plugin::convert::contract_conversions!(@cases $w Verdict {
             Success, RateLimited, QuotaExhausted, Overloaded, Transient, Conflict, ClientError,
@@ -101,9 +118,6 @@ macro_rules! contract_conversions {
         });
         $crate::plugin::convert::contract_conversions!(@record $w Reading {
             classification, observations: list, usage: list
-        });
-        $crate::plugin::convert::contract_conversions!(@record $w UncertainWrite {
-            method, url, idempotency_key, client_reference, operation_id, now_ms
         });
         $crate::plugin::convert::contract_conversions!(@record $w StatusQuery { method, url, headers, body });
         $crate::plugin::convert::contract_conversions!(@cases $w ReconcilePlan {
@@ -163,21 +177,83 @@ pub(crate) use contract_conversions;
 
 use super::bindings::sluice::policy0_3_0::types as wit;
 
-contract_conversions!(wit);
-// The digest's types are the SDK's (`contract::BodyDigest`): the SDK converts them to and
-// from its own bindings, and these are the host's.
+// The 0.3.0 bindings borrow what the host hands a plugin (`ownership: Borrowing` in
+// `bindings.rs`): the request, the outcome and the uncertain write are lent from the
+// host's own values and copied once, into the plugin's memory, with nothing made in
+// between. What a plugin answers with is owned, converted as every version's is.
+contract_conversions!(@plain wit);
+contract_conversions!(@current wit);
 contract_conversions!(@cases wit MediaKind { Image, Document, Audio, Other });
-contract_conversions!(@record wit MediaPart {
-    kind, media_type, bytes, width, height, pages, detail, by_url
-});
-contract_conversions!(@record wit BodyDigest {
-    length, json, text_chars, media: list, media_omitted, fields
-});
 
-/// The 0.3.0 bindings' request for `req`: its body's prefix (never the whole body) and its
-/// digest.
-pub(super) fn request(req: &Request) -> wit::Request {
-    req.into()
+/// Calls `f` with the 0.3.0 bindings' request for `req`, lent from it: its body's prefix
+/// (never the whole body) and its digest. The digest's fields and media parts are gathered
+/// as borrowed lists, one allocation each when there are any.
+pub(super) fn lend_request<R>(req: &Request, f: impl FnOnce(wit::Request<'_>) -> R) -> R {
+    let d = &req.digest;
+    let fields: Vec<(&str, &str)> = d
+        .fields
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let media: Vec<wit::MediaPart<'_>> = d.media.iter().map(lend_media).collect();
+    f(wit::Request {
+        method: &req.method,
+        url: &req.url,
+        class: req.class.into(),
+        headers: &req.headers,
+        body: req.body_prefix(),
+        digest: wit::BodyDigest {
+            length: d.length,
+            json: d.json,
+            text_chars: d.text_chars,
+            media: &media,
+            media_omitted: d.media_omitted,
+            fields: &fields,
+        },
+        now_ms: req.now_ms,
+    })
+}
+
+fn lend_media(m: &MediaPart) -> wit::MediaPart<'_> {
+    wit::MediaPart {
+        kind: m.kind.into(),
+        media_type: m.media_type.as_deref(),
+        bytes: m.bytes,
+        width: m.width,
+        height: m.height,
+        pages: m.pages,
+        detail: m.detail.as_deref(),
+        by_url: m.by_url,
+    }
+}
+
+/// The 0.3.0 bindings' response, lent from `r`.
+pub(super) fn lend_response(r: &Response) -> wit::Response<'_> {
+    wit::Response {
+        status: r.status,
+        headers: &r.headers,
+        body: &r.body,
+    }
+}
+
+/// The 0.3.0 bindings' outcome, lent from `o`.
+pub(super) fn lend_outcome(o: &WireOutcome) -> wit::Outcome<'_> {
+    match o {
+        WireOutcome::Response(r) => wit::Outcome::Response(lend_response(r)),
+        WireOutcome::Transport(t) => wit::Outcome::Transport((*t).into()),
+    }
+}
+
+/// The 0.3.0 bindings' uncertain write, lent from `w`.
+pub(super) fn lend_write(w: &UncertainWrite) -> wit::UncertainWrite<'_> {
+    wit::UncertainWrite {
+        method: &w.method,
+        url: &w.url,
+        idempotency_key: w.idempotency_key.as_deref(),
+        client_reference: w.client_reference.as_deref(),
+        operation_id: w.operation_id.as_deref(),
+        now_ms: w.now_ms,
+    }
 }
 
 #[cfg(test)]
@@ -205,7 +281,95 @@ mod tests {
     }
 
     fn round_trip_request(r: Request) {
-        assert_eq!(Request::from(wit::Request::from(&r)), r);
+        assert_eq!(super::lend_request(&r, owned_request), r);
+    }
+
+    /// What a plugin is lent, owned again: the other half of each round trip below.
+    fn owned_request(w: wit::Request<'_>) -> Request {
+        let d = w.digest;
+        Request {
+            method: w.method.into(),
+            url: w.url.into(),
+            class: w.class.into(),
+            headers: w.headers.into(),
+            body: w.body.to_vec().into(),
+            digest: BodyDigest {
+                length: d.length,
+                json: d.json,
+                text_chars: d.text_chars,
+                media: d.media.iter().map(owned_media).collect(),
+                media_omitted: d.media_omitted,
+                fields: d
+                    .fields
+                    .iter()
+                    .map(|(n, v)| ((*n).into(), (*v).into()))
+                    .collect(),
+            },
+            now_ms: w.now_ms,
+        }
+    }
+
+    fn owned_media(m: &wit::MediaPart<'_>) -> MediaPart {
+        MediaPart {
+            kind: m.kind.into(),
+            media_type: m.media_type.map(Into::into),
+            bytes: m.bytes,
+            width: m.width,
+            height: m.height,
+            pages: m.pages,
+            detail: m.detail.map(Into::into),
+            by_url: m.by_url,
+        }
+    }
+
+    fn owned_outcome(o: wit::Outcome<'_>) -> WireOutcome {
+        match o {
+            wit::Outcome::Response(r) => WireOutcome::Response(Response {
+                status: r.status,
+                headers: r.headers.into(),
+                body: r.body.to_vec(),
+            }),
+            wit::Outcome::Transport(t) => WireOutcome::Transport(t.into()),
+        }
+    }
+
+    fn owned_write(w: wit::UncertainWrite<'_>) -> UncertainWrite {
+        UncertainWrite {
+            method: w.method.into(),
+            url: w.url.into(),
+            idempotency_key: w.idempotency_key.map(Into::into),
+            client_reference: w.client_reference.map(Into::into),
+            operation_id: w.operation_id.map(Into::into),
+            now_ms: w.now_ms,
+        }
+    }
+
+    #[test]
+    fn media_parts_and_digest_fields_are_lent_whole() {
+        let mut r = request();
+        r.digest.media.push(MediaPart {
+            kind: MediaKind::Image,
+            media_type: Some("image/png".into()),
+            bytes: Some(1_024),
+            width: Some(512),
+            height: Some(256),
+            pages: None,
+            detail: Some("low".into()),
+            by_url: false,
+        });
+        r.digest.media.push(MediaPart {
+            kind: MediaKind::Document,
+            media_type: None,
+            bytes: None,
+            width: None,
+            height: None,
+            pages: Some(3),
+            detail: None,
+            by_url: true,
+        });
+        r.digest.media_omitted = 2;
+        assert!(!r.digest.fields.is_empty());
+        round_trip_request(r);
     }
 
     #[test]
@@ -221,16 +385,17 @@ mod tests {
             long,
             0,
         );
-        let shown = wit::Request::from(&req);
-        assert_eq!(shown.body.len(), BODY_PREFIX);
-        assert_eq!(shown.digest.length, req.body.len() as u64);
-        assert!(
-            shown
-                .digest
-                .fields
-                .iter()
-                .any(|(n, v)| n == "model" && v == "\"gpt-4o\"")
-        );
+        super::lend_request(&req, |shown| {
+            assert_eq!(shown.body.len(), BODY_PREFIX);
+            assert_eq!(shown.digest.length, req.body.len() as u64);
+            assert!(
+                shown
+                    .digest
+                    .fields
+                    .iter()
+                    .any(|&(n, v)| n == "model" && v == "\"gpt-4o\"")
+            );
+        });
     }
 
     fn response() -> Response {
@@ -264,14 +429,18 @@ mod tests {
         ] {
             round_trip::<_, wit::LimitedScope>(scope);
         }
-        round_trip::<_, wit::Outcome>(WireOutcome::Response(response()));
+        let lent = |o: WireOutcome| owned_outcome(super::lend_outcome(&o));
+        assert_eq!(
+            lent(WireOutcome::Response(response())),
+            WireOutcome::Response(response())
+        );
         for t in [
             TransportFailure::ConnectFailed,
             TransportFailure::TimeoutBeforeSend,
             TransportFailure::TimeoutAfterSend,
             TransportFailure::ResetAfterSend,
         ] {
-            round_trip::<_, wit::Outcome>(WireOutcome::Transport(t));
+            assert_eq!(lent(WireOutcome::Transport(t)), WireOutcome::Transport(t));
         }
         for part in [
             ResponsePart::Complete,
@@ -343,7 +512,7 @@ mod tests {
                 scopes: vec!["search".into()],
             });
         }
-        round_trip::<_, wit::UncertainWrite>(write());
+        assert_eq!(owned_write(super::lend_write(&write())), write());
         for plan in [
             ReconcilePlan::Query(StatusQuery {
                 method: "GET".into(),
@@ -397,15 +566,15 @@ mod tests {
             wit::RequestClass::IdempotentWrite
         ));
         assert!(matches!(
-            wit::Outcome::from(WireOutcome::Transport(TransportFailure::TimeoutAfterSend)),
+            super::lend_outcome(&WireOutcome::Transport(TransportFailure::TimeoutAfterSend)),
             wit::Outcome::Transport(wit::TransportFailure::TimeoutAfterSend)
         ));
         assert!(matches!(
             ReportedDimension::from(wit::Dimension::OutputTokens),
             ReportedDimension::OutputTokens
         ));
-        let w = wit::Request::from(&request());
-        assert_eq!((w.method.as_str(), w.now_ms), ("POST", -5));
+        let r = request();
+        super::lend_request(&r, |w| assert_eq!((w.method, w.now_ms), ("POST", -5)));
         assert!(matches!(
             PolicyError::from(wit::PolicyError::InvalidInput("x".into())),
             PolicyError::InvalidInput(m) if m == "x"

@@ -328,7 +328,7 @@ impl ProviderPolicy for Plugin {
         }
         self.answer(
             "plan-request",
-            |g, s| g.call_plan_request(s, &convert::request(&req)),
+            |g, s| convert::lend_request(&req, |r| g.call_plan_request(s, r)),
             |p| match p.contract() {
                 Contract::V0_2 => v2::plan_request(p, &req),
                 _ => v1::plan_request(p, &req),
@@ -349,8 +349,8 @@ impl ProviderPolicy for Plugin {
         self.answer(
             "read-response",
             |g, s| {
-                let (req, outcome) = (convert::request(&req), outcome.clone().into());
-                g.call_read_response(s, &req, &outcome, part.into())
+                let outcome = convert::lend_outcome(outcome);
+                convert::lend_request(&req, |r| g.call_read_response(s, r, outcome, part.into()))
             },
             |p| match p.contract() {
                 Contract::V0_2 => v2::read_response(p, &req, outcome, part),
@@ -363,7 +363,7 @@ impl ProviderPolicy for Plugin {
     fn reconcile(&self, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
         self.answer(
             "reconcile",
-            |g, s| g.call_reconcile(s, &write.clone().into()),
+            |g, s| g.call_reconcile(s, convert::lend_write(write)),
             |p| match p.contract() {
                 Contract::V0_2 => v2::reconcile(p, write),
                 _ => v1::reconcile(p, write),
@@ -379,7 +379,10 @@ impl ProviderPolicy for Plugin {
     ) -> Result<Reconciliation, PluginError> {
         self.answer(
             "read-reconciliation",
-            |g, s| g.call_read_reconciliation(s, &write.clone().into(), &resp.clone().into()),
+            |g, s| {
+                let resp = convert::lend_response(resp);
+                g.call_read_reconciliation(s, convert::lend_write(write), resp)
+            },
             |p| match p.contract() {
                 Contract::V0_2 => v2::read_reconciliation(p, write, resp),
                 _ => v1::read_reconciliation(p, write, resp),
