@@ -4,6 +4,8 @@
 //! per call.
 //!
 //! - `chat-1k`: an ordinary chat of about 1 KB;
+//! - `chat-40-turns`: a conversation of 40 short messages (about 3 KB), as an agent's
+//!   context grows;
 //! - `text-20mb`: a chat whose one message is 20 MB of text (five million tokens: planned,
 //!   then refused by any ordinary quota);
 //! - `image-20mb`: a chat with one 4000 × 3000 PNG of 15 MB, 20 MB in base64 (765 tokens).
@@ -29,6 +31,19 @@ fn chat(content: serde_json::Value) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A conversation of `turns` short messages, the user's and the assistant's in turn.
+fn conversation(turns: usize) -> Vec<u8> {
+    let messages: Vec<serde_json::Value> = (0..turns)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            serde_json::json!({"role": role, "content": format!("turn {i} of a conversation that grows")})
+        })
+        .collect();
+    serde_json::json!({"messages": messages, "model": "gpt-4o", "max_tokens": 256})
+        .to_string()
+        .into_bytes()
+}
+
 fn request(body: &[u8]) -> Request {
     Request::new(
         "POST",
@@ -46,6 +61,7 @@ fn bench(c: &mut Criterion) {
     let openai = rt.load_bundled("openai").expect("openai plugin");
     let bodies = [
         ("chat-1k", chat(serde_json::json!("a".repeat(900)))),
+        ("chat-40-turns", conversation(40)),
         ("text-20mb", chat(serde_json::json!("a".repeat(20 << 20)))),
         (
             "image-20mb",

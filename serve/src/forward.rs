@@ -180,23 +180,27 @@ async fn forward(
     })?
     .to_bytes();
 
-    let path = parts.uri.path()[up.name.len() + 1..].to_owned();
-    let path = if path.is_empty() {
-        "/".to_owned()
-    } else {
-        path
+    let path = match &parts.uri.path()[up.name.len() + 1..] {
+        "" => "/",
+        path => path,
     };
-    let url = match parts.uri.query() {
-        Some(q) => format!("{}{path}?{q}", up.base_url),
-        None => format!("{}{path}", up.base_url),
-    };
+    // The URL written once, at its length.
+    let query = parts.uri.query();
+    let mut url =
+        String::with_capacity(up.base_url.len() + path.len() + query.map_or(0, |q| q.len() + 1));
+    url.push_str(&up.base_url);
+    url.push_str(path);
+    if let Some(q) = query {
+        url.push('?');
+        url.push_str(q);
+    }
     let method = parts.method.as_str();
-    let class = hints.class.unwrap_or_else(|| up.class_of(method, &path));
+    let class = hints.class.unwrap_or_else(|| up.class_of(method, path));
     // An OpenAI-style stream that does not ask for its usage is asked for it, so its charge
     // is corrected at its end; what asking adds is taken out of the agent's stream.
     // A long body is read on the blocking pool: this thread serves other agents' connections.
     let completion =
-        up.shape == ErrorShape::OpenAi && method == "POST" && stream_usage::is_completion(&path);
+        up.shape == ErrorShape::OpenAi && method == "POST" && stream_usage::is_completion(path);
     let Asked {
         streamed,
         rewritten,

@@ -278,7 +278,7 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
             self.walk.path.push(k.clone());
         }
         self.walk.open.push((String::new(), Vec::new()));
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(key) = map.next_key_seed(Key)? {
             let depth = self.depth + 1;
             if DECIDING.contains(&key.as_ref()) {
                 // The strings that decide whether this object is a media part, and the data
@@ -311,6 +311,39 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
             }
         }
         Ok(())
+    }
+}
+
+/// An object's key, borrowed from the body when it holds no escape. (`Cow<str>`'s own
+/// `Deserialize` always copies: a string for every key of every message of a long
+/// conversation.)
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        de.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object's key")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v))
     }
 }
 

@@ -193,3 +193,26 @@ fn parts_past_the_bound_are_counted_not_described() {
     assert_eq!(d.media.len(), MAX_MEDIA);
     assert_eq!(d.media_omitted, 5);
 }
+
+#[test]
+fn keys_are_read_alike_whether_written_plain_or_with_escapes() {
+    let plain = digest(br#"{"model":"m","stream_options":{"include_usage":true},"type":"x"}"#);
+    let escaped = digest(
+        br#"{"mod\u0065l":"m","stream\u005foptions":{"include_usage":true},"t\u0079pe":"x"}"#,
+    );
+    // The same digest but for the body's length.
+    assert_eq!(
+        BodyDigest {
+            length: plain.length,
+            ..escaped
+        },
+        plain
+    );
+    assert!(plain.fields.iter().any(|(n, _)| n == "model"));
+    assert!(
+        plain
+            .fields
+            .iter()
+            .any(|(n, _)| n == "stream_options.include_usage")
+    );
+}
