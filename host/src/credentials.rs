@@ -211,12 +211,18 @@ impl CredentialSource {
                 printable(&self.header).into_owned(),
             ));
         }
-        let (secret, origin) = match (&self.env, &self.file) {
-            (Some(var), None) => (read_env(var)?, format!("${var}")),
-            (None, Some(path)) => (read_file(path)?, path.display().to_string()),
+        let secret = match (&self.env, &self.file) {
+            (Some(var), None) => read_env(var)?,
+            (None, Some(path)) => read_file(path)?,
             _ => return Err(CredentialError::NoSource),
         };
         if secret.chars().any(char::is_control) {
+            // Named only when it is refused: this runs at every send.
+            let origin = match (&self.env, &self.file) {
+                (Some(var), _) => format!("${var}"),
+                (_, Some(path)) => path.display().to_string(),
+                _ => String::new(),
+            };
             return Err(CredentialError::BadValue(printable(&origin).into_owned()));
         }
         let header = self.header.to_ascii_lowercase();
@@ -236,6 +242,8 @@ impl CredentialSource {
 
 fn read_env(var: &str) -> Result<String, CredentialError> {
     match std::env::var(var) {
+        // Kept as read when it needs no trimming, as it nearly always does not.
+        Ok(v) if v.trim().len() == v.len() && !v.is_empty() => Ok(v),
         Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
         Ok(_) | Err(std::env::VarError::NotPresent) => {
             Err(CredentialError::MissingEnv(printable(var).into_owned()))

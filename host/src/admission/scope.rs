@@ -19,7 +19,7 @@ pub mod learn;
 pub use learn::{Learned, TOKEN_ROUNDING};
 
 /// The name of a scope.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ScopeKey {
     /// A provider quota: the credential's own bucket (`name: None`), or a narrower one the
     /// configuration or a response names (a model, an endpoint family, GitHub's `search`).
@@ -33,6 +33,61 @@ pub enum ScopeKey {
     },
     /// A tenant's own quota, from its tier.
     Tenant(Arc<str>),
+}
+
+/// A scope's name, borrowed: what a scope is looked up by, so that a request's route is
+/// found without making a key for each of its scopes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ScopeName<'a> {
+    Provider {
+        provider: &'a str,
+        credential: &'a str,
+        name: Option<&'a str>,
+    },
+    Tenant(&'a str),
+}
+
+impl ScopeKey {
+    /// Its name, borrowed.
+    pub(crate) fn name(&self) -> ScopeName<'_> {
+        match self {
+            Self::Provider {
+                provider,
+                credential,
+                name,
+            } => ScopeName::Provider {
+                provider,
+                credential,
+                name: name.as_deref(),
+            },
+            Self::Tenant(t) => ScopeName::Tenant(t),
+        }
+    }
+}
+
+impl ScopeName<'_> {
+    /// The key it names, owned.
+    pub(crate) fn key(self) -> ScopeKey {
+        match self {
+            Self::Provider {
+                provider,
+                credential,
+                name,
+            } => ScopeKey::Provider {
+                provider: provider.into(),
+                credential: credential.into(),
+                name: name.map(Into::into),
+            },
+            Self::Tenant(t) => ScopeKey::Tenant(t.into()),
+        }
+    }
+}
+
+/// Hashed as its borrowed name is, so either finds the same scope.
+impl std::hash::Hash for ScopeKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name().hash(state);
+    }
 }
 
 impl fmt::Display for ScopeKey {

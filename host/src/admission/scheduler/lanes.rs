@@ -17,13 +17,13 @@ pub(super) struct Lanes {
 impl Lanes {
     /// The id of the lane of the scopes `scopes` (the credential's first, the rest sorted),
     /// created on first use.
-    pub(super) fn id(&mut self, scopes: Box<[u32]>) -> u32 {
-        if let Some(&lane) = self.ids.get(&scopes) {
+    pub(super) fn id(&mut self, scopes: &[u32]) -> u32 {
+        if let Some(&lane) = self.ids.get(scopes) {
             return lane;
         }
         let lane = index(self.all.len());
-        self.all.push(Lane::new(scopes.clone()));
-        self.ids.insert(scopes, lane);
+        self.all.push(Lane::new(scopes.into()));
+        self.ids.insert(scopes.into(), lane);
         lane
     }
 

@@ -5,8 +5,10 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::{Route, Scheduler, TenantId};
-use crate::admission::scope::{Scope, ScopeKey};
+use crate::admission::scope::{Scope, ScopeKey, ScopeName};
 
 impl Scheduler {
     /// The scope named `key`, created on first use: a configured provider scope gets its
@@ -28,25 +30,23 @@ impl Scheduler {
     /// narrower scopes `names` (a model, an endpoint family). Every request charges its
     /// credential's own scope: with no names, all of the credential's workers share it.
     pub fn route(&mut self, provider: &str, credential: &str, names: &[&str]) -> Route {
-        let provider: Arc<str> = provider.into();
-        let credential: Arc<str> = credential.into();
-        let mut scopes = vec![self.scope_id(&ScopeKey::Provider {
-            provider: provider.clone(),
-            credential: credential.clone(),
-            name: None,
-        })];
+        // Looked up by borrowed names, in an inline list: nothing is made for a route in use
+        // (this runs for every request).
+        let scope = |name| ScopeName::Provider {
+            provider,
+            credential,
+            name,
+        };
+        let mut scopes: SmallVec<[u32; 4]> = SmallVec::new();
+        scopes.push(self.scopes.id_of(scope(None), None));
         for name in names {
-            let id = self.scope_id(&ScopeKey::Provider {
-                provider: provider.clone(),
-                credential: credential.clone(),
-                name: Some((*name).into()),
-            });
+            let id = self.scopes.id_of(scope(Some(name)), None);
             if !scopes.contains(&id) {
                 scopes.push(id);
             }
         }
         scopes[1..].sort_unstable();
-        Route(self.lanes.id(scopes.into_boxed_slice()))
+        Route(self.lanes.id(&scopes))
     }
 
     /// The tenant named `name`, in the tier the configuration assigns it.

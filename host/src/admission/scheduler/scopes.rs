@@ -14,7 +14,7 @@ use super::{NO_TIMER, index, ms_to_nanos};
 use crate::admission::bucket::Nanos;
 use crate::admission::config::{self, Config, ConfigError};
 use crate::admission::limits::Limits;
-use crate::admission::scope::{Scope, ScopeKey, Shape};
+use crate::admission::scope::{Scope, ScopeKey, ScopeName, Shape};
 
 /// A provider, a credential whose own limits differ from the provider's (`None`: any
 /// other), and one of its named scopes (`None`: the credential's own).
@@ -113,20 +113,29 @@ impl Scopes {
     /// configured shape; a tenant's takes `tier_quota`, its tier's. Either way a scope the
     /// configuration does not bound starts unbounded.
     pub(super) fn id(&mut self, key: &ScopeKey, tier_quota: Option<Arc<Shape>>) -> u32 {
-        let hash = self.hasher.hash_one(key);
+        self.id_of(key.name(), tier_quota)
+    }
+
+    /// [`Scopes::id`] by a borrowed name: nothing is made for a scope that exists.
+    pub(super) fn id_of(&mut self, name: ScopeName<'_>, tier_quota: Option<Arc<Shape>>) -> u32 {
+        let hash = self.hasher.hash_one(name);
         let slots = &self.slots;
-        if let Some(&id) = self.ids.find(hash, |&id| slots[id as usize].key == *key) {
+        if let Some(&id) = self
+            .ids
+            .find(hash, |&id| slots[id as usize].key.name() == name)
+        {
             return id;
         }
-        let shape = match key {
-            ScopeKey::Provider { .. } => self.shape_of(key).cloned(),
+        let key = name.key();
+        let shape = match &key {
+            ScopeKey::Provider { .. } => self.shape_of(&key).cloned(),
             ScopeKey::Tenant(_) => tier_quota,
         }
         .unwrap_or_else(|| self.unconfigured.clone());
         let id = index(self.slots.len());
         let depth = metrics::gauge!(crate::observe::QUEUE_DEPTH, "scope" => key.to_string());
         self.slots.push(Slot {
-            key: key.clone(),
+            key,
             scope: Scope::new(shape),
             timer: NO_TIMER,
             queued: 0,
