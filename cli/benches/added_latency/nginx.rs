@@ -62,7 +62,7 @@ pub fn start(
         .trim_end_matches('/')
         .parse()?;
     let file = dir.join("nginx.conf");
-    std::fs::write(&file, config(&dir, port, upstream))?;
+    std::fs::write(&file, config(&dir, port, upstream, &temp_modules(&program)))?;
     let child = cpus::command(&program, cpu)
         .arg("-p")
         .arg(&dir)
@@ -75,7 +75,17 @@ pub fn start(
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-    let process = Process(child);
+    let mut process = Process(child);
+    // A configuration it refuses ends it at once: say why, not "never answered" later.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    if let Some(status) = process.0.try_wait()? {
+        let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+        return Err(format!(
+            "nginx ({}) stopped at once ({status}): {log}",
+            program.display()
+        )
+        .into());
+    }
     let target = Target {
         name: NAME,
         via: Via::Http {
@@ -88,11 +98,31 @@ pub fn start(
     Ok(Some((target, process)))
 }
 
+/// The modules of `program` with a temporary directory of their own (`fastcgi`, `scgi`,
+/// `uwsgi`, as `nginx -V` names them), which it creates at start: each is pointed into the
+/// bench's directory, so that nothing is written outside it.
+fn temp_modules(program: &Path) -> Vec<&'static str> {
+    let built = std::process::Command::new(program)
+        .arg("-V")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .unwrap_or_default();
+    ["fastcgi", "scgi", "uwsgi"]
+        .into_iter()
+        .filter(|m| !built.contains(&format!("--without-http_{m}_module")))
+        .collect()
+}
+
 /// One worker, in the foreground, without a master process (so the process the bench
 /// started is the one that serves, and its CPU is the hop's); HTTP/1.1 to the upstream with
-/// its connections kept; no request-count limit on either side's keep-alive.
-fn config(dir: &Path, port: u16, upstream: SocketAddr) -> String {
+/// its connections kept; no request-count limit on either side's keep-alive; every
+/// temporary directory in `dir`.
+fn config(dir: &Path, port: u16, upstream: SocketAddr, temp_modules: &[&str]) -> String {
     let d = dir.display();
+    let temps: String = temp_modules
+        .iter()
+        .map(|m| format!("    {m}_temp_path {d}/{m};\n"))
+        .collect();
     format!(
         r#"daemon off;
 master_process off;
@@ -104,7 +134,7 @@ http {{
     access_log off;
     client_body_temp_path {d}/body;
     proxy_temp_path {d}/proxy;
-    keepalive_requests 100000000;
+{temps}    keepalive_requests 100000000;
     upstream provider {{
         server {upstream};
         keepalive 256;

@@ -5,9 +5,11 @@
 //! build — turns the same WIT into types of the same shape: the same records with the same
 //! fields, the same cases. [`contract_conversions!`] writes the conversions for one such set
 //! from the list of types below, so no case is mapped by hand (where a swapped arm would
-//! compile). It serves the 0.3.0 bindings here and, with the `native-plugins` feature, the
-//! SDK's types (`plugin/native.rs`). The frozen 0.1.0 differs in shape and has its own
-//! conversions in `v1.rs`.
+//! compile). Whole, it serves the SDK's types (`plugin/native.rs`, with the
+//! `native-plugins` feature); its common part serves the frozen 0.2.0 (`v2.rs`). The 0.3.0
+//! bindings here borrow the arguments of a call, so they use its parts for what a plugin
+//! answers with, and the `lend_*` functions below for what it is handed. The frozen 0.1.0
+//! differs in shape and has its own conversions in `v1.rs`.
 
 use crate::contract::{MediaPart, Request, Response, UncertainWrite, WireOutcome};
 

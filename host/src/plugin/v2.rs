@@ -3,8 +3,11 @@
 //! 0.2.0 has the same functions as 0.3.0. What differs: its request has no `digest` (it
 //! is shown the body's prefix and nothing more), its classification names no `scope` (the
 //! host holds the scopes its observations name, as for any classification without one), and
-//! its description names no read routes and no error shape. Every other type has the same shape, and its conversions are the ones 0.3.0 uses
-//! ([`contract_conversions!`](super::convert::contract_conversions)'s common part).
+//! its description names no read routes and no error shape. Every other type has the same
+//! shape, and its conversions are
+//! [`contract_conversions!`](super::convert::contract_conversions)'s common part, the ones
+//! native plugins use too (0.3.0's bindings lend the request, the outcome and the uncertain
+//! write instead of owning them, and use its other parts).
 
 use super::bindings::v0_2::sluice::policy::types as old;
 use super::instance::Plugin;

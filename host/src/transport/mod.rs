@@ -210,7 +210,11 @@ impl Transport {
             value.set_sensitive(sensitive);
             headers.append(name, value);
         }
-        if let Some(host) = host {
+        // Over plain HTTP the connection is HTTP/1.1, where the client would write `Host`
+        // itself; over TLS it may be HTTP/2, where it writes none, so it is left to the client.
+        if uri.scheme() == Some(&http::uri::Scheme::HTTP)
+            && let Some(host) = host
+        {
             headers.entry(http::header::HOST).or_insert(host);
         }
         if uri.scheme() == Some(&http::uri::Scheme::HTTP)

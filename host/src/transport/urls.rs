@@ -32,8 +32,8 @@ struct Origin {
     /// Its scheme and authority in normal form, as the client is handed them.
     scheme: Scheme,
     authority: Authority,
-    /// The `Host` header of a request to it, made once (the client would format it for
-    /// every request that has none).
+    /// The `Host` header of an HTTP/1.1 request to it, made once (the client formats one
+    /// for every such request that has none).
     host: Option<HeaderValue>,
 }
 
@@ -72,8 +72,9 @@ impl Origins {
         self.target(url).map(|(uri, _)| uri)
     }
 
-    /// `url` as the client sends it, with the `Host` header for it when its origin is kept
-    /// (else the client writes one).
+    /// `url` as the client sends it, with the `Host` header for it when the rest of the
+    /// URL is plain (see [`plain`]); else `None`, and the client writes its own where the
+    /// protocol wants one.
     ///
     /// # Errors
     /// What is wrong with `url`, naming it: not a URL, not `http://` or `https://`, or with

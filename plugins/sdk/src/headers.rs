@@ -37,13 +37,11 @@ pub fn encode<'a>(
     pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> Result<String, InvalidField> {
     let pairs = pairs.into_iter();
-    // Room for the fields, at 64 bytes each (at least 8 of them when the iterator does not
-    // say how many), made once: this runs for the request and the answer of every attempt,
-    // and growing field by field allocated several times for each.
+    // Room for the fields, at 64 bytes each (8 of them when the iterator does not say how
+    // many; at most 64, whatever it says), made once: this runs for the request and the
+    // answer of every attempt, and growing field by field allocated several times for each.
     let (fewest, most) = pairs.size_hint();
-    let fields = most
-        .unwrap_or(fewest)
-        .max(if most.is_none() { 8 } else { 0 });
+    let fields = most.unwrap_or(fewest.max(8)).min(64);
     let mut block = String::with_capacity(fields.saturating_mul(64));
     for (name, value) in pairs {
         let bad = |reason| InvalidField {
