@@ -210,14 +210,13 @@ impl Transport {
             value.set_sensitive(sensitive);
             headers.append(name, value);
         }
+        let plain_http = uri.scheme() == Some(&http::uri::Scheme::HTTP);
         // Over plain HTTP the connection is HTTP/1.1, where the client would write `Host`
         // itself; over TLS it may be HTTP/2, where it writes none, so it is left to the client.
-        if uri.scheme() == Some(&http::uri::Scheme::HTTP)
-            && let Some(host) = host
-        {
+        if plain_http && let Some(host) = host {
             headers.entry(http::header::HOST).or_insert(host);
         }
-        if uri.scheme() == Some(&http::uri::Scheme::HTTP)
+        if plain_http
             && let Some(proxy) = self.proxies.as_ref().and_then(|m| m.intercept(&uri))
             && let Some(auth) = proxy.basic_auth()
         {
