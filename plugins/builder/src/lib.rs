@@ -64,6 +64,11 @@ pub fn build(workspace: &Path, packages: &[&str]) -> Vec<Built> {
         .arg("--target-dir")
         .arg(&target_dir)
         .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
+        // The workspace's release profile optimises the host across crates; a plugin built
+        // so ran no faster (BENCHMARKS.md) and took longer to build, so plugins keep the
+        // default settings.
+        .env("CARGO_PROFILE_RELEASE_LTO", "false")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
         // wasmtime runs wasm SIMD; with it, byte searches (memchr) read 16 bytes at a time.
         .env(
             "CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS",
