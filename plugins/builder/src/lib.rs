@@ -65,8 +65,7 @@ pub fn build(workspace: &Path, packages: &[&str]) -> Vec<Built> {
         .arg(&target_dir)
         .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
         // The workspace's release profile optimises the host across crates; a plugin built
-        // so ran no faster (BENCHMARKS.md) and took longer to build, so plugins keep the
-        // default settings.
+        // so ran no faster (BENCHMARKS.md, the call arena), so plugins keep the defaults.
         .env("CARGO_PROFILE_RELEASE_LTO", "false")
         .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
         // wasmtime runs wasm SIMD; with it, byte searches (memchr) read 16 bytes at a time.
