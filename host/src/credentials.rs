@@ -7,8 +7,9 @@
 //! restarted host resends with the credentials it has now.
 //!
 //! The configuration file names where each label's secret lives ([`CredentialSource`]): an
-//! environment variable or a file (checked at each send and read again when it changed, so
-//! a rotated file takes effect without a restart). [`Keyring`] is the [`Credentials`] built
+//! environment variable (read once, at the first send that needs it) or a file (checked at
+//! each send and read again when it changed, so a rotated file takes effect without a
+//! restart). [`Keyring`] is the [`Credentials`] built
 //! from those sources.
 
 use std::collections::BTreeMap;
@@ -71,7 +72,8 @@ impl Credentials for NoCredentials {
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CredentialSource {
-    /// The environment variable that holds the secret.
+    /// The environment variable that holds the secret; read at the first send that finds
+    /// it, then kept.
     #[serde(default)]
     pub env: Option<String>,
     /// The file that holds the secret (surrounding whitespace is trimmed); checked at each
@@ -267,7 +269,8 @@ fn read_file(path: &Path) -> Result<String, CredentialError> {
 }
 
 /// The credentials a configuration names: per provider, per label, a [`CredentialSource`]
-/// read at each send (a file's header kept in memory while the file is unchanged).
+/// added at each send (a file's header kept in memory while the file is unchanged, an
+/// environment variable's once read).
 #[derive(Debug, Clone, Default)]
 pub struct Keyring {
     sources: BTreeMap<String, BTreeMap<String, Source>>,
@@ -327,7 +330,7 @@ impl Credentials for Keyring {
         };
         let header = match &source.file {
             Some(path) => kept.header(source, path),
-            None => source.header_value(),
+            None => kept.env_header(source),
         };
         match header {
             Ok(header) => vec![header],

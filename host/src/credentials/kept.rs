@@ -1,4 +1,10 @@
-//! A credential file's header kept between sends while the file is the same file, unchanged:
+//! A credential's header kept between sends.
+//!
+//! From an environment variable: read at the first send that finds it, then kept. A running
+//! process's environment changes only by its own hand, and sluice never sets a variable, so
+//! what is kept is what a read would give.
+//!
+//! From a file: kept while the file is the same file, unchanged:
 //! each send asks the file system for the file's identity (device, inode, size, modification
 //! and change times — one `stat`), and reads the file again only when one of them moved. A
 //! rotated file (written in place, or a new file renamed over it, as secret managers and
@@ -8,7 +14,7 @@
 //! again.)
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use super::{CredentialError, CredentialSource};
 
@@ -44,9 +50,13 @@ impl Identity {
     }
 }
 
-/// The header last read from a credential file, and the identity of what it was read from.
+/// The header last read from a credential file, and the identity of what it was read from;
+/// or the header read from an environment variable.
 #[derive(Default)]
-pub(super) struct Kept(Mutex<Option<(Identity, (String, String))>>);
+pub(super) struct Kept {
+    file: Mutex<Option<(Identity, (String, String))>>,
+    env: OnceLock<(String, String)>,
+}
 
 /// Never shows the secret.
 impl std::fmt::Debug for Kept {
@@ -56,6 +66,20 @@ impl std::fmt::Debug for Kept {
 }
 
 impl Kept {
+    /// `source`'s header, whose secret is in an environment variable: the one kept, else
+    /// read now (and kept when it could be read; a variable missing is looked for again at
+    /// the next send, and said so each time).
+    pub(super) fn env_header(
+        &self,
+        source: &CredentialSource,
+    ) -> Result<(String, String), CredentialError> {
+        if let Some(header) = self.env.get() {
+            return Ok(header.clone());
+        }
+        let header = source.header_value()?;
+        Ok(self.env.get_or_init(|| header).clone())
+    }
+
     /// `source`'s header, whose secret is in the file at `path`: the one kept when the file
     /// is unchanged, else read now (and kept).
     pub(super) fn header(
@@ -67,7 +91,7 @@ impl Kept {
         // send reads again.
         let now = Identity::of(path);
         let mut kept = self
-            .0
+            .file
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let (Some(now), Some((was, header))) = (now, kept.as_ref())
@@ -100,7 +124,7 @@ mod tests {
         let identity = Identity::of(&path);
         if let Some(identity) = identity {
             let marker = ("authorization".to_owned(), "kept".to_owned());
-            *kept.0.lock().unwrap() = Some((identity, marker));
+            *kept.file.lock().unwrap() = Some((identity, marker));
             assert_eq!(kept.header(&source, &path).unwrap().1, "kept");
         }
         // Written in place.
@@ -120,6 +144,35 @@ mod tests {
         // Gone: the error, and nothing kept.
         std::fs::remove_file(&path).unwrap();
         assert!(kept.header(&source, &path).is_err());
-        assert!(kept.0.lock().unwrap().is_none());
+        assert!(kept.file.lock().unwrap().is_none());
+    }
+
+    #[test]
+    fn an_environment_variable_is_read_once_and_a_missing_one_at_every_send() {
+        let missing = CredentialSource::env("SLUICE_TEST_NO_SUCH_VARIABLE_EVER");
+        let kept = Kept::default();
+        assert!(matches!(
+            kept.env_header(&missing),
+            Err(CredentialError::MissingEnv(_))
+        ));
+        assert!(kept.env.get().is_none());
+        // Every test process has a PATH.
+        let source = CredentialSource::env("PATH");
+        let path = std::env::var("PATH").unwrap();
+        let kept = Kept::default();
+        let first = kept.env_header(&source).unwrap();
+        assert_eq!(
+            first,
+            (
+                "authorization".to_owned(),
+                format!("Bearer {}", path.trim())
+            )
+        );
+        assert_eq!(kept.env.get(), Some(&first));
+        // Kept: a marker put in its place is what the next send gets.
+        let kept = Kept::default();
+        let marker = ("authorization".to_owned(), "kept".to_owned());
+        kept.env.set(marker.clone()).unwrap();
+        assert_eq!(kept.env_header(&source).unwrap(), marker);
     }
 }
