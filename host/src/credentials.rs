@@ -33,12 +33,45 @@ pub trait Credentials: Send + Sync {
     /// The headers that carry `credential` of `provider`; none when there is no such label.
     fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)>;
 
+    /// The same headers, as the executor asks for them at each send: a source that keeps
+    /// them (a [`Keyring`]) lends what it keeps, without a copy. The default gives what
+    /// [`Credentials::headers`] gives.
+    fn send_headers(&self, provider: &str, credential: &str) -> CredentialHeaders {
+        CredentialHeaders::Made(self.headers(provider, credential))
+    }
+
     /// Whether `provider` has a credential labelled `credential`: `Some(false)` stops a
     /// call before it is sent without its key. `None` (the default): not known here, and
     /// the call goes with whatever [`Credentials::headers`] gives.
     fn knows(&self, provider: &str, credential: &str) -> Option<bool> {
         let _ = (provider, credential);
         None
+    }
+}
+
+/// Credential headers for one send ([`Credentials::send_headers`]).
+pub enum CredentialHeaders {
+    /// Made for this send.
+    Made(Vec<(String, String)>),
+    /// Kept by the source, lent.
+    Kept(Arc<[(String, String)]>),
+}
+
+impl std::ops::Deref for CredentialHeaders {
+    type Target = [(String, String)];
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Self::Made(headers) => headers,
+            Self::Kept(headers) => headers,
+        }
+    }
+}
+
+/// Never shows the secrets.
+impl fmt::Debug for CredentialHeaders {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CredentialHeaders({} headers)", self.len())
     }
 }
 
@@ -325,22 +358,26 @@ impl Credentials for Keyring {
     }
 
     fn headers(&self, provider: &str, credential: &str) -> Vec<(String, String)> {
+        self.send_headers(provider, credential).to_vec()
+    }
+
+    fn send_headers(&self, provider: &str, credential: &str) -> CredentialHeaders {
         let Some(Source { source, kept }) = self.get(provider, credential) else {
-            return Vec::new();
+            return CredentialHeaders::Made(Vec::new());
         };
         let header = match &source.file {
             Some(path) => kept.header(source, path),
             None => kept.env_header(source),
         };
         match header {
-            Ok(header) => vec![header],
+            Ok(header) => CredentialHeaders::Kept(header),
             Err(e) => {
                 tracing::warn!(
                     provider = %printable(provider),
                     credential = %printable(credential),
                     "the credential cannot be read, the request goes without it: {e}"
                 );
-                Vec::new()
+                CredentialHeaders::Made(Vec::new())
             }
         }
     }

@@ -181,7 +181,7 @@ pub use audit::{AuditError, AuditKey, Fingerprint, Report as AuditReport, Verify
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use config::{ConfigFileError, SluiceConfig};
 pub use contract::{PriorityClass, RequestClass, Response};
-pub use credentials::Credentials;
+pub use credentials::{CredentialHeaders, Credentials};
 pub use embed::{BuildError, Sluice, SluiceBuilder};
 pub use execute::{
     Call, NextAction, NotRecorded, Outcome, PartialStream, Reason, Stream, StreamOutcome, Terminal,

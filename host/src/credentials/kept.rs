@@ -14,7 +14,7 @@
 //! again.)
 
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::{CredentialError, CredentialSource};
 
@@ -54,9 +54,12 @@ impl Identity {
 /// or the header read from an environment variable.
 #[derive(Default)]
 pub(super) struct Kept {
-    file: Mutex<Option<(Identity, (String, String))>>,
-    env: OnceLock<(String, String)>,
+    file: Mutex<Option<(Identity, Header)>>,
+    env: OnceLock<Header>,
 }
+
+/// A credential's one header, as it is lent to each send.
+pub(super) type Header = Arc<[(String, String)]>;
 
 /// Never shows the secret.
 impl std::fmt::Debug for Kept {
@@ -69,14 +72,11 @@ impl Kept {
     /// `source`'s header, whose secret is in an environment variable: the one kept, else
     /// read now (and kept when it could be read; a variable missing is looked for again at
     /// the next send, and said so each time).
-    pub(super) fn env_header(
-        &self,
-        source: &CredentialSource,
-    ) -> Result<(String, String), CredentialError> {
+    pub(super) fn env_header(&self, source: &CredentialSource) -> Result<Header, CredentialError> {
         if let Some(header) = self.env.get() {
             return Ok(header.clone());
         }
-        let header = source.header_value()?;
+        let header: Header = Arc::new([source.header_value()?]);
         Ok(self.env.get_or_init(|| header).clone())
     }
 
@@ -86,7 +86,7 @@ impl Kept {
         &self,
         source: &CredentialSource,
         path: &Path,
-    ) -> Result<(String, String), CredentialError> {
+    ) -> Result<Header, CredentialError> {
         // Asked before the read: a change during the read moves the identity, and the next
         // send reads again.
         let now = Identity::of(path);
@@ -99,7 +99,7 @@ impl Kept {
         {
             return Ok(header.clone());
         }
-        let header = source.header_value();
+        let header = source.header_value().map(|h| -> Header { Arc::new([h]) });
         *kept = match (&header, now) {
             (Ok(h), Some(now)) => Some((now, h.clone())),
             _ => None,
@@ -119,18 +119,20 @@ mod tests {
         std::fs::write(&path, "first").unwrap();
         let source = CredentialSource::file(&path);
         let kept = Kept::default();
-        assert_eq!(kept.header(&source, &path).unwrap().1, "Bearer first");
+        assert_eq!(kept.header(&source, &path).unwrap()[0].1, "Bearer first");
         // Unchanged: what is kept is used. (A marker stands in for it, so a read would show.)
         let identity = Identity::of(&path);
         if let Some(identity) = identity {
-            let marker = ("authorization".to_owned(), "kept".to_owned());
-            *kept.file.lock().unwrap() = Some((identity, marker));
-            assert_eq!(kept.header(&source, &path).unwrap().1, "kept");
+            let marker: Header = Arc::new([("authorization".to_owned(), "kept".to_owned())]);
+            *kept.file.lock().unwrap() = Some((identity, marker.clone()));
+            // Lent, not copied.
+            assert!(Arc::ptr_eq(&kept.header(&source, &path).unwrap(), &marker));
+            assert_eq!(kept.header(&source, &path).unwrap()[0].1, "kept");
         }
         // Written in place.
         std::fs::write(&path, "second-secret").unwrap();
         assert_eq!(
-            kept.header(&source, &path).unwrap().1,
+            kept.header(&source, &path).unwrap()[0].1,
             "Bearer second-secret"
         );
         // A new file renamed over it, of the same size.
@@ -138,7 +140,7 @@ mod tests {
         std::fs::write(&next, "third-secret!").unwrap();
         std::fs::rename(&next, &path).unwrap();
         assert_eq!(
-            kept.header(&source, &path).unwrap().1,
+            kept.header(&source, &path).unwrap()[0].1,
             "Bearer third-secret!"
         );
         // Gone: the error, and nothing kept.
@@ -162,17 +164,19 @@ mod tests {
         let kept = Kept::default();
         let first = kept.env_header(&source).unwrap();
         assert_eq!(
-            first,
-            (
+            first[..],
+            [(
                 "authorization".to_owned(),
                 format!("Bearer {}", path.trim())
-            )
+            )]
         );
-        assert_eq!(kept.env.get(), Some(&first));
-        // Kept: a marker put in its place is what the next send gets.
+        // Kept, and lent to the next send without a copy.
+        assert!(Arc::ptr_eq(kept.env.get().unwrap(), &first));
+        assert!(Arc::ptr_eq(&kept.env_header(&source).unwrap(), &first));
+        // A marker put in its place is what the next send gets: it is not read again.
         let kept = Kept::default();
-        let marker = ("authorization".to_owned(), "kept".to_owned());
+        let marker: Header = Arc::new([("authorization".to_owned(), "kept".to_owned())]);
         kept.env.set(marker.clone()).unwrap();
-        assert_eq!(kept.env_header(&source).unwrap(), marker);
+        assert!(Arc::ptr_eq(&kept.env_header(&source).unwrap(), &marker));
     }
 }

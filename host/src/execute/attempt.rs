@@ -352,16 +352,12 @@ impl Executor {
         let (call, policy) = (cx.call, cx.policy);
         // Asked for at each send, not held while the call waits.
         let credential = p.credential(call);
-        let credentials = self.credentials.headers(&call.provider, credential);
+        let credentials = self.credentials.send_headers(&call.provider, credential);
         if let Some(url) = self.endpoint_url(call, credential) {
             p.req.url = url;
         } else if call.pool.is_some() {
             p.req.url = self.url_of(call);
         }
-        let secrets: Vec<(&str, &str)> = credentials
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
-            .collect();
         p.req.now_ms = self.clock.wall_ms();
         if let Err(why) = observer.before_send(t.attempts + 1) {
             let end = std::mem::take(t).end(Reason::NotRecorded(why), NextAction::RetryLater(None));
@@ -373,7 +369,7 @@ impl Executor {
         // after it was sent — a read ends, a write is settled by asking the provider.
         let started = within(
             self.time_left(p, cx.started),
-            (self.transport).start(&p.req, &secrets, cx.stream, p.generation_timeout),
+            (self.transport).start(&p.req, &credentials, cx.stream, p.generation_timeout),
         )
         .await
         .and_then(|r| r);

@@ -111,7 +111,7 @@ impl Transport {
 
     /// Sends `req` once, with `secrets` (credential headers, kept out of `req` so that
     /// plugins never see them) added, and reads the whole answer.
-    pub async fn send(&self, req: &Request, secrets: &[(&str, &str)]) -> WireOutcome {
+    pub async fn send(&self, req: &Request, secrets: &[(String, String)]) -> WireOutcome {
         let started = match self.start(req, secrets, false, None).await {
             Ok(s) => s,
             Err(f) => return WireOutcome::Transport(f.failure),
@@ -131,7 +131,7 @@ impl Transport {
     pub async fn start(
         &self,
         req: &Request,
-        secrets: &[(&str, &str)],
+        secrets: &[(String, String)],
         streamed: bool,
         generation: Option<Duration>,
     ) -> Result<Started, Fault> {
@@ -178,7 +178,7 @@ impl Transport {
     fn request(
         &self,
         req: &Request,
-        secrets: &[(&str, &str)],
+        secrets: &[(String, String)],
     ) -> Result<http::Request<Full<Bytes>>, Fault> {
         let unsendable = |detail: String| Fault {
             failure: TransportFailure::ConnectFailed,
@@ -200,7 +200,7 @@ impl Transport {
         });
         let secret = secrets
             .iter()
-            .map(|&(n, v)| (n, HeaderValue::from_str(v), true));
+            .map(|(n, v)| (n.as_str(), HeaderValue::from_str(v), true));
         for (name, value, sensitive) in fields.chain(secret) {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| unsendable(format!("`{name}` is not an HTTP header name")))?;
