@@ -9,8 +9,7 @@
 //! The configuration file names where each label's secret lives ([`CredentialSource`]): an
 //! environment variable (read once, at the first send that needs it) or a file (checked at
 //! each send and read again when it changed, so a rotated file takes effect without a
-//! restart). [`Keyring`] is the [`Credentials`] built
-//! from those sources.
+//! restart). [`Keyring`] is the [`Credentials`] built from those sources.
 
 use std::collections::BTreeMap;
 use std::fmt;
