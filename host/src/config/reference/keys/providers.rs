@@ -137,7 +137,9 @@ pub(in crate::config::reference) const PROVIDERS: &[KeyDoc] = &[
         kind: "string",
         default: "none",
         range: "",
-        what: "The environment variable that holds the secret (surrounding whitespace trimmed).",
+        what: "The environment variable that holds the secret (surrounding whitespace trimmed); \
+            read at the first send that finds it, then kept (a running process's environment \
+            changes only by its own hand).",
     },
     KeyDoc {
         key: "providers.NAME.credentials.LABEL.file",
