@@ -50,11 +50,32 @@ pub fn direct(fake: &FakeProvider) -> Target {
     }
 }
 
-/// A process this bench started, killed when dropped.
+/// A process this bench started, stopped when dropped: asked with SIGTERM, as an operator
+/// stops it, and killed when it has not exited within [`GRACE`]. `sluice serve` drains and
+/// exits on SIGTERM, so a build that records its own profile (`scripts/build-release.sh`)
+/// writes that profile as it does.
 pub struct Process(pub Child);
+
+/// How long a process has to exit on SIGTERM before it is killed.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Drop for Process {
     fn drop(&mut self) {
+        #[cfg(unix)]
+        {
+            use rustix::process::{Pid, Signal, kill_process};
+            if kill_process(Pid::from_child(&self.0), Signal::TERM).is_ok() {
+                let step = std::time::Duration::from_millis(20);
+                let mut waited = std::time::Duration::ZERO;
+                while waited < GRACE {
+                    if matches!(self.0.try_wait(), Ok(Some(_)) | Err(_)) {
+                        return;
+                    }
+                    std::thread::sleep(step);
+                    waited += step;
+                }
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
