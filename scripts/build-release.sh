@@ -14,8 +14,9 @@
 #
 # Usage: scripts/build-release.sh [OUT]   (OUT defaults to target/pgo/sluice)
 #
-# About 30 minutes on two cores the first time: three whole-program release builds (the
-# bench, the instrumented binary, the optimised one). The work is kept in
+# About 25 minutes on two cores with the release build already made (BENCHMARKS.md), more
+# without: three whole-program release builds (the bench, the instrumented binary, the
+# optimised one). The work is kept in
 # ${SLUICE_PGO_DIR:-target/pgo}, a target directory per build, so a second run rebuilds only
 # what changed. What it buys, measured: BENCHMARKS.md, "The sidecar built with its own
 # profile".
@@ -90,6 +91,7 @@ ADDED_LATENCY_BASELINE="$instrumented" ADDED_LATENCY_TARGETS=baseline \
     ADDED_LATENCY_SEQUENTIAL=20000 ADDED_LATENCY_RATES=500,2000 ADDED_LATENCY_SECS=20 \
     ADDED_LATENCY_ROUNDS=1 ADDED_LATENCY_WARMUP_SECS=1 ADDED_LATENCY_CPUS=any \
     cargo bench --locked -p sluice-cli --bench added_latency 2>&1 | tee "$bench_log"
+# The bench prints "TARGET: N failed; the first: ..." for a target that refused requests.
 if grep -q ': baseline: .* failed; the first:' "$bench_log"; then
     fail "the instrumented sluice serve refused requests in training (above): its profile \
 would be of the wrong path"

@@ -342,6 +342,8 @@ fn report(chosen: &[&Target], rows: &mut [(Load, Vec<Tally>, String)]) -> bool {
             );
             if let Some(why) = &tally.first_error {
                 failed = true;
+                // scripts/build-release.sh finds a refused training run by this line's
+                // "TARGET: N failed; the first:".
                 eprintln!(
                     "{}: {}: {} failed; the first: {why}",
                     load.name(),
