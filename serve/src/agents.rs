@@ -45,6 +45,8 @@ pub struct Agent {
     pub tenant: String,
     /// Whether its requests may name another tenant.
     pub name_tenant: bool,
+    /// Whether its `x-sluice-class: read` may make a write route a read.
+    pub class_hints: bool,
     /// Its credential label by provider.
     pub credentials: BTreeMap<String, String>,
     /// The classes it may ask for with `x-sluice-priority`.
@@ -149,6 +151,7 @@ impl Agents {
                 name: name.clone(),
                 tenant: a.tenant.clone(),
                 name_tenant: a.name_tenant,
+                class_hints: a.class_hints,
                 credentials: a.credentials.clone(),
                 priorities: a.priorities,
                 lower_priority: config.priority_above_allowed == PriorityAboveAllowed::Lower,
@@ -284,6 +287,7 @@ mod tests {
                 tenant: "acme".into(),
                 tier: None,
                 name_tenant: false,
+                class_hints: false,
                 credentials: BTreeMap::new(),
                 priorities: ClassSet::ALL,
                 pass_headers: vec!["openai-project".into()],

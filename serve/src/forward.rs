@@ -195,7 +195,7 @@ async fn forward(
         url.push_str(q);
     }
     let method = parts.method.as_str();
-    let class = hints.class.unwrap_or_else(|| up.class_of(method, path));
+    let class = class_of(&agent, &up, &hints, method, path)?;
     // An OpenAI-style stream that does not ask for its usage is asked for it, so its charge
     // is corrected at its end; what asking adds is taken out of the agent's stream.
     // A long body is read on the blocking pool: this thread serves other agents' connections.
@@ -461,6 +461,37 @@ async fn write_through_journal(
                 sluice::printable::printable(&e.to_string())
             ),
         )),
+    }
+}
+
+/// The class of a request: the route's (the host's reads, the operator's read routes), or
+/// the agent's `x-sluice-class` hint. A hint of `read` on a route the sidecar treats as a
+/// write is refused, unless the agent's table allows class hints (`class_hints`): a write is
+/// never made a read by the caller's word alone, or it would be sent without a key, a
+/// journal row, or any care not to do it twice.
+fn class_of(
+    agent: &Agent,
+    up: &Upstream,
+    hints: &Hints,
+    method: &str,
+    path: &str,
+) -> Result<RequestClass, SluiceError> {
+    let routed = up.class_of(method, path);
+    match hints.class {
+        None => Ok(routed),
+        Some(RequestClass::Read) if routed != RequestClass::Read && !agent.class_hints => {
+            Err(SluiceError::new(
+                400,
+                "class_hint_not_allowed",
+                format!(
+                    "sluice: `x-sluice-class: read` on {method} {path}, which is a write: agent                      {:?} may not make a write a read (nothing was sent). Name an action for it                      with `x-sluice-action`, or leave the hint out; an operator may list the                      route in [serve.providers.{}] read_routes, or allow the agent's hints with                      `serve.agents.{}.class_hints = true`",
+                    sluice::printable::printable(&agent.name),
+                    up.name,
+                    sluice::printable::printable(&agent.name)
+                ),
+            ))
+        }
+        Some(class) => Ok(class),
     }
 }
 

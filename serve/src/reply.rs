@@ -237,6 +237,37 @@ pub fn ended(shape: ErrorShape, t: &Terminal) -> Response<Body> {
     r
 }
 
+/// The answer to a write refused before its first byte: nothing was sent (`sent: false`
+/// in the error's detail), and nothing will be unless the agent submits the same action
+/// again. Said with the call's own status, tally and next action when this run made it.
+fn refused(shape: ErrorShape, t: Option<&Terminal>, mut described: Value) -> Response<Body> {
+    described["sent"] = Value::Bool(false);
+    let why = t.map_or_else(
+        || "it was refused before it was sent, earlier".to_owned(),
+        |t| sluice::printable::printable(&t.reason.to_string()).into_owned(),
+    );
+    let message = format!(
+        "sluice: the write was refused before it was sent ({why}); nothing was sent, and          nothing will be unless this action is submitted again"
+    );
+    let status = t.map_or(409, status_of);
+    let mut r = error(
+        shape,
+        &SluiceError::new(status, "write_refused", message).detail(described),
+    );
+    if let Some(t) = t {
+        tally(&mut r, t.attempts, t.waited);
+        let (next, after) = next_action(&t.next_action);
+        let h = r.headers_mut();
+        h.insert(hints::REASON, header_text(&t.reason.to_string(), 300));
+        h.insert(hints::NEXT_ACTION, HeaderValue::from_static(next));
+        if let Some(d) = after {
+            let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+            h.insert(hyper::header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+        }
+    }
+    r
+}
+
 /// The answer to a journaled write.
 pub fn write(shape: ErrorShape, outcome: WriteOutcome) -> Response<Body> {
     let state = outcome.action().state.name();
@@ -280,6 +311,7 @@ pub fn write(shape: ErrorShape, outcome: WriteOutcome) -> Response<Body> {
         | WriteOutcome::Deferred {
             terminal: Some(t), ..
         } => ended(shape, &t),
+        WriteOutcome::Refused { terminal, .. } => refused(shape, terminal.as_deref(), described),
         WriteOutcome::Failed { .. } => error(
             shape,
             &SluiceError::new(

@@ -33,6 +33,38 @@ pub struct Upstream {
     pools: Vec<String>,
 }
 
+/// The routes besides `GET`, `HEAD` and `OPTIONS` the host itself knows as reads: the
+/// generation, embedding and counting routes of the dialects it speaks, which change nothing
+/// at the provider. A plugin's `read-routes` are taken only where they name one of these.
+pub const KNOWN_READS: [&str; 8] = [
+    "POST /v1/chat/completions",
+    "POST /v1/completions",
+    "POST /v1/embeddings",
+    "POST /v1/responses",
+    "POST /v1/moderations",
+    "POST /v1/messages",
+    "POST /v1/messages/count_tokens",
+    "POST /v1/complete",
+];
+
+/// The read routes of `provider`'s plugin that confirm a route the host knows as a read
+/// ([`KNOWN_READS`]). A plugin cannot make a write a read: a route it names beyond them stays
+/// a write (journaled, sent once), with a warning naming the configuration key that can make
+/// it a read.
+fn confirmed_reads(provider: &str, described: Vec<String>) -> Vec<String> {
+    let (known, unknown): (Vec<String>, Vec<String>) = described
+        .into_iter()
+        .partition(|r| KNOWN_READS.contains(&r.as_str()));
+    if !unknown.is_empty() {
+        tracing::warn!(
+            provider = %sluice::printable::printable(provider),
+            routes = %sluice::printable::printable(&unknown.join(", ")),
+            "the provider's plugin names routes as reads that sluice does not know as reads:              they stay writes (journaled, sent once); to make them reads, list them in              [serve.providers.{provider}] read_routes"
+        );
+    }
+    known
+}
+
 impl Upstream {
     /// Every configured provider; `describe` gives the description of a provider's plugin,
     /// when it has one loaded.
@@ -59,7 +91,7 @@ impl Upstream {
                 .unwrap_or(ErrorShape::OpenAi);
             let reads = serve
                 .and_then(|s| s.read_routes.clone())
-                .or_else(|| described.map(|d| d.read_routes))
+                .or_else(|| described.map(|d| confirmed_reads(name, d.read_routes)))
                 .unwrap_or_default();
             let credentials: BTreeMap<String, String> = setup
                 .credentials

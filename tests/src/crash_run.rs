@@ -479,14 +479,15 @@ pub(crate) fn judge_actions(
                     );
                 }
             }
-            State::Failed | State::Cancelled => {
+            State::Failed | State::Cancelled | State::Refused => {
                 j.failed += usize::from(action.state == State::Failed);
                 if !effects.is_empty() {
                     j.phantoms += 1;
                     problem(&mut j, "an effect of an action that did not happen");
                 }
             }
-            State::Escalated => {
+            // Lost: recorded from the audit log, and goes to a person when resubmitted.
+            State::Escalated | State::Lost => {
                 j.escalated += 1;
                 j.escalated_done += usize::from(!effects.is_empty());
             }

@@ -60,6 +60,17 @@ impl AuditKey {
         Ok(key)
     }
 
+    /// A secret for `purpose` derived from this key (HMAC-SHA-256 under the signing key's
+    /// secret bytes): kept as the key is, so a host whose state directory was lost derives
+    /// the same one again. The signing key cannot be recovered from it.
+    pub fn derive(&self, purpose: &str) -> [u8; 32] {
+        use hmac::Mac as _;
+        let mut mac = hmac::Hmac::<Sha256>::new_from_slice(self.key.as_bytes())
+            .expect("HMAC takes a key of any length");
+        mac.update(purpose.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
     /// The key with these 32 secret bytes (for tests and for loading).
     pub fn from_bytes(secret: &[u8; 32]) -> Self {
         Self {

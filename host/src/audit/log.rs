@@ -68,6 +68,8 @@ struct State {
     /// Records written since the last checkpoint.
     since_checkpoint: u32,
     witness: Option<File>,
+    /// The journal's mark the last record naming one names.
+    journal: Option<super::JournalMark>,
 }
 
 impl AuditLog {
@@ -132,6 +134,7 @@ impl AuditLog {
                 head: tail.head,
                 since_checkpoint: tail.since_checkpoint,
                 witness,
+                journal: tail.journal,
             }),
             settings,
         };
@@ -165,6 +168,12 @@ impl AuditLog {
         self.state().seq
     }
 
+    /// The journal's mark the last record that names one names: how far the journal had
+    /// gone, as its host last logged it.
+    pub fn last_journal_mark(&self) -> Option<super::JournalMark> {
+        self.state().journal.clone()
+    }
+
     /// Appends `event` and returns its seq once the line is on disk. Every
     /// [`AuditSettings::checkpoint_every`] records, a signed checkpoint follows it.
     ///
@@ -182,6 +191,9 @@ impl AuditLog {
         let mut s = self.state();
         let record = Record::new(s.seq + 1, to_hex(&s.head), event, None);
         self.write(&mut s, &record)?;
+        if let Some(mark) = &event.journal {
+            s.journal = Some(mark.clone());
+        }
         let seq = s.seq;
         s.since_checkpoint += 1;
         if s.since_checkpoint >= self.settings.checkpoint_every.get() {

@@ -89,6 +89,7 @@
 
 mod fingerprint;
 mod keys;
+mod known;
 mod lines;
 mod log;
 mod record;
@@ -108,6 +109,7 @@ pub use fingerprint::{BadFingerprint, Fingerprint};
 pub use keys::{
     AuditKey, KeyError, MAX_KEY_FILE_BYTES, generate, key_id, load_signing, load_verifying,
 };
+pub use known::{KnownAction, known_actions};
 pub use lines::MAX_LINE;
 pub use log::{AuditLog, AuditSettings};
 pub use verify::{Finding, Report, VerifyError, VerifyOptions, verify, verify_with};
@@ -156,6 +158,10 @@ pub enum EventKind {
     /// (`detail` says how many it lacked). Written by the log itself when it opens, and
     /// signed at once by the checkpoint that follows it; `verify` reports it.
     WitnessEpoch,
+    /// An operator accepted a journal that disagreed with the log (behind it, or another
+    /// one): the actions the log knew and the journal did not were recorded `lost`
+    /// (`detail` says how many). Its journal mark is the accepted journal's.
+    JournalAccepted,
 }
 
 /// One event to record: a kind, a time, and the facts that apply. Absent facts are left out
@@ -198,6 +204,21 @@ pub struct Event {
     pub due_ms: Option<i64>,
     /// A short note (see [`Event::detail`]).
     pub detail: Option<String>,
+    /// The journal's mark when the event was recorded (see [`JournalMark`]).
+    pub journal: Option<JournalMark>,
+}
+
+/// Which journal an event's action is recorded in, and how far that journal had gone: the
+/// journal's id and this host's sequence in it, as committed before the event was logged.
+/// A journal found later with another id, or behind the last mark its host's log names,
+/// lost records ([`crate::writes::witnesses`] holds the two to each other).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalMark {
+    /// The journal's id, drawn when it was made.
+    pub id: String,
+    /// The host's sequence in it.
+    pub seq: u64,
 }
 
 impl Event {
@@ -216,6 +237,7 @@ impl Event {
             scope: None,
             due_ms: None,
             detail: None,
+            journal: None,
         }
     }
 
@@ -272,6 +294,13 @@ impl Event {
     #[must_use]
     pub fn due_ms(mut self, due_ms: i64) -> Self {
         self.due_ms = Some(due_ms);
+        self
+    }
+
+    /// Sets the journal's mark (see [`JournalMark`]).
+    #[must_use]
+    pub fn journal(mut self, mark: JournalMark) -> Self {
+        self.journal = Some(mark);
         self
     }
 

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 pub(crate) use crate::hex::{from_hex, to_hex};
 
-use super::{Event, EventKind, MAX_DETAIL_CHARS, MAX_NAME_CHARS};
+use super::{Event, EventKind, JournalMark, MAX_DETAIL_CHARS, MAX_NAME_CHARS};
 
 /// The `prev` of the first record of a log: 32 zero bytes.
 pub(crate) const GENESIS: [u8; 32] = [0; 32];
@@ -51,6 +51,9 @@ pub(crate) struct Record {
     pub anchor: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<Checkpoint>,
+    /// The journal's mark when the event was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<JournalMark>,
 }
 
 impl Record {
@@ -75,6 +78,7 @@ impl Record {
             detail: event.detail.as_deref().map(|d| cut(d, MAX_DETAIL_CHARS)),
             anchor: None,
             checkpoint,
+            journal: event.journal.clone(),
         }
     }
 

@@ -27,6 +27,8 @@ pub(super) struct Tail {
     pub since_checkpoint: u32,
     /// The seq of the last checkpoint, if there is one.
     pub last_checkpoint: Option<u64>,
+    /// The journal's mark the last record that names one names.
+    pub journal: Option<super::JournalMark>,
 }
 
 /// Reads the log through to find its last whole record and any torn tail.
@@ -46,8 +48,10 @@ pub(super) fn read_tail(file: &mut File, path: &Path) -> Result<Tail, AuditError
         head: GENESIS,
         since_checkpoint: 0,
         last_checkpoint: None,
+        journal: None,
     };
     let mut seen_checkpoint = false;
+    let mut last_marked = Vec::new();
     while let Some((n, line)) = lines.next_line().map_err(io)? {
         match line {
             Line::Whole(text) => {
@@ -58,6 +62,10 @@ pub(super) fn read_tail(file: &mut File, path: &Path) -> Result<Tail, AuditError
                     seen_checkpoint = true;
                 } else {
                     tail.since_checkpoint = tail.since_checkpoint.saturating_add(1);
+                }
+                if names_a_journal(text) {
+                    last_marked.clear();
+                    last_marked.extend_from_slice(text);
                 }
                 last.clear();
                 last.extend_from_slice(text);
@@ -91,10 +99,21 @@ pub(super) fn read_tail(file: &mut File, path: &Path) -> Result<Tail, AuditError
     }
     tail.seq = parsed.record.seq;
     tail.head = parsed.hash;
+    if !last_marked.is_empty() {
+        // Checked as a record like the last one; its chain is `sluice audit verify`'s work.
+        tail.journal = parse_line(&last_marked).map_err(malformed)?.record.journal;
+    }
     if seen_checkpoint {
         tail.last_checkpoint = Some(tail.seq - u64::from(tail.since_checkpoint));
     }
     Ok(tail)
+}
+
+/// Whether a whole line names a journal's mark. The pattern cannot occur inside a JSON
+/// string, where quotes are escaped.
+fn names_a_journal(line: &[u8]) -> bool {
+    const PATTERN: &[u8] = br#""journal":{"#;
+    line.windows(PATTERN.len()).any(|w| w == PATTERN)
 }
 
 /// Whether a whole line is a checkpoint record. The pattern cannot occur inside a JSON

@@ -136,6 +136,10 @@ pub struct JournalConfig {
     /// default): renewed every quarter of it; a host whose lease ran out, and then as long
     /// again, is gone, and another host takes over its unfinished writes.
     pub lease_ttl: Duration,
+    /// The file holding the secret new writes' idempotency keys are derived from
+    /// (`key_secret_file`): kept outside the state directory, and the same file for every
+    /// host of a group. `None`: derived from the audit signing key.
+    pub key_secret_file: Option<PathBuf>,
 }
 
 /// A database's URL, which may hold its password: never printed.
@@ -182,6 +186,7 @@ impl Default for JournalConfig {
             keep_answers: Duration::from_secs(DEFAULT_KEEP_ANSWERS_DAYS * 86_400),
             url: None,
             lease_ttl: crate::journal::DEFAULT_LEASE_TTL,
+            key_secret_file: None,
         }
     }
 }

@@ -29,6 +29,7 @@
 //! tenant = "acme"
 //! tier = "paid"                      # optional: the tenant's tier (tenants.assign)
 //! name_tenant = false                # may its requests name another tenant
+//! class_hints = false                # may `x-sluice-class: read` make a write route a read
 //! credentials = { openai = "team-key" }
 //! priorities = ["standard", "background"]   # the classes it may ask for (default: all)
 //! pass_headers = ["openai-project"]  # account headers it may set (default: none, stripped)
@@ -170,6 +171,10 @@ pub struct AgentConfig {
     /// Whether a request may name another tenant (`x-sluice-tenant`): a platform that
     /// serves many customers through one agent token.
     pub name_tenant: bool,
+    /// Whether its `x-sluice-class: read` is taken on a request the sidecar would treat as a
+    /// write (a `POST` outside the read routes). Without it such a hint is refused (400): a
+    /// write is never made a read by the caller's word alone.
+    pub class_hints: bool,
     /// The credential label it uses, by provider; a provider left out: its only credential,
     /// or `default`.
     pub credentials: BTreeMap<String, String>,

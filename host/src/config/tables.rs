@@ -47,6 +47,7 @@ pub(super) struct JournalTable {
     keep_answers_days: Option<Ranged<0, MAX_RETENTION_DAYS>>,
     url: Option<NonEmpty>,
     lease_ttl_ms: Option<Ranged<300, 600_000>>,
+    key_secret_file: Option<NonEmpty>,
 }
 
 impl JournalTable {
@@ -58,6 +59,7 @@ impl JournalTable {
         if let Some(url) = self.url {
             config.url = Some(database_url(reader, url.into_string())?);
         }
+        config.key_secret_file = self.key_secret_file.map(|p| reader.path(p));
         if let Some(ms) = self.lease_ttl_ms {
             if config.url.is_none() {
                 return Err(reader.invalid(

@@ -15,7 +15,7 @@ use crate::config::{ConfigFileError, SluiceConfig};
 use crate::credentials::{Credentials, Keyring};
 use crate::execute::Executor;
 use crate::guard::QuarantinePolicy;
-use crate::journal::{Journal, JournalError};
+use crate::journal::{Journal, JournalError, KeySecret};
 use crate::plugin::{ComponentCache, LoadError, PluginRuntime, RuntimeConfig};
 use crate::printable::printable;
 use crate::private_fs;
@@ -127,9 +127,17 @@ pub enum BuildError {
         /// The earlier run's files found beside it, with their sizes.
         found: Vec<String>,
     },
+    /// The journal and the audit log disagree: the journal is behind the log, or not the
+    /// one the log was written beside ([`crate::writes::witnesses`]). Or accepting it
+    /// ([`SluiceBuilder::fresh_journal`]) failed part way.
+    #[error(transparent)]
+    Witnesses(#[from] crate::writes::witnesses::WitnessError),
     /// The audit key could not be loaded or created.
     #[error(transparent)]
     AuditKey(#[from] audit::KeyError),
+    /// The idempotency key secret (`[journal] key_secret_file`) cannot be read.
+    #[error(transparent)]
+    KeySecret(#[from] crate::journal::keys::KeySecretError),
     /// The audit log did not open.
     #[error(transparent)]
     Audit(#[from] audit::AuditError),
@@ -202,10 +210,13 @@ impl SluiceBuilder {
         self
     }
 
-    /// Starts a fresh journal even when the journal is missing or empty beside an earlier
-    /// run's state (its audit log, witness or shared-store epoch), which is otherwise refused
-    /// ([`BuildError::JournalLost`]): for an operator who means to forget the writes an
-    /// earlier run sent. It is logged.
+    /// Accepts the journal as it is found even when it lost records an earlier run's state
+    /// shows it had, which is otherwise refused: missing or empty beside the audit log, its
+    /// witness or the shared store's epoch ([`BuildError::JournalLost`]), or behind the
+    /// audit log, or another than the one the log was written beside
+    /// ([`BuildError::Witnesses`]). Every action the audit log knows and the journal does not
+    /// is recorded `lost`: never sent, and a resubmit of one goes to a person. It is logged,
+    /// and recorded in the audit log.
     #[must_use]
     pub fn fresh_journal(mut self, fresh: bool) -> Self {
         self.fresh_journal = fresh;
@@ -342,12 +353,29 @@ impl SluiceBuilder {
             .as_ref()
             .and_then(|s| s.host_id.clone())
             .unwrap_or_else(|| default_host_id(&state_dir));
-        let journal = Arc::new(match &config.journal.url {
+        let journal = match &config.journal.url {
             None => {
                 super::state::check_journal(&journal_path, &earlier, self.fresh_journal)?;
                 Journal::open_or_create(&journal_path)?
             }
             Some(url) => Journal::connect_with(url.expose(), &host, config.journal.lease_ttl)?,
+        };
+        // Keys derived from each action's identity, under a secret kept outside the state
+        // directory: the configured file, else one derived from the audit key.
+        let audit_key = match (self.audit_log.is_some(), self.audit_key) {
+            (true, _) => None,
+            (false, Some(k)) => Some(k),
+            (false, None) => Some(audit_key_of(&config, &state_dir)?),
+        };
+        let secret = match &config.journal.key_secret_file {
+            Some(file) => Some(KeySecret::from_file(file)?),
+            None => audit_key
+                .as_ref()
+                .map(|k| KeySecret::from_bytes(k.derive("sluice idempotency keys v1"))),
+        };
+        let journal = Arc::new(match secret {
+            Some(secret) => journal.with_key_secret(secret),
+            None => journal,
         });
         let gate = match store {
             None => None,
@@ -399,9 +427,9 @@ impl SluiceBuilder {
         let audit = match self.audit_log {
             Some(log) => log,
             None => {
-                let key = match self.audit_key {
+                let key = match audit_key {
                     Some(k) => k,
-                    None => audit_key(&config, &state_dir)?,
+                    None => audit_key_of(&config, &state_dir)?,
                 };
                 let epoch = self.new_witness_epoch;
                 Arc::new(open_audit(
@@ -413,6 +441,16 @@ impl SluiceBuilder {
                 )?)
             }
         };
+        // The journal and the audit log must agree before anything is sent: a journal
+        // behind the log, or another than the one the log was written beside, lost records.
+        let accepted =
+            crate::writes::witnesses::hold(&journal, &audit, self.fresh_journal, clock.wall_ms())?;
+        if accepted.lost > 0 {
+            tracing::warn!(
+                lost = accepted.lost,
+                "actions the audit log knows and the accepted journal did not are recorded                  lost: never sent, and a resubmit of one goes to a person"
+            );
+        }
         let mut writes = Writes::new(
             executor.clone(),
             journal.clone(),
@@ -536,7 +574,7 @@ fn open_state_dir(dir: &Path) -> Result<(), BuildError> {
 
 /// The configured key file's key, or the state directory's (`audit.key`, created with its
 /// `audit.pub` on the first start).
-fn audit_key(config: &SluiceConfig, state_dir: &Path) -> Result<AuditKey, BuildError> {
+fn audit_key_of(config: &SluiceConfig, state_dir: &Path) -> Result<AuditKey, BuildError> {
     if let Some(file) = &config.audit.key_file {
         return Ok(audit::load_signing(file)?);
     }

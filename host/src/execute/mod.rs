@@ -138,6 +138,17 @@ impl Executor {
         }
     }
 
+    /// How long an answer of `provider` for a request with `body` may take, when its model
+    /// has a configured generation timeout (`[providers.X.generations."m"] timeout_ms`): an
+    /// attempt may still be at work at the provider that long after it was sent.
+    pub fn generation_timeout(&self, provider: &str, body: &[u8]) -> Option<Duration> {
+        let generations = self.generations.get(provider)?;
+        let model = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v.get("model")?.as_str().map(str::to_owned));
+        generations.of(model.as_deref()).timeout
+    }
+
     /// Applies each provider's per-model settings of generations (by provider name): the
     /// output a generation naming no maximum is planned at, and how long a whole answer may
     /// take (see [`Generations`]).

@@ -14,7 +14,15 @@
 //! `uncertain` (sent, outcome unknown) → `reconciling` → `succeeded` | `sent` (a resend with
 //! the same key) | `escalated`; any unfinished state → `cancelled`. `succeeded`, `failed`
 //! and `cancelled` are final; `escalated` waits for a person's decision, which moves it to
-//! `reconciling`, `sent` or `cancelled` ([`escalations`]).
+//! `reconciling`, `sent` or `cancelled` ([`escalations`]). `pending` → `refused` when the
+//! write was refused before its first byte: nothing but the agent's resubmit of the same
+//! action moves it back to `pending`. `lost` is an action the audit log knows and an
+//! accepted journal had lost: never sent; a resubmit escalates it.
+//!
+//! The journal carries a [`Mark`]: its id, drawn when it was made, and a sequence this host
+//! bumps in every transaction that records or moves an action. The audit log records the
+//! mark with every event, after the journal's commit, so a journal whose mark is behind the
+//! audit log's last (or has another id) lost records: see [`crate::writes::witnesses`].
 //!
 //! Cancelling a task ([`Journal::cancel_task`]) cancels its actions that sent nothing and
 //! refuses new ones; an action that may already have happened is still settled by
@@ -137,6 +145,10 @@ pub struct Journal {
     renewed: std::sync::Arc<std::sync::atomic::AtomicU32>,
     backend: Backend,
     health: health::Health,
+    /// This host's mark, as last committed ([`Journal::mark`]).
+    marks: marks::Marks,
+    /// The secret new actions' idempotency keys are derived under; `None`: drawn at random.
+    key_secret: Option<KeySecret>,
 }
 
 /// Where the journal is kept.
@@ -231,6 +243,20 @@ impl Journal {
         !matches!(self.backend, Backend::Sqlite(_))
     }
 
+    /// Derives the idempotency key of every action recorded from now on from its identity
+    /// under `secret` ([`keys`]), instead of drawing it at random: a resend after any loss
+    /// of the journal carries the same key. Actions recorded before keep theirs.
+    #[must_use]
+    pub fn with_key_secret(mut self, secret: KeySecret) -> Self {
+        self.key_secret = Some(secret);
+        self
+    }
+
+    /// The journal's file, or its database's URL without the password.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     /// The host whose actions this journal settles (empty in a host's own file).
     pub fn owner(&self) -> &str {
         &self.owner
@@ -246,25 +272,40 @@ impl Journal {
     /// [`JournalError::TaskCancelled`], or a database failure.
     pub fn record(&self, intent: &Intent) -> Result<Recorded, JournalError> {
         let digest = Sha256::digest(&intent.body).to_vec();
-        let key = new_idempotency_key()?;
+        let key = match &self.key_secret {
+            Some(secret) => secret.key(&intent.task, &intent.action),
+            None => new_idempotency_key()?,
+        };
         let reference = client_reference(&intent.task, &intent.action);
         // One transaction that holds the write lock from the lookup on: two hosts recording
         // the same action queue here and the second finds the first's row.
-        self.write(|c| {
+        self.write_marked(|c| {
             let found = c.row(
                 "SELECT body_sha256, owner, id FROM actions WHERE task = ?1 AND action = ?2",
                 values![&intent.task, &intent.action],
             )?;
             if let Some(found) = found {
-                if found.get::<Vec<u8>>(0)? != digest {
+                let id: i64 = found.get(2)?;
+                let state = action_in(c, id)?.state;
+                // A lost record's body is not known: whatever is sent now, it goes to a
+                // person, never to the provider.
+                if state != State::Lost && found.get::<Vec<u8>>(0)? != digest {
                     return Err(JournalError::BodyMismatch {
                         task: intent.task.clone(),
                         action: intent.action.clone(),
                     }
                     .into());
                 }
-                let action = action_in(c, found.get(2)?)?;
                 let owner: String = found.get(1)?;
+                if state == State::Refused && owner == self.owner {
+                    // The agent submits again an action refused before it was sent: only
+                    // this reopens it.
+                    c.exec(
+                        "UPDATE actions SET state = 'pending' WHERE id = ?1",
+                        values![id],
+                    )?;
+                }
+                let action = action_in(c, id)?;
                 // Another host's action that is settled (or waits for a person) is only
                 // answered from here; one that may still be sent is its owner's to carry on.
                 if owner != self.owner
@@ -342,7 +383,7 @@ impl Journal {
         to: State,
         operation_id: Option<&str>,
     ) -> Result<Action, JournalError> {
-        self.write(|c| {
+        self.write_marked(|c| {
             let from = self.own(c, id)?;
             if !from.may_become(to) {
                 return Err(JournalError::Transition {
@@ -479,7 +520,7 @@ pub(crate) fn cancel_task_in(c: Conn<'_>, task: &str, at_ms: i64) -> Result<usiz
     )?;
     let n = c.exec(
         "UPDATE actions SET state = 'cancelled' WHERE task = ?1 \
-         AND state IN ('pending', 'escalated') AND attempts = 0",
+         AND state IN ('pending', 'refused', 'escalated') AND attempts = 0",
         values![task],
     )?;
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
@@ -492,6 +533,8 @@ mod error;
 pub mod escalations;
 mod group;
 mod health;
+pub mod keys;
+mod marks;
 mod open;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
@@ -505,6 +548,8 @@ pub(crate) use db::Fail;
 use db::{BadColumn, Conn, DbError, Row, Value, values};
 pub use error::JournalError;
 pub use group::{DEFAULT_LEASE_TTL, TakenOver};
+pub use keys::KeySecret;
+pub use marks::Mark;
 pub use open::{APPLICATION_ID, Probe, SCHEMA_VERSION};
 pub use state::State;
 

@@ -36,7 +36,7 @@ pub const APPLICATION_ID: i32 = 0x736c_7563;
 
 /// The schema version this build writes and reads (SQLite's `user_version`). A journal of
 /// an earlier version is brought up to it when opened (each version's additions, in order).
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// How long a statement waits for another process's lock before failing.
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -112,7 +112,7 @@ CREATE TABLE disclosures (
 /// What each schema version adds to the one before it, from version 2 on: `MIGRATIONS[0]`
 /// makes a version 1 journal a version 2 one. A new journal gets [`SCHEMA`] and every
 /// migration, in one transaction.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     // 2: budget use, per tenant and calendar period (read and written by `crate::budget`).
     "
 CREATE TABLE budget_use (
@@ -143,6 +143,9 @@ CREATE INDEX answers_at ON answers (at_ms);
     "
 ALTER TABLE actions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ",
+    // 5: each host's mark (`marks`): the journal's id and how far this host's record goes,
+    // which the audit log names.
+    super::marks::TABLE,
 ];
 
 /// What a database's header and catalogue say it is.
@@ -380,7 +383,9 @@ impl Journal {
             Found::Journal(v) if v < SCHEMA_VERSION => migrate(&mut conn, &name)?,
             Found::Journal(_) => {}
         }
-        Ok(Self::with(name, conn))
+        let journal = Self::with(name, conn);
+        journal.load_mark()?;
+        Ok(journal)
     }
 
     /// Opens the journal an operator's command names: a group's database when `given` is a
@@ -437,6 +442,8 @@ impl Journal {
             renewed: std::sync::Arc::default(),
             backend: super::Backend::Sqlite(Mutex::new(conn)),
             health: super::health::Health::default(),
+            marks: super::marks::Marks::default(),
+            key_secret: None,
         }
     }
 }

@@ -19,10 +19,18 @@ pub enum State {
     Escalated,
     /// Its task was cancelled before it finished.
     Cancelled,
+    /// Refused before its first byte went out (backpressure, an open breaker, a lost lease,
+    /// a deadline): nothing happened, and the agent was told so. Nothing sends it again —
+    /// not a restart, not a takeover — unless the agent submits the same action again.
+    Refused,
+    /// Known to the audit log but not to the journal, which lost its record (a journal
+    /// restored from an older copy, replaced or emptied, accepted by an operator): it may
+    /// have happened. It is never sent; a resubmit of it goes to a person.
+    Lost,
 }
 
 impl State {
-    const ALL: [Self; 8] = [
+    const ALL: [Self; 10] = [
         Self::Pending,
         Self::Sent,
         Self::Succeeded,
@@ -31,6 +39,8 @@ impl State {
         Self::Reconciling,
         Self::Escalated,
         Self::Cancelled,
+        Self::Refused,
+        Self::Lost,
     ];
 
     /// The state's name in the journal.
@@ -44,6 +54,8 @@ impl State {
             Self::Reconciling => "reconciling",
             Self::Escalated => "escalated",
             Self::Cancelled => "cancelled",
+            Self::Refused => "refused",
+            Self::Lost => "lost",
         }
     }
 
@@ -71,7 +83,11 @@ impl State {
         match (self, to) {
             (from, _) if from.is_final() => false,
             (_, S::Cancelled) => true,
-            (S::Pending, S::Sent | S::Failed) => true,
+            (S::Pending, S::Sent | S::Failed | S::Refused) => true,
+            // Only the agent's resubmit of the same action reopens a refused one.
+            (S::Refused, S::Pending) => true,
+            // A resubmit of an action whose record was lost goes to a person.
+            (S::Lost, S::Escalated) => true,
             (S::Sent, S::Sent | S::Succeeded | S::Failed | S::Uncertain) => true,
             (S::Uncertain, S::Reconciling | S::Escalated) => true,
             (S::Reconciling, S::Succeeded | S::Sent | S::Escalated | S::Reconciling) => true,

@@ -433,3 +433,64 @@ fn another_host_s_action_is_neither_resumed_nor_moved_here() {
         ));
     }
 }
+
+#[test]
+fn every_move_of_an_action_raises_the_mark_and_a_restart_keeps_it() {
+    for place in places() {
+        let (id, seq) = {
+            let j = place.open();
+            let start = j.mark();
+            assert!(!start.id.is_empty());
+            let a = j.record(&intent("charge-42", "amount=100")).unwrap();
+            let after_record = j.mark();
+            assert_eq!(after_record.id, start.id);
+            assert!(after_record.seq > start.seq, "{start} then {after_record}");
+            j.advance(a.action().id, State::Sent, None).unwrap();
+            assert!(j.mark().seq > after_record.seq);
+            (start.id, j.mark().seq)
+        };
+        let j = place.open();
+        assert_eq!(j.mark(), Mark { id, seq }, "as committed, after a restart");
+    }
+}
+
+#[test]
+fn a_refused_action_is_reopened_only_by_its_resubmit_and_never_listed_to_resume() {
+    for place in places() {
+        let j = place.open();
+        let a = j.record(&intent("charge-42", "amount=100")).unwrap();
+        let refused = j.advance(a.action().id, State::Refused, None).unwrap();
+        assert_eq!(refused.state, State::Refused);
+        assert!(
+            j.unfinished().unwrap().is_empty(),
+            "a restart resumes nothing"
+        );
+        let again = j.record(&intent("charge-42", "amount=100")).unwrap();
+        let Recorded::Existing(again) = again else {
+            panic!("the same action")
+        };
+        assert_eq!(again.state, State::Pending, "the resubmit reopens it");
+        assert_eq!(again.idempotency_key, refused.idempotency_key);
+    }
+}
+
+#[test]
+fn keys_derived_from_a_secret_are_the_same_in_a_new_journal() {
+    let secret = KeySecret::from_bytes([3; 32]);
+    let key = |dir: &tempfile::TempDir| {
+        let j = Journal::open_or_create(&dir.path().join("journal.sqlite"))
+            .unwrap()
+            .with_key_secret(secret.clone());
+        j.record(&intent("charge-42", "amount=100"))
+            .unwrap()
+            .action()
+            .idempotency_key
+            .clone()
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    assert_eq!(
+        key(&a),
+        key(&b),
+        "a journal lost and made again gives the same key"
+    );
+}

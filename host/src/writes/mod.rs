@@ -9,9 +9,10 @@
 //! - success: the action is `succeeded`, with the provider's operation id;
 //! - a certain refusal (every attempt answered, and the answer says the write was not
 //!   done): `failed`;
-//! - nothing sent (the queue refused it, the task was cancelled): the action stays
-//!   `pending`; a spent time budget raises a [`Kind::TimeBudget`] escalation and cancels
-//!   the task's waiting work, which never wakes;
+//! - nothing sent (the queue refused it, a breaker was open, the deadline passed): the
+//!   action is `refused`, and nothing but the agent's resubmit of it sends it; a cancelled
+//!   task's is `cancelled`; a spent time budget raises a [`Kind::TimeBudget`] escalation and
+//!   cancels the task's waiting work, which never wakes;
 //! - anything else after a send: `uncertain`, and [`settle`](Writes::settle) asks the
 //!   provider's plugin how to find out — a status query through the normal admission
 //!   path, or a resend with the same key where the provider suppresses duplicates — and
@@ -21,7 +22,7 @@
 //!
 //! [`Writes::recover`] resumes a restarted host's unfinished actions with their original
 //! keys: a `pending` action sent nothing and is sent; any other is settled, never resent
-//! blindly. [`Writes::apply_decisions`] carries out people's decisions on escalations.
+//! blindly; a `refused` one stays refused. [`Writes::apply_decisions`] carries out people's decisions on escalations.
 
 mod answers;
 mod case;
@@ -29,6 +30,7 @@ mod recover;
 mod request;
 mod send;
 mod settle;
+pub mod witnesses;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -97,7 +99,17 @@ pub enum WriteOutcome {
         /// The action as journaled.
         action: Action,
     },
-    /// Nothing was sent and the action waits, `pending`, to be sent later with its key.
+    /// Refused before its first byte went out (backpressure, an open breaker, a deadline, a
+    /// lost lease): nothing happened, and nothing sends it later — not a restart, not a
+    /// takeover. Only submitting the same action again does.
+    Refused {
+        /// The action as journaled (`refused`).
+        action: Action,
+        /// Why, when this run made the call.
+        terminal: Option<Box<Terminal>>,
+    },
+    /// Nothing was sent and the action waits, `pending`, for a person's decision on its
+    /// task; it is sent with its key once the decision lets the task go on.
     Deferred {
         /// The action as journaled.
         action: Action,
@@ -114,6 +126,7 @@ impl WriteOutcome {
             | Self::Failed { action, .. }
             | Self::Escalated { action, .. }
             | Self::Cancelled { action }
+            | Self::Refused { action, .. }
             | Self::Deferred { action, .. } => action,
         }
     }
@@ -221,6 +234,9 @@ pub struct Writes {
     claims: Option<crate::admission::shared::Gate>,
     /// How long the provider's answer to a write is kept, to answer its resubmission.
     keep_answers: Duration,
+    /// The actions this process claimed in the shared store and has not recorded yet: a
+    /// second submit racing the first to the journal finds its own process's claim here.
+    claimed: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for Writes {
@@ -286,6 +302,7 @@ impl Writes {
             deciding: tokio::sync::Mutex::default(),
             claims: None,
             keep_answers: Duration::from_secs(crate::config::DEFAULT_KEEP_ANSWERS_DAYS * 86_400),
+            claimed: Mutex::default(),
         }
     }
 
@@ -348,6 +365,14 @@ impl Writes {
         })
     }
 
+    /// Whether this process claimed the action named `name` in the shared store.
+    fn claimed_here(&self, name: &str) -> bool {
+        self.claimed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(name)
+    }
+
     /// Claims action `id` for this run, unless this host is already working on it.
     fn claim(&self, id: i64) -> Option<InFlight<'_>> {
         let mut inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
@@ -392,7 +417,19 @@ impl Writes {
         }
     }
 
+    /// Logs `event` with the journal's mark as committed now: every event of the write
+    /// engine follows the journal's commit it reports, so the log never names a mark the
+    /// journal did not reach ([`witnesses`]).
     fn audit(&self, event: Event) -> Result<(), WriteError> {
+        let mark = self.journal.mark();
+        let event = if mark.id.is_empty() {
+            event
+        } else {
+            event.journal(crate::audit::JournalMark {
+                id: mark.id,
+                seq: mark.seq,
+            })
+        };
         self.audit
             .append(&event)
             .map(|_| ())
@@ -433,12 +470,38 @@ impl Writes {
         };
         if let Some(gate) = &self.claims {
             // Before the journal: an action another host owns is not recorded here at all.
-            match gate.claim(&claim_name(&write.task, &write.action)).await {
+            let name = claim_name(&write.task, &write.action);
+            match gate.claim(&name).await {
                 // The store lost its state, but this host's journal holds the action: it is
                 // this host's, and the journal settles it as always.
                 Err(ClaimError::StoreLostState { .. })
                     if self.journal.knows(&write.task, &write.action)? => {}
-                claimed => claimed?,
+                // This host claimed it in an earlier run, and its journal does not hold it:
+                // the host lost its record (a wiped state directory), and the action may
+                // have been done. Unless this very process claimed it (a second submit
+                // racing the first to the journal), it is refused, never sent.
+                Ok(true)
+                    if !self.claimed_here(&name)
+                        && !self.journal.knows(&write.task, &write.action)? =>
+                {
+                    tracing::error!(
+                        task = %crate::printable::printable(&write.task),
+                        action = %crate::printable::printable(&write.action),
+                        "refused a write the shared store says this host claimed before and \
+                         its journal does not hold: this host lost its state"
+                    );
+                    return Err(WriteError::Claim(ClaimError::LostLocally {
+                        action: name,
+                        host: gate.host_id().to_owned(),
+                    }));
+                }
+                Ok(_) => {
+                    self.claimed
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(name);
+                }
+                Err(e) => return Err(e.into()),
             }
         }
         let stored = StoredRequest::of(&write.call);
@@ -448,7 +511,14 @@ impl Writes {
             // Recording and claiming the action happen under one lock, so a second submit
             // in this host either finds the first in flight or finds it finished.
             let mut inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
-            let recorded = self.journal.record(&intent)?;
+            let recorded = self.journal.record(&intent);
+            // Recorded or refused, the journal now answers for the action: this process's
+            // claim need not be remembered beside it.
+            self.claimed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&claim_name(&write.task, &write.action));
+            let recorded = recorded?;
             let claim = self.claim_locked(&mut inflight, recorded.action().id);
             (recorded, claim)
         };
@@ -508,6 +578,15 @@ impl Writes {
             }
             // Something may have gone out: find out, never resend blindly.
             State::Sent | State::Uncertain | State::Reconciling => self.settle(action).await,
+            // The journal lost its record of it and the audit log says it was asked for: it
+            // may have happened, and only a person can say.
+            State::Lost => self.escalate(
+                &action,
+                Kind::RecordLost,
+                "the journal lost this action's record (it was restored from an older copy,                  replaced or emptied, and an operator accepted it); the audit log shows it                  was asked for, so it may have happened: nothing is sent",
+                None,
+                None,
+            ),
             _ => self.outcome_of(&action),
         }
     }
@@ -553,7 +632,11 @@ impl Writes {
                 terminal: None,
             },
             State::Cancelled => WriteOutcome::Cancelled { action },
-            State::Escalated => {
+            State::Refused => WriteOutcome::Refused {
+                action,
+                terminal: None,
+            },
+            State::Escalated | State::Lost => {
                 let escalation = self.journal.escalation_of(action.id)?.unwrap_or(0);
                 WriteOutcome::Escalated { action, escalation }
             }

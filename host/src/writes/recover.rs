@@ -93,25 +93,39 @@ impl Writes {
         self.audit_decisions()?;
         let mut outcomes = Vec::new();
         for approval in self.journal.undone_decisions()? {
-            if let Some(outcome) = self.apply(&approval).await? {
-                outcomes.push(outcome);
+            match self.apply(&approval).await? {
+                Applied::Done(outcome) => {
+                    outcomes.extend(outcome);
+                    self.journal.decision_done(approval.escalation_id)?;
+                }
+                // The action's state did not change: the decision stays to be carried
+                // out, and the case stays open.
+                Applied::NotYet { why, outcome } => {
+                    tracing::warn!(
+                        escalation = approval.escalation_id,
+                        "a decision was not carried out yet, and its case stays open: {why}"
+                    );
+                    outcomes.extend(outcome);
+                }
             }
-            self.journal.decision_done(approval.escalation_id)?;
         }
         Ok(outcomes)
     }
 
-    async fn apply(&self, approval: &Approval) -> Result<Option<WriteOutcome>, WriteError> {
+    async fn apply(&self, approval: &Approval) -> Result<Applied, WriteError> {
         let escalation = self.journal.escalation(approval.escalation_id)?;
         let Some(id) = escalation.action_id else {
-            return Ok(None);
+            return Ok(Applied::Done(None));
         };
         let action = self.journal.get(id)?;
         if action.state != State::Escalated {
-            return Ok(None);
+            return Ok(Applied::Done(None));
         }
         let Some(_claim) = self.claim(id) else {
-            return Ok(None);
+            return Ok(Applied::NotYet {
+                why: "another run of this host is working on the action".into(),
+                outcome: None,
+            });
         };
         let stored = StoredRequest::load(&action)?;
         let outcome = match approval.decision.choice {
@@ -167,8 +181,33 @@ impl Writes {
                 let call = stored.call(&fresh, body);
                 self.send(&fresh, &call, "send as new").await?
             }
-            Choice::Cancel | Choice::ChangePlan => return Ok(None),
+            Choice::Cancel | Choice::ChangePlan => return Ok(Applied::Done(None)),
         };
-        Ok(Some(outcome))
+        // A send refused before its first byte (backpressure, an open breaker) left the
+        // action as it was: the decision is not carried out yet.
+        if let WriteOutcome::Deferred { action, terminal } = &outcome
+            && action.state == State::Escalated
+        {
+            let why = terminal.as_ref().map_or_else(
+                || "its send was refused".to_owned(),
+                |t| format!("its send was refused: {}", t.reason),
+            );
+            return Ok(Applied::NotYet {
+                why,
+                outcome: Some(outcome),
+            });
+        }
+        Ok(Applied::Done(Some(outcome)))
     }
+}
+
+/// What carrying out one decision came to.
+enum Applied {
+    /// Carried out (or nothing to carry out any more): the decision is marked applied.
+    Done(Option<WriteOutcome>),
+    /// The action's state did not change: the decision stays to be carried out.
+    NotYet {
+        why: String,
+        outcome: Option<WriteOutcome>,
+    },
 }

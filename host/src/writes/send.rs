@@ -223,6 +223,22 @@ impl Writes {
                 let reason = format!("the task's time budget is spent: {}", describe(&t));
                 return self.escalate(&now, Kind::TimeBudget, &reason, Some(&t), None);
             }
+            if now.state == State::Pending {
+                // Refused before its first byte: the agent is told nothing happened, and
+                // nothing sends it later unless the agent submits it again.
+                let refused = self.journal.advance(now.id, State::Refused, None)?;
+                self.audit(
+                    self.event(EventKind::ActionResult, &refused)
+                        .detail(&format!("refused before it was sent: {}", describe(&t))),
+                )?;
+                self.step(Step::ResultCommitted(State::Refused));
+                return Ok(WriteOutcome::Refused {
+                    action: refused,
+                    terminal: Some(t),
+                });
+            }
+            // A decision's send refused before its first byte: the action keeps its state
+            // (escalated), and the decision stays to be carried out.
             return Ok(WriteOutcome::Deferred {
                 action: now,
                 terminal: Some(t),

@@ -180,7 +180,13 @@ impl Writes {
                 return Ok(Some((response.status, found)));
             }
             again = false;
-            let wait = self.provider_timeout;
+            // As long as an attempt may still be at work at the provider: its own timeout,
+            // or the model's configured generation time when that is longer.
+            let generation = self
+                .executor
+                .generation_timeout(&action.provider, &self.journal.body(action.id)?)
+                .unwrap_or_default();
+            let wait = self.provider_timeout.max(generation);
             self.audit(
                 self.event(EventKind::Reconciled, action)
                     .status(response.status)

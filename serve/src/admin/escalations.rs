@@ -253,6 +253,7 @@ fn outcome(o: &WriteOutcome) -> Value {
         WriteOutcome::Failed { .. } => ("failed", None, None),
         WriteOutcome::Escalated { escalation, .. } => ("escalated", None, Some(*escalation)),
         WriteOutcome::Cancelled { .. } => ("cancelled", None, None),
+        WriteOutcome::Refused { .. } => ("refused", None, None),
         WriteOutcome::Deferred { .. } => ("deferred", None, None),
     };
     let a = o.action();

@@ -271,6 +271,7 @@ fn applied(o: &WriteOutcome) -> String {
         WriteOutcome::Failed { .. } => "failed".to_owned(),
         WriteOutcome::Escalated { escalation, .. } => format!("escalated again ({escalation})"),
         WriteOutcome::Cancelled { .. } => "cancelled".to_owned(),
+        WriteOutcome::Refused { .. } => "refused before it was sent".to_owned(),
         WriteOutcome::Deferred { .. } => "deferred".to_owned(),
     };
     format!(

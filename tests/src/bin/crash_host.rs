@@ -191,11 +191,12 @@ fn main() {
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         waited += Duration::from_millis(100);
                     }
-                    // Nothing was sent and the action waits, as its outcome says: an agent
-                    // sends it again.
-                    Ok(WriteOutcome::Deferred { terminal, .. })
-                        if waited < OWNED_ELSEWHERE_PATIENCE =>
-                    {
+                    // Nothing was sent, as its outcome says: an agent sends it again (a
+                    // refused write only goes when its agent submits it again).
+                    Ok(
+                        WriteOutcome::Deferred { terminal, .. }
+                        | WriteOutcome::Refused { terminal, .. },
+                    ) if waited < OWNED_ELSEWHERE_PATIENCE => {
                         let why = terminal.map_or_else(String::new, |t| format!("{:?}", t.reason));
                         println!("deferred a{i} {why}");
                         tokio::time::sleep(Duration::from_millis(100)).await;

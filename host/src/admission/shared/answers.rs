@@ -58,6 +58,8 @@ pub enum Claimed {
         epoch: String,
         /// Another host that owns the action.
         owner: Option<String>,
+        /// The action was this host's already: claimed by an earlier run of it.
+        ours_before: bool,
     },
     /// The store lost its state since the host joined its epoch.
     Lost,

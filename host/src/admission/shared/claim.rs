@@ -41,6 +41,19 @@ pub enum ClaimError {
         /// The action.
         action: String,
     },
+    /// The store holds this host's claim on an action its journal does not hold: the host
+    /// lost its state since it claimed it (a state directory wiped, a pod rescheduled
+    /// without its volume, with the same `[store] host_id`). Whether it was done cannot be
+    /// told here, so it is refused, and never sent.
+    #[error(
+        "action {action:?} was refused: the shared store says this host ({host:?}) claimed it before, but this host's journal does not hold it, so the host lost its record of it (a wiped state directory?) and whether it was done cannot be told; nothing was sent. Check with the provider; if it was not done, send it under a new action name (docs/writes.md)"
+    )]
+    LostLocally {
+        /// The action.
+        action: String,
+        /// The host id.
+        host: String,
+    },
     /// The store did not answer, so the claim could not be made: nothing was sent.
     #[error(
         "action {action:?} could not be claimed in the shared store ({error}); nothing was sent, try again"
@@ -54,7 +67,8 @@ pub enum ClaimError {
 }
 
 impl Gate {
-    /// Claims `action` for this host, or finds it already this host's.
+    /// Claims `action` for this host, or finds it already this host's: `Ok(true)` when an
+    /// earlier claim of this host's held it.
     ///
     /// # Errors
     /// [`ClaimError::Elsewhere`] when another host owns it; [`ClaimError::HostIdInUse`]
@@ -62,7 +76,7 @@ impl Gate {
     /// the store lost its state since this host joined it (see [`super::ownership`]);
     /// [`ClaimError::Unreachable`] when the store does not answer (a write is never sent
     /// unclaimed: that is how one would be done twice).
-    pub async fn claim(&self, action: &str) -> Result<(), ClaimError> {
+    pub async fn claim(&self, action: &str) -> Result<bool, ClaimError> {
         if self.host_id_in_use() {
             return Err(ClaimError::HostIdInUse {
                 action: action.into(),
@@ -86,10 +100,14 @@ impl Gate {
             .claim(action, self.host_id(), ttl, joined.as_deref())
             .await;
         match claimed {
-            Ok(Claimed::Ok { epoch, owner }) => {
+            Ok(Claimed::Ok {
+                epoch,
+                owner,
+                ours_before,
+            }) => {
                 ownership.joined(&epoch);
                 match owner {
-                    None => Ok(()),
+                    None => Ok(ours_before),
                     Some(owner) => Err(ClaimError::Elsewhere {
                         action: action.into(),
                         owner,

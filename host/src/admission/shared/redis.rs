@@ -343,6 +343,7 @@ impl RedisStore {
             [ok, epoch, owner] if ok == "ok" => Ok(Claimed::Ok {
                 epoch: epoch.clone(),
                 owner: Some(owner.clone()).filter(|o| !o.is_empty() && o != host),
+                ours_before: owner == host,
             }),
             other => Err(StoreError::Reply(format!("{other:?}"))),
         }

@@ -18,6 +18,7 @@ pub(super) struct AgentTable {
     tenant: Option<NonEmpty>,
     tier: Option<NonEmpty>,
     name_tenant: bool,
+    class_hints: bool,
     credentials: BTreeMap<String, NonEmpty>,
     priorities: Option<Vec<Class>>,
     pass_headers: Vec<String>,
@@ -80,6 +81,7 @@ impl AgentTable {
             tenant: tenant.into_string(),
             tier: self.tier.map(NonEmpty::into_string),
             name_tenant: self.name_tenant,
+            class_hints: self.class_hints,
             credentials: self
                 .credentials
                 .into_iter()

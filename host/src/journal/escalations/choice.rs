@@ -13,6 +13,11 @@ pub enum Kind {
     QuotaExhausted,
     /// A budget of the write's tenant is spent ([`crate::budget`]): nothing was sent.
     BudgetSpent,
+    /// The journal lost its record of the action (restored from an older copy, replaced,
+    /// emptied) and the audit log shows it was asked for: it may have happened, and it is
+    /// never sent. A person checks with the provider; the agent sends it again under a new
+    /// action name only if it did not happen.
+    RecordLost,
 }
 
 impl Kind {
@@ -23,6 +28,7 @@ impl Kind {
             Self::TimeBudget => "time_budget",
             Self::QuotaExhausted => "quota_exhausted",
             Self::BudgetSpent => "budget_spent",
+            Self::RecordLost => "record_lost",
         }
     }
 
@@ -32,6 +38,7 @@ impl Kind {
             Self::TimeBudget,
             Self::QuotaExhausted,
             Self::BudgetSpent,
+            Self::RecordLost,
         ]
         .into_iter()
         .find(|k| k.name() == s)
@@ -54,6 +61,7 @@ impl Kind {
                 Choice::Cancel,
             ],
             Self::BudgetSpent => &[Choice::Wait, Choice::RaiseBudget, Choice::Cancel],
+            Self::RecordLost => &[Choice::Cancel],
         }
     }
 }

@@ -116,7 +116,7 @@ CREATE TABLE hosts (
 
 /// The tables a journal has: a database holding one of them without `sluice_schema` is
 /// not a journal.
-const TABLES: [&str; 9] = [
+const TABLES: [&str; 10] = [
     "actions",
     "cancelled_tasks",
     "attempts",
@@ -126,6 +126,7 @@ const TABLES: [&str; 9] = [
     "budget_use",
     "answers",
     "hosts",
+    "marks",
 ];
 
 /// What the database is, read under the schema lock; a blank one is made a journal.
@@ -142,7 +143,11 @@ fn make_or_check(c: Conn<'_>, shown: &str, create: bool) -> Result<(), Fail> {
             }
             .into());
         }
-        // Migrations from one PostgreSQL schema version to the next go here, in order.
+        // Migrations from one PostgreSQL schema version to the next, in order.
+        if version < 5 {
+            c.exec(super::super::marks::TABLE, &[])?;
+            c.exec("UPDATE sluice_schema SET version = 5", &[])?;
+        }
         return Ok(());
     }
     for table in TABLES {
@@ -169,6 +174,7 @@ fn make_or_check(c: Conn<'_>, shown: &str, create: bool) -> Result<(), Fail> {
         Conn::Postgres(pg) => pg.script(SCHEMA)?,
         Conn::Sqlite(_) => {}
     }
+    c.exec(super::super::marks::TABLE, &[])?;
     c.exec("CREATE TABLE sluice_schema (version BIGINT NOT NULL)", &[])?;
     c.exec(
         "INSERT INTO sluice_schema (version) VALUES (?1)",
@@ -199,6 +205,7 @@ impl Journal {
     pub fn connect_with(url: &str, owner: &str, lease_ttl: Duration) -> Result<Self, JournalError> {
         let journal = Self::connect_to(url, owner, true, lease_ttl)?;
         journal.hold_lease()?;
+        journal.load_mark()?;
         Ok(journal)
     }
 
@@ -231,6 +238,8 @@ impl Journal {
             renewed: std::sync::Arc::default(),
             backend: Backend::Postgres(pg),
             health: Health::default(),
+            marks: super::super::marks::Marks::default(),
+            key_secret: None,
         };
         // At READ COMMITTED: each statement sees what a host that held the lock before
         // committed (at SERIALIZABLE the snapshot would predate the lock).

@@ -213,6 +213,16 @@ pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
             takes over its unfinished writes. With `url` only.",
     },
     KeyDoc {
+        key: "journal.key_secret_file",
+        kind: "path",
+        default: "derived from the audit signing key",
+        range: "a file of at least 32 bytes",
+        what: "The secret each write's idempotency key is derived from (with its task and \
+            action), so a resend after any loss of the journal carries the same key. Keep it \
+            outside the state directory, as the audit key; every host of a group names the \
+            same secret.",
+    },
+    KeyDoc {
         key: "transport.connect_timeout_ms",
         kind: "integer",
         default: "5000",

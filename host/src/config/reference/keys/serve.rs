@@ -249,6 +249,15 @@ pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
             platform that serves many customers.",
     },
     KeyDoc {
+        key: "serve.agents.AGENT.class_hints",
+        kind: "boolean",
+        default: "false",
+        range: "",
+        what: "Whether its `x-sluice-class: read` is taken on a request the sidecar treats as a \
+            write (any method but GET, HEAD and OPTIONS outside the read routes); without it \
+            such a hint is refused (400) and the request is not sent.",
+    },
+    KeyDoc {
         key: "serve.agents.AGENT.credentials",
         kind: "map",
         default: "none",

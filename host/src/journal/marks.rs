@@ -1,0 +1,191 @@
+//! The journal's mark: which journal this is, and how far this host's record in it goes.
+//!
+//! A journal can be lost without a trace in its own file: restored from an older snapshot,
+//! replaced by another host's, emptied and made again, its database dropped and made anew.
+//! Each looks like a healthy journal that simply does not know some actions — and an action
+//! the journal does not know is sent as new. So the journal carries a [`Mark`]: an id drawn
+//! once, when the journal (or, in a group's database, this host's part of it) is made, and a
+//! sequence this host bumps in every transaction that records or moves one of its actions.
+//! The audit log, written after each such commit, records the mark it saw. A journal whose
+//! mark has another id than the audit log's last, or a lower sequence, lost records the audit
+//! log proves it had ([`crate::writes::witnesses`]).
+
+use std::sync::Mutex;
+use std::sync::PoisonError;
+
+use super::db::{Conn, values};
+use super::{Fail, Journal, JournalError};
+
+/// Which journal, and how far into it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Mark {
+    /// Drawn when the journal (or this host's part of a group's) was made.
+    pub id: String,
+    /// Bumped by every transaction that records or moves one of this host's actions.
+    pub seq: u64,
+}
+
+impl std::fmt::Display for Mark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "journal {} at {}", self.id, self.seq)
+    }
+}
+
+/// The mark as this process last committed it.
+#[derive(Debug, Default)]
+pub(super) struct Marks(Mutex<Mark>);
+
+impl Marks {
+    fn set(&self, mark: Mark) {
+        let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if m.id != mark.id || mark.seq > m.seq {
+            *m = mark;
+        }
+    }
+}
+
+/// The table, made with the journal (schema 5) or by the first host that reaches a journal
+/// made before it.
+pub(super) const TABLE: &str = "CREATE TABLE IF NOT EXISTS marks (
+    owner TEXT PRIMARY KEY,
+    journal_id TEXT NOT NULL,
+    seq BIGINT NOT NULL
+)";
+
+impl Journal {
+    /// This journal's mark as of the last commit of this process.
+    pub fn mark(&self) -> Mark {
+        self.marks
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Reads this host's mark, making it when there is none (a new journal, or one made
+    /// before marks), and keeps it. Called when a host opens its journal.
+    pub(super) fn load_mark(&self) -> Result<Mark, JournalError> {
+        let id = format!("j-{}", &super::new_idempotency_key()?["sluice-".len()..]);
+        let mark = self.write(|c| {
+            c.exec(
+                "INSERT INTO marks (owner, journal_id, seq) VALUES (?1, ?2, 0) \
+                 ON CONFLICT (owner) DO NOTHING",
+                values![&self.owner, &id],
+            )?;
+            read(c, &self.owner, &self.path)
+        })?;
+        self.marks.set(mark.clone());
+        Ok(mark)
+    }
+
+    /// Bumps this host's sequence inside the transaction on `c`, returning the new mark, to
+    /// be kept once the transaction commits ([`Journal::write_marked`]).
+    fn bump(&self, c: Conn<'_>) -> Result<Mark, Fail> {
+        c.exec(
+            "UPDATE marks SET seq = seq + 1 WHERE owner = ?1",
+            values![&self.owner],
+        )?;
+        read(c, &self.owner, &self.path)
+    }
+
+    /// A write transaction that records or moves an action: `f`, then this host's sequence
+    /// bumped in the same transaction, kept as [`Journal::mark`] once it commits.
+    pub(super) fn write_marked<T>(
+        &self,
+        mut f: impl FnMut(Conn<'_>) -> Result<T, Fail>,
+    ) -> Result<T, JournalError> {
+        let mut bumped = None;
+        let out = self.write(|c| {
+            let out = f(c)?;
+            bumped = Some(self.bump(c)?);
+            Ok(out)
+        })?;
+        if let Some(mark) = bumped {
+            self.marks.set(mark);
+        }
+        Ok(out)
+    }
+
+    /// Sets this host's sequence to at least `seq` (an operator accepted a journal behind
+    /// the audit log: from now on the two agree), returning the mark.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub fn raise_mark(&self, seq: u64) -> Result<Mark, JournalError> {
+        let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+        let mark = self.write(|c| {
+            c.exec(
+                "UPDATE marks SET seq = CASE WHEN seq < ?2 THEN ?2 ELSE seq END WHERE owner = ?1",
+                values![&self.owner, seq],
+            )?;
+            self.bump(c)
+        })?;
+        self.marks.set(mark.clone());
+        Ok(mark)
+    }
+}
+
+/// This host's mark, read inside a transaction.
+fn read(c: Conn<'_>, owner: &str, path: &str) -> Result<Mark, Fail> {
+    let row = c
+        .row(
+            "SELECT journal_id, seq FROM marks WHERE owner = ?1",
+            values![owner],
+        )?
+        .ok_or_else(|| JournalError::Corrupt {
+            path: path.into(),
+            detail: format!(
+                "the journal's table `marks` has no row for host {owner:?}: it was edited"
+            ),
+        })?;
+    let seq: i64 = row.get(1)?;
+    Ok(Mark {
+        id: row.get(0)?,
+        seq: u64::try_from(seq).unwrap_or(0),
+    })
+}
+
+impl Journal {
+    /// Records action `action` of `task`, which the audit log knows and this journal does
+    /// not, as `lost`: it may have happened, so it is never sent, and a resubmit of it goes to
+    /// a person. `key` is the idempotency key the log names; `request` the stored request to
+    /// show in its case. Returns `false` when the journal knows the action after all.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub fn record_lost(
+        &self,
+        task: &str,
+        action: &str,
+        key: &str,
+        request: &str,
+    ) -> Result<bool, JournalError> {
+        let reference = super::client_reference(task, action);
+        self.write_marked(|c| {
+            let known: bool = c.one(
+                "SELECT EXISTS (SELECT 1 FROM actions WHERE (task = ?1 AND action = ?2) \
+                 OR idempotency_key = ?3)",
+                values![task, action, key],
+            )?;
+            if known {
+                return Ok(false);
+            }
+            c.exec(
+                "INSERT INTO actions (task, action, provider, method, route, class, body, \
+                 body_sha256, idempotency_key, client_reference, state, request, goal, owner) \
+                 VALUES (?1, ?2, '', '', '', 'uncertain-write', ?3, ?3, ?4, ?5, 'lost', ?6, \
+                 'unknown: the journal lost this action''s record', ?7)",
+                values![
+                    task,
+                    action,
+                    &Vec::<u8>::new(),
+                    key,
+                    &reference,
+                    request,
+                    &self.owner
+                ],
+            )?;
+            Ok(true)
+        })
+    }
+}
