@@ -195,7 +195,7 @@ async fn forward(
         url.push_str(q);
     }
     let method = parts.method.as_str();
-    let class = class_of(&agent, &up, &hints, method, path)?;
+    let class = class_of(&agent, up, &hints, method, path)?;
     // An OpenAI-style stream that does not ask for its usage is asked for it, so its charge
     // is corrected at its end; what asking adds is taken out of the agent's stream.
     // A long body is read on the blocking pool: this thread serves other agents' connections.
@@ -446,6 +446,11 @@ async fn write_through_journal(
         Err(WriteError::Claim(e @ ClaimError::StoreLostState { .. })) => Err(SluiceError::new(
             503,
             "shared_store_lost_state",
+            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
+        )),
+        Err(WriteError::Claim(e @ ClaimError::LostLocally { .. })) => Err(SluiceError::new(
+            409,
+            "action_record_lost",
             format!("sluice: {}", sluice::printable::printable(&e.to_string())),
         )),
         Err(WriteError::Claim(e @ ClaimError::Unreachable { .. })) => Err(SluiceError::new(

@@ -252,7 +252,7 @@ fn refused(shape: ErrorShape, t: Option<&Terminal>, mut described: Value) -> Res
     let status = t.map_or(409, status_of);
     let mut r = error(
         shape,
-        &SluiceError::new(status, "write_refused", message).detail(described),
+        &SluiceError::new(status, "write_not_sent", message).detail(described),
     );
     if let Some(t) = t {
         tally(&mut r, t.attempts, t.waited);
