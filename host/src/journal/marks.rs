@@ -65,7 +65,7 @@ impl Journal {
     /// Reads this host's mark, making it when there is none (a new journal, or one made
     /// before marks), and keeps it. Called when a host opens its journal.
     pub(super) fn load_mark(&self) -> Result<Mark, JournalError> {
-        let id = format!("j-{}", &super::new_idempotency_key()?["sluice-".len()..]);
+        let id = new_id()?;
         let mark = self.write(|c| {
             c.exec(
                 "INSERT INTO marks (owner, journal_id, seq) VALUES (?1, ?2, 0) \
@@ -81,10 +81,18 @@ impl Journal {
     /// Bumps this host's sequence inside the transaction on `c`, returning the new mark, to
     /// be kept once the transaction commits ([`Journal::write_marked`]).
     fn bump(&self, c: Conn<'_>) -> Result<Mark, Fail> {
-        c.exec(
+        let bumped = c.exec(
             "UPDATE marks SET seq = seq + 1 WHERE owner = ?1",
             values![&self.owner],
         )?;
+        if bumped == 0 {
+            // A journal reached without a host's start (an operator's command that settles
+            // actions): this host's mark is made here.
+            c.exec(
+                "INSERT INTO marks (owner, journal_id, seq) VALUES (?1, ?2, 1)",
+                values![&self.owner, &new_id()?],
+            )?;
+        }
         read(c, &self.owner, &self.path)
     }
 
@@ -123,6 +131,14 @@ impl Journal {
         self.marks.set(mark.clone());
         Ok(mark)
     }
+}
+
+/// A new journal id: 128 random bits.
+fn new_id() -> Result<String, JournalError> {
+    Ok(format!(
+        "j-{}",
+        &super::new_idempotency_key()?["sluice-".len()..]
+    ))
 }
 
 /// This host's mark, read inside a transaction.
