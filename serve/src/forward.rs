@@ -489,7 +489,11 @@ fn class_of(
                 400,
                 "class_hint_not_allowed",
                 format!(
-                    "sluice: `x-sluice-class: read` on {method} {path}, which is a write: agent                      {:?} may not make a write a read (nothing was sent). Name an action for it                      with `x-sluice-action`, or leave the hint out; an operator may list the                      route in [serve.providers.{}] read_routes, or allow the agent's hints with                      `serve.agents.{}.class_hints = true`",
+                    "sluice: `x-sluice-class: read` on {method} {path}, which is a write: agent \
+                     {:?} may not make a write a read (nothing was sent). Name an action for it \
+                     with `x-sluice-action`, or leave the hint out; an operator may list the \
+                     route in [serve.providers.{}] read_routes, or allow the agent's hints with \
+                     `serve.agents.{}.class_hints = true`",
                     sluice::printable::printable(&agent.name),
                     up.name,
                     sluice::printable::printable(&agent.name)

@@ -226,7 +226,14 @@ pub fn ended(shape: ErrorShape, t: &Terminal) -> Response<Body> {
             )
         }
     };
-    tally(&mut r, t.attempts, t.waited);
+    told(&mut r, t, next, after);
+    r
+}
+
+/// Tells, in `r`'s headers, how the call `t` went: its tally, its reason, its next action
+/// (`next`) and how long to wait first (`after`).
+fn told(r: &mut Response<Body>, t: &Terminal, next: &'static str, after: Option<Duration>) {
+    tally(r, t.attempts, t.waited);
     let h = r.headers_mut();
     h.insert(hints::REASON, header_text(&t.reason.to_string(), 300));
     h.insert(hints::NEXT_ACTION, HeaderValue::from_static(next));
@@ -234,7 +241,6 @@ pub fn ended(shape: ErrorShape, t: &Terminal) -> Response<Body> {
         let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
         h.insert(hyper::header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
     }
-    r
 }
 
 /// The answer to a write refused before its first byte: nothing was sent (`sent: false`
@@ -247,7 +253,8 @@ fn refused(shape: ErrorShape, t: Option<&Terminal>, mut described: Value) -> Res
         |t| sluice::printable::printable(&t.reason.to_string()).into_owned(),
     );
     let message = format!(
-        "sluice: the write was refused before it was sent ({why}); nothing was sent, and          nothing will be unless this action is submitted again"
+        "sluice: the write was refused before it was sent ({why}); nothing was sent, and \
+         nothing will be unless this action is submitted again"
     );
     let status = t.map_or(409, status_of);
     let mut r = error(
@@ -255,15 +262,8 @@ fn refused(shape: ErrorShape, t: Option<&Terminal>, mut described: Value) -> Res
         &SluiceError::new(status, "write_not_sent", message).detail(described),
     );
     if let Some(t) = t {
-        tally(&mut r, t.attempts, t.waited);
         let (next, after) = next_action(&t.next_action);
-        let h = r.headers_mut();
-        h.insert(hints::REASON, header_text(&t.reason.to_string(), 300));
-        h.insert(hints::NEXT_ACTION, HeaderValue::from_static(next));
-        if let Some(d) = after {
-            let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
-            h.insert(hyper::header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-        }
+        told(&mut r, t, next, after);
     }
     r
 }

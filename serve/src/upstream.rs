@@ -59,7 +59,9 @@ fn confirmed_reads(provider: &str, described: Vec<String>) -> Vec<String> {
         tracing::warn!(
             provider = %sluice::printable::printable(provider),
             routes = %sluice::printable::printable(&unknown.join(", ")),
-            "the provider's plugin names routes as reads that sluice does not know as reads:              they stay writes (journaled, sent once); to make them reads, list them in              [serve.providers.{provider}] read_routes"
+            "the provider's plugin names routes as reads that sluice does not know as reads: \
+             they stay writes (journaled, sent once); to make them reads, list them in \
+             [serve.providers.{provider}] read_routes"
         );
     }
     known

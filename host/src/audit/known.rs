@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::io::BufReader;
 use std::path::Path;
 
+use super::AuditError;
 use super::lines::{Line, Lines, open, too_long};
 use super::record::parse_line;
-use super::{AuditError, EventKind};
 
 /// An action the log names, as its records describe it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,12 +16,8 @@ pub struct KnownAction {
     pub task: String,
     /// Its name within the task.
     pub action: String,
-    /// The idempotency key it was sent with.
+    /// The idempotency key it was sent with (the last record's).
     pub idempotency_key: String,
-    /// Whether an attempt of it was logged as about to be sent.
-    pub sent: bool,
-    /// The kind of the last record about it.
-    pub last: EventKind,
 }
 
 /// Every action the log at `path` names (a record with a task, an action and a key), in the
@@ -65,22 +61,14 @@ pub fn known_actions(path: &Path) -> Result<Vec<KnownAction>, AuditError> {
         else {
             continue;
         };
-        let sent = record.event == EventKind::ActionSent;
         match at.get(&(task.clone(), action.clone())) {
-            Some(&i) => {
-                let known = &mut found[i];
-                known.sent |= sent;
-                known.last = record.event;
-                known.idempotency_key = key;
-            }
+            Some(&i) => found[i].idempotency_key = key,
             None => {
                 at.insert((task.clone(), action.clone()), found.len());
                 found.push(KnownAction {
                     task,
                     action,
                     idempotency_key: key,
-                    sent,
-                    last: record.event,
                 });
             }
         }

@@ -448,7 +448,8 @@ impl SluiceBuilder {
         if accepted.lost > 0 {
             tracing::warn!(
                 lost = accepted.lost,
-                "actions the audit log knows and the accepted journal did not are recorded                  lost: never sent, and a resubmit of one goes to a person"
+                "actions the audit log knows and the accepted journal did not are recorded \
+                 lost: never sent, and a resubmit of one goes to a person"
             );
         }
         let mut writes = Writes::new(

@@ -107,7 +107,7 @@ impl Journal {
         {
             return Ok(Vec::new());
         }
-        self.write(|c| {
+        self.write_marked(|c| {
             // A taker holds its own lease, in the same transaction.
             self.check_lease(c)?;
             let gone = c.rows(

@@ -65,13 +65,7 @@ impl KeySecret {
                 trimmed.len()
             )));
         }
-        Ok(Self(
-            sha2::Digest::finalize(sha2::Digest::chain_update(
-                <sha2::Sha256 as sha2::Digest>::new(),
-                trimmed,
-            ))
-            .into(),
-        ))
+        Ok(Self(<sha2::Sha256 as sha2::Digest>::digest(trimmed).into()))
     }
 
     /// The idempotency key of action `action` of `task`.

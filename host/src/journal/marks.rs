@@ -96,8 +96,11 @@ impl Journal {
         read(c, &self.owner, &self.path)
     }
 
-    /// A write transaction that records or moves an action: `f`, then this host's sequence
-    /// bumped in the same transaction, kept as [`Journal::mark`] once it commits.
+    /// A write transaction that records or moves an action — records it, moves its state,
+    /// escalates it, cancels its task, resolves its case, takes it over: `f`, then this host's
+    /// sequence bumped in the same transaction, kept as [`Journal::mark`] once it commits.
+    /// Every such transaction goes through here, so a journal restored to just before any of
+    /// them is behind the audit log's record of it.
     pub(super) fn write_marked<T>(
         &self,
         mut f: impl FnMut(Conn<'_>) -> Result<T, Fail>,
@@ -189,7 +192,7 @@ impl Journal {
             c.exec(
                 "INSERT INTO actions (task, action, provider, method, route, class, body, \
                  body_sha256, idempotency_key, client_reference, state, request, goal, owner) \
-                 VALUES (?1, ?2, '', '', '', 'uncertain-write', ?3, ?3, ?4, ?5, 'lost', ?6, \
+                 VALUES (?1, ?2, '', '', '', 'uncertain_write', ?3, ?3, ?4, ?5, 'lost', ?6, \
                  'unknown: the journal lost this action''s record', ?7)",
                 values![
                     task,

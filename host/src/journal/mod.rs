@@ -428,7 +428,7 @@ impl Journal {
     /// # Errors
     /// A database failure.
     pub fn cancel_task(&self, task: &str, at_ms: i64) -> Result<usize, JournalError> {
-        self.write(|c| Ok(cancel_task_in(c, task, at_ms)?))
+        self.write_marked(|c| Ok(cancel_task_in(c, task, at_ms)?))
     }
 
     /// Whether `task` waits for a person's decision on its spent time budget: a

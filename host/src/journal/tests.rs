@@ -499,3 +499,27 @@ fn keys_derived_from_a_secret_are_the_same_in_a_new_journal() {
         "a journal lost and made again gives the same key"
     );
 }
+
+/// Every transaction that moves an action raises the mark, not only recording and state
+/// moves: a journal put back to just before an escalation or a task's cancelling must be
+/// behind the audit log's record of it.
+#[test]
+fn escalating_and_cancelling_raise_the_mark_too() {
+    for place in places() {
+        let j = place.open();
+        let a = j.record(&intent("charge-42", "amount=100")).unwrap();
+        let before = j.mark().seq;
+        j.escalate(
+            Some(a.action().id),
+            "task-1",
+            escalations::Kind::TimeBudget,
+            "{}",
+            1,
+        )
+        .unwrap();
+        let escalated = j.mark().seq;
+        assert!(escalated > before, "an escalation moved the action");
+        j.cancel_task("task-1", 2).unwrap();
+        assert!(j.mark().seq > escalated, "cancelling the task moved it");
+    }
+}

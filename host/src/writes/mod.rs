@@ -583,7 +583,9 @@ impl Writes {
             State::Lost => self.escalate(
                 &action,
                 Kind::RecordLost,
-                "the journal lost this action's record (it was restored from an older copy,                  replaced or emptied, and an operator accepted it); the audit log shows it                  was asked for, so it may have happened: nothing is sent",
+                "the journal lost this action's record (it was restored from an older copy, \
+                 replaced or emptied, and an operator accepted it); the audit log shows it \
+                 was asked for, so it may have happened: nothing is sent",
                 None,
                 None,
             ),

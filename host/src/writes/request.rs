@@ -15,7 +15,7 @@ use crate::retry::{class_name, class_named, route_template};
 pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 
 /// A write's request as journaled: no credential, no body (the body has its own column).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredRequest {
     /// The absolute URL.
     pub url: String,

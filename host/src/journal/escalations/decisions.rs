@@ -159,7 +159,7 @@ impl Journal {
             ("action", e.action_id)
         };
         let applied_now = matches!(decision.choice, Choice::Cancel | Choice::ChangePlan);
-        let approval_id: i64 = self.write(|c| {
+        let approval_id: i64 = self.write_marked(|c| {
             let changed = c.exec(
                 "UPDATE escalations SET resolved_ms = ?2, applied = ?3 \
                  WHERE id = ?1 AND resolved_ms IS NULL",

@@ -98,7 +98,7 @@ impl Journal {
         case_json: &str,
         at_ms: i64,
     ) -> Result<i64, JournalError> {
-        self.write(|c| {
+        self.write_marked(|c| {
             if let Some(id) = action_id {
                 let from = self.own(c, id)?;
                 if from != State::Escalated {
