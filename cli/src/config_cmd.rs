@@ -238,6 +238,14 @@ fn check(file: &std::path::Path, runtime: &PluginRuntime) -> anyhow::Result<u8> 
             .to_owned(),
     };
     outln!(out, "  signing key: {key}");
+    let secret = match &host.journal.key_secret_file {
+        Some(file) => match sluice::journal::KeySecret::from_file(file) {
+            Ok(_) => printable(&file.display().to_string()).into_owned(),
+            Err(e) => format!("NOT USABLE NOW, the host {WILL_NOT_START}: {e}"),
+        },
+        None => "derived from the audit signing key".to_owned(),
+    };
+    outln!(out, "  idempotency key secret: {secret}");
     print_serve(&mut out, &host.serve);
     print_budgets(&mut out, &host.budgets);
     if out.contains(WILL_NOT_START) {

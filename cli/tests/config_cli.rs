@@ -250,6 +250,7 @@ fn the_example_configuration_file_checks_and_names_each_credentials_source() {
         "  credential app: /run/secrets/github-token",
         "audit: a checkpoint every 64 records, kept 400 days",
         "  signing key: /etc/sluice/audit.key (NOT READABLE NOW, the host will not start",
+        "  idempotency key secret: derived from the audit signing key",
     ] {
         assert!(out.contains(shown), "no `{shown}` in:\n{out}");
     }

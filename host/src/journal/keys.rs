@@ -31,11 +31,9 @@ pub const MIN_SECRET_BYTES: usize = 32;
 
 /// A key file that cannot be used.
 #[derive(Debug, thiserror::Error)]
-#[error("the idempotency key secret {path}: {why}")]
+#[error("the idempotency key secret ([journal] key_secret_file) {why}")]
 pub struct KeySecretError {
-    /// The file.
-    pub path: String,
-    /// What is wrong, and what to do.
+    /// The file, what is wrong with it, and what to do.
     pub why: String,
 }
 
@@ -51,19 +49,20 @@ impl KeySecret {
     /// # Errors
     /// [`KeySecretError`] naming the file: unreadable, or too short.
     pub fn from_file(path: &Path) -> Result<Self, KeySecretError> {
-        let err = |why: String| KeySecretError {
-            path: path.display().to_string(),
-            why,
-        };
-        let bytes = crate::input_file::read(path, 64 * 1024).map_err(|e| err(e.to_string()))?;
+        // The read error names the file itself.
+        let bytes = crate::input_file::read(path, 64 * 1024)
+            .map_err(|e| KeySecretError { why: e.to_string() })?;
         let trimmed = bytes.trim_ascii();
         if trimmed.len() < MIN_SECRET_BYTES {
-            return Err(err(format!(
-                "it holds {} bytes; a secret needs at least {MIN_SECRET_BYTES} (make one with \
-                 `head -c 32 /dev/urandom | base64 > FILE`, and give every host of the group the \
-                 same file)",
-                trimmed.len()
-            )));
+            return Err(KeySecretError {
+                why: format!(
+                    "{}: it holds {} bytes; a secret needs at least {MIN_SECRET_BYTES} (make one \
+                     with `head -c 32 /dev/urandom | base64 > FILE`, and give every host of the \
+                     group the same file)",
+                    path.display(),
+                    trimmed.len()
+                ),
+            });
         }
         Ok(Self(<sha2::Sha256 as sha2::Digest>::digest(trimmed).into()))
     }
