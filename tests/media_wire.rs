@@ -52,7 +52,7 @@ fn within_twice(ours: u64, theirs: u64) {
     );
 }
 
-#[tokio::test(flavor = "current_thread", start_paused = true)]
+#[tokio::test(flavor = "current_thread")]
 async fn an_openai_chat_with_an_image_is_admitted_and_charged_as_the_provider_counts_it() {
     // 60 000 tokens a minute: the image's 200 KB of base64 alone read as text would be
     // 66 000 tokens, over the whole limit.
@@ -87,7 +87,7 @@ async fn an_openai_chat_with_an_image_is_admitted_and_charged_as_the_provider_co
     );
 }
 
-#[tokio::test(flavor = "current_thread", start_paused = true)]
+#[tokio::test(flavor = "current_thread")]
 async fn an_anthropic_message_with_an_image_is_admitted_and_charged_as_the_provider_counts_it() {
     let fake = FakeProvider::start(FakeConfig::new(Style::Anthropic).itpm(40_000))
         .await
@@ -118,7 +118,7 @@ async fn an_anthropic_message_with_an_image_is_admitted_and_charged_as_the_provi
     );
 }
 
-#[tokio::test(flavor = "current_thread", start_paused = true)]
+#[tokio::test(flavor = "current_thread")]
 async fn twenty_megabyte_bodies_are_planned_by_the_plugin_and_never_quarantine_it() {
     let fake = FakeProvider::start(FakeConfig::new(Style::OpenAi).tpm(200_000))
         .await
