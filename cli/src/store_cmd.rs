@@ -1,5 +1,11 @@
 //! `sluice store`: the shared store of a group of hosts, as an operator sees it.
 //!
+//! `sluice store init --config F` makes a new group's first ownership epoch, once: hosts
+//! never make it themselves (a host that never joined, meeting a store that lost its state,
+//! would otherwise make a fresh one and take other hosts' actions as new), so until it is
+//! made every write is refused (503 `shared_store_not_initialized`). Run again, it changes
+//! nothing and says so.
+//!
 //! `sluice store recover --config F` starts a new ownership epoch after the store lost its
 //! state (a restart without persistence, a flush). Until then, every host that had joined
 //! the group refuses actions its own journal does not hold: after the loss, who did them
@@ -19,6 +25,13 @@ use sluice::printable::printable;
 /// `sluice store` commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum StoreCommand {
+    /// Make a new group's ownership epoch, once, before its hosts take writes (changes
+    /// nothing when the store has one).
+    Init {
+        /// The configuration file naming the store (`[store]`).
+        #[arg(long)]
+        config: PathBuf,
+    },
     /// Start a new ownership epoch after the shared store lost its state, once every host
     /// of the group is running again and has re-registered its actions.
     Recover {
@@ -33,10 +46,13 @@ pub enum StoreCommand {
 }
 
 pub fn run(command: StoreCommand) -> anyhow::Result<ExitCode> {
-    let StoreCommand::Recover {
-        config,
-        all_hosts_running,
-    } = command;
+    let (config, all_hosts_running) = match command {
+        StoreCommand::Init { config } => (config, None),
+        StoreCommand::Recover {
+            config,
+            all_hosts_running,
+        } => (config, Some(all_hosts_running)),
+    };
     let config = SluiceConfig::from_file(&config)?;
     let store = config.store.context(
         "the configuration has no [store] table: only a group of hosts sharing a store has an \
@@ -46,6 +62,22 @@ pub fn run(command: StoreCommand) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
+    let Some(all_hosts_running) = all_hosts_running else {
+        return rt.block_on(async move {
+            let store = RedisStore::new(&store)?;
+            match store.init().await? {
+                Some(epoch) => println!(
+                    "the group's ownership epoch ({epoch}) is made: its hosts join it and \
+                     claim writes."
+                ),
+                None => println!(
+                    "nothing changed: the store has an ownership epoch already (to start a \
+                     new one after the store lost its state, run `sluice store recover`)."
+                ),
+            }
+            Ok(ExitCode::SUCCESS)
+        });
+    };
     rt.block_on(async move {
         let store = RedisStore::new(&store)?;
         let hosts = store.live_hosts().await?;

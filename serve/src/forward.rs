@@ -453,6 +453,16 @@ async fn write_through_journal(
             "action_record_lost",
             format!("sluice: {}", sluice::printable::printable(&e.to_string())),
         )),
+        Err(WriteError::Claim(e @ ClaimError::NotInitialized { .. })) => Err(SluiceError::new(
+            503,
+            "shared_store_not_initialized",
+            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
+        )),
+        Err(WriteError::Claim(e @ ClaimError::MayVanish { .. })) => Err(SluiceError::new(
+            503,
+            "shared_store_may_lose_claims",
+            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
+        )),
         Err(WriteError::Claim(e @ ClaimError::Unreachable { .. })) => Err(SluiceError::new(
             503,
             "shared_store_unreachable",

@@ -500,6 +500,92 @@ async fn a_store_that_loses_its_state_at_any_step_of_a_write_never_lets_it_be_do
 
 /// Action `action` of task `triage`: an issue opened at `issues`, a GitHub-style provider
 /// that ignores keys (a second send is a second issue).
+/// A claim can vanish from a Redis that evicts keys or keeps no append-only file, and a
+/// second host would then take its action and send it again: in such a store no write is
+/// claimed, recorded or sent, and the error says which setting to change; with
+/// `accept_claim_loss` the operator takes the risk and writes go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_can_lose_a_claim_takes_no_write() {
+    if sluice_tests::redis_server::without_redis() {
+        return;
+    }
+    let limits = "requests_per_minute = 6000";
+    let stores: [(&[&str], &str); 4] = [
+        (&["--appendonly", "no"], "appendonly yes"),
+        (
+            &[
+                "--appendonly",
+                "yes",
+                "--maxmemory",
+                "64mb",
+                "--maxmemory-policy",
+                "volatile-lru",
+            ],
+            "maxmemory-policy noeviction",
+        ),
+        (
+            &[
+                "--appendonly",
+                "yes",
+                "--maxmemory",
+                "64mb",
+                "--maxmemory-policy",
+                "allkeys-lfu",
+            ],
+            "maxmemory-policy noeviction",
+        ),
+        (
+            &[
+                "--appendonly",
+                "yes",
+                "--maxmemory",
+                "64mb",
+                "--maxmemory-policy",
+                "noeviction",
+            ],
+            "",
+        ),
+    ];
+    for (settings, fix) in stores {
+        let stage = Stage::alone_with(settings, Style::GitHub).await;
+        let issues = stage.fake.url("/repos/acme/app/issues");
+        let a = stage.host("host-a", "github", limits);
+        let answer = answered(&a, &open_issue(&issues, "c1")).await;
+        if fix.is_empty() {
+            assert!(
+                matches!(answer, Ok(WriteOutcome::Succeeded { .. })),
+                "{answer:?}"
+            );
+            assert_eq!(stage.fake.stored().len(), 1);
+            continue;
+        }
+        match answer {
+            Err(WriteError::Claim(e @ ClaimError::MayVanish { .. })) => {
+                let said = e.to_string();
+                assert!(
+                    said.contains(fix) && said.contains("nothing was sent"),
+                    "{said}"
+                );
+            }
+            other => panic!("{settings:?}: a write claimed in a store that can lose it: {other:?}"),
+        }
+        assert!(stage.fake.attempts().is_empty(), "{settings:?}: sent");
+        assert!(
+            !a.journal().knows("triage", "c1").expect("journal"),
+            "{settings:?}: recorded"
+        );
+        // The operator takes the risk.
+        let stage = stage.store_keys("accept_claim_loss = true");
+        let b = stage.host("host-b", "github", limits);
+        let taken = answered(&b, &open_issue(&issues, "c2")).await;
+        assert!(
+            matches!(taken, Ok(WriteOutcome::Succeeded { .. })),
+            "{settings:?}: {taken:?}"
+        );
+        assert_eq!(stage.fake.stored().len(), 1);
+    }
+}
+
 fn open_issue(issues: &str, action: &str) -> sluice::writes::Write {
     write(
         "github",

@@ -178,14 +178,22 @@ impl Stage {
         Self::with(TestRedis::Own(RedisServer::start()), style).await
     }
 
+    /// As [`Stage::alone`], its `redis-server` started with `settings` (see
+    /// [`RedisServer::start_with`]).
+    pub async fn alone_with(settings: &[&str], style: Style) -> Self {
+        Self::with(TestRedis::Own(RedisServer::start_with(settings)), style).await
+    }
+
     async fn with(redis: TestRedis, style: Style) -> Self {
         let fake = FakeProvider::start(FakeConfig::new(style))
             .await
             .expect("fake");
+        let prefix = TestRedis::prefix();
+        sluice_tests::redis_server::init_group(&redis.url(), &prefix);
         Self {
             fake,
             redis,
-            prefix: TestRedis::prefix(),
+            prefix,
             store: String::new(),
             dir: tempfile::tempdir().expect("dir"),
         }

@@ -1,6 +1,10 @@
-//! A real `redis-server` on a loopback port, owned by one test: started empty (no
-//! persistence), killed with the test, and restartable on the same port, empty again, as a
-//! Redis without persistence comes back after a crash.
+//! A real `redis-server` on a loopback port, owned by one test: started empty, with the
+//! append-only file a host requires before it claims writes there (see
+//! `sluice::admission::shared::Vanishing`), killed with the test, and restartable on the
+//! same port, empty again, as a Redis that lost its disk comes back. [`RedisServer::start_with`]
+//! starts one configured otherwise (evicting, without persistence). A new server holds the
+//! ownership epoch of the group under the default key prefix, as `sluice store init` makes
+//! it ([`init_group`] for another prefix); one restarted has lost it.
 //!
 //! The binary is `$SLUICE_REDIS_SERVER` or `redis-server` on the `PATH` (Debian's
 //! `redis-server` package; `.ci/run` installs it when missing).
@@ -16,6 +20,7 @@ pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     dir: tempfile::TempDir,
+    settings: Vec<String>,
 }
 
 impl RedisServer {
@@ -25,6 +30,15 @@ impl RedisServer {
     /// When `redis-server` is not installed (the message says how to install it) or does
     /// not answer within 10 s.
     pub fn start() -> Self {
+        Self::start_with(&["--appendonly", "yes"])
+    }
+
+    /// Starts one on a free loopback port with `settings` (`redis-server` arguments, such
+    /// as `["--appendonly", "no"]`) instead of the default append-only file.
+    ///
+    /// # Panics
+    /// As [`Self::start`].
+    pub fn start_with(settings: &[&str]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
@@ -33,8 +47,10 @@ impl RedisServer {
             child: None,
             port,
             dir: tempfile::tempdir().expect("a directory for redis"),
+            settings: settings.iter().map(|s| (*s).to_owned()).collect(),
         };
         server.spawn();
+        init_group(&server.url(), "sluice");
         server
     }
 
@@ -51,9 +67,19 @@ impl RedisServer {
         }
     }
 
-    /// Starts it again on the same port, empty.
+    /// Starts it again on the same port, empty: its files are gone too.
     pub fn restart(&mut self) {
         self.kill();
+        if let Ok(entries) = std::fs::read_dir(self.dir.path()) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let _ = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+            }
+        }
         self.spawn();
     }
 
@@ -63,7 +89,9 @@ impl RedisServer {
         let child = Command::new(&binary)
             .args(["--bind", "127.0.0.1", "--port"])
             .arg(self.port.to_string())
-            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .args(["--save", ""])
+            .args(&self.settings)
+            .arg("--dir")
             .arg(self.dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -168,6 +196,32 @@ impl TestRedis {
     pub fn prefix() -> String {
         format!("sluice-test-{:016x}", fastrand::u64(..))
     }
+}
+
+/// Makes the ownership epoch of the group whose keys start with `prefix` in the Redis at
+/// `url` (`redis://HOST:PORT`), as `sluice store init` does once for a new group: hosts
+/// never make it. Changes nothing when there is one.
+///
+/// # Panics
+/// When the server does not answer.
+pub fn init_group(url: &str, prefix: &str) {
+    let addr = url
+        .strip_prefix("redis://")
+        .and_then(|rest| rest.split('/').next())
+        .expect("a redis://HOST:PORT URL");
+    let mut s = TcpStream::connect(addr).expect("connect to redis-server");
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let key = format!("{prefix}:epoch");
+    let token = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+    let command = format!(
+        "*4\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{token}\r\n$2\r\nNX\r\n",
+        key.len(),
+        token.len()
+    );
+    s.write_all(command.as_bytes()).expect("SET sent");
+    let mut buf = [0; 1];
+    s.read_exact(&mut buf).expect("SET answered");
+    assert!(matches!(&buf, b"+" | b"$"), "SET refused");
 }
 
 /// Whether a test that needs Redis must stop here: no `$SLUICE_TEST_REDIS_URL` and no

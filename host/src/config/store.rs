@@ -9,6 +9,7 @@
 //! lease_ttl_ms = 10000             # a dead host's concurrency slots come back after this
 //! timeout_ms = 250                 # a store command slower than this falls back to local
 //! key_prefix = "sluice"            # keys are <prefix>:q:..., :h:..., :c:..., :a:...
+//! accept_claim_loss = false        # claim writes in a Redis that can lose a claim
 //! ```
 //!
 //! Without `[store]`, admission state is in memory, per host: the embedded default.
@@ -34,6 +35,7 @@ struct StoreTable {
     lease_ttl_ms: Option<Ranged<300, 3_600_000>>,
     timeout_ms: Option<Ranged<1, 60_000>>,
     key_prefix: Option<NonEmpty>,
+    accept_claim_loss: Option<bool>,
 }
 
 /// The store `store` names: a table, the string `"memory"` or nothing.
@@ -84,6 +86,7 @@ pub(super) fn config(
     if let Some(p) = table.key_prefix {
         config.key_prefix = p.into_string();
     }
+    config.accept_claim_loss = table.accept_claim_loss.unwrap_or(false);
     config
         .validate()
         .map_err(|e| reader.invalid("store", e.to_string()))?;

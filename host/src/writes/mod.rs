@@ -340,6 +340,12 @@ impl Writes {
                  are refused until an operator runs `sluice store recover`"
                     .into(),
             )
+        } else if gate.store_uninitialized() {
+            Some(
+                "the shared store has no ownership epoch: an operator initialises a new \
+                 group's store once with `sluice store init`"
+                    .into(),
+            )
         } else if !gate.is_up() {
             Some("the shared store does not answer: new actions cannot be claimed".into())
         } else {
@@ -474,7 +480,7 @@ impl Writes {
             match gate.claim(&name).await {
                 // The store lost its state, but this host's journal holds the action: it is
                 // this host's, and the journal settles it as always.
-                Err(ClaimError::StoreLostState { .. })
+                Err(ClaimError::StoreLostState { .. } | ClaimError::NotInitialized { .. })
                     if self.journal.knows(&write.task, &write.action)? => {}
                 // This host claimed it in an earlier run, and its journal does not hold it:
                 // the host lost its record (a wiped state directory), and the action may

@@ -63,6 +63,9 @@ pub enum Claimed {
     },
     /// The store lost its state since the host joined its epoch.
     Lost,
+    /// The store has no epoch, and the host joined none: an operator initialises a new
+    /// group's store (see [`super::ownership`]).
+    Uninitialized,
 }
 
 /// The store's epoch against the one a host joined.

@@ -41,6 +41,17 @@ pub enum ClaimError {
         /// The action.
         action: String,
     },
+    /// The store has no ownership epoch, and this host joined none: a new group's store an
+    /// operator has not initialised, or one that lost its state met by a host that never
+    /// joined it (a new host, a wiped state directory). Either way whether another host did
+    /// the action cannot be told, so it is refused.
+    #[error(
+        "action {action:?} was not claimed, and nothing was sent: the shared store has no ownership epoch. For a new group, initialise its store once with `sluice store init --config F`; if the store lost its state, an operator runs `sluice store recover` once every host is running (docs/shared-state.md)"
+    )]
+    NotInitialized {
+        /// The action.
+        action: String,
+    },
     /// The store holds this host's claim on an action its journal does not hold: the host
     /// lost its state since it claimed it (a state directory wiped, a pod rescheduled
     /// without its volume, with the same `[store] host_id`). Whether it was done cannot be
@@ -53,6 +64,16 @@ pub enum ClaimError {
         action: String,
         /// The host id.
         host: String,
+    },
+    /// The store can lose a claim (it evicts keys, or keeps no append-only file), so a
+    /// claim made there could vanish and let a second host send the action again: writes
+    /// are refused until it cannot, or the operator accepts the risk.
+    #[error("action {action:?} was not claimed, and nothing was sent: {why}")]
+    MayVanish {
+        /// The action.
+        action: String,
+        /// What lets the store lose a claim.
+        why: super::Vanishing,
     },
     /// The store did not answer, so the claim could not be made: nothing was sent.
     #[error(
@@ -94,6 +115,24 @@ impl Gate {
                 });
             }
         }
+        match self.claims_kept().await {
+            Ok(Ok(())) => {}
+            Ok(Err(why)) => {
+                return Err(ClaimError::MayVanish {
+                    action: action.into(),
+                    why,
+                });
+            }
+            Err(e) => {
+                if !matches!(e, StoreError::Reply(_)) {
+                    self.went_away(&e);
+                }
+                return Err(ClaimError::Unreachable {
+                    action: action.into(),
+                    error: e.to_string(),
+                });
+            }
+        }
         let joined = ownership.known();
         let claimed = self
             .store()
@@ -113,6 +152,12 @@ impl Gate {
                         owner,
                     }),
                 }
+            }
+            Ok(Claimed::Uninitialized) => {
+                ownership.saw_uninitialized();
+                Err(ClaimError::NotInitialized {
+                    action: action.into(),
+                })
             }
             Ok(Claimed::Lost) => {
                 ownership.lost(self.store(), self.host_id(), ttl).await;

@@ -26,6 +26,11 @@ pub struct SharedConfig {
     pub timeout: Duration,
     /// How long an action's claim is kept after it is made. Default: 30 days.
     pub claim_ttl: Duration,
+    /// Claim actions even in a store that can lose a claim (one that evicts keys, or keeps
+    /// no append-only file): the operator accepts that an evicted claim lets a second host
+    /// send its action again. Default: `false`, and writes are refused while the store
+    /// can lose one (see [`super::Vanishing`]).
+    pub accept_claim_loss: bool,
 }
 
 impl SharedConfig {
@@ -39,6 +44,7 @@ impl SharedConfig {
             lease_ttl: Duration::from_secs(10),
             timeout: Duration::from_millis(250),
             claim_ttl: Duration::from_secs(30 * 24 * 3600),
+            accept_claim_loss: false,
         }
     }
 

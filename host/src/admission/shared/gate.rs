@@ -94,6 +94,8 @@ struct Inner {
     runtime: tokio::runtime::Handle,
     /// The ownership epoch this host joined (see [`super::ownership`]).
     ownership: super::ownership::Ownership,
+    /// Whether the store can lose a claim, as it last said.
+    durability: super::durability::Durability,
 }
 
 #[derive(Debug, Default)]
@@ -150,6 +152,7 @@ impl Gate {
             state: Mutex::new(State::default()),
             runtime: tokio::runtime::Handle::current(),
             ownership,
+            durability: super::durability::Durability::default(),
             config,
         });
         inner.runtime.spawn(renew_leases(
@@ -179,10 +182,26 @@ impl Gate {
         &self.inner.ownership
     }
 
+    /// Whether the store can lose a claim, as it last said.
+    pub(super) fn durability(&self) -> &super::durability::Durability {
+        &self.inner.durability
+    }
+
+    /// The gate's clock, now.
+    pub(super) fn clock_now(&self) -> Instant {
+        self.inner.clock.now()
+    }
+
     /// Whether the store lost its state since this host joined it: actions this host's
     /// journal does not hold are refused until an operator recovers it.
     pub fn store_lost_state(&self) -> bool {
         self.inner.ownership.is_lost()
+    }
+
+    /// Whether the store had no ownership epoch when this host last looked, and it joined
+    /// none: no operator initialised it (`sluice store init`).
+    pub fn store_uninitialized(&self) -> bool {
+        self.inner.ownership.is_uninitialized()
     }
 
     /// Says how to list the actions this host's journal holds, which it re-registers when

@@ -33,6 +33,7 @@
 mod answers;
 mod claim;
 mod config;
+mod durability;
 mod fallback;
 mod gate;
 mod ownership;
@@ -50,6 +51,7 @@ use std::time::Duration;
 pub use answers::{Claimed, EpochCheck, Refusal, StoreError, Verdict};
 pub use claim::ClaimError;
 pub use config::{SharedConfig, SharedConfigError};
+pub use durability::{RECHECK, Vanishing, judge as judge_durability};
 pub use gate::{Gate, GateError, Lease, Passed};
 pub use ownership::{EpochFileError, LocalActions};
 pub use redis::RedisStore;

@@ -15,8 +15,13 @@
 //! - a token an operator set with `sluice store recover`, after every host re-registered
 //!   its actions: the host adopts it and claims again.
 //!
-//! A host that has never joined (no `store.epoch`) trusts the store as it finds it: start a
-//! new host only while the store is whole.
+//! Hosts never make the epoch. An operator makes the first one, once, for a new group
+//! (`sluice store init`), and a new one after a loss (`sluice store recover`). A host that
+//! has never joined (no `store.epoch`: a new host, or one whose state directory was wiped)
+//! adopts the store's epoch; finding none, it claims nothing
+//! ([`super::ClaimError::NotInitialized`]). Were hosts to make it, a host that never joined
+//! and met a store that had lost its state would make a fresh epoch and take, as new, the
+//! actions other hosts did before the loss.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +40,8 @@ pub(super) struct Ownership {
     known: Mutex<Option<String>>,
     /// The store lost its state since this host joined, and no operator has recovered it.
     lost: AtomicBool,
+    /// The store has no epoch and this host joined none: no operator initialised it.
+    uninitialized: AtomicBool,
     local: Mutex<Option<LocalActions>>,
 }
 
@@ -66,6 +73,7 @@ impl Ownership {
             file,
             known: Mutex::new(known),
             lost: AtomicBool::new(false),
+            uninitialized: AtomicBool::new(false),
             local: Mutex::new(None),
         })
     }
@@ -81,6 +89,16 @@ impl Ownership {
     /// Whether the store lost its state since this host joined.
     pub(super) fn is_lost(&self) -> bool {
         self.lost.load(Ordering::Relaxed)
+    }
+
+    /// Whether the store had no epoch when this host last looked, and it joined none.
+    pub(super) fn is_uninitialized(&self) -> bool {
+        self.uninitialized.load(Ordering::Relaxed)
+    }
+
+    /// The store has no epoch, and this host joined none.
+    pub(super) fn saw_uninitialized(&self) {
+        self.uninitialized.store(true, Ordering::Relaxed);
     }
 
     /// Says where the host's journal lists its actions.
@@ -104,6 +122,7 @@ impl Ownership {
             }
             *known = Some(epoch.to_owned());
         }
+        self.uninitialized.store(false, Ordering::Relaxed);
         if self.lost.swap(false, Ordering::Relaxed) {
             tracing::info!(
                 "the shared store's ownership was recovered by an operator: actions are \
@@ -156,12 +175,13 @@ impl Ownership {
     }
 
     /// Checks the store's epoch against the one this host joined (the upkeep's check,
-    /// between claims); a host that joined none joins the store's (made when there is
-    /// none).
+    /// between claims); a host that joined none joins the store's, if it has one.
     pub(super) async fn check(&self, store: &RedisStore, host: &str, ttl: std::time::Duration) {
         let Some(known) = self.known() else {
-            if let Ok(epoch) = store.join().await {
-                self.joined(&epoch);
+            match store.join().await {
+                Ok(Some(epoch)) => self.joined(&epoch),
+                Ok(None) => self.uninitialized.store(true, Ordering::Relaxed),
+                Err(_) => {}
             }
             return;
         };

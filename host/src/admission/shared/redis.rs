@@ -318,7 +318,8 @@ impl RedisStore {
     }
 
     /// Claims `action` for `host` for `ttl`, in the epoch the host `joined` (`None`: the
-    /// store's, which is made when there is none): see [`super::ownership`].
+    /// store's; a store without one answers [`Claimed::Uninitialized`]): see
+    /// [`super::ownership`].
     ///
     /// # Errors
     /// [`StoreError`] when Redis does not answer.
@@ -335,11 +336,11 @@ impl RedisStore {
             .key(self.recovered_key())
             .arg(host)
             .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
-            .arg(joined.unwrap_or(""))
-            .arg(super::ownership::new_token());
+            .arg(joined.unwrap_or(""));
         let reply: Vec<String> = self.run(inv.invoke_async(&mut self.conn.clone())).await?;
         match reply.as_slice() {
             [lost] if lost == "lost" => Ok(Claimed::Lost),
+            [none] if none == "uninitialized" => Ok(Claimed::Uninitialized),
             [ok, epoch, owner] if ok == "ok" => Ok(Claimed::Ok {
                 epoch: epoch.clone(),
                 owner: Some(owner.clone()).filter(|o| !o.is_empty() && o != host),
@@ -349,16 +350,27 @@ impl RedisStore {
         }
     }
 
-    /// The store's epoch, made now when it has none.
+    /// The store's epoch, if it has one (hosts never make it: see [`Self::init`]).
     ///
     /// # Errors
     /// [`StoreError`] when Redis does not answer.
-    pub async fn join(&self) -> Result<String, StoreError> {
+    pub async fn join(&self) -> Result<Option<String>, StoreError> {
+        let mut cmd = redis::cmd("GET");
+        cmd.arg(self.epoch_key());
+        self.run(cmd.query_async(&mut self.conn.clone())).await
+    }
+
+    /// Makes the store's first epoch, as an operator does once for a new group: `Ok(None)`
+    /// when it had one already (then nothing changes), else the new epoch.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn init(&self) -> Result<Option<String>, StoreError> {
         let token = super::ownership::new_token();
         let mut cmd = redis::cmd("SET");
-        cmd.arg(self.epoch_key()).arg(&token).arg("NX").arg("GET");
-        let before: Option<String> = self.run(cmd.query_async(&mut self.conn.clone())).await?;
-        Ok(before.unwrap_or(token))
+        cmd.arg(self.epoch_key()).arg(&token).arg("NX");
+        let made: Option<String> = self.run(cmd.query_async(&mut self.conn.clone())).await?;
+        Ok(made.map(|_| token))
     }
 
     /// The store's epoch against `joined`, the one a host joined.
@@ -470,6 +482,15 @@ impl RedisStore {
             .arg(nonce)
             .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
         self.run(inv.invoke_async(&mut self.conn.clone())).await
+    }
+
+    /// What Redis says of how it keeps keys: its `INFO` (every default section).
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer, or refuses `INFO`.
+    pub async fn info(&self) -> Result<String, StoreError> {
+        self.run(redis::cmd("INFO").query_async(&mut self.conn.clone()))
+            .await
     }
 
     /// Whether Redis answers.

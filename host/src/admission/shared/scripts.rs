@@ -228,8 +228,7 @@ if not epoch then
   if ARGV[3] ~= '' then
     return {'lost'}
   end
-  redis.call('SET', KEYS[2], ARGV[4])
-  epoch = ARGV[4]
+  return {'uninitialized'}
 elseif ARGV[3] ~= '' and epoch ~= ARGV[3] then
   if redis.call('GET', KEYS[3]) ~= epoch then
     return {'lost'}

@@ -35,6 +35,12 @@ impl RedisStore {
 
     /// See the Redis store's.
     #[allow(clippy::unused_async)]
+    pub async fn info(&self) -> Result<String, StoreError> {
+        match self.never {}
+    }
+
+    /// See the Redis store's.
+    #[allow(clippy::unused_async)]
     pub async fn reclaimed(&self, _: &str) -> Result<bool, StoreError> {
         match self.never {}
     }
@@ -89,7 +95,13 @@ impl RedisStore {
 
     /// See the Redis store's.
     #[allow(clippy::unused_async)]
-    pub async fn join(&self) -> Result<String, StoreError> {
+    pub async fn join(&self) -> Result<Option<String>, StoreError> {
+        match self.never {}
+    }
+
+    /// See the Redis store's.
+    #[allow(clippy::unused_async)]
+    pub async fn init(&self) -> Result<Option<String>, StoreError> {
         match self.never {}
     }
 

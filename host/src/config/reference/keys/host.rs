@@ -344,4 +344,13 @@ pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
         range: "not empty, no whitespace",
         what: "The prefix of every key the store writes.",
     },
+    KeyDoc {
+        key: "store.accept_claim_loss",
+        kind: "boolean",
+        default: "false",
+        range: "",
+        what: "Claim writes even in a Redis that can lose a claim (a maxmemory with a policy \
+            other than noeviction, or no append-only file): an evicted claim lets a second host \
+            send its action again. By default writes are refused while the store can lose one.",
+    },
 ];
