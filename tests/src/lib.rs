@@ -17,6 +17,7 @@ pub mod restart_workload;
 pub mod stack;
 pub mod store_loss;
 pub mod usage_workload;
+pub mod write_sim;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

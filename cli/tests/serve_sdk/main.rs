@@ -11,6 +11,7 @@
 
 mod faults;
 mod mixed;
+mod never_twice;
 mod pools;
 mod python;
 mod sidecar;

@@ -18,6 +18,9 @@ pub struct KnownAction {
     pub action: String,
     /// The idempotency key it was sent with (the last record's).
     pub idempotency_key: String,
+    /// The journal's mark as its last record that names one names: how far the journal had
+    /// gone when the action last moved.
+    pub last_mark: Option<super::JournalMark>,
 }
 
 /// Every action the log at `path` names (a record with a task, an action and a key), in the
@@ -62,13 +65,19 @@ pub fn known_actions(path: &Path) -> Result<Vec<KnownAction>, AuditError> {
             continue;
         };
         match at.get(&(task.clone(), action.clone())) {
-            Some(&i) => found[i].idempotency_key = key,
+            Some(&i) => {
+                found[i].idempotency_key = key;
+                if record.journal.is_some() {
+                    found[i].last_mark = record.journal;
+                }
+            }
             None => {
                 at.insert((task.clone(), action.clone()), found.len());
                 found.push(KnownAction {
                     task,
                     action,
                     idempotency_key: key,
+                    last_mark: record.journal,
                 });
             }
         }

@@ -306,7 +306,12 @@ impl AuditLog {
         let Some((dropped, start, anchor_seq)) = anchor else {
             return Ok(0);
         };
-        let pruned = Record::pruned(s.seq + 1, to_hex(&s.head), now_ms, anchor_seq);
+        // The statement names the journal's last mark, so that the log still names it when
+        // every record that did is pruned.
+        let pruned = Record {
+            journal: s.journal.clone(),
+            ..Record::pruned(s.seq + 1, to_hex(&s.head), now_ms, anchor_seq)
+        };
         let (pruned_line, pruned_hash) = line_for(&s.head, &encode(&pruned));
         let checkpoint = self.checkpoint_record(s.seq + 1, &pruned_hash, now_ms);
         let (checkpoint_line, head) = line_for(&pruned_hash, &encode(&checkpoint));

@@ -162,6 +162,10 @@ pub enum EventKind {
     /// one): the actions the log knew and the journal did not were recorded `lost`
     /// (`detail` says how many). Its journal mark is the accepted journal's.
     JournalAccepted,
+    /// A host started for the first time beside this log, with a journal that had never
+    /// moved: the journal's mark was drawn anew for this log (its journal mark), so that a
+    /// copy of that journal elsewhere never shares its id.
+    JournalBound,
 }
 
 /// One event to record: a kind, a time, and the facts that apply. Absent facts are left out

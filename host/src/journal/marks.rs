@@ -117,17 +117,22 @@ impl Journal {
         Ok(out)
     }
 
-    /// Sets this host's sequence to at least `seq` (an operator accepted a journal behind
-    /// the audit log: from now on the two agree), returning the mark.
+    /// Gives this host's mark a new id and a sequence of at least `seq` (an operator
+    /// accepted a journal the audit log disagreed with: from now on the two agree),
+    /// returning the mark. The new id makes the accepted journal one of its own: a copy of
+    /// it put back where it came from (or of the journal it was copied from) is then
+    /// another journal to that host's log, not one that agrees with it.
     ///
     /// # Errors
     /// A database failure.
     pub fn raise_mark(&self, seq: u64) -> Result<Mark, JournalError> {
         let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+        let id = new_id()?;
         let mark = self.write(|c| {
             c.exec(
-                "UPDATE marks SET seq = CASE WHEN seq < ?2 THEN ?2 ELSE seq END WHERE owner = ?1",
-                values![&self.owner, seq],
+                "UPDATE marks SET journal_id = ?3, \
+                 seq = CASE WHEN seq < ?2 THEN ?2 ELSE seq END WHERE owner = ?1",
+                values![&self.owner, seq, &id],
             )?;
             self.bump(c)
         })?;
@@ -165,10 +170,44 @@ fn read(c: Conn<'_>, owner: &str, path: &str) -> Result<Mark, Fail> {
 }
 
 impl Journal {
+    /// Records `lost` every action of this host's that is not over and that `known` (the
+    /// actions the audit log knows) lacks: a journal accepted on an operator's word may hold
+    /// another host's actions (a copy of its journal), or this host's as an older copy had
+    /// them; neither is this host's to send. Returns how many moved.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub fn lose_unknown(
+        &self,
+        known: &std::collections::HashSet<(String, String)>,
+    ) -> Result<usize, JournalError> {
+        self.write_marked(|c| {
+            let live = c.rows(
+                "SELECT id, task, action FROM actions WHERE owner = ?1 AND state IN \
+                 ('pending', 'sent', 'uncertain', 'reconciling', 'refused', 'escalated')",
+                values![&self.owner],
+            )?;
+            let mut moved = 0;
+            for row in live {
+                let (id, task, action): (i64, String, String) =
+                    (row.get(0)?, row.get(1)?, row.get(2)?);
+                if !known.contains(&(task, action)) {
+                    moved += c.exec(
+                        "UPDATE actions SET state = 'lost' WHERE id = ?1",
+                        values![id],
+                    )?;
+                }
+            }
+            Ok(usize::try_from(moved).unwrap_or(usize::MAX))
+        })
+    }
+
     /// Records action `action` of `task`, which the audit log knows and this journal does
     /// not, as `lost`: it may have happened, so it is never sent, and a resubmit of it goes to
     /// a person. `key` is the idempotency key the log names; `request` the stored request to
-    /// show in its case. Returns `false` when the journal knows the action after all.
+    /// show in its case. An action the journal holds is left as it is, unless `moved_since`
+    /// (the log saw it move after the journal's copy was made) and it is not over: then it
+    /// is lost too. Returns whether the action was recorded or moved lost.
     ///
     /// # Errors
     /// A database failure.
@@ -178,6 +217,7 @@ impl Journal {
         action: &str,
         key: &str,
         request: &str,
+        moved_since: bool,
     ) -> Result<bool, JournalError> {
         let reference = super::client_reference(task, action);
         self.write_marked(|c| {
@@ -187,7 +227,18 @@ impl Journal {
                 values![task, action, key],
             )?;
             if known {
-                return Ok(false);
+                if !moved_since {
+                    return Ok(false);
+                }
+                // The log saw it move after the journal's copy was made: what the journal
+                // says of it is old (a `pending` one may have been refused, a `refused` one
+                // resubmitted and sent). Unless it was already over, it is lost too.
+                let moved = c.exec(
+                    "UPDATE actions SET state = 'lost' WHERE task = ?1 AND action = ?2 \
+                     AND state NOT IN ('succeeded', 'failed', 'cancelled', 'lost')",
+                    values![task, action],
+                )?;
+                return Ok(moved > 0);
             }
             c.exec(
                 "INSERT INTO actions (task, action, provider, method, route, class, body, \

@@ -88,6 +88,12 @@ impl State {
             (S::Refused, S::Pending) => true,
             // A resubmit of an action whose record was lost goes to a person.
             (S::Lost, S::Escalated) => true,
+            // A journal accepted on an operator's word, whose row the audit log saw move on
+            // since: what the row says is old, so the action is lost.
+            (
+                S::Pending | S::Sent | S::Uncertain | S::Reconciling | S::Escalated | S::Refused,
+                S::Lost,
+            ) => true,
             (S::Sent, S::Sent | S::Succeeded | S::Failed | S::Uncertain) => true,
             (S::Uncertain, S::Reconciling | S::Escalated) => true,
             (S::Reconciling, S::Succeeded | S::Sent | S::Escalated | S::Reconciling) => true,

@@ -523,3 +523,54 @@ fn escalating_and_cancelling_raise_the_mark_too() {
         assert!(j.mark().seq > escalated, "cancelling the task moved it");
     }
 }
+
+/// What an operator's acceptance of a journal does to it (`writes::witnesses::hold`): the
+/// mark gets a new id; an action the log saw move since is lost unless over; an action not
+/// over that the log does not know is lost.
+#[test]
+fn an_accepted_journal_gets_a_new_id_and_loses_what_it_cannot_vouch_for() {
+    for place in places() {
+        let j = place.open();
+        let pending = j.record(&intent("pending", "a")).unwrap();
+        let done = j.record(&intent("done", "b")).unwrap();
+        j.advance(done.action().id, State::Sent, None).unwrap();
+        j.advance(done.action().id, State::Succeeded, None).unwrap();
+        let refused = j.record(&intent("refused", "c")).unwrap();
+        j.advance(refused.action().id, State::Refused, None)
+            .unwrap();
+        j.record(&intent("foreign", "d")).unwrap();
+        let before = j.mark();
+        // The log saw `pending` and `done` move since this copy; it never knew `foreign`.
+        for action in [&pending, &done] {
+            let a = action.action();
+            assert_eq!(
+                j.record_lost(&a.task, &a.action, &a.idempotency_key, "{}", true)
+                    .unwrap(),
+                a.action == "pending",
+                "{}",
+                a.action
+            );
+        }
+        let r = refused.action();
+        assert!(
+            !j.record_lost(&r.task, &r.action, &r.idempotency_key, "{}", false)
+                .unwrap(),
+            "an action the log saw no move of since stays as it is"
+        );
+        let known = ["pending", "done", "refused"]
+            .map(|a| ("task-1".to_owned(), a.to_owned()))
+            .into_iter()
+            .collect();
+        assert_eq!(j.lose_unknown(&known).unwrap(), 1);
+        let state = |a: &str| j.find("task-1", a).unwrap().unwrap().state;
+        assert_eq!(state("pending"), State::Lost);
+        assert_eq!(state("done"), State::Succeeded, "what is over stays over");
+        assert_eq!(state("refused"), State::Refused);
+        assert_eq!(state("foreign"), State::Lost);
+        assert!(j.unfinished().unwrap().is_empty(), "nothing to resume");
+        let after = j.raise_mark(before.seq + 10).unwrap();
+        assert_ne!(after.id, before.id, "a journal of its own");
+        assert!(after.seq > before.seq + 10);
+        assert_eq!(place.open().load_mark().unwrap(), after, "kept");
+    }
+}
