@@ -125,6 +125,18 @@ fn check(file: &std::path::Path, runtime: &PluginRuntime) -> anyhow::Result<u8> 
             printable(&store.key_prefix)
         ),
     }
+    if let Some(store) = &host.store {
+        let claims = if host.journal.url.is_some() {
+            "rows of the group's journal, not the store"
+        } else if store.accept_claim_loss {
+            "in the store, even one that can lose a claim (accept_claim_loss: an evicted claim \
+             lets a second host send its action again)"
+        } else {
+            "in the store, only while it can lose none (no eviction, an append-only file; \
+             `sluice store init` makes a new group's epoch once)"
+        };
+        outln!(out, "  claims of writes: {claims}");
+    }
     match &host.journal.url {
         None => outln!(
             out,

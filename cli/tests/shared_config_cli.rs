@@ -33,6 +33,10 @@ fn the_shared_store_example_checks_and_config_check_prints_the_store() {
         ),
         "{out}"
     );
+    assert!(
+        out.contains("  claims of writes: rows of the group's journal, not the store"),
+        "{out}"
+    );
     assert!(!out.contains("PASSWORD"), "{out}");
 }
 

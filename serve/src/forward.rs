@@ -428,6 +428,13 @@ async fn write_through_journal(
             "action_owned_elsewhere",
             format!("sluice: {}", sluice::printable::printable(&e.to_string())),
         )),
+        // The journal was restored, replaced or made again while the sidecar ran: nothing
+        // more is recorded or sent until it is started again, beside the right journal.
+        Err(WriteError::Journal(e @ JournalError::MovedUnder { .. })) => Err(SluiceError::new(
+            503,
+            "journal_changed",
+            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
+        )),
         Err(WriteError::Journal(e)) => Err(SluiceError::new(
             409,
             "write_refused",

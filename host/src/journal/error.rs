@@ -86,6 +86,24 @@ pub enum JournalError {
         /// What SQLite found.
         detail: String,
     },
+    /// The journal changed under this running host: its mark is behind the one this
+    /// process last committed, or another journal's (restored from an older copy, replaced,
+    /// its database dropped and made again while the host ran).
+    #[error(
+        "the journal at {path} changed under this running host: it had reached {known}, and \
+         now holds {found} (restored from an older copy, replaced, or its database made \
+         again), so the writes it lost would be sent again; nothing more is recorded or \
+         sent. Stop the host, put the right journal back and start it: the start holds the \
+         journal to the audit log (docs/writes.md)"
+    )]
+    MovedUnder {
+        /// The file or database.
+        path: String,
+        /// The mark this process last committed.
+        known: super::Mark,
+        /// The mark the journal holds.
+        found: super::Mark,
+    },
     /// Text a person gave cannot be stored: empty, several lines, control characters, too
     /// long.
     #[error("{field} {problem}")]

@@ -79,8 +79,26 @@ impl Journal {
     }
 
     /// Bumps this host's sequence inside the transaction on `c`, returning the new mark, to
-    /// be kept once the transaction commits ([`Journal::write_marked`]).
+    /// be kept once the transaction commits ([`Journal::write_marked`]) — unless the journal
+    /// changed under this process since its last commit: a mark of another id, or one not
+    /// past the last committed ([`JournalError::MovedUnder`]; the transaction rolls back).
+    /// The start holds a journal to the audit log; this holds it to itself while it runs.
     fn bump(&self, c: Conn<'_>) -> Result<Mark, Fail> {
+        let known = self.mark();
+        let mark = self.bump_as_found(c)?;
+        if !known.id.is_empty() && (mark.id != known.id || mark.seq <= known.seq) {
+            return Err(JournalError::MovedUnder {
+                path: self.path.clone(),
+                known,
+                found: mark,
+            }
+            .into());
+        }
+        Ok(mark)
+    }
+
+    /// Bumps this host's sequence inside the transaction on `c` as the journal holds it.
+    fn bump_as_found(&self, c: Conn<'_>) -> Result<Mark, Fail> {
         let bumped = c.exec(
             "UPDATE marks SET seq = seq + 1 WHERE owner = ?1",
             values![&self.owner],
@@ -134,7 +152,7 @@ impl Journal {
                  seq = CASE WHEN seq < ?2 THEN ?2 ELSE seq END WHERE owner = ?1",
                 values![&self.owner, seq, &id],
             )?;
-            self.bump(c)
+            self.bump_as_found(c)
         })?;
         self.marks.set(mark.clone());
         Ok(mark)

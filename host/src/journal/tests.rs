@@ -574,3 +574,39 @@ fn an_accepted_journal_gets_a_new_id_and_loses_what_it_cannot_vouch_for() {
         assert_eq!(place.open().load_mark().unwrap(), after, "kept");
     }
 }
+
+/// A journal changed under a running host — its mark rolled back, another journal's, or
+/// gone (its database made again) — records nothing more: the host's next move is refused
+/// and rolled back, naming both marks.
+#[test]
+fn a_journal_changed_under_a_running_host_records_nothing_more() {
+    for place in places() {
+        for (n, change) in [
+            "UPDATE marks SET seq = 0",
+            "UPDATE marks SET journal_id = 'j-another'",
+            "DELETE FROM marks",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let j = place.open();
+            j.load_mark().unwrap();
+            j.record(&intent(&format!("before-{n}"), "a")).unwrap();
+            place.open().write(|c| Ok(c.exec(change, &[])?)).unwrap();
+            let err = j.record(&intent(&format!("after-{n}"), "b")).unwrap_err();
+            assert!(
+                matches!(err, JournalError::MovedUnder { .. }),
+                "{change}: {err}"
+            );
+            assert!(err.to_string().contains("changed under this running host"));
+            assert!(
+                place
+                    .open()
+                    .find("task-1", &format!("after-{n}"))
+                    .unwrap()
+                    .is_none(),
+                "{change}: nothing recorded"
+            );
+        }
+    }
+}
