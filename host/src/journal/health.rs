@@ -74,6 +74,11 @@ impl Journal {
     /// Why the journal cannot be written now, if it cannot: after a write failed, a probe
     /// write says whether it still fails.
     pub fn failing(&self) -> Option<String> {
+        if let Some(why) = self.marks.moved_under() {
+            // Not a write that fails, a journal that is not the one this process wrote:
+            // nothing is recorded until the host starts again.
+            return Some(why.to_owned());
+        }
         self.health.get().as_ref()?;
         match self.probe_write() {
             Ok(()) => {

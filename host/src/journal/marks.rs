@@ -31,11 +31,17 @@ impl std::fmt::Display for Mark {
     }
 }
 
-/// The mark as this process last committed it.
+/// The mark as this process last committed it, and why the journal changed under this
+/// process if it did (then it stays so until the host starts again).
 #[derive(Debug, Default)]
-pub(super) struct Marks(Mutex<Mark>);
+pub(super) struct Marks(Mutex<Mark>, std::sync::OnceLock<String>);
 
 impl Marks {
+    /// Why the journal changed under this process, if it did.
+    pub(super) fn moved_under(&self) -> Option<&str> {
+        self.1.get().map(String::as_str)
+    }
+
     fn set(&self, mark: Mark) {
         let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if m.id != mark.id || mark.seq > m.seq {
@@ -87,12 +93,15 @@ impl Journal {
         let known = self.mark();
         let mark = self.bump_as_found(c)?;
         if !known.id.is_empty() && (mark.id != known.id || mark.seq <= known.seq) {
-            return Err(JournalError::MovedUnder {
+            let error = JournalError::MovedUnder {
                 path: self.path.clone(),
                 known,
                 found: mark,
+            };
+            if self.marks.1.set(error.to_string()).is_ok() {
+                tracing::error!("{error}");
             }
-            .into());
+            return Err(error.into());
         }
         Ok(mark)
     }

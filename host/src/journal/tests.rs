@@ -599,6 +599,8 @@ fn a_journal_changed_under_a_running_host_records_nothing_more() {
                 "{change}: {err}"
             );
             assert!(err.to_string().contains("changed under this running host"));
+            let why = j.failing().expect("the journal says it cannot be written");
+            assert!(why.contains("changed under this running host"), "{why}");
             assert!(
                 place
                     .open()
