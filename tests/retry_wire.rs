@@ -408,3 +408,40 @@ async fn a_deadline_bounds_the_attempt_in_flight() {
     assert_eq!(t.next_action, NextAction::Reconcile, "{t:?}");
     assert_eq!(fake.attempts_with_key("charge-9"), 1, "never resent");
 }
+
+/// A tenant whose own deadlines are shorter than the provider's answers has each attempt
+/// cut by its deadline. Each cut is that tenant's failure, not the path's: its own breaker
+/// opens, and another tenant of the same key and route is answered throughout.
+#[tokio::test(flavor = "current_thread")]
+async fn attempts_cut_by_a_tenants_own_deadline_never_open_the_breaker_others_share() {
+    let fake = fake(Style::OpenAi).await;
+    fake.script(CHAT, [Fault::Slow(Duration::from_millis(200)); 6]);
+    let retry = RetryConfig {
+        breaker_threshold: 3,
+        ..fast_retry()
+    };
+    let ex = executor("openai", retry, Duration::from_secs(5));
+    let hurried = call(&fake, "openai", CHAT, RequestClass::Read)
+        .tenant("hurried")
+        .deadline(Duration::from_millis(50));
+    let mut cut = 0;
+    let mut refused_by_its_own = 0;
+    for _ in 0..6 {
+        let t = ended(ex.execute(&hurried).await);
+        match t.reason {
+            Reason::BreakerOpen(open) => {
+                assert!(open.route.contains("tenant=hurried"), "{open:?}");
+                refused_by_its_own += 1;
+            }
+            _ => cut += 1,
+        }
+    }
+    assert!(cut >= 3, "its attempts were cut: {cut}");
+    assert!(refused_by_its_own >= 1, "its own breaker opened");
+    // The steady tenant, on the same key and route: answered, every call.
+    let steady = call(&fake, "openai", CHAT, RequestClass::Read).tenant("steady");
+    for i in 0..5 {
+        let o = ex.execute(&steady).await;
+        assert!(matches!(o, Outcome::Succeeded { .. }), "call {i}: {o:?}");
+    }
+}

@@ -372,6 +372,7 @@ impl Executor {
             (self.transport).start(&p.req, &credentials, cx.stream, p.generation_timeout),
         )
         .await
+        .inspect_err(|_| t.cut_by_caller = true)
         .and_then(|r| r);
         let status = started.as_ref().ok().map(|s| s.status);
         trace::answered(&self.metrics, call, status);
@@ -398,6 +399,7 @@ impl Executor {
             Ok(s) => {
                 match within(self.time_left(p, cx.started), s.collect())
                     .await
+                    .inspect_err(|_| t.cut_by_caller = true)
                     .and_then(|r| r)
                 {
                     Ok(r) => (Wire::Response(r), permit),

@@ -8,7 +8,10 @@
 //! an agent looping on a context that is too long, a misspelt model or an oversized body
 //! stops itself, never the other tenants of its key. A failure of the path — a 5xx, a
 //! transport failure, a revoked key (401, 403) — trips the credential's breaker, since every
-//! tenant would meet it. A 429 or a spent quota trips none: it holds the scope it is about.
+//! tenant would meet it. An attempt cut by its caller's own deadline (`x-sluice-deadline-ms`,
+//! `Call::deadline`) is the caller's failure too, and trips only its tenant's breaker: only
+//! the transport's own timeouts count on the path. A 429 or a spent quota trips none: it
+//! holds the scope it is about.
 //!
 //! The model is part of the credential's path: one model failing leaves the key's other
 //! models alone. It is not part of the tenant's: the model is the caller's to choose, and a

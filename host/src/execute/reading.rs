@@ -6,7 +6,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use super::attempt::{Prepared, failed};
-use super::breaking::blame;
+use super::breaking::{Blame, blame};
 use super::charge;
 use super::pool::pooled_read;
 use super::stream::{self, Stream};
@@ -210,8 +210,14 @@ impl Executor {
             Wire::Transport(_) => None,
         };
         // A 429 or a spent quota holds the scope and trips no breaker; a failure the
-        // request explains trips only its tenant's (`breaking`).
-        let blame = blame(c.verdict, status);
+        // request explains, or an attempt its caller's own deadline cut, trips only its
+        // tenant's (`breaking`): a tenant's tiny deadlines never open the path its key's
+        // other tenants share.
+        let blame = if std::mem::take(&mut t.cut_by_caller) {
+            Blame::Request
+        } else {
+            blame(c.verdict, status)
+        };
         let failure = format!(
             "{} {}",
             status.map_or_else(|| "transport".to_owned(), |s| s.to_string()),

@@ -22,6 +22,9 @@ pub(super) struct Tally {
     said: Option<Box<Said>>,
     /// Attempts of a generation that were sent and got no answer.
     pub unanswered: u32,
+    /// The last attempt was cut by the caller's own deadline, not by the transport: its
+    /// failure is the caller's, and trips only its tenant's breaker.
+    pub cut_by_caller: bool,
 }
 
 /// What the call's last failed attempts said, for its [`Terminal`].
