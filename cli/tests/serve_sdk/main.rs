@@ -11,9 +11,11 @@
 
 mod faults;
 mod mixed;
+mod neighbours;
 mod never_twice;
 mod pools;
 mod python;
+mod raw;
 mod sidecar;
 mod writes;
 

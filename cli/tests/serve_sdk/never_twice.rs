@@ -13,17 +13,18 @@
 //! seen here) the resubmit is answered without a second request.
 
 use std::io::{Read, Write as _};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use sluice::journal::{Journal, State, client_reference};
 use sluice_fake_provider::Fault;
 use sluice_fake_provider::services::{missing, postgres_schema, runs};
 
-use crate::sidecar::{AGENT_TOKEN, Deadline, Sidecar, World};
+use crate::raw::{Answer, post};
+use crate::sidecar::{Deadline, Sidecar, World};
 
 /// The payments collection at the provider.
 const INTENTS: &str = "/v1/payment_intents";
@@ -31,96 +32,6 @@ const INTENTS: &str = "/v1/payment_intents";
 const AGENT_INTENTS: &str = "/payments/v1/payment_intents";
 /// The agent's task; the sidecar keeps it as its tenant's, `acme/invoices`.
 const TASK: &str = "invoices";
-
-/// An answer of the sidecar: status, headers (names lower case), body.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {self:?}"))
-    }
-
-    /// sluice's account in a Stripe-shaped error: `error.sluice`.
-    fn sluice(&self) -> Value {
-        self.json()["error"]["sluice"].clone()
-    }
-}
-
-/// A chunked body, decoded.
-fn unchunk(mut raw: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = raw.split_once("\r\n") {
-        let size =
-            usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16).unwrap_or(0);
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        raw = rest[size..].trim_start_matches("\r\n");
-    }
-    out
-}
-
-/// `POST path` to the sidecar as the agent, with `headers` beside its token, and `body`.
-fn post(sidecar: &Sidecar, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
-    let addr: SocketAddr = sidecar
-        .url
-        .trim_start_matches("http://")
-        .parse()
-        .expect("the sidecar's address");
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("a read timeout");
-    let extra: String = headers
-        .iter()
-        .map(|(n, v)| format!("{n}: {v}\r\n"))
-        .collect();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {AGENT_TOKEN}\r\n\
-         content-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\
-         \r\n{body}",
-        body.len()
-    )
-    .expect("send the request");
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).expect("read the answer");
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line: {raw}"));
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let chunked = headers
-        .iter()
-        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-    Answer {
-        status,
-        headers,
-        body: if chunked {
-            unchunk(body)
-        } else {
-            body.to_owned()
-        },
-    }
-}
 
 /// The body of the payment `action`: it carries the action's client reference.
 fn payment(action: &str) -> String {
