@@ -552,8 +552,9 @@ fn refused(shared: &Shared, peer: IpAddr, refusal: &Refusal) -> SluiceError {
         return SluiceError::new(403, "unauthorized", refusal.message());
     }
     let now = shared.sluice.clock().wall_ms();
-    shared.failed_tokens.failed(peer, "agents", now);
-    match shared.failed_tokens.check(peer, now) {
+    let door = crate::failed_tokens::Door::Agents;
+    shared.failed_tokens.failed(peer, "agents", door, now);
+    match shared.failed_tokens.check(peer, door, now) {
         Ok(()) => SluiceError::new(401, "unauthorized", refusal.message()),
         Err(wait_ms) => SluiceError::new(
             429,

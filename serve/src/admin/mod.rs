@@ -171,11 +171,21 @@ pub(crate) async fn handle(
     // looked at (`crate::failed_tokens`).
     let peer = Peer::of(&req);
     let now = admin.shared.sluice.clock().wall_ms();
-    if let Err(wait_ms) = admin.shared.failed_tokens.check(peer, now) {
+    if let Err(wait_ms) =
+        admin
+            .shared
+            .failed_tokens
+            .check(peer, crate::failed_tokens::Door::Operators, now)
+    {
         return Ok(too_many_failed_tokens(wait_ms));
     }
     if !admin.authorized(&req) {
-        admin.shared.failed_tokens.failed(peer, "admin", now);
+        admin.shared.failed_tokens.failed(
+            peer,
+            "admin",
+            crate::failed_tokens::Door::Operators,
+            now,
+        );
         let mut r = error_reply(
             401,
             "the admin API needs `authorization: Bearer <admin token>` (the token of \

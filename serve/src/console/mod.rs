@@ -150,7 +150,11 @@ async fn post(
 async fn sign_in(shared: &Shared, console: &Console, req: Request<Incoming>) -> Response<Body> {
     let peer = crate::listener::Peer::of(&req);
     let now = shared.sluice.clock().wall_ms();
-    if let Err(wait_ms) = shared.failed_tokens.check(peer, now) {
+    if let Err(wait_ms) =
+        shared
+            .failed_tokens
+            .check(peer, crate::failed_tokens::Door::Operators, now)
+    {
         return crate::admin::too_many_failed_tokens(wait_ms);
     }
     let (headers, form) = match Form::read(req).await {
@@ -168,7 +172,12 @@ async fn sign_in(shared: &Shared, console: &Console, req: Request<Incoming>) -> 
             html::see_other("/console", Some(set_cookie(&id, session::SESSION_MS)))
         }
         None => {
-            shared.failed_tokens.failed(peer, "console", now);
+            shared.failed_tokens.failed(
+                peer,
+                "console",
+                crate::failed_tokens::Door::Operators,
+                now,
+            );
             html::sign_in(
                 401,
                 Some(

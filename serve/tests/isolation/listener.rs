@@ -187,11 +187,57 @@ async fn wrong_tokens_are_limited_per_address_without_locking_out_a_good_agent()
             )
             .send()
     };
-    assert_eq!(chat("wrong").await.unwrap().status(), 429);
+    // The agents' door counts apart: its own five wrong tokens, then 429.
+    let mut agents = Vec::new();
+    for _ in 0..5 {
+        agents.push(chat("wrong").await.unwrap().status().as_u16());
+    }
+    assert_eq!(agents[0], 401, "{agents:?}");
+    assert_eq!(agents[4], 429, "{agents:?}");
     assert_eq!(
         chat(AGENT_TOKEN).await.unwrap().status(),
         200,
         "a good agent goes on"
     );
     assert_eq!(fake.attempts().len(), 1, "only the good agent's call");
+}
+
+/// Issue 54: 12 wrong agent tokens from one address (behind a proxy, every operator's too)
+/// made `/readyz`, `/metrics` and the console's sign-in answer 429 for a minute. An agent's
+/// wrong tokens count at the agents' door only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_wrong_tokens_never_lock_the_operators_out() {
+    let fake = fake(FakeConfig::new(Style::OpenAi)).await;
+    let side = sidecar(&fake, "failed_tokens_per_minute = 5").await;
+    let admin = format!("http://{}", side.running.admin_addr().unwrap());
+    let http = client();
+    for _ in 0..12 {
+        let r = http
+            .post(format!("{}/openai/v1/chat/completions", side.url))
+            .bearer_auth("wrong")
+            .header("content-type", "application/json")
+            .body(r#"{"model":"gpt-4o","messages":[],"max_tokens":8}"#)
+            .send()
+            .await
+            .unwrap();
+        assert!(matches!(r.status().as_u16(), 401 | 429), "{}", r.status());
+    }
+    for route in ["/readyz", "/scopes"] {
+        let r = http
+            .get(format!("{admin}{route}"))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{route}");
+    }
+    let sign_in = http
+        .post(format!("{admin}/console/sign-in"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={ADMIN_TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(sign_in.status(), 429, "the console's sign-in stays open");
+    assert!(fake.attempts().is_empty(), "nothing was sent");
 }

@@ -64,8 +64,9 @@ pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
         kind: "integer",
         default: "10",
         range: "1 ..= 1000000",
-        what: "Wrong tokens (agent, admin, console sign-in) one address may present in a minute; \
-            past it the address's attempts are refused (429) until the minute is over.",
+        what: "Wrong tokens one address may present in a minute, at each door apart (agents'; \
+            the admin API's and the console's together); past it the address's attempts at \
+            that door are refused (429) until the minute is over.",
     },
     KeyDoc {
         key: "serve.agent_provider_keys",
