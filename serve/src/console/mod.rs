@@ -129,7 +129,10 @@ async fn post(
     match segments[..] {
         ["console", "sign-out"] => {
             console.sessions.sign_out(&headers);
-            html::see_other("/console", Some(set_cookie("", 0)))
+            html::see_other(
+                "/console",
+                Some(set_cookie("", 0, console.public_origin.as_deref())),
+            )
         }
         ["console", "escalations", id, what @ ("resolve" | "body")] => {
             let id = match escalation::id_of(id) {
@@ -169,7 +172,14 @@ async fn sign_in(shared: &Shared, console: &Console, req: Request<Incoming>) -> 
     match console.sessions.sign_in(token, now) {
         Some((id, s)) => {
             tracing::info!(operator = %sluice::printable::printable(&s.operator), "an operator signed in to the console");
-            html::see_other("/console", Some(set_cookie(&id, session::SESSION_MS)))
+            html::see_other(
+                "/console",
+                Some(set_cookie(
+                    &id,
+                    session::SESSION_MS,
+                    console.public_origin.as_deref(),
+                )),
+            )
         }
         None => {
             shared.failed_tokens.failed(

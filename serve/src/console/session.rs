@@ -142,11 +142,18 @@ impl Sessions {
     }
 }
 
-/// The `Set-Cookie` value for a session `id` (an empty id with no lifetime: signed out).
-pub(crate) fn set_cookie(id: &str, lifetime_ms: i64) -> String {
+/// The `Set-Cookie` value for a session `id` (an empty id with no lifetime: signed out),
+/// `Secure` when the console's `public_origin` is https (the browser then never sends the
+/// session over plain HTTP).
+pub(crate) fn set_cookie(id: &str, lifetime_ms: i64, public_origin: Option<&str>) -> String {
+    let secure = public_origin.is_some_and(|o| {
+        o.get(..8)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"))
+    });
     format!(
-        "{COOKIE_NAME}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
-        lifetime_ms / 1000
+        "{COOKIE_NAME}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        lifetime_ms / 1000,
+        if secure { "; Secure" } else { "" }
     )
 }
 
@@ -284,9 +291,19 @@ mod tests {
 
     #[test]
     fn the_cookie_is_http_only_same_site_strict_and_expires() {
-        let c = set_cookie("id", SESSION_MS);
+        let c = set_cookie("id", SESSION_MS, None);
         for part in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=28800"] {
             assert!(c.contains(part), "{c}");
         }
+        assert!(
+            !c.contains("Secure"),
+            "served over plain HTTP on loopback: {c}"
+        );
+        for origin in ["https://console.example", "HTTPS://console.example"] {
+            let c = set_cookie("id", SESSION_MS, Some(origin));
+            assert!(c.ends_with("; Secure"), "{origin}: {c}");
+        }
+        let c = set_cookie("id", SESSION_MS, Some("http://10.0.0.5:8080"));
+        assert!(!c.contains("Secure"), "{c}");
     }
 }
