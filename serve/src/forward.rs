@@ -423,58 +423,16 @@ async fn write_through_journal(
         )),
         // Another host of the group owns it (a journal in PostgreSQL): as a claim in the
         // store says, until that host is gone and its writes are taken over.
-        Err(WriteError::Journal(e @ JournalError::OwnedElsewhere { .. })) => Err(SluiceError::new(
-            409,
-            "action_owned_elsewhere",
-            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
-        )),
+        Err(WriteError::Journal(e @ JournalError::OwnedElsewhere { .. })) => {
+            Err(SluiceError::of(409, "action_owned_elsewhere", &e))
+        }
         // The journal was restored, replaced or made again while the sidecar ran: nothing
         // more is recorded or sent until it is started again, beside the right journal.
-        Err(WriteError::Journal(e @ JournalError::MovedUnder { .. })) => Err(SluiceError::new(
-            503,
-            "journal_changed",
-            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
-        )),
-        Err(WriteError::Journal(e)) => Err(SluiceError::new(
-            409,
-            "write_refused",
-            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
-        )),
-        Err(WriteError::Claim(e @ ClaimError::Elsewhere { .. })) => Err(SluiceError::new(
-            409,
-            "action_owned_elsewhere",
-            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
-        )),
-        Err(WriteError::Claim(e @ ClaimError::HostIdInUse { .. })) => Err(SluiceError::new(
-            503,
-            "host_id_in_use",
-            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
-        )),
-        Err(WriteError::Claim(e @ ClaimError::StoreLostState { .. })) => Err(SluiceError::new(
-            503,
-            "shared_store_lost_state",
-            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
-        )),
-        Err(WriteError::Claim(e @ ClaimError::LostLocally { .. })) => Err(SluiceError::new(
-            409,
-            "action_record_lost",
-            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
-        )),
-        Err(WriteError::Claim(e @ ClaimError::NotInitialized { .. })) => Err(SluiceError::new(
-            503,
-            "shared_store_not_initialized",
-            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
-        )),
-        Err(WriteError::Claim(e @ ClaimError::MayVanish { .. })) => Err(SluiceError::new(
-            503,
-            "shared_store_may_lose_claims",
-            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
-        )),
-        Err(WriteError::Claim(e @ ClaimError::Unreachable { .. })) => Err(SluiceError::new(
-            503,
-            "shared_store_unreachable",
-            format!("sluice: {}", sluice::printable::printable(&e.to_string())),
-        )),
+        Err(WriteError::Journal(e @ JournalError::MovedUnder { .. })) => {
+            Err(SluiceError::of(503, "journal_changed", &e))
+        }
+        Err(WriteError::Journal(e)) => Err(SluiceError::of(409, "write_refused", &e)),
+        Err(WriteError::Claim(e)) => Err(claim_refused(&e)),
         Err(e) => Err(SluiceError::new(
             500,
             "write_not_recorded",
@@ -484,6 +442,21 @@ async fn write_through_journal(
             ),
         )),
     }
+}
+
+/// What the agent is told of a write this sidecar did not claim: nothing went from here, and
+/// each variant its own code (exhaustive, so a new refusal cannot fall to a 500).
+fn claim_refused(e: &ClaimError) -> SluiceError {
+    let (status, kind) = match e {
+        ClaimError::Elsewhere { .. } => (409, "action_owned_elsewhere"),
+        ClaimError::HostIdInUse { .. } => (503, "host_id_in_use"),
+        ClaimError::StoreLostState { .. } => (503, "shared_store_lost_state"),
+        ClaimError::LostLocally { .. } => (409, "action_record_lost"),
+        ClaimError::NotInitialized { .. } => (503, "shared_store_not_initialized"),
+        ClaimError::MayVanish { .. } => (503, "shared_store_may_lose_claims"),
+        ClaimError::Unreachable { .. } => (503, "shared_store_unreachable"),
+    };
+    SluiceError::of(status, kind, e)
 }
 
 /// The class of a request: the route's (the host's reads, the operator's read routes), or

@@ -29,6 +29,18 @@ impl SluiceError {
         }
     }
 
+    /// An error whose message is `error`, said by sluice (made printable).
+    pub fn of(status: u16, kind: &'static str, error: &impl std::fmt::Display) -> Self {
+        Self::new(
+            status,
+            kind,
+            format!(
+                "sluice: {}",
+                sluice::printable::printable(&error.to_string())
+            ),
+        )
+    }
+
     /// With `detail` as sluice's account.
     #[must_use]
     pub fn detail(mut self, detail: Value) -> Self {

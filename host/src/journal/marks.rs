@@ -152,7 +152,7 @@ impl Journal {
     ///
     /// # Errors
     /// A database failure.
-    pub fn raise_mark(&self, seq: u64) -> Result<Mark, JournalError> {
+    pub fn renew_mark(&self, seq: u64) -> Result<Mark, JournalError> {
         let seq = i64::try_from(seq).unwrap_or(i64::MAX);
         let id = new_id()?;
         let mark = self.write(|c| {
@@ -208,12 +208,12 @@ impl Journal {
         &self,
         known: &std::collections::HashSet<(String, String)>,
     ) -> Result<usize, JournalError> {
+        let live = format!(
+            "SELECT id, task, action FROM actions WHERE owner = ?1 AND state IN ({})",
+            super::State::sql_may_become(super::State::Lost)
+        );
         self.write_marked(|c| {
-            let live = c.rows(
-                "SELECT id, task, action FROM actions WHERE owner = ?1 AND state IN \
-                 ('pending', 'sent', 'uncertain', 'reconciling', 'refused', 'escalated')",
-                values![&self.owner],
-            )?;
+            let live = c.rows(&live, values![&self.owner])?;
             let mut moved = 0;
             for row in live {
                 let (id, task, action): (i64, String, String) =
@@ -247,6 +247,10 @@ impl Journal {
         moved_since: bool,
     ) -> Result<bool, JournalError> {
         let reference = super::client_reference(task, action);
+        let lose = format!(
+            "UPDATE actions SET state = 'lost' WHERE task = ?1 AND action = ?2 AND state IN ({})",
+            super::State::sql_may_become(super::State::Lost)
+        );
         self.write_marked(|c| {
             let known: bool = c.one(
                 "SELECT EXISTS (SELECT 1 FROM actions WHERE (task = ?1 AND action = ?2) \
@@ -260,11 +264,7 @@ impl Journal {
                 // The log saw it move after the journal's copy was made: what the journal
                 // says of it is old (a `pending` one may have been refused, a `refused` one
                 // resubmitted and sent). Unless it was already over, it is lost too.
-                let moved = c.exec(
-                    "UPDATE actions SET state = 'lost' WHERE task = ?1 AND action = ?2 \
-                     AND state NOT IN ('succeeded', 'failed', 'cancelled', 'lost')",
-                    values![task, action],
-                )?;
+                let moved = c.exec(&lose, values![task, action])?;
                 return Ok(moved > 0);
             }
             c.exec(

@@ -59,6 +59,17 @@ impl State {
         }
     }
 
+    /// The states that may become `to`, as an SQL list of names (`'pending', 'sent'`): a
+    /// query that moves actions takes its states from the table of moves, not a copy.
+    pub(super) fn sql_may_become(to: Self) -> String {
+        Self::ALL
+            .into_iter()
+            .filter(|s| s.may_become(to))
+            .map(|s| format!("'{}'", s.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     pub(super) fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|st| st.name() == s)
     }

@@ -568,7 +568,7 @@ fn an_accepted_journal_gets_a_new_id_and_loses_what_it_cannot_vouch_for() {
         assert_eq!(state("refused"), State::Refused);
         assert_eq!(state("foreign"), State::Lost);
         assert!(j.unfinished().unwrap().is_empty(), "nothing to resume");
-        let after = j.raise_mark(before.seq + 10).unwrap();
+        let after = j.renew_mark(before.seq + 10).unwrap();
         assert_ne!(after.id, before.id, "a journal of its own");
         assert!(after.seq > before.seq + 10);
         assert_eq!(place.open().load_mark().unwrap(), after, "kept");

@@ -8,13 +8,16 @@
 //! commit. At start the two must agree:
 //!
 //! - the log's last mark names this journal (the same id), and
-//! - the journal's sequence is not behind it.
+//! - the journal's sequence is not behind it; or the log names no mark yet and the journal
+//!   never moved (then the journal gets a new id, which the log names: `journal_bound`).
 //!
-//! Otherwise the journal lost records the log proves it had, and the host refuses to start
-//! ([`Disagreement`]), naming both marks. An operator who knows what happened accepts the
-//! journal as it is ([`accept`]; `sluice serve --fresh-journal`): every action the log knows
-//! and the journal does not is recorded `lost` — never sent; a resubmit goes to a person —
-//! and the acceptance is logged.
+//! Otherwise the journal lost records the log proves it had, or nothing can say it did not
+//! ([`Disagreement`]), and the host refuses to start, naming both marks. An operator who
+//! knows what happened accepts the journal as it is (`hold` with `accept`; `sluice serve
+//! --fresh-journal`): only what the log vouches for stays live — the rest is recorded
+//! `lost`, never sent, a resubmit goes to a person — the journal gets a new id, and the
+//! acceptance is logged. While the host runs, the journal is held to itself
+//! ([`crate::journal::JournalError::MovedUnder`]).
 //!
 //! [`Mark`]: crate::journal::Mark
 
@@ -132,34 +135,31 @@ pub fn agree(
     log: &AuditLog,
     logged: Option<&JournalMark>,
 ) -> Result<(), Disagreement> {
-    let logged = match (standing(mark, logged), logged) {
-        (Standing::Agree, _) => return Ok(()),
-        (_, Some(logged)) => logged,
-        (_, None) => {
-            return Err(Disagreement::Unwitnessed {
-                journal: journal.path().to_owned(),
-                log: log.path().display().to_string(),
-                id: mark.id.clone(),
-                at: mark.seq,
-            });
-        }
-    };
-    if logged.id != mark.id {
-        return Err(Disagreement::Replaced {
-            journal: journal.path().to_owned(),
-            log: log.path().display().to_string(),
+    let (journal, log) = (journal.path().to_owned(), log.path().display().to_string());
+    match (standing(mark, logged), logged) {
+        (Standing::Agree, _) => Ok(()),
+        (Standing::Replaced, Some(logged)) => Err(Disagreement::Replaced {
+            journal,
+            log,
             found: mark.id.clone(),
             logged: logged.id.clone(),
             logged_seq: logged.seq,
-        });
+        }),
+        (Standing::Behind, Some(logged)) => Err(Disagreement::Behind {
+            journal,
+            log,
+            id: mark.id.clone(),
+            at: mark.seq,
+            logged: logged.seq,
+        }),
+        // `Unwitnessed` (the only standing a log without a mark gives but `Agree`).
+        _ => Err(Disagreement::Unwitnessed {
+            journal,
+            log,
+            id: mark.id.clone(),
+            at: mark.seq,
+        }),
     }
-    Err(Disagreement::Behind {
-        journal: journal.path().to_owned(),
-        log: log.path().display().to_string(),
-        id: mark.id.clone(),
-        at: mark.seq,
-        logged: logged.seq,
-    })
 }
 
 /// What [`accept`] did.
@@ -192,7 +192,7 @@ pub fn hold(
             // A new log beside a journal that never moved: the journal's id is drawn anew
             // for this log and the log names it, so that a copy of this journal elsewhere
             // (which would share its id) can never agree with this log.
-            let mark = journal.raise_mark(0).map_err(WriteError::from)?;
+            let mark = journal.renew_mark(0).map_err(WriteError::from)?;
             log.append(
                 &Event::new(EventKind::JournalBound, now_ms)
                     .detail("the journal this log is written beside")
@@ -214,7 +214,7 @@ pub fn hold(
     );
     let lost = mark_lost(journal, &mark, log)?;
     let logged_seq = logged.as_ref().map_or(0, |m| m.seq);
-    let mark = journal.raise_mark(logged_seq).map_err(WriteError::from)?;
+    let mark = journal.renew_mark(logged_seq).map_err(WriteError::from)?;
     log.append(
         &Event::new(EventKind::JournalAccepted, now_ms)
             .detail(&format!(

@@ -123,15 +123,7 @@ impl Gate {
                     why,
                 });
             }
-            Err(e) => {
-                if !matches!(e, StoreError::Reply(_)) {
-                    self.went_away(&e);
-                }
-                return Err(ClaimError::Unreachable {
-                    action: action.into(),
-                    error: e.to_string(),
-                });
-            }
+            Err(e) => return Err(self.unreachable(action, &e)),
         }
         let joined = ownership.known();
         let claimed = self
@@ -165,15 +157,19 @@ impl Gate {
                     action: action.into(),
                 })
             }
-            Err(e) => {
-                if !matches!(e, StoreError::Reply(_)) {
-                    self.went_away(&e);
-                }
-                Err(ClaimError::Unreachable {
-                    action: action.into(),
-                    error: e.to_string(),
-                })
-            }
+            Err(e) => Err(self.unreachable(action, &e)),
+        }
+    }
+
+    /// The store did not answer (or answered what it never answers) while claiming
+    /// `action`: the gate falls back to local pacing unless the store did answer.
+    fn unreachable(&self, action: &str, e: &StoreError) -> ClaimError {
+        if !matches!(e, StoreError::Reply(_)) {
+            self.went_away(e);
+        }
+        ClaimError::Unreachable {
+            action: action.into(),
+            error: e.to_string(),
         }
     }
 }
