@@ -62,10 +62,11 @@ pub fn run(command: StoreCommand) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
+    let at = format!("the shared store at {}", store.shown_url());
     let Some(all_hosts_running) = all_hosts_running else {
         return rt.block_on(async move {
-            let store = RedisStore::new(&store)?;
-            match store.init().await? {
+            let store = RedisStore::new(&store).with_context(|| at.clone())?;
+            match store.init().await.with_context(|| at.clone())? {
                 Some(epoch) => println!(
                     "the group's ownership epoch ({epoch}) is made: its hosts join it and \
                      claim writes."
@@ -79,9 +80,9 @@ pub fn run(command: StoreCommand) -> anyhow::Result<ExitCode> {
         });
     };
     rt.block_on(async move {
-        let store = RedisStore::new(&store)?;
-        let hosts = store.live_hosts().await?;
-        let reclaimed = store.reclaimed_hosts().await?;
+        let store = RedisStore::new(&store).with_context(|| at.clone())?;
+        let hosts = store.live_hosts().await.with_context(|| at.clone())?;
+        let reclaimed = store.reclaimed_hosts().await.with_context(|| at.clone())?;
         println!("hosts with a live process in the store ({}):", hosts.len());
         let mut waiting = Vec::new();
         for h in &hosts {
@@ -109,7 +110,10 @@ pub fn run(command: StoreCommand) -> anyhow::Result<ExitCode> {
             );
             return Ok(ExitCode::from(1));
         }
-        let epoch = store.recover_ownership().await?;
+        let epoch = store
+            .recover_ownership()
+            .await
+            .with_context(|| at.clone())?;
         println!(
             "a new ownership epoch ({epoch}) is set: the hosts adopt it and claim new actions \
              again."

@@ -638,3 +638,64 @@ fn a_read_hint_on_a_write_route_is_refused_and_nothing_is_sent() {
     let journal = Journal::open_existing(&world.journal()).expect("the journal");
     assert!(journal.all().expect("its actions").is_empty());
 }
+
+/// A new group's store has no ownership epoch, and hosts never make one (a host that never
+/// joined, meeting a store that lost its state, would otherwise take other hosts' actions as
+/// new): the payment is refused (503 `shared_store_not_initialized`, nothing sent) until an
+/// operator runs `sluice store init` once; run again, it changes nothing.
+#[test]
+fn a_new_groups_store_takes_payments_once_sluice_store_init_made_its_epoch() {
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    redis.ok(&["FLUSHALL"]);
+    let world = World::new();
+    let url = redis.url();
+    configure(&world, |text| {
+        format!(
+            "{text}\n[store]\nurl = \"{url}\"\nhosts = 1\nhost_id = \"new-group-1\"\n\
+             lease_ttl_ms = 300\n"
+        )
+    });
+    // Not ready for writes, and saying so.
+    let sidecar = Sidecar::start_unready(&world.config());
+    let deadline = Deadline::after(Duration::from_secs(20));
+    while sidecar.admin_get("/readyz") != Some(503) {
+        assert!(!deadline.passed(), "{}", sidecar.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let refused = resubmit_past_the_previous_run(&sidecar, "pay-1");
+    assert_eq!(refused.status, 503, "{refused:?}\n{}", sidecar.log());
+    assert_eq!(refused.sluice()["kind"], "shared_store_not_initialized");
+    assert!(refused.body.contains("sluice store init"), "{refused:?}");
+    assert_eq!(received(&world), 0, "nothing was sent");
+
+    let init = |said: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["store", "init", "--config"])
+            .arg(world.config())
+            .output()
+            .expect("run sluice store init");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains(said), "{stdout}");
+    };
+    init("ownership epoch");
+    init("nothing changed");
+    // The host joins it (its upkeep, or its next claim), and the payment goes, once.
+    let deadline = Deadline::after(Duration::from_secs(20));
+    loop {
+        let answer = submit(&sidecar, "pay-1");
+        if answer.status == 200 {
+            break;
+        }
+        assert!(!deadline.passed(), "{answer:?}\n{}", sidecar.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stop(sidecar);
+    assert_eq!(received(&world), 1, "the payment reached the provider once");
+}

@@ -307,10 +307,30 @@ impl Sidecar {
     }
 
     pub fn start(config: &Path, args: &[&str]) -> Self {
-        Self::start_with(Self::command(config).args(args))
+        let sidecar = Self::listening(Self::command(config).args(args));
+        sidecar.wait_ready();
+        sidecar
+    }
+
+    /// As [`Self::start`], without waiting for `/readyz`: for a sidecar that is not ready
+    /// on purpose (it refuses writes, and says why).
+    pub fn start_unready(config: &Path) -> Self {
+        Self::listening(&mut Self::command(config))
+    }
+
+    /// The status of the admin API's answer to `GET path`, asked with its token.
+    pub fn admin_get(&self, path: &str) -> Option<u16> {
+        admin_get(self.admin, path)
     }
 
     fn start_with(command: &mut Command) -> Self {
+        let sidecar = Self::listening(command);
+        sidecar.wait_ready();
+        sidecar
+    }
+
+    /// Starts `command` and waits until it says where it listens.
+    fn listening(command: &mut Command) -> Self {
         let mut child = command
             .stderr(Stdio::piped())
             .spawn()
@@ -339,14 +359,12 @@ impl Sidecar {
             admin = admin.or_else(|| addr_after(&line, "admin API at http://"));
         }
         let (agents, admin) = (agents.unwrap(), admin.unwrap());
-        let sidecar = Self {
+        Self {
             child: Some(child),
             url: format!("http://{agents}"),
             admin,
             log,
-        };
-        sidecar.wait_ready();
-        sidecar
+        }
     }
 
     /// Waits until `/readyz` answers 200: the writes a previous run left were carried on.
