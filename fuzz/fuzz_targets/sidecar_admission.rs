@@ -58,6 +58,7 @@ fn agents() -> &'static Agents {
                 credentials: Default::default(),
                 priorities: sluice::admission::ClassSet::ALL,
                 pass_headers: vec!["openai-project".into()],
+                class_hints: false,
             },
         );
         Agents::load(&config).expect("the fuzz agent")
