@@ -155,6 +155,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         if let Some(addr) = args.admin_listen {
             sidecar = sidecar.admin_listen(addr);
         }
+        #[cfg(unix)]
+        open_files_for(&config.serve);
         let running = sidecar.start().await?;
         eprintln!(
             "sluice serve: agents connect to http://{}/PROVIDER/... (providers: {})",
@@ -194,6 +196,39 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Why `sluice serve` does not start with its signing key beside the log, and what to do.
+/// Raises the process's soft limit on open files to its hard limit, as far as the listeners'
+/// bounds may need (every seated and unauthenticated connection, the admin's, and as many
+/// again to the providers), and says so when the hard limit is lower than that.
+#[cfg(unix)]
+fn open_files_for(serve: &sluice::config::ServeConfig) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let admin = serve.admin.as_ref().map_or(0, |a| a.max_connections);
+    let want = 2 * u64::from(serve.max_connections + serve.max_unauthenticated + admin) + 256;
+    let limit = getrlimit(Resource::Nofile);
+    let (current, maximum) = (limit.current.unwrap_or(u64::MAX), limit.maximum);
+    if current < want {
+        let raised = maximum.map_or(want, |m| m.min(want));
+        if setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(raised),
+                maximum,
+            },
+        )
+        .is_err()
+            || raised < want
+        {
+            tracing::warn!(
+                open_files = raised.max(current),
+                wanted = want,
+                "the process may open fewer files than serve.max_connections and \
+                 serve.max_unauthenticated may need: raise its limit (ulimit -n, or LimitNOFILE \
+                 in a systemd unit)"
+            );
+        }
+    }
+}
+
 fn key_beside_log(state_dir: Option<&PathBuf>) -> String {
     let dir = state_dir.map_or_else(
         || "the user's state directory".to_owned(),

@@ -30,11 +30,55 @@ const CREDENTIAL_WORDS: &[&str] = &["token", "secret", "password", "apikey", "ap
 /// (OpenAI's organisation and project): not secrets, but an agent that sets them may bill
 /// another project of its operator's key. The sidecar strips them unless an agent's entry
 /// lets it set them (`[serve.agents.NAME] pass_headers`).
-pub const ACCOUNT_HEADERS: &[&str] = &["openai-organization", "openai-project"];
+/// Google's billing project (`x-goog-user-project`) and Stripe's connected account and
+/// context (`stripe-account`, `stripe-context`) choose an account the same way.
+pub const ACCOUNT_HEADERS: &[&str] = &[
+    "openai-organization",
+    "openai-project",
+    "x-goog-user-project",
+    "stripe-account",
+    "stripe-context",
+];
 
 /// Whether `name` is one of [`ACCOUNT_HEADERS`], in any case.
 pub fn is_account(name: &str) -> bool {
     ACCOUNT_HEADERS.iter().any(|c| c.eq_ignore_ascii_case(name))
+}
+
+/// Request headers that say where a request came from or how a proxy should route it
+/// (`forwarded`, `via`, a client address, an original URL, a method override), by name.
+const ROUTING_HEADERS: &[&str] = &[
+    "forwarded",
+    "via",
+    "x-real-ip",
+    "x-client-ip",
+    "client-ip",
+    "true-client-ip",
+    "x-cluster-client-ip",
+    "fastly-client-ip",
+    "x-original-url",
+    "x-original-uri",
+    "x-original-host",
+    "x-rewrite-url",
+    "x-host",
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+];
+
+/// Families of routing headers, by prefix: every `x-forwarded-*`, Cloudflare's `cf-*`
+/// (`cf-connecting-ip`, `cf-access-*`) and Envoy's `x-envoy-*`.
+const ROUTING_PREFIXES: &[&str] = &["x-forwarded-", "cf-", "x-envoy-"];
+
+/// Whether `name` is a routing header: one that identifies a client or steers a proxy,
+/// in any case. An agent's routing headers are never the provider's business: the sidecar
+/// strips each, whatever the agent's entry allows.
+pub fn is_routing(name: &str) -> bool {
+    ROUTING_HEADERS.iter().any(|c| c.eq_ignore_ascii_case(name))
+        || ROUTING_PREFIXES.iter().any(|p| {
+            name.get(..p.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(p))
+        })
 }
 
 /// The placeholder that replaces a credential's value.
@@ -129,6 +173,36 @@ mod tests {
             "user-agent",
         ] {
             assert!(!is_credential(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn routing_headers_are_known_by_name_and_family_and_plain_headers_are_not() {
+        for name in [
+            "Forwarded",
+            "x-forwarded-for",
+            "X-Forwarded-Host",
+            "x-forwarded-proto",
+            "cf-access-client-id",
+            "CF-Connecting-IP",
+            "x-envoy-original-path",
+            "x-real-ip",
+            "true-client-ip",
+            "x-http-method-override",
+            "via",
+        ] {
+            assert!(is_routing(name), "{name}");
+        }
+        for name in [
+            "content-type",
+            "idempotency-key",
+            "anthropic-version",
+            "x-stainless-retry-count",
+            "user-agent",
+            "cf",
+            "x-forwarded",
+        ] {
+            assert!(!is_routing(name), "{name}");
         }
     }
 

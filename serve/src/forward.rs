@@ -7,7 +7,6 @@ use std::convert::Infallible;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::{HeaderMap, Request, Response};
@@ -24,7 +23,10 @@ use sluice::writes::{Write, WriteError};
 
 use crate::Shared;
 use crate::agents::{Admitted, Agent, Refusal};
+use crate::allowance::Hold;
+use crate::bodies;
 use crate::hints::{self, Hints};
+use crate::places::{Full, Place};
 use crate::reply::{self, Body};
 use crate::request_path;
 use crate::shape::SluiceError;
@@ -111,6 +113,13 @@ async fn forward(
     if stripped_key {
         tracing::debug!(agent = %agent.name, "a provider key sent by the agent was stripped");
     }
+    // The connection is seated as its agent's: past the agent's (or its tenant's) places,
+    // this request is refused and the connection closed, and no one else is kept out.
+    if let Some(place) = parts.extensions.get::<Arc<Place>>() {
+        place
+            .sit(&agent.name.as_str().into(), &agent.tenant.as_str().into())
+            .map_err(Full::refusal)?;
+    }
     let hints = Hints::take(&mut parts.headers)
         .map_err(|e| SluiceError::new(400, "bad_hint", e.to_string()))?;
     let tenant = match &hints.tenant {
@@ -143,42 +152,15 @@ async fn forward(
         )
     })?;
 
-    // The body arrives whole within its time, or the connection is not kept for it.
-    let body = tokio::time::timeout(
-        shared.read_timeout,
-        Limited::new(body, shared.max_body_bytes).collect(),
-    )
-    .await
-    .map_err(|_| {
-        SluiceError::new(
-            408,
-            "read_timeout",
-            format!(
-                "sluice: the request body did not arrive whole within {} ms \
-                     (serve.read_timeout_ms)",
-                shared.read_timeout.as_millis()
-            ),
-        )
-    })?
-    .map_err(|e| {
-        if e.is::<http_body_util::LengthLimitError>() {
-            SluiceError::new(
-                413,
-                "body_too_large",
-                format!(
-                    "sluice: the request body is larger than {} bytes (serve.max_body_bytes)",
-                    shared.max_body_bytes
-                ),
-            )
-        } else {
-            SluiceError::new(
-                400,
-                "body_unreadable",
-                format!("sluice: the request body: {e}"),
-            )
-        }
-    })?
-    .to_bytes();
+    // The body arrives whole within its time, and within the memory bodies may hold: its
+    // tenant's, and the sidecar's. Its memory is counted until its call ends.
+    let declared = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let tenant_name: Arc<str> = tenant.as_str().into();
+    let (body, body_hold) =
+        bodies::read(&shared.body_bounds(), body, declared, &tenant_name).await?;
 
     let path = match &parts.uri.path()[up.name.len() + 1..] {
         "" => "/",
@@ -291,12 +273,15 @@ async fn forward(
             goal,
             call,
         };
-        write_through_journal(shared, up.shape, write).await?
+        write_through_journal(shared, up.shape, write, body_hold).await?
     } else if streamed {
-        match shared.sluice.execute_stream(&call).await {
+        let response = match shared.sluice.execute_stream(&call).await {
             StreamOutcome::Streaming(stream) => streaming::respond(*stream, up.shape, strip_usage),
             StreamOutcome::Ended(t) => reply::ended(up.shape, &t),
-        }
+        };
+        // The stream still carries the call: its body is counted until the stream ends.
+        drop(call);
+        reply::keeping(response, body_hold)
     } else {
         match shared.sluice.execute(&call).await {
             Outcome::Succeeded {
@@ -377,6 +362,7 @@ async fn write_through_journal(
     shared: &Arc<Shared>,
     shape: ErrorShape,
     write: Write,
+    body_hold: Hold,
 ) -> Result<Response<Body>, SluiceError> {
     let sluice = shared.sluice.clone();
     // Named as the agent knows it, never by the runtime's own task id.
@@ -387,7 +373,12 @@ async fn write_through_journal(
     );
     let done = shared
         .drain
-        .spawn(async move { sluice.write(&write).await })
+        .spawn(async move {
+            // Its body's memory is counted until the write ends, whether or not the agent
+            // waits for it.
+            let _body = body_hold;
+            sluice.write(&write).await
+        })
         .await
         .map_err(|_| {
             SluiceError::new(

@@ -36,6 +36,8 @@
 
 pub mod admin;
 pub mod agents;
+mod allowance;
+mod bodies;
 mod console;
 mod drain;
 mod error;
@@ -43,6 +45,7 @@ mod failed_tokens;
 mod forward;
 pub mod hints;
 mod listener;
+mod places;
 mod reply;
 pub mod request_path;
 mod sdk_retry;
@@ -86,6 +89,8 @@ pub(crate) struct Shared {
     pub upstreams: BTreeMap<String, Upstream>,
     pub agents: Agents,
     pub max_body_bytes: usize,
+    /// The memory request bodies may hold, by tenant and in all.
+    pub bodies: Arc<allowance::Allowance>,
     /// How long a request's headers, then its body, may each take to arrive.
     pub read_timeout: Duration,
     /// Wrong tokens by source address, over every listener.
@@ -98,6 +103,17 @@ pub(crate) struct Shared {
     pub metrics: Option<PrometheusHandle>,
     /// `sluice_serve_requests_total`'s handles, by provider and status.
     pub requests: Handles<Counter, 2>,
+}
+
+impl Shared {
+    /// A request body's bounds.
+    pub(crate) fn body_bounds(&self) -> bodies::Bounds {
+        bodies::Bounds {
+            max_body: self.max_body_bytes,
+            memory: self.bodies.clone(),
+            within: self.read_timeout,
+        }
+    }
 }
 
 /// A sidecar, configured, not yet listening.
@@ -165,6 +181,10 @@ impl Sidecar {
             upstreams,
             agents,
             max_body_bytes: usize::try_from(serve.max_body_bytes).unwrap_or(usize::MAX),
+            bodies: allowance::Allowance::new(
+                serve.max_body_memory_per_tenant,
+                serve.max_body_memory,
+            ),
             read_timeout: serve.read_timeout,
             failed_tokens: FailedTokens::new(serve.failed_tokens_per_minute),
             tasks: TaskBoard::default(),
@@ -251,8 +271,15 @@ impl Sidecar {
             listener,
             stopped.clone(),
             listener::Limits {
-                max_connections: self.serve.max_connections,
+                bounds: places::Bounds {
+                    visitors: self.serve.max_unauthenticated,
+                    visitor_time: self.serve.auth_timeout,
+                    per_agent: self.serve.max_connections_per_agent,
+                    per_tenant: self.serve.max_connections_per_tenant,
+                    seated: self.serve.max_connections,
+                },
                 read_timeout: self.serve.read_timeout,
+                seat_on_request: None,
             },
             "agents",
             workers.clone(),
@@ -283,9 +310,17 @@ impl Sidecar {
                     .map_or(sluice::config::DEFAULT_ADMIN_MAX_CONNECTIONS, |a| {
                         a.max_connections
                     });
+                // One owner, the operators, seated at their first request.
                 let limits = listener::Limits {
-                    max_connections: max,
+                    bounds: places::Bounds {
+                        visitors: max,
+                        visitor_time: self.serve.auth_timeout,
+                        per_agent: max,
+                        per_tenant: max,
+                        seated: max,
+                    },
                     read_timeout: self.serve.read_timeout,
+                    seat_on_request: Some("operators"),
                 };
                 let task = tokio::spawn(listener::accept(
                     l,

@@ -1,7 +1,8 @@
-//! A listener that defends itself: at most so many connections served at once (more wait
-//! in the kernel's accept queue, taking no file of the process), each request told its
-//! peer's address, and accept failures — a process out of files — logged once a second at
-//! most, with how many there were, instead of once each.
+//! A listener that defends itself: every connection accepted at once and given a place
+//! (`places`: a visitor until its listener seats it, bounded per agent, per tenant and in
+//! all, so that no one can fill the listener and the accept loop never waits), each request
+//! told its peer's address and its connection's place, and accept failures — a process out
+//! of files — logged once a second at most, with how many there were, instead of once each.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -12,8 +13,11 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
+use sluice::config::ErrorShape;
+
+use crate::places::{Bounds, Places};
 use crate::reply;
 use crate::workers::Workers;
 
@@ -33,20 +37,24 @@ impl Peer {
 /// What a listener allows each connection.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
-    /// Connections served at once.
-    pub max_connections: u32,
+    /// Its places.
+    pub bounds: Bounds,
     /// How long a request's headers may take to arrive.
     pub read_timeout: Duration,
+    /// Who a connection is seated as when its first request arrives, for a listener whose
+    /// handler does not seat it itself (the admin API's: its operators, one owner); `None`:
+    /// the handler seats it (the agents': by the agent its token names).
+    pub seat_on_request: Option<&'static str>,
 }
 
 /// How long accept failures are gathered into one log line.
 const FAILURE_LOG_EVERY: Duration = Duration::from_secs(1);
 
-/// Accepts connections until a stop is signalled, at most `limits.max_connections` served
-/// at once (`what` names the listener in the log), each served on one of `workers` (else
+/// Accepts connections until a stop is signalled, each given a place among `limits`'
+/// (`what` names the listener in the log and metrics), each served on one of `workers` (else
 /// on the runtime this runs on), each request handed to `handler` with the address it came
-/// from, then lets each finish its request in flight; the
-/// connections still open when the returned future is dropped are cut.
+/// from and its connection's place (`places::Place`) in its extensions; then lets each finish its request
+/// in flight. The connections still open when the returned future is dropped are cut.
 pub(crate) async fn accept<F, Fut>(
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,
@@ -61,17 +69,9 @@ pub(crate) async fn accept<F, Fut>(
         + 'static,
 {
     let graceful = GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(
-        usize::try_from(limits.max_connections).unwrap_or(usize::MAX),
-    ));
+    let places = Places::new(what, limits.bounds);
     let mut failures = Failures::default();
     loop {
-        // A slot first: past the cap, connections wait to be accepted.
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => slot,
-            _ = stop.changed() => break,
-        };
-        let Ok(slot) = slot else { break };
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
@@ -88,19 +88,37 @@ pub(crate) async fn accept<F, Fut>(
                 let handler = handler.clone();
                 let ip = peer.ip();
                 let watcher = graceful.watcher();
+                let place = Arc::new(places.arrive());
                 let serve = move |stream: TcpStream| async move {
-                    let service = service_fn(move |req| handler(req, ip));
-                    // A client gets `read_timeout` to send a request's headers: a
+                    let service = {
+                        let place = place.clone();
+                        service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                            let handler = handler.clone();
+                            let place = place.clone();
+                            async move {
+                                if let Some(owner) = limits.seat_on_request
+                                    && let Err(full) = place.sit(&owner.into(), &owner.into())
+                                {
+                                    return Ok(reply::error(ErrorShape::OpenAi, &full.refusal()));
+                                }
+                                req.extensions_mut().insert(place);
+                                handler(req, ip).await
+                            }
+                        })
+                    };
+                    // A client gets `read_timeout` to send a request's headers: a seated
                     // connection that trickles them in (or idles between requests) does not
-                    // hold its slot for ever.
+                    // hold its place for ever; a visitor gets its own, shorter, time.
                     let conn = http1::Builder::new()
                         .timer(TokioTimer::new())
                         .header_read_timeout(limits.read_timeout)
                         .serve_connection(TokioIo::new(stream), service);
-                    if let Err(e) = watcher.watch(conn).await {
-                        tracing::debug!("a connection ended with an error: {e}");
+                    tokio::select! {
+                        ended = watcher.watch(conn) => if let Err(e) = ended {
+                            tracing::debug!("a connection ended with an error: {e}");
+                        },
+                        () = place.cut() => tracing::debug!("a visitor's connection was cut"),
                     }
-                    drop(slot);
                 };
                 match workers.as_deref() {
                     // Handed to a worker, which takes it into its own runtime.

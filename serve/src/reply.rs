@@ -23,6 +23,17 @@ pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
 /// The body of an answer.
 pub type Body = BoxBody<Bytes, BodyError>;
 
+/// `response`, keeping `kept` until its body has been sent or dropped.
+pub fn keeping<T: Send + Sync + 'static>(response: Response<Body>, kept: T) -> Response<Body> {
+    response.map(|body| {
+        body.map_frame(move |frame| {
+            let _ = &kept;
+            frame
+        })
+        .boxed()
+    })
+}
+
 /// A whole body.
 pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into())
@@ -48,10 +59,18 @@ fn hop_by_hop(name: &str) -> bool {
     )
 }
 
-/// Whether a request header is passed on to the provider.
+/// Whether a request header is passed on to the provider: neither hop-by-hop nor a
+/// routing header ([`sluice::headers::is_routing`]: a client's address, a proxy's route).
 pub fn forwarded(name: &str) -> bool {
     // The body is read by the provider's plugin: it must come back unencoded.
-    !hop_by_hop(name) && name != "accept-encoding"
+    !hop_by_hop(name) && name != "accept-encoding" && !sluice::headers::is_routing(name)
+}
+
+/// Whether a provider's answer header is held back from the agent: hop-by-hop, or a cookie
+/// the provider sets (`set-cookie`), which would be the sidecar's session with the provider,
+/// not the agent's.
+fn held_back(name: &str) -> bool {
+    hop_by_hop(name) || name == "set-cookie" || name == "set-cookie2"
 }
 
 /// A header value of visible ASCII, at most `max` characters (others become `?`).
@@ -84,7 +103,7 @@ pub fn with_fields(status: u16, fields: Bytes, body: Body) -> Response<Body> {
         let Ok(name) = HeaderName::from_bytes(name.trim().as_bytes()) else {
             continue;
         };
-        if hop_by_hop(name.as_str()) {
+        if held_back(name.as_str()) {
             continue;
         }
         if let Ok(v) = HeaderValue::from_maybe_shared(fields.slice_ref(value.trim().as_bytes())) {
@@ -129,6 +148,14 @@ pub fn error(shape: ErrorShape, e: &SluiceError) -> Response<Body> {
         hyper::header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    if let Some(secs) = e.retry_after {
+        r.headers_mut()
+            .insert(hyper::header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    if e.close {
+        r.headers_mut()
+            .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    }
     r
 }
 
@@ -367,6 +394,38 @@ pub fn write(shape: ErrorShape, outcome: WriteOutcome) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_providers_cookies_and_hop_by_hop_headers_stay_with_the_sidecar() {
+        let fields = Bytes::from_static(
+            b"content-type:application/json\nset-cookie:__cf_bm=abc; Path=/\nSet-Cookie2:x=1\n\
+              connection:keep-alive\nx-request-id:req_1\n",
+        );
+        let r = with_fields(200, fields, full(""));
+        let names: Vec<&str> = r.headers().keys().map(HeaderName::as_str).collect();
+        assert_eq!(names, ["content-type", "x-request-id"]);
+    }
+
+    #[test]
+    fn routing_headers_are_not_forwarded_and_the_others_are() {
+        for name in [
+            "x-forwarded-for",
+            "forwarded",
+            "cf-connecting-ip",
+            "host",
+            "connection",
+        ] {
+            assert!(!forwarded(name), "{name}");
+        }
+        for name in [
+            "content-type",
+            "anthropic-version",
+            "idempotency-key",
+            "user-agent",
+        ] {
+            assert!(forwarded(name), "{name}");
+        }
+    }
 
     #[test]
     fn a_number_reads_the_same_kept_or_made() {

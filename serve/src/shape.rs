@@ -16,6 +16,10 @@ pub struct SluiceError {
     pub message: String,
     /// sluice's account: reason, next action, attempts... (an object).
     pub detail: Value,
+    /// Seconds to wait before trying again (`Retry-After`), when sluice knows them.
+    pub retry_after: Option<u32>,
+    /// Whether the connection is closed after this answer (`Connection: close`).
+    pub close: bool,
 }
 
 impl SluiceError {
@@ -26,7 +30,23 @@ impl SluiceError {
             kind,
             message: message.into(),
             detail: json!({}),
+            retry_after: None,
+            close: false,
         }
+    }
+
+    /// Saying `Retry-After: secs`.
+    #[must_use]
+    pub fn retry_after(mut self, secs: u32) -> Self {
+        self.retry_after = Some(secs);
+        self
+    }
+
+    /// Closing the connection after the answer.
+    #[must_use]
+    pub fn closing(mut self) -> Self {
+        self.close = true;
+        self
     }
 
     /// An error whose message is `error`, said by sluice (made printable).

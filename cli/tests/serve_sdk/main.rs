@@ -9,6 +9,7 @@
 
 #![cfg(unix)]
 
+mod bounds;
 mod faults;
 mod mixed;
 mod neighbours;

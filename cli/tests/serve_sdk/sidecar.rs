@@ -84,6 +84,20 @@ impl World {
         self.dir.path().join("sluice.toml")
     }
 
+    /// Adds agent `name`, with `token`, billing `tenant`, to the configuration.
+    pub fn add_agent(&self, name: &str, token: &str, tenant: &str) {
+        let digest: String = Sha256::digest(token)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let text = std::fs::read_to_string(self.config()).expect("the configuration");
+        let text = text
+            + &format!(
+                "[serve.agents.{name}]\ntoken = {{ sha256 = \"{digest}\" }}\ntenant = \"{tenant}\"\n"
+            );
+        std::fs::write(self.config(), text).expect("write the configuration");
+    }
+
     /// The journal of the sidecar's writes.
     pub fn journal(&self) -> PathBuf {
         self.dir.path().join("state/journal.sqlite")
@@ -390,6 +404,27 @@ impl Sidecar {
         let answer = http(self.admin, "GET", path, ADMIN_TOKEN, "").expect("the admin API answers");
         let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
         serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {answer}"))
+    }
+
+    /// Its resident memory now, in bytes (`VmRSS`).
+    pub fn rss(&self) -> u64 {
+        let child = self.child.as_ref().expect("running");
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+            .expect("its /proc status");
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in its status");
+        kb * 1024
+    }
+
+    /// The address agents connect to.
+    pub fn agents_addr(&self) -> SocketAddr {
+        self.url
+            .trim_start_matches("http://")
+            .parse()
+            .expect("the sidecar's address")
     }
 
     /// What it printed on standard error so far.

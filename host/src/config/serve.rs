@@ -7,7 +7,13 @@
 //! shutdown_deadline_ms = 10000       # in-flight calls get this long after a stop signal
 //! agent_provider_keys = "refuse"     # or "strip": a provider key an agent sends itself
 //! priority_above_allowed = "refuse"  # or "lower": an x-sluice-priority the agent may not use
-//! max_connections = 1024             # agents' connections at once; more wait to be accepted
+//! max_connections = 1024             # agents' connections seated at once (past it: 503)
+//! max_connections_per_agent = 256    # one agent's (past it: 503, the others unhurt)
+//! max_connections_per_tenant = 512   # one tenant's
+//! max_unauthenticated = 256          # connections yet to present a valid token
+//! auth_timeout_ms = 2000             # ... each has this long to present one, else cut
+//! max_body_memory = 1073741824       # request bodies held at once, in bytes (past it: 503)
+//! max_body_memory_per_tenant = 268435456   # one tenant's
 //! workers = 4                        # threads serving agents' connections (default: one per CPU;
 //!                                    # 0: the shared runtime's threads, with work stealing)
 //! read_timeout_ms = 30000            # a request's headers, then its body, must each arrive by then
@@ -71,6 +77,18 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
 pub const DEFAULT_ADMIN_MAX_CONNECTIONS: u32 = 64;
 /// How long a request's headers, then its body, may each take to arrive, by default.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// One agent's connections seated at once, by default.
+pub const DEFAULT_MAX_CONNECTIONS_PER_AGENT: u32 = 256;
+/// One tenant's connections seated at once, by default.
+pub const DEFAULT_MAX_CONNECTIONS_PER_TENANT: u32 = 512;
+/// Connections yet to present a valid token, at once, by default.
+pub const DEFAULT_MAX_UNAUTHENTICATED: u32 = 256;
+/// How long a new connection has to present a valid token, by default.
+pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(2);
+/// Request bodies held in memory at once, by default: 1 GiB.
+pub const DEFAULT_MAX_BODY_MEMORY: u64 = 1 << 30;
+/// One tenant's request bodies held in memory at once, by default: 256 MiB.
+pub const DEFAULT_MAX_BODY_MEMORY_PER_TENANT: u64 = 256 << 20;
 /// Wrong tokens one address may present a minute, by default.
 pub const DEFAULT_FAILED_TOKENS_PER_MINUTE: u32 = 10;
 
@@ -87,9 +105,24 @@ pub struct ServeConfig {
     pub priority_above_allowed: PriorityAboveAllowed,
     /// The largest request body taken, in bytes.
     pub max_body_bytes: u64,
-    /// The agents' connections served at once; more wait in the kernel's queue to be
-    /// accepted (they take no file of the process meanwhile).
+    /// The agents' connections seated at once (each seated when its first request
+    /// presents a valid agent token); past it a connection is answered 503 and closed.
     pub max_connections: u32,
+    /// One agent's connections seated at once; past it, its next one is answered 503.
+    pub max_connections_per_agent: u32,
+    /// One tenant's connections seated at once (its agents' together).
+    pub max_connections_per_tenant: u32,
+    /// Connections yet to present a valid token, at once; past it the oldest is cut to make
+    /// room for the newest, so they never keep an agent out.
+    pub max_unauthenticated: u32,
+    /// How long a new connection has to present a valid token before it is cut.
+    pub auth_timeout: Duration,
+    /// Request bodies held in memory at once, in bytes, over every tenant; past it a
+    /// request is answered 503 with `Retry-After`.
+    pub max_body_memory: u64,
+    /// One tenant's request bodies held in memory at once, in bytes; past it its request is
+    /// answered 503 with `Retry-After` (413 when its body alone is larger).
+    pub max_body_memory_per_tenant: u64,
     /// The threads agents' connections are served on, each connection wholly on one;
     /// `None`: one per CPU the process may use; 0: none, the connections served on the
     /// runtime the sidecar starts on (its threads take work from each other).
@@ -119,6 +152,12 @@ impl Default for ServeConfig {
             priority_above_allowed: PriorityAboveAllowed::Refuse,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_agent: DEFAULT_MAX_CONNECTIONS_PER_AGENT,
+            max_connections_per_tenant: DEFAULT_MAX_CONNECTIONS_PER_TENANT,
+            max_unauthenticated: DEFAULT_MAX_UNAUTHENTICATED,
+            auth_timeout: DEFAULT_AUTH_TIMEOUT,
+            max_body_memory: DEFAULT_MAX_BODY_MEMORY,
+            max_body_memory_per_tenant: DEFAULT_MAX_BODY_MEMORY_PER_TENANT,
             workers: None,
             read_timeout: DEFAULT_READ_TIMEOUT,
             failed_tokens_per_minute: DEFAULT_FAILED_TOKENS_PER_MINUTE,
@@ -243,6 +282,12 @@ pub(super) struct ServeTable {
     shutdown_deadline_ms: Option<Ranged<1, MAX_TIMEOUT_MS>>,
     max_body_bytes: Option<Ranged<1024, { 1 << 30 }>>,
     max_connections: Option<Ranged<1, 1_000_000>>,
+    max_connections_per_agent: Option<Ranged<1, 1_000_000>>,
+    max_connections_per_tenant: Option<Ranged<1, 1_000_000>>,
+    max_unauthenticated: Option<Ranged<1, 1_000_000>>,
+    auth_timeout_ms: Option<Ranged<100, 60_000>>,
+    max_body_memory: Option<Ranged<1024, { 1 << 40 }>>,
+    max_body_memory_per_tenant: Option<Ranged<1024, { 1 << 40 }>>,
     workers: Option<Ranged<0, 1024>>,
     read_timeout_ms: Option<Ranged<100, MAX_TIMEOUT_MS>>,
     failed_tokens_per_minute: Option<Ranged<1, 1_000_000>>,
@@ -285,6 +330,24 @@ impl ServeTable {
             max_connections: self
                 .max_connections
                 .map_or(defaults.max_connections, Ranged::u32),
+            max_connections_per_agent: self
+                .max_connections_per_agent
+                .map_or(defaults.max_connections_per_agent, Ranged::u32),
+            max_connections_per_tenant: self
+                .max_connections_per_tenant
+                .map_or(defaults.max_connections_per_tenant, Ranged::u32),
+            max_unauthenticated: self
+                .max_unauthenticated
+                .map_or(defaults.max_unauthenticated, Ranged::u32),
+            auth_timeout: self
+                .auth_timeout_ms
+                .map_or(defaults.auth_timeout, Ranged::ms),
+            max_body_memory: self
+                .max_body_memory
+                .map_or(defaults.max_body_memory, Ranged::get),
+            max_body_memory_per_tenant: self
+                .max_body_memory_per_tenant
+                .map_or(defaults.max_body_memory_per_tenant, Ranged::get),
             workers: self.workers.map(Ranged::u32),
             read_timeout: self
                 .read_timeout_ms

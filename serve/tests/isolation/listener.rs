@@ -100,15 +100,16 @@ async fn a_stalled_body_or_header_does_not_keep_its_connection() {
 }
 
 /// Issue 27: 400 stalled connections against a 300-file limit made every request time
-/// out, the admin API included. Past the cap, connections wait to be accepted; the admin
-/// listener has its own and answers meanwhile, and the waiting request goes once a stalled
-/// one is closed.
+/// out, the admin API included. Connections that have not presented a token hold no seat:
+/// beside them an agent is answered at once. Seated connections are capped: past the cap
+/// the next is answered 503 `too_many_connections` (with Retry-After, and closed), and the
+/// admin listener, with places of its own, answers meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn past_the_connection_cap_requests_wait_and_the_admin_api_still_answers() {
+async fn past_the_connection_cap_a_connection_is_refused_and_the_admin_api_still_answers() {
     let fake = fake(FakeConfig::new(Style::OpenAi)).await;
-    let side = sidecar(&fake, "max_connections = 4\nread_timeout_ms = 1500").await;
+    let side = sidecar(&fake, "max_connections = 4\nread_timeout_ms = 5000").await;
     let mut stalled = Vec::new();
-    for _ in 0..4 {
+    for _ in 0..8 {
         let mut s = TcpStream::connect(addr(&side)).await.unwrap();
         s.write_all(b"GET /openai/v1/models HTTP/1.1\r\n")
             .await
@@ -116,8 +117,32 @@ async fn past_the_connection_cap_requests_wait_and_the_admin_api_still_answers()
         stalled.push(s);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let admin = format!("http://{}", side.running.admin_addr().unwrap());
     let sent = SystemClock.now();
+    let r = client()
+        .get(format!("{}/openai/v1/models", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        SystemClock.now() - sent < Duration::from_secs(1),
+        "unauthenticated connections hold no seat"
+    );
+    // Four seated connections, each stalled in its body.
+    let head = format!(
+        "POST /openai/v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer \
+         {AGENT_TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{"
+    );
+    let mut seated = Vec::new();
+    for _ in 0..4 {
+        let mut s = TcpStream::connect(addr(&side)).await.unwrap();
+        s.write_all(head.as_bytes()).await.unwrap();
+        seated.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let admin = format!("http://{}", side.running.admin_addr().unwrap());
     let health = client()
         .get(format!("{admin}/healthz"))
         .timeout(Duration::from_secs(2))
@@ -132,13 +157,10 @@ async fn past_the_connection_cap_requests_wait_and_the_admin_api_still_answers()
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 200);
-    let waited = SystemClock.now() - sent;
-    assert!(
-        waited >= Duration::from_millis(1000),
-        "it waited for a slot: {waited:?}"
-    );
-    drop(stalled);
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+    assert!(r.text().await.unwrap().contains("too_many_connections"));
+    drop((stalled, seated));
 }
 
 /// Issue 27: 300 wrong tokens in 2.6 s on the console, the admin API and the agent port,

@@ -39,7 +39,60 @@ pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
         kind: "integer",
         default: "1024",
         range: "1 ..= 1000000",
-        what: "Agents' connections served at once; more wait to be accepted.",
+        what: "Agents' connections seated at once (a connection is seated when its first \
+               request presents a valid agent token); past it a connection is answered 503 \
+               `too_many_connections` with Retry-After and closed.",
+    },
+    KeyDoc {
+        key: "serve.max_connections_per_agent",
+        kind: "integer",
+        default: "256",
+        range: "1 ..= 1000000",
+        what: "One agent's connections seated at once; past it, its next connection is \
+               answered 503 `too_many_connections` and closed, and the other agents are \
+               unhurt.",
+    },
+    KeyDoc {
+        key: "serve.max_connections_per_tenant",
+        kind: "integer",
+        default: "512",
+        range: "1 ..= 1000000",
+        what: "One tenant's connections seated at once, its agents' together.",
+    },
+    KeyDoc {
+        key: "serve.max_unauthenticated",
+        kind: "integer",
+        default: "256",
+        range: "1 ..= 1000000",
+        what: "Connections yet to present a valid token, at once. Past it the oldest of them \
+               is cut to make room for the newest, so they never keep an agent out.",
+    },
+    KeyDoc {
+        key: "serve.auth_timeout_ms",
+        kind: "integer",
+        default: "2000",
+        range: "100 ..= 60000",
+        what: "How long a new connection has to present a valid token, in ms; then it is \
+               cut. (The admin listener's connections have as long to send a request.)",
+    },
+    KeyDoc {
+        key: "serve.max_body_memory",
+        kind: "integer",
+        default: "1073741824 (1 GiB)",
+        range: "1024 ..= 2^40",
+        what: "Request bodies held in memory at once, in bytes, over every tenant. Checked \
+               by Content-Length before a body is read and as a chunked body arrives; past it \
+               the request is answered 503 `body_memory_full` with Retry-After. A body's \
+               memory is given back when its call ends.",
+    },
+    KeyDoc {
+        key: "serve.max_body_memory_per_tenant",
+        kind: "integer",
+        default: "268435456 (256 MiB)",
+        range: "1024 ..= 2^40",
+        what: "One tenant's request bodies held in memory at once, in bytes; past it its \
+               request is answered 503 `body_memory_full` with Retry-After, or 413 \
+               `body_too_large` when its body alone is larger.",
     },
     KeyDoc {
         key: "serve.workers",
@@ -181,7 +234,8 @@ pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
         kind: "integer",
         default: "64",
         range: "1 ..= 100000",
-        what: "The admin listener's connections served at once, apart from the agents'.",
+        what: "The admin listener's connections served at once, apart from the agents'; \
+               past it the oldest of those yet to send a request is cut.",
     },
     KeyDoc {
         key: "serve.agents",
