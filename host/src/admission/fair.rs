@@ -39,7 +39,9 @@
 //!   while its finish tag is at most one request (of the jumping size) ahead of the virtual
 //!   time, so a tenant gets at most about one request ahead of its weighted share by
 //!   jumping, however many near deadlines it stamps; past that its requests wait their turn,
-//!   and those that cannot wait expire.
+//!   and those that cannot wait expire. Nor does it jump a flow served less than it (whose
+//!   request's start tag is below the jumping flow's finish tag): a tenant below its share
+//!   never waits for another's deadlines.
 //!
 //! Requests without a deadline pay (nearly) nothing for this: they go through the same FIFO
 //! as before, and a band that never held a request with a deadline skips the check on one

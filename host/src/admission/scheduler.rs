@@ -152,8 +152,11 @@ pub struct Scheduler {
     scopes: Scopes,
     tenants: Tenants,
     lanes: Lanes,
-    /// Lanes blocked on a scope, by scope, in the order they blocked; woken together.
+    /// Lanes blocked on a scope, by scope, in the order they blocked; woken together, in
+    /// the order of their next tenant's share of the scope (`shares`).
     waiters: HashMap<u32, Vec<u32>>,
+    /// Each scope's fair order between tenants, across the lanes that charge it.
+    shares: shares::Shares,
     flows: SlotMap<FlowId, Flow>,
     /// Flows by lane, band and tenant.
     flow_index: HashMap<(u32, u8, u32), FlowId>,
@@ -177,6 +180,7 @@ mod pools;
 mod run;
 mod scopes;
 mod shared;
+mod shares;
 mod snapshot;
 mod submit;
 mod tenants;
@@ -199,6 +203,7 @@ impl Scheduler {
             config,
             lanes: Lanes::default(),
             waiters: HashMap::new(),
+            shares: shares::Shares::default(),
             flows: SlotMap::with_key(),
             flow_index: HashMap::new(),
             requests: SlotMap::with_key(),

@@ -189,3 +189,59 @@ fn a_large_request_is_not_starved_by_small_ones_from_another_lane() {
             .find(|w| w.tenant.as_ref() == "big")
     );
 }
+
+/// A tenant that queues in many lanes of one credential — a model name of its own in every
+/// request — gets its share of the credential's bucket and no more: the bucket serves the
+/// tenants by their share of it, not the lanes in turn (which gave the tenant of eight
+/// lanes eight ninths). The steady tenant in one lane asks for more than half, as does the
+/// other, and each gets about half; with four lanes of its own the steady one gets no more.
+#[test]
+fn a_tenant_in_many_lanes_of_one_credential_gets_one_share_of_it() {
+    for (steady_lanes, loud_lanes) in [(1, 8), (4, 1), (1, 1), (3, 40)] {
+        let mut sim = Sim::new(CONFIG);
+        let steady = sim.tenant("steady");
+        let loud = sim.tenant("loud");
+        let lanes = |sim: &mut Sim, who: &str, n: usize| -> Vec<_> {
+            (0..n)
+                .map(|i| sim.route("p", "acct", &[&format!("model:{who}-{i}")]))
+                .collect()
+        };
+        let steady_routes = lanes(&mut sim, "steady", steady_lanes);
+        let loud_routes = lanes(&mut sim, "loud", loud_lanes);
+        let end = 6 * MINUTE;
+        let usage = Usage::tokens(10, 10);
+        let mut arrivals = Vec::new();
+        // Each tenant sends 12 a second (more than the 9 a second paced in all), spread
+        // over its lanes.
+        for (tenant, routes, offset) in [(steady, &steady_routes, 0), (loud, &loud_routes, 1)] {
+            let mut at = offset;
+            let mut i = 0;
+            while at < end {
+                arrivals.push(Arrival {
+                    usage,
+                    actual: usage,
+                    latency: 100 * MS,
+                    ..call(at, routes[i % routes.len()], tenant, Class::Standard)
+                });
+                at += 83 * MS;
+                i += 1;
+            }
+        }
+        arrivals.sort_by_key(|a| a.at);
+        sim.run(arrivals, end);
+        let after = |t: TenantId| {
+            sim.admitted
+                .iter()
+                .filter(|a| a.at >= MINUTE && a.tenant == t)
+                .count()
+        };
+        let (s, l) = (after(steady), after(loud));
+        #[allow(clippy::cast_precision_loss)]
+        let share = s as f64 / (s + l) as f64;
+        assert!(
+            (0.45..=0.55).contains(&share),
+            "{steady_lanes} lane(s) against {loud_lanes}: the steady tenant got {share:.3} \
+             ({s} against {l})"
+        );
+    }
+}

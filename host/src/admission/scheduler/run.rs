@@ -195,7 +195,16 @@ impl Scheduler {
 
     /// Moves the lanes waiting on scope `s` to the run queue.
     pub(super) fn wake(&mut self, s: u32) {
-        for lane in self.waiters.remove(&s).unwrap_or_default() {
+        let mut lanes = self.waiters.remove(&s).unwrap_or_default();
+        if lanes.len() > 1 {
+            // The tenant served least on the scope first; among equals, in the order they
+            // blocked.
+            lanes.sort_by_cached_key(|&lane| {
+                self.next_tenant(lane)
+                    .map_or(u64::MAX, |tenant| self.shares.start(s, tenant))
+            });
+        }
+        for lane in lanes {
             let l = &mut self.lanes[lane];
             if l.waiting_on == Some(s) {
                 l.waiting_on = None;
@@ -205,6 +214,16 @@ impl Scheduler {
                 self.run.push_back(lane);
             }
         }
+    }
+
+    /// The tenant of the flow whose turn is next in `lane`, if it holds one.
+    fn next_tenant(&self, lane: u32) -> Option<u32> {
+        self.lanes[lane]
+            .bands
+            .iter()
+            .find_map(|band| band.peek())
+            .and_then(|(_, flow)| self.flows.get(flow))
+            .map(|f| f.tenant)
     }
 
     /// Puts a flow set aside by its tenant's limits back in its queue.

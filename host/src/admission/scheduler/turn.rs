@@ -68,7 +68,7 @@ impl Scheduler {
                 // A class that never held a request with a deadline has no candidates.
                 let candidates = self.lanes[lane].bands[band].deadlines.is_some();
                 let ahead = candidates
-                    .then(|| self.ahead_of_turn(now, lane, band, id, &usage))
+                    .then(|| self.ahead_of_turn(now, lane, band, (id, tag), &usage))
                     .flatten();
                 let pick = ahead.unwrap_or(Pick {
                     flow,
@@ -114,7 +114,7 @@ impl Scheduler {
         now: Nanos,
         lane: u32,
         band: usize,
-        turn: RequestId,
+        (turn, turn_tag): (RequestId, u64),
         first: &Usage,
     ) -> Option<Pick> {
         let q = &mut self.lanes[lane].bands[band];
@@ -132,7 +132,17 @@ impl Scheduler {
         }
         let p = &self.requests[id];
         let f = &self.flows[p.flow];
-        if f.parked || f.finish > vtime.saturating_add(p.size) {
+        // Never ahead of a tenant served less than it: not of a flow whose request starts
+        // before this flow's finish, nor of a tenant behind it in its share of the lane's
+        // credential scope — which remembers a tenant whose requests never wait long
+        // enough to keep a flow, where a flow that empties starts afresh.
+        if f.parked || f.finish > vtime.saturating_add(p.size) || f.finish > turn_tag {
+            return None;
+        }
+        let turn_tenant = self.flows[self.requests[turn].flow].tenant;
+        if let Some(&credential) = self.lanes[lane].scopes.first()
+            && self.shares.start(credential, f.tenant) > self.shares.start(credential, turn_tenant)
+        {
             return None;
         }
         if self.tenant_block(now, f.tenant, &p.usage).is_some() {
@@ -213,6 +223,7 @@ impl Scheduler {
         let mut ends = super::Ends::new();
         for &s in &self.lanes[lane].scopes {
             self.scopes[s].scope.take(now, &p.usage, &mut ends);
+            self.shares.served(s, tenant, p.size);
         }
         let t = &mut self.tenants[tenant];
         t.in_flight += 1;
