@@ -22,6 +22,7 @@ pub mod recent;
 mod stream;
 mod tally;
 mod trace;
+mod underway;
 mod usage;
 
 use std::collections::HashMap;
