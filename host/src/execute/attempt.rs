@@ -12,10 +12,10 @@ use super::charge;
 use super::pool::{self, choosing};
 use super::stream::Stream;
 use super::tally::Tally;
+use super::underway::Underway;
 use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
 use super::{recent, trace};
 use crate::admission::{Acquire, Class, Permit, Refused, Rejection, Usage};
-use crate::budget::Reservation;
 use crate::contract::{BodyDigest, Request, WireOutcome as Wire};
 use crate::guard::GuardedPolicy;
 use crate::headers::encode_fields;
@@ -166,9 +166,10 @@ impl Executor {
         run
     }
 
-    /// The checks before a call queues ([`Self::before_queue`]), then one attempt after
-    /// another ([`Self::attempt_loop`]). Two futures, one after the other, so a call waiting
-    /// in the queue keeps no room for the checks' state (`benches/call_memory.rs`).
+    /// The checks before a call queues ([`Self::before_queue`]), its budget's charge, then
+    /// one attempt after another ([`Self::attempt_loop`]). Futures one after the other, so a
+    /// call waiting in the queue keeps no room for the checks' state
+    /// (`benches/call_memory.rs`).
     async fn attempts(
         &self,
         call: &Call,
@@ -177,10 +178,24 @@ impl Executor {
         span: &Span,
     ) -> Run {
         let started = self.clock.now();
-        let (policy, mut p, reservation) = match self.before_queue(call, span, started).await {
+        let (policy, p) = match self.before_queue(call, span, started).await {
             Ok(ready) => ready,
             Err(end) => return Run::Done(end),
         };
+        // From here the call holds what its caller may leave behind: see `Underway`.
+        let mut run = Underway::new(self, p);
+        // A spent budget refuses before the call takes a place in the queue.
+        // Boxed: a reservation is large, and held inline it would grow every waiting call,
+        // with budgets or without (`benches/call_memory.rs`).
+        match self.charge(&call.provider, &run.p).await {
+            Ok(r) => run.reservation = r.map(Box::new),
+            Err(end) => {
+                // Refused before its send: a probe it took goes back.
+                self.breakers.release(&run.p.paths);
+                run.ended();
+                return Run::Done(end);
+            }
+        }
         let cx = Attempting {
             call,
             policy: &policy,
@@ -188,7 +203,7 @@ impl Executor {
             stream,
             span,
         };
-        self.attempt_loop(&cx, observer, &mut p, reservation).await
+        self.attempt_loop(&cx, observer, &mut run).await
     }
 
     /// One attempt after another, each in its own span, until the call is done, stopped or
@@ -201,16 +216,19 @@ impl Executor {
         &self,
         cx: &Attempting<'_>,
         observer: &mut dyn Observer,
-        p: &mut Prepared,
-        reservation: Option<Box<Reservation>>,
+        underway: &mut Underway<'_>,
     ) -> impl Future<Output = Run> {
         async move {
-            let (span, mut t) = (cx.span, Tally::default());
+            let span = cx.span;
             loop {
+                let (p, t) = (&mut underway.p, &mut underway.t);
                 let attempt = trace::attempt_span(span, t.attempts + 1);
                 let sent_before = t.attempts;
-                let step = self.attempt(cx, p, &mut t, observer);
+                let step = self.attempt(cx, p, t, observer);
                 if let Some(run) = step.instrument(attempt).await {
+                    // It ends here: its paths and its charge are settled below, not left.
+                    underway.ended();
+                    let (p, reservation) = (&underway.p, underway.reservation.take());
                     return match run {
                         Run::Done(outcome) => {
                             if let Outcome::Ended(end) = &outcome
@@ -238,16 +256,16 @@ impl Executor {
         }
     }
 
-    /// The checks before a call queues: its provider and credential, its path's breakers,
-    /// its plugin's plan and its budget's charge; `Err`: the call ends here, nothing sent. A
-    /// future of its own, so what the checks hold is gone before the call waits in the
-    /// queue (`benches/call_memory.rs`).
+    /// The checks before a call queues: its provider and credential, its path's breakers and
+    /// its plugin's plan; `Err`: the call ends here, nothing sent. A future of its own, so
+    /// what the checks hold is gone before the call waits in the queue
+    /// (`benches/call_memory.rs`).
     async fn before_queue(
         &self,
         call: &Call,
         span: &Span,
         started: Instant,
-    ) -> Result<(Arc<GuardedPolicy>, Prepared, Option<Box<Reservation>>), Outcome> {
+    ) -> Result<(Arc<GuardedPolicy>, Prepared), Outcome> {
         // Read once: every attempt of this call plans and reads on this version.
         let Some(policy) = self.policy(&call.provider) else {
             return Err(Tally::default().end(
@@ -304,17 +322,7 @@ impl Executor {
                 return Err(breaker_open(&mut Tally::default(), open));
             }
         }
-        // A spent budget refuses before the call takes a place in the queue.
-        // Boxed: a reservation is large, and held inline it would grow every waiting call,
-        // with budgets or without (`benches/call_memory.rs`).
-        let reservation = match self.charge(&call.provider, &p).await {
-            Ok(r) => r.map(Box::new),
-            Err(end) => {
-                self.breakers.release(&p.paths);
-                return Err(end);
-            }
-        };
-        Ok((policy, p, reservation))
+        Ok((policy, p))
     }
 
     /// One attempt: admitted, sent, read, decided. `None`: go on to the next one.

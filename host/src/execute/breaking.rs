@@ -11,11 +11,17 @@
 //! tenant would meet it. An attempt cut by its caller's own deadline (`x-sluice-deadline-ms`,
 //! `Call::deadline`) is the caller's failure too, and trips only its tenant's breaker: only
 //! the transport's own timeouts count on the path. A 429 or a spent quota trips none: it
-//! holds the scope it is about.
+//! holds the scope it is about. Nor does a call its caller abandons (an agent hanging up,
+//! a dropped future): no answer was read, and a probe it held goes back (`underway`).
 //!
 //! The model is part of the credential's path: one model failing leaves the key's other
 //! models alone. It is not part of the tenant's: the model is the caller's to choose, and a
 //! tenant looping on failures must not dodge its own breaker by naming a new model each time.
+//!
+//! Each path is kept under its owner — the credential's under `provider credential`, the
+//! tenant's own under the tenant — so a tenant inventing paths (routes, model names) only
+//! ever crowds out paths of its own credential or its own tenant, never another's open
+//! breaker ([`crate::retry::breaker`]).
 
 use std::time::{Duration, Instant};
 
@@ -28,13 +34,19 @@ const MAX_MODEL: usize = 64;
 /// Room kept in a tenant's path for ` tenant=` and a name of usual length.
 const TENANT_ROOM: usize = 40;
 
-/// A call's two breaker paths.
+/// A call's two breaker paths, each with its owner: the credential (`provider credential`,
+/// the shared path's first words) and the tenant (its own path's last).
 #[derive(Debug, Clone)]
 pub(super) struct BreakerPaths {
     /// The credential's, shared by its tenants.
     pub(super) shared: String,
     /// The call's tenant's own.
     pub(super) tenant: String,
+    /// Where the credential ends in `shared` (`u32`: a waiting call holds the paths inline,
+    /// `benches/call_memory.rs`; an owner past 4 GiB would be the whole path).
+    credential_end: u32,
+    /// Where the tenant's name begins in `tenant`.
+    tenant_start: u32,
 }
 
 impl BreakerPaths {
@@ -83,7 +95,26 @@ impl BreakerPaths {
                 None => shared.push_str(&printable),
             }
         }
-        Self { shared, tenant }
+        let credential_end = offset(provider.len() + 1 + credential.len());
+        let tenant_start = offset(tenant.len());
+        Self {
+            shared,
+            tenant,
+            credential_end,
+            tenant_start,
+        }
+    }
+
+    /// The credential that owns the shared path: `provider credential`.
+    pub(super) fn credential(&self) -> &str {
+        let end = usize::try_from(self.credential_end).unwrap_or(usize::MAX);
+        self.shared.get(..end).unwrap_or(&self.shared)
+    }
+
+    /// The tenant that owns its own path, as the path names it.
+    pub(super) fn tenant_name(&self) -> &str {
+        let start = usize::try_from(self.tenant_start).unwrap_or(usize::MAX);
+        self.tenant.get(start..).unwrap_or(&self.tenant)
     }
 
     /// The paths with the tenant's named: `provider credential METHOD /route tenant=NAME`.
@@ -95,8 +126,14 @@ impl BreakerPaths {
     /// Names the tenant in the tenant's path, as [`BreakerPaths::of_tenant`] does.
     pub(super) fn name_tenant(&mut self, tenant: &str) {
         self.tenant.push_str(" tenant=");
+        self.tenant_start = offset(self.tenant.len());
         self.tenant.push_str(&crate::printable::printable(tenant));
     }
+}
+
+/// An offset in a path, as kept (`u32::MAX` past it: see `BreakerPaths::credential_end`).
+fn offset(at: usize) -> u32 {
+    u32::try_from(at).unwrap_or(u32::MAX)
 }
 
 /// Whose failure an answer is.
@@ -144,31 +181,34 @@ impl CallBreakers {
     /// Whether a call on the credential's path of `paths` may be planned at `now`: a path
     /// that is open costs no plugin call.
     pub(super) fn allow_path(&self, paths: &BreakerPaths, now: Instant) -> Result<(), Open> {
-        self.shared.check(&paths.shared, now)
+        self.shared.check(paths.credential(), &paths.shared, now)
     }
 
     /// Whether the tenant's own path of `paths`, named after the plan, lets the call go at
     /// `now`. A refusal gives back the probe of the credential's path the call took.
     pub(super) fn allow_tenant(&self, paths: &BreakerPaths, now: Instant) -> Result<(), Open> {
         self.tenants
-            .check(&paths.tenant, now)
-            .inspect_err(|_| self.shared.release(&paths.shared))
+            .check(paths.tenant_name(), &paths.tenant, now)
+            .inspect_err(|_| self.shared.release(paths.credential(), &paths.shared))
     }
 
     /// Whether a call on `paths` may go at `now` (a retry): its tenant's breaker, then its
     /// credential's.
     pub(super) fn allow(&self, paths: &BreakerPaths, now: Instant) -> Result<(), Open> {
-        self.tenants.check(&paths.tenant, now)?;
-        self.shared.check(&paths.shared, now).inspect_err(|_| {
-            // Nothing is sent: a probe of the tenant's path it took goes back.
-            self.tenants.release(&paths.tenant);
-        })
+        self.tenants
+            .check(paths.tenant_name(), &paths.tenant, now)?;
+        self.shared
+            .check(paths.credential(), &paths.shared, now)
+            .inspect_err(|_| {
+                // Nothing is sent: a probe of the tenant's path it took goes back.
+                self.tenants.release(paths.tenant_name(), &paths.tenant);
+            })
     }
 
-    /// Whether the credential's path `shared` refuses calls at `now`; looking changes
+    /// Whether the credential's path of `paths` refuses calls at `now`; looking changes
     /// nothing.
-    pub(super) fn refuses(&self, shared: &str, now: Instant) -> bool {
-        self.shared.refuses(shared, now)
+    pub(super) fn refuses(&self, paths: &BreakerPaths, now: Instant) -> bool {
+        self.shared.refuses(paths.credential(), &paths.shared, now)
     }
 
     /// Whether any credential's path is open or half-open now.
@@ -179,14 +219,14 @@ impl CallBreakers {
     /// A call on `paths` ended with no word on them (refused before its send, or answered
     /// 429): a probe it held goes back to the next call.
     pub(super) fn release(&self, paths: &BreakerPaths) {
-        self.tenants.release(&paths.tenant);
-        self.shared.release(&paths.shared);
+        self.tenants.release(paths.tenant_name(), &paths.tenant);
+        self.shared.release(paths.credential(), &paths.shared);
     }
 
     /// A call on `paths` succeeded: both paths are well.
     pub(super) fn success(&self, paths: &BreakerPaths) {
-        self.tenants.success(&paths.tenant);
-        self.shared.success(&paths.shared);
+        self.tenants.success(paths.tenant_name(), &paths.tenant);
+        self.shared.success(paths.credential(), &paths.shared);
     }
 
     /// A call on `paths` failed with `code`, `blame`'s fault.
@@ -194,12 +234,14 @@ impl CallBreakers {
         // The other path had no word: a probe of it the call held goes back.
         match blame {
             Blame::Path => {
-                self.shared.failure(&paths.shared, code, now);
-                self.tenants.release(&paths.tenant);
+                self.shared
+                    .failure(paths.credential(), &paths.shared, code, now);
+                self.tenants.release(paths.tenant_name(), &paths.tenant);
             }
             Blame::Request => {
-                self.tenants.failure(&paths.tenant, code, now);
-                self.shared.release(&paths.shared);
+                self.tenants
+                    .failure(paths.tenant_name(), &paths.tenant, code, now);
+                self.shared.release(paths.credential(), &paths.shared);
             }
             Blame::Scope => self.release(paths),
         }
@@ -245,6 +287,7 @@ mod tests {
         let p = BreakerPaths::of("openai", "team", "POST /v1/chat", Some("gpt-4o"), "acme");
         assert_eq!(p.shared, "openai team POST /v1/chat gpt-4o");
         assert_eq!(p.tenant, "openai team POST /v1/chat tenant=acme");
+        assert_eq!((p.credential(), p.tenant_name()), ("openai team", "acme"));
         let other = BreakerPaths::of("openai", "team", "POST /v1/chat", Some("gpt-9"), "acme");
         assert_eq!(
             other.tenant, p.tenant,
@@ -254,6 +297,7 @@ mod tests {
         let p = BreakerPaths::of("openai", "team", "POST /v1/chat", Some(&long), "a\nb");
         assert!(p.shared.ends_with(&format!("{}…", "m".repeat(MAX_MODEL))));
         assert!(p.tenant.ends_with(r"tenant=a\nb"), "{}", p.tenant);
+        assert_eq!(p.tenant_name(), r"a\nb");
         let p = BreakerPaths::of("stripe", "live", "POST /v1/charges", None, "acme");
         assert_eq!(p.shared, "stripe live POST /v1/charges");
     }

@@ -1,69 +1,10 @@
 //! What a call may spend beyond its own class budget: its task's attempts (and whether the
-//! task was cancelled: [`crate::task`] keeps both), its scope's places for delayed retries,
-//! and the holds a spent quota puts on its scope.
-
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+//! task was cancelled: [`crate::task`] keeps both), its scope's places for delayed retries
+//! (its tenant's share of them: [`super::places`]), and the holds a spent quota puts on its
+//! scope.
 
 use super::Executor;
 use crate::admission::{Hold, ScopeKey, TaskId};
-
-/// Each credential scope's places for delayed retries: at most `max` calls of a scope wait
-/// to retry at once (`RetryConfig::max_delayed_requests`).
-#[derive(Debug)]
-pub(super) struct DelayPlaces {
-    max: u32,
-    taken: Mutex<HashMap<(String, String), u32>>,
-}
-
-/// A call's place among its scope's delayed retries, given back when dropped.
-pub(super) struct Delayed<'a> {
-    places: &'a DelayPlaces,
-    key: (String, String),
-}
-
-impl Drop for Delayed<'_> {
-    fn drop(&mut self) {
-        let mut taken = self.places.lock();
-        if let Some(n) = taken.get_mut(&self.key) {
-            *n = n.saturating_sub(1);
-        }
-    }
-}
-
-impl DelayPlaces {
-    /// At most `max` places a scope.
-    pub(super) fn new(max: u32) -> Self {
-        Self {
-            max,
-            taken: Mutex::default(),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), u32>> {
-        self.taken.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A place among `provider`/`credential`'s delayed retries, if one is free.
-    pub(super) fn take(&self, provider: &str, credential: &str) -> Option<Delayed<'_>> {
-        let key = (provider.to_owned(), credential.to_owned());
-        let mut taken = self.lock();
-        let n = taken.entry(key.clone()).or_default();
-        if *n >= self.max {
-            return None;
-        }
-        *n += 1;
-        Some(Delayed { places: self, key })
-    }
-
-    /// The places of `provider`/`credential` taken now.
-    pub(super) fn taken(&self, provider: &str, credential: &str) -> u32 {
-        self.lock()
-            .get(&(provider.to_owned(), credential.to_owned()))
-            .copied()
-            .unwrap_or(0)
-    }
-}
 
 impl Executor {
     /// The hold a spent quota put on `provider`/`credential`'s scope, if one is in force.

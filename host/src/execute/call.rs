@@ -235,7 +235,9 @@ pub enum Reason {
     Cancelled,
     /// The path's circuit breaker is open.
     BreakerOpen(Open),
-    /// Too many calls of the scope are already waiting to retry.
+    /// Too many calls of the scope are already waiting to retry, and the call's tenant holds
+    /// at least its share of the places; or the call's place was taken back, while it
+    /// waited, for a tenant holding fewer than its share.
     ScopeRetriesFull {
         /// The scope's bound.
         max_delayed_requests: u32,
@@ -285,7 +287,8 @@ impl std::fmt::Display for Reason {
                 max_delayed_requests,
             } => write!(
                 f,
-                "the scope's {max_delayed_requests} places for calls waiting to retry are full"
+                "the scope's {max_delayed_requests} places for calls waiting to retry are full, \
+                 and this call's tenant holds at least its share of them"
             ),
             Self::TaskBudgetExhausted { max_attempts } => {
                 write!(f, "the task's budget of {max_attempts} attempts is spent")

@@ -15,12 +15,14 @@ mod budgets;
 mod call;
 mod charge;
 mod generations;
+mod places;
 mod pool;
 mod reading;
 pub mod recent;
 mod stream;
 mod tally;
 mod trace;
+mod underway;
 mod usage;
 
 use std::collections::HashMap;
@@ -63,8 +65,8 @@ pub struct Executor {
     /// their requests cause.
     breakers: breaking::CallBreakers,
     rng: Mutex<fastrand::Rng>,
-    /// Each scope's places for delayed retries.
-    delayed: budgets::DelayPlaces,
+    /// Each scope's places for delayed retries, shared by its tenants.
+    delayed: places::DelayPlaces,
     /// Cancelled tasks, and the attempts each sent against `RetryConfig::task_max_attempts`.
     tasks: Tasks,
     /// Reads in flight that opted into sharing, by what they ask.
@@ -115,7 +117,7 @@ impl Executor {
     ) -> Self {
         let open_for = Duration::from_millis(retry.breaker_open_ms);
         let breakers = breaking::CallBreakers::new(retry.breaker_threshold, open_for);
-        let delayed = budgets::DelayPlaces::new(retry.max_delayed_requests);
+        let delayed = places::DelayPlaces::new(retry.max_delayed_requests);
         let tasks = Tasks::new(retry.task_max_attempts);
         Self {
             admission,

@@ -68,7 +68,7 @@ impl Executor {
                 .unwrap_or_default()
             {
                 let paths = pooled.paths_with(&call.provider, &m);
-                if self.breakers.refuses(&paths.shared, now) && !avoid.contains(&m) {
+                if self.breakers.refuses(&paths, now) && !avoid.contains(&m) {
                     avoid.push(m);
                 }
             }

@@ -256,8 +256,11 @@ impl Executor {
                 t.keep_answer(wire);
                 self.breakers
                     .failure(paths, blame, &failure, self.clock.now());
-                // A place to wait first: a retry refused one takes no breaker probe.
-                let Some(_place) = self.delayed.take(&call.provider, p.credential(call)) else {
+                // A place to wait first (its tenant's share of the scope's: `places`): a
+                // retry refused one takes no breaker probe.
+                let places = &self.delayed;
+                let Some(mut place) = places.take(&call.provider, p.credential(call), &p.tenant)
+                else {
                     return Some(std::mem::take(t).end(
                         Reason::ScopeRetriesFull {
                             max_delayed_requests: self.retry.max_delayed_requests,
@@ -279,7 +282,21 @@ impl Executor {
                 }
                 trace::retry(call, t.attempts, status, c.verdict, delay);
                 observer.retry_scheduled(t.attempts, delay);
-                tokio::time::sleep(delay).await;
+                let slept_from = self.clock.now();
+                if !place.wait(delay).await {
+                    // Taken back for a tenant under its share: this call's tenant holds more
+                    // than its own, and the call ends as one that found the places full. Its
+                    // next attempt is not sent: a probe it took goes back.
+                    self.breakers.release(paths);
+                    let slept = self.clock.now().saturating_duration_since(slept_from);
+                    t.waited += slept;
+                    return Some(std::mem::take(t).end(
+                        Reason::ScopeRetriesFull {
+                            max_delayed_requests: self.retry.max_delayed_requests,
+                        },
+                        NextAction::RetryLater(Some(delay.saturating_sub(slept))),
+                    ));
+                }
                 t.waited += delay;
                 None
             }

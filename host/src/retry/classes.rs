@@ -47,6 +47,8 @@ pub struct RetryConfig {
     /// The backoff's largest window, in milliseconds.
     pub backoff_cap_ms: u64,
     /// The most calls of one scope waiting to retry at once; beyond it a failed call ends.
+    /// The scope's tenants share them: a tenant holding fewer than its share (this bound over
+    /// the tenants holding places) is never refused for another's sake.
     pub max_delayed_requests: u32,
     /// The most attempts one task may send, over all its calls; `0`: no task budget.
     pub task_max_attempts: u32,

@@ -77,7 +77,9 @@ pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
         default: "64",
         range: "0 ..= 1000000",
         what: "The most calls of one scope waiting to retry at once; past it a failed call ends \
-            instead.",
+            instead. Its tenants share them: a tenant holding fewer than its share (this bound \
+            over the tenants holding places) takes one back from the tenant holding the most, \
+            whose waiting call then ends.",
     },
     KeyDoc {
         key: "retry.task_max_attempts",
