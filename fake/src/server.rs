@@ -241,7 +241,19 @@ async fn attempt(
         None => {}
     }
 
-    let parsed = serde_json::from_slice::<serde_json::Value>(&body).ok();
+    // A long body is parsed off the threads that serve other connections, as a provider's
+    // other customers are not served by the machine parsing one customer's upload.
+    let parsed = if body.len() > 64 << 10 {
+        let whole = body.clone();
+        tokio::task::spawn_blocking(move || {
+            serde_json::from_slice::<serde_json::Value>(&whole).ok()
+        })
+        .await
+        .ok()
+        .flatten()
+    } else {
+        serde_json::from_slice::<serde_json::Value>(&body).ok()
+    };
     let asked = asked(&path, &body, parsed.as_ref(), style);
     let (rpm, tpm) = (shared.config.rpm, shared.config.tpm);
     let t = now();

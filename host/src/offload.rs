@@ -54,7 +54,7 @@ pub fn detached(offload: bool, f: impl FnOnce() + Send + 'static) {
 }
 
 /// `read(body)`: here for a body of at most [`READ_INLINE_BYTES`], on the blocking pool for
-/// a longer one (here after all if the runtime is stopping).
+/// a longer one, at most [`long_reads`] at once (here after all if the runtime is stopping).
 pub async fn read<T, F>(body: &Bytes, read: F) -> T
 where
     T: Send + 'static,
@@ -68,12 +68,25 @@ where
     Box::pin(on_pool(body, read)).await
 }
 
-/// [`read`] on the blocking pool.
+/// Long bodies read at once: one fewer than the cores the process may use (at least one).
+/// However many long bodies arrive together — one tenant's flood of 20 MB uploads — reading
+/// them never takes every core: the calls of every other tenant keep one.
+fn long_reads() -> &'static tokio::sync::Semaphore {
+    static READS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    READS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        tokio::sync::Semaphore::new(cores.saturating_sub(1).max(1))
+    })
+}
+
+/// [`read`] on the blocking pool, once a place among the [`long_reads`] is free (they are
+/// given in turn).
 async fn on_pool<T, F>(body: &Bytes, read: F) -> T
 where
     T: Send + 'static,
     F: Fn(&[u8]) -> T + Clone + Send + 'static,
 {
+    let _place = long_reads().acquire().await;
     let (whole, reader) = (body.clone(), read.clone());
     match blocking(true, move || reader(&whole)).await {
         Ok(t) => t,

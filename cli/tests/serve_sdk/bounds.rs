@@ -3,13 +3,13 @@
 //! what an agent's headers and paths may carry to the provider.
 
 use std::io::{Read, Write as _};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::time::Duration;
 
 use serde_json::json;
 use sluice_fake_provider::Fault;
 
-use crate::raw::{post, post_as};
+use crate::raw::{post, post_as, post_large};
 use crate::sidecar::{AGENT_TOKEN, Deadline, World};
 
 const CHAT: &str = "/v1/chat/completions";
@@ -108,52 +108,6 @@ fn one_agents_stalled_bodies_never_keep_another_agent_out() {
     assert_eq!(refused, 300 - 256, "past the agent's 256 places");
 }
 
-/// `POST` of a body of `len` bytes as the steady agent, asking to continue first (as clients
-/// do for large bodies): the status, and the `Retry-After` of a refusal.
-fn post_large(addr: SocketAddr, len: usize) -> (u16, Option<String>) {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("a read timeout");
-    write!(
-        s,
-        "POST {AGENT_CHAT} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {AGENT_TOKEN}\r\n\
-         content-type: application/json\r\ncontent-length: {len}\r\nexpect: 100-continue\r\n\
-         connection: close\r\n\r\n"
-    )
-    .expect("send the head");
-    let mut head = [0u8; 25];
-    s.read_exact(&mut head).expect("an answer to the head");
-    if head.starts_with(b"HTTP/1.1 100") {
-        let prefix = br#"{"model":"gpt-4o","max_tokens":8,"messages":[{"role":"user","content":""#;
-        let suffix = br#""}]}"#;
-        let mut body = Vec::with_capacity(len);
-        body.extend_from_slice(prefix);
-        body.resize(len - suffix.len(), b'x');
-        body.extend_from_slice(suffix);
-        s.write_all(&body).expect("send the body");
-        drop(body);
-        let mut rest = Vec::new();
-        let _ = s.read_to_end(&mut rest);
-        let text = String::from_utf8_lossy(&rest);
-        let status = text
-            .split("HTTP/1.1 ")
-            .nth(1)
-            .and_then(|t| t.get(..3)?.parse().ok())
-            .unwrap_or(0);
-        return (status, None);
-    }
-    let mut rest = Vec::new();
-    let _ = s.read_to_end(&mut rest);
-    let text = String::from_utf8_lossy(&head).into_owned() + &String::from_utf8_lossy(&rest);
-    let status = text.get(9..12).and_then(|t| t.parse().ok()).unwrap_or(0);
-    let retry_after = text.lines().find_map(|l| {
-        l.to_ascii_lowercase()
-            .strip_prefix("retry-after:")
-            .map(|v| v.trim().to_owned())
-    });
-    (status, retry_after)
-}
-
 /// 40 bodies of 20 MiB sent at once by one tenant, to a provider that answers each in 3 s:
 /// its bodies' memory is bounded (`serve.max_body_memory_per_tenant`, 256 MiB), the ones past
 /// it are answered 503 with `Retry-After`, the process grows by at most 300 MB, and its memory
@@ -172,7 +126,7 @@ fn held_bodies_are_bounded_and_their_memory_comes_back() {
     let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(before));
     let answers = std::thread::scope(|scope| {
         let senders: Vec<_> = (0..40)
-            .map(|_| scope.spawn(move || post_large(addr, LEN)))
+            .map(|_| scope.spawn(move || post_large(addr, AGENT_TOKEN, LEN)))
             .collect();
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let sampler = {

@@ -14,6 +14,7 @@ mod faults;
 mod mixed;
 mod neighbours;
 mod never_twice;
+mod noisy;
 mod pools;
 mod python;
 mod raw;

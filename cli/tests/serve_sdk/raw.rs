@@ -109,3 +109,54 @@ pub fn post_as(
         },
     }
 }
+
+/// `POST` to the chat route of a body of `len` bytes with the agent token `token`, asking to
+/// continue first (as clients do for large bodies): the status, and the `Retry-After` of a
+/// refusal.
+pub fn post_large(addr: SocketAddr, token: &str, len: usize) -> (u16, Option<String>) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("a read timeout");
+    write!(
+        s,
+        "POST /openai/v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer \
+         {token}\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\
+         expect: 100-continue\r\nconnection: close\r\n\r\n"
+    )
+    .expect("send the head");
+    let mut head = [0u8; 25];
+    if s.read_exact(&mut head).is_err() {
+        return (0, None);
+    }
+    if head.starts_with(b"HTTP/1.1 100") {
+        let prefix = br#"{"model":"gpt-4o","max_tokens":8,"messages":[{"role":"user","content":""#;
+        let suffix = br#""}]}"#;
+        let mut body = Vec::with_capacity(len);
+        body.extend_from_slice(prefix);
+        body.resize(len - suffix.len(), b'x');
+        body.extend_from_slice(suffix);
+        if s.write_all(&body).is_err() {
+            return (0, None);
+        }
+        drop(body);
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        let text = String::from_utf8_lossy(&rest);
+        let status = text
+            .split("HTTP/1.1 ")
+            .nth(1)
+            .and_then(|t| t.get(..3)?.parse().ok())
+            .unwrap_or(0);
+        return (status, None);
+    }
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    let text = String::from_utf8_lossy(&head).into_owned() + &String::from_utf8_lossy(&rest);
+    let status = text.get(9..12).and_then(|t| t.parse().ok()).unwrap_or(0);
+    let retry_after = text.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("retry-after:")
+            .map(|v| v.trim().to_owned())
+    });
+    (status, retry_after)
+}
