@@ -10,6 +10,7 @@
 #![cfg(unix)]
 
 mod faults;
+mod invented_names;
 mod mixed;
 mod neighbours;
 mod never_twice;

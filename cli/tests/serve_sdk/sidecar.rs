@@ -392,6 +392,11 @@ impl Sidecar {
         serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {answer}"))
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     /// What it printed on standard error so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
