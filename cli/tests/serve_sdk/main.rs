@@ -11,6 +11,7 @@
 
 mod bounds;
 mod faults;
+mod invented_names;
 mod mixed;
 mod neighbours;
 mod never_twice;

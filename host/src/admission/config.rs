@@ -8,6 +8,9 @@
 //! into, the scope `model:<name>`, which `[providers.X.models.<name>]` configures without
 //! quoting (a model name with a dot needs quotes as a TOML key: `models."gpt-4.1"`). Any other
 //! name goes under `[providers.X.scopes.<name>]`; configuring one scope both ways is refused.
+//! A scope named by requests but not here is unbounded until responses teach it limits; a
+//! provider keeps at most `max_unconfigured_scopes` such names at once, so an agent writing a
+//! new model into each request cannot grow the host (see [`super::scheduler`]).
 //!
 //! ```toml
 //! margin = 0.9                     # pace at 90% of every provider limit
@@ -16,6 +19,8 @@
 //! max_queued = 100000              # requests waiting, all scopes together
 //! max_queued_per_scope = 10000
 //! max_wait_ms = 600000             # a request that would wait longer is refused at once
+//! max_unconfigured_scopes = 256    # models (scopes) requests name and the file does not,
+//!                                  # kept per provider; past them, `model:other`
 //!
 //! [providers.openai.limits]        # each credential's own bucket
 //! requests_per_minute = 500
@@ -92,6 +97,15 @@ pub struct QueueConfig {
     /// The longest estimated wait a request is queued for, in milliseconds (at most
     /// [`MAX_WAIT_MS`], a day).
     pub max_wait_ms: NonZeroU64,
+    /// The most names of narrower scopes the configuration does not name (a model an agent
+    /// wrote in its request) each provider keeps at once, over all its credentials (at most
+    /// [`MAX_UNCONFIGURED_SCOPES`]); a name past them is counted under `model:other` or
+    /// `other`. A provider's own `max_unconfigured_scopes` replaces it.
+    pub max_unconfigured_scopes: u32,
+    /// How long such a scope stays at rest (nothing waiting or in flight, no hold, its
+    /// buckets full) before it is forgotten and its place freed, in milliseconds (at most
+    /// [`MAX_WAIT_MS`]).
+    pub unconfigured_idle_ms: NonZeroU64,
 }
 
 /// One provider's scopes.
@@ -114,6 +128,9 @@ pub struct ProviderConfig {
     /// The longest estimated wait on this provider, in milliseconds, instead of the queue's
     /// (at most [`MAX_WAIT_MS`]).
     pub max_wait_ms: Option<NonZeroU64>,
+    /// The most names of its narrower scopes the configuration does not name it keeps at
+    /// once, instead of the queue's (at most [`MAX_UNCONFIGURED_SCOPES`]).
+    pub max_unconfigured_scopes: Option<u32>,
     /// Credentials' own limits, by label, where they differ from the provider's (see
     /// [`pools`]).
     pub credentials: BTreeMap<String, CredentialLimits>,
@@ -235,6 +252,8 @@ impl Default for QueueConfig {
             max_queued: NonZeroU32::new(100_000).unwrap_or(NonZeroU32::MAX),
             max_queued_per_scope: NonZeroU32::new(10_000).unwrap_or(NonZeroU32::MAX),
             max_wait_ms: NonZeroU64::new(600_000).unwrap_or(NonZeroU64::MAX),
+            max_unconfigured_scopes: 256,
+            unconfigured_idle_ms: NonZeroU64::new(600_000).unwrap_or(NonZeroU64::MAX),
         }
     }
 }
@@ -253,7 +272,9 @@ mod file;
 pub mod pools;
 mod syntax;
 
-pub use bounds::{MAX_IN_FLIGHT, MAX_QUEUED, MAX_WAIT_MS, MAX_WEIGHT, MIN_MARGIN};
+pub use bounds::{
+    MAX_IN_FLIGHT, MAX_QUEUED, MAX_UNCONFIGURED_SCOPES, MAX_WAIT_MS, MAX_WEIGHT, MIN_MARGIN,
+};
 pub use file::MAX_FILE_BYTES;
 pub(crate) use file::read as read_text;
 pub use pools::{CredentialLimits, MAX_POOL_MEMBERS, PoolConfig};
@@ -337,7 +358,8 @@ impl Config {
 
     /// Checks what the types cannot: that every number is in its range (margins from
     /// [`MIN_MARGIN`] to 1, waits up to [`MAX_WAIT_MS`], queue bounds up to [`MAX_QUEUED`],
-    /// requests in flight up to [`MAX_IN_FLIGHT`], weights up to [`MAX_WEIGHT`]), tier
+    /// requests in flight up to [`MAX_IN_FLIGHT`], weights up to [`MAX_WEIGHT`], places of
+    /// unconfigured scopes up to [`MAX_UNCONFIGURED_SCOPES`]), tier
     /// references, and that every quota can be paced.
     ///
     /// # Errors
@@ -348,6 +370,11 @@ impl Config {
         bounds::queued("queue.max_queued", Some(q.max_queued))?;
         bounds::queued("queue.max_queued_per_scope", Some(q.max_queued_per_scope))?;
         bounds::wait_ms("queue.max_wait_ms", Some(q.max_wait_ms))?;
+        bounds::unconfigured(
+            "queue.max_unconfigured_scopes",
+            Some(q.max_unconfigured_scopes),
+        )?;
+        bounds::wait_ms("queue.unconfigured_idle_ms", Some(q.unconfigured_idle_ms))?;
         for (name, p) in &self.providers {
             let margin = p.margin.unwrap_or(self.margin);
             if let Some(m) = p.margin {
@@ -355,6 +382,10 @@ impl Config {
             }
             bounds::queued(&format!("providers.{name}.max_queued"), p.max_queued)?;
             bounds::wait_ms(&format!("providers.{name}.max_wait_ms"), p.max_wait_ms)?;
+            bounds::unconfigured(
+                &format!("providers.{name}.max_unconfigured_scopes"),
+                p.max_unconfigured_scopes,
+            )?;
             bounds::limits(&format!("providers.{name}.limits"), &p.limits)?;
             shape(&format!("providers.{name}.limits"), &p.limits, margin)?;
             for model in p.models.keys() {

@@ -177,16 +177,19 @@ mod lanes;
 mod names;
 mod observe;
 mod pools;
+mod rest;
 mod run;
 mod scopes;
 mod shared;
 mod shares;
+mod slot;
 mod snapshot;
 mod submit;
 mod tenants;
 #[cfg(test)]
 mod tests;
 mod turn;
+pub mod unconfigured;
 mod waiting;
 
 impl Scheduler {
@@ -222,16 +225,17 @@ impl Scheduler {
         &self.config
     }
 
-    /// When [`Scheduler::poll`] can next admit or expire something, if anything is waiting
-    /// on time. (It may be early: a woken request can find its scope still busy.)
+    /// When [`Scheduler::poll`] can next admit or expire something, or forget a scope at
+    /// rest ([`unconfigured`]), if anything is waiting on time. (It may be early: a woken
+    /// request can find its scope still busy, a scope looked at can be in use again.)
     pub fn next_wake(&self) -> Option<Nanos> {
         let timer = self.timers.peek().map(|Reverse((t, _))| *t);
         // A request expires once its deadline has passed, not at the deadline itself.
         let deadline = self.deadlines.next().map(|t| t.saturating_add(1));
-        match (timer, deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [timer, deadline, self.scopes.next_look()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Requests waiting.
@@ -270,7 +274,9 @@ impl Scheduler {
         let mut ends = &g.ends[..];
         for i in 0..self.lanes[g.lane].scopes.len() {
             let s = self.lanes[g.lane].scopes[i];
-            ends = self.scopes[s].scope.settle(now, &g.usage, actual, ends);
+            let slot = &mut self.scopes[s];
+            ends = slot.scope.settle(now, &g.usage, actual, ends);
+            slot.fly(-1, now);
             // A freed slot or a refund may let a waiting lane go sooner.
             self.wake(s);
         }

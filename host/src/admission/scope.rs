@@ -481,6 +481,27 @@ impl Scope {
         &self.shape
     }
 
+    /// The instant from which this scope owes nothing: its hold and pause ended, and every
+    /// bucket full again. `None` while a call holds one of its concurrency slots or waits
+    /// at the shared store's gate for it.
+    pub(crate) fn rests_since(&self) -> Option<Nanos> {
+        if self.taken > 0 || self.gated > 0 {
+            return None;
+        }
+        let ends = [self.hold.as_deref(), self.pause.as_deref()]
+            .into_iter()
+            .flatten()
+            .map(|h| h.until);
+        Some(
+            self.tats
+                .iter()
+                .map(|t| t.tat)
+                .chain(ends)
+                .max()
+                .unwrap_or(0),
+        )
+    }
+
     /// The hold in force at `now`, if any.
     pub fn held(&self, now: Nanos) -> Option<&Hold> {
         self.hold.as_deref().filter(|h| h.until > now)

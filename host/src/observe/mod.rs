@@ -51,7 +51,8 @@
 //! | [`RETRIES`] | counter | `provider`, `reason` (the verdict) | retries scheduled |
 //! | [`CALLS_ENDED`] | counter | `provider`, `outcome` ([`outcome`]) | logical calls finished |
 //! | [`SCOPE_HOLDS`] | counter | `provider` | holds put on a scope (a 429, a spent quota, a caller's hold) |
-//! | [`QUEUE_DEPTH`] | gauge | `scope` | requests waiting on the scope |
+//! | [`QUEUE_DEPTH`] | gauge | `scope` | requests waiting on the scope (a scope the configuration names, a credential's own, a tenant's, or an overflow scope: see below) |
+//! | [`UNCONFIGURED_SCOPES`] | gauge | `provider` | names of narrower scopes the configuration does not name that the provider keeps now (at most its `max_unconfigured_scopes`; past it, new names are counted under `model:other` or `other`) |
 //! | [`USAGE_CORRECTIONS`] | counter | `provider` | charges corrected from the estimate to the usage an answer reported |
 //! | [`BREAKER_OPEN`] | gauge | `provider`, `credential` | paths of the credential whose breaker is open now (0 when none) |
 //! | [`TENANT_BREAKER_OPENED`] | counter | | times a tenant's own breaker opened on a path its requests kept failing (the event names the tenant) |
@@ -69,10 +70,19 @@
 //! | [`POOL_FAILOVERS`] | counter | `provider`, `pool`, `from` | retries of a pool's read sent with another member than the attempt before, which failed on `from` |
 //!
 //! A gauge kept per scope ([`QUEUE_DEPTH`]) is registered when the scheduler first meets the
-//! scope: install the recorder before building the host. The series every call records
-//! ([`CALLS_ADMITTED`], [`ADMISSION_WAIT`], [`ATTEMPTS`], [`CALLS_ENDED`], [`PLUGIN_CALL`])
-//! are recorded through [`Handles`], made once for each set of labels and made again when
-//! the recorder in effect changes; give a host one recorder for its life.
+//! scope: install the recorder before building the host. A narrower scope whose name came
+//! from requests and not from the configuration (a model an agent wrote) has none: such
+//! names come and go without end, and a series cannot be dropped (see
+//! [`crate::admission::scheduler::unconfigured`]), so their series would grow the exporter's
+//! output with every name ever seen. Those scopes are bounded per provider and forgotten at
+//! rest; they show in the admission snapshot (`/scopes`) while they live,
+//! [`UNCONFIGURED_SCOPES`] counts them, and the overflow scope past the bound (`model:other`,
+//! `other`) has its gauge.
+//!
+//! The series every call records ([`CALLS_ADMITTED`], [`ADMISSION_WAIT`], [`ATTEMPTS`],
+//! [`CALLS_ENDED`], [`PLUGIN_CALL`]) are recorded through [`Handles`], made once for each set
+//! of labels and made again when the recorder in effect changes; give a host one recorder
+//! for its life.
 
 mod handles;
 
@@ -98,6 +108,8 @@ pub const CALLS_ENDED: &str = "sluice_calls_ended_total";
 pub const SCOPE_HOLDS: &str = "sluice_scope_holds_total";
 /// Gauge: requests waiting on a scope.
 pub const QUEUE_DEPTH: &str = "sluice_queue_depth";
+/// Gauge: names of a provider's unconfigured narrower scopes kept now.
+pub const UNCONFIGURED_SCOPES: &str = "sluice_unconfigured_scopes";
 /// Counter: charges corrected to the usage an answer reported.
 pub const USAGE_CORRECTIONS: &str = "sluice_usage_corrections_total";
 /// Gauge: a credential's paths whose breaker is open.
@@ -178,6 +190,10 @@ pub fn describe() {
         "Holds put on a quota scope (a 429, a spent quota)"
     );
     describe_gauge!(QUEUE_DEPTH, "Requests waiting on a quota scope");
+    describe_gauge!(
+        UNCONFIGURED_SCOPES,
+        "Names of a provider's narrower scopes the configuration does not name, kept now"
+    );
     describe_counter!(
         USAGE_CORRECTIONS,
         "Charges corrected to the usage an answer reported"
@@ -277,6 +293,7 @@ mod tests {
             CALLS_ENDED,
             SCOPE_HOLDS,
             QUEUE_DEPTH,
+            UNCONFIGURED_SCOPES,
             USAGE_CORRECTIONS,
             BREAKER_OPEN,
             TENANT_BREAKER_OPENED,

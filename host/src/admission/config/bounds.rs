@@ -21,6 +21,8 @@ pub const MAX_QUEUED: u32 = 10_000_000;
 pub const MAX_IN_FLIGHT: u32 = 1_000_000;
 /// The largest tier weight.
 pub const MAX_WEIGHT: u32 = 10_000;
+/// The most names of unconfigured narrower scopes a provider can be allowed to keep.
+pub const MAX_UNCONFIGURED_SCOPES: u32 = 65_536;
 
 /// Checks a margin: the share of a provider's limit to pace at.
 pub(super) fn margin(key: &str, margin: f64) -> Result<(), ConfigError> {
@@ -56,6 +58,18 @@ pub(super) fn wait_ms(key: &str, value: Option<NonZeroU64>) -> Result<(), Config
 pub(super) fn queued(key: &str, value: Option<NonZeroU32>) -> Result<(), ConfigError> {
     value.map_or(Ok(()), |v| {
         at_most(key, v.get().into(), MAX_QUEUED.into(), "requests waiting")
+    })
+}
+
+/// Checks a bound on the names of a provider's unconfigured scopes.
+pub(super) fn unconfigured(key: &str, value: Option<u32>) -> Result<(), ConfigError> {
+    value.map_or(Ok(()), |v| {
+        at_most(
+            key,
+            v.into(),
+            MAX_UNCONFIGURED_SCOPES.into(),
+            "names of unconfigured scopes",
+        )
     })
 }
 

@@ -106,6 +106,21 @@ fn every_number_has_a_range_and_its_error_names_key_and_range() {
             "at most 10000000",
         ),
         (
+            "[queue]\nmax_unconfigured_scopes = 65537\n",
+            "queue.max_unconfigured_scopes",
+            "at most 65536",
+        ),
+        (
+            "[providers.openai]\nmax_unconfigured_scopes = 4294967295\n",
+            "providers.openai.max_unconfigured_scopes",
+            "at most 65536",
+        ),
+        (
+            "[queue]\nunconfigured_idle_ms = 86400001\n",
+            "queue.unconfigured_idle_ms",
+            "at most 86400000",
+        ),
+        (
             "[providers.openai.limits]\nconcurrent_requests = 4294967295\n",
             "providers.openai.limits.concurrent_requests",
             "at most 1000000",
@@ -143,7 +158,9 @@ fn every_number_has_a_range_and_its_error_names_key_and_range() {
     // The ends of each range are accepted.
     Config::from_toml(
         "margin = 0.01\n[queue]\nmax_wait_ms = 86400000\nmax_queued = 10000000\n\
-         [providers.p]\nmargin = 1.0\n[providers.p.limits]\nconcurrent_requests = 1000000\n\
+         max_unconfigured_scopes = 0\nunconfigured_idle_ms = 86400000\n\
+         [providers.p]\nmargin = 1.0\nmax_unconfigured_scopes = 65536\n\
+         [providers.p.limits]\nconcurrent_requests = 1000000\n\
          [tiers.t]\nweight = 10000\nmax_in_flight = 1000000\n",
     )
     .unwrap();
@@ -153,7 +170,10 @@ fn from_file(path: &Path) -> Result<Config, ConfigError> {
     // A fifo that is waited on never answers: the check must not wait.
     let (tx, rx) = std::sync::mpsc::channel();
     let path = path.to_owned();
-    std::thread::spawn(move || tx.send(Config::from_file(&path)));
+    std::thread::spawn(move || {
+        // A receiver gone has given up waiting: there is no one to tell.
+        let _ = tx.send(Config::from_file(&path));
+    });
     rx.recv_timeout(std::time::Duration::from_secs(20))
         .expect("reading the configuration waits")
 }

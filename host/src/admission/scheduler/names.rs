@@ -12,16 +12,18 @@ use crate::admission::scope::{Scope, ScopeKey, ScopeName};
 
 impl Scheduler {
     /// The scope named `key`, created on first use: a configured provider scope gets its
-    /// limits; any other starts unbounded and learns its limits from responses.
+    /// limits; any other starts unbounded and learns its limits from responses. An
+    /// unconfigured narrower scope its provider has no place for is its overflow scope
+    /// ([`super::unconfigured`]).
     pub fn scope_id(&mut self, key: &ScopeKey) -> u32 {
         let quota = match key {
             ScopeKey::Tenant(t) => self.tenants.quota_of(t),
             ScopeKey::Provider { .. } => None,
         };
-        self.scopes.id(key, quota)
+        self.scopes.id(key, quota, self.now)
     }
 
-    /// A scope by id.
+    /// A scope by id; `None` once it was forgotten.
     pub fn scope(&self, id: u32) -> Option<(&ScopeKey, &Scope)> {
         self.scopes.get(id).map(|s| (&s.key, &s.scope))
     }
@@ -29,6 +31,10 @@ impl Scheduler {
     /// The route of requests sent with `credential` to `provider` that also charge the
     /// narrower scopes `names` (a model, an endpoint family). Every request charges its
     /// credential's own scope: with no names, all of the credential's workers share it.
+    ///
+    /// A route holds until a poll forgets one of its scopes, an unconfigured one at rest for
+    /// `queue.unconfigured_idle_ms` ([`super::unconfigured`]): resolve it for each request,
+    /// as [`crate::admission::Admission`] does, rather than keep it.
     pub fn route(&mut self, provider: &str, credential: &str, names: &[&str]) -> Route {
         // Looked up by borrowed names, in an inline list: nothing is made for a route in use
         // (this runs for every request).
@@ -38,9 +44,9 @@ impl Scheduler {
             name,
         };
         let mut scopes: SmallVec<[u32; 4]> = SmallVec::new();
-        scopes.push(self.scopes.id_of(scope(None), None));
+        scopes.push(self.scopes.id_of(scope(None), None, self.now));
         for name in names {
-            let id = self.scopes.id_of(scope(Some(name)), None);
+            let id = self.scopes.id_of(scope(Some(name)), None, self.now);
             if !scopes.contains(&id) {
                 scopes.push(id);
             }

@@ -107,10 +107,14 @@ impl Scheduler {
     }
 
     /// The scope key of `grant`'s credential, and of a narrower scope `name` of the same
-    /// credential: where a plugin's observation about a response lands.
+    /// credential: where a plugin's observation about a response lands. An unconfigured
+    /// name with no scope of its own that the grant was counted under its overflow scope
+    /// for, or that its provider has no place for, lands in the overflow scope (see
+    /// [`super::unconfigured`]).
     pub fn observed_scope(&self, grant: GrantId, name: Option<&str>) -> Option<ScopeKey> {
         let g = self.grants.get(grant)?;
-        let first = self.lanes[g.lane].scopes[0];
+        let charged = &self.lanes[g.lane].scopes;
+        let first = charged[0];
         match (&self.scopes[first].key, name) {
             (key, None) => Some(key.clone()),
             (
@@ -120,11 +124,14 @@ impl Scheduler {
                     ..
                 },
                 Some(name),
-            ) => Some(ScopeKey::Provider {
-                provider: provider.clone(),
-                credential: credential.clone(),
-                name: Some(name.into()),
-            }),
+            ) => {
+                let key = ScopeKey::Provider {
+                    provider: provider.clone(),
+                    credential: credential.clone(),
+                    name: Some(name.into()),
+                };
+                Some(self.scopes.resolved(key, charged))
+            }
             (ScopeKey::Tenant(_), Some(_)) => None,
         }
     }

@@ -70,6 +70,13 @@ impl Pools {
         Self { by_name }
     }
 
+    /// Forgets every route kept: some lane they name was forgotten.
+    pub(super) fn forget_routes(&mut self) {
+        for pool in self.by_name.values_mut().flat_map(HashMap::values_mut) {
+            pool.routes.clear();
+        }
+    }
+
     fn get(&self, provider: &str, pool: &str) -> Option<&Pool> {
         self.by_name.get(provider)?.get(pool)
     }

@@ -41,7 +41,7 @@ impl Scheduler {
         q.count += 1;
         q.queued.add(&ask.usage);
         for &s in &l.scopes {
-            self.scopes[s].count(1);
+            self.scopes[s].count(1, now);
         }
         self.tenants[tenant].queued += 1;
         self.queued += 1;
@@ -114,7 +114,7 @@ impl Scheduler {
             q.forget_deadline(&p.usage, alive);
         }
         for &s in &l.scopes {
-            self.scopes[s].count(-1);
+            self.scopes[s].count(-1, self.now);
         }
         self.tenants[tenant].queued -= 1;
         self.queued -= 1;
@@ -157,8 +157,11 @@ impl Scheduler {
             self.timers.pop();
             match timer {
                 Timer::Scope(s) => {
-                    if self.scopes[s].timer == at {
-                        self.scopes[s].timer = super::NO_TIMER;
+                    // A scope forgotten since leaves its timers behind, skipped here.
+                    if let Some(slot) = self.scopes.get_mut(s)
+                        && slot.timer == at
+                    {
+                        slot.timer = super::NO_TIMER;
                         self.wake(s);
                     }
                 }
@@ -191,6 +194,7 @@ impl Scheduler {
         // `next_wake` to be true.
         let requests = &self.requests;
         self.deadlines.drop_stale(|id| requests.contains_key(id));
+        self.forget_at_rest(now);
     }
 
     /// Moves the lanes waiting on scope `s` to the run queue.

@@ -1,7 +1,9 @@
 //! The scheduler's scopes: each provider scope's shape as the configuration gives it, built
 //! once, and every scope in use with its bookkeeping, by compact id. A scope is created on
 //! first use: a configured one gets its limits, any other starts unbounded and learns its
-//! limits from responses.
+//! limits from responses. The narrower scopes the configuration does not name are bounded
+//! per provider and forgotten once at rest ([`super::unconfigured`]); the id of a forgotten
+//! scope is given to the next one made.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -10,6 +12,8 @@ use std::sync::Arc;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
+use super::slot::Slot;
+use super::unconfigured::{Unconfigured, is_overflow, overflow};
 use super::{NO_TIMER, index, ms_to_nanos};
 use crate::admission::bucket::Nanos;
 use crate::admission::config::{self, Config, ConfigError};
@@ -20,24 +24,15 @@ use crate::admission::scope::{Scope, ScopeKey, ScopeName, Shape};
 /// other), and one of its named scopes (`None`: the credential's own).
 type ShapeKey = (Arc<str>, Option<Arc<str>>, Option<Arc<str>>);
 
-/// A scope and the scheduler's bookkeeping for it.
-#[derive(Debug)]
-pub(super) struct Slot {
-    pub(super) key: ScopeKey,
-    pub(super) scope: Scope,
-    /// The instant this scope's timer is armed for, or [`NO_TIMER`].
-    pub(super) timer: Nanos,
-    pub(super) queued: u32,
-    /// Reports `queued` ([`crate::observe::QUEUE_DEPTH`]); registered once, with the slot.
-    depth: metrics::Gauge,
-}
-
-impl Slot {
-    /// One more (`+1`) or one fewer (`-1`) request waiting on the scope.
-    pub(super) fn count(&mut self, change: i32) {
-        self.queued = self.queued.saturating_add_signed(change);
-        self.depth.set(f64::from(self.queued));
-    }
+/// Whether a scope may be forgotten, and what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Configured, a credential's own or a tenant's: kept for the host's life.
+    Kept,
+    /// An unconfigured narrower scope, holding a place of its provider's names.
+    Placed,
+    /// An overflow scope (`model:other`, `other`): forgotten at rest, holding no place.
+    Overflow,
 }
 
 /// Every scope in use, by id; see the module docs.
@@ -47,7 +42,11 @@ pub(super) struct Scopes {
     shapes: HashMap<ShapeKey, Arc<Shape>>,
     /// The shape of a scope the configuration does not name.
     unconfigured: Arc<Shape>,
-    slots: Vec<Slot>,
+    /// The places of unconfigured names, and when to look at the scopes that may go.
+    places: Unconfigured,
+    /// By id; `None`: forgotten, its id in `free`.
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
     /// Scope ids by their slot's key (the key is kept once, in the slot).
     ids: HashTable<u32>,
     hasher: DefaultHashBuilder,
@@ -94,7 +93,9 @@ impl Scopes {
         Ok(Self {
             shapes,
             unconfigured: Arc::new(unconfigured),
+            places: Unconfigured::new(config),
             slots: Vec::new(),
+            free: Vec::new(),
             ids: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
         })
@@ -102,49 +103,166 @@ impl Scopes {
 
     /// The id of the scope `key`, if it exists.
     pub(super) fn find(&self, key: &ScopeKey) -> Option<u32> {
-        let hash = self.hasher.hash_one(key);
+        self.find_name(key.name(), self.hasher.hash_one(key))
+    }
+
+    fn find_name(&self, name: ScopeName<'_>, hash: u64) -> Option<u32> {
         let slots = &self.slots;
         self.ids
-            .find(hash, |&id| slots[id as usize].key == *key)
+            .find(hash, |&id| {
+                slots[id as usize]
+                    .as_ref()
+                    .is_some_and(|s| s.key.name() == name)
+            })
             .copied()
     }
 
-    /// The id of the scope `key`, created on first use. A provider scope takes its
+    /// The id of the scope `key`, created on first use at `now`. A provider scope takes its
     /// configured shape; a tenant's takes `tier_quota`, its tier's. Either way a scope the
-    /// configuration does not bound starts unbounded.
-    pub(super) fn id(&mut self, key: &ScopeKey, tier_quota: Option<Arc<Shape>>) -> u32 {
-        self.id_of(key.name(), tier_quota)
+    /// configuration does not bound starts unbounded. An unconfigured narrower scope whose
+    /// provider has no place left for its name is its overflow scope (see
+    /// [`super::unconfigured`]).
+    pub(super) fn id(&mut self, key: &ScopeKey, tier_quota: Option<Arc<Shape>>, now: Nanos) -> u32 {
+        self.id_of(key.name(), tier_quota, now)
     }
 
     /// [`Scopes::id`] by a borrowed name: nothing is made for a scope that exists.
-    pub(super) fn id_of(&mut self, name: ScopeName<'_>, tier_quota: Option<Arc<Shape>>) -> u32 {
+    pub(super) fn id_of(
+        &mut self,
+        name: ScopeName<'_>,
+        tier_quota: Option<Arc<Shape>>,
+        now: Nanos,
+    ) -> u32 {
         let hash = self.hasher.hash_one(name);
-        let slots = &self.slots;
-        if let Some(&id) = self
-            .ids
-            .find(hash, |&id| slots[id as usize].key.name() == name)
-        {
+        if let Some(id) = self.find_name(name, hash) {
+            self[id].touch(now);
             return id;
         }
         let key = name.key();
-        let shape = match &key {
-            ScopeKey::Provider { .. } => self.shape_of(&key).cloned(),
-            ScopeKey::Tenant(_) => tier_quota,
-        }
-        .unwrap_or_else(|| self.unconfigured.clone());
-        let id = index(self.slots.len());
-        let depth = metrics::gauge!(crate::observe::QUEUE_DEPTH, "scope" => key.to_string());
-        self.slots.push(Slot {
+        let (shape, kind) = match &key {
+            ScopeKey::Provider {
+                provider,
+                name: Some(n),
+                ..
+            } if !self.configured(&key) => {
+                if is_overflow(n) {
+                    (None, Kind::Overflow)
+                } else if self.places.place(provider, n) {
+                    (None, Kind::Placed)
+                } else {
+                    return self.id_of(overflowed(name), None, now);
+                }
+            }
+            ScopeKey::Provider { .. } => (self.shape_of(&key).cloned(), Kind::Kept),
+            ScopeKey::Tenant(_) => (tier_quota, Kind::Kept),
+        };
+        let shape = shape.unwrap_or_else(|| self.unconfigured.clone());
+        let depth = if kind == Kind::Placed {
+            metrics::Gauge::noop()
+        } else {
+            metrics::gauge!(crate::observe::QUEUE_DEPTH, "scope" => key.to_string())
+        };
+        let slot = Slot {
             key,
             scope: Scope::new(shape),
             timer: NO_TIMER,
             queued: 0,
+            in_flight: 0,
+            touched: now,
             depth,
-        });
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = Some(slot);
+                id
+            }
+            None => {
+                self.slots.push(Some(slot));
+                index(self.slots.len() - 1)
+            }
+        };
+        if kind != Kind::Kept {
+            self.places
+                .look_at(now.saturating_add(self.places.idle()), id);
+        }
         let (slots, hasher) = (&self.slots, &self.hasher);
-        self.ids
-            .insert_unique(hash, id, |&i| hasher.hash_one(&slots[i as usize].key));
+        self.ids.insert_unique(hash, id, |&i| {
+            slots[i as usize]
+                .as_ref()
+                .map_or(0, |s| hasher.hash_one(&s.key))
+        });
         id
+    }
+
+    /// The key a scope named `key` is counted under, for a request charging the scopes
+    /// `charged`: its own while it has a scope (or is configured); else the overflow scope
+    /// the request was counted under instead, or would be if the scope were made now.
+    pub(super) fn resolved(&self, key: ScopeKey, charged: &[u32]) -> ScopeKey {
+        let ScopeKey::Provider {
+            provider,
+            name: Some(n),
+            ..
+        } = &key
+        else {
+            return key;
+        };
+        if self.find(&key).is_some() || self.configured(&key) || is_overflow(n) {
+            return key;
+        }
+        let over = overflowed(key.name());
+        let counted_over = charged
+            .iter()
+            .any(|&s| self.get(s).is_some_and(|slot| slot.key.name() == over));
+        if counted_over || !self.places.has_place(provider, n) {
+            over.key()
+        } else {
+            key
+        }
+    }
+
+    /// A forgettable scope due to be looked at by `now` ([`Slot::rests_since`]), taken off
+    /// the schedule: it must be forgotten ([`Scopes::forget`]) or looked at again
+    /// ([`Scopes::look_at`]).
+    pub(super) fn due(&mut self, now: Nanos) -> Option<u32> {
+        self.places.due(now)
+    }
+
+    /// Looks at scope `id` again at `at`.
+    pub(super) fn look_at(&mut self, at: Nanos, id: u32) {
+        self.places.look_at(at, id);
+    }
+
+    /// When the next look at a forgettable scope is due.
+    pub(super) fn next_look(&self) -> Option<Nanos> {
+        self.places.next_look()
+    }
+
+    /// How long a forgettable scope rests before it is forgotten.
+    pub(super) fn idle(&self) -> Nanos {
+        self.places.idle()
+    }
+
+    /// Forgets scope `id`: its name's place is freed, and its id given to the next scope
+    /// made. Nothing may refer to it any more (no lane, timer or grant).
+    pub(super) fn forget(&mut self, id: u32) {
+        let Some(slot) = self.slots.get_mut(id as usize).and_then(Option::take) else {
+            return;
+        };
+        let hash = self.hasher.hash_one(&slot.key);
+        if let Ok(entry) = self.ids.find_entry(hash, |&i| i == id) {
+            entry.remove();
+        }
+        if let ScopeKey::Provider {
+            provider,
+            name: Some(n),
+            ..
+        } = &slot.key
+            && !is_overflow(n)
+            && !self.configured(&slot.key)
+        {
+            self.places.release(provider, n);
+        }
+        self.free.push(id);
     }
 
     /// Whether the configuration names the provider scope `key` (a tenant's scope: never
@@ -172,17 +290,47 @@ impl Scopes {
 
     /// The scope `id`, if it exists.
     pub(super) fn get(&self, id: u32) -> Option<&Slot> {
-        self.slots.get(id as usize)
+        self.slots.get(id as usize)?.as_ref()
     }
 
-    /// How many scopes are in use.
-    pub(super) fn len(&self) -> usize {
+    /// The scope `id`, if it exists, to change.
+    pub(super) fn get_mut(&mut self, id: u32) -> Option<&mut Slot> {
+        self.slots.get_mut(id as usize)?.as_mut()
+    }
+
+    /// One past the largest id in use: a table indexed by scope id has this many rows.
+    pub(super) fn ids_len(&self) -> usize {
         self.slots.len()
     }
 
-    /// Every scope, by id.
-    pub(super) fn iter(&self) -> std::slice::Iter<'_, Slot> {
-        self.slots.iter()
+    /// Every scope in use, with its id.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u32, &Slot)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(id, s)| Some((index(id), s.as_ref()?)))
+    }
+
+    /// How many names of `provider`'s unconfigured scopes hold a place.
+    #[cfg(test)]
+    pub(super) fn placed(&self, provider: &str) -> usize {
+        self.places.kept(provider)
+    }
+}
+
+/// The overflow scope of `name`, an unconfigured narrower scope.
+fn overflowed(name: ScopeName<'_>) -> ScopeName<'_> {
+    match name {
+        ScopeName::Provider {
+            provider,
+            credential,
+            name: Some(n),
+        } => ScopeName::Provider {
+            provider,
+            credential,
+            name: Some(overflow(n)),
+        },
+        other => other,
     }
 }
 
@@ -190,12 +338,14 @@ impl Index<u32> for Scopes {
     type Output = Slot;
 
     fn index(&self, id: u32) -> &Slot {
-        &self.slots[id as usize]
+        self.get(id)
+            .unwrap_or_else(|| panic!("scope {id} was forgotten while in use"))
     }
 }
 
 impl IndexMut<u32> for Scopes {
     fn index_mut(&mut self, id: u32) -> &mut Slot {
-        &mut self.slots[id as usize]
+        self.get_mut(id)
+            .unwrap_or_else(|| panic!("scope {id} was forgotten while in use"))
     }
 }

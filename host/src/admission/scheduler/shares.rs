@@ -58,6 +58,11 @@ impl Shares {
                 .extend(tags[..REMEMBERED].iter().map(|&(f, t)| (t, f)));
         }
     }
+
+    /// Forgets scope `s`: its id is free to name another scope.
+    pub(super) fn forget(&mut self, s: u32) {
+        self.0.remove(&s);
+    }
 }
 
 #[cfg(test)]

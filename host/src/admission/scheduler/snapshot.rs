@@ -15,18 +15,10 @@ impl Scheduler {
     /// reported figures, and the queue by tenant and class. Changes nothing.
     pub fn snapshot(&self, now: Nanos) -> Snapshot {
         let now = self.now.max(now);
-        let mut counts = vec![Counts::default(); self.scopes.len()];
-        // In flight by lane, then by scope: one pass over the grants.
-        let mut lanes = vec![0_u64; self.lanes.len()];
+        let mut counts = vec![Counts::default(); self.scopes.ids_len()];
         let mut rows: BTreeMap<(u32, Class), (u64, u64)> = BTreeMap::new();
         for g in self.grants.values() {
-            lanes[g.lane as usize] += 1;
             rows.entry((g.tenant, g.class)).or_default().1 += 1;
-        }
-        for (lane, n) in self.lanes.iter().zip(lanes).filter(|(_, n)| *n > 0) {
-            for &s in &lane.scopes {
-                counts[s as usize].in_flight += n;
-            }
         }
         for f in self.flows.values().filter(|f| f.live > 0) {
             for (class, sub) in Class::ALL.into_iter().zip(&f.classes) {
@@ -42,16 +34,22 @@ impl Scheduler {
                 counts[q as usize].in_flight = u64::from(t.in_flight);
             }
         }
-        for (slot, c) in self.scopes.iter().zip(counts.iter_mut()) {
+        for (id, slot) in self.scopes.iter() {
+            let c = &mut counts[id as usize];
             c.configured = match &slot.key {
                 ScopeKey::Provider { .. } => self.scopes.configured(&slot.key),
                 ScopeKey::Tenant(t) => self.tenants.quota_of(t).is_some(),
             };
             if matches!(slot.key, ScopeKey::Provider { .. }) {
                 c.queued = u64::from(slot.queued);
+                c.in_flight = u64::from(slot.in_flight);
             }
         }
-        let mut order: Vec<_> = self.scopes.iter().zip(counts).collect();
+        let mut order: Vec<_> = self
+            .scopes
+            .iter()
+            .map(|(id, slot)| (slot, counts[id as usize]))
+            .collect();
         order.sort_unstable_by(|(a, _), (b, _)| a.key.cmp(&b.key));
         let scopes = order
             .into_iter()

@@ -222,7 +222,9 @@ impl Scheduler {
         let (tenant, finish, live) = (f.tenant, f.finish, f.live);
         let mut ends = super::Ends::new();
         for &s in &self.lanes[lane].scopes {
-            self.scopes[s].scope.take(now, &p.usage, &mut ends);
+            let slot = &mut self.scopes[s];
+            slot.scope.take(now, &p.usage, &mut ends);
+            slot.fly(1, now);
             self.shares.served(s, tenant, p.size);
         }
         let t = &mut self.tenants[tenant];

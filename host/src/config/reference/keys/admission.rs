@@ -51,6 +51,24 @@ pub(in crate::config::reference) const ADMISSION: &[KeyDoc] = &[
         what: "The longest estimated wait a request is queued for, in ms; one that would wait \
             longer is refused at once. A provider's `max_wait_ms` replaces it.",
     },
+    KeyDoc {
+        key: "queue.max_unconfigured_scopes",
+        kind: "integer",
+        default: "256",
+        range: "0 ..= 65536",
+        what: "The most names of narrower scopes this file does not configure (a model an agent \
+            names in its request) each provider keeps at once, over all its credentials; a name \
+            past them is queued and paced under the scope `model:other` (a model) or `other`. \
+            A provider's `max_unconfigured_scopes` replaces it.",
+    },
+    KeyDoc {
+        key: "queue.unconfigured_idle_ms",
+        kind: "integer",
+        default: "600000",
+        range: "1 ..= 86400000",
+        what: "How long, in ms, such a scope stays at rest (nothing waiting or in flight, no \
+            hold, its buckets full) before it is forgotten and its name's place freed.",
+    },
 ];
 
 /// The tier and tenant keys.

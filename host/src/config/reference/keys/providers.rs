@@ -75,6 +75,14 @@ pub(in crate::config::reference) const PROVIDERS: &[KeyDoc] = &[
         what: "The longest estimated wait a request to this provider is queued for, in ms.",
     },
     KeyDoc {
+        key: "providers.NAME.max_unconfigured_scopes",
+        kind: "integer",
+        default: "`queue.max_unconfigured_scopes`",
+        range: "0 ..= 65536",
+        what: "The most names of this provider's narrower scopes the file does not configure it \
+            keeps at once; past them, `model:other` or `other`.",
+    },
+    KeyDoc {
         key: "providers.NAME.plugin_limits",
         kind: "table",
         default: "",
