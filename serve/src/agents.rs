@@ -36,6 +36,29 @@ const CREDENTIAL_HEADERS: [&str; 7] = [
     TOKEN_HEADER,
 ];
 
+/// A token header's value as a token: the bearer scheme removed.
+fn bare(value: &str) -> &str {
+    value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .unwrap_or(value)
+        .trim()
+}
+
+/// The token `headers` present first, in the order [`Agents::admit`] looks for one (`extra`:
+/// the provider's own credential headers); empty when they present none.
+pub fn presented<'h>(headers: &'h HeaderMap, extra: &[String]) -> &'h str {
+    CREDENTIAL_HEADERS
+        .iter()
+        .copied()
+        .chain(extra.iter().map(String::as_str))
+        .find_map(|name| {
+            let token = bare(headers.get(name)?.to_str().ok()?);
+            (!token.is_empty()).then_some(token)
+        })
+        .unwrap_or("")
+}
+
 /// One agent, as configured.
 #[derive(Debug)]
 pub struct Agent {
@@ -210,12 +233,7 @@ impl Agents {
             let n = name.as_str();
             let place = rank(n);
             if let Some(place) = place {
-                let v = v.to_str().unwrap_or("");
-                let token = v
-                    .strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-                    .unwrap_or(v)
-                    .trim();
+                let token = bare(v.to_str().unwrap_or(""));
                 if !token.is_empty() {
                     values.push((place, n, digest(token)));
                 }

@@ -25,6 +25,7 @@ use crate::Shared;
 use crate::agents::{Admitted, Agent, Refusal};
 use crate::allowance::Hold;
 use crate::bodies;
+use crate::failed_tokens::Presenter;
 use crate::hints::{self, Hints};
 use crate::places::{Full, Place};
 use crate::reply::{self, Body};
@@ -109,7 +110,10 @@ async fn forward(
     } = shared
         .agents
         .admit(&mut parts.headers, up.credential_headers())
-        .map_err(|r| refused(shared, peer, &r))?;
+        .map_err(|r| {
+            let token = crate::agents::presented(&parts.headers, up.credential_headers());
+            refused(shared, Presenter::of(peer, token), &r)
+        })?;
     if stripped_key {
         tracing::debug!(agent = %agent.name, "a provider key sent by the agent was stripped");
     }
@@ -511,21 +515,21 @@ fn allowed_priority(agent: &Agent, asked: Class) -> Result<Class, SluiceError> {
 /// 429 that says to slow down. An agent with a right token is never refused for its
 /// address's failures: agents share an address (loopback, a NAT), and one misconfigured
 /// agent must not lock the others out.
-fn refused(shared: &Shared, peer: IpAddr, refusal: &Refusal) -> SluiceError {
+fn refused(shared: &Shared, who: Presenter, refusal: &Refusal) -> SluiceError {
     if matches!(refusal, Refusal::ProviderKey(_)) {
         return SluiceError::new(403, "unauthorized", refusal.message());
     }
     let now = shared.sluice.clock().wall_ms();
     let door = crate::failed_tokens::Door::Agents;
-    shared.failed_tokens.failed(peer, "agents", door, now);
-    match shared.failed_tokens.check(peer, door, now) {
+    shared.failed_tokens.failed(who, "agents", door, now);
+    match shared.failed_tokens.check(who, door, now) {
         Ok(()) => SluiceError::new(401, "unauthorized", refusal.message()),
         Err(wait_ms) => SluiceError::new(
             429,
             "too_many_failed_tokens",
             format!(
-                "{} — and this address presented too many wrong tokens this minute: wait {} s \
-                 (serve.failed_tokens_per_minute)",
+                "{} — and this token, or this address, was wrong too many times this minute: \
+                 wait {} s (serve.failed_tokens_per_minute)",
                 refusal.message(),
                 wait_ms.div_ceil(1000)
             ),

@@ -280,6 +280,7 @@ impl Sidecar {
                 },
                 read_timeout: self.serve.read_timeout,
                 seat_on_request: None,
+                trusted: self.serve.trusted_proxies.clone().into(),
             },
             "agents",
             workers.clone(),
@@ -321,6 +322,7 @@ impl Sidecar {
                     },
                     read_timeout: self.serve.read_timeout,
                     seat_on_request: Some("operators"),
+                    trusted: self.serve.trusted_proxies.clone().into(),
                 };
                 let task = tokio::spawn(listener::accept(
                     l,

@@ -35,7 +35,7 @@ impl Peer {
 }
 
 /// What a listener allows each connection.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Limits {
     /// Its places.
     pub bounds: Bounds,
@@ -45,6 +45,36 @@ pub(crate) struct Limits {
     /// handler does not seat it itself (the admin API's: its operators, one owner); `None`:
     /// the handler seats it (the agents': by the agent its token names).
     pub seat_on_request: Option<&'static str>,
+    /// Peers whose `X-Forwarded-For` names the client (`serve.trusted_proxies`).
+    pub trusted: Arc<[ipnet::IpNet]>,
+}
+
+/// The client of a request from `peer`: `peer` itself, unless it is a trusted proxy, then
+/// the nearest address of `X-Forwarded-For` (read from its end, every header together) that
+/// is not itself a trusted proxy. A value that is no address stops the reading there: what
+/// lies before it was written by someone no proxy vouches for.
+pub(crate) fn client(peer: IpAddr, headers: &hyper::HeaderMap, trusted: &[ipnet::IpNet]) -> IpAddr {
+    let is_trusted = |a: &IpAddr| trusted.iter().any(|n| n.contains(a));
+    if !is_trusted(&peer) {
+        return peer;
+    }
+    let hops: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .collect();
+    let mut client = peer;
+    for hop in hops.iter().rev() {
+        let Ok(addr) = hop.trim().parse::<IpAddr>() else {
+            break;
+        };
+        client = addr;
+        if !is_trusted(&addr) {
+            break;
+        }
+    }
+    client
 }
 
 /// How long accept failures are gathered into one log line.
@@ -70,6 +100,8 @@ pub(crate) async fn accept<F, Fut>(
 {
     let graceful = GracefulShutdown::new();
     let places = Places::new(what, limits.bounds);
+    let seat_on_request = limits.seat_on_request;
+    let read_timeout = limits.read_timeout;
     let mut failures = Failures::default();
     loop {
         tokio::select! {
@@ -86,7 +118,8 @@ pub(crate) async fn accept<F, Fut>(
                 };
                 let _ = stream.set_nodelay(true);
                 let handler = handler.clone();
-                let ip = peer.ip();
+                let peer_ip = peer.ip();
+                let trusted = limits.trusted.clone();
                 let watcher = graceful.watcher();
                 let place = Arc::new(places.arrive());
                 let serve = move |stream: TcpStream| async move {
@@ -95,8 +128,9 @@ pub(crate) async fn accept<F, Fut>(
                         service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                             let handler = handler.clone();
                             let place = place.clone();
+                            let ip = client(peer_ip, req.headers(), &trusted);
                             async move {
-                                if let Some(owner) = limits.seat_on_request
+                                if let Some(owner) = seat_on_request
                                     && let Err(full) = place.sit(&owner.into(), &owner.into())
                                 {
                                     return Ok(reply::error(ErrorShape::OpenAi, &full.refusal()));
@@ -111,7 +145,7 @@ pub(crate) async fn accept<F, Fut>(
                     // hold its place for ever; a visitor gets its own, shorter, time.
                     let conn = http1::Builder::new()
                         .timer(TokioTimer::new())
-                        .header_read_timeout(limits.read_timeout)
+                        .header_read_timeout(read_timeout)
                         .serve_connection(TokioIo::new(stream), service);
                     tokio::select! {
                         ended = watcher.watch(conn) => if let Err(e) = ended {
@@ -170,5 +204,52 @@ impl Failures {
         );
         self.since = Some(now);
         self.count = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_client_is_read_from_x_forwarded_for_only_behind_a_trusted_proxy() {
+        let trusted: Vec<ipnet::IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
+        let mut headers = hyper::HeaderMap::new();
+        headers.append(
+            "x-forwarded-for",
+            "203.0.113.9, 198.51.100.7".parse().unwrap(),
+        );
+        headers.append("x-forwarded-for", "10.1.2.3".parse().unwrap());
+        // Behind two trusted hops, the nearest untrusted address.
+        assert_eq!(
+            client(addr("10.0.0.1"), &headers, &trusted),
+            addr("198.51.100.7")
+        );
+        // From anyone else, the header is the client's own word: ignored.
+        assert_eq!(
+            client(addr("192.0.2.1"), &headers, &trusted),
+            addr("192.0.2.1")
+        );
+        // With none trusted, every request is its peer's.
+        assert_eq!(client(addr("10.0.0.1"), &headers, &[]), addr("10.0.0.1"));
+        // A value that is no address stops the reading.
+        let mut forged = hyper::HeaderMap::new();
+        forged.append(
+            "x-forwarded-for",
+            "1.2.3.4, junk, 10.9.9.9".parse().unwrap(),
+        );
+        assert_eq!(
+            client(addr("10.0.0.1"), &forged, &trusted),
+            addr("10.9.9.9")
+        );
+        // No header: the proxy itself.
+        assert_eq!(
+            client(addr("10.0.0.1"), &hyper::HeaderMap::new(), &trusted),
+            addr("10.0.0.1")
+        );
     }
 }

@@ -17,7 +17,8 @@
 //! workers = 4                        # threads serving agents' connections (default: one per CPU;
 //!                                    # 0: the shared runtime's threads, with work stealing)
 //! read_timeout_ms = 30000            # a request's headers, then its body, must each arrive by then
-//! failed_tokens_per_minute = 10      # wrong tokens one address may try a minute, on any listener
+//! failed_tokens_per_minute = 10      # wrong tokens one token (or, x10, one address) may try a minute
+//! trusted_proxies = ["10.0.0.0/8"]   # peers whose X-Forwarded-For names the client (default: none)
 //!
 //! [serve.admin]
 //! listen = "127.0.0.1:8701"
@@ -133,6 +134,11 @@ pub struct ServeConfig {
     /// Wrong tokens (agent, admin, console sign-in) one address may present in a minute;
     /// past it the address's attempts are refused (429) until the minute is over.
     pub failed_tokens_per_minute: u32,
+    /// Proxies in front of the listeners (addresses or networks): a request from one of
+    /// them is counted against the client its `X-Forwarded-For` names (the nearest address
+    /// in it that is not itself a trusted proxy), not against the proxy. Empty: every
+    /// request is its peer's.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// The admin API; `None`: not served.
     pub admin: Option<AdminConfig>,
     /// The agents, by name.
@@ -161,6 +167,7 @@ impl Default for ServeConfig {
             workers: None,
             read_timeout: DEFAULT_READ_TIMEOUT,
             failed_tokens_per_minute: DEFAULT_FAILED_TOKENS_PER_MINUTE,
+            trusted_proxies: Vec::new(),
             admin: None,
             agents: BTreeMap::new(),
             providers: BTreeMap::new(),
@@ -291,6 +298,7 @@ pub(super) struct ServeTable {
     workers: Option<Ranged<0, 1024>>,
     read_timeout_ms: Option<Ranged<100, MAX_TIMEOUT_MS>>,
     failed_tokens_per_minute: Option<Ranged<1, 1_000_000>>,
+    trusted_proxies: Vec<String>,
     agent_provider_keys: Option<AgentProviderKeys>,
     priority_above_allowed: Option<PriorityAboveAllowed>,
     admin: Option<admin::AdminTable>,
@@ -355,6 +363,12 @@ impl ServeTable {
             failed_tokens_per_minute: self
                 .failed_tokens_per_minute
                 .map_or(defaults.failed_tokens_per_minute, Ranged::u32),
+            trusted_proxies: self
+                .trusted_proxies
+                .iter()
+                .enumerate()
+                .map(|(i, p)| proxy(reader, &format!("serve.trusted_proxies[{i}]"), p))
+                .collect::<Result<_, _>>()?,
             admin: self.admin.map(|a| a.config(reader)).transpose()?,
             agents: each("serve.agents", self.agents, |a, at| a.config(reader, at))?,
             providers: each("serve.providers", self.providers, |p, at| {
@@ -378,6 +392,22 @@ fn each<T, U>(
             Ok((name, read(entry, &at)?))
         })
         .collect()
+}
+
+/// A trusted proxy at `key`: an address (`10.0.0.5`) or a network (`10.0.0.0/8`).
+fn proxy(reader: &Reader<'_>, key: &str, text: &str) -> Result<ipnet::IpNet, ConfigFileError> {
+    let text = text.trim();
+    text.parse::<ipnet::IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| {
+            reader.invalid(
+                key,
+                format!(
+                    "`{}` is neither an address (10.0.0.5, ::1) nor a network (10.0.0.0/8)",
+                    crate::printable::printable_cut(text, 100)
+                ),
+            )
+        })
 }
 
 /// An address and port, at `key`.

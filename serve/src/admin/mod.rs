@@ -169,23 +169,22 @@ pub(crate) async fn handle(
     }
     // An address past its wrong tokens for the minute is refused before its token is
     // looked at (`crate::failed_tokens`).
-    let peer = Peer::of(&req);
+    let token = crate::agents::presented(req.headers(), &[]);
+    let who = crate::failed_tokens::Presenter::of(Peer::of(&req), token);
     let now = admin.shared.sluice.clock().wall_ms();
     if let Err(wait_ms) =
         admin
             .shared
             .failed_tokens
-            .check(peer, crate::failed_tokens::Door::Operators, now)
+            .check(who, crate::failed_tokens::Door::Operators, now)
     {
         return Ok(too_many_failed_tokens(wait_ms));
     }
     if !admin.authorized(&req) {
-        admin.shared.failed_tokens.failed(
-            peer,
-            "admin",
-            crate::failed_tokens::Door::Operators,
-            now,
-        );
+        admin
+            .shared
+            .failed_tokens
+            .failed(who, "admin", crate::failed_tokens::Door::Operators, now);
         let mut r = error_reply(
             401,
             "the admin API needs `authorization: Bearer <admin token>` (the token of \

@@ -153,17 +153,19 @@ async fn post(
 async fn sign_in(shared: &Shared, console: &Console, req: Request<Incoming>) -> Response<Body> {
     let peer = crate::listener::Peer::of(&req);
     let now = shared.sluice.clock().wall_ms();
-    if let Err(wait_ms) =
-        shared
-            .failed_tokens
-            .check(peer, crate::failed_tokens::Door::Operators, now)
-    {
-        return crate::admin::too_many_failed_tokens(wait_ms);
-    }
     let (headers, form) = match Form::read(req).await {
         Ok(f) => f,
         Err(m) => return html::sign_in(400, Some(&m)),
     };
+    // Refused before the token is compared, when it (or its address) was wrong too often.
+    let who = crate::failed_tokens::Presenter::of(peer, form.get("token").unwrap_or(""));
+    if let Err(wait_ms) =
+        shared
+            .failed_tokens
+            .check(who, crate::failed_tokens::Door::Operators, now)
+    {
+        return crate::admin::too_many_failed_tokens(wait_ms);
+    }
     // A page elsewhere must not sign this browser in under a token of its choosing.
     if let Err(forged) = session::same_origin(&headers, console.public_origin.as_deref()) {
         return html::sign_in(403, Some(&forged.to_string()));
@@ -182,12 +184,9 @@ async fn sign_in(shared: &Shared, console: &Console, req: Request<Incoming>) -> 
             )
         }
         None => {
-            shared.failed_tokens.failed(
-                peer,
-                "console",
-                crate::failed_tokens::Door::Operators,
-                now,
-            );
+            shared
+                .failed_tokens
+                .failed(who, "console", crate::failed_tokens::Door::Operators, now);
             html::sign_in(
                 401,
                 Some(

@@ -165,40 +165,51 @@ async fn past_the_connection_cap_a_connection_is_refused_and_the_admin_api_still
 
 /// Issue 27: 300 wrong tokens in 2.6 s on the console, the admin API and the agent port,
 /// with no delay, and failed console and admin attempts left no log line or metric. Past
-/// the limit an address's admin and console attempts are refused before the token is
-/// looked at; on the agent port its wrong tokens are answered 429, and an agent with a right
-/// token on the same address goes on.
+/// the limit a token's admin and console attempts from one address are refused before it is
+/// compared — while an operator with another token behind the same address goes on — and
+/// past ten times the limit the address's, whatever it presents; on the agent port its wrong
+/// tokens are answered 429, and an agent with a right token on the same address goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wrong_tokens_are_limited_per_address_without_locking_out_a_good_agent() {
+async fn wrong_tokens_are_limited_per_token_and_address_without_locking_out_a_good_agent() {
     let fake = fake(FakeConfig::new(Style::OpenAi)).await;
     let side = sidecar(&fake, "failed_tokens_per_minute = 5").await;
     let admin = format!("http://{}", side.running.admin_addr().unwrap());
     let http = client();
-    let scopes = |token: &'static str| {
+    let scopes = |token: String| {
         http.get(format!("{admin}/scopes"))
             .bearer_auth(token)
             .send()
     };
     let mut statuses = Vec::new();
     for _ in 0..5 {
-        statuses.push(scopes("wrong").await.unwrap().status().as_u16());
+        statuses.push(scopes("wrong".into()).await.unwrap().status().as_u16());
     }
     assert_eq!(statuses, [401; 5]);
-    let locked = scopes(ADMIN_TOKEN).await.unwrap();
-    assert_eq!(
-        locked.status(),
-        429,
-        "refused before the token is looked at"
-    );
+    let locked = scopes("wrong".into()).await.unwrap();
+    assert_eq!(locked.status(), 429, "refused before the token is compared");
     assert!(locked.headers().contains_key("retry-after"));
+    assert_eq!(
+        scopes(ADMIN_TOKEN.into()).await.unwrap().status(),
+        200,
+        "an operator behind the same address goes on"
+    );
     let sign_in = http
         .post(format!("{admin}/console/sign-in"))
         .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("token={ADMIN_TOKEN}"))
+        .body("token=wrong")
         .send()
         .await
         .unwrap();
     assert_eq!(sign_in.status(), 429, "the console too");
+    // Guesses of every shape: the address's own count holds them.
+    for i in 0..50 {
+        let _ = scopes(format!("{i:08}-guess")).await.unwrap();
+    }
+    assert_eq!(
+        scopes(ADMIN_TOKEN.into()).await.unwrap().status(),
+        429,
+        "past ten times the limit, the address waits"
+    );
 
     let chat = |token: &'static str| {
         http.post(format!("{}/openai/v1/chat/completions", side.url))
@@ -262,4 +273,37 @@ async fn an_agents_wrong_tokens_never_lock_the_operators_out() {
         .unwrap();
     assert_ne!(sign_in.status(), 429, "the console's sign-in stays open");
     assert!(fake.attempts().is_empty(), "nothing was sent");
+}
+
+/// Behind a trusted proxy (`serve.trusted_proxies`), wrong tokens count against the client
+/// `X-Forwarded-For` names, not the proxy every client shares; from any other peer the header
+/// is ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_wrong_tokens_count_against_the_client_it_names() {
+    let fake = fake(FakeConfig::new(Style::OpenAi)).await;
+    let http = client();
+    let wrong = |side: &Side, client: &'static str, i: usize| {
+        http.get(format!("{}/openai/v1/models", side.url))
+            .bearer_auth(format!("{i:08}-guess"))
+            .header("x-forwarded-for", client)
+            .send()
+    };
+    for (trusted, other_client) in [(true, 401), (false, 429)] {
+        let extra = if trusted {
+            "failed_tokens_per_minute = 2\ntrusted_proxies = [\"127.0.0.1\"]"
+        } else {
+            "failed_tokens_per_minute = 2"
+        };
+        let side = sidecar(&fake, extra).await;
+        // Past ten times the limit for the address, whatever it presents.
+        for i in 0..25 {
+            let _ = wrong(&side, "203.0.113.5", i).await.unwrap();
+        }
+        assert_eq!(wrong(&side, "203.0.113.5", 99).await.unwrap().status(), 429);
+        assert_eq!(
+            wrong(&side, "203.0.113.6", 100).await.unwrap().status(),
+            other_client,
+            "another client behind the proxy (trusted: {trusted})"
+        );
+    }
 }

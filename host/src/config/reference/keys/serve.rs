@@ -117,9 +117,21 @@ pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
         kind: "integer",
         default: "10",
         range: "1 ..= 1000000",
-        what: "Wrong tokens one address may present in a minute, at each door apart (agents'; \
-            the admin API's and the console's together); past it the address's attempts at \
-            that door are refused (429) until the minute is over.",
+        what: "Wrong tokens one token may be presented from one address in a minute (its first \
+            characters, hashed, mark it), and ten times as many from one address whatever \
+            it presents, at each door apart (agents'; the admin API's and the console's \
+            together); past it those attempts at that door are refused (429) until the \
+            minute is over. A stale token one client keeps sending locks out only that token.",
+    },
+    KeyDoc {
+        key: "serve.trusted_proxies",
+        kind: "list of strings",
+        default: "none",
+        range: "addresses (`10.0.0.5`) or networks (`10.0.0.0/8`)",
+        what: "Proxies in front of the listeners. A request whose peer is one of them is \
+            counted (wrong tokens) against the client its `X-Forwarded-For` names: the \
+            nearest address in it that is not itself a trusted proxy. From any other peer \
+            `X-Forwarded-For` is ignored.",
     },
     KeyDoc {
         key: "serve.agent_provider_keys",
