@@ -15,7 +15,6 @@ mod invented_names;
 mod mixed;
 mod neighbours;
 mod never_twice;
-mod noisy;
 mod pools;
 mod python;
 mod raw;

@@ -9,11 +9,11 @@
 
 use std::collections::HashMap;
 
-/// Past this many tenants remembered on one scope, those whose tags the virtual time has
-/// passed are forgotten (a tenant's tag behind the virtual time starts from it anyway); past
-/// four times as many, only this many are kept, those served furthest ahead — forgetting
-/// a tenant served ahead would let it jump the queue, forgetting one near the virtual
-/// time costs it at most what it was ahead.
+/// Past four times this many tenants remembered on one scope, those whose tags the virtual
+/// time has passed are forgotten (a tenant's tag behind the virtual time starts from it
+/// anyway); if more than twice as many are left, only this many are kept, those served
+/// furthest ahead — forgetting a tenant served ahead would let it jump the queue, forgetting
+/// one near the virtual time costs it at most what it was ahead.
 const REMEMBERED: usize = 64;
 
 /// Each scope's fair order between tenants, by scope id.
@@ -46,16 +46,17 @@ impl Shares {
         let start = (*finish).max(share.vtime);
         *finish = start.saturating_add(size);
         share.vtime = start;
-        if share.finish.len() > REMEMBERED {
+        // Swept once in so many new tenants, not at each: a sweep costs the entries kept.
+        if share.finish.len() > 4 * REMEMBERED {
             let vtime = share.vtime;
             share.finish.retain(|_, f| *f > vtime);
-        }
-        if share.finish.len() > 4 * REMEMBERED {
-            let mut tags: Vec<(u64, u32)> = share.finish.drain().map(|(t, f)| (f, t)).collect();
-            tags.select_nth_unstable_by(REMEMBERED, |a, b| b.cmp(a));
-            share
-                .finish
-                .extend(tags[..REMEMBERED].iter().map(|&(f, t)| (t, f)));
+            if share.finish.len() > 2 * REMEMBERED {
+                let mut tags: Vec<(u64, u32)> = share.finish.drain().map(|(t, f)| (f, t)).collect();
+                tags.select_nth_unstable_by(REMEMBERED, |a, b| b.cmp(a));
+                share
+                    .finish
+                    .extend(tags[..REMEMBERED].iter().map(|&(f, t)| (t, f)));
+            }
         }
     }
 
