@@ -45,7 +45,7 @@ use std::time::Duration;
 use serde_json::json;
 use sluice_fake_provider::{FakeConfig, Fault, Style};
 
-use crate::raw::post_large;
+use crate::raw::{post_large, request};
 use crate::sidecar::{AGENT_TOKEN, Deadline, Sidecar, World};
 
 /// The noisy agent's token; its tenant is `noisy`.
@@ -135,18 +135,8 @@ fn send_waited(
 ) -> Option<(u16, u64)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    let extra: String = headers
-        .iter()
-        .map(|(n, v)| format!("{n}: {v}\r\n"))
-        .collect();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
-         content-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\
-         \r\n{body}",
-        body.len()
-    )
-    .ok()?;
+    s.write_all(request(addr, token, path, headers, body).as_bytes())
+        .ok()?;
     let mut answer = Vec::new();
     let _ = s.read_to_end(&mut answer);
     let text = String::from_utf8_lossy(&answer);
@@ -332,12 +322,7 @@ fn misbehave(m: Misbehaviour, addr: SocketAddr, stop: &AtomicBool) {
             let body = json!({"model": "gpt-4o", "max_tokens": 64, "stream": true,
                 "messages": [{"role": "user", "content": "hi"}]})
             .to_string();
-            let _ = write!(
-                s,
-                "POST {chat_path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer \
-                 {NOISY_TOKEN}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                body.len()
-            );
+            let _ = s.write_all(request(addr, NOISY_TOKEN, chat_path, &[], &body).as_bytes());
             let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
             let mut first = [0u8; 64];
             let _ = s.read(&mut first);

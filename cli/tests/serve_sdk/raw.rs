@@ -35,6 +35,27 @@ impl Answer {
     }
 }
 
+/// `POST path` to `addr` as written on the wire, with the agent token `token`, `headers`
+/// beside it, and `body`, asking to close the connection after the answer.
+pub fn request(
+    addr: SocketAddr,
+    token: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> String {
+    let extra: String = headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}\r\n"))
+        .collect();
+    format!(
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
+         content-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\
+         \r\n{body}",
+        body.len()
+    )
+}
+
 /// A chunked body, decoded.
 fn unchunk(mut raw: &str) -> String {
     let mut out = String::new();
@@ -71,18 +92,8 @@ pub fn post_as(
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60)))
         .expect("a read timeout");
-    let extra: String = headers
-        .iter()
-        .map(|(n, v)| format!("{n}: {v}\r\n"))
-        .collect();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
-         content-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\
-         \r\n{body}",
-        body.len()
-    )
-    .expect("send the request");
+    s.write_all(request(addr, token, path, headers, body).as_bytes())
+        .expect("send the request");
     let mut raw = String::new();
     s.read_to_string(&mut raw).expect("read the answer");
     let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));

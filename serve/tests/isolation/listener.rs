@@ -117,14 +117,15 @@ async fn past_the_connection_cap_a_connection_is_refused_and_the_admin_api_still
         stalled.push(s);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
+    let models = || {
+        client()
+            .get(format!("{}/openai/v1/models", side.url))
+            .bearer_auth(AGENT_TOKEN)
+            .timeout(Duration::from_secs(10))
+            .send()
+    };
     let sent = SystemClock.now();
-    let r = client()
-        .get(format!("{}/openai/v1/models", side.url))
-        .bearer_auth(AGENT_TOKEN)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .unwrap();
+    let r = models().await.unwrap();
     assert_eq!(r.status(), 200);
     assert!(
         SystemClock.now() - sent < Duration::from_secs(1),
@@ -150,13 +151,7 @@ async fn past_the_connection_cap_a_connection_is_refused_and_the_admin_api_still
         .await
         .unwrap();
     assert_eq!(health.status(), 200, "the admin API answers beside the cap");
-    let r = client()
-        .get(format!("{}/openai/v1/models", side.url))
-        .bearer_auth(AGENT_TOKEN)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .unwrap();
+    let r = models().await.unwrap();
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()["retry-after"], "1");
     assert!(r.text().await.unwrap().contains("too_many_connections"));
