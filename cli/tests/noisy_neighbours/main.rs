@@ -46,7 +46,7 @@ use serde_json::json;
 use sluice_fake_provider::{FakeConfig, Fault, Style};
 
 use crate::raw::{post_large, request};
-use crate::sidecar::{AGENT_TOKEN, Deadline, Sidecar, World};
+use crate::sidecar::{AGENT_TOKEN, Deadline, Sidecar, World, open_files};
 
 /// The noisy agent's token; its tenant is `noisy`.
 const NOISY_TOKEN: &str = "agent-token-of-a-noisy-tenant";
@@ -420,6 +420,8 @@ fn run(m: Misbehaviour) -> Row {
 /// Each misbehaviour of the table, beside the steady tenant: see the module docs.
 #[test]
 fn no_misbehaviour_of_one_tenant_hurts_the_steady_one() {
+    // 1 100 idle sockets are more than a default soft limit of 1 024 files.
+    open_files(4096);
     let mut failures = Vec::new();
     eprintln!(
         "| misbehaviour | answered | share of demand | p50 alone | p50 beside | ratio | waited p50 beside | memory grew | provider 429s |"

@@ -10,7 +10,7 @@ use serde_json::json;
 use sluice_fake_provider::Fault;
 
 use crate::raw::{post, post_as, post_large};
-use crate::sidecar::{AGENT_TOKEN, Deadline, World};
+use crate::sidecar::{AGENT_TOKEN, Deadline, World, open_files};
 
 const CHAT: &str = "/v1/chat/completions";
 const AGENT_CHAT: &str = "/openai/v1/chat/completions";
@@ -57,6 +57,7 @@ fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
 /// cut within its time (`serve.auth_timeout_ms`, 2 s).
 #[test]
 fn idle_sockets_never_keep_an_agent_out() {
+    open_files(4096);
     let world = World::new();
     let sidecar = world.serve();
     let addr = sidecar.agents_addr();

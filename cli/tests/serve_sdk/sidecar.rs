@@ -503,3 +503,20 @@ pub fn http(addr: SocketAddr, method: &str, path: &str, token: &str, body: &str)
     s.read_to_string(&mut answer).ok()?;
     Some(answer)
 }
+
+/// Lets this process open `n` files, as far as its hard limit allows: the tests below hold
+/// more sockets than a default soft limit of 1 024.
+pub fn open_files(n: u64) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current.is_some_and(|c| c < n) {
+        let current = Some(limit.maximum.map_or(n, |m| m.min(n)));
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current,
+                maximum: limit.maximum,
+            },
+        );
+    }
+}
