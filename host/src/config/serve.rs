@@ -72,7 +72,7 @@ pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:8701";
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
 /// How long in-flight calls get after a stop signal, by default.
 pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
-/// The agents' connections served at once, by default.
+/// The agents' connections seated at once, by default.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
 /// The admin listener's connections served at once, by default.
 pub const DEFAULT_ADMIN_MAX_CONNECTIONS: u32 = 64;

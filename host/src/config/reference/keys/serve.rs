@@ -246,8 +246,9 @@ pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
         kind: "integer",
         default: "64",
         range: "1 ..= 100000",
-        what: "The admin listener's connections served at once, apart from the agents'; \
-               past it the oldest of those yet to send a request is cut.",
+        what: "The admin listener's connections served at once, apart from the agents' (past \
+               it: 503, and the connection closed); as many again may wait to send their \
+               first request, within serve.auth_timeout_ms, the oldest cut to make room.",
     },
     KeyDoc {
         key: "serve.agents",
