@@ -64,10 +64,10 @@ impl Allowance {
     ///
     /// # Errors
     /// [`Short`]: the bound they would pass; nothing is taken.
-    pub(crate) fn take(self: &Arc<Self>, owner: &Arc<str>, units: u64) -> Result<Hold, Short> {
+    pub(crate) fn take(self: &Arc<Self>, owner: &str, units: u64) -> Result<Hold, Short> {
         let mut hold = Hold {
             allowance: self.clone(),
-            owner: owner.clone(),
+            owner: owner.into(),
             units: 0,
         };
         hold.grow(units)?;
@@ -151,15 +151,15 @@ mod tests {
     #[test]
     fn an_owner_is_held_to_its_bound_and_all_owners_to_the_total() {
         let a = Allowance::new(3, 5);
-        let (x, y): (Arc<str>, Arc<str>) = ("x".into(), "y".into());
-        let x1 = a.take(&x, 3).unwrap();
-        assert_eq!(a.take(&x, 1).unwrap_err(), Short::Owner { cap: 3 });
-        let _y1 = a.take(&y, 2).unwrap();
-        assert_eq!(a.take(&y, 1).unwrap_err(), Short::Total { cap: 5 });
+        let (x, y) = ("x", "y");
+        let x1 = a.take(x, 3).unwrap();
+        assert_eq!(a.take(x, 1).unwrap_err(), Short::Owner { cap: 3 });
+        let _y1 = a.take(y, 2).unwrap();
+        assert_eq!(a.take(y, 1).unwrap_err(), Short::Total { cap: 5 });
         drop(x1);
         assert_eq!(a.held_by("x"), 0);
         assert_eq!(a.owners(), 1, "an owner holding nothing is forgotten");
-        assert!(a.take(&y, 1).is_ok());
+        assert!(a.take(y, 1).is_ok());
     }
 
     proptest::proptest! {
@@ -171,14 +171,14 @@ mod tests {
             steps in proptest::collection::vec((0u8..3, 0usize..4, 0u64..5), 0..80)
         ) {
             let a = Allowance::new(6, 10);
-            let owners: Vec<Arc<str>> = ["a", "b", "c", "d"].iter().map(|o| (*o).into()).collect();
+            let owners = ["a", "b", "c", "d"];
             let mut live: Vec<(usize, Hold)> = Vec::new();
             for (op, who, n) in steps {
                 match op {
-                    0 => match a.take(&owners[who], n) {
+                    0 => match a.take(owners[who], n) {
                         Ok(h) => live.push((who, h)),
                         Err(Short::Owner { .. }) => {
-                            proptest::prop_assert!(a.held_by(&owners[who]) + n > 6);
+                            proptest::prop_assert!(a.held_by(owners[who]) + n > 6);
                         }
                         Err(Short::Total { .. }) => {
                             proptest::prop_assert!(a.held_in_all() + n > 10);

@@ -38,7 +38,7 @@ pub(crate) async fn read(
     bounds: &Bounds,
     body: Incoming,
     declared: Option<u64>,
-    tenant: &Arc<str>,
+    tenant: &str,
 ) -> Result<(Bytes, Hold), SluiceError> {
     let declared = declared.unwrap_or(0);
     if let Some(e) = never_fits(bounds, declared) {

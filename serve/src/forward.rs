@@ -121,7 +121,7 @@ async fn forward(
     // this request is refused and the connection closed, and no one else is kept out.
     if let Some(place) = parts.extensions.get::<Arc<Place>>() {
         place
-            .sit(&agent.name.as_str().into(), &agent.tenant.as_str().into())
+            .sit(&agent.name, &agent.tenant)
             .map_err(Full::refusal)?;
     }
     let hints = Hints::take(&mut parts.headers)
@@ -162,9 +162,7 @@ async fn forward(
         .headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    let tenant_name: Arc<str> = tenant.as_str().into();
-    let (body, body_hold) =
-        bodies::read(&shared.body_bounds(), body, declared, &tenant_name).await?;
+    let (body, body_hold) = bodies::read(&shared.body_bounds(), body, declared, &tenant).await?;
 
     let path = match &parts.uri.path()[up.name.len() + 1..] {
         "" => "/",

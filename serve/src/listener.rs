@@ -131,7 +131,7 @@ pub(crate) async fn accept<F, Fut>(
                             let ip = client(peer_ip, req.headers(), &trusted);
                             async move {
                                 if let Some(owner) = seat_on_request
-                                    && let Err(full) = place.sit(&owner.into(), &owner.into())
+                                    && let Err(full) = place.sit(owner, owner)
                                 {
                                     return Ok(reply::error(ErrorShape::OpenAi, &full.refusal()));
                                 }

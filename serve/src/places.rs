@@ -181,7 +181,7 @@ impl Place {
     ///
     /// # Errors
     /// [`Full`]: whose places are all taken; the connection is still a visitor.
-    pub(crate) fn sit(&self, agent: &Arc<str>, tenant: &Arc<str>) -> Result<(), Full> {
+    pub(crate) fn sit(&self, agent: &str, tenant: &str) -> Result<(), Full> {
         let mut seat = self.seat();
         if seat.is_some() {
             return Ok(());
@@ -264,10 +264,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_visitor_is_cut_at_its_time_and_a_seated_connection_never() {
         let places = Places::new("test", bounds());
-        let (agent, tenant): (Arc<str>, Arc<str>) = ("bot".into(), "acme".into());
         let visitor = places.arrive();
         let seated = places.arrive();
-        seated.sit(&agent, &tenant).unwrap();
+        seated.sit("bot", "acme").unwrap();
         assert_eq!(
             places.visitors().len(),
             1,
@@ -286,10 +285,9 @@ mod tests {
     #[test]
     fn seats_are_bounded_by_agent_then_tenant_then_listener_and_come_back() {
         let places = Places::new("test", bounds());
-        let name = |s: &str| -> Arc<str> { s.into() };
         let sit = |agent: &str, tenant: &str| {
             let p = places.arrive();
-            p.sit(&name(agent), &name(tenant)).map(|()| p)
+            p.sit(agent, tenant).map(|()| p)
         };
         let a1 = sit("a", "t").unwrap();
         let _a2 = sit("a", "t").unwrap();
