@@ -13,8 +13,9 @@
 //! - a median latency at most 2× its median alone;
 //! - the process's memory within [`MEMORY_BOUND`] of where the row started.
 //!
-//! The row beside 20 MiB uploads is held to its answers and memory only (see [`paced`]): on
-//! this harness its pace measures the fake provider more than the sidecar.
+//! The row beside 20 MiB uploads measures the sidecar's reading of them, not the harness's:
+//! the crates that read every byte of a body (`serde_json`, the SDK's body digest, the fake
+//! provider) are optimised in the dev profile too (`Cargo.toml`), as they are in a release.
 //!
 //! `SLUICE_NOISY_SECONDS` sets each phase's length (default 3 s; BENCHMARKS.md records a
 //! longer run). The figures are printed as a table (`-- --nocapture`).
@@ -221,8 +222,9 @@ fn steady(addr: SocketAddr, length: Duration) -> Steady {
     }
 }
 
-/// Runs `m` as tenant `noisy` until `stop` is set.
-fn misbehave(m: Misbehaviour, addr: SocketAddr, stop: &AtomicBool) {
+/// Runs `m` as tenant `noisy` until `stop` is set, counting in `done` the calls it made (or,
+/// for the rows that hold connections, the connections it holds).
+fn misbehave(m: Misbehaviour, addr: SocketAddr, stop: &AtomicBool, done: &AtomicU64) {
     let looping = |threads: usize, each: &(dyn Fn(usize) + Sync)| {
         std::thread::scope(|scope| {
             for t in 0..threads {
@@ -230,6 +232,7 @@ fn misbehave(m: Misbehaviour, addr: SocketAddr, stop: &AtomicBool) {
                     let mut i = t * 1_000_000;
                     while !stop.load(Ordering::Relaxed) {
                         each(i);
+                        done.fetch_add(1, Ordering::Relaxed);
                         i += 1;
                     }
                 });
@@ -238,6 +241,7 @@ fn misbehave(m: Misbehaviour, addr: SocketAddr, stop: &AtomicBool) {
     };
     let chat_path = "/openai/v1/chat/completions";
     let hold = |conns: Vec<TcpStream>| {
+        done.store(conns.len() as u64, Ordering::Relaxed);
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -365,22 +369,14 @@ fn world() -> World {
     world
 }
 
-/// Whether a row is held to the pace criteria (its share and its median): every row but the
-/// 20 MiB uploads, whose cost on this harness falls mostly outside the sidecar — the fake
-/// provider reads and parses every upload in the test's own process, unoptimised, on the
-/// same two cores as the steady tenant's calls (a release sidecar, which passes the uploads
-/// on faster, measured 5.7-7.9x; the debug one 2.0-3.4x). That row is held to its answers
-/// and its memory, and its pace printed.
-fn paced(m: Misbehaviour) -> bool {
-    !matches!(m, Misbehaviour::HugeBodies)
-}
-
 /// One row's figures.
 struct Row {
     m: Misbehaviour,
     alone: Steady,
     beside: Steady,
     grew: u64,
+    /// What tenant `noisy` did: its calls made, or the connections it held.
+    noisy: u64,
     /// The 429s the provider answered in the row.
     throttled: usize,
 }
@@ -393,8 +389,9 @@ fn run(m: Misbehaviour) -> Row {
     let start = sidecar.rss();
     let peak = AtomicU64::new(start);
     let stop = AtomicBool::new(false);
+    let noisy = AtomicU64::new(0);
     let beside = std::thread::scope(|scope| {
-        scope.spawn(|| misbehave(m, addr, &stop));
+        scope.spawn(|| misbehave(m, addr, &stop, &noisy));
         let sampler = scope.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
                 peak.fetch_max(sidecar.rss(), Ordering::Relaxed);
@@ -413,6 +410,7 @@ fn run(m: Misbehaviour) -> Row {
         alone,
         beside,
         grew: peak.load(Ordering::Relaxed).saturating_sub(start),
+        noisy: noisy.load(Ordering::Relaxed),
         throttled: world.openai.answered(429),
     }
 }
@@ -424,9 +422,9 @@ fn no_misbehaviour_of_one_tenant_hurts_the_steady_one() {
     open_files(4096);
     let mut failures = Vec::new();
     eprintln!(
-        "| misbehaviour | answered | share of demand | p50 alone | p50 beside | ratio | waited p50 beside | memory grew | provider 429s |"
+        "| misbehaviour | noisy's calls | answered | share of demand | p50 alone | p50 beside | ratio | waited p50 beside | memory grew | provider 429s |"
     );
-    eprintln!("|---|---|---|---|---|---|---|---|---|");
+    eprintln!("|---|---|---|---|---|---|---|---|---|---|");
     // `SLUICE_NOISY_ONLY=TinyDeadlines,RetryStorm` runs only those rows.
     let only = std::env::var("SLUICE_NOISY_ONLY").unwrap_or_default();
     for m in TABLE {
@@ -438,6 +436,7 @@ fn no_misbehaviour_of_one_tenant_hurts_the_steady_one() {
             alone,
             beside,
             grew,
+            noisy,
             throttled,
         } = run(m);
         let answered = beside.answered as f64 / beside.sent as f64;
@@ -446,7 +445,7 @@ fn no_misbehaviour_of_one_tenant_hurts_the_steady_one() {
         let share = beside.delivered as f64 / beside.sent as f64;
         let ratio = beside.median().as_secs_f64() / alone.median().as_secs_f64();
         eprintln!(
-            "| {m:?} | {}/{} | {:.0}% | {} ms | {} ms | {ratio:.2} | {} ms | {} MB | {throttled} |",
+            "| {m:?} | {noisy} | {}/{} | {:.0}% | {} ms | {} ms | {ratio:.2} | {} ms | {} MB | {throttled} |",
             beside.answered,
             beside.sent,
             share * 100.0,
@@ -461,10 +460,10 @@ fn no_misbehaviour_of_one_tenant_hurts_the_steady_one() {
                 beside.answered, beside.sent
             ));
         }
-        if share < 0.9 && paced(m) {
+        if share < 0.9 {
             failures.push(format!("{m:?}: {:.0}% of its share", share * 100.0));
         }
-        if ratio > 2.0 && paced(m) {
+        if ratio > 2.0 {
             failures.push(format!(
                 "{m:?}: median {:?} beside, {:?} alone",
                 beside.median(),
