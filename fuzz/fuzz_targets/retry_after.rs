@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
             .filter(|(n, _)| *n == "retry-after-ms")
             .filter_map(|(_, v)| parse_millis(v.trim()))
             .max();
-        assert_eq!(retry_after_any_ms(&h, now), ms.max(longest));
+        assert_eq!(retry_after_any_ms(&h, now), ms.or(longest));
     }
 });
 

@@ -5,8 +5,8 @@
 //!   the request named, so observations carry the scope `model:<name>`, and every request's
 //!   plan names the same scope: what a request is charged and what the headers report meet
 //!   in one bucket.
-//! - Delays: `retry-after-ms` and `retry-after`, else on a 429 the reset of the exhausted
-//!   dimension.
+//! - Delays: `retry-after-ms` (the precise one, when given), else `retry-after`, else on a 429
+//!   the reset of the exhausted dimension.
 //! - A 429 is not always a short wait: a billing error (`insufficient_quota` as the type or
 //!   the code, or the codes that say which limit: `credit_balance_exhausted`,
 //!   `organization_spend_limit_exceeded`, `project_spend_limit_exceeded`,

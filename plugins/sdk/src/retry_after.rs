@@ -7,7 +7,10 @@
 //! - negative numbers and junk are ignored (as if the field were absent);
 //! - absurd values (beyond a day) are clamped to a day;
 //! - when the field is repeated, the longest valid delay wins: waiting a little longer never
-//!   causes a 429 storm, while the shorter guess might.
+//!   causes a 429 storm, while the shorter guess might;
+//! - when a valid `retry-after-ms` is given beside `Retry-After`, it wins: it is the precise
+//!   one, and `Retry-After` is the same delay rounded up to whole seconds (Azure OpenAI sends
+//!   `retry-after-ms: 1500` with `retry-after: 2`).
 
 use crate::headers::Headers;
 use crate::time::{parse_http_date_ms, parse_millis, parse_seconds_ms, until};
@@ -25,11 +28,11 @@ pub fn retry_after_ms(headers: &Headers<'_>, now_ms: i64) -> Option<u64> {
         .max()
 }
 
-/// The delay asked for by `retry-after-ms` (OpenAI and Anthropic SDK style) and
-/// `Retry-After`, whichever is longer.
+/// The delay asked for by `retry-after-ms` (OpenAI and Anthropic SDK style) when it holds a
+/// valid value (the longest, when repeated), else by `Retry-After`.
 pub fn retry_after_any_ms(headers: &Headers<'_>, now_ms: i64) -> Option<u64> {
     let ms = headers.all("retry-after-ms").filter_map(parse_millis).max();
-    ms.max(retry_after_ms(headers, now_ms))
+    ms.or_else(|| retry_after_ms(headers, now_ms))
 }
 
 #[cfg(test)]
@@ -92,5 +95,15 @@ mod tests {
         assert_eq!(retry_after_any_ms(&h, NOW), Some(1501));
         let h = Headers::new([("retry-after-ms", "-3")]);
         assert_eq!(retry_after_any_ms(&h, NOW), None);
+    }
+
+    #[test]
+    fn the_precise_field_wins_over_the_rounded_one() {
+        // Azure OpenAI's pair: the delay in milliseconds, and rounded up to seconds.
+        let h = Headers::new([("retry-after", "2"), ("retry-after-ms", "1500")]);
+        assert_eq!(retry_after_any_ms(&h, NOW), Some(1500));
+        // A retry-after-ms that is junk does not count: Retry-After is used.
+        let h = Headers::new([("retry-after-ms", "soon"), ("retry-after", "2")]);
+        assert_eq!(retry_after_any_ms(&h, NOW), Some(2000));
     }
 }
