@@ -184,6 +184,8 @@ fn status_of(t: &Terminal) -> u16 {
         Reason::UnknownCredential { .. } | Reason::NotRecorded(_) => 500,
         // The operator has not priced the model: a configuration the agent cannot fix.
         Reason::Unpriced(_) => 403,
+        // The agent's request, as it is, is not sent: it must change it.
+        Reason::Malformed(_) => 400,
         // The tenant's budget is spent until its reset: a quota refusal.
         Reason::BudgetSpent(_) => 429,
         Reason::Refused(_)

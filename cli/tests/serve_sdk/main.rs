@@ -13,6 +13,7 @@ mod bounds;
 mod faults;
 mod invented_names;
 mod mixed;
+mod money;
 mod neighbours;
 mod never_twice;
 mod pools;

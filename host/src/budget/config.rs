@@ -246,6 +246,10 @@ pub struct BudgetConfig {
     pub prices: BTreeMap<String, BTreeMap<String, Price>>,
     /// What a call whose model has no price does to a spend budget.
     pub unpriced: Unpriced,
+    /// Whether each host of a group sharing a `[store]` but no journal counts budgets of its
+    /// own, knowingly (`budgets.per_host`): a group of N hosts then lets a tenant use up to
+    /// N times each budget. Without it such a configuration is refused.
+    pub per_host: bool,
 }
 
 /// The thresholds reported when the configuration names none: 80% and 100%.
@@ -261,6 +265,7 @@ impl Default for BudgetConfig {
             tenants: BTreeMap::new(),
             prices: BTreeMap::new(),
             unpriced: Unpriced::default(),
+            per_host: false,
         }
     }
 }
@@ -271,6 +276,11 @@ impl BudgetConfig {
         self.tiers.values().any(|l| !l.is_empty())
             || self.tenants.values().any(|l| !l.is_empty())
             || self.prices.values().any(|m| !m.is_empty())
+    }
+
+    /// Whether any tier or tenant has a budget (prices alone count nothing against one).
+    pub fn has_budgets(&self) -> bool {
+        self.tiers.values().any(|l| !l.is_empty()) || self.tenants.values().any(|l| !l.is_empty())
     }
 
     /// The budgets of `tenant`, in `tier`: its tier's, with its own replacing them.

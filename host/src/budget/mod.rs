@@ -98,26 +98,50 @@ pub struct BudgetSpent {
     pub resets_at: String,
 }
 
-/// A call refused because its model has no price while its tenant has a spend budget, and
-/// the configuration says to refuse such calls (`budgets.unpriced = "refuse"`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "`{}` has no price at provider `{}`, and tenant `{}` has a spend budget: add \
-     [providers.{}.prices.\"{}\"] (or its family's) to the configuration",
-    crate::printable::printable(.model),
-    crate::printable::printable(.provider),
-    crate::printable::printable(.tenant),
-    crate::printable::printable(.provider),
-    crate::printable::printable(.model)
-)]
+/// A call refused before it was sent because its cost cannot be priced while its tenant
+/// has a spend budget: budgets fail closed.
+///
+/// - It names no model sluice can find (`model` is `None`) and is estimated to use tokens:
+///   refused whatever `budgets.unpriced` says, since no price could apply.
+/// - Its model has no price, and the configuration says to refuse such calls
+///   (`budgets.unpriced = "refuse"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnpricedModel {
     /// The tenant.
     pub tenant: String,
     /// The provider.
     pub provider: String,
-    /// The model without a price.
-    pub model: String,
+    /// The model without a price; `None` when the call names no model.
+    pub model: Option<String>,
 }
+
+impl std::fmt::Display for UnpricedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (tenant, provider) = (
+            crate::printable::printable(&self.tenant),
+            crate::printable::printable(&self.provider),
+        );
+        match &self.model {
+            Some(model) => {
+                let model = crate::printable::printable(model);
+                write!(
+                    f,
+                    "`{model}` has no price at provider `{provider}`, and tenant `{tenant}` has \
+                     a spend budget: add [providers.{provider}.prices.\"{model}\"] (or its \
+                     family's) to the configuration"
+                )
+            }
+            None => write!(
+                f,
+                "no model was found in the request, so its cost at provider `{provider}` \
+                 cannot be estimated, and tenant `{tenant}` has a spend budget: name the \
+                 model in the body's `model` field (or the provider's own place for it)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UnpricedModel {}
 
 /// Why a call could not be charged.
 #[derive(Debug, thiserror::Error)]
@@ -229,15 +253,29 @@ impl Budgets {
     }
 
     /// A call of a model without a price, from a tenant with a spend budget: refused, warned
-    /// of (once per provider and model) or let through free, as `budgets.unpriced` says.
+    /// of (once per provider and model) or let through free, as `budgets.unpriced` says. A
+    /// call that uses tokens and names no model is refused: no price could apply to it.
     fn unpriced(&self, charge: &Charge<'_>, limits: &BudgetLimits) -> Result<(), BudgetError> {
-        let Some(model) = charge.model else {
-            return Ok(());
-        };
         let spends = limits
             .iter()
             .any(|(budget, _)| budget.measure == Measure::SpendMicros);
-        if !spends || self.config.price(charge.provider, model).is_some() {
+        if !spends {
+            return Ok(());
+        }
+        let Some(model) = charge.model else {
+            if charge.estimate.get(crate::admission::Dimension::Tokens) == 0 {
+                // A list, a file's download, a GitHub or Stripe call: nothing priced by
+                // tokens, nothing to estimate.
+                return Ok(());
+            }
+            return Err(UnpricedModel {
+                tenant: charge.tenant.to_owned(),
+                provider: charge.provider.to_owned(),
+                model: None,
+            }
+            .into());
+        };
+        if self.config.price(charge.provider, model).is_some() {
             return Ok(());
         }
         match self.config.unpriced {
@@ -245,7 +283,7 @@ impl Budgets {
             Unpriced::Refuse => Err(UnpricedModel {
                 tenant: charge.tenant.to_owned(),
                 provider: charge.provider.to_owned(),
-                model: model.to_owned(),
+                model: Some(model.to_owned()),
             }
             .into()),
             Unpriced::Warn => {

@@ -246,7 +246,7 @@ fn a_model_without_a_price_is_refused_warned_of_or_free_as_configured() {
         match b.admit(&unpriced) {
             Err(BudgetError::Unpriced(u)) => {
                 assert!(refused, "{choice:?}");
-                assert_eq!(u.model, "o3-pro");
+                assert_eq!(u.model.as_deref(), Some("o3-pro"));
                 assert!(
                     u.to_string()
                         .contains("[providers.openai.prices.\"o3-pro\"]"),
@@ -267,6 +267,53 @@ fn a_model_without_a_price_is_refused_warned_of_or_free_as_configured() {
         let r = b.admit(&dated).unwrap().unwrap();
         assert_eq!(r.charged().spend_micros, 7_500, "{choice:?}");
         r.release();
+    }
+}
+
+/// Budgets fail closed: a call that uses tokens and names no model (one that hid it from
+/// the host) cannot be priced, and is refused under every `budgets.unpriced` choice; one
+/// that uses no tokens (a list, a download) has nothing to price and goes on.
+#[test]
+fn a_call_with_tokens_and_no_model_is_refused_whatever_unpriced_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::starting_at(utc("2026-03-10T12:00:00Z")));
+    let tenants = TenantsConfig {
+        default_tier: "free".into(),
+        ..TenantsConfig::default()
+    };
+    let journal = Arc::new(Journal::open_or_create(&dir.path().join("j.sqlite")).unwrap());
+    let hidden = Charge {
+        model: None,
+        ..call("acme")
+    };
+    let free_of_tokens = Charge {
+        model: None,
+        estimate: Usage::tokens(0, 0),
+        ..call("acme")
+    };
+    for choice in [Unpriced::Refuse, Unpriced::Warn, Unpriced::Free] {
+        let b = Arc::new(Budgets::new(
+            BudgetConfig {
+                unpriced: choice,
+                ..config()
+            },
+            tenants.clone(),
+            journal.clone(),
+            clock.clone(),
+        ));
+        match b.admit(&hidden) {
+            Err(BudgetError::Unpriced(u)) => {
+                assert_eq!(u.model, None);
+                assert!(u.to_string().contains("no model was found"), "{u}");
+            }
+            other => panic!("{choice:?}: {other:?}"),
+        }
+        if let Some(r) = b
+            .admit(&free_of_tokens)
+            .unwrap_or_else(|e| panic!("{choice:?}: {e}"))
+        {
+            r.release();
+        }
     }
 }
 

@@ -31,6 +31,7 @@ pub(super) struct BudgetsTable {
     currency: Option<NonEmpty>,
     thresholds_percent: Option<Vec<Ranged<1, 100>>>,
     unpriced: Option<Unpriced>,
+    per_host: Option<bool>,
 }
 
 /// A tier's `budgets`, or a tenant's under `[tenants.budgets]`: one key per [`Budget`].
@@ -102,6 +103,7 @@ impl BudgetsTable {
         if let Some(unpriced) = self.unpriced {
             config.unpriced = unpriced;
         }
+        config.per_host = self.per_host.unwrap_or(false);
         config.tiers = tiers
             .into_iter()
             .map(|(tier, t)| (tier, t.budgets.limits()))

@@ -83,6 +83,7 @@ use crate::retry::RetryConfig;
 use crate::transport::TransportConfig;
 
 pub use budgets::{MAX_BUDGET, MAX_PRICE_MICROS};
+pub(crate) use parse::group_budgets;
 pub use plugin::MAX_PLUGIN_MEMORY_MIB;
 pub use serve::{
     AdminConfig, AgentConfig, AgentProviderKeys, DEFAULT_ADMIN_MAX_CONNECTIONS, ErrorShape,

@@ -127,7 +127,46 @@ pub(super) fn parse(
     };
     super::serve::reconcile(origin, &mut config)?;
     pool_members(origin, &config)?;
+    group_budgets(
+        origin,
+        config.store.as_ref().map(|s| s.hosts),
+        config.journal.url.is_some(),
+        &config.budgets,
+    )?;
     Ok(config)
+}
+
+/// Refuses budgets in a group of `hosts` hosts that shares its quotas (`[store]`) but not a
+/// journal (`shared_journal`): each host would count a tenant's use on its own, and the
+/// group would let it use each budget once a host. `budgets.per_host = true` says the
+/// operator wants exactly that. Checked when a file is read and when a host is built (an
+/// embedder may give the store in code).
+///
+/// # Errors
+/// [`ConfigFileError::Invalid`] naming `journal.url`.
+pub(crate) fn group_budgets(
+    origin: &str,
+    hosts: Option<std::num::NonZeroU32>,
+    shared_journal: bool,
+    budgets: &crate::budget::BudgetConfig,
+) -> Result<(), ConfigFileError> {
+    let Some(hosts) = hosts else {
+        return Ok(());
+    };
+    if shared_journal || !budgets.has_budgets() || budgets.per_host {
+        return Ok(());
+    }
+    Err(ConfigFileError::Invalid {
+        origin: origin.to_owned(),
+        key: "journal.url".into(),
+        message: format!(
+            "missing: this host shares its quotas with a group of {hosts} hosts ([store]) but \
+             keeps its journal to itself, so every host would count each tenant's budgets apart \
+             and the group would let a tenant use up to {hosts} times each one. Give the group one \
+             journal ([journal] url = \"postgres://...\"), or set [budgets] per_host = true \
+             to count budgets on each host knowingly"
+        ),
+    })
 }
 
 /// Checks that every pool's members are credentials of its provider, when the file names

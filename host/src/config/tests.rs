@@ -245,6 +245,32 @@ fn every_bad_key_is_named_in_its_error() {
     }
 }
 
+/// A group that shares quotas through Redis but keeps a journal on each host would count
+/// each tenant's budgets on every host apart: refused, naming `journal.url`, unless the
+/// operator says so (`budgets.per_host`); with a group journal, or no budget, it is fine.
+#[test]
+#[cfg(all(feature = "redis", feature = "postgres"))]
+fn budgets_in_a_group_without_a_shared_journal_are_refused_unless_per_host() {
+    let store = "[store]\nurl = \"redis://127.0.0.1:6379\"\nhosts = 4\n";
+    let spend = "[tenants.budgets.acme]\nspend_micros_per_day = 50000\n";
+    let e = error(&format!("{store}{spend}"));
+    assert!(e.contains("`journal.url`: missing"), "{e}");
+    assert!(e.contains("up to 4 times"), "{e}");
+    assert!(e.contains("per_host = true"), "{e}");
+    let requests = "[tiers.free.budgets]\nrequests_per_day = 10\n";
+    assert!(error(&format!("{store}{requests}")).contains("`journal.url`"));
+    for fine in [
+        format!("{store}[budgets]\nper_host = true\n{spend}"),
+        format!("{store}[journal]\nurl = \"postgres://sluice@db/sluice\"\n{spend}"),
+        format!(
+            "{store}[providers.openai.prices.\"gpt-4o\"]\ninput_micros_per_million = 1\noutput_micros_per_million = 1\n"
+        ),
+        spend.to_owned(),
+    ] {
+        SluiceConfig::from_toml(&fine, Path::new(".")).unwrap_or_else(|e| panic!("{fine}: {e}"));
+    }
+}
+
 #[test]
 fn the_sidecar_s_workers_are_one_per_cpu_unless_given_and_zero_is_none() {
     let workers = |text: &str| {

@@ -155,3 +155,79 @@ pub enum ResponsePart {
     /// an error event after a success status) is read here.
     StreamEnd,
 }
+
+/// What decides a call's cost is read however a body hides it: generated bodies with any
+/// number of other fields, nested or not, before and after the ones that decide cost, each
+/// key given once or one of them twice.
+#[cfg(test)]
+mod cost_fields {
+    use proptest::prelude::*;
+
+    use super::BodyDigest;
+
+    /// A field that does not decide cost: a key and a JSON value (a scalar, or an object of
+    /// scalars one level down, as `logit_bias` and `metadata` are).
+    fn other_field() -> impl Strategy<Value = (String, String)> {
+        let scalar = prop_oneof![
+            any::<i32>().prop_map(|n| n.to_string()),
+            "[a-z ]{0,40}".prop_map(|s| format!("{s:?}")),
+            any::<bool>().prop_map(|b| b.to_string()),
+        ];
+        let object =
+            proptest::collection::vec(("[0-9]{1,6}", scalar.clone()), 0..40).prop_map(|entries| {
+                let mut seen = std::collections::BTreeSet::new();
+                let inner: Vec<String> = entries
+                    .into_iter()
+                    .filter(|(k, _)| seen.insert(k.clone()))
+                    .map(|(k, v)| format!("{k:?}:{v}"))
+                    .collect();
+                format!("{{{}}}", inner.join(","))
+            });
+        ("x_[a-z_]{1,12}", prop_oneof![scalar, object])
+    }
+
+    proptest! {
+        #[test]
+        fn the_model_and_maximum_are_read_wherever_they_stand(
+            others in proptest::collection::vec(other_field(), 0..150),
+            model_at in any::<prop::sample::Index>(),
+            max_at in any::<prop::sample::Index>(),
+            padding in 0usize..100_000,
+            twice in proptest::option::of(0usize..3),
+        ) {
+            let mut fields: Vec<(String, String)> = Vec::new();
+            let mut seen = std::collections::BTreeSet::new();
+            for (k, v) in others {
+                if seen.insert(k.clone()) {
+                    fields.push((k, v));
+                }
+            }
+            let model_i = model_at.index(fields.len() + 1);
+            fields.insert(model_i, ("model".into(), "\"gpt-4o\"".into()));
+            let max_i = max_at.index(fields.len() + 1);
+            fields.insert(max_i, ("max_tokens".into(), "777".into()));
+            let duplicate = twice.and_then(|i| {
+                let (k, _) = fields.get(i)?.clone();
+                fields.push((k.clone(), "1".into()));
+                Some(k)
+            });
+            let body = format!(
+                "{{{}{}}}",
+                " ".repeat(padding),
+                fields
+                    .iter()
+                    .map(|(k, v)| format!("{k:?}:{v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            let d = BodyDigest::of(body.as_bytes());
+            prop_assert!(d.json);
+            prop_assert_eq!(d.duplicate_key.as_deref(), duplicate.as_deref());
+            if duplicate.is_none() {
+                let model = d.string("model");
+                prop_assert_eq!(model.as_deref(), Some("gpt-4o"));
+                prop_assert_eq!(d.number("max_tokens"), Some(777));
+            }
+        }
+    }
+}

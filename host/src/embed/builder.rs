@@ -347,6 +347,12 @@ impl SluiceBuilder {
         files.push(state_dir.join("audit.key"));
         super::state::tighten(&files)?;
         let store = self.store.or(config.store.clone());
+        crate::config::group_budgets(
+            &origin,
+            store.as_ref().map(|s| s.hosts),
+            config.journal.url.is_some(),
+            &config.budgets,
+        )?;
         // This host's name in a group: its claims in the store, its actions in a shared
         // journal. Stable across restarts (the machine and the state directory).
         let host = store

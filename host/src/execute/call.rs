@@ -262,9 +262,13 @@ pub enum Reason {
     /// A budget of the call's tenant is spent: refused at once, before it queued, until
     /// the budget's period resets (or the budget is raised).
     BudgetSpent(BudgetSpent),
-    /// The call's model has no price while its tenant has a spend budget, and unpriced
-    /// calls are refused (`budgets.unpriced = "refuse"`).
+    /// The call's cost cannot be priced while its tenant has a spend budget: it names no
+    /// model, or its model has no price and unpriced calls are refused
+    /// (`budgets.unpriced = "refuse"`).
     Unpriced(crate::budget::UnpricedModel),
+    /// The request cannot be sent as it is, and was not: why, for the agent (a key its
+    /// body gives twice).
+    Malformed(String),
 }
 
 /// A short account for a person: `stopped: outcome-unknown`, `refused: ...`.
@@ -307,6 +311,7 @@ impl std::fmt::Display for Reason {
             Self::NotRecorded(why) => write!(f, "not recorded: {why}"),
             Self::BudgetSpent(spent) => write!(f, "budget spent: {spent}"),
             Self::Unpriced(unpriced) => write!(f, "unpriced: {unpriced}"),
+            Self::Malformed(why) => write!(f, "malformed: {why}"),
         }
     }
 }

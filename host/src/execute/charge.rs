@@ -89,8 +89,9 @@ impl Executor {
             BudgetError::Unpriced(unpriced) => {
                 tracing::warn!(
                     provider = call_provider,
-                    model = %unpriced.model,
-                    "call refused: its model has no price and budgets.unpriced = \"refuse\""
+                    tenant = %unpriced.tenant,
+                    model = unpriced.model.as_deref().unwrap_or(""),
+                    "call refused: its cost cannot be priced and its tenant has a spend budget"
                 );
                 Tally::default().end(Reason::Unpriced(unpriced), NextAction::FixRequest)
             }

@@ -169,7 +169,8 @@ pub(super) fn retry(
 /// The `outcome` of a call in [`observe::CALLS_ENDED`] and on its span: `succeeded`, or why
 /// it ended — `stopped`, `refused`, `out-of-time`, `cancelled`, `breaker-open`,
 /// `scope-retries-full`, `task-budget-exhausted`, `unknown-provider`, `unknown-credential`,
-/// `not-recorded`, `budget-spent`, `unpriced`. (A stream that began is `streaming`.)
+/// `not-recorded`, `budget-spent`, `unpriced`, `malformed`. (A stream that began is
+/// `streaming`.)
 fn outcome_label(o: &Outcome) -> &'static str {
     match o {
         Outcome::Succeeded { .. } => "succeeded",
@@ -186,6 +187,7 @@ fn outcome_label(o: &Outcome) -> &'static str {
             Reason::NotRecorded(_) => "not-recorded",
             Reason::BudgetSpent(_) => "budget-spent",
             Reason::Unpriced(_) => "unpriced",
+            Reason::Malformed(_) => "malformed",
         },
     }
 }

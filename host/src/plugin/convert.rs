@@ -306,6 +306,7 @@ mod tests {
                     .iter()
                     .map(|(n, v)| ((*n).into(), (*v).into()))
                     .collect(),
+                duplicate_key: None,
             },
             now_ms: w.now_ms,
         }

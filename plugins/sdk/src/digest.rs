@@ -12,8 +12,10 @@
 //!
 //! Providers carry media in JSON in a few shapes, all recognised here:
 //!
-//! - a data URL, `data:<media type>;base64,<data>`, anywhere a string may stand (OpenAI's
-//!   `image_url.url`, `input_image.image_url`, `file.file_data`);
+//! - a data URL, `data:<media type>;base64,<data>`, where a media part carries one: under a
+//!   `url` key in an object that is a media part (OpenAI's `image_url.url`), under an
+//!   `image_url`, `file_url` or `file_data` key (`input_image.image_url`, `file.file_data`),
+//!   or as the string a media key names (`"image": "data:..."`);
 //! - base64 data under a `data` key beside a `media_type`, `mime_type` or `format` key
 //!   (Anthropic's `source`, Gemini's `inline_data`, OpenAI's `input_audio`);
 //! - a link under a `url` key (or an `image_url` or `file_url` string) in an object that is a
@@ -23,7 +25,16 @@
 //!
 //! An image's width and height come from its header (PNG, GIF, WebP, JPEG), decoded from the
 //! first bytes of its base64 only; a PDF's pages are counted from its page objects. Every
-//! other string is text, counted in characters.
+//! other string is text, counted in characters — a data URL in a message's text too: the
+//! provider bills it as text, and counting it as one picture would price it far below that.
+//!
+//! # The fields that decide cost
+//!
+//! The [`COST_FIELDS`] (`model`, the output maxima, `stream`, `n` and their equivalents) are
+//! kept wherever they stand in their object, past the bound on other fields: a body cannot
+//! hide its model behind many other fields. A key given twice in the body's object, or in
+//! an object directly under it, is named in [`BodyDigest::duplicate_key`]: a reader that
+//! takes the first and a provider that takes the last would not agree on the cost.
 //!
 //! Bounds: at most [`MAX_MEDIA`] parts are described (the rest are counted), at most
 //! [`MAX_FIELDS`] fields of at most [`MAX_FIELD_BYTES`] each, and the body is nested at most
@@ -64,7 +75,27 @@ pub struct BodyDigest {
     /// Scalar fields at the top level and one level down, as a dotted name and the value's
     /// JSON text (`"gpt-4o"` with its quotes, `1024`, `true`), in the order they appear.
     pub fields: Vec<(String, String)>,
+    /// A key given twice in the body's object or in an object directly under it (the
+    /// first such, as a dotted name): the host refuses such a body (see the module docs).
+    pub duplicate_key: Option<String>,
 }
+
+/// The fields a provider's cost depends on, kept past [`MAX_FIELDS`] wherever they stand in
+/// their object: the model, the output maxima, streaming and the number of choices, under
+/// OpenAI's, Anthropic's and Gemini's names.
+pub const COST_FIELDS: [&str; 11] = [
+    "model",
+    "max_tokens",
+    "max_completion_tokens",
+    "max_output_tokens",
+    "n",
+    "stream",
+    "stream_options.include_usage",
+    "generationConfig.maxOutputTokens",
+    "generationConfig.candidateCount",
+    "generation_config.max_output_tokens",
+    "generation_config.candidate_count",
+];
 
 /// What kind of media a part is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -166,21 +197,30 @@ impl Walk<'_> {
         }
     }
 
-    /// Keeps a scalar at depth 1 or 2 as a field.
+    /// The dotted name of `key` at `depth` (1 or 2).
+    fn dotted(&self, depth: usize, key: &str) -> String {
+        if depth == 1 {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.path.last().map_or("", String::as_str))
+        }
+    }
+
+    /// Keeps a scalar at depth 1 or 2 as a field: any of them up to [`MAX_FIELDS`], the
+    /// [`COST_FIELDS`] always.
     fn field(&mut self, depth: usize, key: Option<&str>, json: impl FnOnce() -> String) {
         let Some(key) = key else { return };
-        if !(1..=2).contains(&depth) || self.d.fields.len() >= MAX_FIELDS {
+        if !(1..=2).contains(&depth) {
+            return;
+        }
+        let name = self.dotted(depth, key);
+        if self.d.fields.len() >= MAX_FIELDS && !COST_FIELDS.contains(&name.as_str()) {
             return;
         }
         let value = json();
         if value.len() > MAX_FIELD_BYTES {
             return;
         }
-        let name = if depth == 1 {
-            key.to_owned()
-        } else {
-            format!("{}.{key}", self.path.last().map_or("", String::as_str))
-        };
         if name.starts_with(HOST_FIELDS) {
             // The names the host's own settings take ([`DEFAULT_MAX_OUTPUT`]): a body
             // cannot set them.
@@ -238,12 +278,16 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        // A string in an array or at the top (no key) or in an object (a key): a data URL is
-        // media wherever it stands; the object's own rules are applied in `visit_map`.
-        if let Some(part) = data_url(v) {
-            self.walk.media(part);
-        } else {
-            self.walk.text(v);
+        // A string in an array or at the top (no key) or in an object (a key): text, but a
+        // data URL that a media key names (`"image": "data:..."`); the rules of the keys
+        // that make an object a media part are applied in `visit_map`.
+        match self
+            .key
+            .filter(|k| is_media_word(k))
+            .and_then(|_| data_url(v))
+        {
+            Some(part) => self.walk.media(part),
+            None => self.walk.text(v),
         }
         if v.len() + 2 <= MAX_FIELD_BYTES {
             self.walk.field(self.depth, self.key, || {
@@ -273,6 +317,8 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
             return Err(de::Error::custom("nested too deep"));
         }
         let mut object = Object::default();
+        // Keys seen in the body's object and those directly under it, for duplicates.
+        let mut seen = (self.depth <= 1).then(std::collections::HashSet::<String>::new);
         let pushed = self.key.map(str::to_owned);
         if let Some(k) = &pushed {
             self.walk.path.push(k.clone());
@@ -280,6 +326,12 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
         self.walk.open.push((String::new(), Vec::new()));
         while let Some(key) = map.next_key_seed(Key)? {
             let depth = self.depth + 1;
+            if let Some(seen) = &mut seen
+                && !seen.insert(key.clone().into_owned())
+                && self.walk.d.duplicate_key.is_none()
+            {
+                self.walk.d.duplicate_key = Some(self.walk.dotted(depth, &key));
+            }
             if DECIDING.contains(&key.as_ref()) {
                 // The strings that decide whether this object is a media part, and the data
                 // it may carry: held (borrowed from the body where they can be) until the
@@ -476,7 +528,11 @@ impl Object<'_> {
         let media_object = is_media_word(kind_word) || under.is_some_and(is_media_word);
         for (key, value) in &self.strings {
             let value = value.as_ref();
-            if let Some(mut part) = data_url(value) {
+            // A data URL is media where a media part carries one; elsewhere (a `data`, a
+            // `type`) it is text.
+            let carries = matches!(key.as_str(), "url" | "image_url" | "file_url" | "file_data")
+                && (media_object || key != "url");
+            if carries && let Some(mut part) = data_url(value) {
                 part.detail.clone_from(&detail);
                 walk.media(part);
                 continue;

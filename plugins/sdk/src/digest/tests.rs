@@ -184,9 +184,11 @@ fn nesting_past_the_bound_is_not_read() {
 #[test]
 fn parts_past_the_bound_are_counted_not_described() {
     let image = format!("data:image/png;base64,{}", b64(&png(8, 8, 0)));
-    let parts: Vec<_> = (0..MAX_MEDIA + 5).map(|_| image.clone()).collect();
+    let parts: Vec<_> = (0..MAX_MEDIA + 5)
+        .map(|_| serde_json::json!({"type": "image_url", "image_url": {"url": image}}))
+        .collect();
     let d = digest(
-        serde_json::json!({ "images": parts })
+        serde_json::json!({ "messages": [{"role": "user", "content": parts}] })
             .to_string()
             .as_bytes(),
     );
@@ -215,4 +217,101 @@ fn keys_are_read_alike_whether_written_plain_or_with_escapes() {
             .iter()
             .any(|(n, _)| n == "stream_options.include_usage")
     );
+}
+
+/// The fields that decide cost are kept wherever they stand: after more other fields than
+/// the bound keeps (OpenAI's `logit_bias` takes up to 300 entries, each a field), the model,
+/// the maximum and `stream` are still read.
+#[test]
+fn the_fields_that_decide_cost_are_kept_past_the_bound() {
+    let bias: serde_json::Map<String, serde_json::Value> = (0..300)
+        .map(|i| (format!("{}", 1000 + i), serde_json::json!(-100)))
+        .collect();
+    let body = format!(
+        r#"{{"logit_bias":{},"messages":[{{"role":"user","content":"hi"}}],"model":"o3-pro","max_completion_tokens":4096,"stream":true,"n":3}}"#,
+        serde_json::Value::Object(bias)
+    );
+    let d = digest(body.as_bytes());
+    assert!(d.json);
+    assert!(d.fields.len() > MAX_FIELDS, "{}", d.fields.len());
+    assert_eq!(d.string("model").as_deref(), Some("o3-pro"));
+    assert_eq!(d.number("max_completion_tokens"), Some(4096));
+    assert_eq!(d.flag("stream"), Some(true));
+    assert_eq!(d.number("n"), Some(3));
+    // Other fields past the bound are not kept.
+    assert_eq!(d.fields.len(), MAX_FIELDS + 4);
+    // Gemini's maximum, one level down, too.
+    let body = format!(
+        r#"{{"logit_bias":{},"generationConfig":{{"maxOutputTokens":900}}}}"#,
+        serde_json::json!(
+            (0..100)
+                .map(|i| (i.to_string(), 1))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        )
+    );
+    let d = digest(body.as_bytes());
+    assert_eq!(d.number("generationConfig.maxOutputTokens"), Some(900));
+}
+
+/// A key given twice in the body's object, or in an object directly under it, is named;
+/// one given twice deeper (inside a message) is not the host's concern.
+#[test]
+fn a_key_given_twice_near_the_top_is_named() {
+    for (body, duplicate) in [
+        (
+            r#"{"model":"gpt-4o-mini","messages":[],"model":"o3-pro"}"#,
+            Some("model"),
+        ),
+        (
+            r#"{"model":"m","max_tokens":1,"max_tokens":100000}"#,
+            Some("max_tokens"),
+        ),
+        (r#"{"mod\u0065l":"a","model":"b"}"#, Some("model")),
+        (
+            r#"{"generationConfig":{"maxOutputTokens":10,"maxOutputTokens":9000}}"#,
+            Some("generationConfig.maxOutputTokens"),
+        ),
+        (r#"{"metadata":{"a":1,"a":2}}"#, Some("metadata.a")),
+        (
+            r#"{"messages":[{"role":"user","role":"user"}],"model":"m"}"#,
+            None,
+        ),
+        (
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+            None,
+        ),
+        (r#"{"a":{"model":1},"model":2}"#, None),
+    ] {
+        let d = digest(body.as_bytes());
+        assert!(d.json, "{body}");
+        assert_eq!(d.duplicate_key.as_deref(), duplicate, "{body}");
+    }
+}
+
+/// Text is counted as text whatever it looks like: a data URL typed into a message is not a
+/// picture (the provider bills its characters), nor is one under a `data` or `type` key. A
+/// data URL a media part carries is.
+#[test]
+fn a_data_url_in_text_is_text() {
+    let image = format!("data:image/png;base64,{}", b64(&png(64, 64, 30_000)));
+    for body in [
+        serde_json::json!({"messages": [{"role": "user", "content": &image}]}),
+        serde_json::json!({"messages": [{"role": "user", "content": [{"type": "text", "text": &image}]}]}),
+        serde_json::json!({"prompt": [&image, &image]}),
+        serde_json::json!({"input": [{"type": "input_text", "url": &image}]}),
+    ] {
+        let text = body.to_string();
+        let d = digest(text.as_bytes());
+        assert!(d.media.is_empty(), "{text:.80}: {:?}", d.media);
+        assert!(d.text_chars >= image.len() as u64, "{text:.80}");
+    }
+    for body in [
+        serde_json::json!({"content": [{"type": "image_url", "image_url": {"url": &image}}]}),
+        serde_json::json!({"input": [{"type": "input_image", "image_url": &image}]}),
+        serde_json::json!({"image": &image}),
+    ] {
+        let d = digest(body.to_string().as_bytes());
+        assert_eq!(d.media.len(), 1, "{body:.80}");
+        assert_eq!(d.media[0].width, Some(64));
+    }
 }

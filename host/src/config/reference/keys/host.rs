@@ -300,7 +300,18 @@ pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
         default: "\"warn\"",
         range: "\"refuse\", \"warn\" or \"free\"",
         what: "What a call to a model with no price does when its tenant has a spend budget: \
-            refused, free with a warning once per model, or free silently.",
+            refused, free with a warning once per model, or free silently. A call that uses \
+            tokens and names no model is refused whatever this says: no price could apply.",
+    },
+    KeyDoc {
+        key: "budgets.per_host",
+        kind: "boolean",
+        default: "false",
+        range: "true or false",
+        what: "Whether each host of a group that shares a [store] but no [journal] url counts \
+            budgets on its own, knowingly: N hosts then let a tenant use up to N times each \
+            budget. Without it, budgets in such a group are refused at start and by `config \
+            check`.",
     },
     KeyDoc {
         key: "store.url",
