@@ -211,15 +211,25 @@ fn nothing_is_counted_when_nothing_is_budgeted_or_priced() {
     assert!(journal.budget_uses().unwrap().is_empty());
 }
 
-#[test]
-fn a_model_without_a_price_is_refused_warned_of_or_free_as_configured() {
-    let dir = tempfile::tempdir().unwrap();
+/// Budgets of tier `free` (the default tier) with `unpriced` as chosen, on a journal of
+/// their own in `dir`.
+fn budgets_with(dir: &std::path::Path, unpriced: Unpriced) -> Arc<Budgets> {
     let clock = Arc::new(ManualClock::starting_at(utc("2026-03-10T12:00:00Z")));
     let tenants = TenantsConfig {
         default_tier: "free".into(),
         ..TenantsConfig::default()
     };
-    let journal = Arc::new(Journal::open_or_create(&dir.path().join("j.sqlite")).unwrap());
+    let journal = Arc::new(Journal::open_or_create(&dir.join("j.sqlite")).unwrap());
+    let config = BudgetConfig {
+        unpriced,
+        ..config()
+    };
+    Arc::new(Budgets::new(config, tenants, journal, clock))
+}
+
+#[test]
+fn a_model_without_a_price_is_refused_warned_of_or_free_as_configured() {
+    let dir = tempfile::tempdir().unwrap();
     let unpriced = Charge {
         model: Some("o3-pro"),
         ..call("acme")
@@ -233,16 +243,7 @@ fn a_model_without_a_price_is_refused_warned_of_or_free_as_configured() {
         (Unpriced::Warn, false),
         (Unpriced::Free, false),
     ] {
-        let config = BudgetConfig {
-            unpriced: choice,
-            ..config()
-        };
-        let b = Arc::new(Budgets::new(
-            config,
-            tenants.clone(),
-            journal.clone(),
-            clock.clone(),
-        ));
+        let b = budgets_with(dir.path(), choice);
         match b.admit(&unpriced) {
             Err(BudgetError::Unpriced(u)) => {
                 assert!(refused, "{choice:?}");
@@ -276,12 +277,6 @@ fn a_model_without_a_price_is_refused_warned_of_or_free_as_configured() {
 #[test]
 fn a_call_with_tokens_and_no_model_is_refused_whatever_unpriced_says() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::starting_at(utc("2026-03-10T12:00:00Z")));
-    let tenants = TenantsConfig {
-        default_tier: "free".into(),
-        ..TenantsConfig::default()
-    };
-    let journal = Arc::new(Journal::open_or_create(&dir.path().join("j.sqlite")).unwrap());
     let hidden = Charge {
         model: None,
         ..call("acme")
@@ -292,15 +287,7 @@ fn a_call_with_tokens_and_no_model_is_refused_whatever_unpriced_says() {
         ..call("acme")
     };
     for choice in [Unpriced::Refuse, Unpriced::Warn, Unpriced::Free] {
-        let b = Arc::new(Budgets::new(
-            BudgetConfig {
-                unpriced: choice,
-                ..config()
-            },
-            tenants.clone(),
-            journal.clone(),
-            clock.clone(),
-        ));
+        let b = budgets_with(dir.path(), choice);
         match b.admit(&hidden) {
             Err(BudgetError::Unpriced(u)) => {
                 assert_eq!(u.model, None);

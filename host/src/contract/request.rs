@@ -222,7 +222,7 @@ mod cost_fields {
             );
             let d = BodyDigest::of(body.as_bytes());
             prop_assert!(d.json);
-            prop_assert_eq!(d.duplicate_key.as_deref(), duplicate.as_deref());
+            prop_assert_eq!(d.duplicate_key(), duplicate.clone());
             if duplicate.is_none() {
                 let model = d.string("model");
                 prop_assert_eq!(model.as_deref(), Some("gpt-4o"));

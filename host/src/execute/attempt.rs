@@ -292,14 +292,14 @@ impl Executor {
                 Tally::default().end(Reason::Stopped(Stop::NeverRetry), NextAction::FixRequest)
             );
         };
-        if let Some(key) = &req.digest.duplicate_key {
+        if let Some(key) = req.digest.duplicate_key() {
             // sluice prices and routes by one of the two values; the provider may act on the
             // other. Nothing is sent, and no breaker or budget hears of it.
             return Err(Tally::default().end(
                 Reason::Malformed(format!(
                     "the body gives `{}` more than once: sluice and the provider could read \
                      different values (a model, a maximum); send each key once",
-                    crate::printable::printable(key)
+                    crate::printable::printable(&key)
                 )),
                 NextAction::FixRequest,
             ));

@@ -306,7 +306,6 @@ mod tests {
                     .iter()
                     .map(|(n, v)| ((*n).into(), (*v).into()))
                     .collect(),
-                duplicate_key: None,
             },
             now_ms: w.now_ms,
         }

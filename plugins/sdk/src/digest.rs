@@ -33,7 +33,8 @@
 //! The [`COST_FIELDS`] (`model`, the output maxima, `stream`, `n` and their equivalents) are
 //! kept wherever they stand in their object, past the bound on other fields: a body cannot
 //! hide its model behind many other fields. A key given twice in the body's object, or in
-//! an object directly under it, is named in [`BodyDigest::duplicate_key`]: a reader that
+//! an object directly under it, is named in the host's field [`DUPLICATE_KEY`] (read with
+//! [`BodyDigest::duplicate_key`]), and the host refuses the body: a reader that
 //! takes the first and a provider that takes the last would not agree on the cost.
 //!
 //! Bounds: at most [`MAX_MEDIA`] parts are described (the rest are counted), at most
@@ -75,9 +76,6 @@ pub struct BodyDigest {
     /// Scalar fields at the top level and one level down, as a dotted name and the value's
     /// JSON text (`"gpt-4o"` with its quotes, `1024`, `true`), in the order they appear.
     pub fields: Vec<(String, String)>,
-    /// A key given twice in the body's object or in an object directly under it (the
-    /// first such, as a dotted name): the host refuses such a body (see the module docs).
-    pub duplicate_key: Option<String>,
 }
 
 /// The fields a provider's cost depends on, kept past [`MAX_FIELDS`] wherever they stand in
@@ -149,6 +147,7 @@ pub fn digest(body: &[u8]) -> BodyDigest {
         d: &mut d,
         path: Vec::new(),
         open: Vec::new(),
+        duplicate: None,
     };
     let read = Node {
         walk: &mut walk,
@@ -158,8 +157,14 @@ pub fn digest(body: &[u8]) -> BodyDigest {
     .deserialize(&mut de)
     .is_ok()
         && de.end().is_ok();
+    let duplicate = walk.duplicate.take();
     if read {
         d.json = true;
+        if let Some(key) = duplicate {
+            // A host's field, past the bound on the body's: a body cannot set it.
+            let value = serde_json::to_string(&key).unwrap_or_default();
+            d.fields.push((DUPLICATE_KEY.to_owned(), value));
+        }
     } else {
         let length = d.length;
         d = BodyDigest {
@@ -178,6 +183,8 @@ struct Walk<'d> {
     /// the media parts of its children whose kind only its type can tell (an Anthropic
     /// `source` of type `url` is an image by its parent's type, which may come after it).
     open: Vec<(String, Vec<usize>)>,
+    /// The first key given twice in the body's object or one directly under it.
+    duplicate: Option<String>,
 }
 
 impl Walk<'_> {
@@ -317,8 +324,10 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
             return Err(de::Error::custom("nested too deep"));
         }
         let mut object = Object::default();
-        // Keys seen in the body's object and those directly under it, for duplicates.
-        let mut seen = (self.depth <= 1).then(std::collections::HashSet::<String>::new);
+        // Keys seen in the body's object and those directly under it, for duplicates:
+        // borrowed from the body (but for keys written with escapes), so a body of a million
+        // keys costs the set's table, not a copy of each key.
+        let mut seen = (self.depth <= 1).then(std::collections::HashSet::<Cow<'de, str>>::new);
         let pushed = self.key.map(str::to_owned);
         if let Some(k) = &pushed {
             self.walk.path.push(k.clone());
@@ -327,10 +336,10 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
         while let Some(key) = map.next_key_seed(Key)? {
             let depth = self.depth + 1;
             if let Some(seen) = &mut seen
-                && !seen.insert(key.clone().into_owned())
-                && self.walk.d.duplicate_key.is_none()
+                && !seen.insert(key.clone())
+                && self.walk.duplicate.is_none()
             {
-                self.walk.d.duplicate_key = Some(self.walk.dotted(depth, &key));
+                self.walk.duplicate = Some(self.walk.dotted(depth, &key));
             }
             if DECIDING.contains(&key.as_ref()) {
                 // The strings that decide whether this object is a media part, and the data
@@ -627,7 +636,7 @@ fn audio_type(format: &str) -> String {
 mod fields;
 mod sniff;
 
-pub use fields::{DEFAULT_MAX_OUTPUT, HOST_FIELDS, field, set_number, string};
+pub use fields::{DEFAULT_MAX_OUTPUT, DUPLICATE_KEY, HOST_FIELDS, field, set_number, string};
 pub use sniff::image_size;
 use sniff::{data_url, inline_part, kind_of};
 

@@ -12,6 +12,11 @@ pub const HOST_FIELDS: &str = "sluice.";
 /// generation that names no maximum is counted for. See [`BodyDigest::default_max_output`].
 pub const DEFAULT_MAX_OUTPUT: &str = "sluice.default_max_output";
 
+/// The field the reader adds when the body gives a key twice in its object or in an object
+/// directly under it: the first such key's dotted name. The host refuses such a body before
+/// a plugin sees it (see [`BodyDigest::duplicate_key`]).
+pub const DUPLICATE_KEY: &str = "sluice.duplicate_key";
+
 impl BodyDigest {
     /// Reads `body` (see [`digest`]).
     pub fn of(body: &[u8]) -> Self {
@@ -22,6 +27,13 @@ impl BodyDigest {
     /// ([`DEFAULT_MAX_OUTPUT`]); `None` when it sets none.
     pub fn default_max_output(&self) -> Option<u64> {
         self.number(DEFAULT_MAX_OUTPUT)
+    }
+
+    /// The first key the body gives twice, in its object or in an object directly under it
+    /// ([`DUPLICATE_KEY`]), as a dotted name: sluice and the provider could read different
+    /// values of it, so the host refuses the body.
+    pub fn duplicate_key(&self) -> Option<String> {
+        self.string(DUPLICATE_KEY)
     }
 
     /// Sets (or, with `None`, removes) the configured default maximum output: the host's

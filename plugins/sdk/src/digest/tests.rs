@@ -284,7 +284,7 @@ fn a_key_given_twice_near_the_top_is_named() {
     ] {
         let d = digest(body.as_bytes());
         assert!(d.json, "{body}");
-        assert_eq!(d.duplicate_key.as_deref(), duplicate, "{body}");
+        assert_eq!(d.duplicate_key().as_deref(), duplicate, "{body}");
     }
 }
 

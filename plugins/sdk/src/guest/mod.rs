@@ -51,7 +51,7 @@ pub fn headers(block: &str) -> Headers<'_> {
 /// `From` both ways between the digest's plain types (`crate::digest`) and the WIT's: a
 /// record field for field, an enum case for case.
 macro_rules! digest_conversions {
-    ($($from:ty => $to:ty { $($extra:ident: $value:expr),* }),+) => {$(
+    ($($from:ty => $to:ty),+) => {$(
         impl From<$from> for $to {
             fn from(d: $from) -> Self {
                 Self {
@@ -61,7 +61,6 @@ macro_rules! digest_conversions {
                     media: d.media.into_iter().map(Into::into).collect(),
                     media_omitted: d.media_omitted,
                     fields: d.fields,
-                    $($extra: $value,)*
                 }
             }
         }
@@ -91,12 +90,7 @@ macro_rules! digest_conversions {
     )+};
 }
 
-// A duplicated key is the host's to refuse (the body never reaches a plugin): the WIT's
-// digest does not carry it.
-digest_conversions!(
-    crate::digest::BodyDigest => BodyDigest {},
-    BodyDigest => crate::digest::BodyDigest { duplicate_key: None }
-);
+digest_conversions!(crate::digest::BodyDigest => BodyDigest, BodyDigest => crate::digest::BodyDigest);
 digest_conversions!(@part
     crate::digest::MediaPart => MediaPart, crate::digest::MediaKind => MediaKind,
     MediaPart => crate::digest::MediaPart, MediaKind => crate::digest::MediaKind
