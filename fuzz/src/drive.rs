@@ -61,13 +61,6 @@ impl Driver {
         steps: &[Step],
         observations: &[Observation],
     ) {
-        let routes: Vec<_> = routes
-            .iter()
-            .map(|(p, c, names)| {
-                let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                s.route(p, c, &names)
-            })
-            .collect();
         let tenants = [s.tenant("acme"), s.tenant("globex"), s.tenant("noisy")];
         for step in steps {
             match *step {
@@ -83,8 +76,12 @@ impl Driver {
                     if routes.is_empty() {
                         continue;
                     }
+                    // Resolved for each request, as `Admission` does: a route holds only
+                    // until a poll forgets one of its scopes (`Scheduler::route`).
+                    let (p, c, names) = &routes[usize::from(route) % routes.len()];
+                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
                     let ask = Ask {
-                        route: routes[usize::from(route) % routes.len()],
+                        route: s.route(p, c, &names),
                         tenant: tenants[usize::from(tenant) % tenants.len()],
                         class: [Class::Interactive, Class::Standard, Class::Background]
                             [usize::from(class) % 3],
