@@ -25,17 +25,16 @@ const CALLS: usize = 300;
 
 fn world() -> World {
     let world = World::new();
-    let text = std::fs::read_to_string(world.config()).expect("the configuration");
-    let text = text
-        + r#"
+    world.configure(|text| {
+        text + r#"
 [tenants.budgets.acme]
 spend_micros_per_day = 50000
 
 [providers.openai.prices."gpt-4o"]
 input_micros_per_million = 2500000
 output_micros_per_million = 10000000
-"#;
-    std::fs::write(world.config(), text).expect("write the configuration");
+"#
+    });
     world
 }
 

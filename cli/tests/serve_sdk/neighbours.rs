@@ -25,9 +25,7 @@ const HURRIED_TOKEN: &str = "agent-token-of-a-hurried-tenant";
 #[test]
 fn a_tenants_own_deadlines_never_open_the_breaker_its_neighbours_share() {
     let world = World::new();
-    let text = std::fs::read_to_string(world.config()).expect("the configuration");
-    let text = text.replace("breaker_threshold = 1000", "breaker_threshold = 3");
-    std::fs::write(world.config(), text).expect("write the configuration");
+    world.configure(|text| text.replace("breaker_threshold = 1000", "breaker_threshold = 3"));
     world.add_agent("hurried", HURRIED_TOKEN, "hurried");
     world
         .openai

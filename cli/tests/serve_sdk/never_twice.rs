@@ -104,12 +104,6 @@ fn copy_journal(from: &Path, to: &Path) {
     }
 }
 
-/// Rewrites the configuration of `world`: `edit` of its text.
-fn configure(world: &World, edit: impl FnOnce(String) -> String) {
-    let text = std::fs::read_to_string(world.config()).expect("the configuration");
-    std::fs::write(world.config(), edit(text)).expect("write the configuration");
-}
-
 /// The agent resubmits the payment `action` after the journal was accepted on the
 /// operator's word: the journal no longer knows it and the audit log does, so it is a
 /// `record_lost` case for a person, and nothing is sent.
@@ -317,7 +311,7 @@ fn a_wiped_state_directory_beside_a_shared_store_never_sends_the_payment_again()
     };
     let world = World::new();
     let url = redis.url();
-    configure(&world, |text| {
+    world.configure(|text| {
         format!(
             "{text}\n[store]\nurl = \"{url}\"\nhosts = 1\nhost_id = \"never-twice-1\"\n\
              lease_ttl_ms = 300\n"
@@ -382,7 +376,7 @@ fn a_store_that_could_lose_a_claim_takes_no_payment() {
         }
     };
     let world = World::new();
-    configure(&world, store(&evicting.url(), "claims-evicted"));
+    world.configure(store(&evicting.url(), "claims-evicted"));
     let sidecar = world.serve();
     let refused = resubmit_past_the_previous_run(&sidecar, "pay-1");
     assert_eq!(refused.status, 503, "{refused:?}\n{}", sidecar.log());
@@ -406,7 +400,7 @@ fn a_store_that_could_lose_a_claim_takes_no_payment() {
         return;
     };
     let world = World::new();
-    configure(&world, store(&kept.url(), "claims-kept"));
+    world.configure(store(&kept.url(), "claims-kept"));
     let sidecar = world.serve();
     let paid = resubmit_past_the_previous_run(&sidecar, "pay-1");
     assert_eq!(paid.status, 200, "{paid:?}\n{}", sidecar.log());
@@ -479,9 +473,7 @@ fn a_postgres_journal_dropped_and_made_again_never_sends_the_payment_again() {
         .expect("the test's schema")
         .to_owned();
     let world = World::new();
-    configure(&world, |text| {
-        format!("{text}\n[journal]\nurl = \"{url}\"\nlease_ttl_ms = 1000\n")
-    });
+    world.configure(|text| format!("{text}\n[journal]\nurl = \"{url}\"\nlease_ttl_ms = 1000\n"));
     let sidecar = world.serve();
     pay_once(&world, &sidecar, "pay-1");
     stop(sidecar);
@@ -510,7 +502,7 @@ fn a_postgres_journal_dropped_and_made_again_never_sends_the_payment_again() {
 fn a_write_refused_before_it_was_sent_is_never_sent_by_a_restart() {
     let world = World::new();
     // One failure opens a breaker, for 1.5 s.
-    configure(&world, |text| {
+    world.configure(|text| {
         text.replace(
             "breaker_threshold = 1000",
             "breaker_threshold = 1\nbreaker_open_ms = 1500",
@@ -651,7 +643,7 @@ fn a_new_groups_store_takes_payments_once_sluice_store_init_made_its_epoch() {
     redis.ok(&["FLUSHALL"]);
     let world = World::new();
     let url = redis.url();
-    configure(&world, |text| {
+    world.configure(|text| {
         format!(
             "{text}\n[store]\nurl = \"{url}\"\nhosts = 1\nhost_id = \"new-group-1\"\n\
              lease_ttl_ms = 300\n"

@@ -84,18 +84,23 @@ impl World {
         self.dir.path().join("sluice.toml")
     }
 
+    /// Rewrites the configuration: `edit` of its text.
+    pub fn configure(&self, edit: impl FnOnce(String) -> String) {
+        let text = std::fs::read_to_string(self.config()).expect("the configuration");
+        std::fs::write(self.config(), edit(text)).expect("write the configuration");
+    }
+
     /// Adds agent `name`, with `token`, billing `tenant`, to the configuration.
     pub fn add_agent(&self, name: &str, token: &str, tenant: &str) {
         let digest: String = Sha256::digest(token)
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        let text = std::fs::read_to_string(self.config()).expect("the configuration");
-        let text = text
-            + &format!(
+        self.configure(|text| {
+            text + &format!(
                 "[serve.agents.{name}]\ntoken = {{ sha256 = \"{digest}\" }}\ntenant = \"{tenant}\"\n"
-            );
-        std::fs::write(self.config(), text).expect("write the configuration");
+            )
+        });
     }
 
     /// The journal of the sidecar's writes.

@@ -213,21 +213,30 @@ impl Walk<'_> {
         }
     }
 
+    /// Whether `key` at `depth` (1 or 2) is one of the [`COST_FIELDS`], asked without
+    /// making its dotted name: past the bound this runs for every scalar left out.
+    fn is_cost_field(&self, depth: usize, key: &str) -> bool {
+        let parent = (depth == 2).then(|| self.path.last().map_or("", String::as_str));
+        COST_FIELDS.iter().any(|f| match f.split_once('.') {
+            Some((p, k)) => parent == Some(p) && k == key,
+            None => parent.is_none() && *f == key,
+        })
+    }
+
     /// Keeps a scalar at depth 1 or 2 as a field: any of them up to [`MAX_FIELDS`], the
     /// [`COST_FIELDS`] always.
     fn field(&mut self, depth: usize, key: Option<&str>, json: impl FnOnce() -> String) {
         let Some(key) = key else { return };
-        if !(1..=2).contains(&depth) {
-            return;
-        }
-        let name = self.dotted(depth, key);
-        if self.d.fields.len() >= MAX_FIELDS && !COST_FIELDS.contains(&name.as_str()) {
+        if !(1..=2).contains(&depth)
+            || self.d.fields.len() >= MAX_FIELDS && !self.is_cost_field(depth, key)
+        {
             return;
         }
         let value = json();
         if value.len() > MAX_FIELD_BYTES {
             return;
         }
+        let name = self.dotted(depth, key);
         if name.starts_with(HOST_FIELDS) {
             // The names the host's own settings take ([`DEFAULT_MAX_OUTPUT`]): a body
             // cannot set them.
