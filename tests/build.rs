@@ -1,6 +1,6 @@
 //! Builds the test fixtures from source: the hostile plugin (`plugins/fixtures/hostile`),
-//! the plugins built against the frozen contracts 0.1.0 and 0.2.0 (`plugins/fixtures/v1`,
-//! `plugins/fixtures/v2`), and the two
+//! the plugins built against the frozen contracts 0.1.0, 0.2.0 and 0.3.0
+//! (`plugins/fixtures/v1`, `v2`, `v3`), and the two
 //! generations of the relay plugin that the reload tests swap (`plugins/fixtures/relay`).
 
 fn main() {
@@ -17,6 +17,7 @@ fn main() {
             "sluice-plugin-relay-one",
             "sluice-plugin-relay-two",
             "sluice-plugin-legacy-v2",
+            "sluice-plugin-legacy-v3",
         ],
     );
     println!(
@@ -38,5 +39,9 @@ fn main() {
     println!(
         "cargo:rustc-env=SLUICE_LEGACY_V2_WASM={}",
         built[4].wasm.display()
+    );
+    println!(
+        "cargo:rustc-env=SLUICE_LEGACY_V3_WASM={}",
+        built[5].wasm.display()
     );
 }

@@ -92,6 +92,7 @@ impl sluice_plugin_sdk::Plugin for Greedy {
             routes: Vec::new(),
             read_routes: vec![],
             error_shape: None,
+            refill: None,
         }
     }
 

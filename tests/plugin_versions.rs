@@ -1,21 +1,22 @@
-//! Plugins built against the frozen `sluice:policy@0.1.0` and `@0.2.0` still load, and their
-//! answers come through the current API: a 0.1.0 plugin's `plan-request` from
+//! Plugins built against the frozen `sluice:policy@0.1.0`, `@0.2.0` and `@0.3.0` still load,
+//! and their answers come through the current API: a 0.1.0 plugin's `plan-request` from
 //! `decide-priority` and `estimate-cost`, its `read-response` from `classify` and
 //! `parse-quota`; a 0.2.0 plugin's through its own functions, shown a body's prefix without
-//! its digest. Neither is shown more of a body than its version promised. The bundled
-//! plugins speak 0.3.0.
+//! its digest. Neither is shown more of a body than its version promised. A 0.3.0 plugin is
+//! shown the digest, and counts no stream and declares no refill. The bundled plugins speak
+//! 0.4.0.
 
 use std::sync::Arc;
 
 use sluice::clock::ManualClock;
 use sluice::contract::{
-    Cost, PriorityClass, ProviderPolicy, ReconcilePlan, Reconciliation, ReportedDimension,
+    Cost, PriorityClass, ProviderPolicy, ReconcilePlan, Reconciliation, Refill, ReportedDimension,
     RequestClass, ResponsePart, TransportFailure, UncertainWrite, Verdict, WireOutcome,
 };
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
 use sluice::headers::encode_fields;
 use sluice::plugin::{Contract, bundled};
-use sluice_tests::{legacy, legacy_v2, plain_response, request, response, runtime};
+use sluice_tests::{legacy, legacy_v2, legacy_v3, plain_response, request, response, runtime};
 
 #[test]
 fn a_0_1_0_plugin_loads_and_says_which_contract_it_speaks() {
@@ -33,7 +34,7 @@ fn a_0_1_0_plugin_loads_and_says_which_contract_it_speaks() {
     for name in bundled::names() {
         assert_eq!(
             rt.load_bundled(name).unwrap().contract(),
-            Contract::V0_3,
+            Contract::V0_4,
             "{name}"
         );
     }
@@ -177,6 +178,41 @@ fn a_0_2_0_plugin_loads_and_answers_through_its_own_functions() {
     assert_eq!(p.reconcile(&write).unwrap(), ReconcilePlan::ResendSameKey);
 }
 
+/// A 0.3.0 plugin is shown a long body's digest as before, answers through its own
+/// functions, declares no refill (the host takes the safe one) and counts no stream (a
+/// stream that ends early keeps its estimate); the bundled plugins speak 0.4.0, and
+/// Anthropic's declares the continuous refill its provider documents.
+#[test]
+fn a_0_3_0_plugin_loads_plans_from_the_digest_and_counts_no_stream() {
+    let rt = runtime();
+    let p = legacy_v3(&rt);
+    assert_eq!(p.contract(), Contract::V0_3);
+    assert_eq!(p.name(), "legacy-v3");
+    let d = p.description();
+    assert_eq!(d.refill, None, "0.3.0 declares no refill");
+    assert_eq!(d.read_routes, vec!["POST /v1/generate".to_owned()]);
+    let req = request("POST", "https://legacy-v3.test/v1/x", RequestClass::Read)
+        .with_body(vec![b'x'; 100 << 10]);
+    let plan = p.plan_request(&req).unwrap();
+    assert_eq!(plan.scopes, vec!["v3-bucket".to_owned()]);
+    assert_eq!(
+        plan.cost[1].amount,
+        100 << 10,
+        "a body past the prefix is planned from its digest"
+    );
+    let limited = response(429, &[("x-v3-remaining", "9")]);
+    let r = p
+        .read_response(&req, &limited, ResponsePart::Complete)
+        .unwrap();
+    assert_eq!(r.classification.error_code.as_deref(), Some("v3_429"));
+    assert_eq!(r.observations[0].remaining, Some(9));
+    let stretch = b"data: {\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}\n\n";
+    assert_eq!(p.count_stream(&req, 0, stretch).unwrap(), Vec::new());
+    let refill = |name: &str| rt.load_bundled(name).unwrap().description().refill;
+    assert_eq!(refill("anthropic"), Some(Refill::Continuous));
+    assert_eq!(refill("openai"), None, "OpenAI documents no refill");
+}
+
 #[test]
 fn a_frozen_plugin_is_never_shown_more_than_its_prefix_and_the_built_in_policy_plans_longer_bodies()
 {
@@ -196,7 +232,7 @@ fn a_frozen_plugin_is_never_shown_more_than_its_prefix_and_the_built_in_policy_p
         let a = g.plan_request(&longer);
         assert!(
             matches!(&a.by, AnsweredBy::Fallback(e) if !e.failure.is_fault()
-                && e.to_string().contains("0.3.0")),
+                && e.to_string().contains("0.4.0")),
             "{contract}: {:?}",
             a.by
         );

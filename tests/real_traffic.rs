@@ -133,10 +133,13 @@ async fn a_stream_cut_midway_is_a_partial_outcome_and_is_never_sent_again() {
     else {
         panic!("the stream should begin");
     };
-    let mut chunks = 0;
+    let (mut chunks, mut delivered) = (0, Vec::new());
     let partial = loop {
         match stream.next().await {
-            Some(Ok(_)) => chunks += 1,
+            Some(Ok(chunk)) => {
+                chunks += 1;
+                delivered.extend_from_slice(&chunk);
+            }
             Some(Err(partial)) => break partial,
             None => panic!("a cut stream must not end as if whole"),
         }
@@ -149,7 +152,18 @@ async fn a_stream_cut_midway_is_a_partial_outcome_and_is_never_sent_again() {
         Some(TransportFailure::ResetAfterSend | TransportFailure::TimeoutAfterSend)
     ));
     assert!(stream.next().await.is_none(), "a partial stream ends there");
-    assert_eq!(stream.usage(), None, "a broken stream keeps its estimate");
+    // Charged what the plugin counted of it: the output of the events that came (the fake's
+    // text is one `tok ` a token), and the prompt's estimate; OpenAI's token total, the
+    // reservation its limit counts however a stream ends, stands. The provider produced as
+    // much, or an event more that the cut kept from the wire.
+    let came = String::from_utf8_lossy(&delivered).matches("tok ").count() as u64;
+    let produced = fake.attempts()[0].output_tokens;
+    let usage = stream
+        .usage()
+        .expect("a broken stream is charged what was counted");
+    assert_eq!(usage.output_tokens, came, "{usage:?}");
+    assert!(came > 0 && came <= produced, "{came} of {produced}");
+    assert!(usage.input_tokens > 0, "{usage:?}");
 
     tokio::time::sleep(Duration::from_secs(120)).await;
     assert_eq!(fake.attempts_on(CHAT), 1, "no second attempt, ever");

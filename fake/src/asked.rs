@@ -85,8 +85,16 @@ pub(crate) fn asked(
         .and_then(|o| o.get("include_usage"))
         .and_then(serde_json::Value::as_bool)
         == Some(true);
-    // FNV-1a over the body: the same request always gets the same length of answer.
-    let hash = body.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+    // FNV-1a over the body: the same request always gets the same length of answer, however
+    // it is spelt and however it asks for its usage (a client that adds `stream_options`
+    // gets the same stream): a JSON object is hashed as its fields, in order, less those.
+    let canonical = parsed.and_then(serde_json::Value::as_object).map(|o| {
+        let mut o = o.clone();
+        o.remove("stream_options");
+        serde_json::Value::Object(o).to_string().into_bytes()
+    });
+    let hashed = canonical.as_deref().unwrap_or(body);
+    let hash = hashed.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
     });
     let share = 10 + hash % 50;

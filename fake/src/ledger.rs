@@ -35,8 +35,11 @@ pub struct Attempt {
     /// was refused or never reached the limiter): at admission, and for a generation that
     /// named no maximum, what it wrote too.
     pub tokens: u64,
+    /// The prompt's tokens, as the provider counts them and its usage reports (0 when the
+    /// attempt was refused or never reached the limiter): what it bills as input.
+    pub input_tokens: u64,
     /// Output tokens the answer actually produced (and its usage reports); for a stream, set
-    /// when it ends, in proportion to the events delivered if it was cut.
+    /// when it ends: if it was cut or abandoned, those of the content events it sent.
     pub output_tokens: u64,
     /// For a streamed answer: `Some(true)` once delivered whole, `Some(false)` if it was cut
     /// or abandoned, `None` while it runs (or for an answer that is not a stream).

@@ -175,6 +175,7 @@ async fn attempt(
                 .collect(),
             status: None,
             tokens: 0,
+            input_tokens: 0,
             output_tokens: 0,
             stream: None,
         });
@@ -307,7 +308,8 @@ async fn attempt(
     let mut headers = style.quota_headers(&quota, wall());
     if taken.is_ok() {
         learnt(&shared, index, |a| {
-            a.tokens = asked.input + asked.max_output
+            a.tokens = asked.input + asked.max_output;
+            a.input_tokens = asked.input;
         });
     }
     if let Err(exceeded) = taken {
@@ -436,7 +438,7 @@ fn learnt(shared: &Shared, index: usize, set: impl FnOnce(&mut Attempt)) {
 }
 
 /// A streamed answer: its output reservation is held until the stream ends, and what it
-/// produced is counted then (in proportion to the events delivered, if it was cut).
+/// produced is counted then (the tokens of the content events delivered, if it was cut).
 fn streamed(
     shared: &Arc<Shared>,
     index: usize,
@@ -454,14 +456,14 @@ fn streamed(
     };
     let id = format!("stream_{index:06}");
     let events = stream::events(&plan, &id);
-    let total = events.len().max(1) as u64;
+    let style = plan.style;
     let on_end = {
         let shared = shared.clone();
         Box::new(move |delivered: usize, whole: bool| {
             let output = if whole {
                 asked.output
             } else {
-                asked.output * (delivered as u64).min(total) / total
+                stream::produced(style, asked.output, delivered)
             };
             produced(&shared, index, now(), &asked, output);
             learnt(&shared, index, |a| a.stream = Some(whole));

@@ -42,6 +42,27 @@ pub(crate) fn content_events(output_tokens: u64) -> usize {
     usize::try_from(output_tokens.clamp(1, 16)).unwrap_or(16)
 }
 
+/// The output tokens content event `k` of a stream carries: as even a share of `output` as
+/// whole tokens allow. Its text is `"tok "` once a token, four bytes: as much text as a token
+/// of English is, so a client that counts a stream's text counts what the provider bills.
+fn event_tokens(output: u64, k: usize) -> u64 {
+    let (n, k) = (content_events(output) as u64, k as u64);
+    output / n + u64::from(k < output % n)
+}
+
+/// The output tokens of a stream cut after `delivered` of its events: its content events
+/// among them, as [`event_tokens`] shares them out.
+pub(crate) fn produced(style: Style, output: u64, delivered: usize) -> u64 {
+    let lead = match style {
+        // `message_start` and `content_block_start` come first.
+        Style::Anthropic => 2,
+        _ => 0,
+    };
+    (0..delivered.saturating_sub(lead).min(content_events(output)))
+        .map(|k| event_tokens(output, k))
+        .sum()
+}
+
 fn sse(event: Option<&str>, data: &str) -> Bytes {
     match event {
         Some(e) => Bytes::from(format!("event: {e}\ndata: {data}\n\n")),
@@ -65,7 +86,7 @@ pub(crate) fn events(plan: &Plan, id: &str) -> Vec<Bytes> {
             out.push(sse(Some("content_block_start"), &block.to_string()));
             for k in 0..n {
                 let delta = json!({"type": "content_block_delta", "index": 0,
-                    "delta": {"type": "text_delta", "text": format!("tok{k} ")}});
+                    "delta": {"type": "text_delta", "text": "tok ".repeat(event_tokens(o, k) as usize)}});
                 out.push(sse(Some("content_block_delta"), &delta.to_string()));
             }
             let stop = json!({"type": "content_block_stop", "index": 0});
@@ -79,7 +100,7 @@ pub(crate) fn events(plan: &Plan, id: &str) -> Vec<Bytes> {
         _ => {
             for k in 0..n {
                 let mut chunk = json!({"id": id, "object": "chat.completion.chunk",
-                    "choices": [{"index": 0, "delta": {"content": format!("tok{k} ")},
+                    "choices": [{"index": 0, "delta": {"content": "tok ".repeat(event_tokens(o, k) as usize)},
                                  "finish_reason": null}]});
                 // Asked for its usage, OpenAI writes `"usage": null` into every chunk
                 // before the last.

@@ -187,6 +187,7 @@ impl<'a> Arbitrary<'a> for Answers {
             routes: list(u, text)?,
             read_routes: list(u, text)?,
             error_shape: None,
+            refill: None,
         };
         let reading = Reading {
             classification: Classification {

@@ -2,7 +2,8 @@
 //! Anthropic's RFC 3339 resets, GitHub's resources, Stripe's reconciliation, and the generic
 //! IETF plugin), compiled natively and called as the host calls their components.
 //!
-//! Asserts: whatever a provider answers and whatever request the host passes, a bundled
+//! Asserts: whatever a provider answers (a whole answer, either end of a stream, or a stretch
+//! of one for `count-stream`) and whatever request the host passes, a bundled
 //! plugin's answer, as its component exports it (fitted by `sluice_plugin_sdk::caps`), passes
 //! the host's checks on plugin output (`plugin::validate`, with the default caps): a bundled
 //! plugin never gets itself declined and quarantined because of what a client or a provider
@@ -48,6 +49,18 @@ fn run<P: Plugin>(u: &mut Unstructured<'_>) {
             panic!(
                 "{name}: read-response refused by the host: {e}\n{req:?}\n{outcome:?}\n{part:?}"
             );
+        }
+    }
+    // The stretch of a stream: the answer's body, at an offset the input picks.
+    if let (Ok(at), sluice_plugin_sdk::Outcome::Response(resp)) = (u.arbitrary::<u64>(), &outcome)
+        && let Ok(counted) = P::count_stream(&req, at, &resp.body)
+    {
+        let counted: Vec<_> = caps::fit_costs(counted)
+            .into_iter()
+            .map(bridge::cost)
+            .collect();
+        if let Err(e) = validate::counted(&counted, &caps) {
+            panic!("{name}: count-stream refused by the host: {e}\n{req:?}\n{outcome:?}");
         }
     }
     if let Ok(plan) = P::plan_request(&req) {

@@ -119,5 +119,6 @@ pub fn description(d: guest::Description) -> host::Description {
         routes: d.routes,
         read_routes: vec![],
         error_shape: None,
+        refill: None,
     }
 }

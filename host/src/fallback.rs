@@ -33,6 +33,7 @@ static DESCRIPTION: LazyLock<Description> = LazyLock::new(|| Description {
     routes: Vec::new(),
     read_routes: vec![],
     error_shape: None,
+    refill: None,
 });
 
 impl ProviderPolicy for Fallback {

@@ -191,6 +191,7 @@ mod tests {
             routes: vec![],
             read_routes,
             error_shape: Some(error_shape),
+            refill: None,
         })
     }
 

@@ -33,8 +33,9 @@ pub struct Workload {
     pub seed: u64,
     /// The share of the limit sluice paces at.
     pub margin: f64,
-    /// How sluice is told the provider refills (`window` or `continuous`).
-    pub refill: &'static str,
+    /// How sluice is told the provider refills (`window` or `continuous`); `None`: not told,
+    /// so the plugin's declaration stands (the `anthropic` plugin's is `continuous`).
+    pub refill: Option<&'static str>,
 }
 
 impl Default for Workload {
@@ -45,7 +46,7 @@ impl Default for Workload {
             duration: Duration::from_secs(120),
             seed: 1,
             margin: 0.95,
-            refill: "window",
+            refill: None,
         }
     }
 }
@@ -125,10 +126,13 @@ async fn provider(w: &Workload) -> FakeProvider {
 /// When a part does not start.
 pub async fn through_sluice(w: Workload) -> Figures {
     let fake = provider(&w).await;
+    let refill = w
+        .refill
+        .map_or_else(String::new, |r| format!("refill = \"{r}\"\n"));
     let config = format!(
         "margin = {}\n[queue]\nmax_wait_ms = 3600000\n\
-         [providers.anthropic.limits]\noutput_tokens_per_minute = {}\nrefill = \"{}\"\n",
-        w.margin, w.otpm, w.refill
+         [providers.anthropic.limits]\noutput_tokens_per_minute = {}\n{refill}",
+        w.margin, w.otpm
     );
     let transport = Transport::new(Timeouts::default()).expect("a transport");
     let ex = executor_with("anthropic", &config, RetryConfig::default(), transport);

@@ -44,6 +44,11 @@ impl World {
     /// [`Self::new`], with the OpenAI-style provider's own limits (`openai`) and the body of
     /// its `[providers.openai.limits]` table in the configuration (`limits`).
     pub fn with_openai(openai: FakeConfig, limits: &str) -> Self {
+        Self::with_providers(openai, FakeConfig::new(Style::Anthropic), limits)
+    }
+
+    /// [`Self::with_openai`], with the Anthropic-style provider's own configuration too.
+    pub fn with_providers(openai: FakeConfig, anthropic: FakeConfig, limits: &str) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -56,7 +61,7 @@ impl World {
         };
         let openai = start(openai);
         openai.require_credential("authorization", &format!("Bearer {OPENAI_KEY}"));
-        let anthropic = start(FakeConfig::new(Style::Anthropic));
+        let anthropic = start(anthropic);
         anthropic.require_credential("x-api-key", ANTHROPIC_KEY);
         let payments = start(FakeConfig::new(Style::Stripe));
         payments.require_credential("authorization", &format!("Bearer {PAYMENTS_KEY}"));

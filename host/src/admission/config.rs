@@ -137,6 +137,11 @@ pub struct ProviderConfig {
     /// Pools of its credentials, by the name calls use instead of a credential (see
     /// [`pools`]).
     pub pools: BTreeMap<String, PoolConfig>,
+    /// How the provider refills its quotas as its plugin declares it (`description.refill`):
+    /// the refill of every quota of the provider that sets none, its unconfigured scopes'
+    /// included. Not read from the configuration: the host sets it from the plugin it loads.
+    #[serde(skip)]
+    pub declared_refill: Option<super::limits::Refill>,
 }
 
 /// One tenant tier.

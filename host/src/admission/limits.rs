@@ -31,27 +31,12 @@ pub struct Limits {
     /// Requests in flight at once (at most `MAX_IN_FLIGHT`, a million).
     pub concurrent_requests: Option<NonZeroU32>,
     /// How the provider refills these quotas, which decides how much of a quota may go at
-    /// once (see [`Refill`]). Default: `window`.
+    /// once (see [`Refill`]). Default: what the provider's plugin declares, else `window`.
     #[serde(default)]
-    pub refill: Refill,
+    pub refill: Option<Refill>,
 }
 
-/// How a provider refills a quota, and so how large a burst is safe.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Refill {
-    /// The provider may count a whole window's use at once (a fixed or sliding window): the
-    /// burst is the part of the limit above the pace, so no window ever sees more than the
-    /// limit. Safe for any provider.
-    #[default]
-    Window,
-    /// The provider's quota is a token bucket refilled continuously at the limit's rate, as
-    /// Anthropic documents its limits: the burst is the whole paced amount. A bucket that
-    /// holds at most the pace and refills at the pace never holds more than the provider's,
-    /// which holds the limit and refills at the limit, so nothing it admits is refused; and
-    /// a request larger than the window's margin no longer waits for an idle stretch.
-    Continuous,
-}
+pub use crate::contract::Refill;
 
 impl Limits {
     /// Every rate quota that is set: what it counts, its window, its limit.

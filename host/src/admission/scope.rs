@@ -151,7 +151,7 @@ impl Shape {
         let quotas = limits
             .quotas()
             .map(|(dimension, window, limit)| {
-                Rate::refilled(limit, window, margin, limits.refill)
+                Rate::refilled(limit, window, margin, limits.refill.unwrap_or_default())
                     .map(|rate| QuotaSpec {
                         dimension,
                         window,
@@ -169,7 +169,7 @@ impl Shape {
             quotas,
             concurrency: limits.concurrent_requests.map(std::num::NonZeroU32::get),
             margin,
-            refill: limits.refill,
+            refill: limits.refill.unwrap_or_default(),
             max_queued: u32::MAX,
             max_wait: Nanos::MAX,
         })

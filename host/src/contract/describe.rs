@@ -19,6 +19,26 @@ pub struct Description {
     pub read_routes: Vec<String>,
     /// How the provider writes an error body; `None`: OpenAI's.
     pub error_shape: Option<ErrorShape>,
+    /// How the provider refills its rate quotas; `None`: not known (the host takes
+    /// [`Refill::Window`]). The operator's configuration takes precedence.
+    pub refill: Option<Refill>,
+}
+
+/// How a provider refills a quota, and so how large a burst is safe.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Refill {
+    /// The provider may count a whole window's use at once (a fixed or sliding window): the
+    /// burst is the part of the limit above the pace, so no window ever sees more than the
+    /// limit. Safe for any provider.
+    #[default]
+    Window,
+    /// The provider's quota is a token bucket refilled continuously at the limit's rate, as
+    /// Anthropic documents its limits: the burst is the whole paced amount. A bucket that
+    /// holds at most the pace and refills at the pace never holds more than the provider's,
+    /// which holds the limit and refills at the limit, so nothing it admits is refused; and
+    /// a request larger than the window's margin no longer waits for an idle stretch.
+    Continuous,
 }
 
 /// How a provider writes an error body: the shape of the answers the host gives in its

@@ -8,7 +8,7 @@
 //! fallback; the rest of the host talks only to the guard.
 
 use super::{
-    Description, PluginError, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan,
+    Cost, Description, PluginError, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan,
     Response, ResponsePart, UncertainWrite, WireOutcome,
 };
 
@@ -64,6 +64,7 @@ use super::{
 ///     routes: vec![],
 ///     read_routes: vec![],
 ///     error_shape: None,
+///     refill: None,
 /// });
 /// let guard = GuardedPolicy::new(Arc::new(shy), QuarantinePolicy::default(), Arc::new(ManualClock::starting_at(0)));
 /// let req = Request::new(
@@ -108,6 +109,22 @@ pub trait ProviderPolicy: Send + Sync + std::fmt::Debug {
         outcome: &WireOutcome,
         part: ResponsePart,
     ) -> Result<Reading, PluginError>;
+
+    /// Counts what one stretch of a streamed answer produced, per dimension (see the WIT's
+    /// `count-stream`). Default: nothing counted, so a stream that ends without its usage
+    /// keeps its estimate.
+    ///
+    /// # Errors
+    /// As [`ProviderPolicy::plan_request`].
+    fn count_stream(
+        &self,
+        req: &Request,
+        at: u64,
+        stretch: &[u8],
+    ) -> Result<Vec<Cost>, PluginError> {
+        let _ = (req, at, stretch);
+        Ok(Vec::new())
+    }
 
     /// Says how to learn whether an uncertain write happened.
     ///

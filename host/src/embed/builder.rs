@@ -390,11 +390,18 @@ impl SluiceBuilder {
                 Some(Gate::new(store, host, clock.clone(), Some(epoch))?)
             }
         };
+        // Each provider's quotas refill as its plugin declares, where the configuration
+        // says nothing.
+        let mut admission_config = config.admission.clone();
+        let slots = plugins.slots();
+        for (name, p) in &mut admission_config.providers {
+            p.declared_refill = slots
+                .get(name)
+                .and_then(|slot| slot.current().plugin().description().refill);
+        }
         let admission = match &gate {
-            None => Admission::new(config.admission.clone(), clock.clone())?,
-            Some(gate) => {
-                Admission::with_gate(config.admission.clone(), clock.clone(), gate.clone())?
-            }
+            None => Admission::new(admission_config, clock.clone())?,
+            Some(gate) => Admission::with_gate(admission_config, clock.clone(), gate.clone())?,
         };
         let base_urls: BTreeMap<String, String> = config
             .providers

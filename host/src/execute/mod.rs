@@ -17,6 +17,7 @@ mod charge;
 mod generations;
 mod places;
 mod pool;
+mod produced;
 mod reading;
 pub mod recent;
 mod stream;

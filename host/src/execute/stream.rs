@@ -6,7 +6,10 @@
 //! the caller has already shown part of an answer (and a model has already spent the
 //! tokens). The stream keeps its admission permit while it runs (its concurrency slot is
 //! taken for as long as it streams) and, when it ends whole, the provider's plugin reads its
-//! first and last bytes for the usage it reports, which corrects the charge.
+//! first and last bytes for the usage it reports, which corrects the charge. However else it
+//! ends — broken, abandoned by the caller (dropped), ended by a deadline or a shutdown — it is
+//! charged what its plugin counted of it as it passed (`produced.rs`): the prompt, and the
+//! output read so far.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -15,11 +18,13 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::Terminal;
+use super::produced::Produced;
 use super::usage::corrected;
 use crate::admission::{Permit, Usage};
 use crate::budget::Reservation;
 use crate::contract::{
-    Request, Response, ResponsePart, TransportFailure, Verdict, WireOutcome as Wire,
+    Cost, ReportedDimension, Request, Response, ResponsePart, TransportFailure, Verdict,
+    WireOutcome as Wire,
 };
 use crate::guard::GuardedPolicy;
 use crate::transport::Started;
@@ -74,8 +79,10 @@ pub struct Stream {
     delivered: u64,
     usage: Option<Usage>,
     done: bool,
-    /// The call's charge against its tenant's budgets, corrected when the stream ends whole
-    /// (a broken stream keeps its estimate).
+    /// What the plugin has counted of the stream so far.
+    produced: Produced,
+    /// The call's charge against its tenant's budgets, corrected when the stream ends: to
+    /// the usage it reports, else to what was counted of it.
     budget: Option<Reservation>,
 }
 
@@ -109,11 +116,12 @@ impl Stream {
             delivered: 0,
             usage: None,
             done: false,
+            produced: Produced::default(),
             budget: None,
         }
     }
 
-    /// Corrects `reservation` when the stream ends whole.
+    /// Corrects `reservation` when the stream ends.
     pub(super) fn charged_to(&mut self, reservation: Option<Reservation>) {
         self.budget = reservation;
     }
@@ -138,9 +146,8 @@ impl Stream {
             }
             Ok(None) => self.finish().map(Err),
             Err(fault) => {
-                self.done = true;
-                // The estimate stays charged: what a broken stream used is not known.
-                self.permit.take();
+                // Charged what was counted of it: the provider reports nothing now.
+                self.settle(&[]);
                 Some(Err(PartialStream {
                     delivered: self.delivered,
                     failure: Some(fault.failure),
@@ -152,7 +159,8 @@ impl Stream {
     }
 
     /// What the call was charged in the end: the provider's usage read at the stream's end,
-    /// or `None` before the end or when the stream reported none (the estimate stands).
+    /// else what its plugin counted of the stream; `None` before the end, or when neither
+    /// says anything (the estimate stands).
     pub fn usage(&self) -> Option<Usage> {
         self.usage
     }
@@ -163,6 +171,9 @@ impl Stream {
     }
 
     fn keep(&mut self, chunk: &[u8]) {
+        let (policy, req) = (&self.policy, &self.req);
+        self.produced
+            .take(chunk, |at, s| policy.count_stream(req, at, s).value);
         self.delivered += chunk.len() as u64;
         let room = KEEP.saturating_sub(self.head.len());
         let (head, rest) = chunk.split_at(room.min(chunk.len()));
@@ -195,7 +206,6 @@ impl Stream {
     /// The stream ended whole: read its usage, correct the charge, and report an error the
     /// stream itself carried.
     fn finish(&mut self) -> Option<PartialStream> {
-        self.done = true;
         let resp = Response {
             status: self.status,
             headers: std::mem::take(&mut self.headers),
@@ -205,19 +215,7 @@ impl Stream {
             .policy
             .read_response(&self.req, &Wire::Response(resp), ResponsePart::StreamEnd)
             .value;
-        self.usage = corrected(self.estimate, &reading.usage);
-        if let Some(permit) = self.permit.take() {
-            permit.complete(self.usage);
-        }
-        if let Some(budget) = self.budget.take() {
-            let billed = super::charge::billed(self.estimate, &reading.usage);
-            let cache = super::charge::cache_use(&reading.usage);
-            // A round trip to a group's journal holds up neither the stream's end nor the
-            // thread it was polled on.
-            crate::offload::detached(budget.waits_on_network(), move || {
-                budget.settle(billed, cache);
-            });
-        }
+        self.settle(&reading.usage);
         let c = reading.classification;
         (c.verdict != Verdict::Success).then(|| PartialStream {
             delivered: self.delivered,
@@ -228,5 +226,52 @@ impl Stream {
             ),
             error_code: c.error_code,
         })
+    }
+}
+
+impl Stream {
+    /// Ends the call's charges, once: to `reported`, the usage the stream's end reported,
+    /// each dimension it names; and, for the dimensions it does not name when it names no
+    /// output (a stream that ended early, or whose provider reported none), to what the
+    /// plugin counted of the stream.
+    fn settle(&mut self, reported: &[Cost]) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let mut usage = reported.to_vec();
+        let named = |u: &[Cost], d: &ReportedDimension| u.iter().any(|c| &c.dimension == d);
+        if !named(reported, &ReportedDimension::OutputTokens) {
+            let (policy, req) = (&self.policy, &self.req);
+            let counted = self
+                .produced
+                .finish(|at, s| policy.count_stream(req, at, s).value);
+            for c in counted {
+                if !named(reported, &c.dimension) {
+                    usage.push(c.clone());
+                }
+            }
+        }
+        self.usage = corrected(self.estimate, &usage);
+        if let Some(permit) = self.permit.take() {
+            permit.complete(self.usage);
+        }
+        if let Some(budget) = self.budget.take() {
+            let billed = super::charge::billed(self.estimate, &usage);
+            let cache = super::charge::cache_use(&usage);
+            // A round trip to a group's journal holds up neither the stream's end nor the
+            // thread it was polled on.
+            crate::offload::detached(budget.waits_on_network(), move || {
+                budget.settle(billed, cache);
+            });
+        }
+    }
+}
+
+/// A stream dropped before its end (its caller went away, a deadline or a shutdown ended
+/// it) is charged what was counted of it.
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.settle(&[]);
     }
 }

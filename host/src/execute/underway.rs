@@ -16,7 +16,8 @@
 //!   dropped in the queue, or before its first send): the charge is given back. An attempt
 //!   sent (it may have reached the provider, which may bill it): the usage an answer
 //!   reported, when one did, else the estimate stands — as for any call sent whose usage is
-//!   unknown ([`crate::budget`]).
+//!   unknown ([`crate::budget`]). A stream under way is the caller's [`super::Stream`], which
+//!   settles itself when dropped: what its plugin counted of it.
 //!
 //! The rest is given back by the parts that hold it: a place in the queue or an admission
 //! permit (its quota keeps the estimate of an attempt that may have been sent), a place among

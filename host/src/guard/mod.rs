@@ -33,8 +33,8 @@ use metrics::Histogram;
 
 use crate::clock::Clock;
 use crate::contract::{
-    PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan,
-    Response, ResponsePart, UncertainWrite, WireOutcome,
+    Cost, PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request,
+    RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
 };
 use crate::fallback::Fallback;
 use crate::observe::Handles;
@@ -181,6 +181,16 @@ impl GuardedPolicy {
                 p.read_response(&without_body(req), &outcome, part)
                     .map(drop)
             },
+        )
+    }
+
+    /// Counts what one stretch of a streamed answer produced (the built-in policy counts
+    /// nothing: the stream keeps its estimate).
+    pub fn count_stream(&self, req: &Request, at: u64, stretch: &[u8]) -> Answer<Vec<Cost>> {
+        self.answer(
+            "count-stream",
+            |p| p.count_stream(req, at, stretch),
+            |p| p.count_stream(&without_body(req), at, &[]).map(drop),
         )
     }
 
@@ -363,6 +373,7 @@ mod tests {
                     routes: Vec::new(),
                     read_routes: vec![],
                     error_shape: None,
+                    refill: None,
                 },
                 failures,
                 calls: AtomicU32::new(0),

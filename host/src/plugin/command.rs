@@ -20,9 +20,10 @@ use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::p2::bindings::sync::Command;
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::sluice::policy0_3_0::{log, types};
+use super::bindings::sluice::policy0_4_0::{log, types};
 use super::bindings::v0_1::sluice::policy::{log as log_v0_1, types as types_v0_1};
-use super::bindings::{ProviderPolicy, v0_1};
+use super::bindings::v0_3::sluice::policy::{log as log_v0_3, types as types_v0_3};
+use super::bindings::{ProviderPolicy, v0_1, v0_3};
 use super::state::sandbox_wasi;
 use crate::input_file::{self, InputFileError};
 
@@ -178,7 +179,8 @@ fn exports_run(engine: &Engine, component: &Component) -> bool {
         .any(|(name, _)| name.starts_with("wasi:cli/run@0.2."))
 }
 
-/// WASI 0.2 and the contract's imports of both versions: a test binary of a plugin links
+/// WASI 0.2 and the contract's imports (the current version, 0.3.0 and 0.1.0): a test binary
+/// of a plugin links
 /// what the plugin itself links.
 fn linker(engine: &Engine) -> Result<Linker<TestState>, CommandError> {
     let runtime = |what: &str, e: wasmtime::Error| CommandError::Runtime(format!("{what}: {e}"));
@@ -186,6 +188,8 @@ fn linker(engine: &Engine) -> Result<Linker<TestState>, CommandError> {
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| runtime("WASI imports", e))?;
     ProviderPolicy::add_to_linker::<_, HasSelf<TestState>>(&mut linker, |s| s)
         .map_err(|e| runtime("sluice imports", e))?;
+    v0_3::ProviderPolicy::add_to_linker::<_, HasSelf<TestState>>(&mut linker, |s| s)
+        .map_err(|e| runtime("sluice 0.3.0 imports", e))?;
     v0_1::ProviderPolicy::add_to_linker::<_, HasSelf<TestState>>(&mut linker, |s| s)
         .map_err(|e| runtime("sluice 0.1.0 imports", e))?;
     Ok(linker)
@@ -212,6 +216,8 @@ impl types::Host for TestState {}
 
 impl types_v0_1::Host for TestState {}
 
+impl types_v0_3::Host for TestState {}
+
 /// A plugin's log message under test goes to stderr, where the test's own output goes.
 impl log::Host for TestState {
     fn log(&mut self, level: log::Level, message: String) {
@@ -221,6 +227,12 @@ impl log::Host for TestState {
 
 impl log_v0_1::Host for TestState {
     fn log(&mut self, level: log_v0_1::Level, message: String) {
+        eprintln!("[plugin {level:?}] {message}");
+    }
+}
+
+impl log_v0_3::Host for TestState {
+    fn log(&mut self, level: log_v0_3::Level, message: String) {
         eprintln!("[plugin {level:?}] {message}");
     }
 }

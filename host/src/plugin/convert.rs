@@ -6,8 +6,8 @@
 //! fields, the same cases. [`contract_conversions!`] writes the conversions for one such set
 //! from the list of types below, so no case is mapped by hand (where a swapped arm would
 //! compile). Whole, it serves the SDK's types (`plugin/native.rs`, with the
-//! `native-plugins` feature); its common part serves the frozen 0.2.0 (`v2.rs`). The 0.3.0
-//! bindings here borrow the arguments of a call, so they use its parts for what a plugin
+//! `native-plugins` feature); its parts serve the frozen 0.3.0 (`v3.rs`) and 0.2.0 (`v2.rs`).
+//! The 0.4.0 bindings here borrow the arguments of a call, so they use its parts for what a plugin
 //! answers with, and the `lend_*` functions below for what it is handed. The frozen 0.1.0
 //! differs in shape and has its own conversions in `v1.rs`.
 
@@ -22,8 +22,17 @@ macro_rules! contract_conversions {
         $crate::plugin::convert::contract_conversions!(@current $w);
         $crate::plugin::convert::contract_conversions!(@request $w);
     };
-    // What 0.3.0 changed in the types a plugin answers with.
+    // What 0.4.0 changed in the types a plugin answers with: the description's refill.
     (@current $w:ident) => {
+        $crate::plugin::convert::contract_conversions!(@since_v3 $w);
+        $crate::plugin::convert::contract_conversions!(@cases $w Refill { Window, Continuous });
+        $crate::plugin::convert::contract_conversions!(@record $w Description {
+            name, version, provider, hosts, routes, read_routes, error_shape: opt, refill: opt
+        });
+    };
+    // What 0.3.0 changed in the types a plugin answers with (but the description, which
+    // changed again in 0.4.0).
+    (@since_v3 $w:ident) => {
         $crate::plugin::convert::contract_conversions!(@record $w Classification {
             verdict, retry_after_ms, error_code, should_retry, scope: opt
         });
@@ -49,9 +58,6 @@ macro_rules! contract_conversions {
                 }
             }
         }
-        $crate::plugin::convert::contract_conversions!(@record $w Description {
-            name, version, provider, hosts, routes, read_routes, error_shape: opt
-        });
     };
     // The request, owned.
     (@request $w:ident) => {
@@ -96,7 +102,7 @@ macro_rules! contract_conversions {
     };
     // The common types a host's bindings own in either direction: all but the three a
     // plugin is handed (the response, the outcome, the uncertain write), which bindings
-    // that borrow their arguments lend instead (`convert.rs`'s own, for 0.3.0).
+    // that borrow their arguments lend instead (`convert.rs`'s own, for 0.4.0).
     (@plain $w:ident) => {
         $crate::plugin::convert::contract_conversions!(@cases $w RequestClass { Read, IdempotentWrite, UncertainWrite });
         $crate::plugin::convert::contract_conversions!(@cases $w TransportFailure {
@@ -177,9 +183,9 @@ macro_rules! contract_conversions {
 }
 pub(crate) use contract_conversions;
 
-use super::bindings::sluice::policy0_3_0::types as wit;
+use super::bindings::sluice::policy0_4_0::types as wit;
 
-// The 0.3.0 bindings borrow what the host hands a plugin (`ownership: Borrowing` in
+// The 0.4.0 bindings borrow what the host hands a plugin (`ownership: Borrowing` in
 // `bindings.rs`): the request, the outcome and the uncertain write are lent from the
 // host's own values and copied once, into the plugin's memory, with nothing made in
 // between. What a plugin answers with is owned, converted as every version's is.
@@ -187,7 +193,7 @@ contract_conversions!(@plain wit);
 contract_conversions!(@current wit);
 contract_conversions!(@cases wit MediaKind { Image, Document, Audio, Other });
 
-/// Calls `f` with the 0.3.0 bindings' request for `req`, lent from it: its body's prefix
+/// Calls `f` with the 0.4.0 bindings' request for `req`, lent from it: its body's prefix
 /// (never the whole body) and its digest. The digest's fields and media parts are gathered
 /// as borrowed lists, one allocation each when there are any.
 pub(super) fn lend_request<R>(req: &Request, f: impl FnOnce(wit::Request<'_>) -> R) -> R {
@@ -229,7 +235,7 @@ fn lend_media(m: &MediaPart) -> wit::MediaPart<'_> {
     }
 }
 
-/// The 0.3.0 bindings' response, lent from `r`.
+/// The 0.4.0 bindings' response, lent from `r`.
 pub(super) fn lend_response(r: &Response) -> wit::Response<'_> {
     wit::Response {
         status: r.status,
@@ -238,7 +244,7 @@ pub(super) fn lend_response(r: &Response) -> wit::Response<'_> {
     }
 }
 
-/// The 0.3.0 bindings' outcome, lent from `o`.
+/// The 0.4.0 bindings' outcome, lent from `o`.
 pub(super) fn lend_outcome(o: &WireOutcome) -> wit::Outcome<'_> {
     match o {
         WireOutcome::Response(r) => wit::Outcome::Response(lend_response(r)),
@@ -246,7 +252,7 @@ pub(super) fn lend_outcome(o: &WireOutcome) -> wit::Outcome<'_> {
     }
 }
 
-/// The 0.3.0 bindings' uncertain write, lent from `w`.
+/// The 0.4.0 bindings' uncertain write, lent from `w`.
 pub(super) fn lend_write(w: &UncertainWrite) -> wit::UncertainWrite<'_> {
     wit::UncertainWrite {
         method: &w.method,
@@ -543,6 +549,7 @@ mod tests {
             routes: vec!["POST /v1/chat/completions".into()],
             read_routes: vec![],
             error_shape: None,
+            refill: None,
         });
         for e in [
             PolicyError::Unsupported("a".into()),

@@ -9,8 +9,8 @@ use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::{Engine, Store, Trap};
 
-use super::bindings::exports::sluice::policy0_3_0::policy::Guest;
-use super::bindings::sluice::policy0_3_0::types as wit;
+use super::bindings::exports::sluice::policy0_4_0::policy::Guest;
+use super::bindings::sluice::policy0_4_0::types as wit;
 use super::cache::CacheOutcome;
 use super::contract::{Bindings, Contract, Pre};
 use super::error::{self, LoadError};
@@ -18,9 +18,9 @@ use super::limits::{Caps, RuntimeConfig};
 use super::nonblocking::Blocked;
 use super::state::{Deadline, State};
 use super::ticker::Ticking;
-use super::{convert, v1, v2, validate};
+use super::{convert, v1, v2, v3, validate};
 use crate::contract::{
-    Description, Failure, PluginError, PolicyError, ProviderPolicy, Reading, ReconcilePlan,
+    Cost, Description, Failure, PluginError, PolicyError, ProviderPolicy, Reading, ReconcilePlan,
     Reconciliation, Request, RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
 };
 use crate::headers::without_credentials;
@@ -85,6 +85,7 @@ impl Plugin {
                 routes: Vec::new(),
                 read_routes: vec![],
                 error_shape: None,
+                refill: None,
             },
             exports,
             engine: engine.clone(),
@@ -95,9 +96,10 @@ impl Plugin {
             ticking,
         };
         let description = match plugin.contract() {
-            Contract::V0_3 => plugin
+            Contract::V0_4 => plugin
                 .call("describe", |b, s| b.current()?.call_describe(s))
                 .map(Description::from),
+            Contract::V0_3 => v3::describe(&plugin),
             Contract::V0_2 => v2::describe(&plugin),
             Contract::V0_1 => v1::describe(&plugin),
         }
@@ -182,7 +184,7 @@ impl Plugin {
         }
     }
 
-    /// One contract call: through the 0.3.0 function when the plugin speaks 0.3.0 (`current`),
+    /// One contract call: through the 0.4.0 function when the plugin speaks 0.4.0 (`current`),
     /// else through the frozen version's functions that answer it (`frozen`, which matches
     /// on [`Plugin::contract`]); a `policy-error` becomes [`Failure::Declined`], and the
     /// answer is checked against the caps either way.
@@ -194,11 +196,11 @@ impl Plugin {
         check: fn(&T, &Caps) -> validate::Check,
     ) -> Result<T, PluginError> {
         let value = match self.contract() {
-            Contract::V0_3 => {
+            Contract::V0_4 => {
                 let r = self.call(function, |b, s| current(b.current()?, s))?;
                 self.declined(function, r)?.into()
             }
-            Contract::V0_2 | Contract::V0_1 => frozen(self)?,
+            Contract::V0_3 | Contract::V0_2 | Contract::V0_1 => frozen(self)?,
         };
         self.check(function, check(&value, &self.config.caps), value)
     }
@@ -312,13 +314,15 @@ impl ProviderPolicy for Plugin {
     fn plan_request(&self, req: &Request) -> Result<RequestPlan, PluginError> {
         let req = without_credentials(req);
         let length = req.body_length();
-        if self.contract() != Contract::V0_3 && length > crate::contract::BODY_PREFIX as u64 {
+        if matches!(self.contract(), Contract::V0_2 | Contract::V0_1)
+            && length > crate::contract::BODY_PREFIX as u64
+        {
             return Err(error::declined(
                 &self.name,
                 "plan-request",
                 &PolicyError::InvalidInput(format!(
                     "a body of {length} bytes is longer than the {} KiB prefix {} shows a \
-                     plugin; rebuild the plugin against sluice:policy@0.3.0 to plan it from its \
+                     plugin; rebuild the plugin against sluice:policy@0.4.0 to plan it from its \
                      digest",
                     crate::contract::BODY_PREFIX >> 10,
                     self.contract(),
@@ -330,6 +334,7 @@ impl ProviderPolicy for Plugin {
             "plan-request",
             |g, s| convert::lend_request(&req, |r| g.call_plan_request(s, r)),
             |p| match p.contract() {
+                Contract::V0_3 => v3::plan_request(p, &req),
                 Contract::V0_2 => v2::plan_request(p, &req),
                 _ => v1::plan_request(p, &req),
             },
@@ -353,10 +358,33 @@ impl ProviderPolicy for Plugin {
                 convert::lend_request(&req, |r| g.call_read_response(s, r, outcome, part.into()))
             },
             |p| match p.contract() {
+                Contract::V0_3 => v3::read_response(p, &req, outcome, part),
                 Contract::V0_2 => v2::read_response(p, &req, outcome, part),
                 _ => v1::read_response(p, &req, outcome, part),
             },
             validate::reading,
+        )
+    }
+
+    /// Counts one stretch of a stream. A plugin of a frozen version counts nothing.
+    fn count_stream(
+        &self,
+        req: &Request,
+        at: u64,
+        stretch: &[u8],
+    ) -> Result<Vec<Cost>, PluginError> {
+        if self.contract() != Contract::V0_4 {
+            return Ok(Vec::new());
+        }
+        let req = without_credentials(req);
+        self.answer(
+            "count-stream",
+            |g, s| {
+                convert::lend_request(&req, |r| g.call_count_stream(s, r, at, stretch))
+                    .map(|r| r.map(|costs| costs.into_iter().map(Cost::from).collect::<Vec<_>>()))
+            },
+            |_| Ok(Vec::new()),
+            validate::counted,
         )
     }
 
@@ -365,6 +393,7 @@ impl ProviderPolicy for Plugin {
             "reconcile",
             |g, s| g.call_reconcile(s, convert::lend_write(write)),
             |p| match p.contract() {
+                Contract::V0_3 => v3::reconcile(p, write),
                 Contract::V0_2 => v2::reconcile(p, write),
                 _ => v1::reconcile(p, write),
             },
@@ -384,6 +413,7 @@ impl ProviderPolicy for Plugin {
                 g.call_read_reconciliation(s, convert::lend_write(write), resp)
             },
             |p| match p.contract() {
+                Contract::V0_3 => v3::read_reconciliation(p, write, resp),
                 Contract::V0_2 => v2::read_reconciliation(p, write, resp),
                 _ => v1::read_reconciliation(p, write, resp),
             },

@@ -9,10 +9,11 @@
 //! credential: [`Plugin`] redacts them from every request it is given.
 //!
 //! A component is bound to the contract version it exports ([`Contract`]): the current
-//! `sluice:policy@0.3.0`, or a frozen one — `0.2.0` through `v2.rs`, `0.1.0`, whose functions
-//! answer the current API, through `v1.rs`. A frozen version was promised at most the first
-//! 64 KiB of a request's body and nothing more about it, so a longer body is not shown to it:
-//! its plan declines, and the built-in policy plans the call conservatively. Every answer is
+//! `sluice:policy@0.4.0`, or a frozen one — `0.3.0` through `v3.rs`, `0.2.0` through `v2.rs`,
+//! `0.1.0`, whose functions answer the current API, through `v1.rs`. 0.2.0 and 0.1.0 were
+//! promised at most the first 64 KiB of a request's body and nothing more about it, so a longer
+//! body is not shown to them: their plan declines, and the built-in policy plans the call
+//! conservatively. Every answer is
 //! checked against the caps in `validate.rs` either way.
 //!
 //! A plugin's stdout and stderr are kept in memory during a call and logged after it, as a
@@ -44,6 +45,7 @@ mod stdio;
 mod ticker;
 mod v1;
 mod v2;
+mod v3;
 #[cfg(feature = "fuzzing")]
 pub mod validate;
 #[cfg(not(feature = "fuzzing"))]

@@ -19,8 +19,8 @@ use super::error::{self, LoadError};
 use super::limits::Caps;
 use super::validate;
 use crate::contract::{
-    Description, PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation, Request,
-    RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
+    Cost, Description, PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation,
+    Request, RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
 };
 use crate::headers::without_credentials;
 
@@ -39,6 +39,7 @@ super::convert::contract_conversions!(guest);
 /// #         sluice_plugin_sdk::Description {
 /// #             name: "generic".into(), version: "1.0.0".into(), provider: "Any".into(),
 /// #             hosts: vec![], routes: vec![], read_routes: vec![], error_shape: None,
+/// #             refill: None,
 /// #         }
 /// #     }
 /// # }
@@ -130,6 +131,18 @@ impl<P: guest::Plugin> ProviderPolicy for NativePlugin<P> {
             P::read_response(&req, &outcome, part.into()),
             validate::reading,
         )
+    }
+
+    fn count_stream(
+        &self,
+        req: &Request,
+        at: u64,
+        stretch: &[u8],
+    ) -> Result<Vec<Cost>, PluginError> {
+        let req = guest::Request::from(&*without_credentials(req));
+        let counted = P::count_stream(&req, at, stretch)
+            .map(|costs| costs.into_iter().map(Cost::from).collect::<Vec<_>>());
+        self.answer("count-stream", counted, validate::counted)
     }
 
     fn reconcile(&self, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
-use super::bindings::{ProviderPolicy, v0_1, v0_2};
+use super::bindings::{ProviderPolicy, v0_1, v0_2, v0_3};
 use super::cache::{self, CacheOutcome, ComponentCache, Digest};
 use super::error::LoadError;
 use super::instance::Plugin;
@@ -68,10 +68,12 @@ impl PluginRuntime {
         super::nonblocking::add_to_linker(&mut linker)
             .map_err(|e| LoadError::Runtime(format!("WASI stream imports: {e}")))?;
         // Every version's imports: a component built against the frozen 0.1.0 imports
-        // `sluice:policy/log@0.1.0`, one built against 0.2.0 `@0.2.0`, a current one
-        // `@0.3.0`.
+        // `sluice:policy/log@0.1.0`, one built against 0.2.0 `@0.2.0`, and so on to a
+        // current one's `@0.4.0`.
         ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Runtime(format!("sluice imports: {e}")))?;
+        v0_3::ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
+            .map_err(|e| LoadError::Runtime(format!("sluice 0.3.0 imports: {e}")))?;
         v0_2::ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Runtime(format!("sluice 0.2.0 imports: {e}")))?;
         v0_1::ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)

@@ -10,9 +10,10 @@ use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
-use super::bindings::sluice::policy0_3_0::{log, types};
+use super::bindings::sluice::policy0_4_0::{log, types};
 use super::bindings::v0_1::sluice::policy::{log as log_v0_1, types as types_v0_1};
 use super::bindings::v0_2::sluice::policy::{log as log_v0_2, types as types_v0_2};
+use super::bindings::v0_3::sluice::policy::{log as log_v0_3, types as types_v0_3};
 use super::stdio::PluginStdio;
 
 /// Per-instance state.
@@ -236,6 +237,8 @@ impl types_v0_1::Host for State {}
 
 impl types_v0_2::Host for State {}
 
+impl types_v0_3::Host for State {}
+
 impl log::Host for State {
     fn log(&mut self, level: log::Level, message: String) {
         self.write_log(level, &message);
@@ -259,7 +262,7 @@ macro_rules! frozen_log {
     )+};
 }
 
-frozen_log!(log_v0_1, log_v0_2);
+frozen_log!(log_v0_1, log_v0_2, log_v0_3);
 
 impl State {
     /// A plugin's message into the host's log, within the per-call cap and truncated.

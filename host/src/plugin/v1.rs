@@ -34,6 +34,7 @@ pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
         routes: d.routes,
         read_routes: vec![],
         error_shape: None,
+        refill: None,
     })
 }
 

@@ -1,6 +1,7 @@
-//! Plugins built against the frozen `sluice:policy@0.2.0`, answering the 0.3.0 API.
+//! Plugins built against the frozen `sluice:policy@0.2.0`, answering the 0.4.0 API.
 //!
-//! 0.2.0 has the same functions as 0.3.0. What differs: its request has no `digest` (it
+//! 0.2.0 has the same functions as 0.3.0 (0.4.0 added `count-stream`, which it answers with
+//! nothing). What differs: its request has no `digest` (it
 //! is shown the body's prefix and nothing more), its classification names no `scope` (the
 //! host holds the scopes its observations name, as for any classification without one), and
 //! its description names no read routes and no error shape. Every other type has the same
@@ -64,6 +65,7 @@ pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
         routes: d.routes,
         read_routes: Vec::new(),
         error_shape: None,
+        refill: None,
     })
 }
 

@@ -203,6 +203,15 @@ pub fn reading(r: &Reading, caps: &Caps) -> Check {
     costs("usage", &r.usage, caps)
 }
 
+/// Checks a `count-stream` answer: costs within the caps, each dimension once.
+#[allow(
+    clippy::ptr_arg,
+    reason = "the shape of every check: a reference to the answer"
+)]
+pub fn counted(c: &Vec<Cost>, caps: &Caps) -> Check {
+    costs("count", c, caps)
+}
+
 /// Checks a `reconcile` answer: a status query must be an absolute http(s) URL with a method.
 pub fn reconcile_plan(p: &ReconcilePlan, caps: &Caps) -> Check {
     match p {

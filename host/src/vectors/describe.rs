@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use crate::contract::Description;
+use crate::contract::{Description, Refill};
 
 /// The expected answer of `describe`: only the fields present are checked.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -23,6 +23,9 @@ pub struct ExpectedDescription {
     pub hosts: Option<Vec<String>>,
     /// The routes it understands, when checked: the same patterns in any order.
     pub routes: Option<Vec<String>>,
+    /// How it says its provider refills, when checked (`Some(None)`: it declares none).
+    #[serde(default, deserialize_with = "super::expect::present")]
+    pub refill: Option<Option<Refill>>,
 }
 
 /// The name of the result line that reports the `describe` check.
@@ -36,10 +39,11 @@ impl ExpectedDescription {
             && self.provider.is_none()
             && self.hosts.is_none()
             && self.routes.is_none()
+            && self.refill.is_none()
         {
             return Err(
                 "describe: checks nothing; name at least one of name, version, provider, hosts, \
-                 routes"
+                 routes, refill"
                     .into(),
             );
         }
@@ -71,6 +75,20 @@ impl ExpectedDescription {
                 return Some(diff);
             }
         }
+        if let Some(want) = self.refill
+            && want != d.refill
+        {
+            let name = |r: Option<Refill>| match r {
+                None => "null",
+                Some(Refill::Window) => "\"window\"",
+                Some(Refill::Continuous) => "\"continuous\"",
+            };
+            return Some(format!(
+                "describe.refill: expected {}, got {}",
+                name(want),
+                name(d.refill)
+            ));
+        }
         None
     }
 
@@ -82,6 +100,7 @@ impl ExpectedDescription {
             provider: Some(d.provider.clone()),
             hosts: Some(d.hosts.clone()),
             routes: Some(d.routes.clone()),
+            refill: Some(d.refill),
         }
     }
 }
@@ -108,6 +127,7 @@ mod tests {
             routes: vec!["/v1/*".into()],
             read_routes: vec![],
             error_shape: None,
+            refill: None,
         }
     }
 
@@ -120,6 +140,19 @@ mod tests {
         };
         assert_eq!(want.check(&openai()), None);
         assert_eq!(ExpectedDescription::of(&openai()).check(&openai()), None);
+    }
+
+    #[test]
+    fn a_refill_declared_or_not_is_checked() {
+        let want: ExpectedDescription =
+            serde_json::from_str(r#"{"refill": "continuous"}"#).unwrap();
+        assert_eq!(
+            want.check(&openai()).as_deref(),
+            Some(r#"describe.refill: expected "continuous", got null"#)
+        );
+        let none: ExpectedDescription = serde_json::from_str(r#"{"refill": null}"#).unwrap();
+        assert_eq!(none.refill, Some(None), "null expects no declaration");
+        assert_eq!(none.check(&openai()), None);
     }
 
     #[test]

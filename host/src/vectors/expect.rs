@@ -189,6 +189,27 @@ pub(super) fn validate(
     })
 }
 
+/// Refuses, for a stretch of a stream (which the plugin counts and does not classify),
+/// expectations of what only a reading has: a verdict, a delay, an error code, advice, a
+/// scope, observations.
+pub(super) fn counted_only(raw: &RawExpect) -> Result<(), String> {
+    let read = [
+        ("verdict", raw.verdict.is_some()),
+        ("retry_after_ms", raw.retry_after_ms.is_some()),
+        ("error_code", raw.error_code.is_some()),
+        ("should_retry", raw.should_retry.is_some()),
+        ("scope", raw.scope.is_some()),
+        ("observations", raw.observations.is_some()),
+    ];
+    match read.iter().find(|(_, given)| *given) {
+        Some((field, _)) => Err(format!(
+            "expect.{field}: a stream-stretch case is counted (`count-stream`), not read: \
+             check its usage"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Refuses expectations that check nothing. A case that expects nothing passes whatever the
 /// plugin answers, so it is nearly always a mistake (a field left out, an edit half made),
 /// and one that would hide every regression of its response.

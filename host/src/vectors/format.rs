@@ -21,6 +21,7 @@ pub(super) struct RawCase {
     pub response: Option<RawResponse>,
     pub transport: Option<String>,
     pub part: Option<String>,
+    pub at: Option<u64>,
     pub expect: RawExpect,
     pub tolerance_ms: Option<u64>,
 }
@@ -58,6 +59,9 @@ pub struct VectorCase {
     pub outcome: WireOutcome,
     /// Which part of the answer the plugin reads (`complete` unless the case says).
     pub part: ResponsePart,
+    /// For a `stream-stretch` case, the stretch's offset in its stream (`at`): the response's
+    /// body is then a stretch that `count-stream` counts, and `part` is unused.
+    pub stretch: Option<u64>,
     /// What must be concluded.
     pub expect: Expect,
 }
@@ -92,21 +96,29 @@ pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
         (Some(_), Some(_)) => return Err("response and transport: give one, not both".into()),
         (None, None) => return Err("response: missing (or give transport)".into()),
     };
-    let part = match raw.part.as_deref() {
-        None | Some("complete") => ResponsePart::Complete,
-        Some("stream-start") => ResponsePart::StreamStart,
-        Some("stream-end") => ResponsePart::StreamEnd,
+    let (part, stretch) = match raw.part.as_deref() {
+        None | Some("complete") => (ResponsePart::Complete, None),
+        Some("stream-start") => (ResponsePart::StreamStart, None),
+        Some("stream-end") => (ResponsePart::StreamEnd, None),
+        Some("stream-stretch") => (ResponsePart::StreamEnd, Some(raw.at.unwrap_or(0))),
         Some(other) => {
             return Err(format!(
-                "part: {other:?} is not one of complete, stream-start, stream-end"
+                "part: {other:?} is not one of complete, stream-start, stream-end, \
+                 stream-stretch"
             ));
         }
     };
+    if raw.at.is_some() && stretch.is_none() {
+        return Err("at: only a stream-stretch case has an offset".into());
+    }
     let has_response = matches!(outcome, WireOutcome::Response(_));
-    if !has_response && part != ResponsePart::Complete {
+    if !has_response && raw.part.as_deref().is_some_and(|p| p != "complete") {
         return Err(
             "part: a transport failure is read as complete (a stream needs a response)".into(),
         );
+    }
+    if stretch.is_some() {
+        expect::counted_only(&raw.expect)?;
     }
     let expect = expect::validate(raw.expect, has_response, raw.tolerance_ms)?;
     Ok(VectorCase {
@@ -114,6 +126,7 @@ pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
         request,
         outcome,
         part,
+        stretch,
         expect,
     })
 }

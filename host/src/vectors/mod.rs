@@ -33,7 +33,7 @@ pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, scope_na
 pub use format::{DEFAULT_NOW_MS, VectorCase, dimension_name};
 pub use writes::{ExpectedReconcile, ExpectedReconciliation, WriteCase};
 
-use crate::contract::ProviderPolicy;
+use crate::contract::{ProviderPolicy, WireOutcome};
 use crate::input_file::{self, InputFileError};
 use crate::printable::printable;
 
@@ -217,15 +217,25 @@ pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> VectorReport {
 }
 
 fn run_case(plugin: &dyn ProviderPolicy, case: &VectorCase) -> Option<String> {
-    let reading = match plugin.read_response(&case.request, &case.outcome, case.part) {
-        Ok(r) => r,
-        Err(e) => return Some(e.to_string()),
-    };
     let e = &case.expect;
     let mut diffs = Vec::new();
-    check::classification(&reading.classification, e, &mut diffs);
-    check::observations(&reading.observations, e, &mut diffs);
-    check::usage(&reading.usage, e, &mut diffs);
+    match (case.stretch, &case.outcome) {
+        (Some(at), WireOutcome::Response(stretch)) => {
+            match plugin.count_stream(&case.request, at, &stretch.body) {
+                Ok(counted) => check::usage(&counted, e, &mut diffs),
+                Err(e) => return Some(e.to_string()),
+            }
+        }
+        _ => {
+            let reading = match plugin.read_response(&case.request, &case.outcome, case.part) {
+                Ok(r) => r,
+                Err(e) => return Some(e.to_string()),
+            };
+            check::classification(&reading.classification, e, &mut diffs);
+            check::observations(&reading.observations, e, &mut diffs);
+            check::usage(&reading.usage, e, &mut diffs);
+        }
+    }
     if let Some(want) = e.plan.as_ref() {
         match plugin.plan_request(&case.request) {
             Ok(plan) => check::plan(&plan, want, &mut diffs),

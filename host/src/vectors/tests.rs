@@ -31,6 +31,7 @@ impl Answers {
                 routes: vec!["/v1/*".into()],
                 read_routes: vec![],
                 error_shape: None,
+                refill: None,
             },
             should_retry: Some(false),
             plan: ReconcilePlan::Query(StatusQuery {

@@ -26,8 +26,8 @@ use sluice_plugin_sdk::cost::{document_or_audio_tokens, image_size, prompt_token
 use sluice_plugin_sdk::media::{ANTHROPIC_IMAGE_MAX_TOKENS, anthropic_image_tokens};
 use sluice_plugin_sdk::{
     Classification, Cost, Description, Dimension, ErrorShape, MediaKind, MediaPart, Observation,
-    Outcome, Plugin, PolicyError, Reading, Request, Response, ResponsePart, default_read_response,
-    model_scope, one_request,
+    Outcome, Plugin, PolicyError, Reading, Refill, Request, Response, ResponsePart,
+    default_read_response, model_scope, one_request,
 };
 
 /// The Anthropic policy.
@@ -52,6 +52,7 @@ impl Plugin for Anthropic {
                 "POST /v1/complete".into(),
             ],
             error_shape: Some(ErrorShape::Anthropic),
+            refill: Some(Refill::Continuous),
         }
     }
 
@@ -77,6 +78,13 @@ impl Plugin for Anthropic {
 
     /// The default composition, but the end of a stream is read in one pass for both its
     /// usage and an error event that overrides the success status.
+    /// A message's stream: the output tokens of its content deltas, and the input (and the
+    /// cache's use) its `message_start` reports.
+    fn count_stream(req: &Request, at: u64, stretch: &[u8]) -> Result<Vec<Cost>, PolicyError> {
+        let _ = (req, at);
+        Ok(usage::of_stretch(stretch))
+    }
+
     fn read_response(
         req: &Request,
         outcome: &Outcome,

@@ -123,6 +123,34 @@ pub fn of_stream(body: &[u8]) -> StreamEnd {
     }
 }
 
+/// What a stretch of a stream produced: the output tokens of its content deltas (text,
+/// tool input, thinking), their total with the input when its `message_start` is in the
+/// stretch, and then that input and the cache's use.
+pub fn of_stretch(stretch: &[u8]) -> Vec<Cost> {
+    let (mut input, mut output, mut cache) = (None, 0_u64, (0, 0));
+    for e in sse::events(stretch) {
+        if e.is("content_block_delta") {
+            output = output.saturating_add(sse::produced_tokens(
+                &e.data,
+                &["text", "partial_json", "thinking"],
+            ));
+        } else if e.is("message_start")
+            && let Ok(event) = serde_json::from_str::<StreamEvent>(&e.data)
+        {
+            let usage = event.message.and_then(|m| m.usage);
+            input = usage.as_ref().and_then(Usage::input);
+            cache = usage.as_ref().map_or((0, 0), Usage::cache);
+        }
+    }
+    match input {
+        Some(_) => costs(input, Some(output), cache),
+        None => vec![
+            amount(Dimension::OutputTokens, output),
+            amount(Dimension::Tokens, output),
+        ],
+    }
+}
+
 /// The usage reported: input, output and their total, and, for billing, the cache's reads
 /// (besides the input) and writes (among it) when there were any.
 fn costs(input: Option<u64>, output: Option<u64>, (read, written): (u64, u64)) -> Vec<Cost> {

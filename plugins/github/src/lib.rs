@@ -39,6 +39,7 @@ impl Plugin for GitHub {
             routes: vec!["/*".into()],
             read_routes: vec![],
             error_shape: Some(sluice_plugin_sdk::ErrorShape::Github),
+            refill: None,
         }
     }
 

@@ -19,6 +19,7 @@ impl Plugin for Ietf {
             routes: vec!["/*".into()],
             read_routes: vec![],
             error_shape: None,
+            refill: None,
         }
     }
 }

@@ -77,6 +77,7 @@ impl Plugin for OpenAi {
                 "POST /v1/moderations".into(),
             ],
             error_shape: Some(ErrorShape::Openai),
+            refill: None,
         }
     }
 
@@ -117,6 +118,35 @@ impl Plugin for OpenAi {
             },
             usage: counted(req, resp, part),
         })
+    }
+
+    /// A generation's stream: the output tokens of its deltas, and in its first stretch the
+    /// prompt's estimate as its input (OpenAI reports the prompt's count only at the end). No
+    /// token total: OpenAI counts a request's whole reservation against its limit however it
+    /// ends, so the bucket's charge stands while the bill is what was produced.
+    fn count_stream(req: &Request, at: u64, stretch: &[u8]) -> Result<Vec<Cost>, PolicyError> {
+        if route(req) != Route::Generation {
+            return Ok(Vec::new());
+        }
+        // Chat and completions chunks name no event; of the Responses API's events only the
+        // deltas are new text (`.done` events and `response.completed` repeat it whole).
+        let output = sluice_plugin_sdk::sse::events(stretch)
+            .filter(|e| e.event.is_none_or(|name| name.ends_with(".delta")))
+            .map(|e| sluice_plugin_sdk::sse::produced_tokens(&e.data, &STREAMED_TEXT))
+            .sum();
+        let mut costs = vec![Cost {
+            dimension: Dimension::OutputTokens,
+            amount: output,
+        }];
+        if at == 0
+            && let Some(prompt) = prompt(req)
+        {
+            costs.push(Cost {
+                dimension: Dimension::InputTokens,
+                amount: prompt,
+            });
+        }
+        Ok(costs)
     }
 
     fn priority(req: &Request) -> Result<Priority, PolicyError> {
@@ -199,10 +229,7 @@ fn reserved(req: &Request, unbounded: Unbounded) -> Option<u64> {
     if route == Route::NoTokens {
         return None;
     }
-    let model = model(req).unwrap_or_default();
-    let prompt = prompt_tokens(req, &["model", "user", "service_tier"], |part| {
-        media_tokens(&model, part)
-    })?;
+    let prompt = prompt(req)?;
     let out = match route {
         Route::Generation => match unbounded {
             Unbounded::Plan => max_output(req, &MAX_OUTPUT_FIELDS, DEFAULT_MAX_OUTPUT_TOKENS),
@@ -212,6 +239,26 @@ fn reserved(req: &Request, unbounded: Unbounded) -> Option<u64> {
     };
     Some(prompt.saturating_add(out))
 }
+
+/// The prompt's tokens: its text, and its media as OpenAI counts them for its model.
+fn prompt(req: &Request) -> Option<u64> {
+    let model = model(req).unwrap_or_default();
+    prompt_tokens(req, &["model", "user", "service_tier"], |part| {
+        media_tokens(&model, part)
+    })
+}
+
+/// The keys of a stream's events whose strings are text the model wrote: chat deltas'
+/// `content`, `refusal` and tool calls' `arguments`, reasoning, the legacy completions'
+/// `text`, and the Responses API's `delta`s.
+const STREAMED_TEXT: [&str; 6] = [
+    "content",
+    "refusal",
+    "arguments",
+    "reasoning_content",
+    "text",
+    "delta",
+];
 
 /// The usage an answer reports, as OpenAI counts it against its limits: its `tokens` never
 /// below what OpenAI counted the request for when it admitted it — its prompt and the

@@ -44,6 +44,43 @@ impl Event<'_> {
     }
 }
 
+/// Tokens an event's `data` produced: the UTF-8 bytes of every JSON string in it under a key
+/// named in `keys` (`text`, `content`, `arguments`...), at four bytes a token rounded up, and
+/// at least one for an event that produced any. Erring high, as a count of what a provider
+/// bills should: four bytes a token is English's rate, and a character of a script that takes
+/// more bytes is counted as more. Data that is not JSON produced nothing.
+///
+/// ```
+/// use sluice_plugin_sdk::sse;
+///
+/// let delta = r#"{"choices":[{"delta":{"role":"assistant","content":"Hello, world"}}]}"#;
+/// assert_eq!(sse::produced_tokens(delta, &["content"]), 3);
+/// assert_eq!(sse::produced_tokens(r#"{"delta":{"content":""}}"#, &["content"]), 0);
+/// assert_eq!(sse::produced_tokens("[DONE]", &["content"]), 0);
+/// ```
+pub fn produced_tokens(data: &str, keys: &[&str]) -> u64 {
+    fn bytes(v: &serde_json::Value, keys: &[&str]) -> u64 {
+        match v {
+            serde_json::Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| match v {
+                    serde_json::Value::String(s) if keys.contains(&k.as_str()) => s.len() as u64,
+                    _ => bytes(v, keys),
+                })
+                .sum(),
+            serde_json::Value::Array(items) => items.iter().map(|v| bytes(v, keys)).sum(),
+            _ => 0,
+        }
+    }
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(data) else {
+        return 0;
+    };
+    match bytes(&value, keys) {
+        0 => 0,
+        n => n.div_ceil(4),
+    }
+}
+
 /// The whole events in `body`, in order (see the module docs for what is skipped).
 pub fn events(body: &[u8]) -> Events<'_> {
     Events {

@@ -35,6 +35,7 @@ impl Plugin for Stripe {
             routes: vec!["/v1/*".into()],
             read_routes: vec![],
             error_shape: Some(sluice_plugin_sdk::ErrorShape::Stripe),
+            refill: None,
         }
     }
 

@@ -42,6 +42,8 @@ pub(super) struct Scopes {
     shapes: HashMap<ShapeKey, Arc<Shape>>,
     /// The shape of a scope the configuration does not name.
     unconfigured: Arc<Shape>,
+    /// The same, for a provider whose plugin declares its refill.
+    unconfigured_of: HashMap<Arc<str>, Arc<Shape>>,
     /// The places of unconfigured names, and when to look at the scopes that may go.
     places: Unconfigured,
     /// By id; `None`: forgotten, its id in `free`.
@@ -58,16 +60,27 @@ impl Scopes {
         let max_wait = ms_to_nanos(config.queue.max_wait_ms.get());
         let per_scope = config.queue.max_queued_per_scope.get();
         let mut shapes = HashMap::new();
+        let mut unconfigured_of = HashMap::new();
         for (name, p) in &config.providers {
             let margin = p.margin.unwrap_or(config.margin);
             let max_queued = p.max_queued.map_or(per_scope, |n| n.get());
             let wait = p.max_wait_ms.map_or(max_wait, |w| ms_to_nanos(w.get()));
             let provider: Arc<str> = name.as_str().into();
-            let own = config::shape(name, &p.limits, margin)?.bounded(max_queued, wait);
+            // A quota that sets no refill refills as the provider's plugin declares.
+            let declared = |limits: &Limits| Limits {
+                refill: limits.refill.or(p.declared_refill),
+                ..limits.clone()
+            };
+            let shape = |key: &str, limits: &Limits| config::shape(key, &declared(limits), margin);
+            if p.declared_refill.is_some() {
+                let s = shape("margin", &Limits::default())?.bounded(per_scope, max_wait);
+                unconfigured_of.insert(provider.clone(), Arc::new(s));
+            }
+            let own = shape(name, &p.limits)?.bounded(max_queued, wait);
             shapes.insert((provider.clone(), None, None), Arc::new(own));
             for named in p.named_scopes() {
                 let key = format!("providers.{name}.{}", named.key);
-                let s = config::shape(&key, named.limits, margin)?.bounded(max_queued, wait);
+                let s = shape(&key, named.limits)?.bounded(max_queued, wait);
                 shapes.insert(
                     (provider.clone(), None, Some(named.name.into())),
                     Arc::new(s),
@@ -77,12 +90,12 @@ impl Scopes {
                 let at = format!("providers.{name}.credentials.{label}");
                 let credential: Option<Arc<str>> = Some(label.as_str().into());
                 if let Some(limits) = &c.limits {
-                    let s = config::shape(&at, limits, margin)?.bounded(max_queued, wait);
+                    let s = shape(&at, limits)?.bounded(max_queued, wait);
                     shapes.insert((provider.clone(), credential.clone(), None), Arc::new(s));
                 }
                 for (scope, key, limits) in c.named() {
                     let key = format!("{at}.{key}");
-                    let s = config::shape(&key, limits, margin)?.bounded(max_queued, wait);
+                    let s = shape(&key, limits)?.bounded(max_queued, wait);
                     let k = (provider.clone(), credential.clone(), Some(scope.into()));
                     shapes.insert(k, Arc::new(s));
                 }
@@ -93,6 +106,7 @@ impl Scopes {
         Ok(Self {
             shapes,
             unconfigured: Arc::new(unconfigured),
+            unconfigured_of,
             places: Unconfigured::new(config),
             slots: Vec::new(),
             free: Vec::new(),
@@ -156,7 +170,14 @@ impl Scopes {
             ScopeKey::Provider { .. } => (self.shape_of(&key).cloned(), Kind::Kept),
             ScopeKey::Tenant(_) => (tier_quota, Kind::Kept),
         };
-        let shape = shape.unwrap_or_else(|| self.unconfigured.clone());
+        let shape = shape.unwrap_or_else(|| match &key {
+            ScopeKey::Provider { provider, .. } => self
+                .unconfigured_of
+                .get(provider)
+                .unwrap_or(&self.unconfigured)
+                .clone(),
+            ScopeKey::Tenant(_) => self.unconfigured.clone(),
+        });
         let depth = if kind == Kind::Placed {
             metrics::Gauge::noop()
         } else {

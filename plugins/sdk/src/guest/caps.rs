@@ -132,6 +132,12 @@ pub fn fit_reading(mut r: Reading) -> Reading {
     }
 }
 
+/// Counted costs within the caps: each dimension once, at most the caps' number, amounts
+/// clamped.
+pub fn fit_costs(c: Vec<Cost>) -> Vec<Cost> {
+    costs(c)
+}
+
 /// A reconciliation plan within the caps: a status query that the host could not send as
 /// written (a URL or body over its cap) becomes unsupported, saying why.
 pub fn fit_reconcile_plan(p: ReconcilePlan) -> ReconcilePlan {

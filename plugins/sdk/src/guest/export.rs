@@ -1,8 +1,8 @@
 //! [`export_plugin!`](crate::export_plugin): a [`Plugin`](super::Plugin) implementation as
 //! the component's exports.
 
-/// Exports a [`Plugin`](crate::Plugin) implementation as the component's `sluice:policy/policy@0.3.0`
-/// interface: `describe`, `plan-request`, `read-response`, `reconcile` and
+/// Exports a [`Plugin`](crate::Plugin) implementation as the component's `sluice:policy/policy@0.4.0`
+/// interface: `describe`, `plan-request`, `read-response`, `count-stream`, `reconcile` and
 /// `read-reconciliation`. Every answer is fitted to the host's caps on the way out
 /// ([`caps`](crate::caps)), so a figure from outside cannot make it invalid output.
 ///
@@ -22,10 +22,10 @@ macro_rules! export_plugin {
     ($plugin:ty, without_call_arena) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
-            use $crate::bindings::exports::sluice::policy0_3_0::policy::Guest;
+            use $crate::bindings::exports::sluice::policy0_4_0::policy::Guest;
             use $crate::{
-                Description, Outcome, PolicyError, Reading, ReconcilePlan, Reconciliation, Request,
-                RequestPlan, Response, ResponsePart, UncertainWrite,
+                Cost, Description, Outcome, PolicyError, Reading, ReconcilePlan, Reconciliation,
+                Request, RequestPlan, Response, ResponsePart, UncertainWrite,
             };
             struct Exported;
             impl Guest for Exported {
@@ -42,6 +42,14 @@ macro_rules! export_plugin {
                 ) -> Result<Reading, PolicyError> {
                     <$plugin as $crate::Plugin>::read_response(&req, &outcome, part)
                         .map($crate::caps::fit_reading)
+                }
+                fn count_stream(
+                    req: Request,
+                    at: u64,
+                    stretch: Vec<u8>,
+                ) -> Result<Vec<Cost>, PolicyError> {
+                    <$plugin as $crate::Plugin>::count_stream(&req, at, &stretch)
+                        .map($crate::caps::fit_costs)
                 }
                 fn reconcile(write: UncertainWrite) -> Result<ReconcilePlan, PolicyError> {
                     <$plugin as $crate::Plugin>::reconcile(&write)

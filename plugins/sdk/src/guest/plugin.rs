@@ -116,6 +116,19 @@ pub trait Plugin {
         default_read_response::<Self>(req, outcome, part)
     }
 
+    /// The contract's `count-stream`: what one stretch of a streamed answer produced, per
+    /// dimension, counted from its events (the output tokens of its deltas; the input tokens
+    /// where an event reports them, or the prompt's estimate in the first stretch, `at` 0). The host adds up the stretches and charges the sums when
+    /// the stream ends without its usage. Default: nothing counted, so such a stream keeps
+    /// its estimate. [`crate::sse`] finds the events.
+    ///
+    /// # Errors
+    /// A [`PolicyError`] counts nothing for the stretch.
+    fn count_stream(req: &Request, at: u64, stretch: &[u8]) -> Result<Vec<Cost>, PolicyError> {
+        let _ = (req, at, stretch);
+        Ok(Vec::new())
+    }
+
     /// Says how to settle an uncertain write. Default: unsupported, so the host escalates.
     ///
     /// # Errors

@@ -84,11 +84,12 @@ pub(in crate::config::reference) const POOLS: &[KeyDoc] = &[
     KeyDoc {
         key: "providers.NAME.credentials.LABEL.limits.refill",
         kind: "string",
-        default: "\"window\"",
+        default: "the plugin's (`describe`), else \"window\"",
         range: "\"window\" or \"continuous\"",
         what: "How the provider refills these quotas: \"window\" (safe for any provider) lets \
             only the part of a limit above the pace go at once; \"continuous\" (a token bucket, \
-            as Anthropic documents its limits) lets the whole pace go at once.",
+            as Anthropic documents its limits) lets the whole pace go at once. Unset, the \
+            provider's plugin says (the bundled `anthropic` plugin: \"continuous\").",
     },
     KeyDoc {
         key: "providers.NAME.credentials.LABEL.models",

@@ -232,11 +232,12 @@ pub(in crate::config::reference) const PROVIDERS: &[KeyDoc] = &[
     KeyDoc {
         key: "providers.NAME.limits.refill",
         kind: "string",
-        default: "\"window\"",
+        default: "the plugin's (`describe`), else \"window\"",
         range: "\"window\" or \"continuous\"",
         what: "How the provider refills these quotas: \"window\" (safe for any provider) lets \
             only the part of a limit above the pace go at once; \"continuous\" (a token bucket, \
-            as Anthropic documents its limits) lets the whole pace go at once.",
+            as Anthropic documents its limits) lets the whole pace go at once. Unset, the \
+            provider's plugin says (the bundled `anthropic` plugin: \"continuous\").",
     },
     KeyDoc {
         key: "providers.NAME.scopes",
@@ -306,11 +307,12 @@ pub(in crate::config::reference) const PROVIDERS: &[KeyDoc] = &[
     KeyDoc {
         key: "providers.NAME.scopes.SCOPE.refill",
         kind: "string",
-        default: "\"window\"",
+        default: "the plugin's (`describe`), else \"window\"",
         range: "\"window\" or \"continuous\"",
         what: "How the provider refills these quotas: \"window\" (safe for any provider) lets \
             only the part of a limit above the pace go at once; \"continuous\" (a token bucket, \
-            as Anthropic documents its limits) lets the whole pace go at once.",
+            as Anthropic documents its limits) lets the whole pace go at once. Unset, the \
+            provider's plugin says (the bundled `anthropic` plugin: \"continuous\").",
     },
     KeyDoc {
         key: "providers.NAME.models",
@@ -381,11 +383,12 @@ pub(in crate::config::reference) const PROVIDERS: &[KeyDoc] = &[
     KeyDoc {
         key: "providers.NAME.models.MODEL.refill",
         kind: "string",
-        default: "\"window\"",
+        default: "the plugin's (`describe`), else \"window\"",
         range: "\"window\" or \"continuous\"",
         what: "How the provider refills these quotas: \"window\" (safe for any provider) lets \
             only the part of a limit above the pace go at once; \"continuous\" (a token bucket, \
-            as Anthropic documents its limits) lets the whole pace go at once.",
+            as Anthropic documents its limits) lets the whole pace go at once. Unset, the \
+            provider's plugin says (the bundled `anthropic` plugin: \"continuous\").",
     },
     KeyDoc {
         key: "providers.NAME.generations",
