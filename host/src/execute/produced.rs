@@ -77,7 +77,7 @@ fn last_boundary(bytes: &[u8]) -> Option<usize> {
 }
 
 /// The end of the first event boundary in `bytes`, if any.
-fn first_boundary(bytes: &[u8]) -> Option<usize> {
+pub(super) fn first_boundary(bytes: &[u8]) -> Option<usize> {
     (1..bytes.len())
         .find(|&i| ends_boundary(bytes, i))
         .map(|i| i + 1)

@@ -188,19 +188,8 @@ impl Stream {
     /// The stream's first and last bytes, joined at an event boundary when the middle was
     /// dropped.
     fn ends(&mut self) -> Vec<u8> {
-        let mut body = std::mem::take(&mut self.head);
         let tail: Vec<u8> = self.tail.drain(..).collect();
-        if self.dropped {
-            let from = tail
-                .windows(2)
-                .position(|w| w == b"\n\n")
-                .map_or(tail.len(), |i| i + 2);
-            body.extend_from_slice(b"\n\n");
-            body.extend_from_slice(&tail[from..]);
-        } else {
-            body.extend_from_slice(&tail);
-        }
-        body
+        joined(std::mem::take(&mut self.head), &tail, self.dropped)
     }
 
     /// The stream ended whole: read its usage, correct the charge, and report an error the
@@ -227,6 +216,20 @@ impl Stream {
             error_code: c.error_code,
         })
     }
+}
+
+/// `head` and `tail` as one body; when the middle between them was dropped, the tail from its
+/// first event boundary (`\n\n`, or `\r\n\r\n` as Gemini's streams end their events), so
+/// no cut event stands in the middle.
+fn joined(mut head: Vec<u8>, tail: &[u8], dropped: bool) -> Vec<u8> {
+    let from = if dropped {
+        head.extend_from_slice(b"\n\n");
+        super::produced::first_boundary(tail).unwrap_or(tail.len())
+    } else {
+        0
+    };
+    head.extend_from_slice(&tail[from..]);
+    head
 }
 
 impl Stream {
@@ -273,5 +276,25 @@ impl Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         self.settle(&[]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::joined;
+
+    #[test]
+    fn a_long_stream_keeps_its_last_events_whatever_ends_them() {
+        for end in ["\n\n", "\r\n\r\n"] {
+            let tail = format!("ut\": 3}}{end}data: {{\"usage\": 9}}{end}data: [DONE]{end}");
+            let body = joined(b"data: {\"a\": 1}".to_vec(), tail.as_bytes(), true);
+            let body = String::from_utf8(body).unwrap();
+            assert!(
+                body.ends_with(&format!("\n\ndata: {{\"usage\": 9}}{end}data: [DONE]{end}")),
+                "{body:?}"
+            );
+            let whole = joined(b"data: 1".to_vec(), b"\n\n", false);
+            assert_eq!(whole, b"data: 1\n\n");
+        }
     }
 }
