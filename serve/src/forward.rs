@@ -14,7 +14,7 @@ use serde_json::json;
 use sluice::admission::Class;
 use sluice::admission::shared::ClaimError;
 use sluice::config::ErrorShape;
-use sluice::contract::RequestClass;
+use sluice::contract::{ReconcilePlan, RequestClass, UncertainWrite};
 use sluice::execute::{Call, Outcome, StreamOutcome};
 use sluice::journal::JournalError;
 use sluice::offload;
@@ -179,7 +179,8 @@ async fn forward(
         url.push_str(q);
     }
     let method = parts.method.as_str();
-    let class = class_of(&agent, up, &hints, method, path)?;
+    let dedupes = || dedupes_by_key(shared, up, method, &url);
+    let class = class_of(&agent, up, &hints, method, path, dedupes)?;
     // An OpenAI-style stream that does not ask for its usage is asked for it, so its charge
     // is corrected at its end; what asking adds is taken out of the agent's stream.
     // A long body is read on the blocking pool: this thread serves other agents' connections.
@@ -453,20 +454,42 @@ fn claim_refused(e: &ClaimError) -> SluiceError {
 }
 
 /// The class of a request: the route's (the host's reads, the operator's read routes), or
-/// the agent's `x-sluice-class` hint. A hint of `read` on a route the sidecar treats as a
-/// write is refused, unless the agent's table allows class hints (`class_hints`): a write is
-/// never made a read by the caller's word alone, or it would be sent without a key, a
-/// journal row, or any care not to do it twice.
+/// the agent's `x-sluice-class` hint. A hint that loosens a write is refused unless the
+/// agent's table allows class hints (`class_hints`): a write is never made safer to repeat by
+/// the caller's word alone. `read` would send it without a key, a journal row, or any care
+/// not to do it twice; `idempotent-write` would resend it after an unknown outcome, which is
+/// safe only where the provider suppresses a repeat by its idempotency key — so that hint is
+/// taken where the provider's plugin says it does (`dedupes`: its `reconcile` of the write is
+/// a resend with the same key), as Stripe's does.
 fn class_of(
     agent: &Agent,
     up: &Upstream,
     hints: &Hints,
     method: &str,
     path: &str,
+    dedupes: impl FnOnce() -> bool,
 ) -> Result<RequestClass, SluiceError> {
     let routed = up.class_of(method, path);
     match hints.class {
         None => Ok(routed),
+        Some(RequestClass::IdempotentWrite)
+            if routed == RequestClass::UncertainWrite && !agent.class_hints && !dedupes() =>
+        {
+            Err(SluiceError::new(
+                400,
+                "class_hint_not_allowed",
+                format!(
+                    "sluice: `x-sluice-class: idempotent-write` on {method} {path}: the {} \
+                     plugin does not say the provider suppresses a repeat of this write by its \
+                     idempotency key, so a resend after an unknown outcome could do it twice \
+                     (nothing was sent). Leave the hint out (the write is sent once, and \
+                     checked rather than resent), or an operator may allow the agent's hints \
+                     with `serve.agents.{}.class_hints = true`",
+                    up.name,
+                    sluice::printable::printable(&agent.name)
+                ),
+            ))
+        }
         Some(RequestClass::Read) if routed != RequestClass::Read && !agent.class_hints => {
             Err(SluiceError::new(
                 400,
@@ -485,6 +508,24 @@ fn class_of(
         }
         Some(class) => Ok(class),
     }
+}
+
+/// Whether `up`'s plugin says its provider suppresses a repeat of a `method` write to `url`
+/// by its idempotency key (its `reconcile` answers a resend with the same key). A provider
+/// without a plugin, or one quarantined, does not.
+fn dedupes_by_key(shared: &Shared, up: &Upstream, method: &str, url: &str) -> bool {
+    let Some(policy) = shared.sluice.executor().policy(&up.name) else {
+        return false;
+    };
+    let write = UncertainWrite {
+        method: method.to_owned(),
+        url: url.to_owned(),
+        idempotency_key: Some("sluice-class-hint".to_owned()),
+        client_reference: None,
+        operation_id: None,
+        now_ms: shared.sluice.clock().wall_ms(),
+    };
+    matches!(policy.reconcile(&write).value, ReconcilePlan::ResendSameKey)
 }
 
 /// The class a request of `agent` asking for `asked` is queued in: `asked` when the agent

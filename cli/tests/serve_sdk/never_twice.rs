@@ -631,6 +631,47 @@ fn a_read_hint_on_a_write_route_is_refused_and_nothing_is_sent() {
     assert!(journal.all().expect("its actions").is_empty());
 }
 
+/// (b) `x-sluice-class: idempotent-write` would have a write resent after an unknown outcome:
+/// taken where the provider's plugin says a repeat with the same key is suppressed (Stripe's
+/// payment), refused where it does not (an OpenAI file upload), and nothing is sent then.
+#[test]
+fn an_idempotent_write_hint_is_taken_only_where_the_provider_suppresses_repeats() {
+    let world = World::new();
+    let sidecar = world.serve();
+    let hinted = |action: &'static str| {
+        vec![
+            ("x-sluice-class", "idempotent-write"),
+            ("x-sluice-task", TASK),
+            ("x-sluice-action", action),
+        ]
+    };
+    let upload = post(
+        &sidecar,
+        "/openai/v1/files",
+        &hinted("upload-1"),
+        r#"{"purpose":"batch"}"#,
+    );
+    assert_eq!(upload.status, 400, "{upload:?}");
+    assert_eq!(
+        upload.sluice()["kind"],
+        "class_hint_not_allowed",
+        "{upload:?}"
+    );
+    let message = upload.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("nothing was sent") && message.contains("idempotency key"),
+        "{message}"
+    );
+    assert_eq!(world.openai.attempts_on("/v1/files"), 0, "nothing was sent");
+    let paid = post(&sidecar, AGENT_INTENTS, &hinted("pay-1"), &payment("pay-1"));
+    assert_eq!(paid.status, 200, "{paid:?}");
+    assert_eq!(received(&world), 1);
+    stop(sidecar);
+}
+
 /// A new group's store has no ownership epoch, and hosts never make one (a host that never
 /// joined, meeting a store that lost its state, would otherwise take other hosts' actions as
 /// new): the payment is refused (503 `shared_store_not_initialized`, nothing sent) until an
