@@ -206,6 +206,21 @@ fn a_0_3_0_plugin_loads_plans_from_the_digest_and_counts_no_stream() {
         .unwrap();
     assert_eq!(r.classification.error_code.as_deref(), Some("v3_429"));
     assert_eq!(r.observations[0].remaining, Some(9));
+    // A credential in the URL's query is never shown to a plugin.
+    let keyed = UncertainWrite {
+        method: "POST".into(),
+        url: "https://legacy-v3.test/v1/x?key=AIzaSecret&alt=sse".into(),
+        idempotency_key: None,
+        client_reference: None,
+        operation_id: None,
+        now_ms: 0,
+    };
+    assert_eq!(
+        p.reconcile(&keyed).unwrap(),
+        ReconcilePlan::Unsupported(
+            "no key for https://legacy-v3.test/v1/x?key=[redacted]&alt=sse".into()
+        )
+    );
     let stretch = b"data: {\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}\n\n";
     assert_eq!(p.count_stream(&req, 0, stretch).unwrap(), Vec::new());
     let refill = |name: &str| rt.load_bundled(name).unwrap().description().refill;

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::contract::Request;
+use crate::contract::{Request, UncertainWrite};
 
 /// Request headers that carry credentials, by name. Their values never reach a plugin, a log or
 /// an escalation; [`is_credential`] also catches vendors' own names by their words.
@@ -128,18 +128,71 @@ pub fn redact_credentials(block: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `req` with the value of every credential header redacted ([`redact_credentials`]);
-/// borrowed as is when it has none. Every request passes here before a plugin sees it,
-/// whoever makes the call and however the plugin runs. A copy keeps only the body's prefix
-/// (all a plugin is shown) and its digest, so a long body is never copied whole.
+/// Query parameters that carry a credential, by exact name in any case, besides those whose
+/// name holds a credential word ([`is_credential`]): Google's `key`, OAuth's `access_token`,
+/// signed URLs' signatures (Azure's `sig`, AWS's `X-Amz-*`).
+const CREDENTIAL_PARAMS: &[&str] = &[
+    "key",
+    "api_key",
+    "access_token",
+    "sig",
+    "signature",
+    "x-amz-signature",
+    "x-amz-credential",
+    "x-amz-security-token",
+    "client_secret",
+];
+
+/// Whether the query parameter `name` carries a credential.
+fn is_credential_param(name: &str) -> bool {
+    CREDENTIAL_PARAMS
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case(name))
+        || is_credential(name)
+}
+
+/// `url` with the value of every credential query parameter (`?key=`, `access_token`, a
+/// signature) replaced by [`REDACTED`]; borrowed as is when it holds none.
+pub fn redact_query(url: &str) -> Cow<'_, str> {
+    let Some((base, rest)) = url.split_once('?') else {
+        return Cow::Borrowed(url);
+    };
+    let (query, fragment) = match rest.split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (rest, None),
+    };
+    let name = |pair: &str| pair.split_once('=').map_or(pair, |(n, _)| n).to_owned();
+    if !query.split('&').any(|p| is_credential_param(&name(p))) {
+        return Cow::Borrowed(url);
+    }
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((n, _)) if is_credential_param(n) => format!("{n}={REDACTED}"),
+            _ => p.to_owned(),
+        })
+        .collect();
+    let mut out = format!("{base}?{}", pairs.join("&"));
+    if let Some(f) = fragment {
+        out.push('#');
+        out.push_str(f);
+    }
+    Cow::Owned(out)
+}
+
+/// `req` with the value of every credential header ([`redact_credentials`]) and credential
+/// query parameter ([`redact_query`]) redacted; borrowed as is when it has none. Every
+/// request passes here before a plugin sees it, whoever makes the call and however the
+/// plugin runs. A copy keeps only the body's prefix (all a plugin is shown) and its digest,
+/// so a long body is never copied whole.
 pub(crate) fn without_credentials(req: &Request) -> Cow<'_, Request> {
-    match redact_credentials(&req.headers) {
-        Cow::Borrowed(_) => Cow::Borrowed(req),
-        Cow::Owned(headers) => Cow::Owned(Request {
+    match (redact_credentials(&req.headers), redact_query(&req.url)) {
+        (Cow::Borrowed(_), Cow::Borrowed(_)) => Cow::Borrowed(req),
+        (headers, url) => Cow::Owned(Request {
             method: req.method.clone(),
-            url: req.url.clone(),
+            url: url.into_owned(),
             class: req.class,
-            headers,
+            headers: headers.into_owned(),
             body: req.body.slice(..req.body_prefix().len()),
             digest: req.digest.clone(),
             now_ms: req.now_ms,
@@ -147,9 +200,49 @@ pub(crate) fn without_credentials(req: &Request) -> Cow<'_, Request> {
     }
 }
 
+/// `write` with the value of every credential query parameter of its URL redacted
+/// ([`redact_query`]); borrowed as is when it has none. Every uncertain write passes here
+/// before a plugin sees it.
+pub(crate) fn write_without_credentials(write: &UncertainWrite) -> Cow<'_, UncertainWrite> {
+    match redact_query(&write.url) {
+        Cow::Borrowed(_) => Cow::Borrowed(write),
+        Cow::Owned(url) => Cow::Owned(UncertainWrite {
+            url,
+            ..write.clone()
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credential_query_parameters_are_redacted_and_the_rest_kept() {
+        let cases = [
+            (
+                "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?key=AIza123&alt=sse",
+                "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?key=[redacted]&alt=sse",
+            ),
+            (
+                "https://x.example/v1?alt=sse&ACCESS_TOKEN=t&x-vendor-token=v#frag",
+                "https://x.example/v1?alt=sse&ACCESS_TOKEN=[redacted]&x-vendor-token=[redacted]#frag",
+            ),
+            (
+                "https://s3.example/o?X-Amz-Credential=a&X-Amz-Signature=b&partNumber=2",
+                "https://s3.example/o?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]&partNumber=2",
+            ),
+        ];
+        for (url, want) in cases {
+            assert_eq!(redact_query(url), want);
+        }
+        for url in [
+            "https://api.openai.com/v1/models",
+            "https://api.example.com/v1/things?limit=3&keyword=k&monkey=1",
+        ] {
+            assert!(matches!(redact_query(url), Cow::Borrowed(_)), "{url}");
+        }
+    }
 
     #[test]
     fn vendor_credential_headers_are_known_by_their_words_and_plain_headers_are_not() {

@@ -23,7 +23,7 @@ use crate::contract::{
     Cost, Description, Failure, PluginError, PolicyError, ProviderPolicy, Reading, ReconcilePlan,
     Reconciliation, Request, RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
 };
-use crate::headers::without_credentials;
+use crate::headers::{without_credentials, write_without_credentials};
 
 /// A warm instance and its store.
 struct Warm {
@@ -389,6 +389,7 @@ impl ProviderPolicy for Plugin {
     }
 
     fn reconcile(&self, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
+        let write = &*write_without_credentials(write);
         self.answer(
             "reconcile",
             |g, s| g.call_reconcile(s, convert::lend_write(write)),
@@ -406,6 +407,7 @@ impl ProviderPolicy for Plugin {
         write: &UncertainWrite,
         resp: &Response,
     ) -> Result<Reconciliation, PluginError> {
+        let write = &*write_without_credentials(write);
         self.answer(
             "read-reconciliation",
             |g, s| {

@@ -22,7 +22,7 @@ use crate::contract::{
     Cost, Description, PluginError, ProviderPolicy, Reading, ReconcilePlan, Reconciliation,
     Request, RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
 };
-use crate::headers::without_credentials;
+use crate::headers::{without_credentials, write_without_credentials};
 
 super::convert::contract_conversions!(guest);
 
@@ -146,7 +146,7 @@ impl<P: guest::Plugin> ProviderPolicy for NativePlugin<P> {
     }
 
     fn reconcile(&self, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
-        let write = guest::UncertainWrite::from(write.clone());
+        let write = guest::UncertainWrite::from(write_without_credentials(write).into_owned());
         self.answer("reconcile", P::reconcile(&write), validate::reconcile_plan)
     }
 
@@ -155,7 +155,7 @@ impl<P: guest::Plugin> ProviderPolicy for NativePlugin<P> {
         write: &UncertainWrite,
         resp: &Response,
     ) -> Result<Reconciliation, PluginError> {
-        let write = guest::UncertainWrite::from(write.clone());
+        let write = guest::UncertainWrite::from(write_without_credentials(write).into_owned());
         let resp = guest::Response::from(resp.clone());
         self.answer(
             "read-reconciliation",
