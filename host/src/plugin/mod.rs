@@ -33,6 +33,7 @@ pub mod command;
 mod contract;
 mod convert;
 mod error;
+mod frozen;
 mod instance;
 mod limits;
 #[cfg(feature = "native-plugins")]

@@ -1,0 +1,62 @@
+//! What a frozen contract version shares with the current one: `plan-request`,
+//! `read-response`, `reconcile` and `read-reconciliation`, the same four functions through
+//! its own bindings. [`frozen_functions!`] writes them for a version's module (`v2.rs`,
+//! `v3.rs`), which supplies what differs: `request` (the request as that version shows it)
+//! and `old` (its generated types, converted to and from the contract's).
+
+/// The four functions of a frozen version whose exports are reached through `$bindings`
+/// (`Bindings::frozen_v0_2`...), in the module that invokes it.
+macro_rules! frozen_functions {
+    ($bindings:ident) => {
+        /// `plan-request`, the request as this version shows it.
+        pub(super) fn plan_request(p: &Plugin, req: &Request) -> Result<RequestPlan, PluginError> {
+            let req = request(req);
+            let r = p.call("plan-request", |b, s| {
+                b.$bindings()?.call_plan_request(s, &req)
+            })?;
+            p.declined("plan-request", r).map(Into::into)
+        }
+
+        /// `read-response`, the request as this version shows it.
+        pub(super) fn read_response(
+            p: &Plugin,
+            req: &Request,
+            outcome: &WireOutcome,
+            part: ResponsePart,
+        ) -> Result<Reading, PluginError> {
+            let (req, outcome) = (request(req), old::Outcome::from(outcome.clone()));
+            let r = p.call("read-response", |b, s| {
+                b.$bindings()?
+                    .call_read_response(s, &req, &outcome, part.into())
+            })?;
+            p.declined("read-response", r).map(Into::into)
+        }
+
+        /// `reconcile`, unchanged.
+        pub(super) fn reconcile(
+            p: &Plugin,
+            write: &UncertainWrite,
+        ) -> Result<ReconcilePlan, PluginError> {
+            let write = old::UncertainWrite::from(write.clone());
+            let r = p.call("reconcile", |b, s| b.$bindings()?.call_reconcile(s, &write))?;
+            p.declined("reconcile", r).map(Into::into)
+        }
+
+        /// `read-reconciliation`, unchanged.
+        pub(super) fn read_reconciliation(
+            p: &Plugin,
+            write: &UncertainWrite,
+            resp: &Response,
+        ) -> Result<Reconciliation, PluginError> {
+            let (write, resp) = (
+                old::UncertainWrite::from(write.clone()),
+                old::Response::from(resp.clone()),
+            );
+            let r = p.call("read-reconciliation", |b, s| {
+                b.$bindings()?.call_read_reconciliation(s, &write, &resp)
+            })?;
+            p.declined("read-reconciliation", r).map(Into::into)
+        }
+    };
+}
+pub(super) use frozen_functions;
