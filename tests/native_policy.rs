@@ -7,7 +7,7 @@ use sluice::clock::ManualClock;
 use sluice::contract::{ProviderPolicy, RequestClass, UncertainWrite};
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
 use sluice::plugin::NativePlugin;
-use sluice::vectors;
+use sluice::vectors::{self, Given};
 use sluice_tests::{request, runtime, workspace};
 
 fn guard(policy: Arc<dyn ProviderPolicy>) -> GuardedPolicy {
@@ -33,11 +33,22 @@ fn answers_alike<P: sluice_plugin_sdk::Plugin + 'static>(name: &str) -> usize {
     let (native, component) = (guard(Arc::new(native)), guard(Arc::new(component)));
     for case in &file.cases {
         let at = format!("{name}: {}", case.name);
-        let n = native.read_response(&case.request, &case.outcome, case.part);
-        let c = component.read_response(&case.request, &case.outcome, case.part);
-        assert!(matches!(n.by, AnsweredBy::Plugin), "{at}: {:?}", n.by);
-        assert!(matches!(c.by, AnsweredBy::Plugin), "{at}: {:?}", c.by);
-        assert_eq!(n.value, c.value, "{at}");
+        match &case.given {
+            Given::Outcome { outcome, part } => {
+                let n = native.read_response(&case.request, outcome, *part);
+                let c = component.read_response(&case.request, outcome, *part);
+                assert!(matches!(n.by, AnsweredBy::Plugin), "{at}: {:?}", n.by);
+                assert!(matches!(c.by, AnsweredBy::Plugin), "{at}: {:?}", c.by);
+                assert_eq!(n.value, c.value, "{at}");
+            }
+            Given::Stretch { at: offset, bytes } => {
+                let n = native.count_stream(&case.request, *offset, bytes);
+                let c = component.count_stream(&case.request, *offset, bytes);
+                assert!(matches!(n.by, AnsweredBy::Plugin), "{at}: {:?}", n.by);
+                assert!(matches!(c.by, AnsweredBy::Plugin), "{at}: {:?}", c.by);
+                assert_eq!(n.value, c.value, "{at}");
+            }
+        }
 
         let (n, c) = (
             native.plan_request(&case.request),

@@ -88,15 +88,23 @@ pub(crate) fn asked(
     // FNV-1a over the body: the same request always gets the same length of answer, however
     // it is spelt and however it asks for its usage (a client that adds `stream_options`
     // gets the same stream): a JSON object is hashed as its fields, in order, less those.
-    let canonical = parsed.and_then(serde_json::Value::as_object).map(|o| {
-        let mut o = o.clone();
-        o.remove("stream_options");
-        serde_json::Value::Object(o).to_string().into_bytes()
-    });
-    let hashed = canonical.as_deref().unwrap_or(body);
-    let hash = hashed.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    });
+    // The object is written into the hash as its compact JSON, never copied.
+    let mut fnv = Fnv(0xcbf2_9ce4_8422_2325);
+    match parsed.and_then(serde_json::Value::as_object) {
+        Some(o) => {
+            fnv.add(b"{");
+            let fields = o.iter().filter(|(k, _)| *k != "stream_options");
+            for (i, (k, v)) in fields.enumerate() {
+                fnv.add(if i == 0 { b"" } else { b"," });
+                let _ = serde_json::to_writer(&mut fnv, k);
+                fnv.add(b":");
+                let _ = serde_json::to_writer(&mut fnv, v);
+            }
+            fnv.add(b"}");
+        }
+        None => fnv.add(body),
+    }
+    let hash = fnv.0;
     let share = 10 + hash % 50;
     let generation = content.is_some() && counts_tokens;
     let output = match max_output {
@@ -112,6 +120,28 @@ pub(crate) fn asked(
         include_usage,
         output,
         model,
+    }
+}
+
+/// FNV-1a, fed bytes as they come.
+struct Fnv(u64);
+
+impl Fnv {
+    fn add(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
+impl std::io::Write for Fnv {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.add(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -153,5 +183,28 @@ fn prompt(content: &serde_json::Value, style: Style) -> (u64, u64) {
             }
         }),
         _ => (0, 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request gets the same answer length however it asks for its usage, and the hash is
+    /// that of the object's compact JSON without `stream_options`.
+    #[test]
+    fn stream_options_do_not_change_the_answer() {
+        let plain = br#"{"model":"m","max_tokens":400,"stream":true,"messages":[{"role":"user","content":"Hi \"you\""}]}"#;
+        let asking = br#"{"stream_options":{"include_usage":true},"model":"m","max_tokens":400,"stream":true,"messages":[{"role":"user","content":"Hi \"you\""}]}"#;
+        let read = |b: &[u8]| {
+            let v: serde_json::Value = serde_json::from_slice(b).unwrap();
+            asked("/v1/chat/completions", b, Some(&v), Style::OpenAi).output
+        };
+        assert_eq!(read(plain), read(asking));
+        let v: serde_json::Value = serde_json::from_slice(plain).unwrap();
+        let mut whole = Fnv(0xcbf2_9ce4_8422_2325);
+        whole.add(v.to_string().as_bytes());
+        let share = 10 + whole.0 % 50;
+        assert_eq!(read(plain), 400 * share / 100);
     }
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use libfuzzer_sys::fuzz_target;
 use sluice::contract::WireOutcome;
 use sluice::headers::{encode_fields, field_pairs};
-use sluice::vectors::{VectorError, parse};
+use sluice::vectors::{Given, VectorError, parse};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -29,7 +29,11 @@ fuzz_target!(|data: &[u8]| {
                     r.method
                 );
                 let mut blocks = vec![&r.headers];
-                if let WireOutcome::Response(resp) = &case.outcome {
+                if let Given::Outcome {
+                    outcome: WireOutcome::Response(resp),
+                    ..
+                } = &case.given
+                {
                     blocks.push(&resp.headers);
                 }
                 for block in blocks {

@@ -161,18 +161,29 @@ pub fn redact_query(url: &str) -> Cow<'_, str> {
         Some((q, f)) => (q, Some(f)),
         None => (rest, None),
     };
-    let name = |pair: &str| pair.split_once('=').map_or(pair, |(n, _)| n).to_owned();
-    if !query.split('&').any(|p| is_credential_param(&name(p))) {
+    // A parameter's name, and whether it has a value that is a credential.
+    fn secret(pair: &str) -> (&str, bool) {
+        match pair.split_once('=') {
+            Some((name, _)) => (name, is_credential_param(name)),
+            None => (pair, false),
+        }
+    }
+    if !query.split('&').any(|p| secret(p).1) {
         return Cow::Borrowed(url);
     }
-    let pairs: Vec<String> = query
-        .split('&')
-        .map(|p| match p.split_once('=') {
-            Some((n, _)) if is_credential_param(n) => format!("{n}={REDACTED}"),
-            _ => p.to_owned(),
-        })
-        .collect();
-    let mut out = format!("{base}?{}", pairs.join("&"));
+    let mut out = String::with_capacity(url.len());
+    out.push_str(base);
+    for (i, pair) in query.split('&').enumerate() {
+        out.push(if i == 0 { '?' } else { '&' });
+        match secret(pair) {
+            (name, true) => {
+                out.push_str(name);
+                out.push('=');
+                out.push_str(REDACTED);
+            }
+            (_, false) => out.push_str(pair),
+        }
+    }
     if let Some(f) = fragment {
         out.push('#');
         out.push_str(f);

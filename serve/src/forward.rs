@@ -470,44 +470,54 @@ fn class_of(
     dedupes: impl FnOnce() -> bool,
 ) -> Result<RequestClass, SluiceError> {
     let routed = up.class_of(method, path);
-    match hints.class {
-        None => Ok(routed),
-        Some(RequestClass::IdempotentWrite)
-            if routed == RequestClass::UncertainWrite && !agent.class_hints && !dedupes() =>
-        {
-            Err(SluiceError::new(
-                400,
-                "class_hint_not_allowed",
-                format!(
-                    "sluice: `x-sluice-class: idempotent-write` on {method} {path}: the {} \
-                     plugin does not say the provider suppresses a repeat of this write by its \
-                     idempotency key, so a resend after an unknown outcome could do it twice \
-                     (nothing was sent). Leave the hint out (the write is sent once, and \
-                     checked rather than resent), or an operator may allow the agent's hints \
-                     with `serve.agents.{}.class_hints = true`",
-                    up.name,
-                    sluice::printable::printable(&agent.name)
-                ),
-            ))
-        }
-        Some(RequestClass::Read) if routed != RequestClass::Read && !agent.class_hints => {
-            Err(SluiceError::new(
-                400,
-                "class_hint_not_allowed",
-                format!(
-                    "sluice: `x-sluice-class: read` on {method} {path}, which is a write: agent \
-                     {:?} may not make a write a read (nothing was sent). Name an action for it \
-                     with `x-sluice-action`, or leave the hint out; an operator may list the \
-                     route in [serve.providers.{}] read_routes, or allow the agent's hints with \
-                     `serve.agents.{}.class_hints = true`",
-                    sluice::printable::printable(&agent.name),
-                    up.name,
-                    sluice::printable::printable(&agent.name)
-                ),
-            ))
-        }
-        Some(class) => Ok(class),
+    let Some(hint) = hints.class else {
+        return Ok(routed);
+    };
+    // How freely a class lets a request be sent again: a hint may tighten the route's class,
+    // and loosen it only as said above.
+    let freedom = |c: RequestClass| match c {
+        RequestClass::Read => 2,
+        RequestClass::IdempotentWrite => 1,
+        RequestClass::UncertainWrite => 0,
+    };
+    if freedom(hint) <= freedom(routed)
+        || agent.class_hints
+        || (hint == RequestClass::IdempotentWrite && dedupes())
+    {
+        return Ok(hint);
     }
+    // Only `read` and `idempotent-write` can loosen a route's class.
+    let (named, why) = match hint {
+        RequestClass::IdempotentWrite => (
+            "idempotent-write",
+            format!(
+                "the {} plugin does not say the provider suppresses a repeat of this write by its \
+             idempotency key, so a resend after an unknown outcome could do it twice (nothing \
+             was sent). Leave the hint out (the write is sent once, and checked rather than \
+             resent)",
+                up.name
+            ),
+        ),
+        _ => (
+            "read",
+            format!(
+                "agent {:?} may not make a write a read (nothing was sent). Name an action for it \
+             with `x-sluice-action`, or leave the hint out; an operator may list the route in \
+             [serve.providers.{}] read_routes",
+                sluice::printable::printable(&agent.name),
+                up.name
+            ),
+        ),
+    };
+    Err(SluiceError::new(
+        400,
+        "class_hint_not_allowed",
+        format!(
+            "sluice: `x-sluice-class: {named}` on {method} {path}, which is a write: {why}, or \
+             an operator may allow the agent's hints with `serve.agents.{}.class_hints = true`",
+            sluice::printable::printable(&agent.name)
+        ),
+    ))
 }
 
 /// Whether `up`'s plugin says its provider suppresses a repeat of a `method` write to `url`

@@ -110,6 +110,12 @@ pub trait ProviderPolicy: Send + Sync + std::fmt::Debug {
         part: ResponsePart,
     ) -> Result<Reading, PluginError>;
 
+    /// Whether [`ProviderPolicy::count_stream`] counts anything: a stream of a policy that
+    /// does not is neither kept nor handed over in stretches. Default: no.
+    fn counts_streams(&self) -> bool {
+        false
+    }
+
     /// Counts what one stretch of a streamed answer produced, per dimension (see the WIT's
     /// `count-stream`). Default: nothing counted, so a stream that ends without its usage
     /// keeps its estimate.

@@ -79,8 +79,9 @@ pub struct Stream {
     delivered: u64,
     usage: Option<Usage>,
     done: bool,
-    /// What the plugin has counted of the stream so far.
-    produced: Produced,
+    /// What the plugin has counted of the stream so far; `None` for a plugin that counts no
+    /// stream.
+    produced: Option<Produced>,
     /// The call's charge against its tenant's budgets, corrected when the stream ends: to
     /// the usage it reports, else to what was counted of it.
     budget: Option<Reservation>,
@@ -99,6 +100,7 @@ pub(super) struct Opened {
 
 impl Stream {
     pub(super) fn new(o: Opened) -> Self {
+        let produced = o.policy.counts_streams().then(Produced::default);
         Self {
             status: o.body.status,
             headers: o.body.headers.clone(),
@@ -116,7 +118,7 @@ impl Stream {
             delivered: 0,
             usage: None,
             done: false,
-            produced: Produced::default(),
+            produced,
             budget: None,
         }
     }
@@ -171,9 +173,10 @@ impl Stream {
     }
 
     fn keep(&mut self, chunk: &[u8]) {
-        let (policy, req) = (&self.policy, &self.req);
-        self.produced
-            .take(chunk, |at, s| policy.count_stream(req, at, s).value);
+        if let Some(produced) = &mut self.produced {
+            let (policy, req) = (&self.policy, &self.req);
+            produced.take(chunk, |at, s| policy.count_stream(req, at, s).value);
+        }
         self.delivered += chunk.len() as u64;
         let room = KEEP.saturating_sub(self.head.len());
         let (head, rest) = chunk.split_at(room.min(chunk.len()));
@@ -244,11 +247,11 @@ impl Stream {
         self.done = true;
         let mut usage = reported.to_vec();
         let named = |u: &[Cost], d: &ReportedDimension| u.iter().any(|c| &c.dimension == d);
-        if !named(reported, &ReportedDimension::OutputTokens) {
+        if let Some(produced) = &mut self.produced
+            && !named(reported, &ReportedDimension::OutputTokens)
+        {
             let (policy, req) = (&self.policy, &self.req);
-            let counted = self
-                .produced
-                .finish(|at, s| policy.count_stream(req, at, s).value);
+            let counted = produced.finish(|at, s| policy.count_stream(req, at, s).value);
             for c in counted {
                 if !named(reported, &c.dimension) {
                     usage.push(c.clone());

@@ -184,6 +184,11 @@ impl GuardedPolicy {
         )
     }
 
+    /// Whether the guarded plugin counts streams ([`ProviderPolicy::counts_streams`]).
+    pub fn counts_streams(&self) -> bool {
+        self.plugin.counts_streams()
+    }
+
     /// Counts what one stretch of a streamed answer produced (the built-in policy counts
     /// nothing: the stream keeps its estimate).
     pub fn count_stream(&self, req: &Request, at: u64, stretch: &[u8]) -> Answer<Vec<Cost>> {

@@ -366,6 +366,11 @@ impl ProviderPolicy for Plugin {
         )
     }
 
+    /// A plugin of a frozen version has no `count-stream`.
+    fn counts_streams(&self) -> bool {
+        self.contract() == Contract::V0_4
+    }
+
     /// Counts one stretch of a stream. A plugin of a frozen version counts nothing.
     fn count_stream(
         &self,

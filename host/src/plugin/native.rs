@@ -133,6 +133,10 @@ impl<P: guest::Plugin> ProviderPolicy for NativePlugin<P> {
         )
     }
 
+    fn counts_streams(&self) -> bool {
+        true
+    }
+
     fn count_stream(
         &self,
         req: &Request,

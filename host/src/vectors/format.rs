@@ -55,15 +55,30 @@ pub struct VectorCase {
     pub name: String,
     /// The request.
     pub request: Request,
-    /// The outcome of the attempt.
-    pub outcome: WireOutcome,
-    /// Which part of the answer the plugin reads (`complete` unless the case says).
-    pub part: ResponsePart,
-    /// For a `stream-stretch` case, the stretch's offset in its stream (`at`): the response's
-    /// body is then a stretch that `count-stream` counts, and `part` is unused.
-    pub stretch: Option<u64>,
+    /// What the plugin is given besides the request.
+    pub given: Given,
     /// What must be concluded.
     pub expect: Expect,
+}
+
+/// What a case gives the plugin besides its request.
+#[derive(Debug, Clone)]
+pub enum Given {
+    /// An attempt's outcome, which `read-response` reads as `part` (`complete` unless the
+    /// case says).
+    Outcome {
+        /// The outcome.
+        outcome: WireOutcome,
+        /// Which part of the answer it is.
+        part: ResponsePart,
+    },
+    /// A stretch of a stream (a `stream-stretch` case), which `count-stream` counts.
+    Stretch {
+        /// Its offset in its stream (`at`).
+        at: u64,
+        /// Its bytes: the case's response body.
+        bytes: Vec<u8>,
+    },
 }
 
 /// Turns a raw case into a [`VectorCase`], or names the field that is wrong.
@@ -96,11 +111,10 @@ pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
         (Some(_), Some(_)) => return Err("response and transport: give one, not both".into()),
         (None, None) => return Err("response: missing (or give transport)".into()),
     };
-    let (part, stretch) = match raw.part.as_deref() {
-        None | Some("complete") => (ResponsePart::Complete, None),
-        Some("stream-start") => (ResponsePart::StreamStart, None),
-        Some("stream-end") => (ResponsePart::StreamEnd, None),
-        Some("stream-stretch") => (ResponsePart::StreamEnd, Some(raw.at.unwrap_or(0))),
+    let part = match raw.part.as_deref() {
+        None | Some("complete") => ResponsePart::Complete,
+        Some("stream-start") => ResponsePart::StreamStart,
+        Some("stream-end" | "stream-stretch") => ResponsePart::StreamEnd,
         Some(other) => {
             return Err(format!(
                 "part: {other:?} is not one of complete, stream-start, stream-end, \
@@ -108,25 +122,31 @@ pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
             ));
         }
     };
-    if raw.at.is_some() && stretch.is_none() {
+    let stretch = raw.part.as_deref() == Some("stream-stretch");
+    if raw.at.is_some() && !stretch {
         return Err("at: only a stream-stretch case has an offset".into());
     }
     let has_response = matches!(outcome, WireOutcome::Response(_));
-    if !has_response && raw.part.as_deref().is_some_and(|p| p != "complete") {
+    if !has_response && part != ResponsePart::Complete {
         return Err(
             "part: a transport failure is read as complete (a stream needs a response)".into(),
         );
     }
-    if stretch.is_some() {
+    if stretch {
         expect::counted_only(&raw.expect)?;
     }
     let expect = expect::validate(raw.expect, has_response, raw.tolerance_ms)?;
+    let given = match outcome {
+        WireOutcome::Response(r) if stretch => Given::Stretch {
+            at: raw.at.unwrap_or(0),
+            bytes: r.body,
+        },
+        outcome => Given::Outcome { outcome, part },
+    };
     Ok(VectorCase {
         name: raw.name,
         request,
-        outcome,
-        part,
-        stretch,
+        given,
         expect,
     })
 }

@@ -30,10 +30,10 @@ use std::path::{Path, PathBuf};
 
 pub use describe::ExpectedDescription;
 pub use expect::{Expect, ExpectedObservation, ExpectedPlan, class_name, scope_name, verdict_name};
-pub use format::{DEFAULT_NOW_MS, VectorCase, dimension_name};
+pub use format::{DEFAULT_NOW_MS, Given, VectorCase, dimension_name};
 pub use writes::{ExpectedReconcile, ExpectedReconciliation, WriteCase};
 
-use crate::contract::{ProviderPolicy, WireOutcome};
+use crate::contract::ProviderPolicy;
 use crate::input_file::{self, InputFileError};
 use crate::printable::printable;
 
@@ -219,15 +219,13 @@ pub fn run(plugin: &dyn ProviderPolicy, file: &VectorFile) -> VectorReport {
 fn run_case(plugin: &dyn ProviderPolicy, case: &VectorCase) -> Option<String> {
     let e = &case.expect;
     let mut diffs = Vec::new();
-    match (case.stretch, &case.outcome) {
-        (Some(at), WireOutcome::Response(stretch)) => {
-            match plugin.count_stream(&case.request, at, &stretch.body) {
-                Ok(counted) => check::usage(&counted, e, &mut diffs),
-                Err(e) => return Some(e.to_string()),
-            }
-        }
-        _ => {
-            let reading = match plugin.read_response(&case.request, &case.outcome, case.part) {
+    match &case.given {
+        Given::Stretch { at, bytes } => match plugin.count_stream(&case.request, *at, bytes) {
+            Ok(counted) => check::usage(&counted, e, &mut diffs),
+            Err(e) => return Some(e.to_string()),
+        },
+        Given::Outcome { outcome, part } => {
+            let reading = match plugin.read_response(&case.request, outcome, *part) {
                 Ok(r) => r,
                 Err(e) => return Some(e.to_string()),
             };

@@ -76,8 +76,6 @@ impl Plugin for Anthropic {
         })
     }
 
-    /// The default composition, but the end of a stream is read in one pass for both its
-    /// usage and an error event that overrides the success status.
     /// A message's stream: the output tokens of its content deltas, and the input (and the
     /// cache's use) its `message_start` reports.
     fn count_stream(req: &Request, at: u64, stretch: &[u8]) -> Result<Vec<Cost>, PolicyError> {
@@ -85,6 +83,8 @@ impl Plugin for Anthropic {
         Ok(usage::of_stretch(stretch))
     }
 
+    /// The default composition, but the end of a stream is read in one pass for both its
+    /// usage and an error event that overrides the success status.
     fn read_response(
         req: &Request,
         outcome: &Outcome,

@@ -42,7 +42,7 @@ use sluice_plugin_sdk::media::openai_image_tokens;
 use sluice_plugin_sdk::{
     Classification, Cost, Description, Dimension, ErrorShape, MediaKind, MediaPart, Observation,
     Outcome, Plugin, PolicyError, Priority, PriorityClass, Reading, Request, Response,
-    ResponsePart, default_priority, headers, model, model_scope, one_request,
+    ResponsePart, default_priority, headers, model, model_scope, one_request, sse,
 };
 
 /// Output tokens assumed when a generation sets no maximum.
@@ -130,9 +130,9 @@ impl Plugin for OpenAi {
         }
         // Chat and completions chunks name no event; of the Responses API's events only the
         // deltas are new text (`.done` events and `response.completed` repeat it whole).
-        let output = sluice_plugin_sdk::sse::events(stretch)
+        let output = sse::events(stretch)
             .filter(|e| e.event.is_none_or(|name| name.ends_with(".delta")))
-            .map(|e| sluice_plugin_sdk::sse::produced_tokens(&e.data, &STREAMED_TEXT))
+            .map(|e| sse::produced_tokens(&e.data, &STREAMED_TEXT))
             .sum();
         let mut costs = vec![Cost {
             dimension: Dimension::OutputTokens,

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use sluice::contract::{ProviderPolicy, RequestClass, ResponsePart};
 use sluice::input_file::{self, InputFileError};
 use sluice::printable::printable;
-use sluice::vectors::{VectorError, VectorFile, VectorReport};
+use sluice::vectors::{Given, VectorError, VectorFile, VectorReport};
 
 /// The largest capture read, in bytes: 64 MiB, room for a HAR file of a whole session.
 pub const MAX_CAPTURE_BYTES: u64 = 64 << 20;
@@ -181,21 +181,26 @@ pub fn record(
             let one = sluice::vectors::parse(capture, &format!("{{\"cases\":[{json}]}}"))
                 .map_err(|e| bad(format!("{}: {e}", c.origin)))?;
             let vc = &one.cases[0];
+            // A recorded exchange is an answer to read, never a stretch of a stream to count.
+            let Given::Outcome { outcome, part } = &vc.given else {
+                return Err(bad(format!("{}: not an answer to read", c.origin)));
+            };
+            let part = *part;
             let reading = plugin
-                .read_response(&vc.request, &vc.outcome, vc.part)
+                .read_response(&vc.request, outcome, part)
                 .map_err(|e| RecordError::Plugin {
                     path: capture.to_owned(),
                     origin: c.origin.clone(),
                     message: printable(&e.to_string()).into_owned(),
                 })?;
-            let plan = match vc.part {
+            let plan = match part {
                 ResponsePart::StreamEnd => None,
                 _ => plugin
                     .plan_request(&vc.request)
                     .map_err(|e| notes.push(format!("{}: no plan expected: {e}", case.name)))
                     .ok(),
             };
-            case.expect = case::expectation(&reading, plan.as_ref(), vc.part);
+            case.expect = case::expectation(&reading, plan.as_ref(), part);
             lines.push(serde_json::to_string(&case).map_err(|e| bad(e.to_string()))?);
             names.push(case.name);
         }
