@@ -379,3 +379,50 @@ fn a_file_with_neither_cases_nor_writes_is_malformed() {
     let err = malformed(r#"{"cases": [], "writes": []}"#);
     assert!(err.contains("at least one case"), "{err}");
 }
+
+/// A stretch of a stream is counted, not read: a case of one that expects a reading, an
+/// offset on any other case, and a stretch without a response are malformed, each naming
+/// its field; its usage is what `count-stream` answers (nothing here, the trait's default).
+#[test]
+fn a_stream_stretch_case_checks_counts_and_names_what_it_cannot_check() {
+    let stretch = |fields: &str, expect: &str| {
+        let case = ATTEMPT.replace("EXPECT", expect).replace(
+            r#""name": "a declined card","#,
+            &format!(r#""name": "a stretch", {fields}"#),
+        );
+        format!(r#"{{"cases": [{case}]}}"#)
+    };
+    let err = malformed(&stretch(
+        r#""part": "stream-stretch","#,
+        r#"{"verdict": "success"}"#,
+    ));
+    assert!(
+        err.contains("expect.verdict") && err.contains("stream-stretch"),
+        "{err}"
+    );
+    let err = malformed(&attempt(r#"{"usage": {}, "usage_exact": true}"#).replace(
+        r#""name": "a declined card","#,
+        r#""name": "a declined card", "at": 5,"#,
+    ));
+    assert!(err.contains("at: only a stream-stretch case"), "{err}");
+    let err = malformed(&stretch(r#""part": "stream-strech","#, r#"{"usage": {}}"#));
+    assert!(
+        err.contains("\"stream-strech\"") && err.contains("stream-stretch"),
+        "{err}"
+    );
+    let counted = stretch(
+        r#""part": "stream-stretch", "at": 32768,"#,
+        r#"{"usage": {}, "usage_exact": true}"#,
+    );
+    assert_eq!(failures(&Answers::new(), &counted), [None]);
+    let counted = stretch(
+        r#""part": "stream-stretch","#,
+        r#"{"usage": {"output-tokens": 1}}"#,
+    );
+    assert_eq!(
+        failures(&Answers::new(), &counted),
+        [Some(
+            r#"usage: no reported amount of "output-tokens" (reported: none)"#.into()
+        )]
+    );
+}
