@@ -19,7 +19,7 @@ use sluice_plugin_sdk::{Plugin, caps};
 
 fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
-    let Ok(which) = u.int_in_range(0..=4u8) else {
+    let Ok(which) = u.int_in_range(0..=5u8) else {
         return;
     };
     match which {
@@ -27,7 +27,8 @@ fuzz_target!(|data: &[u8]| {
         1 => run::<sluice_plugin_anthropic::Anthropic>(&mut u),
         2 => run::<sluice_plugin_github::GitHub>(&mut u),
         3 => run::<sluice_plugin_stripe::Stripe>(&mut u),
-        _ => run::<sluice_plugin_ietf::Ietf>(&mut u),
+        4 => run::<sluice_plugin_ietf::Ietf>(&mut u),
+        _ => run::<sluice_plugin_gemini::Gemini>(&mut u),
     }
 });
 

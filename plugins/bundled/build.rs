@@ -11,6 +11,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("github", "sluice-plugin-github"),
     ("stripe", "sluice-plugin-stripe"),
     ("ietf", "sluice-plugin-ietf"),
+    ("gemini", "sluice-plugin-gemini"),
 ];
 
 fn main() {

@@ -16,12 +16,13 @@
 //!   `url` key in an object that is a media part (OpenAI's `image_url.url`), under an
 //!   `image_url`, `file_url` or `file_data` key (`input_image.image_url`, `file.file_data`),
 //!   or as the string a media key names (`"image": "data:..."`);
-//! - base64 data under a `data` key beside a `media_type`, `mime_type` or `format` key
-//!   (Anthropic's `source`, Gemini's `inline_data`, OpenAI's `input_audio`);
+//! - base64 data under a `data` key beside a `media_type`, `mime_type` (`mimeType`) or
+//!   `format` key (Anthropic's `source`, Gemini's `inline_data` or `inlineData`, OpenAI's
+//!   `input_audio`);
 //! - a link under a `url` key (or an `image_url` or `file_url` string) in an object that is a
 //!   media part by its `type` (`image`, `image_url`, `input_image`, `document`, `file`,
 //!   `input_file`, `url`) or by the key it stands under (`image_url`, `source`, `file`,
-//!   `image`, `document`).
+//!   `image`, `document`), and Gemini's `fileUri` (`https://` or `gs://`) wherever it stands.
 //!
 //! An image's width and height come from its header (PNG, GIF, WebP, JPEG), decoded from the
 //! first bytes of its base64 only; a PDF's pages are counted from its page objects. Every
@@ -418,10 +419,11 @@ impl<'de> Visitor<'de> for Key {
 }
 
 /// The keys whose strings decide whether an object is a media part, or carry its data.
-const DECIDING: [&str; 10] = [
+const DECIDING: [&str; 12] = [
     "type",
     "media_type",
     "mime_type",
+    "mimeType",
     "format",
     "detail",
     "data",
@@ -429,6 +431,7 @@ const DECIDING: [&str; 10] = [
     "url",
     "image_url",
     "file_url",
+    "fileUri",
 ];
 
 /// A value under one of the [`DECIDING`] keys: a string is held in its object; anything
@@ -540,6 +543,7 @@ impl Object<'_> {
         let stated_type = self
             .get("media_type")
             .or_else(|| self.get("mime_type"))
+            .or_else(|| self.get("mimeType"))
             .map(str::to_owned)
             .or_else(|| self.get("format").map(audio_type));
         let detail = self.get("detail").map(str::to_owned);
@@ -564,9 +568,11 @@ impl Object<'_> {
                 walk.media(part);
                 continue;
             }
-            let link = matches!(key.as_str(), "url" | "image_url" | "file_url")
+            let link = matches!(key.as_str(), "url" | "image_url" | "file_url" | "fileUri")
                 && (media_object || key != "url")
-                && (value.starts_with("https://") || value.starts_with("http://"));
+                && (value.starts_with("https://")
+                    || value.starts_with("http://")
+                    || (key == "fileUri" && value.starts_with("gs://")));
             if link {
                 let kind = stated_type
                     .as_deref()
@@ -597,7 +603,7 @@ impl Object<'_> {
             }
             if !matches!(
                 key.as_str(),
-                "type" | "media_type" | "mime_type" | "format" | "detail"
+                "type" | "media_type" | "mime_type" | "mimeType" | "format" | "detail"
             ) {
                 walk.text(value);
             }

@@ -16,6 +16,16 @@ pub struct QuotaViolation {
     pub id: Option<String>,
     /// `quotaDimensions.model`, when the quota is per model.
     pub model: Option<String>,
+    /// `quotaValue`: the quota's size (`"200"`), when the error states it.
+    pub value: Option<u64>,
+}
+
+impl QuotaViolation {
+    /// Whether the quota is counted per day (its id says `PerDay`): it is back at the
+    /// provider's midnight ([`crate::midnight`]), whatever delay the error asks for.
+    pub fn daily(&self) -> bool {
+        self.id.as_deref().is_some_and(|id| id.contains("PerDay"))
+    }
 }
 
 /// What a Google-style error body says.
@@ -37,9 +47,7 @@ impl GoogleError {
     /// Whether a violated quota is a daily one (its id says `PerDay`): it is back at the
     /// provider's midnight ([`crate::midnight`]), not in a minute.
     pub fn daily_quota(&self) -> bool {
-        self.quota_violations
-            .iter()
-            .any(|v| v.id.as_deref().is_some_and(|id| id.contains("PerDay")))
+        self.quota_violations.iter().any(QuotaViolation::daily)
     }
 }
 
@@ -86,6 +94,10 @@ pub fn google_error(body: &[u8]) -> Option<GoogleError> {
                     metric: text(v.get("quotaMetric")),
                     id: text(v.get("quotaId")),
                     model: text(v.get("quotaDimensions").and_then(|d| d.get("model"))),
+                    value: v.get("quotaValue").and_then(|q| match q {
+                        Value::String(s) => s.parse().ok(),
+                        other => other.as_u64(),
+                    }),
                 });
             }
         }
@@ -142,6 +154,7 @@ mod tests {
             Some("gemini-2.0-flash")
         );
         assert!(e.daily_quota());
+        assert_eq!(e.quota_violations[0].value, Some(200));
     }
 
     #[test]

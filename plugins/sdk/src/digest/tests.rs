@@ -123,6 +123,30 @@ fn gemini_inline_data_and_openai_audio_are_media() {
 }
 
 #[test]
+fn gemini_s_camel_case_parts_are_media_as_its_snake_case_ones_are() {
+    let body = serde_json::json!({
+        "contents": [{"parts": [
+            {"inlineData": {"mimeType": "image/gif", "data": b64(&[&b"GIF89a\x20\x03\x58\x02"[..], &[7; 100]].concat())}},
+            {"fileData": {"mimeType": "application/pdf", "fileUri": "gs://bucket/report.pdf"}},
+            {"fileData": {"mimeType": "video/mp4", "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/abc"}},
+            {"text": "hi"},
+        ]}],
+    })
+    .to_string();
+    let d = digest(body.as_bytes());
+    assert_eq!(d.media.len(), 3, "{:?}", d.media);
+    assert_eq!(
+        (d.media[0].width, d.media[0].height),
+        (Some(800), Some(600))
+    );
+    assert_eq!(d.media[1].kind, MediaKind::Document);
+    assert!(d.media[1].by_url && d.media[2].by_url);
+    assert_eq!(d.media[2].media_type.as_deref(), Some("video/mp4"));
+    // Only "hi" is text: neither the base64 nor a link nor a media type is.
+    assert_eq!(d.text_chars, 2);
+}
+
+#[test]
 fn a_jpeg_whose_frame_follows_long_metadata_is_still_measured() {
     let image = format!("data:image/jpeg;base64,{}", b64(&jpeg(4032, 3024, 60_000)));
     let d = digest(serde_json::json!({ "image": image }).to_string().as_bytes());
