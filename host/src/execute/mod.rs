@@ -14,6 +14,7 @@ mod breaking;
 mod budgets;
 mod call;
 mod charge;
+mod framing;
 mod generations;
 mod places;
 mod pool;

@@ -18,6 +18,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::Terminal;
+use super::framing::Framing;
 use super::produced::Produced;
 use super::usage::corrected;
 use crate::admission::{Permit, Usage};
@@ -76,6 +77,8 @@ pub struct Stream {
     head: Vec<u8>,
     tail: VecDeque<u8>,
     dropped: bool,
+    /// How its events are divided: where its stretches are cut, and its ends joined.
+    framing: Framing,
     delivered: u64,
     usage: Option<Usage>,
     done: bool,
@@ -100,7 +103,8 @@ pub(super) struct Opened {
 
 impl Stream {
     pub(super) fn new(o: Opened) -> Self {
-        let produced = o.policy.counts_streams().then(Produced::default);
+        let framing = Framing::of(&o.body.headers);
+        let produced = o.policy.counts_streams().then(|| Produced::new(framing));
         Self {
             status: o.body.status,
             headers: o.body.headers.clone(),
@@ -115,6 +119,7 @@ impl Stream {
             head: Vec::new(),
             tail: VecDeque::new(),
             dropped: false,
+            framing,
             delivered: 0,
             usage: None,
             done: false,
@@ -192,7 +197,12 @@ impl Stream {
     /// dropped.
     fn ends(&mut self) -> Vec<u8> {
         let tail: Vec<u8> = self.tail.drain(..).collect();
-        joined(std::mem::take(&mut self.head), &tail, self.dropped)
+        joined(
+            self.framing,
+            std::mem::take(&mut self.head),
+            &tail,
+            self.dropped,
+        )
     }
 
     /// The stream ended whole: read its usage, correct the charge, and report an error the
@@ -221,13 +231,13 @@ impl Stream {
     }
 }
 
-/// `head` and `tail` as one body; when the middle between them was dropped, the tail from its
-/// first event boundary (`\n\n`, or `\r\n\r\n` as Gemini's streams end their events), so
-/// no cut event stands in the middle.
-fn joined(mut head: Vec<u8>, tail: &[u8], dropped: bool) -> Vec<u8> {
+/// `head` and `tail` as one body; when the middle between them was dropped, the tail from
+/// where its first whole event begins (`framing.rs`: after a blank line of any form, or at
+/// a binary message's prelude), so no cut event stands in the middle.
+fn joined(framing: Framing, mut head: Vec<u8>, tail: &[u8], dropped: bool) -> Vec<u8> {
     let from = if dropped {
-        head.extend_from_slice(b"\n\n");
-        super::produced::first_boundary(tail).unwrap_or(tail.len())
+        head.extend_from_slice(framing.separator());
+        framing.first_start(tail).unwrap_or(tail.len())
     } else {
         0
     };
@@ -285,19 +295,34 @@ impl Drop for Stream {
 #[cfg(test)]
 mod tests {
     use super::joined;
+    use crate::execute::framing::Framing;
+    use crate::execute::framing::tests::message;
 
     #[test]
     fn a_long_stream_keeps_its_last_events_whatever_ends_them() {
-        for end in ["\n\n", "\r\n\r\n"] {
+        for end in ["\n\n", "\r\n\r\n", "\r\r"] {
             let tail = format!("ut\": 3}}{end}data: {{\"usage\": 9}}{end}data: [DONE]{end}");
-            let body = joined(b"data: {\"a\": 1}".to_vec(), tail.as_bytes(), true);
+            let body = joined(
+                Framing::Sse,
+                b"data: {\"a\": 1}".to_vec(),
+                tail.as_bytes(),
+                true,
+            );
             let body = String::from_utf8(body).unwrap();
             assert!(
                 body.ends_with(&format!("\n\ndata: {{\"usage\": 9}}{end}data: [DONE]{end}")),
                 "{body:?}"
             );
-            let whole = joined(b"data: 1".to_vec(), b"\n\n", false);
+            let whole = joined(Framing::Sse, b"data: 1".to_vec(), b"\n\n", false);
             assert_eq!(whole, b"data: 1\n\n");
         }
+    }
+
+    #[test]
+    fn a_long_binary_stream_keeps_its_last_whole_messages() {
+        let (first, cut, last) = (message(b"first"), message(b"cut"), message(b"usage"));
+        let tail = [&cut[5..], &last[..]].concat();
+        let body = joined(Framing::EventStream, first.clone(), &tail, true);
+        assert_eq!(body, [first, last].concat());
     }
 }
