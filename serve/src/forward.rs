@@ -190,6 +190,7 @@ async fn forward(
         streamed,
         rewritten,
     } = offload::read(&body, move |b| Asked::of(b, completion)).await;
+    let streamed = streamed || stream_usage::streams_by_path(path);
     let strip_usage = rewritten.is_some();
     // The body as it arrived, shared and not copied, unless asking for the usage changed it.
     let body = rewritten.map_or(body, bytes::Bytes::from);

@@ -63,6 +63,15 @@ impl Asked {
     }
 }
 
+/// Whether `path` asks for a streamed answer whatever its body says: Gemini's
+/// `:streamGenerateContent`, and Bedrock's `converse-stream` and
+/// `invoke-with-response-stream`, whose bodies say nothing of streaming.
+pub fn streams_by_path(path: &str) -> bool {
+    path.ends_with(":streamGenerateContent")
+        || path.ends_with("/converse-stream")
+        || path.ends_with("/invoke-with-response-stream")
+}
+
 /// Whether `path` is a chat or text completion, whose stream reports its usage only when
 /// the request asks.
 pub fn is_completion(path: &str) -> bool {

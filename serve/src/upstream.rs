@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use sluice::config::{ErrorShape, SluiceConfig};
-use sluice::contract::{Description, RequestClass};
+use sluice::contract::{Description, RequestClass, route_matches};
 use sluice::execute::DEFAULT_CREDENTIAL;
 
 use crate::error::ServeError;
@@ -23,7 +23,7 @@ pub struct Upstream {
     pub base_url: String,
     /// The shape of the errors the sidecar answers for it.
     pub shape: ErrorShape,
-    /// Its read routes (`METHOD /path`, a trailing `*` matching any rest).
+    /// Its read routes (`METHOD /path`, a `*` matching any run of characters).
     reads: Vec<String>,
     /// Its credential labels, and the headers each is sent in.
     credentials: BTreeMap<String, String>,
@@ -36,7 +36,8 @@ pub struct Upstream {
 /// The routes besides `GET`, `HEAD` and `OPTIONS` the host itself knows as reads: the
 /// generation, embedding and counting routes of the dialects it speaks, which change nothing
 /// at the provider. A plugin's `read-routes` are taken only where they name one of these.
-pub const KNOWN_READS: [&str; 8] = [
+/// Gemini's methods are the last segment's `:verb`, whatever model or project precedes it.
+pub const KNOWN_READS: [&str; 18] = [
     "POST /v1/chat/completions",
     "POST /v1/completions",
     "POST /v1/embeddings",
@@ -45,6 +46,16 @@ pub const KNOWN_READS: [&str; 8] = [
     "POST /v1/messages",
     "POST /v1/messages/count_tokens",
     "POST /v1/complete",
+    "POST /v1beta/*:generateContent",
+    "POST /v1beta/*:streamGenerateContent",
+    "POST /v1beta/*:countTokens",
+    "POST /v1beta/*:embedContent",
+    "POST /v1beta/*:batchEmbedContents",
+    "POST /v1/*:generateContent",
+    "POST /v1/*:streamGenerateContent",
+    "POST /v1/*:countTokens",
+    "POST /v1/*:embedContent",
+    "POST /v1/*:batchEmbedContents",
 ];
 
 /// The read routes of `provider`'s plugin that confirm a route the host knows as a read
@@ -131,16 +142,7 @@ impl Upstream {
         if matches!(method, "GET" | "HEAD" | "OPTIONS") {
             return RequestClass::Read;
         }
-        let read = self.reads.iter().any(|r| {
-            let Some((m, p)) = r.split_once(' ') else {
-                return false;
-            };
-            m == method
-                && match p.strip_suffix('*') {
-                    Some(prefix) => path.starts_with(prefix),
-                    None => path == p,
-                }
-        });
+        let read = self.reads.iter().any(|r| route_matches(r, method, path));
         if read {
             RequestClass::Read
         } else {
@@ -180,6 +182,15 @@ mod tests {
     fn described(name: &str) -> Option<Description> {
         let (read_routes, error_shape) = match name {
             "openai" => (vec!["POST /v1/chat/completions".into()], ErrorShape::OpenAi),
+            "gemini" => (
+                vec![
+                    "POST /v1beta/*:generateContent".into(),
+                    "POST /v1beta/*:streamGenerateContent".into(),
+                    // Not one the host knows as a read: it stays a write.
+                    "POST /v1beta/*:batchGenerateContent".into(),
+                ],
+                ErrorShape::OpenAi,
+            ),
             "stripe" => (vec![], ErrorShape::Stripe),
             _ => return None,
         };
@@ -226,6 +237,33 @@ mod tests {
             stripe.class_of("POST", "/v1/payment_intents"),
             RequestClass::UncertainWrite
         );
+    }
+
+    #[test]
+    fn a_gemini_generation_of_any_model_is_a_read_and_its_batch_a_write() {
+        let u = upstreams(
+            "[providers.gemini]\nbase_url = \"http://127.0.0.1:1/\"\n\
+             [providers.gemini.limits]\nrequests_per_minute = 60\n",
+        );
+        let gemini = &u["gemini"];
+        for path in [
+            "/v1beta/models/gemini-2.5-flash:generateContent",
+            "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+            "/v1beta/tunedModels/mine:generateContent",
+        ] {
+            assert_eq!(gemini.class_of("POST", path), RequestClass::Read, "{path}");
+        }
+        for path in [
+            "/v1beta/models/gemini-2.5-flash:batchGenerateContent",
+            "/v1beta/cachedContents",
+            "/v1beta/models/x:generateContent/../../files",
+        ] {
+            assert_eq!(
+                gemini.class_of("POST", path),
+                RequestClass::UncertainWrite,
+                "{path}"
+            );
+        }
     }
 
     #[test]

@@ -273,7 +273,7 @@ pub struct ServeProvider {
     /// describes (`error-shape`), else OpenAI's.
     pub error_shape: Option<ErrorShape>,
     /// Routes besides `GET`, `HEAD` and `OPTIONS` that are reads (safe to send again, no
-    /// side effect: a generation), as `METHOD /path` (a trailing `*` matches any rest);
+    /// side effect: a generation), as `METHOD /path` (a `*` matches any run of characters);
     /// `None`: the routes its plugin describes as reads (`read-routes`). Any other route is a
     /// write, journaled.
     pub read_routes: Option<Vec<String>>,
@@ -436,8 +436,8 @@ impl ProviderTable {
         {
             return Err(reader.invalid(
                 &format!("{}[{i}]", under(at, "read_routes")),
-                "`METHOD /path`, such as `POST /v1/chat/completions` (a trailing `*` \
-                 matches any rest)",
+                "`METHOD /path`, such as `POST /v1/chat/completions` (a `*` matches \
+                 any run of characters)",
             ));
         }
         Ok(ServeProvider {

@@ -13,15 +13,37 @@ pub struct Description {
     pub hosts: Vec<String>,
     /// Route patterns it understands, as `METHOD /path/{param}` or `/path/*`.
     pub routes: Vec<String>,
-    /// Non-`GET` routes that are reads (a generation), as `METHOD /path` with an optional
-    /// trailing `*`: a caller that declares no class sends them as reads, any other
-    /// non-`GET` route as an uncertain write.
+    /// Non-`GET` routes that are reads (a generation), as `METHOD /path` where a `*`
+    /// matches any run of characters ([`route_matches`]): a caller that declares no class
+    /// sends them as reads, any other non-`GET` route as an uncertain write.
     pub read_routes: Vec<String>,
     /// How the provider writes an error body; `None`: OpenAI's.
     pub error_shape: Option<ErrorShape>,
     /// How the provider refills its rate quotas; `None`: not known (the host takes
     /// [`Refill::Window`]). The operator's configuration takes precedence.
     pub refill: Option<Refill>,
+}
+
+/// Whether the route pattern `pattern` (`METHOD /path`) names a request of `method` to
+/// `path` (without its query). A `*` in the path matches any run of characters, `/`
+/// included: `POST /v1/*` every path under `/v1/`, `POST /v1beta/*:generateContent` a
+/// generation of any model. One `*` at most; a pattern with more matches nothing.
+pub fn route_matches(pattern: &str, method: &str, path: &str) -> bool {
+    let Some((m, p)) = pattern.split_once(' ') else {
+        return false;
+    };
+    if m != method {
+        return false;
+    }
+    match p.split_once('*') {
+        None => path == p,
+        Some((_, suffix)) if suffix.contains('*') => false,
+        Some((prefix, suffix)) => {
+            path.len() >= prefix.len() + suffix.len()
+                && path.starts_with(prefix)
+                && path.ends_with(suffix)
+        }
+    }
 }
 
 /// How a provider refills a quota, and so how large a burst is safe.
@@ -86,6 +108,64 @@ impl std::fmt::Display for PolicyError {
             Self::Unsupported(m) => write!(f, "unsupported: {m}"),
             Self::InvalidInput(m) => write!(f, "invalid input: {m}"),
             Self::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::route_matches;
+
+    #[test]
+    fn a_star_matches_any_run_of_characters_once() {
+        for (pattern, method, path, matches) in [
+            (
+                "POST /v1/chat/completions",
+                "POST",
+                "/v1/chat/completions",
+                true,
+            ),
+            (
+                "POST /v1/chat/completions",
+                "GET",
+                "/v1/chat/completions",
+                false,
+            ),
+            (
+                "POST /v1/chat/completions",
+                "POST",
+                "/v1/chat/completions/x",
+                false,
+            ),
+            ("POST /v1/search/*", "POST", "/v1/search/docs/a", true),
+            ("POST /v1/search/*", "POST", "/v1/search/", true),
+            ("POST /v1/search/*", "POST", "/v1/search", false),
+            (
+                "POST /v1beta/*:generateContent",
+                "POST",
+                "/v1beta/models/m:generateContent",
+                true,
+            ),
+            (
+                "POST /v1beta/*:generateContent",
+                "POST",
+                "/v1beta/models/m:streamGenerateContent",
+                false,
+            ),
+            (
+                "POST /v1beta/*:generateContent",
+                "POST",
+                "/v1beta:generateContent",
+                false,
+            ),
+            ("POST /a*b*c", "POST", "/abc", false),
+            ("no-space", "POST", "no-space", false),
+        ] {
+            assert_eq!(
+                route_matches(pattern, method, path),
+                matches,
+                "{pattern} {method} {path}"
+            );
         }
     }
 }

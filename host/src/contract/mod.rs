@@ -18,7 +18,7 @@ mod reading;
 mod request;
 mod writes;
 
-pub use describe::{Description, ErrorShape, PolicyError, Refill};
+pub use describe::{Description, ErrorShape, PolicyError, Refill, route_matches};
 pub use error::{Failure, PluginError};
 pub use plan::{PriorityClass, RequestPlan};
 pub use policy::ProviderPolicy;

@@ -94,7 +94,7 @@ pub fn description(d: &Description, caps: &Caps) -> Check {
             .is_none_or(|(m, p)| m.is_empty() || !p.starts_with('/'))
         {
             return Err(format!(
-                "read-routes: {r:?} is not `METHOD /path` (a trailing `*` matches any rest)"
+                "read-routes: {r:?} is not `METHOD /path` (a `*` matches any run of characters)"
             ));
         }
     }

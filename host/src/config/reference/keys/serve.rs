@@ -378,7 +378,7 @@ pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
         key: "serve.providers.NAME.read_routes",
         kind: "array of strings",
         default: "the routes its plugin describes as reads",
-        range: "`METHOD /path`, the method in capitals; a trailing `*` matches any rest",
+        range: "`METHOD /path`, the method in capitals; a `*` matches any run of characters",
         what: "Routes besides GET, HEAD and OPTIONS that are reads (no side effect, safe to \
             resend); any other route is a write, journaled.",
     },
