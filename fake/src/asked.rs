@@ -57,16 +57,29 @@ pub(crate) fn asked(
     parsed: Option<&serde_json::Value>,
     style: Style,
 ) -> Asked {
-    let content: Option<(u64, u64)> = parsed
-        .and_then(|v| v.get("messages"))
-        .and_then(serde_json::Value::as_array)
-        .map(|messages| {
-            messages
-                .iter()
-                .filter_map(|m| m.get("content"))
-                .map(|c| prompt(c, style))
-                .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
-        });
+    let content: Option<(u64, u64)> = if style == Style::Gemini {
+        parsed
+            .and_then(|v| v.get("contents"))
+            .and_then(serde_json::Value::as_array)
+            .map(|contents| {
+                contents
+                    .iter()
+                    .filter_map(|c| c.get("parts"))
+                    .map(gemini_parts)
+                    .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+            })
+    } else {
+        parsed
+            .and_then(|v| v.get("messages"))
+            .and_then(serde_json::Value::as_array)
+            .map(|messages| {
+                messages
+                    .iter()
+                    .filter_map(|m| m.get("content"))
+                    .map(|c| prompt(c, style))
+                    .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+            })
+    };
     let counts_tokens = model_route(path, style);
     let input = if counts_tokens {
         content.map_or(body.len() as u64 / 4, |(chars, images)| {
@@ -79,8 +92,14 @@ pub(crate) fn asked(
     let max_output = MAX_OUTPUT_FIELDS
         .iter()
         .find_map(|k| field(k).and_then(serde_json::Value::as_u64))
+        .or_else(|| {
+            field("generationConfig")
+                .and_then(|g| g.get("maxOutputTokens"))
+                .and_then(serde_json::Value::as_u64)
+        })
         .unwrap_or(0);
-    let stream = field("stream").and_then(serde_json::Value::as_bool) == Some(true);
+    let stream = field("stream").and_then(serde_json::Value::as_bool) == Some(true)
+        || (style == Style::Gemini && path.ends_with(":streamGenerateContent"));
     let include_usage = field("stream_options")
         .and_then(|o| o.get("include_usage"))
         .and_then(serde_json::Value::as_bool)
@@ -112,7 +131,12 @@ pub(crate) fn asked(
         0 => 0,
         max => (max * share / 100).max(1),
     };
-    let model = counts_tokens.then(|| s(field("model")).unwrap_or("fake-model").to_owned());
+    let named = if style == Style::Gemini {
+        gemini_model(path)
+    } else {
+        s(field("model"))
+    };
+    let model = counts_tokens.then(|| named.unwrap_or("fake-model").to_owned());
     Asked {
         input,
         max_output,
@@ -147,6 +171,35 @@ impl std::io::Write for Fnv {
 
 fn s(v: Option<&serde_json::Value>) -> Option<&str> {
     v.and_then(serde_json::Value::as_str)
+}
+
+/// The model a Gemini path names: `/v1beta/models/M:generateContent`.
+pub(crate) fn gemini_model(path: &str) -> Option<&str> {
+    let last = path.rsplit('/').next()?;
+    let (model, _) = last.split_once(':')?;
+    path.contains("/models/").then_some(model)
+}
+
+/// One Gemini content's `parts`: (characters of text, tokens of inline images).
+fn gemini_parts(parts: &serde_json::Value) -> (u64, u64) {
+    let parts = parts.as_array().map_or(&[][..], Vec::as_slice);
+    parts.iter().fold((0, 0), |(text, images), part| {
+        if let Some(t) = s(part.get("text")) {
+            return (text + t.chars().count() as u64, images);
+        }
+        let inline = part.get("inlineData").or_else(|| part.get("inline_data"));
+        let kind = inline.and_then(|i| s(i.get("mimeType")).or_else(|| s(i.get("mime_type"))));
+        match (kind, s(inline.and_then(|i| i.get("data")))) {
+            (Some(t), Some(d)) if t.starts_with("image/") => {
+                let url = format!("data:{t};base64,{d}");
+                (
+                    text,
+                    images + vision::image_tokens(Style::Gemini, &url, None),
+                )
+            }
+            _ => (text, images),
+        }
+    })
 }
 
 /// One message's `content`: (characters of text, tokens of images).

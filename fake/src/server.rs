@@ -2,7 +2,7 @@
 //! Plain connections speak HTTP/1.1; TLS connections speak what the fake offered in ALPN.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -258,9 +258,13 @@ async fn attempt(
     let asked = asked(&path, &body, parsed.as_ref(), style);
     let (rpm, tpm) = (shared.config.rpm, shared.config.tpm);
     let t = now();
-    let model = parsed
-        .as_ref()
-        .and_then(|v| v.get("model")?.as_str().map(str::to_owned));
+    let model = if style == Style::Gemini {
+        crate::asked::gemini_model(&path).map(str::to_owned)
+    } else {
+        parsed
+            .as_ref()
+            .and_then(|v| v.get("model")?.as_str().map(str::to_owned))
+    };
     let day_spent = model.as_deref().and_then(|m| {
         shared
             .ledger()
@@ -270,11 +274,15 @@ async fn attempt(
     });
     if let Some(next_day) = day_spent {
         let mut headers = style.quota_headers(&figures(&shared, t), wall());
-        headers.extend(Style::retry_after_headers(
-            RetryAfter::Seconds(next_day.as_secs().max(1)),
-            wall(),
-        ));
-        let body = style.error_body(429, "requests_per_day_exceeded");
+        if !style.delay_in_body() {
+            headers.extend(Style::retry_after_headers(
+                RetryAfter::Seconds(next_day.as_secs().max(1)),
+                wall(),
+            ));
+        }
+        // As Gemini does, a day's refusal asks for a short delay all the same: only its
+        // quota's id says the day is spent.
+        let body = style.limit_body(true, Duration::from_secs(22), model.as_deref());
         return answer(429, headers, body);
     }
     let refused = shared.ledger().validation.refuse(
@@ -313,6 +321,10 @@ async fn attempt(
         });
     }
     if let Err(exceeded) = taken {
+        if style.delay_in_body() {
+            let body = style.limit_body(false, exceeded.retry_after, model.as_deref());
+            return answer(429, headers, body);
+        }
         let secs =
             exceeded.retry_after.as_secs() + u64::from(exceeded.retry_after.subsec_nanos() > 0);
         headers.extend(Style::retry_after_headers(

@@ -58,9 +58,27 @@ pub(crate) fn produced(style: Style, output: u64, delivered: usize) -> u64 {
         Style::Anthropic => 2,
         _ => 0,
     };
-    (0..delivered.saturating_sub(lead).min(content_events(output)))
-        .map(|k| event_tokens(output, k))
-        .sum()
+    // Gemini thinks first: its thoughts are billed, never streamed.
+    let (thought, text) = match style {
+        Style::Gemini if delivered > 0 => (thoughts(output), output - thoughts(output)),
+        _ => (0, output),
+    };
+    let written: u64 = (0..delivered.saturating_sub(lead).min(content_events(text)))
+        .map(|k| event_tokens(text, k))
+        .sum();
+    thought + written
+}
+
+/// The part of a Gemini answer's output spent thinking: a quarter, billed as output and
+/// reported as `thoughtsTokenCount`, but never in the stream's text, as a thinking model's
+/// thoughts are not unless asked for.
+pub(crate) fn thoughts(output: u64) -> u64 {
+    output / 4
+}
+
+/// An event ended as Gemini ends its events: `\r\n\r\n`.
+fn crlf_event(data: &str) -> Bytes {
+    Bytes::from(format!("data: {data}\r\n\r\n"))
 }
 
 fn sse(event: Option<&str>, data: &str) -> Bytes {
@@ -96,6 +114,28 @@ pub(crate) fn events(plan: &Plan, id: &str) -> Vec<Bytes> {
                 "usage": {"output_tokens": o}});
             out.push(sse(Some("message_delta"), &delta.to_string()));
             out.push(sse(Some("message_stop"), r#"{"type":"message_stop"}"#));
+        }
+        Style::Gemini => {
+            // Each chunk carries the usage so far: a running total, never a share. The
+            // thoughts came first and are reported whole from the first chunk on.
+            let thought = thoughts(o);
+            let text = o - thought;
+            let n = content_events(text);
+            let mut so_far = 0;
+            for k in 0..n {
+                let tokens = event_tokens(text, k);
+                so_far += tokens;
+                let mut candidate = json!({"content": {"parts": [{"text": "tok ".repeat(tokens as usize)}],
+                    "role": "model"}, "index": 0});
+                if k + 1 == n {
+                    candidate["finishReason"] = json!("STOP");
+                }
+                let chunk = json!({"candidates": [candidate],
+                    "usageMetadata": {"promptTokenCount": i, "candidatesTokenCount": so_far,
+                        "thoughtsTokenCount": thought, "totalTokenCount": i + thought + so_far},
+                    "modelVersion": "fake", "responseId": id});
+                out.push(crlf_event(&chunk.to_string()));
+            }
         }
         _ => {
             for k in 0..n {

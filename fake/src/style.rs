@@ -25,6 +25,12 @@ pub enum Style {
     Stripe,
     /// `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, `RateLimit-Policy`.
     Ietf,
+    /// Google's Gemini API: no quota headers; a 429 `RESOURCE_EXHAUSTED` names the spent
+    /// quota (`google.rpc.QuotaFailure`) and the delay (`google.rpc.RetryInfo`) in its body,
+    /// never in a header; the model is in the path (`/v1beta/models/M:generateContent`), a
+    /// stream is asked for by the path (`:streamGenerateContent`) and its events end with
+    /// `\r\n\r\n`, each carrying the usage so far.
+    Gemini,
 }
 
 /// What the window says after an attempt, for the quota headers.
@@ -149,7 +155,7 @@ impl Style {
                     h.push(("x-ratelimit-resource".into(), "core".into()));
                 }
             }
-            Self::Stripe => {}
+            Self::Stripe | Self::Gemini => {}
             Self::Ietf => {
                 if let Some(rpm) = q.rpm {
                     h.push(("ratelimit-limit".into(), rpm.to_string()));
@@ -201,7 +207,51 @@ impl Style {
             Self::GitHub => "rate_limited",
             Self::Stripe => "rate_limit",
             Self::Ietf => "rate_limited",
+            Self::Gemini => "resource_exhausted",
         }
+    }
+
+    /// Whether a 429 says how long to wait in its body only (Gemini's `RetryInfo`), with no
+    /// `Retry-After`.
+    pub(crate) fn delay_in_body(self) -> bool {
+        self == Self::Gemini
+    }
+
+    /// The body of a 429 for a spent quota: Gemini's names the quota (a day's or a
+    /// minute's, of `model`) and the delay; the others' are their [`Self::error_body`].
+    pub(crate) fn limit_body(self, daily: bool, delay: Duration, model: Option<&str>) -> String {
+        if self != Self::Gemini {
+            let code = if daily {
+                "requests_per_day_exceeded"
+            } else {
+                self.rate_limit_code()
+            };
+            return self.error_body(429, code);
+        }
+        let (id, metric) = if daily {
+            (
+                "GenerateRequestsPerDayPerProjectPerModel",
+                "generativelanguage.googleapis.com/generate_content_requests",
+            )
+        } else {
+            (
+                "GenerateRequestsPerMinutePerProjectPerModel",
+                "generativelanguage.googleapis.com/generate_content_requests",
+            )
+        };
+        let mut dims = json!({"location": "global"});
+        if let Some(m) = model {
+            dims["model"] = json!(m);
+        }
+        json!({"error": {"code": 429,
+            "message": format!("fake provider: you exceeded your current quota ({id})"),
+            "status": "RESOURCE_EXHAUSTED",
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                 "violations": [{"quotaMetric": metric, "quotaId": id, "quotaDimensions": dims}]},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                 "retryDelay": format!("{}s", delay.as_secs_f64())}]}})
+        .to_string()
     }
 
     /// An error body carrying `code`.
@@ -219,6 +269,8 @@ impl Style {
                 json!({"error": {"type": "api_error", "code": code, "message": message}})
             }
             Self::Ietf => json!({"type": "about:blank", "title": code, "status": status}),
+            Self::Gemini => json!({"error": {"code": status, "message": message,
+                "status": google_status(status)}}),
         }
         .to_string()
     }
@@ -250,8 +302,34 @@ impl Style {
                 "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}),
             (Self::Anthropic, None) => json!({"id": id, "type": "message",
                 "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}),
+            (Self::Gemini, _) => {
+                json!({"candidates": [{"content": {"parts": [{"text": FAKE_REPLY}],
+                    "role": "model"}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": input_tokens,
+                    "candidatesTokenCount": output_tokens - crate::stream::thoughts(output_tokens),
+                    "thoughtsTokenCount": crate::stream::thoughts(output_tokens),
+                    "totalTokenCount": input_tokens + output_tokens},
+                "modelVersion": model.unwrap_or("fake-model"), "responseId": id})
+            }
             _ => json!({"id": id}),
         }
         .to_string()
+    }
+}
+
+/// Google's canonical code for an HTTP status.
+fn google_status(status: u16) -> &'static str {
+    match status {
+        400 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        409 => "ABORTED",
+        429 => "RESOURCE_EXHAUSTED",
+        499 => "CANCELLED",
+        501 => "UNIMPLEMENTED",
+        503 => "UNAVAILABLE",
+        504 => "DEADLINE_EXCEEDED",
+        _ => "INTERNAL",
     }
 }

@@ -1,7 +1,8 @@
 //! How the fake provider counts an image in a prompt, as the provider it impersonates
 //! publishes it: OpenAI's 512 px tiles (gpt-4o: 85 tokens, plus 170 a tile at `detail`
 //! high or auto), Anthropic's width × height / 750 after scaling to fit 1 568 px and about
-//! 1.19 megapixels. The size comes from a PNG's header; an image the fake cannot measure
+//! 1.19 megapixels, Gemini's 258 tokens a 768 px tile (or one 258 for an image of at most
+//! 384 px a side). The size comes from a PNG's header; an image the fake cannot measure
 //! (another format, a URL) counts as the largest an image can.
 //!
 //! Written apart from the plugins' own rules on purpose: the fake is the provider a test
@@ -15,8 +16,29 @@ pub(crate) fn image_tokens(style: Style, url: &str, detail: Option<&str>) -> u64
     let size = png_size(url);
     match style {
         Style::Anthropic => anthropic(size),
+        Style::Gemini => gemini(size),
         _ => openai(size, detail),
     }
+}
+
+/// Gemini: 258 for an image no larger than 384 px a side, else 258 for each 768 px tile.
+fn gemini(size: Option<(f64, f64)>) -> u64 {
+    let Some((w, h)) = size else {
+        return 258 * 16;
+    };
+    if w <= 384.0 && h <= 384.0 {
+        return 258;
+    }
+    258 * tiles_of(w, 768.0) * tiles_of(h, 768.0)
+}
+
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "an image's side, a few thousand at most"
+)]
+fn tiles_of(side: f64, tile: f64) -> u64 {
+    (side / tile).ceil().max(1.0) as u64
 }
 
 fn openai(size: Option<(f64, f64)>, detail: Option<&str>) -> u64 {

@@ -436,8 +436,8 @@ impl ProviderTable {
         {
             return Err(reader.invalid(
                 &format!("{}[{i}]", under(at, "read_routes")),
-                "`METHOD /path`, such as `POST /v1/chat/completions` (a `*` matches \
-                 any run of characters)",
+                "`METHOD /path`, such as `POST /v1/chat/completions` (one `*` at most, \
+                 matching any run of characters)",
             ));
         }
         Ok(ServeProvider {
@@ -454,6 +454,7 @@ fn route_ok(route: &str) -> bool {
             && method.bytes().all(|b| b.is_ascii_uppercase())
             && path.starts_with('/')
             && !path.contains(char::is_whitespace)
+            && path.matches('*').count() <= 1
     })
 }
 

@@ -135,7 +135,7 @@ fn message_len(bytes: &[u8]) -> Option<usize> {
     let (total, headers, crc) = (word(0), word(4), word(8));
     let fits = (SHORTEST_MESSAGE..=LONGEST_MESSAGE).contains(&total)
         && headers <= total - SHORTEST_MESSAGE;
-    (fits && crc32fast::hash(&prelude[..8]) == crc).then(|| total as usize)
+    (fits && crc32fast::hash(&prelude[..8]) == crc).then_some(total as usize)
 }
 
 #[cfg(test)]

@@ -91,10 +91,10 @@ pub fn description(d: &Description, caps: &Caps) -> Check {
     }
     for r in &d.read_routes {
         if r.split_once(' ')
-            .is_none_or(|(m, p)| m.is_empty() || !p.starts_with('/'))
+            .is_none_or(|(m, p)| m.is_empty() || !p.starts_with('/') || p.matches('*').count() > 1)
         {
             return Err(format!(
-                "read-routes: {r:?} is not `METHOD /path` (a `*` matches any run of characters)"
+                "read-routes: {r:?} is not `METHOD /path` (one `*` at most, matching any run of characters)"
             ));
         }
     }

@@ -11,7 +11,7 @@
 //!
 //! The quota's id decides, never the delay: a day's quota that is spent answers "retry in
 //! 22s" too, and is back only at midnight Pacific time. So a spent daily quota is
-//! `quota-exhausted` with an observation that holds its scope until that midnight; a spent
+//! `quota-exhausted` until that midnight, with an observation that holds its scope; a spent
 //! minute's quota is `rate-limited` for the delay, with an observation of its size. A quota
 //! counted per model holds the model's scope, one counted per project the credential.
 
@@ -19,6 +19,7 @@ use sluice_plugin_sdk::generic::{self, Kind};
 use sluice_plugin_sdk::google::{GoogleError, QuotaViolation, google_error};
 use sluice_plugin_sdk::midnight::{Zone, until_local_midnight};
 use sluice_plugin_sdk::retry_after::retry_after_any_ms;
+use sluice_plugin_sdk::time::MAX_DELAY_MS;
 use sluice_plugin_sdk::{
     Classification, Dimension, LimitedScope, Observation, Outcome, Request, Response,
     default_classify, headers, json, observation, verdict,
@@ -85,13 +86,15 @@ fn invalid_key(body: &[u8]) -> bool {
     })
 }
 
-/// Which quota a 429 is about: a spent daily quota is exhausted until midnight (no short
-/// delay); a 429 that names no quota holds the model the request asked for.
+/// Which quota a 429 is about: a spent daily quota is exhausted until midnight Pacific time,
+/// whatever short delay the error asks (at most a day, the contract's bound on a delay); a
+/// 429 that names no quota holds the model the request asked for.
 fn limited(req: &Request, error: Option<&GoogleError>, c: &mut Classification) {
     let violations = error.map_or(&[][..], |e| &e.quota_violations);
     if violations.iter().any(QuotaViolation::daily) {
         c.verdict = verdict(Kind::QuotaExhausted);
-        c.retry_after_ms = None;
+        c.retry_after_ms =
+            Some(until_local_midnight(req.now_ms, Zone::UsPacific).min(MAX_DELAY_MS));
     }
     if violations.is_empty() {
         c.scope = route::scope(&route::of(&req.url)).map(LimitedScope::Named);
@@ -182,7 +185,7 @@ mod tests {
         );
         let c = classify(&req, &Outcome::Response(resp.clone()));
         assert_eq!(c.verdict, Verdict::QuotaExhausted);
-        assert_eq!(c.retry_after_ms, None);
+        assert_eq!(c.retry_after_ms, Some(12 * 3_600_000));
         assert_eq!(c.error_code.as_deref(), Some("resource_exhausted"));
         let o = observations(&req, &resp);
         assert_eq!(o.len(), 1);
