@@ -101,10 +101,7 @@ async fn a_spent_daily_quota_holds_the_model_until_midnight_pacific_though_it_sa
         "{:?}",
         t.reason
     );
-    let midnight = until_local_midnight(
-        i64::try_from(TokioClock.wall_ms()).unwrap(),
-        Zone::UsPacific,
-    );
+    let midnight = until_local_midnight(TokioClock.wall_ms(), Zone::UsPacific);
     let NextAction::WaitForQuota(Some(wait)) = t.next_action else {
         panic!("{:?}", t.next_action);
     };
