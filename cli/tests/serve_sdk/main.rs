@@ -1,8 +1,8 @@
-//! The official Python SDKs (openai, anthropic; pinned in `tests/python/requirements.txt`)
-//! against `sluice serve`, as agents use them: base URL at the sidecar, the agent's token as
-//! the API key, `max_retries=0`. Each case runs a script of `tests/python/` and asserts on
-//! what the SDK saw (the JSON line the script prints) and on what the fake providers
-//! received.
+//! The official SDKs against `sluice serve`, as agents use them: base URL at the sidecar, the
+//! agent's token as the API key, the SDK's own retries off. Each case runs a script of
+//! `tests/python/` (the Python SDKs, openai and anthropic, pinned in
+//! `tests/python/requirements.txt`) and asserts on what the SDK saw (the JSON line the
+//! script prints) and on what the fake providers received.
 //!
 //! The Python is `$SLUICE_SDK_PYTHON`, else `target/sdk-venv` (made by
 //! `tests/python/make-venv.sh` when missing or out of date: PyPI must be reachable then).
@@ -20,12 +20,15 @@ mod never_twice;
 mod pools;
 mod python;
 mod raw;
+mod scripts;
 mod sidecar;
 mod writes;
 
 use serde_json::Value;
 use sluice_fake_provider::{Fault, RetryAfter};
 
+use python::PYTHON;
+use scripts::Sdks;
 use sidecar::{AGENT_TOKEN, World};
 
 const CHAT: &str = "/v1/chat/completions";
@@ -42,14 +45,20 @@ fn header<'a>(call: &'a Value, name: &str) -> Option<&'a str> {
 }
 
 #[test]
-fn the_sdks_get_a_completion_and_streams_through_the_sidecar() {
-    if python::unavailable() {
+fn the_sdks_get_completions_and_messages_streamed_or_not_through_the_sidecar() {
+    if PYTHON.unavailable() {
         return;
     }
+    completions_and_messages(&PYTHON);
+}
+
+/// `sdks` get an OpenAI chat completion and an Anthropic message, each streamed and not,
+/// each in one attempt.
+fn completions_and_messages(sdks: &Sdks) {
     let world = World::new();
     let sidecar = world.serve();
 
-    let chat = python::run("openai_chat.py", &[], &sidecar.url, AGENT_TOKEN);
+    let chat = sdks.run("openai_chat", &[], &sidecar.url, AGENT_TOKEN);
     let call = &calls(&chat)[0];
     assert_eq!(call["status"], 200, "{chat}");
     let answered = world.openai.stored()[0].id.clone();
@@ -60,7 +69,7 @@ fn the_sdks_get_a_completion_and_streams_through_the_sidecar() {
     );
     assert_eq!(header(call, "x-sluice-attempts"), Some("1"), "{chat}");
 
-    let streamed = python::run("openai_chat.py", &["--stream"], &sidecar.url, AGENT_TOKEN);
+    let streamed = sdks.run("openai_chat", &["--stream"], &sidecar.url, AGENT_TOKEN);
     let call = &calls(&streamed)[0];
     assert_eq!(call["status"], 200, "{streamed}");
     assert!(call["chunks"].as_u64().unwrap() > 1, "{streamed}");
@@ -69,7 +78,30 @@ fn the_sdks_get_a_completion_and_streams_through_the_sidecar() {
         "{streamed}"
     );
 
-    let anthropic = python::run("anthropic_stream.py", &[], &sidecar.url, AGENT_TOKEN);
+    let message = sdks.run("anthropic_message", &[], &sidecar.url, AGENT_TOKEN);
+    assert_eq!(message["status"], 200, "{message}");
+    assert_eq!(
+        message["id"],
+        world.anthropic.stored()[0].id.as_str(),
+        "the provider's answer, parsed: {message}"
+    );
+    assert_eq!(
+        message["text"],
+        sluice_fake_provider::FAKE_REPLY,
+        "{message}"
+    );
+    assert_eq!(
+        header(&message, "x-sluice-attempts"),
+        Some("1"),
+        "{message}"
+    );
+
+    let anthropic = sdks.run(
+        "anthropic_message",
+        &["--stream"],
+        &sidecar.url,
+        AGENT_TOKEN,
+    );
     assert_eq!(anthropic["status"], 200, "{anthropic}");
     assert!(anthropic["deltas"].as_u64().unwrap() > 1, "{anthropic}");
     assert_eq!(anthropic["last"], "message_stop", "{anthropic}");
@@ -81,22 +113,34 @@ fn the_sdks_get_a_completion_and_streams_through_the_sidecar() {
     assert_eq!(openai[0].status, Some(200));
     assert_eq!(openai[1].stream, Some(true), "{openai:?}");
     let messages = world.anthropic.attempts();
-    assert_eq!(messages.len(), 1, "{messages:?}");
-    assert_eq!(messages[0].path, MESSAGES);
-    assert_eq!(messages[0].stream, Some(true), "{messages:?}");
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages
+            .iter()
+            .all(|m| m.path == MESSAGES && m.status == Some(200))
+    );
+    assert_eq!(messages[0].stream, None, "not a stream: {messages:?}");
+    assert_eq!(messages[1].stream, Some(true), "{messages:?}");
     eprintln!(
-        "openai: {} attempts, {} chunks streamed; anthropic: {} events",
+        "openai: {} attempts, {} chunks streamed; anthropic: {} attempts, {} events streamed",
         openai.len(),
         call["chunks"],
+        messages.len(),
         anthropic["events"]
     );
 }
 
 #[test]
 fn a_429_storm_is_absorbed_and_the_sdk_sees_only_200s() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
+    a_429_storm_is_absorbed(&PYTHON);
+}
+
+/// Four chats from `sdks` at once meet eight 429s: the sidecar waits them out, and the SDK
+/// sees four 200s.
+fn a_429_storm_is_absorbed(sdks: &Sdks) {
     let world = World::new();
     let storm = 8;
     let limited = Fault::RateLimited {
@@ -107,8 +151,8 @@ fn a_429_storm_is_absorbed_and_the_sdk_sees_only_200s() {
         .script(CHAT, std::iter::repeat_n(limited, storm));
     let sidecar = world.serve();
 
-    let seen = python::run(
-        "openai_chat.py",
+    let seen = sdks.run(
+        "openai_chat",
         &["--count", "4", "--threads", "4"],
         &sidecar.url,
         AGENT_TOKEN,
@@ -143,14 +187,20 @@ fn a_429_storm_is_absorbed_and_the_sdk_sees_only_200s() {
 
 #[test]
 fn refusals_reach_the_sdks_as_their_own_errors() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
+    refusals_are_the_sdks_own_errors(&PYTHON);
+}
+
+/// `sdks` raise a bad token as their authentication error and an unknown provider as their
+/// not-found error, with sluice's words; nothing reaches a provider.
+fn refusals_are_the_sdks_own_errors(sdks: &Sdks) {
     let world = World::new();
     let sidecar = world.serve();
 
-    let seen = python::run(
-        "refusals.py",
+    let seen = sdks.run(
+        "refusals",
         &["sk-proj-not-an-agent-token"],
         &sidecar.url,
         AGENT_TOKEN,
@@ -175,9 +225,14 @@ fn refusals_reach_the_sdks_as_their_own_errors() {
 
 #[test]
 fn an_sdk_that_retries_anyway_is_told_on_its_retry() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
+    an_sdk_retry_is_told(&PYTHON);
+}
+
+/// `sdks`, set to retry, retry a 500 the sidecar leaves to the caller: the retry is told.
+fn an_sdk_retry_is_told(sdks: &Sdks) {
     let world = World::new();
     // The sidecar leaves a 500 to the caller (retry_statuses): the SDK, set to retry, does.
     world.openai.script(
@@ -189,8 +244,8 @@ fn an_sdk_that_retries_anyway_is_told_on_its_retry() {
     );
     let sidecar = world.serve();
 
-    let seen = python::run(
-        "openai_chat.py",
+    let seen = sdks.run(
+        "openai_chat",
         &["--max-retries", "2"],
         &sidecar.url,
         AGENT_TOKEN,
@@ -207,7 +262,7 @@ fn an_sdk_that_retries_anyway_is_told_on_its_retry() {
 /// provider answers as OpenAI does, so `reply.choices[0].message.content` is the reply.
 #[test]
 fn the_readmes_sidecar_example_runs_as_written() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
     let readme = include_str!("../../../README.md");

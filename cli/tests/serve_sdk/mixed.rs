@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sluice_fake_provider::{Attempt, FakeConfig, Style};
 
-use crate::python;
+use crate::python::PYTHON;
 use crate::sidecar::{AGENT_TOKEN, World};
 
 /// The provider's tokens per minute.
@@ -46,8 +46,8 @@ pub fn run(agents: u32, seconds: u64, warm: u64) -> Figures {
         &format!("requests_per_minute = 6000\ntokens_per_minute = {TPM}"),
     );
     let sidecar = world.serve();
-    let seen = python::run(
-        "openai_mixed.py",
+    let seen = PYTHON.run(
+        "openai_mixed",
         &[
             "--agents",
             &agents.to_string(),
@@ -79,7 +79,7 @@ pub fn run(agents: u32, seconds: u64, warm: u64) -> Figures {
 
 #[test]
 fn mixed_agents_use_the_paced_rate_without_429s() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
     let f = run(8, 50, 10);
@@ -118,7 +118,7 @@ fn mixed_agents_use_the_paced_rate_without_429s() {
 #[test]
 #[ignore = "a two-minute measurement; run by hand for BENCHMARKS.md"]
 fn mixed_agents_figures() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
     let f = run(8, 120, 20);

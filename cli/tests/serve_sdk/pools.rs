@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
 
+use super::python::PYTHON;
 use super::sidecar::{AGENT_TOKEN, OPENAI_KEY, Sidecar, agent_digest};
-use super::{CHAT, calls, python};
+use super::{CHAT, calls};
 
 /// The members' limits, requests a minute: 720 together, paced at 90%.
 const LIMITS: [u64; 3] = [120, 240, 360];
@@ -115,14 +116,14 @@ credentials = {{ openai = "gpt" }}
 
 #[test]
 fn a_pool_of_three_members_is_used_to_its_combined_pace_with_no_member_over_its_limit() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
     let pool = Pooled::new("");
     let sidecar = Sidecar::start(&pool.config(), &["--audit-key-in-state-dir"]);
     let count = 300;
-    let seen = python::run(
-        "openai_chat.py",
+    let seen = PYTHON.run(
+        "openai_chat",
         &["--count", &count.to_string(), "--threads", "24"],
         &sidecar.url,
         AGENT_TOKEN,
@@ -172,7 +173,7 @@ fn a_pool_of_three_members_is_used_to_its_combined_pace_with_no_member_over_its_
 
 #[test]
 fn a_spent_member_and_a_broken_one_cost_no_read_and_the_spent_one_comes_back() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
     let retry = "quota_exhausted_hold_ms = 4000\nbreaker_threshold = 2\nbreaker_open_ms = 60000\n\
@@ -198,8 +199,8 @@ fn a_spent_member_and_a_broken_one_cost_no_read_and_the_spent_one_comes_back() {
         std::iter::repeat_n(Fault::Unavailable { retry_after: None }, 1000),
     );
     let sidecar = Sidecar::start(&pool.config(), &["--audit-key-in-state-dir"]);
-    let seen = python::run(
-        "openai_chat.py",
+    let seen = PYTHON.run(
+        "openai_chat",
         &["--count", "60", "--threads", "6"],
         &sidecar.url,
         AGENT_TOKEN,
@@ -237,8 +238,8 @@ fn a_spent_member_and_a_broken_one_cost_no_read_and_the_spent_one_comes_back() {
     let before = pool.members[0].answered(200);
     let broken_before = pool.members[1].attempts_on(CHAT);
     std::thread::sleep(Duration::from_secs(5));
-    let again = python::run(
-        "openai_chat.py",
+    let again = PYTHON.run(
+        "openai_chat",
         &["--count", "30", "--threads", "6"],
         &sidecar.url,
         AGENT_TOKEN,

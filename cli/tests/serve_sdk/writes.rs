@@ -10,7 +10,8 @@ use serde_json::Value;
 use sluice::journal::{Journal, State, client_reference};
 use sluice_fake_provider::Fault;
 
-use crate::python;
+use crate::python::PYTHON;
+use crate::scripts::Sdks;
 use crate::sidecar::{AGENT_TOKEN, Deadline, Sidecar, World};
 
 const INTENTS: &str = "/v1/payment_intents";
@@ -46,7 +47,7 @@ fn pay() -> Vec<String> {
 }
 
 /// Starts `count` payments of `task` (actions `prefix0`...), `threads` at a time, through
-/// `sidecar`; [`python::finish`] reads what the script saw.
+/// `sidecar`; `PYTHON.finish` reads what the script saw.
 fn start_payments(
     sidecar: &Sidecar,
     task: &str,
@@ -55,7 +56,7 @@ fn start_payments(
     prefix: &str,
 ) -> std::process::Child {
     let args = payments(task, count, threads, prefix);
-    python::start("writes.py", &as_strs(&args), &sidecar.url, AGENT_TOKEN)
+    PYTHON.start("writes", &as_strs(&args), &sidecar.url, AGENT_TOKEN)
 }
 
 /// The writes a script made.
@@ -65,15 +66,23 @@ fn writes(seen: &Value) -> &Vec<Value> {
 
 #[test]
 fn a_write_stored_and_then_dropped_is_reconciled_to_one_effect() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
+    a_lost_answer_is_one_effect(&PYTHON);
+}
+
+/// A write from `sdks` whose answer is lost (the provider stores it, then drops the
+/// connection) has one effect at the provider: a payment is reconciled by a resend under its
+/// one key, and the SDK gets the stored object; an OpenAI batch, which cannot be looked up,
+/// goes to a person (a 409 naming the escalation), never resent.
+pub fn a_lost_answer_is_one_effect(sdks: &Sdks) {
     let world = World::new();
     world.payments.script(INTENTS, [Fault::StoreThenDrop]);
     world.openai.script(BATCHES, [Fault::StoreThenDrop]);
     let sidecar = world.serve();
 
-    let seen = python::run("writes.py", &as_strs(&pay()), &sidecar.url, AGENT_TOKEN);
+    let seen = sdks.run("writes", &as_strs(&pay()), &sidecar.url, AGENT_TOKEN);
     let write = &writes(&seen)[0];
     assert_eq!(write["status"], 200, "{seen}");
     assert_eq!(
@@ -106,7 +115,7 @@ fn a_write_stored_and_then_dropped_is_reconciled_to_one_effect() {
 
     // OpenAI has no way to look a write up: an uncertain batch goes to a person, and is
     // never resent.
-    let batch = python::run("openai_batch.py", &["batch-1"], &sidecar.url, AGENT_TOKEN);
+    let batch = sdks.run("openai_batch", &["batch-1"], &sidecar.url, AGENT_TOKEN);
     assert_eq!(batch["error"], "ConflictError", "{batch}");
     assert_eq!(batch["status"], 409, "{batch}");
     assert_eq!(
@@ -119,6 +128,14 @@ fn a_write_stored_and_then_dropped_is_reconciled_to_one_effect() {
     );
     assert_eq!(world.openai.attempts_on(BATCHES), 1, "never resent");
     assert_eq!(world.openai.stored().len(), 1);
+    // Sent again by the agent, the same action: still the person's, still not sent.
+    let again = sdks.run("openai_batch", &["batch-1"], &sidecar.url, AGENT_TOKEN);
+    assert_eq!(again["status"], 409, "{again}");
+    assert_eq!(
+        again["headers"]["x-sluice-escalation"], batch["headers"]["x-sluice-escalation"],
+        "{again}"
+    );
+    assert_eq!(world.openai.attempts_on(BATCHES), 1, "never resent");
 }
 
 /// How a sidecar is stopped mid-load.
@@ -143,7 +160,7 @@ fn writes_survive(stop: Stop, count: usize, slow: Duration) {
     let mut load = start_payments(&sidecar, task, count, 8, "load-");
     while world.payments.stored().len() < count / 3 {
         if load.try_wait().expect("ask after the script").is_some() {
-            let seen = python::finish("writes.py", load);
+            let seen = PYTHON.finish("writes", load);
             panic!("the load ended before a third of it was stored: {seen}");
         }
         assert!(
@@ -162,7 +179,7 @@ fn writes_survive(stop: Stop, count: usize, slow: Duration) {
         assert!(status.success(), "a graceful stop: {status}\n{log}");
         assert!(log.contains("SIGTERM: stopping"), "{log}");
     }
-    let seen = python::finish("writes.py", load);
+    let seen = PYTHON.finish("writes", load);
     let ok: BTreeSet<String> = writes(&seen)
         .iter()
         .filter(|w| w["status"] == 200)
@@ -258,7 +275,7 @@ fn writes_survive(stop: Stop, count: usize, slow: Duration) {
 
 #[test]
 fn a_sigterm_under_load_loses_no_write_and_does_none_twice() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
     writes_survive(Stop::Term, 40, Duration::from_millis(150));
@@ -266,7 +283,7 @@ fn a_sigterm_under_load_loses_no_write_and_does_none_twice() {
 
 #[test]
 fn a_sigkill_under_load_loses_no_journaled_write_and_does_none_twice() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
     writes_survive(Stop::Kill, 40, Duration::from_millis(400));
@@ -277,12 +294,12 @@ fn a_sigkill_under_load_loses_no_journaled_write_and_does_none_twice() {
 /// new key. It refuses, saying what it found and how to start afresh on purpose.
 #[test]
 fn an_emptied_journal_beside_an_earlier_run_s_audit_log_is_refused_not_adopted() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
     let world = World::new();
     let sidecar = world.serve();
-    let seen = python::run("writes.py", &as_strs(&pay()), &sidecar.url, AGENT_TOKEN);
+    let seen = PYTHON.run("writes", &as_strs(&pay()), &sidecar.url, AGENT_TOKEN);
     assert_eq!(writes(&seen)[0]["status"], 200, "{seen}");
     let (status, log) = sidecar.terminate();
     assert!(status.success(), "{log}");
@@ -319,7 +336,7 @@ fn an_emptied_journal_beside_an_earlier_run_s_audit_log_is_refused_not_adopted()
 /// a little for the process to end).
 #[test]
 fn a_stop_with_writes_hanging_at_the_provider_meets_its_deadline() {
-    if python::unavailable() {
+    if PYTHON.unavailable() {
         return;
     }
     let world = World::new();
@@ -336,7 +353,7 @@ fn a_stop_with_writes_hanging_at_the_provider_meets_its_deadline() {
     let stopping = Deadline::after(Duration::from_secs(60));
     let (status, log) = sidecar.terminate();
     let took = stopping.elapsed();
-    let _ = python::finish("writes.py", load);
+    let _ = PYTHON.finish("writes", load);
     eprintln!("stopped in {took:?}");
     assert!(status.success(), "{status}\n{log}");
     assert!(
