@@ -1,8 +1,9 @@
 //! Services some end-to-end tests need beside Rust — a real `redis-server`, a headless
-//! browser, the providers' Python SDKs — for the suites in `tests/`, `serve/tests/` and
-//! `cli/tests/` that use this crate. On a machine without one, `cargo test --workspace`
-//! skips those tests, each saying so on its standard error; with `SLUICE_REQUIRE_SERVICES`
-//! set (`.ci/run` sets it, after installing them), a missing service fails them instead.
+//! browser, the providers' Python and TypeScript SDKs — for the suites in `tests/`,
+//! `serve/tests/` and `cli/tests/` that use this crate. On a machine without one, `cargo
+//! test --workspace` skips those tests, each saying so on its standard error; with
+//! `SLUICE_REQUIRE_SERVICES` set (`.ci/run` sets it, after installing them), a missing
+//! service fails them instead.
 use std::io::Write as _;
 
 /// Whether a test that needs `what` must stop here because it is missing (`found` false):

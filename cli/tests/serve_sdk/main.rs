@@ -1,11 +1,15 @@
 //! The official SDKs against `sluice serve`, as agents use them: base URL at the sidecar, the
 //! agent's token as the API key, the SDK's own retries off. Each case runs a script of
 //! `tests/python/` (the Python SDKs, openai and anthropic, pinned in
-//! `tests/python/requirements.txt`) and asserts on what the SDK saw (the JSON line the
-//! script prints) and on what the fake providers received.
+//! `tests/python/requirements.txt`) or of `tests/node/` (the TypeScript SDKs, openai and
+//! @anthropic-ai/sdk, pinned in `tests/node/package-lock.json`: the cases of `node.rs`) and
+//! asserts on what the SDK saw (the JSON line the script prints) and on what the fake
+//! providers received.
 //!
 //! The Python is `$SLUICE_SDK_PYTHON`, else `target/sdk-venv` (made by
-//! `tests/python/make-venv.sh` when missing or out of date: PyPI must be reachable then).
+//! `tests/python/make-venv.sh` when missing or out of date: PyPI must be reachable then). The
+//! TypeScript SDKs are `node`'s, from `$SLUICE_SDK_NODE_DIR`, else from `target/sdk-node`
+//! (made by `tests/node/make-modules.sh` likewise: the npm registry must be reachable then).
 
 #![cfg(unix)]
 
@@ -17,6 +21,7 @@ mod mixed;
 mod money;
 mod neighbours;
 mod never_twice;
+mod node;
 mod pools;
 mod python;
 mod raw;

@@ -2,7 +2,7 @@
 //! `tests/<language>/` against the sidecar, with nothing of the machine's that could steer an
 //! SDK elsewhere, printing one JSON line for the test to read. What runs the scripts (an
 //! interpreter with the pinned SDKs) is made once per test binary, whichever test asks first.
-//! `python.rs` is one language.
+//! `python.rs` and `node.rs` are the two languages.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
