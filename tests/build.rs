@@ -1,6 +1,6 @@
 //! Builds the test fixtures from source: the hostile plugin (`plugins/fixtures/hostile`),
-//! the plugins built against the frozen contracts 0.1.0, 0.2.0 and 0.3.0
-//! (`plugins/fixtures/v1`, `v2`, `v3`), and the two
+//! the plugins built against the frozen contracts 0.1.0, 0.2.0, 0.3.0 and 0.4.0
+//! (`plugins/fixtures/v1`, `v2`, `v3`, `v4`), and the two
 //! generations of the relay plugin that the reload tests swap (`plugins/fixtures/relay`).
 
 fn main() {
@@ -18,6 +18,7 @@ fn main() {
             "sluice-plugin-relay-two",
             "sluice-plugin-legacy-v2",
             "sluice-plugin-legacy-v3",
+            "sluice-plugin-legacy-v4",
         ],
     );
     println!(
@@ -43,5 +44,9 @@ fn main() {
     println!(
         "cargo:rustc-env=SLUICE_LEGACY_V3_WASM={}",
         built[5].wasm.display()
+    );
+    println!(
+        "cargo:rustc-env=SLUICE_LEGACY_V4_WASM={}",
+        built[6].wasm.display()
     );
 }

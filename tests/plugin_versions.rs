@@ -1,22 +1,25 @@
-//! Plugins built against the frozen `sluice:policy@0.1.0`, `@0.2.0` and `@0.3.0` still load,
+//! Plugins built against the frozen `sluice:policy@0.1.0`, `@0.2.0`, `@0.3.0` and `@0.4.0` still load,
 //! and their answers come through the current API: a 0.1.0 plugin's `plan-request` from
 //! `decide-priority` and `estimate-cost`, its `read-response` from `classify` and
 //! `parse-quota`; a 0.2.0 plugin's through its own functions, shown a body's prefix without
 //! its digest. Neither is shown more of a body than its version promised. A 0.3.0 plugin is
-//! shown the digest, and counts no stream and declares no refill. The bundled plugins speak
-//! 0.4.0.
+//! shown the digest, and counts no stream and declares no refill. A 0.4.0 plugin counts its
+//! streams and names one of four error shapes. The bundled plugins speak 0.5.0.
 
 use std::sync::Arc;
 
 use sluice::clock::ManualClock;
 use sluice::contract::{
-    Cost, PriorityClass, ProviderPolicy, ReconcilePlan, Reconciliation, Refill, ReportedDimension,
-    RequestClass, ResponsePart, TransportFailure, UncertainWrite, Verdict, WireOutcome,
+    Cost, ErrorShape, PriorityClass, ProviderPolicy, ReconcilePlan, Reconciliation, Refill,
+    ReportedDimension, RequestClass, ResponsePart, TransportFailure, UncertainWrite, Verdict,
+    WireOutcome,
 };
 use sluice::guard::{AnsweredBy, GuardedPolicy, QuarantinePolicy};
 use sluice::headers::encode_fields;
 use sluice::plugin::{Contract, bundled};
-use sluice_tests::{legacy, legacy_v2, legacy_v3, plain_response, request, response, runtime};
+use sluice_tests::{
+    legacy, legacy_v2, legacy_v3, legacy_v4, plain_response, request, response, runtime,
+};
 
 #[test]
 fn a_0_1_0_plugin_loads_and_says_which_contract_it_speaks() {
@@ -34,7 +37,7 @@ fn a_0_1_0_plugin_loads_and_says_which_contract_it_speaks() {
     for name in bundled::names() {
         assert_eq!(
             rt.load_bundled(name).unwrap().contract(),
-            Contract::V0_4,
+            Contract::V0_5,
             "{name}"
         );
     }
@@ -180,7 +183,7 @@ fn a_0_2_0_plugin_loads_and_answers_through_its_own_functions() {
 
 /// A 0.3.0 plugin is shown a long body's digest as before, answers through its own
 /// functions, declares no refill (the host takes the safe one) and counts no stream (a
-/// stream that ends early keeps its estimate); the bundled plugins speak 0.4.0, and
+/// stream that ends early keeps its estimate); the bundled plugins speak 0.5.0, and
 /// Anthropic's declares the continuous refill its provider documents.
 #[test]
 fn a_0_3_0_plugin_loads_plans_from_the_digest_and_counts_no_stream() {
@@ -228,6 +231,48 @@ fn a_0_3_0_plugin_loads_plans_from_the_digest_and_counts_no_stream() {
     assert_eq!(refill("openai"), None, "OpenAI documents no refill");
 }
 
+/// A 0.4.0 plugin loads, counts its streams and declares its refill through its own
+/// functions, and names one of the four error shapes 0.4.0 has; a bundled plugin of 0.5.0
+/// names Google's.
+#[test]
+fn a_0_4_0_plugin_loads_counts_its_streams_and_names_its_error_shape() {
+    let rt = runtime();
+    let p = legacy_v4(&rt);
+    assert_eq!(p.contract(), Contract::V0_4);
+    assert_eq!(p.name(), "legacy-v4");
+    let d = p.description();
+    assert_eq!(d.refill, Some(Refill::Continuous));
+    assert_eq!(d.error_shape, Some(ErrorShape::Stripe));
+    let req = request("POST", "https://legacy-v4.test/v1/x", RequestClass::Read)
+        .with_body(vec![b'x'; 100 << 10]);
+    let plan = p.plan_request(&req).unwrap();
+    assert_eq!(plan.scopes, vec!["v4-bucket".to_owned()]);
+    assert_eq!(plan.cost[1].amount, 100 << 10);
+    let limited = response(429, &[("x-v4-remaining", "9")]);
+    let r = p
+        .read_response(&req, &limited, ResponsePart::Complete)
+        .unwrap();
+    assert_eq!(r.classification.error_code.as_deref(), Some("v4_429"));
+    assert_eq!(r.observations[0].remaining, Some(9));
+    assert!(p.counts_streams());
+    let counted = p.count_stream(&req, 4_096, b"data: x\n\n").unwrap();
+    let amount = |d: ReportedDimension| counted.iter().find(|c| c.dimension == d).map(|c| c.amount);
+    assert_eq!(amount(ReportedDimension::OutputTokens), Some(9));
+    assert_eq!(amount(ReportedDimension::InputTokens), Some(4_096));
+    let write = UncertainWrite {
+        method: "POST".into(),
+        url: "https://legacy-v4.test/v1/x".into(),
+        idempotency_key: Some("k".into()),
+        client_reference: None,
+        operation_id: None,
+        now_ms: 0,
+    };
+    assert_eq!(p.reconcile(&write).unwrap(), ReconcilePlan::ResendSameKey);
+    let gemini = rt.load_bundled("gemini").unwrap();
+    assert_eq!(gemini.contract(), Contract::V0_5);
+    assert_eq!(gemini.description().error_shape, Some(ErrorShape::Google));
+}
+
 #[test]
 fn a_frozen_plugin_is_never_shown_more_than_its_prefix_and_the_built_in_policy_plans_longer_bodies()
 {
@@ -247,7 +292,7 @@ fn a_frozen_plugin_is_never_shown_more_than_its_prefix_and_the_built_in_policy_p
         let a = g.plan_request(&longer);
         assert!(
             matches!(&a.by, AnsweredBy::Fallback(e) if !e.failure.is_fault()
-                && e.to_string().contains("0.4.0")),
+                && e.to_string().contains("0.5.0")),
             "{contract}: {:?}",
             a.by
         );

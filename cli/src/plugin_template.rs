@@ -90,7 +90,7 @@ sluice-plugin-sdk = "{{sdk_version}}"
 sluice-plugin-sdk = { path = {{sdk_path}} }
 
 # `cargo component build` reads this table. The SDK already embeds the contract's WIT
-# (sluice:policy@0.4.0) in the module, so no `target` world is named here.
+# (sluice:policy@0.5.0) in the module, so no `target` world is named here.
 [package.metadata.component]
 package = "sluice:{{name}}"
 
@@ -318,7 +318,7 @@ const VECTORS_JSON: &str = r#"{
 const README_MD: &str = r#"# {{name}}
 
 A sluice provider plugin: a WebAssembly component (`wasm32-wasip2`) that implements the
-`sluice:policy@0.4.0` contract through `sluice-plugin-sdk`'s `Plugin` trait. Start in
+`sluice:policy@0.5.0` contract through `sluice-plugin-sdk`'s `Plugin` trait. Start in
 `src/lib.rs`: every hook is written out with what it decides.
 
 ## Build

@@ -115,7 +115,7 @@ fn inspect_shows_description_exports_and_limits() {
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(out.contains("plugin    stripe 0.1.0"), "{out}");
     assert!(out.contains("hosts     api.stripe.com"), "{out}");
-    assert!(out.contains("contract  sluice:policy@0.4.0"), "{out}");
+    assert!(out.contains("contract  sluice:policy@0.5.0"), "{out}");
     for f in [
         "describe",
         "plan-request",
@@ -124,7 +124,7 @@ fn inspect_shows_description_exports_and_limits() {
         "read-reconciliation",
     ] {
         assert!(
-            out.contains(&format!("sluice:policy/policy@0.4.0#{f}")),
+            out.contains(&format!("sluice:policy/policy@0.5.0#{f}")),
             "{f} missing: {out}"
         );
     }

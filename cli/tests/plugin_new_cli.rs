@@ -41,7 +41,7 @@ fn a_new_plugin_crate_has_its_manifest_runner_skeleton_vectors_and_readme() {
     // The SDK's package, carried by the binary: no path leads back to a checkout.
     assert!(read("vendor/sluice-plugin-sdk/Cargo.toml").contains("name = \"sluice-plugin-sdk\""));
     assert!(
-        read("vendor/sluice-plugin-sdk/wit/policy.wit").contains("package sluice:policy@0.4.0")
+        read("vendor/sluice-plugin-sdk/wit/policy.wit").contains("package sluice:policy@0.5.0")
     );
     assert!(!manifest.contains(env!("CARGO_MANIFEST_DIR")), "{manifest}");
     let lib = read("src/lib.rs");

@@ -222,7 +222,7 @@ fn bench(c: &mut Criterion) {
     let fresh = fresh_rt.load_bundled("openai").expect("openai plugin");
 
     // The current contract, one crossing per reading (a 0.1.0 plugin would take two).
-    assert_eq!(warm.contract(), Contract::V0_4);
+    assert_eq!(warm.contract(), Contract::V0_5);
     let host = host_case(HEADERS);
     let guest = guest_case(HEADERS);
     // Same answers from both before timing anything.

@@ -152,6 +152,13 @@ pub fn error(shape: ErrorShape, e: &SluiceError) -> Response<Body> {
         r.headers_mut()
             .insert(hyper::header::RETRY_AFTER, HeaderValue::from(secs));
     }
+    if shape == ErrorShape::Aws {
+        // What an AWS SDK reads to decide on a retry, before the body.
+        r.headers_mut().insert(
+            "x-amzn-errortype",
+            HeaderValue::from_static(crate::shape::aws_error_type(e.status)),
+        );
+    }
     if e.close {
         r.headers_mut()
             .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
@@ -219,7 +226,7 @@ fn annotated(shape: ErrorShape, body: &[u8], account: &Value) -> Option<String> 
     let mut v: Value = serde_json::from_slice(body).ok()?;
     let obj = v.as_object_mut()?;
     let target = match shape {
-        ErrorShape::GitHub => obj,
+        ErrorShape::GitHub | ErrorShape::Aws => obj,
         _ => obj.get_mut("error")?.as_object_mut()?,
     };
     target.insert("sluice".into(), account.clone());

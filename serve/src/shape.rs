@@ -93,6 +93,21 @@ impl SluiceError {
             ErrorShape::Stripe => json!({"error": {
                 "type": "api_error", "code": kind, "message": self.message,
                 "sluice": self.account()}}),
+            ErrorShape::Google => {
+                let mut details = vec![json!({"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": kind.to_ascii_uppercase(), "domain": "sluice"})];
+                if let Some(secs) = self.retry_after {
+                    details.push(json!({"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                        "retryDelay": format!("{secs}s")}));
+                }
+                json!({"error": {
+                    "code": self.status, "message": self.message,
+                    "status": google_status(self.status), "details": details,
+                    "sluice": self.account()}})
+            }
+            ErrorShape::Aws => json!({
+                "message": self.message, "__type": aws_error_type(self.status),
+                "sluice": self.account()}),
         };
         v.to_string()
     }
@@ -104,6 +119,39 @@ impl SluiceError {
             ErrorShape::Anthropic => format!("event: error\ndata: {}\n\n", self.body(shape)),
             _ => format!("data: {}\n\n", self.body(shape)),
         }
+    }
+}
+
+/// Google's canonical code for an HTTP status (`google.rpc.Code`, as its APIs map them).
+fn google_status(status: u16) -> &'static str {
+    match status {
+        400 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        409 => "ABORTED",
+        429 => "RESOURCE_EXHAUSTED",
+        499 => "CANCELLED",
+        501 => "UNIMPLEMENTED",
+        503 => "UNAVAILABLE",
+        504 => "DEADLINE_EXCEEDED",
+        _ => "INTERNAL",
+    }
+}
+
+/// The AWS error type an answer of `status` carries in `x-amzn-ErrorType` (and `__type`), as
+/// Bedrock names its errors: what an AWS SDK reads to decide whether to retry (a throttling
+/// error is retried with backoff, a validation error never).
+pub(crate) fn aws_error_type(status: u16) -> &'static str {
+    match status {
+        400 | 413 | 422 => "ValidationException",
+        401 | 403 => "AccessDeniedException",
+        404 => "ResourceNotFoundException",
+        408 => "ModelTimeoutException",
+        409 => "ConflictException",
+        429 => "ThrottlingException",
+        503 => "ServiceUnavailableException",
+        _ => "InternalServerException",
     }
 }
 
@@ -129,5 +177,14 @@ mod tests {
             e.event(ErrorShape::Anthropic)
                 .starts_with("event: error\ndata: {")
         );
+        let busy = SluiceError::new(429, "queue_full", "the queue is full").retry_after(3);
+        let v: Value = serde_json::from_str(&busy.body(ErrorShape::Google)).unwrap();
+        assert_eq!(v["error"]["code"], 429);
+        assert_eq!(v["error"]["status"], "RESOURCE_EXHAUSTED");
+        assert_eq!(v["error"]["message"], "the queue is full");
+        assert_eq!(v["error"]["details"][1]["retryDelay"], "3s");
+        let v: Value = serde_json::from_str(&busy.body(ErrorShape::Aws)).unwrap();
+        assert_eq!(v["message"], "the queue is full");
+        assert_eq!(v["__type"], "ThrottlingException");
     }
 }

@@ -446,3 +446,126 @@ async fn with_no_workers_reads_and_writes_are_served_on_the_shared_runtime() {
     assert_eq!(openai_fake.answered(200), 1);
     assert_eq!(stripe_fake.stored().len(), 1);
 }
+
+/// Every bundled provider's refusals come in the shape its SDK reads, as its plugin
+/// describes it; and a provider configured with AWS's shape names the error's type in
+/// `x-amzn-ErrorType`, where an AWS SDK reads it before the body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_comes_in_each_provider_s_own_error_shape() {
+    let fake = fake(Style::OpenAi).await;
+    let url = fake.url("");
+    let providers = ["openai", "anthropic", "github", "stripe", "ietf", "gemini"]
+        .map(|p| (p, p, url.as_str(), "authorization"));
+    let mut providers = providers.to_vec();
+    providers.push(("bedrock", "ietf", &url, "authorization"));
+    let side = start(&config_text(
+        &providers,
+        "[serve.providers.bedrock]\nerror_shape = \"aws\"\n",
+    ))
+    .await;
+    for (name, ..) in &providers {
+        // A priority no agent may ask for: refused by the sidecar, before any provider.
+        let r = client()
+            .get(format!("{}/{name}/v1/x", side.url))
+            .bearer_auth(AGENT_TOKEN)
+            .header("x-sluice-priority", "urgent")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{name}");
+        let aws_type = r
+            .headers()
+            .get("x-amzn-errortype")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let body: serde_json::Value = r.json().await.unwrap();
+        let message = match *name {
+            "anthropic" => {
+                assert_eq!(body["type"], "error", "{body}");
+                &body["error"]["message"]
+            }
+            "github" => &body["message"],
+            "gemini" => {
+                assert_eq!(body["error"]["code"], 400, "{body}");
+                assert_eq!(body["error"]["status"], "INVALID_ARGUMENT", "{body}");
+                &body["error"]["message"]
+            }
+            "bedrock" => {
+                assert_eq!(aws_type.as_deref(), Some("ValidationException"));
+                assert_eq!(body["__type"], "ValidationException", "{body}");
+                &body["message"]
+            }
+            _ => &body["error"]["message"],
+        };
+        assert!(
+            message
+                .as_str()
+                .is_some_and(|m| m.contains("x-sluice-priority")),
+            "{name}: {body}"
+        );
+        if *name != "bedrock" {
+            assert_eq!(aws_type, None, "{name}");
+        }
+    }
+    assert_eq!(fake.attempts().len(), 0);
+}
+
+/// A Gemini generation through the sidecar: a read (sent again after a 429, never
+/// journaled), and a stream asked for by its path alone, passed through with its
+/// `\r\n\r\n`-ended events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gemini_generation_is_a_read_and_its_stream_is_asked_for_by_the_path() {
+    let fake =
+        FakeProvider::start(FakeConfig::new(Style::Gemini).stream_gap(Duration::from_millis(5)))
+            .await
+            .unwrap();
+    fake.require_credential("x-goog-api-key", PROVIDER_KEY);
+    let generate = "/v1beta/models/gemini-2.0-flash:generateContent";
+    fake.script(
+        generate,
+        [Fault::RateLimited {
+            retry_after: Some(RetryAfter::Millis(50)),
+        }],
+    );
+    let side = start(&config_text(
+        &[("gemini", "gemini", &fake.url(""), "x-goog-api-key")],
+        "",
+    ))
+    .await;
+    let body = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":64}}"#;
+    let r = client()
+        .post(format!("{}/gemini{generate}", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.headers()["x-sluice-attempts"],
+        "2",
+        "a read is sent again"
+    );
+    let answer: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        answer["usageMetadata"]["promptTokenCount"].is_u64(),
+        "{answer}"
+    );
+
+    let stream = "/v1beta/models/gemini-2.0-flash:streamGenerateContent";
+    let r = client()
+        .post(format!("{}/gemini{stream}?alt=sse", side.url))
+        .bearer_auth(AGENT_TOKEN)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let text = r.text().await.unwrap();
+    assert!(text.ends_with("\r\n\r\n"), "{text:?}");
+    assert!(text.contains("\"finishReason\":\"STOP\""), "{text}");
+    assert_eq!(fake.attempts_on(stream), 1);
+    assert_eq!(fake.attempts()[2].stream, Some(true));
+}

@@ -40,6 +40,9 @@ pub const LEGACY_V2_WASM: &str = env!("SLUICE_LEGACY_V2_WASM");
 /// The plugin built against the frozen contract 0.3.0 (`plugins/fixtures/v3`).
 pub const LEGACY_V3_WASM: &str = env!("SLUICE_LEGACY_V3_WASM");
 
+/// The plugin built against the frozen contract 0.4.0 (`plugins/fixtures/v4`).
+pub const LEGACY_V4_WASM: &str = env!("SLUICE_LEGACY_V4_WASM");
+
 /// Generation one of the relay fixture (reads a 418 as a success), built by `build.rs`.
 pub const RELAY_ONE_WASM: &str = env!("SLUICE_RELAY_ONE_WASM");
 
@@ -142,6 +145,15 @@ pub fn legacy_v2(rt: &PluginRuntime) -> Plugin {
 pub fn legacy_v3(rt: &PluginRuntime) -> Plugin {
     rt.load_file(Path::new(LEGACY_V3_WASM))
         .expect("load the 0.3.0 fixture")
+}
+
+/// The 0.4.0 fixture, loaded by `rt`.
+///
+/// # Panics
+/// When it does not load.
+pub fn legacy_v4(rt: &PluginRuntime) -> Plugin {
+    rt.load_file(Path::new(LEGACY_V4_WASM))
+        .expect("load the 0.4.0 fixture")
 }
 
 /// A request to `url` of `class`.

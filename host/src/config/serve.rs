@@ -426,7 +426,7 @@ impl ProviderTable {
                 ErrorShape::named(&s.0).ok_or_else(|| {
                     reader.invalid(
                         &under(at, "error_shape"),
-                        "one of `openai`, `anthropic`, `github`, `stripe`",
+                        "one of `openai`, `anthropic`, `github`, `stripe`, `google`, `aws`",
                     )
                 })
             })

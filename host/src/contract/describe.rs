@@ -75,16 +75,22 @@ pub enum ErrorShape {
     GitHub,
     /// `{"error": {"type", "code", "message"}}`.
     Stripe,
+    /// `{"error": {"code", "message", "status"}}`: Google's (Gemini, Vertex AI).
+    Google,
+    /// `{"message"}`, the error's type in `x-amzn-ErrorType`: AWS's (Bedrock).
+    Aws,
 }
 
 impl ErrorShape {
-    /// The shape named `name` (`openai`, `anthropic`, `github`, `stripe`).
+    /// The shape named `name` (`openai`, `anthropic`, `github`, `stripe`, `google`, `aws`).
     pub fn named(name: &str) -> Option<Self> {
         match name {
             "openai" => Some(Self::OpenAi),
             "anthropic" => Some(Self::Anthropic),
             "github" => Some(Self::GitHub),
             "stripe" => Some(Self::Stripe),
+            "google" => Some(Self::Google),
+            "aws" => Some(Self::Aws),
             _ => None,
         }
     }

@@ -1,4 +1,4 @@
-//! The contract's vocabulary (`wit/policy.wit`, `sluice:policy@0.4.0`) as plain Rust types,
+//! The contract's vocabulary (`wit/policy.wit`, `sluice:policy@0.5.0`) as plain Rust types,
 //! and the [`ProviderPolicy`] trait that speaks it.
 //!
 //! Everything the host says to a provider policy, and hears back, is one of these types.
@@ -7,8 +7,8 @@
 //! engine, safe writes, the vectors, the built-in fallback — depends on the contract and
 //! not on the runtime that carries it: it builds and tests without wasmtime in the picture.
 //! The conversions to and from the bindings of each contract version live at the plugin's
-//! edge (`plugin/convert.rs` for 0.4.0, `plugin/v3.rs`, `plugin/v2.rs` and `plugin/v1.rs`
-//! for the frozen 0.3.0, 0.2.0 and 0.1.0).
+//! edge (`plugin/convert.rs` for 0.5.0; `plugin/v4.rs`, `plugin/v3.rs`, `plugin/v2.rs` and
+//! `plugin/v1.rs` for the frozen 0.4.0, 0.3.0, 0.2.0 and 0.1.0).
 
 mod describe;
 mod error;

@@ -20,7 +20,7 @@ use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::p2::bindings::sync::Command;
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::sluice::policy0_4_0::{log, types};
+use super::bindings::sluice::policy0_5_0::{log, types};
 use super::bindings::v0_1::sluice::policy::{log as log_v0_1, types as types_v0_1};
 use super::bindings::v0_3::sluice::policy::{log as log_v0_3, types as types_v0_3};
 use super::bindings::{ProviderPolicy, v0_1, v0_3};

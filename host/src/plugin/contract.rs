@@ -1,8 +1,9 @@
 //! Which version of the contract a component speaks, and its bindings for that version.
 //!
-//! A component that exports `sluice:policy/policy@0.4.0` is bound through the current
+//! A component that exports `sluice:policy/policy@0.5.0` is bound through the current
 //! bindings. One that exports only a frozen version is bound through that version's bindings:
-//! `@0.3.0` through `v3.rs` (no refill, no stream counting), `@0.2.0` through `v2.rs` (a
+//! `@0.4.0` through `v4.rs` (four error shapes), `@0.3.0` through `v3.rs` (no refill, no
+//! stream counting), `@0.2.0` through `v2.rs` (a
 //! request without its digest), `@0.1.0` through `v1.rs`, which answers the current functions
 //! with the 0.1.0 ones. The rest of the
 //! host sees one [`Plugin`](super::Plugin) API either way.
@@ -11,7 +12,7 @@ use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
 use super::bindings::{ProviderPolicy, ProviderPolicyPre};
-use super::bindings::{v0_1, v0_2, v0_3};
+use super::bindings::{v0_1, v0_2, v0_3, v0_4};
 use super::state::State;
 
 /// A version of the `sluice:policy` contract.
@@ -24,8 +25,10 @@ pub enum Contract {
     V0_2,
     /// `sluice:policy@0.3.0`, frozen: a request's digest, and a classification's scope.
     V0_3,
-    /// `sluice:policy@0.4.0`, current: a provider's refill, and streams counted as they pass.
+    /// `sluice:policy@0.4.0`, frozen: a provider's refill, and streams counted as they pass.
     V0_4,
+    /// `sluice:policy@0.5.0`, current: errors in Google's and AWS's shapes.
+    V0_5,
 }
 
 impl Contract {
@@ -36,6 +39,7 @@ impl Contract {
             Self::V0_2 => "sluice:policy@0.2.0",
             Self::V0_3 => "sluice:policy@0.3.0",
             Self::V0_4 => "sluice:policy@0.4.0",
+            Self::V0_5 => "sluice:policy@0.5.0",
         }
     }
 }
@@ -48,7 +52,8 @@ impl std::fmt::Display for Contract {
 
 /// A component pre-linked and bound to the contract version it exports.
 pub(super) enum Pre {
-    V0_4(ProviderPolicyPre<State>),
+    V0_5(ProviderPolicyPre<State>),
+    V0_4(v0_4::ProviderPolicyPre<State>),
     V0_3(v0_3::ProviderPolicyPre<State>),
     V0_2(v0_2::ProviderPolicyPre<State>),
     V0_1(v0_1::ProviderPolicyPre<State>),
@@ -62,9 +67,10 @@ impl Pre {
     /// names what is missing).
     pub(super) fn new(pre: InstancePre<State>) -> wasmtime::Result<Self> {
         match ProviderPolicyPre::new(pre.clone()) {
-            Ok(p) => Ok(Self::V0_4(p)),
-            Err(current) => v0_3::ProviderPolicyPre::new(pre.clone())
-                .map(Self::V0_3)
+            Ok(p) => Ok(Self::V0_5(p)),
+            Err(current) => v0_4::ProviderPolicyPre::new(pre.clone())
+                .map(Self::V0_4)
+                .or_else(|_| v0_3::ProviderPolicyPre::new(pre.clone()).map(Self::V0_3))
                 .or_else(|_| v0_2::ProviderPolicyPre::new(pre.clone()).map(Self::V0_2))
                 .or_else(|_| v0_1::ProviderPolicyPre::new(pre).map(Self::V0_1))
                 .map_err(|_| current),
@@ -73,6 +79,7 @@ impl Pre {
 
     pub(super) fn contract(&self) -> Contract {
         match self {
+            Self::V0_5(_) => Contract::V0_5,
             Self::V0_4(_) => Contract::V0_4,
             Self::V0_3(_) => Contract::V0_3,
             Self::V0_2(_) => Contract::V0_2,
@@ -82,6 +89,7 @@ impl Pre {
 
     pub(super) fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<Bindings> {
         Ok(match self {
+            Self::V0_5(p) => Bindings::V0_5(p.instantiate(store)?),
             Self::V0_4(p) => Bindings::V0_4(p.instantiate(store)?),
             Self::V0_3(p) => Bindings::V0_3(p.instantiate(store)?),
             Self::V0_2(p) => Bindings::V0_2(p.instantiate(store)?),
@@ -92,23 +100,37 @@ impl Pre {
 
 /// An instance's exports, in the version it was bound to.
 pub(super) enum Bindings {
-    V0_4(ProviderPolicy),
+    V0_5(ProviderPolicy),
+    V0_4(v0_4::ProviderPolicy),
     V0_3(v0_3::ProviderPolicy),
     V0_2(v0_2::ProviderPolicy),
     V0_1(v0_1::ProviderPolicy),
 }
 
 impl Bindings {
-    /// The 0.4.0 functions.
+    /// The 0.5.0 functions.
     ///
     /// # Errors
     /// When the instance speaks a frozen version (a caller that did not check
     /// [`Pre::contract`]).
     pub(super) fn current(
         &self,
-    ) -> wasmtime::Result<&super::bindings::exports::sluice::policy0_4_0::policy::Guest> {
+    ) -> wasmtime::Result<&super::bindings::exports::sluice::policy0_5_0::policy::Guest> {
         match self {
-            Self::V0_4(b) => Ok(b.sluice_policy0_4_0_policy()),
+            Self::V0_5(b) => Ok(b.sluice_policy0_5_0_policy()),
+            _ => Err(mismatch(Contract::V0_5)),
+        }
+    }
+
+    /// The 0.4.0 functions.
+    ///
+    /// # Errors
+    /// When the instance speaks another version.
+    pub(super) fn frozen_v0_4(
+        &self,
+    ) -> wasmtime::Result<&v0_4::exports::sluice::policy::policy::Guest> {
+        match self {
+            Self::V0_4(b) => Ok(b.sluice_policy_policy()),
             _ => Err(mismatch(Contract::V0_4)),
         }
     }

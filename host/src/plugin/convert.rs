@@ -6,8 +6,9 @@
 //! fields, the same cases. [`contract_conversions!`] writes the conversions for one such set
 //! from the list of types below, so no case is mapped by hand (where a swapped arm would
 //! compile). Whole, it serves the SDK's types (`plugin/native.rs`, with the
-//! `native-plugins` feature); its parts serve the frozen 0.3.0 (`v3.rs`) and 0.2.0 (`v2.rs`).
-//! The 0.4.0 bindings here borrow the arguments of a call, so they use its parts for what a plugin
+//! `native-plugins` feature); its parts serve the frozen 0.4.0 (`v4.rs`), 0.3.0 (`v3.rs`) and
+//! 0.2.0 (`v2.rs`).
+//! The 0.5.0 bindings here borrow the arguments of a call, so they use its parts for what a plugin
 //! answers with, and the `lend_*` functions below for what it is handed. The frozen 0.1.0
 //! differs in shape and has its own conversions in `v1.rs`.
 
@@ -22,9 +23,14 @@ macro_rules! contract_conversions {
         $crate::plugin::convert::contract_conversions!(@current $w);
         $crate::plugin::convert::contract_conversions!(@request $w);
     };
-    // What 0.4.0 changed in the types a plugin answers with: the description's refill.
+    // What 0.4.0 changed in the types a plugin answers with, the description's refill, and
+    // what 0.5.0 changed, Google's and AWS's error shapes.
     (@current $w:ident) => {
         $crate::plugin::convert::contract_conversions!(@since_v3 $w);
+        $crate::plugin::convert::contract_conversions!(@shapes $w {
+            Openai => OpenAi, Anthropic => Anthropic, Github => GitHub, Stripe => Stripe,
+            Google => Google, Aws => Aws
+        });
         $crate::plugin::convert::contract_conversions!(@cases $w Refill { Window, Continuous });
         $crate::plugin::convert::contract_conversions!(@record $w Description {
             name, version, provider, hosts, routes, read_routes, error_shape: opt, refill: opt
@@ -37,26 +43,38 @@ macro_rules! contract_conversions {
             verdict, retry_after_ms, error_code, should_retry, scope: opt
         });
         $crate::plugin::convert::contract_conversions!(@cases $w LimitedScope { Credential, Named(x) });
-        // The generators write `openai` and `github` as `Openai` and `Github`.
+    };
+    // The error shapes of 0.2.0 to 0.4.0: the first four, which a frozen plugin may name
+    // (the host never hands one back to it).
+    (@frozen_shapes $w:ident) => {
         impl From<$w::ErrorShape> for $crate::contract::ErrorShape {
             fn from(v: $w::ErrorShape) -> Self {
-                match v {
-                    $w::ErrorShape::Openai => Self::OpenAi,
-                    $w::ErrorShape::Anthropic => Self::Anthropic,
-                    $w::ErrorShape::Github => Self::GitHub,
-                    $w::ErrorShape::Stripe => Self::Stripe,
-                }
+                use $w::ErrorShape as W;
+                $crate::plugin::convert::contract_conversions!(@shape_arms v, W => Self {
+                    Openai => OpenAi, Anthropic => Anthropic, Github => GitHub, Stripe => Stripe
+                })
+            }
+        }
+    };
+    // Error shapes both ways, each case as `wit => contract`: the generators write `openai`
+    // and `github` as `Openai` and `Github`.
+    (@shapes $w:ident { $($wit:ident => $host:ident),+ $(,)? }) => {
+        impl From<$w::ErrorShape> for $crate::contract::ErrorShape {
+            fn from(v: $w::ErrorShape) -> Self {
+                use $w::ErrorShape as W;
+                $crate::plugin::convert::contract_conversions!(@shape_arms v, W => Self { $($wit => $host),+ })
             }
         }
         impl From<$crate::contract::ErrorShape> for $w::ErrorShape {
             fn from(v: $crate::contract::ErrorShape) -> Self {
-                match v {
-                    $crate::contract::ErrorShape::OpenAi => Self::Openai,
-                    $crate::contract::ErrorShape::Anthropic => Self::Anthropic,
-                    $crate::contract::ErrorShape::GitHub => Self::Github,
-                    $crate::contract::ErrorShape::Stripe => Self::Stripe,
-                }
+                use $crate::contract::ErrorShape as C;
+                $crate::plugin::convert::contract_conversions!(@shape_arms v, C => Self { $($host => $wit),+ })
             }
+        }
+    };
+    (@shape_arms $v:ident, $from:ident => $to:ident { $($a:ident => $b:ident),+ }) => {
+        match $v {
+            $($from::$a => $to::$b,)+
         }
     };
     // The request, owned.
@@ -102,7 +120,7 @@ macro_rules! contract_conversions {
     };
     // The common types a host's bindings own in either direction: all but the three a
     // plugin is handed (the response, the outcome, the uncertain write), which bindings
-    // that borrow their arguments lend instead (`convert.rs`'s own, for 0.4.0).
+    // that borrow their arguments lend instead (`convert.rs`'s own, for 0.5.0).
     (@plain $w:ident) => {
         $crate::plugin::convert::contract_conversions!(@cases $w RequestClass { Read, IdempotentWrite, UncertainWrite });
         $crate::plugin::convert::contract_conversions!(@cases $w TransportFailure {
@@ -183,9 +201,9 @@ macro_rules! contract_conversions {
 }
 pub(crate) use contract_conversions;
 
-use super::bindings::sluice::policy0_4_0::types as wit;
+use super::bindings::sluice::policy0_5_0::types as wit;
 
-// The 0.4.0 bindings borrow what the host hands a plugin (`ownership: Borrowing` in
+// The 0.5.0 bindings borrow what the host hands a plugin (`ownership: Borrowing` in
 // `bindings.rs`): the request, the outcome and the uncertain write are lent from the
 // host's own values and copied once, into the plugin's memory, with nothing made in
 // between. What a plugin answers with is owned, converted as every version's is.
@@ -193,7 +211,7 @@ contract_conversions!(@plain wit);
 contract_conversions!(@current wit);
 contract_conversions!(@cases wit MediaKind { Image, Document, Audio, Other });
 
-/// Calls `f` with the 0.4.0 bindings' request for `req`, lent from it: its body's prefix
+/// Calls `f` with the 0.5.0 bindings' request for `req`, lent from it: its body's prefix
 /// (never the whole body) and its digest. The digest's fields and media parts are gathered
 /// as borrowed lists, one allocation each when there are any.
 pub(super) fn lend_request<R>(req: &Request, f: impl FnOnce(wit::Request<'_>) -> R) -> R {
@@ -235,7 +253,7 @@ fn lend_media(m: &MediaPart) -> wit::MediaPart<'_> {
     }
 }
 
-/// The 0.4.0 bindings' response, lent from `r`.
+/// The 0.5.0 bindings' response, lent from `r`.
 pub(super) fn lend_response(r: &Response) -> wit::Response<'_> {
     wit::Response {
         status: r.status,
@@ -244,7 +262,7 @@ pub(super) fn lend_response(r: &Response) -> wit::Response<'_> {
     }
 }
 
-/// The 0.4.0 bindings' outcome, lent from `o`.
+/// The 0.5.0 bindings' outcome, lent from `o`.
 pub(super) fn lend_outcome(o: &WireOutcome) -> wit::Outcome<'_> {
     match o {
         WireOutcome::Response(r) => wit::Outcome::Response(lend_response(r)),
@@ -252,7 +270,7 @@ pub(super) fn lend_outcome(o: &WireOutcome) -> wit::Outcome<'_> {
     }
 }
 
-/// The 0.4.0 bindings' uncertain write, lent from `w`.
+/// The 0.5.0 bindings' uncertain write, lent from `w`.
 pub(super) fn lend_write(w: &UncertainWrite) -> wit::UncertainWrite<'_> {
     wit::UncertainWrite {
         method: &w.method,

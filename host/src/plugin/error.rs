@@ -23,10 +23,10 @@ pub enum LoadError {
         /// The bundled names, comma-separated.
         known: String,
     },
-    /// The bytes are not a component, or it implements none of `sluice:policy@0.4.0` and the
+    /// The bytes are not a component, or it implements none of `sluice:policy@0.5.0` and the
     /// frozen `sluice:policy@0.2.0` and `@0.1.0`.
     #[error(
-        "{origin} is not a usable sluice plugin: {message}. A plugin is a wasm32-wasip2 component exporting sluice:policy/policy@0.4.0 (or the frozen @0.3.0, @0.2.0 or @0.1.0); build it with `cargo build --target wasm32-wasip2`"
+        "{origin} is not a usable sluice plugin: {message}. A plugin is a wasm32-wasip2 component exporting sluice:policy/policy@0.5.0 (or the frozen @0.4.0, @0.3.0, @0.2.0 or @0.1.0); build it with `cargo build --target wasm32-wasip2`"
     )]
     Invalid {
         /// Where the bytes came from.

@@ -1,8 +1,9 @@
 //! What a frozen contract version shares with the current one: `plan-request`,
 //! `read-response`, `reconcile` and `read-reconciliation`, the same four functions through
 //! its own bindings. [`frozen_functions!`] writes them for a version's module (`v2.rs`,
-//! `v3.rs`), which supplies what differs: `request` (the request as that version shows it)
-//! and `old` (its generated types, converted to and from the contract's).
+//! `v3.rs`, `v4.rs`), which supplies what differs: `request` (the request as that version
+//! shows it; [`digest_request!`] for the versions with a digest) and `old` (its generated
+//! types, converted to and from the contract's).
 
 /// The four functions of a frozen version whose exports are reached through `$bindings`
 /// (`Bindings::frozen_v0_2`...), in the module that invokes it.
@@ -60,3 +61,43 @@ macro_rules! frozen_functions {
     };
 }
 pub(super) use frozen_functions;
+
+/// The request as 0.3.0 and 0.4.0 show it, owned by their bindings: the body's prefix, and
+/// its digest, converted into the module's `old` types.
+macro_rules! digest_request {
+    () => {
+        fn request(r: &Request) -> old::Request {
+            let d = &r.digest;
+            old::Request {
+                method: r.method.clone(),
+                url: r.url.clone(),
+                class: r.class.into(),
+                headers: r.headers.clone(),
+                body: r.body_prefix().to_vec(),
+                digest: old::BodyDigest {
+                    length: d.length,
+                    json: d.json,
+                    text_chars: d.text_chars,
+                    media: d
+                        .media
+                        .iter()
+                        .map(|m| old::MediaPart {
+                            kind: m.kind.into(),
+                            media_type: m.media_type.clone(),
+                            bytes: m.bytes,
+                            width: m.width,
+                            height: m.height,
+                            pages: m.pages,
+                            detail: m.detail.clone(),
+                            by_url: m.by_url,
+                        })
+                        .collect(),
+                    media_omitted: d.media_omitted,
+                    fields: d.fields.clone(),
+                },
+                now_ms: r.now_ms,
+            }
+        }
+    };
+}
+pub(super) use digest_request;

@@ -9,8 +9,8 @@ use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::{Engine, Store, Trap};
 
-use super::bindings::exports::sluice::policy0_4_0::policy::Guest;
-use super::bindings::sluice::policy0_4_0::types as wit;
+use super::bindings::exports::sluice::policy0_5_0::policy::Guest;
+use super::bindings::sluice::policy0_5_0::types as wit;
 use super::cache::CacheOutcome;
 use super::contract::{Bindings, Contract, Pre};
 use super::error::{self, LoadError};
@@ -18,7 +18,7 @@ use super::limits::{Caps, RuntimeConfig};
 use super::nonblocking::Blocked;
 use super::state::{Deadline, State};
 use super::ticker::Ticking;
-use super::{convert, v1, v2, v3, validate};
+use super::{convert, v1, v2, v3, v4, validate};
 use crate::contract::{
     Cost, Description, Failure, PluginError, PolicyError, ProviderPolicy, Reading, ReconcilePlan,
     Reconciliation, Request, RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
@@ -96,9 +96,10 @@ impl Plugin {
             ticking,
         };
         let description = match plugin.contract() {
-            Contract::V0_4 => plugin
+            Contract::V0_5 => plugin
                 .call("describe", |b, s| b.current()?.call_describe(s))
                 .map(Description::from),
+            Contract::V0_4 => v4::describe(&plugin),
             Contract::V0_3 => v3::describe(&plugin),
             Contract::V0_2 => v2::describe(&plugin),
             Contract::V0_1 => v1::describe(&plugin),
@@ -184,7 +185,7 @@ impl Plugin {
         }
     }
 
-    /// One contract call: through the 0.4.0 function when the plugin speaks 0.4.0 (`current`),
+    /// One contract call: through the 0.5.0 function when the plugin speaks 0.5.0 (`current`),
     /// else through the frozen version's functions that answer it (`frozen`, which matches
     /// on [`Plugin::contract`]); a `policy-error` becomes [`Failure::Declined`], and the
     /// answer is checked against the caps either way.
@@ -196,11 +197,11 @@ impl Plugin {
         check: fn(&T, &Caps) -> validate::Check,
     ) -> Result<T, PluginError> {
         let value = match self.contract() {
-            Contract::V0_4 => {
+            Contract::V0_5 => {
                 let r = self.call(function, |b, s| current(b.current()?, s))?;
                 self.declined(function, r)?.into()
             }
-            Contract::V0_3 | Contract::V0_2 | Contract::V0_1 => frozen(self)?,
+            Contract::V0_4 | Contract::V0_3 | Contract::V0_2 | Contract::V0_1 => frozen(self)?,
         };
         self.check(function, check(&value, &self.config.caps), value)
     }
@@ -322,10 +323,10 @@ impl ProviderPolicy for Plugin {
                 "plan-request",
                 &PolicyError::InvalidInput(format!(
                     "a body of {length} bytes is longer than the {} KiB prefix {} shows a \
-                     plugin; rebuild the plugin against sluice:policy@0.4.0 to plan it from its \
-                     digest",
+                     plugin; rebuild the plugin against {} to plan it from its digest",
                     crate::contract::BODY_PREFIX >> 10,
                     self.contract(),
+                    Contract::V0_5,
                 )),
                 &self.config.caps,
             ));
@@ -334,6 +335,7 @@ impl ProviderPolicy for Plugin {
             "plan-request",
             |g, s| convert::lend_request(&req, |r| g.call_plan_request(s, r)),
             |p| match p.contract() {
+                Contract::V0_4 => v4::plan_request(p, &req),
                 Contract::V0_3 => v3::plan_request(p, &req),
                 Contract::V0_2 => v2::plan_request(p, &req),
                 _ => v1::plan_request(p, &req),
@@ -358,6 +360,7 @@ impl ProviderPolicy for Plugin {
                 convert::lend_request(&req, |r| g.call_read_response(s, r, outcome, part.into()))
             },
             |p| match p.contract() {
+                Contract::V0_4 => v4::read_response(p, &req, outcome, part),
                 Contract::V0_3 => v3::read_response(p, &req, outcome, part),
                 Contract::V0_2 => v2::read_response(p, &req, outcome, part),
                 _ => v1::read_response(p, &req, outcome, part),
@@ -366,19 +369,19 @@ impl ProviderPolicy for Plugin {
         )
     }
 
-    /// A plugin of a frozen version has no `count-stream`.
+    /// A plugin of a version before 0.4.0 has no `count-stream`.
     fn counts_streams(&self) -> bool {
-        self.contract() == Contract::V0_4
+        matches!(self.contract(), Contract::V0_5 | Contract::V0_4)
     }
 
-    /// Counts one stretch of a stream. A plugin of a frozen version counts nothing.
+    /// Counts one stretch of a stream. A plugin of a version before 0.4.0 counts nothing.
     fn count_stream(
         &self,
         req: &Request,
         at: u64,
         stretch: &[u8],
     ) -> Result<Vec<Cost>, PluginError> {
-        if self.contract() != Contract::V0_4 {
+        if !self.counts_streams() {
             return Ok(Vec::new());
         }
         let req = without_credentials(req);
@@ -388,7 +391,7 @@ impl ProviderPolicy for Plugin {
                 convert::lend_request(&req, |r| g.call_count_stream(s, r, at, stretch))
                     .map(|r| r.map(|costs| costs.into_iter().map(Cost::from).collect::<Vec<_>>()))
             },
-            |_| Ok(Vec::new()),
+            |p| v4::count_stream(p, &req, at, stretch),
             validate::counted,
         )
     }
@@ -399,6 +402,7 @@ impl ProviderPolicy for Plugin {
             "reconcile",
             |g, s| g.call_reconcile(s, convert::lend_write(write)),
             |p| match p.contract() {
+                Contract::V0_4 => v4::reconcile(p, write),
                 Contract::V0_3 => v3::reconcile(p, write),
                 Contract::V0_2 => v2::reconcile(p, write),
                 _ => v1::reconcile(p, write),
@@ -420,6 +424,7 @@ impl ProviderPolicy for Plugin {
                 g.call_read_reconciliation(s, convert::lend_write(write), resp)
             },
             |p| match p.contract() {
+                Contract::V0_4 => v4::read_reconciliation(p, write, resp),
                 Contract::V0_3 => v3::read_reconciliation(p, write, resp),
                 Contract::V0_2 => v2::read_reconciliation(p, write, resp),
                 _ => v1::read_reconciliation(p, write, resp),

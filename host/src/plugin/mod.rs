@@ -9,7 +9,7 @@
 //! credential: [`Plugin`] redacts them from every request it is given.
 //!
 //! A component is bound to the contract version it exports ([`Contract`]): the current
-//! `sluice:policy@0.4.0`, or a frozen one — `0.3.0` through `v3.rs`, `0.2.0` through `v2.rs`,
+//! `sluice:policy@0.5.0`, or a frozen one — `0.4.0` through `v4.rs`, `0.3.0` through `v3.rs`, `0.2.0` through `v2.rs`,
 //! `0.1.0`, whose functions answer the current API, through `v1.rs`. 0.2.0 and 0.1.0 were
 //! promised at most the first 64 KiB of a request's body and nothing more about it, so a longer
 //! body is not shown to them: their plan declines, and the built-in policy plans the call
@@ -47,6 +47,7 @@ mod ticker;
 mod v1;
 mod v2;
 mod v3;
+mod v4;
 #[cfg(feature = "fuzzing")]
 pub mod validate;
 #[cfg(not(feature = "fuzzing"))]

@@ -69,7 +69,7 @@ impl PluginRuntime {
             .map_err(|e| LoadError::Runtime(format!("WASI stream imports: {e}")))?;
         // Every version's imports: a component built against the frozen 0.1.0 imports
         // `sluice:policy/log@0.1.0`, one built against 0.2.0 `@0.2.0`, and so on to a
-        // current one's `@0.4.0`.
+        // current one's `@0.5.0`.
         ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Runtime(format!("sluice imports: {e}")))?;
         v0_3::ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)

@@ -10,7 +10,7 @@ use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
-use super::bindings::sluice::policy0_4_0::{log, types};
+use super::bindings::sluice::policy0_5_0::{log, types};
 use super::bindings::v0_1::sluice::policy::{log as log_v0_1, types as types_v0_1};
 use super::bindings::v0_2::sluice::policy::{log as log_v0_2, types as types_v0_2};
 use super::bindings::v0_3::sluice::policy::{log as log_v0_3, types as types_v0_3};

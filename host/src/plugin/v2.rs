@@ -1,4 +1,4 @@
-//! Plugins built against the frozen `sluice:policy@0.2.0`, answering the 0.4.0 API.
+//! Plugins built against the frozen `sluice:policy@0.2.0`, answering the current API.
 //!
 //! 0.2.0 has the same functions as 0.3.0 (0.4.0 added `count-stream`, which it answers with
 //! nothing). What differs: its request has no `digest` (it

@@ -4,7 +4,7 @@
 //! # What a version must pass before it takes traffic
 //!
 //! The same checks at start and at each reload ([`PluginSet::reload`]): the file is read and
-//! compiled as a component exporting a contract the host speaks (`sluice:policy@0.4.0`, or
+//! compiled as a component exporting a contract the host speaks (`sluice:policy@0.5.0`, or
 //! the frozen `0.2.0` or `0.1.0`); its `describe` runs within the plugin's own limits and passes the
 //! caps; at a reload, it names the same plugin as the version it replaces (a file swapped
 //! for another provider's plugin is a mistake, not an upgrade); and every case of the

@@ -10,7 +10,8 @@
 //!   quotas themselves are configured (`[providers.gemini.limits]`), or learned from the
 //!   sizes the 429s state.
 //! - Errors: `google.rpc.Status` bodies; `UNAVAILABLE` is the provider overloaded,
-//!   `INTERNAL` and `DEADLINE_EXCEEDED` transient.
+//!   `INTERNAL` and `DEADLINE_EXCEEDED` transient. The sidecar answers in the same shape
+//!   (`error-shape: google`), so a Google SDK reads its refusals as Google's own.
 //! - Cost (see `docs/provider-counting.md`): one request; for a generation, input tokens =
 //!   the prompt read from the body's digest (its text at four characters a token; each
 //!   image, document page, audio or video part as Gemini counts it, never its base64) and
@@ -30,8 +31,8 @@ use route::Method;
 use sluice_plugin_sdk::cost::{image_size, max_output, prompt_tokens};
 use sluice_plugin_sdk::media::{AUDIO_BYTES_PER_SECOND, document_pages};
 use sluice_plugin_sdk::{
-    Classification, Cost, Description, Dimension, MediaKind, MediaPart, Observation, Outcome,
-    Plugin, PolicyError, Request, Response, ResponsePart, amount, one_request,
+    Classification, Cost, Description, Dimension, ErrorShape, MediaKind, MediaPart, Observation,
+    Outcome, Plugin, PolicyError, Request, Response, ResponsePart, amount, one_request,
 };
 
 /// The Gemini policy.
@@ -88,7 +89,7 @@ impl Plugin for Gemini {
             .iter()
             .flat_map(|m| ["v1beta", "v1"].map(|v| format!("POST /{v}/*:{m}")))
             .collect(),
-            error_shape: None,
+            error_shape: Some(ErrorShape::Google),
             refill: None,
         }
     }

@@ -1,7 +1,7 @@
 //! Writing a sluice provider plugin.
 //!
 //! A plugin is a WebAssembly component (target `wasm32-wasip2`) that exports the
-//! `sluice:policy/policy@0.4.0` interface. This crate gives a plugin author four things:
+//! `sluice:policy/policy@0.5.0` interface. This crate gives a plugin author four things:
 //!
 //! - [`Plugin`]: a trait of small hooks (`classify`, `parse_quota`, `usage`, `priority`,
 //!   `estimate_cost`, `scopes`, ...), each with a sensible default, composed into the

@@ -398,7 +398,7 @@ async fn a_plugin_reload_takes_a_good_file_and_refuses_another_plugin_or_junk_wh
     let (status, v) = s.post("/plugins/openai/reload", None).await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["plugin"], json!("openai"));
-    assert_eq!(v["contract"], json!("sluice:policy@0.4.0"));
+    assert_eq!(v["contract"], json!("sluice:policy@0.5.0"));
     assert_eq!(v["version"], v["previous_version"]);
 
     // Another provider's plugin: a conflict with what serves, refused.

@@ -1,7 +1,7 @@
 //! [`export_plugin!`](crate::export_plugin): a [`Plugin`](super::Plugin) implementation as
 //! the component's exports.
 
-/// Exports a [`Plugin`](crate::Plugin) implementation as the component's `sluice:policy/policy@0.4.0`
+/// Exports a [`Plugin`](crate::Plugin) implementation as the component's `sluice:policy/policy@0.5.0`
 /// interface: `describe`, `plan-request`, `read-response`, `count-stream`, `reconcile` and
 /// `read-reconciliation`. Every answer is fitted to the host's caps on the way out
 /// ([`caps`](crate::caps)), so a figure from outside cannot make it invalid output.
@@ -22,7 +22,7 @@ macro_rules! export_plugin {
     ($plugin:ty, without_call_arena) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
-            use $crate::bindings::exports::sluice::policy0_4_0::policy::Guest;
+            use $crate::bindings::exports::sluice::policy0_5_0::policy::Guest;
             use $crate::{
                 Cost, Description, Outcome, PolicyError, Reading, ReconcilePlan, Reconciliation,
                 Request, RequestPlan, Response, ResponsePart, UncertainWrite,

@@ -1,4 +1,4 @@
-//! The guest side: WIT bindings of `sluice:policy@0.4.0`, the [`Plugin`] trait with its
+//! The guest side: WIT bindings of `sluice:policy@0.5.0`, the [`Plugin`] trait with its
 //! defaults, the helpers they are made of, and the export macro.
 
 pub mod caps;
@@ -14,7 +14,7 @@ pub use plugin::{Plugin, Priority, default_plan_request, default_read_response};
 ///
 /// `wit/deps/` also holds the frozen `sluice:policy@0.1.0`, so two versions of one package
 /// are loaded and wit-bindgen names the module of each with its version:
-/// `sluice::policy0_4_0`. Plugin code names the types through this crate's re-exports.
+/// `sluice::policy0_5_0`. Plugin code names the types through this crate's re-exports.
 #[allow(
     missing_docs,
     unsafe_code,
@@ -32,8 +32,8 @@ pub mod bindings {
     });
 }
 
-pub use bindings::sluice::policy0_4_0::log::Level;
-pub use bindings::sluice::policy0_4_0::types::{
+pub use bindings::sluice::policy0_5_0::log::Level;
+pub use bindings::sluice::policy0_5_0::types::{
     BodyDigest, Classification, Cost, Description, Dimension, ErrorShape, LimitedScope, MediaKind,
     MediaPart, Observation, Outcome, PolicyError, PriorityClass, Reading, ReconcilePlan,
     Reconciliation, Refill, Request, RequestClass, RequestPlan, Response, ResponsePart,
@@ -248,7 +248,7 @@ pub fn model_scope(req: &Request) -> Option<String> {
 /// Writes a message to the host's log (a no-op when not running as a component).
 pub fn log(level: Level, message: &str) {
     #[cfg(target_arch = "wasm32")]
-    bindings::sluice::policy0_4_0::log::log(level, message);
+    bindings::sluice::policy0_5_0::log::log(level, message);
     #[cfg(not(target_arch = "wasm32"))]
     let _ = (level, message);
 }

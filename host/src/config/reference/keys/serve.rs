@@ -371,7 +371,7 @@ pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
         key: "serve.providers.NAME.error_shape",
         kind: "string",
         default: "the shape its plugin describes, else \"openai\"",
-        range: "\"openai\", \"anthropic\", \"github\" or \"stripe\"",
+        range: "\"openai\", \"anthropic\", \"github\", \"stripe\", \"google\" or \"aws\"",
         what: "The JSON shape of the errors the sidecar answers for the provider.",
     },
     KeyDoc {
