@@ -35,7 +35,8 @@ pub(super) struct RawRequest {
     #[serde(default)]
     pub headers: Vec<(String, String)>,
     #[serde(default)]
-    pub body: String,
+    pub body: Option<String>,
+    pub body_base64: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -45,7 +46,8 @@ pub(super) struct RawResponse {
     #[serde(default)]
     pub headers: Vec<(String, String)>,
     #[serde(default)]
-    pub body: String,
+    pub body: Option<String>,
+    pub body_base64: Option<String>,
 }
 
 /// A case, validated and turned into the host's types.
@@ -102,7 +104,7 @@ pub(super) fn validate(raw: RawCase) -> Result<VectorCase, String> {
         raw.request.url,
         class,
         headers("request.headers", &raw.request.headers)?,
-        raw.request.body.into_bytes(),
+        body("request", raw.request.body, raw.request.body_base64)?,
         now_ms,
     );
     let outcome = match (raw.response, raw.transport) {
@@ -172,8 +174,30 @@ pub(super) fn response(r: RawResponse) -> Result<Response, String> {
     Ok(Response {
         status: r.status,
         headers: headers("response.headers", &r.headers)?,
-        body: r.body.into_bytes(),
+        body: body("response", r.body, r.body_base64)?,
     })
+}
+
+/// A body given as text (`body`) or as bytes in base64 (`body_base64`, for a binary body
+/// such as an AWS event-stream message), never both; none is empty. `of` names the object.
+pub(super) fn body(
+    of: &str,
+    text: Option<String>,
+    base64: Option<String>,
+) -> Result<Vec<u8>, String> {
+    use base64::Engine as _;
+    match (text, base64) {
+        (Some(_), Some(_)) => Err(format!(
+            "{of}.body and {of}.body_base64: give one, not both"
+        )),
+        (Some(t), None) => Ok(t.into_bytes()),
+        (None, Some(b)) => base64::engine::general_purpose::STANDARD
+            .decode(b.trim())
+            .map_err(|e| {
+                format!("{of}.body_base64: not base64 (the standard alphabet, padded): {e}")
+            }),
+        (None, None) => Ok(Vec::new()),
+    }
 }
 
 /// The pairs as a `fields` block; `field` names the JSON field in the error.

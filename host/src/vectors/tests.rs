@@ -426,3 +426,41 @@ fn a_stream_stretch_case_checks_counts_and_names_what_it_cannot_check() {
         )]
     );
 }
+
+#[test]
+fn a_binary_body_is_given_in_base64_and_never_beside_text() {
+    let case = |response: &str| {
+        format!(
+            r#"{{"cases":[{{"name":"binary","part":"stream-stretch",
+            "request":{{"method":"POST","url":"https://x.test/model/m/converse-stream","class":"read"}},
+            "response":{response},
+            "expect":{{"usage":{{}},"usage_exact":true}}}}]}}"#
+        )
+    };
+    let file = parse(
+        Path::new("v.json"),
+        &case(r#"{"status":200,"body_base64":"AAAAHw=="}"#),
+    )
+    .unwrap();
+    match &file.cases[0].given {
+        Given::Stretch { bytes, .. } => assert_eq!(bytes, &[0, 0, 0, 0x1f]),
+        other => panic!("{other:?}"),
+    }
+    let both = parse(
+        Path::new("v.json"),
+        &case(r#"{"status":200,"body":"x","body_base64":"AAAAHw=="}"#),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        both.contains("response.body and response.body_base64: give one, not both"),
+        "{both}"
+    );
+    let bad = parse(
+        Path::new("v.json"),
+        &case(r#"{"status":200,"body_base64":"not base64!"}"#),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("response.body_base64: not base64"), "{bad}");
+}
