@@ -8,7 +8,7 @@ use sluice::clock::{Clock, TokioClock};
 use sluice::contract::RequestClass;
 use sluice::execute::{Call, NextAction, Outcome, Reason, StreamOutcome};
 use sluice::retry::{RetryConfig, Stop};
-use sluice::transport::{Timeouts, Transport};
+use sluice::transport::Transport;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 use sluice_plugin_sdk::midnight::{Zone, until_local_midnight};
 use sluice_tests::stack::executor_with;
@@ -16,13 +16,7 @@ use sluice_tests::stack::executor_with;
 const MODEL: &str = "gemini-2.0-flash";
 
 fn transport() -> Transport {
-    Transport::new(Timeouts {
-        connect: Duration::from_secs(2),
-        first_byte: Duration::from_secs(30),
-        generation: Duration::from_secs(60),
-        idle: Duration::from_secs(10),
-    })
-    .expect("a transport")
+    sluice_tests::stack::transport(Duration::from_secs(30))
 }
 
 /// A generation of `MODEL`, streamed or not, that may write `max_output` tokens.
