@@ -159,6 +159,11 @@ pub mod task;
 #[allow(dead_code, unused_imports, unreachable_pub)]
 mod task;
 #[cfg(feature = "internals")]
+pub mod tls;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports, unreachable_pub)]
+mod tls;
+#[cfg(feature = "internals")]
 pub mod transport;
 #[cfg(not(feature = "internals"))]
 #[allow(dead_code, unused_imports, unreachable_pub)]

@@ -55,30 +55,10 @@ pub enum TransportError {
         /// Why, naming the file.
         error: crate::input_file::InputFileError,
     },
-    /// An extra root is not PEM, or holds no certificate.
-    #[error(
-        "{origin} is not a PEM file of certificates ({reason}); give the CA certificate as \
-         PEM, `-----BEGIN CERTIFICATE-----` blocks (convert DER with `openssl x509 -inform der`)"
-    )]
-    RootNotPem {
-        /// The file, or which in-memory root.
-        origin: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A certificate in an extra root cannot be a trust anchor.
-    #[error(
-        "{origin}: certificate {index} cannot be used as a root ({reason}); give the \
-         certificate of the certificate authority itself"
-    )]
-    RootInvalid {
-        /// The file, or which in-memory root.
-        origin: String,
-        /// Which certificate in it, from 1.
-        index: usize,
-        /// What is wrong with it.
-        reason: String,
-    },
+    /// An extra root is not PEM, holds no certificate, or holds one that cannot be a trust
+    /// anchor.
+    #[error(transparent)]
+    Root(#[from] crate::tls::pem::PemError),
     /// The explicit proxy's URL is not one.
     #[error("the proxy `{url}` is not a proxy URL ({reason}); write it as http://host:port")]
     BadProxy {

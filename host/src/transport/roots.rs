@@ -8,19 +8,17 @@
 use std::sync::Arc;
 
 use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
 use rustls::{ClientConfig, RootCertStore};
 
 use super::{BuiltInRoots, ExtraRoot, TransportError};
 
 /// The largest extra root file read, in bytes: the whole Mozilla bundle is about 250 KB.
-pub const MAX_ROOT_FILE_BYTES: u64 = 4 << 20;
+pub const MAX_ROOT_FILE_BYTES: u64 = crate::tls::files::MAX_FILE_BYTES;
 
 /// The certificates of every root in `roots`, in order.
 ///
 /// # Errors
-/// [`TransportError::RootUnreadable`], [`TransportError::RootNotPem`] or
-/// [`TransportError::RootInvalid`], naming the root.
+/// [`TransportError::RootUnreadable`] or [`TransportError::Root`], naming the root.
 pub(super) fn load(roots: &[ExtraRoot]) -> Result<Vec<CertificateDer<'static>>, TransportError> {
     let mut all = Vec::new();
     for (i, root) in roots.iter().enumerate() {
@@ -35,36 +33,9 @@ pub(super) fn load(roots: &[ExtraRoot]) -> Result<Vec<CertificateDer<'static>>, 
                 text.clone().into_bytes(),
             ),
         };
-        all.extend(certificates(&origin, &pem)?);
+        all.extend(crate::tls::pem::roots(&origin, &pem)?);
     }
     Ok(all)
-}
-
-/// The certificates in one root's PEM text, each checked as a trust anchor.
-fn certificates(origin: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TransportError> {
-    let mut found = Vec::new();
-    for (n, der) in CertificateDer::pem_slice_iter(pem).enumerate() {
-        let der = der.map_err(|e| TransportError::RootNotPem {
-            origin: origin.to_owned(),
-            reason: e.to_string(),
-        })?;
-        let invalid = |reason: String| TransportError::RootInvalid {
-            origin: origin.to_owned(),
-            index: n + 1,
-            reason,
-        };
-        RootCertStore::empty()
-            .add(der.clone())
-            .map_err(|e| invalid(e.to_string()))?;
-        found.push(der);
-    }
-    if found.is_empty() {
-        return Err(TransportError::RootNotPem {
-            origin: origin.to_owned(),
-            reason: "it holds no `-----BEGIN CERTIFICATE-----` block".to_owned(),
-        });
-    }
-    Ok(found)
 }
 
 /// The TLS settings of every connection: rustls on ring, TLS 1.2 and 1.3, trusting `extra`
@@ -99,8 +70,7 @@ pub(super) fn client_config(
             .add(root.clone())
             .map_err(|e| TransportError::Client(e.to_string()))?;
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
+    let config = ClientConfig::builder_with_provider(crate::tls::provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| TransportError::Client(e.to_string()))?
         .with_root_certificates(store)
@@ -113,6 +83,7 @@ mod tests {
     use std::io::Write as _;
 
     use super::*;
+    use crate::tls::pem::PemError;
 
     /// A CA certificate made for the test, PEM.
     fn ca() -> String {
@@ -160,7 +131,10 @@ mod tests {
         file.write_all(b"\x30\x82\x01\x0a binary DER, not PEM")
             .unwrap();
         let err = load(&[ExtraRoot::PemFile(file.path().to_owned())]).unwrap_err();
-        assert!(matches!(err, TransportError::RootNotPem { .. }), "{err}");
+        assert!(
+            matches!(err, TransportError::Root(PemError::NotPem { .. })),
+            "{err}"
+        );
         let msg = err.to_string();
         assert!(msg.contains(&file.path().display().to_string()), "{msg}");
         assert!(msg.contains("BEGIN CERTIFICATE"), "{msg}");
@@ -170,7 +144,10 @@ mod tests {
     fn a_pem_block_with_broken_base64_is_refused() {
         let broken = "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n";
         let err = load(&[pem(&ca()), pem(broken)]).unwrap_err();
-        assert!(matches!(err, TransportError::RootNotPem { .. }), "{err}");
+        assert!(
+            matches!(err, TransportError::Root(PemError::NotPem { .. })),
+            "{err}"
+        );
         assert!(err.to_string().contains("extra root #2"), "{err}");
     }
 
@@ -180,8 +157,8 @@ mod tests {
         let junk = "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n";
         let err = load(&[pem(&format!("{}{junk}", ca()))]).unwrap_err();
         match &err {
-            TransportError::RootInvalid { index, .. } => assert_eq!(*index, 2),
-            other => panic!("expected RootInvalid, got {other}"),
+            TransportError::Root(PemError::NotARoot { index, .. }) => assert_eq!(*index, 2),
+            other => panic!("expected NotARoot, got {other}"),
         }
         assert!(err.to_string().contains("certificate 2"), "{err}");
     }
