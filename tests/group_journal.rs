@@ -2,7 +2,8 @@
 //! directory of its own, in front of one strict provider: an action belongs to the host that
 //! recorded it, the other answers it from the journal without sending a byte (one still in
 //! flight is refused there: `journal::tests`), both see its escalation, and a decision made
-//! through either is carried out by its owner alone.
+//! through either is carried out by its owner alone. The group's database reached over TLS,
+//! its certificate checked as the URL's `sslmode` says, is the last test's.
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use sluice::Sluice;
 use sluice::contract::RequestClass;
 use sluice::journal::escalations::{Choice, Decision};
-use sluice::journal::{JournalError, State};
+use sluice::journal::{Journal, JournalError, State};
 use sluice::retry::RetryConfig;
 use sluice::writes::{WriteError, WriteOutcome};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, Style};
@@ -154,4 +155,74 @@ async fn while_the_database_is_gone_a_write_is_refused_with_nothing_sent() {
     };
     assert_eq!(fake.stored().len(), 1);
     assert_eq!(fake.attempts().len(), 1);
+}
+
+/// A database that takes encrypted connections only, its certificate (for `localhost`)
+/// signed by a CA the test makes: each `sslmode` checks what libpq's does, and a
+/// certificate it refuses is named, with the CA trusted; a host whose journal is so refused
+/// does not start.
+#[tokio::test(flavor = "current_thread")]
+async fn the_journal_over_tls_checks_the_servers_certificate_as_sslmode_says() {
+    let pki = sluice_tests::pki::Pki::new();
+    let Some(cluster) = sluice_tests::postgres::OwnCluster::start_tls(&pki) else {
+        return;
+    };
+    let port = cluster
+        .url()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.split('/').next())
+        .expect("the cluster's port");
+    let url = |host: &str, query: &str| format!("postgres://postgres@{host}:{port}/sluice?{query}");
+    let ca = pki.path("ca.pem").display().to_string();
+    let other = pki.path("other-ca.pem").display().to_string();
+    let full = |host: &str, ca: &str| url(host, &format!("sslmode=verify-full&sslrootcert={ca}"));
+    let refusal = |url: &str| Journal::connect(url, "refused").unwrap_err().to_string();
+
+    Journal::connect(&full("localhost", &ca), "full").expect("verify-full by the name it is for");
+    let err = refusal(&full("localhost", &other));
+    assert!(
+        err.contains(&format!(
+            "the PostgreSQL server's certificate is not signed by the CA in {other}"
+        )),
+        "{err}"
+    );
+    let err = refusal(&full("127.0.0.1", &ca));
+    assert!(
+        err.contains(
+            "the PostgreSQL server's certificate is not for the host name it was reached at"
+        ),
+        "{err}"
+    );
+    // verify-ca checks the CA only; require checks nothing, unless given a root (as libpq).
+    let ca_only = url("127.0.0.1", &format!("sslmode=verify-ca&sslrootcert={ca}"));
+    Journal::connect(&ca_only, "ca-only").expect("verify-ca by another name");
+    Journal::connect(&url("127.0.0.1", "sslmode=require"), "unchecked").expect("require");
+    let err = refusal(&url(
+        "localhost",
+        &format!("sslmode=require&sslrootcert={other}"),
+    ));
+    assert!(err.contains("is not signed by the CA in"), "{err}");
+    // The server takes nothing in clear text: the connections above were encrypted.
+    let err = refusal(&url("localhost", "sslmode=disable"));
+    assert!(err.contains("no encryption"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[providers.stripe.limits]\nrequests_per_minute = 6000\n\
+         [journal]\nurl = \"{}\"\n",
+        full("localhost", &other)
+    );
+    let built = builder(
+        "stripe",
+        &config,
+        RetryConfig::default(),
+        transport(Duration::from_secs(2)),
+    )
+    .state_dir(dir.path())
+    .build();
+    let err = built
+        .expect_err("a host whose journal's certificate is refused")
+        .to_string();
+    assert!(err.contains("is not signed by the CA in"), "{err}");
 }

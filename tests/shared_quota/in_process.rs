@@ -15,7 +15,10 @@ use sluice_fake_provider::{FakeConfig, FakeProvider, Fault, RetryAfter, Style};
 use sluice_tests::stack::write;
 use tokio::task::JoinHandle;
 
-use crate::support::{CHAT, Stage, chat, flush_all, host, load, rate, worst_excess};
+use crate::support::{
+    CHAT, Stage, chat, flush_all, host, load, only_the_first_host_sends, payment, rate,
+    worst_excess,
+};
 
 /// Hosts A and B on one quota; A's call is answered 429 with `Retry-After: 2`, and A has
 /// had the moment it takes to share the hold. Returns A's call (it goes again after the
@@ -80,20 +83,8 @@ async fn a_second_host_given_the_same_action_refuses_it_naming_its_owner() {
     let limits = "requests_per_minute = 6000";
     let a = stage.host("host-a", "stripe", limits);
     let b = stage.host("host-b", "stripe", limits);
-    let pay = write(
-        "stripe",
-        "invoice-42",
-        "pay",
-        &fake.url("/v1/payment_intents"),
-        RequestClass::UncertainWrite,
-        "amount=100&currency=usd",
-    );
-    let done = a.write(&pay).await.expect("host A's write");
-    assert!(matches!(done, WriteOutcome::Succeeded { .. }), "{done:?}");
-    match b.write(&pay).await {
-        Err(WriteError::Claim(ClaimError::Elsewhere { owner, .. })) => assert_eq!(owner, "host-a"),
-        other => panic!("host B took the action: {other:?}"),
-    }
+    let pay = payment(fake, "invoice-42");
+    only_the_first_host_sends(&a, &b, &pay).await;
     // Host A may write it again (it is its own): answered from its journal, not resent.
     assert!(matches!(
         a.write(&pay).await,

@@ -7,14 +7,15 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice::admission::shared::ClaimError;
 use sluice::contract::RequestClass;
 use sluice::execute::Call;
 use sluice::retry::RetryConfig;
-use sluice::writes::Step;
+use sluice::writes::{Step, Write, WriteError, WriteOutcome};
 use sluice::{Sluice, SluiceBuilder};
 use sluice_fake_provider::{Attempt, FakeConfig, FakeProvider, Style};
 use sluice_tests::redis_server::{RedisServer, TestRedis};
-use sluice_tests::stack::{builder, transport};
+use sluice_tests::stack::{builder, transport, write};
 
 pub const CHAT: &str = "/v1/chat/completions";
 
@@ -317,6 +318,30 @@ fn host_builder(
         ..RetryConfig::default()
     };
     builder(plugin, &config, retry, transport(Duration::from_secs(5))).state_dir(dir.join(id))
+}
+
+/// A payment in task `task` to the fake's payment intents: a write that one host of a group
+/// sends, and no other.
+pub fn payment(fake: &FakeProvider, task: &str) -> Write {
+    write(
+        "stripe",
+        task,
+        "pay",
+        &fake.url("/v1/payment_intents"),
+        RequestClass::UncertainWrite,
+        "amount=100&currency=usd",
+    )
+}
+
+/// Host `a` (`host-a`) sends `pay`; host `b`, given it after, refuses it, naming `a` as its
+/// owner.
+pub async fn only_the_first_host_sends(a: &Sluice, b: &Sluice, pay: &Write) {
+    let done = a.write(pay).await.expect("host A's write");
+    assert!(matches!(done, WriteOutcome::Succeeded { .. }), "{done:?}");
+    match b.write(pay).await {
+        Err(WriteError::Claim(ClaimError::Elsewhere { owner, .. })) => assert_eq!(owner, "host-a"),
+        other => panic!("host B took the action: {other:?}"),
+    }
 }
 
 pub fn chat(fake: &FakeProvider) -> Call {

@@ -5,11 +5,13 @@
 //! ([`group_run`]), a counting proxy ([`proxy`]), a real `redis-server` ([`redis_server`]),
 //! a schema of the test PostgreSQL ([`postgres`]), the store loss of the damage soak
 //! ([`store_loss`]), the usage-correction workload ([`usage_workload`]) and the same on a
-//! group of hosts through a Redis restart ([`restart_workload`]).
+//! group of hosts through a Redis restart ([`restart_workload`]), and the certificates of
+//! the tests that reach those services over TLS ([`pki`]).
 
 pub mod crash_run;
 pub mod damage;
 pub mod group_run;
+pub mod pki;
 pub mod postgres;
 pub mod proxy;
 pub mod redis_server;

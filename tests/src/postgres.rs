@@ -23,6 +23,20 @@ impl OwnCluster {
     /// # Panics
     /// When the server is installed but does not start.
     pub fn start() -> Option<Self> {
+        Self::start_with(&[])
+    }
+
+    /// As [`Self::start`], the server speaking TLS with `pki`'s server certificate (for
+    /// `localhost`) and refusing every connection that is not encrypted.
+    ///
+    /// # Panics
+    /// As [`Self::start`].
+    pub fn start_tls(pki: &crate::pki::Pki) -> Option<Self> {
+        let (cert, key) = (pki.path("server.pem"), pki.path("server.key"));
+        Self::start_with(&["--ssl".as_ref(), cert.as_os_str(), key.as_os_str()])
+    }
+
+    fn start_with(options: &[&std::ffi::OsStr]) -> Option<Self> {
         let installed = std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|versions| {
             versions
                 .flatten()
@@ -44,6 +58,7 @@ impl OwnCluster {
         .expect("the cluster's directory opened to its server");
         let out = Command::new(crate::workspace().join("tests/postgres/start.sh"))
             .arg(dir.path().join("pg"))
+            .args(options)
             .output()
             .expect("tests/postgres/start.sh runs");
         assert!(

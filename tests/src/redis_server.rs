@@ -5,6 +5,7 @@
 //! starts one configured otherwise (evicting, without persistence). A new server holds the
 //! ownership epoch of the group under the default key prefix, as `sluice store init` makes
 //! it ([`init_group`] for another prefix); one restarted has lost it.
+//! [`RedisServer::start_tls`] starts one that speaks TLS only (`rediss://`).
 //!
 //! The binary is `$SLUICE_REDIS_SERVER` or `redis-server` on the `PATH` (Debian's
 //! `redis-server` package; `.ci/run` installs it when missing).
@@ -21,6 +22,8 @@ pub struct RedisServer {
     port: u16,
     dir: tempfile::TempDir,
     settings: Vec<String>,
+    /// It speaks TLS only.
+    tls: bool,
 }
 
 impl RedisServer {
@@ -39,24 +42,67 @@ impl RedisServer {
     /// # Panics
     /// As [`Self::start`].
     pub fn start_with(settings: &[&str]) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let mut server = Self {
-            child: None,
-            port,
-            dir: tempfile::tempdir().expect("a directory for redis"),
-            settings: settings.iter().map(|s| (*s).to_owned()).collect(),
-        };
-        server.spawn();
+        let port = free_port();
+        let settings = settings.iter().map(|s| (*s).to_owned()).collect();
+        let server = Self::spawned(port, settings, false);
         init_group(&server.url(), "sluice");
         server
     }
 
-    /// Its URL.
+    /// Starts one with the append-only file on a free loopback port that speaks TLS only,
+    /// with `pki`'s server certificate (for `localhost`) and key; with `auth_clients`, it
+    /// refuses a client that shows no certificate signed by `pki`'s CA. It holds no
+    /// ownership epoch: a test makes one through the store it reaches it by.
+    ///
+    /// # Panics
+    /// As [`Self::start`].
+    pub fn start_tls(pki: &crate::pki::Pki, auth_clients: bool) -> Self {
+        let port = free_port();
+        let file = |name: &str| pki.path(name).display().to_string();
+        let settings = [
+            "--appendonly",
+            "yes",
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--tls-cert-file",
+            &file("server.pem"),
+            "--tls-key-file",
+            &file("server.key"),
+            "--tls-ca-cert-file",
+            &file("ca.pem"),
+            "--tls-auth-clients",
+            if auth_clients { "yes" } else { "no" },
+        ];
+        Self::spawned(port, settings.map(str::to_owned).to_vec(), true)
+    }
+
+    fn spawned(port: u16, settings: Vec<String>, tls: bool) -> Self {
+        let mut server = Self {
+            child: None,
+            port,
+            dir: tempfile::tempdir().expect("a directory for redis"),
+            settings,
+            tls,
+        };
+        server.spawn();
+        server
+    }
+
+    /// Its URL: `redis://127.0.0.1:PORT`, or `rediss://localhost:PORT` (the name its
+    /// certificate is for) for one started [`Self::start_tls`].
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        if self.tls {
+            format!("rediss://localhost:{}", self.port)
+        } else {
+            format!("redis://127.0.0.1:{}", self.port)
+        }
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// Kills it (SIGKILL): its state is gone.
@@ -104,7 +150,13 @@ impl RedisServer {
             });
         self.child = Some(child);
         for _ in 0..1_000 {
-            if self.pong() {
+            // One that speaks TLS only is up once it listens.
+            let up = if self.tls {
+                TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            } else {
+                self.pong()
+            };
+            if up {
                 return;
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -156,6 +208,14 @@ impl RedisServer {
         let mut buf = [0; 7];
         s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
     }
+}
+
+/// A loopback port nothing listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
 }
 
 impl Drop for RedisServer {

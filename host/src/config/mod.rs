@@ -33,7 +33,8 @@
 //!
 //! [journal]
 //! keep_answers_days = 7             # a write's answer, to answer its resubmission (0: none)
-//! url = "postgres://sluice:PASSWORD@db:5432/sluice"  # a group's shared journal (else a file)
+//! url = "postgres://sluice:PASSWORD@db:5432/sluice"  # a group's shared journal (else a file);
+//!                                   # TLS as libpq: ?sslmode=verify-full&sslrootcert=/etc/ca.pem
 //! lease_ttl_ms = 10000              # a host gone this long, and as long again, is taken over
 //!
 //! [transport]

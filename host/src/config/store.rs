@@ -3,6 +3,11 @@
 //! ```toml
 //! [store]
 //! url = "redis://127.0.0.1:6379"   # the Redis server every host of the group uses
+//!                                  # (rediss://HOST:PORT over TLS)
+//! ca_file = "redis-ca.pem"         # rediss://: the CA its certificate is signed by
+//!                                  # (default: the operating system's roots)
+//! client_cert_file = "host.pem"    # rediss://: this host's certificate and key, for a
+//! client_key_file = "host.key"     # server that asks for one (tls-auth-clients)
 //! hosts = 4                        # hosts sharing the quotas: each paces at 1/4 of every
 //!                                  # limit while Redis cannot be reached
 //! host_id = "api-1"                # optional; default: the host name and the state dir
@@ -30,6 +35,9 @@ use crate::admission::shared::SharedConfig;
 #[serde(deny_unknown_fields, expecting = "a table")]
 struct StoreTable {
     url: Option<NonEmpty>,
+    ca_file: Option<NonEmpty>,
+    client_cert_file: Option<NonEmpty>,
+    client_key_file: Option<NonEmpty>,
     hosts: Option<Ranged<1, 10_000>>,
     host_id: Option<NonEmpty>,
     lease_ttl_ms: Option<Ranged<300, 3_600_000>>,
@@ -63,9 +71,12 @@ pub(super) fn config(
         }
     };
     let table: StoreTable = reader.read("store", table)?;
-    let url = table
-        .url
-        .ok_or_else(|| reader.invalid("store.url", "missing: the Redis URL, redis://HOST:PORT"))?;
+    let url = table.url.ok_or_else(|| {
+        reader.invalid(
+            "store.url",
+            "missing: the Redis URL, redis://HOST:PORT (rediss://HOST:PORT over TLS)",
+        )
+    })?;
     let hosts = table.hosts.ok_or_else(|| {
         reader.invalid(
             "store.hosts",
@@ -76,6 +87,9 @@ pub(super) fn config(
         url.into_string(),
         NonZeroU32::new(hosts.u32()).unwrap_or(NonZeroU32::MIN),
     );
+    config.ca_file = table.ca_file.map(|p| reader.path(p));
+    config.client_cert_file = table.client_cert_file.map(|p| reader.path(p));
+    config.client_key_file = table.client_key_file.map(|p| reader.path(p));
     config.host_id = table.host_id.map(NonEmpty::into_string);
     if let Some(ms) = table.lease_ttl_ms {
         config.lease_ttl = ms.ms();
@@ -89,6 +103,6 @@ pub(super) fn config(
     config.accept_claim_loss = table.accept_claim_loss.unwrap_or(false);
     config
         .validate()
-        .map_err(|e| reader.invalid("store", e.to_string()))?;
+        .map_err(|e| reader.invalid(&format!("store.{}", e.key()), e.to_string()))?;
     Ok(Some(config))
 }

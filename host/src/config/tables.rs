@@ -89,12 +89,21 @@ fn database_url(reader: &Reader<'_>, url: String) -> Result<DatabaseUrl, ConfigF
              with the feature, or leave the key out",
         ));
     }
-    let url = DatabaseUrl(url);
     #[cfg(feature = "postgres")]
-    if let Err(e) = <tokio_postgres::Config as std::str::FromStr>::from_str(url.expose()) {
-        return Err(reader.invalid("journal.url", format!("it does not parse: {e}")));
+    {
+        let invalid = |e: String| reader.invalid("journal.url", e);
+        let (_, params) = crate::journal::postgres::tls::split(&url).map_err(invalid)?;
+        // The service's working directory is no place to find them from.
+        if let Some((name, path)) = params.files().find(|(_, p)| p.is_relative()) {
+            return Err(invalid(format!(
+                "{name}={}: give its absolute path (the URL's paths are not taken from the \
+                 configuration's directory)",
+                path.display()
+            )));
+        }
+        crate::journal::postgres::check_url(&url).map_err(invalid)?;
     }
-    Ok(url)
+    Ok(DatabaseUrl(url))
 }
 
 /// `[transport]`.

@@ -335,3 +335,84 @@ fn a_provider_s_generations_are_read_per_model() {
         (Some(2048), None)
     );
 }
+
+/// The certificate files of the stores' TLS are read when the file is loaded: a file that
+/// cannot be used, a key without its certificate, or a setting that cannot apply is named
+/// by its key, with the file.
+#[test]
+#[cfg(all(feature = "redis", feature = "postgres"))]
+fn the_stores_tls_settings_are_checked_at_load_naming_the_key_and_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = sluice_fake_provider::tls::TestCa::new().unwrap();
+    std::fs::write(dir.path().join("ca.pem"), ca.ca_pem()).unwrap();
+    let load = |text: &str| SluiceConfig::from_toml(text, dir.path());
+    let store = |url: &str, keys: &str| format!("[store]\nurl = \"{url}\"\nhosts = 2\n{keys}\n");
+    let refused = |text: String, key: &str, says: &str| {
+        let e = load(&text).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("`{key}`")) && e.contains(says),
+            "{text}: {e}"
+        );
+    };
+    let tls = "rediss://redis.internal:6380";
+    refused(
+        store("redis://redis.internal:6379", "ca_file = \"ca.pem\""),
+        "store.ca_file",
+        "is for a rediss:// store",
+    );
+    refused(
+        store(tls, "ca_file = \"gone.pem\""),
+        "store.ca_file",
+        "gone.pem",
+    );
+    refused(
+        store(tls, "client_cert_file = \"ca.pem\""),
+        "store.client_key_file",
+        "is missing",
+    );
+    refused(
+        store(
+            tls,
+            "client_cert_file = \"ca.pem\"\nclient_key_file = \"ca.pem\"",
+        ),
+        "store.client_key_file",
+        "no usable private key",
+    );
+    refused(
+        store(&format!("{tls}/#insecure"), ""),
+        "store.url",
+        "#insecure",
+    );
+    let config = load(&store(tls, "ca_file = \"ca.pem\"")).unwrap();
+    let store = config.store.unwrap();
+    assert_eq!(store.ca_file, Some(dir.path().join("ca.pem")));
+
+    let journal = |query: &str| format!("[journal]\nurl = \"postgres://u@db:5432/j?{query}\"\n");
+    refused(
+        journal("sslmode=verify-full"),
+        "journal.url",
+        "need sslrootcert",
+    );
+    refused(
+        journal("sslmode=verify-full&sslrootcert=ca.pem"),
+        "journal.url",
+        "give its absolute path",
+    );
+    refused(
+        journal("sslmode=verify-full&sslrootcert=/nonexistent/db-ca.pem"),
+        "journal.url",
+        "/nonexistent/db-ca.pem",
+    );
+    refused(journal("sslmode=allow"), "journal.url", "sslmode=allow");
+    let ca_path = dir.path().join("ca.pem");
+    let fine = journal(&format!(
+        "sslmode=verify-full&sslrootcert={}",
+        ca_path.display()
+    ));
+    let url = load(&fine).unwrap().journal.url.unwrap();
+    assert_eq!(
+        url.shown(),
+        "postgres://u@db:5432/j",
+        "no TLS parameter is shown"
+    );
+}

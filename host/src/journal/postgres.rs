@@ -14,6 +14,8 @@
 //! COMMITTED`: [`super::Journal::write_locking`].) A commit returns once PostgreSQL has
 //! made it durable (`synchronous_commit`, on by default; the operator's documentation says
 //! to keep it on).
+//!
+//! The connections are encrypted as the URL's `sslmode` says, libpq's way ([`tls`]).
 
 use std::future::Future;
 use std::str::FromStr;
@@ -21,11 +23,13 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use super::db::{BadColumn, DbError, Row, Value};
+use crate::tls::refusal::Peer;
+
+pub(crate) mod tls;
 
 /// How long a method waits for a connection from the pool, or for a new one to be made.
 const CONNECT_PATIENCE: Duration = Duration::from_secs(5);
@@ -98,6 +102,8 @@ pub(crate) struct Postgres {
     pool: Pool,
     /// One connection of the lease's own, so that a busy pool never delays a renewal.
     lease_pool: Pool,
+    /// The server, in the words of a refused certificate.
+    peer: Peer,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -117,9 +123,34 @@ impl Drop for Postgres {
     }
 }
 
-/// `url` as it may be shown: without its password.
+/// Why the pool gave no connection: a refused certificate in the words of `peer`, what the
+/// server said when it refused the connection, else as the pool says it.
+fn pool_error(peer: &Peer, e: &deadpool_postgres::PoolError) -> String {
+    if let Some(said) = peer.explain(e) {
+        return said;
+    }
+    match e {
+        deadpool_postgres::PoolError::Backend(db) => describe(db),
+        other => other.to_string(),
+    }
+}
+
+/// Checks `url` as [`Postgres::new`] reads it, without connecting: its TLS parameters,
+/// the certificate files they name, and the rest of it.
+///
+/// # Errors
+/// What cannot work, as text naming the parameter or the file.
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
+    let (rest, params) = tls::split(url)?;
+    tls::Tls::read(&params)?;
+    tokio_postgres::Config::from_str(&rest).map_err(|e| format!("it does not parse: {e}"))?;
+    Ok(())
+}
+
+/// `url` as it may be shown: without its password (nor its TLS parameters).
 pub(crate) fn shown(url: &str) -> String {
-    match tokio_postgres::Config::from_str(url) {
+    let url = tls::split(url).map_or_else(|_| url.to_owned(), |(rest, _)| rest);
+    match tokio_postgres::Config::from_str(&url) {
         Ok(c) => {
             let user = c.get_user().map(|u| format!("{u}@")).unwrap_or_default();
             let host = c
@@ -144,13 +175,18 @@ pub(crate) fn shown(url: &str) -> String {
 }
 
 impl Postgres {
-    /// A pool of connections to `url`; none is made yet.
+    /// A pool of connections to `url`, encrypted as its `sslmode` says; none is made yet.
     ///
     /// # Errors
-    /// A URL that does not parse, or a runtime that cannot start, as text.
+    /// A URL that does not parse, a certificate file it names that cannot be used, or a
+    /// runtime that cannot start, as text.
     pub fn new(url: &str) -> Result<Self, String> {
-        let mut config = tokio_postgres::Config::from_str(url)
+        let (url, params) = tls::split(url).map_err(|e| format!("the URL's {e}"))?;
+        let tls = tls::Tls::read(&params).map_err(|e| format!("the URL's {e}"))?;
+        let mut config = tokio_postgres::Config::from_str(&url)
             .map_err(|e| format!("the URL does not parse: {e}"))?;
+        config.ssl_mode(tls.wire_mode());
+        let connector = tls.connector()?;
         // A database that stops answering fails the statement waiting on it, instead of
         // holding it forever: unless the URL says otherwise, a connection is given up when
         // it cannot be made in 5 s, or when what it sent is unacknowledged for 10 s.
@@ -180,7 +216,7 @@ impl Postgres {
         let pool = |size: usize| {
             let manager = Manager::from_config(
                 config.clone(),
-                NoTls,
+                connector.clone(),
                 ManagerConfig {
                     recycling_method: RecyclingMethod::Fast,
                 },
@@ -199,6 +235,7 @@ impl Postgres {
             runtime: Some(runtime),
             pool: pool(POOL_SIZE)?,
             lease_pool: pool(1)?,
+            peer: tls.peer,
         })
     }
 
@@ -227,6 +264,7 @@ impl Postgres {
         renewed: std::sync::Arc<std::sync::atomic::AtomicU32>,
     ) {
         let pool = self.lease_pool.clone();
+        let peer = self.peer.clone();
         self.handle.spawn(async move {
             let sql = dollars(&super::group::take_lease_sql());
             let ttl_ms = super::group::ms(ttl);
@@ -235,7 +273,7 @@ impl Postgres {
                 // Serializable, as every write of the journal: a takeover that read this
                 // lease as run out and a renewal are ordered one way or the other.
                 let attempt = async {
-                    let mut client = pool.get().await.map_err(|e| e.to_string())?;
+                    let mut client = pool.get().await.map_err(|e| pool_error(&peer, &e))?;
                     let tx = client
                         .build_transaction()
                         .isolation_level(tokio_postgres::IsolationLevel::Serializable)
@@ -269,7 +307,8 @@ impl Postgres {
     pub fn conn(&self) -> Result<PgConn, PgError> {
         let pool = self.pool.clone();
         let got = self.on_runtime(async move { pool.get().await })?;
-        got.map(PgConn).map_err(|e| PgError::Pool(e.to_string()))
+        got.map(PgConn)
+            .map_err(|e| PgError::Pool(pool_error(&self.peer, &e)))
     }
 
     /// Runs `f` in one `SERIALIZABLE` transaction, committed before this returns; run again

@@ -1,15 +1,27 @@
 //! How a host reaches the shared store, and what it assumes when it cannot.
 
 use std::num::NonZeroU32;
+use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::tls::files::{self, CaFile, CertFileError, Identity};
 
 /// The shared store's settings: `[store]` in `sluice.toml`, or
 /// [`crate::embed::SluiceBuilder::shared_store`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedConfig {
-    /// The Redis server, 7.0 or later: `redis://HOST:PORT[/DB]` (`rediss://` for TLS is not
-    /// built in).
+    /// The Redis server, 7.0 or later: `redis://HOST:PORT[/DB]`, or `rediss://HOST:PORT[/DB]`
+    /// over TLS (its certificate checked against [`Self::ca_file`], and its host name).
     pub url: String,
+    /// The CA certificates (a PEM file) a `rediss://` server's certificate must be signed
+    /// by. `None`: the operating system's roots.
+    pub ca_file: Option<PathBuf>,
+    /// The certificate (a PEM file: the client's first, then any intermediates) this host
+    /// shows a `rediss://` server that asks for one (`tls-auth-clients`), with
+    /// [`Self::client_key_file`]. `None`: none.
+    pub client_cert_file: Option<PathBuf>,
+    /// The private key of [`Self::client_cert_file`] (a PEM file).
+    pub client_key_file: Option<PathBuf>,
     /// How many hosts share the quotas. When Redis cannot be reached, each host paces every
     /// quota at its limit divided by this, so that together they stay within it.
     pub hosts: NonZeroU32,
@@ -38,6 +50,9 @@ impl SharedConfig {
     pub fn new(url: impl Into<String>, hosts: NonZeroU32) -> Self {
         Self {
             url: url.into(),
+            ca_file: None,
+            client_cert_file: None,
+            client_key_file: None,
             hosts,
             host_id: None,
             key_prefix: "sluice".into(),
@@ -58,13 +73,17 @@ impl SharedConfig {
     /// # Errors
     /// [`SharedConfigError`] naming the setting.
     pub fn validate(&self) -> Result<(), SharedConfigError> {
-        if !self.url.starts_with("redis://") {
+        if !(self.url.starts_with("redis://") || self.url.starts_with("rediss://")) {
             return Err(SharedConfigError::Url(shown(&self.url)));
+        }
+        if self.url.contains('#') {
+            return Err(SharedConfigError::Fragment(shown(&self.url)));
         }
         #[cfg(feature = "redis")]
         if ::redis::Client::open(self.url.as_str()).is_err() {
             return Err(SharedConfigError::Url(shown(&self.url)));
         }
+        self.tls()?;
         if self.lease_ttl < Duration::from_millis(300) {
             return Err(SharedConfigError::LeaseTtl(self.lease_ttl));
         }
@@ -72,6 +91,59 @@ impl SharedConfig {
             return Err(SharedConfigError::Prefix(self.key_prefix.clone()));
         }
         Ok(())
+    }
+}
+
+/// What a `rediss://` store's connections are made with: the CA to check its server's
+/// certificate against (`None`: the operating system's roots), and the client certificate
+/// to show it.
+#[derive(Debug)]
+pub struct StoreTls {
+    /// The CA file, read.
+    pub ca: Option<CaFile>,
+    /// The client certificate and key, read.
+    pub identity: Option<Identity>,
+}
+
+impl SharedConfig {
+    /// Reads the certificate files the store's TLS needs: `None` for a `redis://` store,
+    /// which names none.
+    ///
+    /// # Errors
+    /// [`SharedConfigError`] naming the setting and the file.
+    pub fn tls(&self) -> Result<Option<StoreTls>, SharedConfigError> {
+        let named = [
+            ("ca_file", &self.ca_file),
+            ("client_cert_file", &self.client_cert_file),
+            ("client_key_file", &self.client_key_file),
+        ];
+        if !self.url.starts_with("rediss://") {
+            return match named.iter().find(|(_, p)| p.is_some()) {
+                Some((key, _)) => Err(SharedConfigError::NotTls(key)),
+                None => Ok(None),
+            };
+        }
+        let ca = match &self.ca_file {
+            Some(path) => {
+                Some(files::ca(path).map_err(|e| SharedConfigError::CaFile(e.to_string()))?)
+            }
+            None => None,
+        };
+        let identity = match (&self.client_cert_file, &self.client_key_file) {
+            (Some(cert), Some(key)) => Some(files::identity(cert, key).map_err(|e| match &e {
+                CertFileError::Key { .. } | CertFileError::Mismatch { .. } => {
+                    SharedConfigError::ClientKey(e.to_string())
+                }
+                CertFileError::Unreadable(u) if u.path() == key => {
+                    SharedConfigError::ClientKey(e.to_string())
+                }
+                _ => SharedConfigError::ClientCert(e.to_string()),
+            })?),
+            (None, None) => None,
+            (Some(_), None) => return Err(SharedConfigError::Pair("client_key_file")),
+            (None, Some(_)) => return Err(SharedConfigError::Pair("client_cert_file")),
+        };
+        Ok(Some(StoreTls { ca, identity }))
     }
 }
 
@@ -88,17 +160,54 @@ fn shown(url: &str) -> String {
 /// A shared-store setting that cannot work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SharedConfigError {
-    /// Not a `redis://` URL.
+    /// Not a `redis://` or `rediss://` URL.
     #[error(
-        "{0:?} is not a Redis URL: write redis://HOST:PORT (for example redis://127.0.0.1:6379)"
+        "{0:?} is not a Redis URL: write redis://HOST:PORT (for example redis://127.0.0.1:6379), \
+         or rediss://HOST:PORT for TLS"
     )]
     Url(String),
+    /// A URL with a fragment: `#insecure` would connect without checking the certificate.
+    #[error(
+        "{0:?} ends in a #fragment: sluice always checks a rediss:// server's certificate (and \
+         #insecure would not): give the CA that signed it in ca_file"
+    )]
+    Fragment(String),
+    /// A certificate file named for a store reached in clear text.
+    #[error("{0} is for a rediss:// store (TLS); this store's URL is redis://, in clear text")]
+    NotTls(&'static str),
+    /// A client certificate without its key, or the other way round.
+    #[error("a client certificate takes both client_cert_file and client_key_file: {0} is missing")]
+    Pair(&'static str),
+    /// The CA file cannot be used: why, naming it.
+    #[error("{0}")]
+    CaFile(String),
+    /// The client certificate cannot be used: why, naming it.
+    #[error("{0}")]
+    ClientCert(String),
+    /// The client certificate's key cannot be used, or is not its key: why, naming it.
+    #[error("{0}")]
+    ClientKey(String),
     /// A lease so short that renewing it would be most of the traffic.
     #[error("a lease of {0:?} is too short: at least 300 ms (the default is 10 s)")]
     LeaseTtl(Duration),
     /// An empty prefix, or one with spaces.
     #[error("the key prefix {0:?} must be non-empty, without spaces")]
     Prefix(String),
+}
+
+impl SharedConfigError {
+    /// The `[store]` key it is about.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Self::Url(_) | Self::Fragment(_) => "url",
+            Self::NotTls(key) | Self::Pair(key) => key,
+            Self::CaFile(_) => "ca_file",
+            Self::ClientCert(_) => "client_cert_file",
+            Self::ClientKey(_) => "client_key_file",
+            Self::LeaseTtl(_) => "lease_ttl_ms",
+            Self::Prefix(_) => "key_prefix",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ use std::time::Duration;
 
 pub use answers::{Claimed, EpochCheck, Refusal, StoreError, Verdict};
 pub use claim::ClaimError;
-pub use config::{SharedConfig, SharedConfigError};
+pub use config::{SharedConfig, SharedConfigError, StoreTls};
 pub use durability::{RECHECK, Vanishing, judge as judge_durability};
 pub use gate::{Gate, GateError, Lease, Passed};
 pub use ownership::{EpochFileError, LocalActions};

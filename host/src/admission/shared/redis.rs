@@ -1,5 +1,7 @@
 //! The store on Redis: one connection (multiplexed, reconnecting by itself), the scripts of
-//! [`super::scripts`], and the keys they touch.
+//! [`super::scripts`], and the keys they touch. A `rediss://` store is reached over TLS
+//! (rustls on ring), its certificate checked against the configured CA and its host name; a
+//! certificate refused is named in the store's error ([`crate::tls::refusal`]).
 
 use std::time::Duration;
 
@@ -10,9 +12,10 @@ use super::answers::{Claimed, EpochCheck, Refusal, StoreError, Verdict};
 use super::scripts::{
     ADMIT, CLAIM, HEARTBEAT, IDLE_KEEP_MS, LEARNED_FOR_US, RENEW, SETTLE, SHARE, SLOT_POLL_US,
 };
-use super::{QuotaFigures, ScopeFigures, SharedConfig};
+use super::{QuotaFigures, ScopeFigures, SharedConfig, StoreTls};
 use crate::admission::scope::ScopeKey;
 use crate::admission::usage::Usage;
+use crate::tls::refusal::Peer;
 
 /// The shared store on Redis.
 #[derive(Clone)]
@@ -27,6 +30,8 @@ pub struct RedisStore {
     renew: Script,
     heartbeat: Script,
     claim: Script,
+    /// The server, for the words of a refused certificate (`None`: no TLS).
+    peer: Option<Peer>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -42,18 +47,32 @@ impl RedisStore {
     /// first admission, which then falls back to local pacing.
     ///
     /// # Errors
-    /// [`StoreError::Redis`] for a URL the client cannot use.
+    /// [`StoreError::Redis`] for a URL the client cannot use, or certificate files that
+    /// cannot be read.
     ///
     /// # Panics
     /// Outside a tokio runtime.
     pub fn new(config: &SharedConfig) -> Result<Self, StoreError> {
-        let client = redis::Client::open(config.url.as_str()).map_err(redis_error)?;
+        let tls = config.tls().map_err(|e| StoreError::Redis(e.to_string()))?;
+        let peer = tls.as_ref().map(|t| {
+            Peer::new(
+                "the Redis server",
+                t.ca.as_ref().map(|c| c.path.as_path()),
+                t.identity.as_ref().map(|i| i.cert_path.clone()),
+            )
+        });
+        let client = match tls {
+            None => redis::Client::open(config.url.as_str()),
+            Some(tls) => tls_client(&config.url, tls),
+        }
+        .map_err(|e| redis_error(&e, None))?;
         let manager = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.timeout))
             .set_response_timeout(Some(config.timeout))
             .set_number_of_retries(1)
             .set_max_delay(config.timeout);
-        let conn = ConnectionManager::new_lazy_with_config(client, manager).map_err(redis_error)?;
+        let conn = ConnectionManager::new_lazy_with_config(client, manager)
+            .map_err(|e| redis_error(&e, peer.as_ref()))?;
         Ok(Self {
             conn,
             prefix: config.key_prefix.clone(),
@@ -65,6 +84,7 @@ impl RedisStore {
             renew: Script::new(RENEW),
             heartbeat: Script::new(HEARTBEAT),
             claim: Script::new(CLAIM),
+            peer,
         })
     }
 
@@ -509,14 +529,38 @@ impl RedisStore {
         f: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, StoreError> {
         match tokio::time::timeout(self.timeout, f).await {
-            Ok(r) => r.map_err(redis_error),
+            Ok(r) => r.map_err(|e| redis_error(&e, self.peer.as_ref())),
             Err(_) => Err(StoreError::Timeout(self.timeout)),
         }
     }
 }
 
-fn redis_error(e: redis::RedisError) -> StoreError {
-    StoreError::Redis(e.to_string())
+/// A client for the `rediss://` store at `url`, trusting `tls.ca` (else the operating
+/// system's roots) and showing `tls.identity` when the server asks for a certificate.
+fn tls_client(url: &str, tls: StoreTls) -> redis::RedisResult<redis::Client> {
+    // The Redis client builds its TLS settings on the process's crypto provider: ring, as
+    // every TLS connection of sluice, unless the embedding program chose one already.
+    let _ =
+        rustls::crypto::CryptoProvider::install_default(rustls::crypto::ring::default_provider());
+    redis::Client::build_with_tls(
+        url,
+        redis::TlsCertificates {
+            client_tls: tls.identity.map(|i| redis::ClientTlsConfig {
+                client_cert: i.cert_pem,
+                client_key: i.key_pem,
+            }),
+            root_cert: tls.ca.map(|c| c.pem),
+        },
+    )
+}
+
+/// The store's error for `e`: a refused certificate in the words of `peer` (the server
+/// reached over TLS), anything else as the client says it.
+fn redis_error(e: &redis::RedisError, peer: Option<&Peer>) -> StoreError {
+    StoreError::Redis(
+        peer.and_then(|p| p.explain(e))
+            .unwrap_or_else(|| e.to_string()),
+    )
 }
 
 fn micros(d: Duration) -> u64 {

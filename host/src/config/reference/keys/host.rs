@@ -200,10 +200,17 @@ pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
         key: "journal.url",
         kind: "string",
         default: "`journal.sqlite` in the state directory",
-        range: "a postgres:// URL",
+        range: "a postgres:// URL; libpq's sslmode, sslrootcert, sslcert and sslkey with \
+            absolute paths",
         what: "The PostgreSQL database a group of hosts keeps its journal in: writes, \
             escalations, decisions and budget use, each action owned by the host that \
-            recorded it. Every host of the group names the same one.",
+            recorded it. Every host of the group names the same one. TLS as libpq: \
+            `?sslmode=verify-full&sslrootcert=/etc/sluice/db-ca.pem` checks the server's \
+            certificate against that CA and the URL's host name; `verify-ca` the CA only; \
+            `require` encrypts without checking unless `sslrootcert` is given; `prefer` (the \
+            default) encrypts when the server offers it; `disable` never. `sslrootcert=system` \
+            trusts the operating system's roots (with `verify-full`). `sslcert` and `sslkey`: \
+            a client certificate and its key.",
     },
     KeyDoc {
         key: "journal.lease_ttl_ms",
@@ -317,8 +324,34 @@ pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
         key: "store.url",
         kind: "string",
         default: "required",
-        range: "a redis:// URL",
-        what: "The Redis server (7.0 or later) every host of the group names.",
+        range: "a redis:// or rediss:// URL",
+        what: "The Redis server (7.0 or later) every host of the group names: `redis://HOST:PORT` \
+            in clear text, `rediss://HOST:PORT` over TLS (its certificate checked against \
+            `ca_file` and the URL's host name; no `#insecure`).",
+    },
+    KeyDoc {
+        key: "store.ca_file",
+        kind: "path",
+        default: "none (the operating system's roots)",
+        range: "a PEM file of CA certificates; with rediss:// only",
+        what: "The CA that signed the Redis server's certificate (a managed Redis's CA bundle). \
+            A certificate it did not sign is refused, saying so.",
+    },
+    KeyDoc {
+        key: "store.client_cert_file",
+        kind: "path",
+        default: "none",
+        range: "a PEM file; with rediss:// and `client_key_file` only",
+        what: "This host's certificate (then any intermediates), shown to a Redis server that \
+            asks for one (`tls-auth-clients yes`).",
+    },
+    KeyDoc {
+        key: "store.client_key_file",
+        kind: "path",
+        default: "none",
+        range: "a PEM file (PKCS#8, PKCS#1 or SEC1); with `client_cert_file` only",
+        what: "The private key of `client_cert_file`; a key that is not the certificate's is \
+            refused when the file is loaded.",
     },
     KeyDoc {
         key: "store.hosts",
