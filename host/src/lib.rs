@@ -191,6 +191,7 @@ pub use embed::{BuildError, Sluice, SluiceBuilder};
 pub use execute::{
     Call, NextAction, NotRecorded, Outcome, PartialStream, Reason, Stream, StreamOutcome, Terminal,
 };
+pub use observe::propagate::{TRACE_HEADERS, TraceContext, install_trace_context};
 pub use plugin::{ComponentCache, RuntimeConfig};
 pub use reload::{ReloadError, Reloaded};
 pub use transport::Transport;

@@ -222,12 +222,16 @@ impl Executor {
             let span = cx.span;
             loop {
                 let (p, t) = (&mut underway.p, &mut underway.t);
-                let attempt = trace::attempt_span(span, t.attempts + 1);
+                let model = p.req.digest.string("model");
+                let attempt = trace::attempt_span(span, cx.call, t.attempts + 1, model.as_deref());
                 let sent_before = t.attempts;
                 let step = self.attempt(cx, p, t, observer);
                 if let Some(run) = step.instrument(attempt).await {
                     // It ends here: its paths and its charge are settled below, not left.
                     underway.ended();
+                    if let Some(billed) = &underway.p.billed {
+                        trace::usage(span, &billed.0);
+                    }
                     let (p, reservation) = (&underway.p, underway.reservation.take());
                     return match run {
                         Run::Done(outcome) => {
@@ -326,6 +330,7 @@ impl Executor {
         if let Err(open) = before_plan {
             return Err(breaker_open(&mut Tally::default(), open));
         }
+        trace::model(span, model.as_deref());
         let mut p = self.prepare(call, (req, model, generation_timeout), paths, &policy);
         span.record("tenant", p.tenant.as_str());
         if call.tenant.is_none() {
@@ -379,6 +384,7 @@ impl Executor {
             p.req.url = self.url_of(call);
         }
         p.req.now_ms = self.clock.wall_ms();
+        trace_headers(&mut p.req, trace::outbound_headers());
         if let Err(why) = observer.before_send(t.attempts + 1) {
             let end = std::mem::take(t).end(Reason::NotRecorded(why), NextAction::RetryLater(None));
             return Some(Run::Done(end));
@@ -565,6 +571,20 @@ impl Executor {
             };
             Ok(permit)
         }
+    }
+}
+
+/// Puts `traced` (the attempt's `traceparent` and `tracestate`) in `req`'s headers in place
+/// of the caller's; nothing when it is empty (no trace context installed).
+fn trace_headers(req: &mut Request, traced: Vec<(String, String)>) {
+    if traced.is_empty() {
+        return;
+    }
+    let kept = crate::headers::field_pairs(&req.headers)
+        .filter(|(n, _)| !crate::observe::propagate::is_trace_header(n));
+    let traced = traced.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+    if let Ok(block) = encode_fields(kept.chain(traced)) {
+        req.headers = block;
     }
 }
 

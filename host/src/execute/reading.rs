@@ -120,6 +120,7 @@ impl Executor {
                 );
             }
             if let Some(billed) = charge::billed(p.estimate, &reading.usage) {
+                trace::usage(&tracing::Span::current(), &billed);
                 p.billed = Some(Box::new((billed, charge::cache_use(&reading.usage))));
             }
         }

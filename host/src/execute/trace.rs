@@ -10,7 +10,7 @@ use tracing::field::Empty;
 
 use super::attempt::Run;
 use super::{Call, Outcome, Reason};
-use crate::admission::Refused;
+use crate::admission::{Refused, Usage};
 use crate::contract::Verdict;
 use crate::observe::{self, ATTEMPT_SPAN, CALL_SPAN, Handles};
 use crate::retry::Next;
@@ -41,10 +41,12 @@ impl Default for CallMetrics {
     }
 }
 
-/// The span of one logical call. Its tenant, attempts, status, outcome and time in the queue
-/// are recorded as they become known.
+/// The span of one logical call. Its tenant, model, attempts, status, outcome, time in the
+/// queue and usage are recorded as they become known. Its parent is the trace context the
+/// call's headers carry, when a [`TraceContext`](observe::propagate::TraceContext) is
+/// installed.
 pub(super) fn call_span(call: &Call) -> Span {
-    tracing::info_span!(
+    let span = tracing::info_span!(
         CALL_SPAN,
         provider = %call.provider,
         credential = %call.sent_with(),
@@ -54,20 +56,57 @@ pub(super) fn call_span(call: &Call) -> Span {
         status = Empty,
         outcome = Empty,
         waited_ms = Empty,
-    )
+        gen_ai.system = %call.provider,
+        gen_ai.request.model = Empty,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+    );
+    if let Some(context) = observe::propagate::installed() {
+        context.adopt(&span, &call.headers);
+    }
+    span
+}
+
+/// The model the call's body names, on its span.
+pub(super) fn model(call_span: &Span, model: Option<&str>) {
+    if let Some(model) = model {
+        call_span.record(observe::GEN_AI_REQUEST_MODEL, model);
+    }
 }
 
 /// The span of attempt `attempt` (from 1), a child of `call`'s.
-pub(super) fn attempt_span(call: &Span, attempt: u32) -> Span {
+pub(super) fn attempt_span(
+    call_span: &Span,
+    call: &Call,
+    attempt: u32,
+    model: Option<&str>,
+) -> Span {
     tracing::info_span!(
-        parent: call,
+        parent: call_span,
         ATTEMPT_SPAN,
         attempt,
+        admitted = Empty,
         waited_ms = Empty,
         status = Empty,
         verdict = Empty,
         decision = Empty,
+        gen_ai.system = %call.provider,
+        gen_ai.request.model = model,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
     )
+}
+
+/// The trace headers the attempt in flight (the current span) carries to the provider, from
+/// the installed [`TraceContext`](observe::propagate::TraceContext); empty without one.
+pub(super) fn outbound_headers() -> Vec<(String, String)> {
+    observe::propagate::installed().map_or_else(Vec::new, |c| c.headers(&Span::current()))
+}
+
+/// The usage an answer reported as billed, on `span` (the attempt's, or the call's).
+pub(super) fn usage(span: &Span, billed: &Usage) {
+    span.record(observe::GEN_AI_INPUT_TOKENS, billed.input_tokens);
+    span.record(observe::GEN_AI_OUTPUT_TOKENS, billed.output_tokens);
 }
 
 /// An attempt was admitted after `waited` in the queue; `queued` is the call's whole time
@@ -80,7 +119,9 @@ pub(super) fn admitted(
     waited: Duration,
     queued: Duration,
 ) {
-    Span::current().record("waited_ms", millis(waited));
+    let attempt = Span::current();
+    attempt.record("admitted", true);
+    attempt.record("waited_ms", millis(waited));
     call_span.record("waited_ms", millis(queued));
     (handles.admitted)
         .get([&call.provider, call.sent_with(), tenant])
@@ -93,6 +134,7 @@ pub(super) fn admitted(
 /// The queue let the attempt go without admitting it: it expired or was cancelled while it
 /// waited. A refusal at submit is reported by admission itself.
 pub(super) fn left_queue(call: &Call, refused: &Refused) {
+    Span::current().record("admitted", false);
     let reason = match refused {
         Refused::Rejected(_) => return,
         Refused::Expired(_) => "expired",

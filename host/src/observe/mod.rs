@@ -18,8 +18,17 @@
 //!
 //! | span | where | fields |
 //! |---|---|---|
-//! | `sluice.call` | one per logical call (`Executor::execute`, `execute_stream`) | `provider`, `credential`, `class` (`read`, `idempotent-write`, `uncertain-write`), `tenant`, `attempts`, `status` (the last HTTP status), `outcome` (`succeeded`, `streaming`, or why it ended: [`outcome`]), `waited_ms` (time in the admission queue, all attempts) |
-//! | `sluice.attempt` | one per attempt, a child of its call's span | `attempt` (from 1), `waited_ms` (time in the admission queue), `status` (HTTP; empty when none came back), `verdict` (the plugin's reading: `success`, `rate-limited`, ...), `decision` (`done`, `retry`, `stop`) |
+//! | `sluice.call` | one per logical call (`Executor::execute`, `execute_stream`) | `provider`, `credential`, `class` (`read`, `idempotent-write`, `uncertain-write`), `tenant`, `attempts`, `status` (the last HTTP status), `outcome` (`succeeded`, `streaming`, or why it ended: [`outcome`]), `waited_ms` (time in the admission queue, all attempts), and the GenAI ones below |
+//! | `sluice.attempt` | one per attempt, a child of its call's span | `attempt` (from 1), `admitted` (`true` once the queue let it go, `false` when it left the queue unadmitted), `waited_ms` (time in the admission queue), `status` (HTTP; empty when none came back), `verdict` (the plugin's reading: `success`, `rate-limited`, ...), `decision` (`done`, `retry`, `stop`), and the GenAI ones below |
+//!
+//! Both spans also carry the attributes of OpenTelemetry's GenAI semantic conventions, so
+//! that a platform that traces agent runs reads them as model calls: `gen_ai.system` (the
+//! provider, as configured), `gen_ai.request.model` (the body's `model`, when it names
+//! one), and, once an answer reported its usage, `gen_ai.usage.input_tokens` and
+//! `gen_ai.usage.output_tokens` (on the attempt that got the answer, and on the call: its
+//! last answer's). A stream's usage is known only at its end, after the call's span closed:
+//! it is not on the spans. The trace context a call carries in and out (`traceparent`) is
+//! [`propagate`]'s.
 //!
 //! # Events
 //!
@@ -85,6 +94,7 @@
 //! for its life.
 
 mod handles;
+pub mod propagate;
 
 pub use handles::{Handle, Handles, MAX_KEPT};
 
@@ -160,6 +170,14 @@ pub const POOL_FAILOVERS: &str = "sluice_pool_failovers_total";
 pub const CALL_SPAN: &str = "sluice.call";
 /// The span of one attempt, a child of its call's.
 pub const ATTEMPT_SPAN: &str = "sluice.attempt";
+/// The GenAI semantic conventions' attribute of the provider's system, on both spans.
+pub const GEN_AI_SYSTEM: &str = "gen_ai.system";
+/// The GenAI attribute of the model the request names, on both spans.
+pub const GEN_AI_REQUEST_MODEL: &str = "gen_ai.request.model";
+/// The GenAI attribute of the input tokens an answer reported.
+pub const GEN_AI_INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
+/// The GenAI attribute of the output tokens an answer reported.
+pub const GEN_AI_OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
 
 /// Describes every metric to the installed recorder (an exporter prints it as `# HELP`):
 /// call it once, after installing the recorder.
