@@ -69,6 +69,7 @@ pub mod reference;
 mod serve;
 mod store;
 mod tables;
+mod telemetry;
 #[cfg(test)]
 mod tests;
 
@@ -90,6 +91,7 @@ pub use serve::{
     AdminConfig, AgentConfig, AgentProviderKeys, DEFAULT_ADMIN_MAX_CONNECTIONS, ErrorShape,
     PriorityAboveAllowed, ServeConfig, ServeProvider, TokenSource,
 };
+pub use telemetry::{ExportHeaders, HTTP_PROTOBUF, TelemetryConfig};
 
 /// The largest configuration file read, in bytes.
 pub use crate::admission::config::MAX_FILE_BYTES;
@@ -122,6 +124,9 @@ pub struct SluiceConfig {
     pub store: Option<admission::shared::SharedConfig>,
     /// The `[journal]` table.
     pub journal: JournalConfig,
+    /// Export over OpenTelemetry's protocol (the `[telemetry]` table); `sluice serve` reads
+    /// it, the library does not.
+    pub telemetry: TelemetryConfig,
 }
 
 /// The `[journal]` table.

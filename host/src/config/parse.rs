@@ -16,6 +16,7 @@ use super::plugin::{LimitsTable, Reload};
 use super::read::{NonEmpty, Reader, one_line, under};
 use super::serve::ServeTable;
 use super::tables::{AuditTable, JournalTable, PluginsTable, TransportTable};
+use super::telemetry::TelemetryTable;
 use super::{ConfigFileError, ProviderSetup, SluiceConfig};
 use crate::admission;
 use crate::credentials::CredentialSource;
@@ -32,6 +33,7 @@ const ROOT_KEYS: &[&str] = &[
     "serve",
     "budgets",
     "store",
+    "telemetry",
 ];
 
 /// The keys of `[providers.NAME]` that are the host's.
@@ -67,6 +69,7 @@ struct HostFile {
     budgets: BudgetsTable,
     /// A table, or the string `"memory"`: read by [`super::store`].
     store: Option<Value>,
+    telemetry: Option<TelemetryTable>,
     providers: BTreeMap<String, ProviderTable>,
     tiers: BTreeMap<String, TierBudgets>,
     tenants: TenantBudgets,
@@ -124,6 +127,7 @@ pub(super) fn parse(
             .config(&reader, file.tiers, file.tenants, prices)?,
         store: super::store::config(&reader, file.store)?,
         journal: file.journal.config(&reader)?,
+        telemetry: TelemetryTable::config(file.telemetry, &reader)?,
     };
     super::serve::reconcile(origin, &mut config)?;
     pool_members(origin, &config)?;

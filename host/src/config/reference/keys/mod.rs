@@ -6,6 +6,7 @@ mod host;
 mod pools;
 mod providers;
 mod serve;
+mod telemetry;
 
 use super::KeyDoc;
 
@@ -19,4 +20,5 @@ pub fn keys() -> impl Iterator<Item = &'static KeyDoc> {
         .chain(admission::TENANTS)
         .chain(host::HOST)
         .chain(serve::SERVE)
+        .chain(telemetry::TELEMETRY)
 }
