@@ -12,6 +12,7 @@ mod plugin_template;
 mod serve_cmd;
 mod stop;
 mod store_cmd;
+mod telemetry;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -95,21 +96,47 @@ fn count(n: impl Into<u64>, noun: &str) -> String {
     }
 }
 
-fn main() -> ExitCode {
-    // `SLUICE_LOG`, else `RUST_LOG`, else warnings only. A span's fields show on each line
-    // logged inside it, and with `sluice=info` each call and attempt prints a line when it
-    // closes (`sluice::observe` lists them).
+/// Installs the process's subscriber: log lines on stderr and, with `tracer`, every span of
+/// sluice's at `info` and above exported through it (`telemetry`).
+///
+/// The lines are those `SLUICE_LOG` asks for, else `RUST_LOG`, else warnings only. A span's
+/// fields show on each line logged inside it, and with `sluice=info` each call and attempt
+/// prints a line when it closes (`sluice::observe` lists them). The export has a filter of
+/// its own: what is logged does not change what is exported, nor the other way round.
+fn subscribe(tracer: Option<opentelemetry_sdk::trace::Tracer>) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let lines = tracing_subscriber::fmt::layer()
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_writer(std::io::stderr)
         // Colour codes only for a person at a terminal, never in a file or a pipe.
         .with_ansi(std::io::stderr().is_terminal())
+        .with_filter(filter);
+    let exported = tracer.map(|tracer| {
+        let sluice = tracing_subscriber::filter::Targets::new()
+            .with_target("sluice", tracing::Level::INFO)
+            .with_target("sluice_serve", tracing::Level::INFO);
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_filter(sluice)
+    });
+    tracing_subscriber::registry()
+        .with(exported)
+        .with(lines)
         .init();
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `sluice serve` subscribes once it has read its configuration: its `[telemetry]` may
+    // export the spans.
+    if !matches!(cli.command, Command::Serve(_)) {
+        subscribe(None);
+    }
     let result = match cli.command {
         Command::Plugin { command } => plugin_cmd::run(command),
         Command::Config { command } => config_cmd::run(command),

@@ -27,6 +27,7 @@ use sluice_fake_provider::{FakeConfig, FakeProvider, SteadyFaults, Style};
 use sluice_serve::Sidecar;
 
 use crate::stop::Stop;
+use crate::telemetry;
 
 /// `sluice serve` options.
 #[derive(Debug, clap::Args)]
@@ -81,16 +82,69 @@ const FAKE_KEY: &str = "fake-provider-key";
 const FAKE_KEPT: usize = 1_000;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut config = SluiceConfig::from_file(&args.config)?;
-    // Installed before the runtime starts; `/metrics` on the admin API renders it.
-    let metrics = crate::prometheus()?
-        .install_recorder()
-        .context("installing the metrics recorder")?;
+    let config = match SluiceConfig::from_file(&args.config) {
+        Ok(config) => config,
+        Err(e) => {
+            crate::subscribe(None);
+            return Err(e.into());
+        }
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    rt.block_on(async move {
+    // `[telemetry]` and `OTEL_*`: off unless one of them asks.
+    let exported = telemetry::settings::resolve(&config.telemetry, |name| std::env::var(name).ok())
+        .context("[telemetry]")
+        .and_then(|s| {
+            s.map(|s| telemetry::start(&s, rt.handle().clone()))
+                .transpose()
+        });
+    let (telemetry, tracer, otel_metrics) = match exported {
+        Ok(Some(p)) => (Some(p.telemetry), p.tracer, p.recorder),
+        Ok(None) => (None, None, None),
+        Err(e) => {
+            crate::subscribe(None);
+            return Err(e);
+        }
+    };
+    crate::subscribe(tracer);
+    // Installed before the host is built; `/metrics` on the admin API renders it, and with
+    // `[telemetry]` the same series go to the collector too.
+    let prometheus = crate::prometheus()?.build_recorder();
+    let metrics = prometheus.handle();
+    let installed = match otel_metrics {
+        Some(otel) => {
+            let both = metrics_util::layers::FanoutBuilder::default()
+                .add_recorder(prometheus)
+                .add_recorder(otel)
+                .build();
+            metrics::set_global_recorder(both)
+                .map(|()| sluice::observe::describe())
+                .map_err(|_| "another recorder was installed")
+        }
+        None => {
+            metrics::set_global_recorder(prometheus).map_err(|_| "another recorder was installed")
+        }
+    };
+    installed
+        .map_err(anyhow::Error::msg)
+        .context("installing the metrics recorder")?;
+    let served = rt.block_on(serve(args, config, metrics));
+    // On the main thread, while the runtime's workers still run the last exports.
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
+    served
+}
+
+/// Serves until a stop signal, then stops gracefully.
+async fn serve(
+    args: ServeArgs,
+    mut config: SluiceConfig,
+    metrics: metrics_exporter_prometheus::PrometheusHandle,
+) -> anyhow::Result<ExitCode> {
+    {
         let mut stop = Stop::listen().context("listening for stop signals")?;
         let mut fakes = Vec::new();
         let mut builder = Sluice::builder();
@@ -192,7 +246,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         drop(fakes);
         drop(temp);
         Ok(ExitCode::SUCCESS)
-    })
+    }
 }
 
 /// Why `sluice serve` does not start with its signing key beside the log, and what to do.

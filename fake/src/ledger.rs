@@ -27,8 +27,11 @@ pub struct Attempt {
     pub connection: u64,
     /// Its `Idempotency-Key`, if it had one.
     pub idempotency_key: Option<String>,
-    /// The names of its headers, lower case, in the order they came (values are not kept).
+    /// The names of its headers, lower case, in the order they came (values are not kept,
+    /// but for the trace context's below).
     pub headers: Vec<String>,
+    /// Its `traceparent` (W3C Trace Context), if it had one: whose trace it is part of.
+    pub traceparent: Option<String>,
     /// The status answered; `None` if the connection was dropped or the attempt hangs.
     pub status: Option<u16>,
     /// Tokens the attempt was charged against the provider's tokens per minute (0 when it

@@ -168,6 +168,11 @@ async fn attempt(
             version,
             connection,
             idempotency_key: key.clone(),
+            traceparent: parts
+                .headers
+                .get("traceparent")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
             headers: parts
                 .headers
                 .keys()

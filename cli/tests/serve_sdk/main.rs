@@ -22,6 +22,7 @@ mod money;
 mod neighbours;
 mod never_twice;
 mod node;
+mod otel;
 mod pools;
 mod python;
 mod raw;

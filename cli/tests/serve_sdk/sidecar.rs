@@ -299,6 +299,11 @@ impl Sidecar {
             .env("SDK_TEST_PAYMENTS_KEY", PAYMENTS_KEY)
             .env("SDK_TEST_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("RUST_LOG", "warn")
+            // Telemetry only where a test's `[telemetry]` asks: never to a collector the
+            // environment of the tests names.
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
             .stdin(Stdio::null())
             .stdout(Stdio::null());
         command
