@@ -618,3 +618,38 @@ fn breaker_open(t: &mut Tally, open: crate::retry::Open) -> Outcome {
         NextAction::RetryLater(Some(after)),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::trace_headers;
+    use crate::contract::{Request, RequestClass};
+
+    fn request(headers: &str) -> Request {
+        Request::new(
+            "POST",
+            "http://p/v1",
+            RequestClass::Read,
+            headers.to_owned(),
+            "",
+            0,
+        )
+    }
+
+    #[test]
+    fn an_attempts_trace_headers_replace_the_callers_and_nothing_else() {
+        let mut req =
+            request("content-type:application/json\nTraceparent:00-aa-bb-01\nTracestate:k=v\n");
+        trace_headers(
+            &mut req,
+            vec![("traceparent".to_owned(), "00-aa-cc-01".to_owned())],
+        );
+        assert_eq!(
+            req.headers,
+            "content-type:application/json\ntraceparent:00-aa-cc-01\n"
+        );
+        // No trace context installed: the caller's go on as they came.
+        let mut req = request("traceparent:00-aa-bb-01\n");
+        trace_headers(&mut req, Vec::new());
+        assert_eq!(req.headers, "traceparent:00-aa-bb-01\n");
+    }
+}
