@@ -3,6 +3,7 @@
 //! parent of the call's span, and each attempt carries its own span's to the provider.
 
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::TraceContextExt as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
@@ -39,8 +40,11 @@ impl Injector for Written {
 impl sluice::TraceContext for W3c {
     fn adopt(&self, call: &Span, headers: &[(String, String)]) {
         let parent = self.0.extract(&Headers(headers));
-        // Without a valid `traceparent`, the context is empty and the call starts a trace.
-        let _ = call.set_parent(parent);
+        // Without a valid `traceparent` the call keeps the parent it has: the span it was
+        // made in, if any (an embedder's), else none, and it starts a trace of its own.
+        if parent.span().span_context().is_valid() {
+            let _ = call.set_parent(parent);
+        }
     }
 
     fn headers(&self, attempt: &Span) -> Vec<(String, String)> {

@@ -242,6 +242,20 @@ fn a_call_is_exported_as_spans_in_the_agents_trace_and_the_provider_gets_the_att
         parts[2], AGENT_SPAN,
         "the attempt's span is the parent: {sent}"
     );
+    // A call without one starts a trace of its own, which the provider is sent.
+    let answer = post(&sidecar, AGENT_CHAT, &[], CHAT);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let own = world.openai.attempts()[1].traceparent.clone();
+    let own_trace = own
+        .as_deref()
+        .and_then(|t| t.split('-').nth(1))
+        .map(str::to_owned);
+    assert!(
+        own_trace
+            .as_deref()
+            .is_some_and(|t| t != AGENT_TRACE && t.len() == 32),
+        "{own:?}"
+    );
 
     // The metrics arrive on their interval, while the sidecar runs.
     let deadline = Deadline::after(Duration::from_secs(30));
@@ -258,14 +272,16 @@ fn a_call_is_exported_as_spans_in_the_agents_trace_and_the_provider_gets_the_att
     for span in &spans {
         eprintln!("received: {}", shown(span));
     }
-    let call = spans
-        .iter()
-        .find(|s| s.name == "sluice.call")
-        .unwrap_or_else(|| panic!("no sluice.call span among {} spans", spans.len()));
-    let attempt = spans
-        .iter()
-        .find(|s| s.name == "sluice.attempt")
-        .expect("a sluice.attempt span");
+    let in_trace = |name: &str, trace: &str| {
+        spans
+            .iter()
+            .find(|s| s.name == name && hex(&s.trace_id) == trace)
+            .unwrap_or_else(|| panic!("no {name} span in trace {trace} among {}", spans.len()))
+    };
+    let call = in_trace("sluice.call", AGENT_TRACE);
+    let attempt = in_trace("sluice.attempt", AGENT_TRACE);
+    let own_call = in_trace("sluice.call", own_trace.as_deref().unwrap());
+    assert!(own_call.parent_span_id.is_empty(), "{}", shown(own_call));
     assert_eq!(hex(&call.trace_id), AGENT_TRACE, "{}", shown(call));
     assert_eq!(hex(&call.parent_span_id), AGENT_SPAN, "{}", shown(call));
     assert_eq!(hex(&attempt.trace_id), AGENT_TRACE, "{}", shown(attempt));

@@ -20,7 +20,8 @@ pub const TRACE_HEADERS: [&str; 2] = ["traceparent", "tracestate"];
 pub trait TraceContext: Send + Sync + std::fmt::Debug {
     /// Makes the context in `headers` (the call's, as the caller gave them: `traceparent`,
     /// `tracestate`) the parent of `call`, the call's span, before it is first entered. A
-    /// call without one, or with one that does not parse, starts a trace of its own.
+    /// call without one, or with one that does not parse, keeps the parent it has (the span
+    /// it was made in, if any; else it starts a trace of its own).
     fn adopt(&self, call: &Span, headers: &[(String, String)]);
 
     /// The trace headers an attempt carries to the provider: the context of `attempt`, its
