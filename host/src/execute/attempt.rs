@@ -222,8 +222,12 @@ impl Executor {
             let span = cx.span;
             loop {
                 let (p, t) = (&mut underway.p, &mut underway.t);
-                let model = p.req.digest.string("model");
-                let attempt = trace::attempt_span(span, cx.call, t.attempts + 1, model.as_deref());
+                // The model read in a block of its own: a call waiting in the queue keeps no
+                // copy of it (`benches/call_memory.rs`).
+                let attempt = {
+                    let model = p.req.digest.string("model");
+                    trace::attempt_span(span, cx.call, t.attempts + 1, model.as_deref())
+                };
                 let sent_before = t.attempts;
                 let step = self.attempt(cx, p, t, observer);
                 if let Some(run) = step.instrument(attempt).await {
