@@ -44,12 +44,8 @@ pub fn start(settings: &Settings, runtime: tokio::runtime::Handle) -> anyhow::Re
     let resource = Resource::builder()
         .with_service_name(settings.service_name.clone())
         .build();
-    let client = client::OnRuntime::new(runtime, settings.timeout);
-    let headers = settings.headers.as_ref().map(|h| {
-        h.0.iter()
-            .cloned()
-            .collect::<std::collections::HashMap<_, _>>()
-    });
+    let headers = settings.headers.as_ref().map_or(&[][..], |h| &h.0[..]);
+    let client = client::OnRuntime::new(runtime, settings.timeout, headers)?;
     let mut tracer = None;
     let mut provider = None;
     if settings.traces {
@@ -60,9 +56,6 @@ pub fn start(settings: &Settings, runtime: tokio::runtime::Handle) -> anyhow::Re
             .with_timeout(settings.timeout);
         if let Some(endpoint) = &settings.endpoint {
             builder = builder.with_endpoint(signal_url(endpoint, "traces"));
-        }
-        if let Some(headers) = &headers {
-            builder = builder.with_headers(headers.clone());
         }
         let exporter = builder.build().context("the OTLP span exporter")?;
         let traces = SdkTracerProvider::builder()
@@ -84,9 +77,6 @@ pub fn start(settings: &Settings, runtime: tokio::runtime::Handle) -> anyhow::Re
             .with_timeout(settings.timeout);
         if let Some(endpoint) = &settings.endpoint {
             builder = builder.with_endpoint(signal_url(endpoint, "metrics"));
-        }
-        if let Some(headers) = headers {
-            builder = builder.with_headers(headers);
         }
         let exporter = builder.build().context("the OTLP metric exporter")?;
         let reader = PeriodicReader::builder(exporter)

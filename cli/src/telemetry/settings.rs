@@ -25,7 +25,8 @@ pub struct Settings {
     /// variables, else `http://localhost:4318`.
     pub endpoint: Option<String>,
     pub service_name: String,
-    /// The table's headers; `None`: `OTEL_EXPORTER_OTLP_HEADERS`, read by the exporter.
+    /// The table's headers, set on each export over the exporter's own (which come from
+    /// `OTEL_EXPORTER_OTLP_HEADERS`); `None`: the variable's alone.
     pub headers: Option<ExportHeaders>,
     pub traces: bool,
     pub metrics: bool,

@@ -19,7 +19,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
 
 use crate::raw::post;
-use crate::sidecar::{Deadline, World};
+use crate::sidecar::{Deadline, Sidecar, World};
 
 const AGENT_CHAT: &str = "/openai/v1/chat/completions";
 const CHAT: &str =
@@ -36,6 +36,8 @@ fn agent_traceparent() -> String {
 #[derive(Default)]
 struct Received {
     traces: Vec<ExportTraceServiceRequest>,
+    /// The `x-collector-token` and `x-tenant-of-collector` each export came with.
+    tokens: Vec<(Option<String>, Option<String>)>,
     metrics: Vec<ExportMetricsServiceRequest>,
     /// Any other path asked for, and any body that did not decode.
     other: Vec<String>,
@@ -132,6 +134,7 @@ fn serve(stream: TcpStream, received: &Mutex<Received>) {
         }
         let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
         let mut length = 0;
+        let (mut token, mut tenant) = (None, None);
         loop {
             let mut line = String::new();
             if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -141,10 +144,14 @@ fn serve(stream: TcpStream, received: &Mutex<Received>) {
             if line.is_empty() {
                 break;
             }
-            if let Some((n, v)) = line.split_once(':')
-                && n.eq_ignore_ascii_case("content-length")
-            {
-                length = v.trim().parse().unwrap_or(0);
+            if let Some((n, v)) = line.split_once(':') {
+                let v = v.trim();
+                match n.to_ascii_lowercase().as_str() {
+                    "content-length" => length = v.parse().unwrap_or(0),
+                    "x-collector-token" => token = Some(v.to_owned()),
+                    "x-tenant-of-collector" => tenant = Some(v.to_owned()),
+                    _ => {}
+                }
             }
         }
         let mut body = vec![0; length];
@@ -153,6 +160,7 @@ fn serve(stream: TcpStream, received: &Mutex<Received>) {
         }
         {
             let mut r = received.lock().unwrap();
+            r.tokens.push((token, tenant));
             match path.as_str() {
                 "/v1/traces" => match ExportTraceServiceRequest::decode(&body[..]) {
                     Ok(t) => r.traces.push(t),
@@ -220,11 +228,13 @@ fn a_call_is_exported_as_spans_in_the_agents_trace_and_the_provider_gets_the_att
     world.configure(|text| {
         text + &format!(
             "\n[telemetry]\nendpoint = \"{}\"\nservice_name = \"sluice-under-test\"\n\
-             metrics_interval_ms = 200\n",
+             metrics_interval_ms = 200\n[telemetry.headers]\nx-collector-token = \"from-table\"\n",
             receiver.url
         )
     });
-    let sidecar = world.serve();
+    // The variable's headers are sent too; where both name one, the table's value.
+    let headers = "x-collector-token=from-env,x-tenant-of-collector=env";
+    let sidecar = Sidecar::start_in(&world.config(), &[("OTEL_EXPORTER_OTLP_HEADERS", headers)]);
     let traceparent = agent_traceparent();
     let answer = post(&sidecar, AGENT_CHAT, &[("traceparent", &traceparent)], CHAT);
     assert_eq!(answer.status, 200, "{answer:?}");
@@ -333,6 +343,9 @@ fn a_call_is_exported_as_spans_in_the_agents_trace_and_the_provider_gets_the_att
                 && text(a, "provider").as_deref() == Some("openai")),
         "{waits:?}"
     );
+    let tokens = receiver.received.lock().unwrap().tokens.clone();
+    let both = (Some("from-table".to_owned()), Some("env".to_owned()));
+    assert!(tokens.iter().all(|t| *t == both), "{tokens:?}");
     let names = receiver.service_names();
     assert!(
         !names.is_empty() && names.iter().all(|n| n == "sluice-under-test"),

@@ -336,9 +336,14 @@ impl Sidecar {
     }
 
     pub fn start(config: &Path, args: &[&str]) -> Self {
-        let sidecar = Self::listening(Self::command(config).args(args));
-        sidecar.wait_ready();
-        sidecar
+        Self::start_with(Self::command(config).args(args))
+    }
+
+    /// [`Self::start`] with the variables `env` set too.
+    pub fn start_in(config: &Path, env: &[(&str, &str)]) -> Self {
+        let mut command = Self::command(config);
+        command.envs(env.iter().copied());
+        Self::start_with(&mut command)
     }
 
     /// As [`Self::start`], without waiting for `/readyz`: for a sidecar that is not ready

@@ -43,8 +43,8 @@ pub struct TelemetryConfig {
     pub protocol: Option<String>,
     /// `service_name`: the `service.name` of the resource, as `OTEL_SERVICE_NAME`.
     pub service_name: Option<String>,
-    /// `headers`: sent with every export (a collector's token), in place of
-    /// `OTEL_EXPORTER_OTLP_HEADERS` when given.
+    /// `headers`: sent with every export (a collector's token), beside those of
+    /// `OTEL_EXPORTER_OTLP_HEADERS`; where both name a header, the table's value.
     pub headers: ExportHeaders,
     /// `traces`: whether spans are exported (`OTEL_TRACES_EXPORTER=none` turns them off).
     pub traces: Option<bool>,

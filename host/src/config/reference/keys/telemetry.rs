@@ -51,8 +51,9 @@ pub(in crate::config::reference) const TELEMETRY: &[KeyDoc] = &[
         kind: "map",
         default: "`OTEL_EXPORTER_OTLP_HEADERS`",
         range: "header names to values",
-        what: "Headers sent with every export (a collector's token), in place of the \
-            variable's when given. A secret is better kept in the variable than in the file.",
+        what: "Headers sent with every export (a collector's token), beside the variable's; \
+            where both name a header, the table's value is sent. A secret is better kept in \
+            the variable than in the file.",
     },
     KeyDoc {
         key: "telemetry.traces",
