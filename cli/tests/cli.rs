@@ -137,7 +137,10 @@ fn inspect_shows_description_exports_and_limits() {
 #[test]
 fn list_names_the_bundled_plugins() {
     let o = sluice(&["plugin", "list"]);
-    assert_eq!(stdout(&o), "openai\nanthropic\ngithub\nstripe\nietf\ngemini\n");
+    assert_eq!(
+        stdout(&o),
+        "openai\nanthropic\ngithub\nstripe\nietf\ngemini\n"
+    );
 }
 
 #[test]
