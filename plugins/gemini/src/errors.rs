@@ -47,7 +47,13 @@ pub fn classify(req: &Request, outcome: &Outcome) -> Classification {
         .map(json::normalize_code)
         .filter(|c| !c.is_empty());
     let kind = match code.as_deref() {
-        _ if invalid_key(&resp.body) => Kind::AuthError,
+        // Google answers a wrong API key 400 `INVALID_ARGUMENT`; its `ErrorInfo` says which.
+        _ if error
+            .as_ref()
+            .is_some_and(|e| e.reasons.iter().any(|r| r == "API_KEY_INVALID")) =>
+        {
+            Kind::AuthError
+        }
         Some("resource_exhausted") => Kind::RateLimited,
         Some("unavailable") => Kind::Overloaded,
         Some("deadline_exceeded" | "internal") => Kind::Transient,
@@ -69,21 +75,6 @@ pub fn classify(req: &Request, outcome: &Outcome) -> Classification {
         limited(req, error.as_ref(), &mut c);
     }
     c
-}
-
-/// Whether the error says the key is not valid: Google answers a wrong API key 400
-/// `INVALID_ARGUMENT`, with a `google.rpc.ErrorInfo` whose reason is `API_KEY_INVALID`.
-fn invalid_key(body: &[u8]) -> bool {
-    let Some(details) = json::parse(body) else {
-        return false;
-    };
-    let details = details.pointer("/error/details").and_then(|d| d.as_array());
-    details.into_iter().flatten().any(|d| {
-        d.get("@type")
-            .and_then(|t| t.as_str())
-            .is_some_and(|t| t.ends_with("google.rpc.ErrorInfo"))
-            && d.get("reason").and_then(|r| r.as_str()) == Some("API_KEY_INVALID")
-    })
 }
 
 /// Which quota a 429 is about: a spent daily quota is exhausted until midnight Pacific time,

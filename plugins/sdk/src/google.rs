@@ -41,6 +41,8 @@ pub struct GoogleError {
     pub retry_delay_ms: Option<u64>,
     /// The violations of every `google.rpc.QuotaFailure` detail.
     pub quota_violations: Vec<QuotaViolation>,
+    /// The `reason` of every `google.rpc.ErrorInfo` detail (`API_KEY_INVALID`).
+    pub reasons: Vec<String>,
 }
 
 impl GoogleError {
@@ -78,7 +80,9 @@ pub fn google_error(body: &[u8]) -> Option<GoogleError> {
         .flatten()
     {
         let kind = detail.get("@type").and_then(Value::as_str).unwrap_or("");
-        if kind.ends_with("google.rpc.RetryInfo") {
+        if kind.ends_with("google.rpc.ErrorInfo") {
+            out.reasons.extend(text(detail.get("reason")));
+        } else if kind.ends_with("google.rpc.RetryInfo") {
             out.retry_delay_ms = detail
                 .get("retryDelay")
                 .and_then(Value::as_str)
