@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use sluice::contract::{Request, RequestClass, TransportFailure, WireOutcome};
+use sluice::credentials::CredentialHeaders;
 use sluice::execute::{Call, Outcome};
 use sluice::retry::RetryConfig;
 use sluice::transport::{
@@ -108,7 +109,12 @@ async fn an_https_host_without_the_extra_root_is_refused_for_its_certificate_not
     for config in untrusting {
         let transport = Transport::with_config(config).unwrap();
         let Err(Fault { failure, detail }) = transport
-            .start(&chat(&fake.url(CHAT)), &[], false, None)
+            .start(
+                &chat(&fake.url(CHAT)),
+                &CredentialHeaders::NONE,
+                false,
+                None,
+            )
             .await
         else {
             panic!("a server with an unknown issuer was trusted");
@@ -282,7 +288,9 @@ async fn a_connection_refused_or_a_handshake_that_never_ends_sent_nothing() {
         ..TransportConfig::default()
     })
     .unwrap();
-    let Err(Fault { failure, detail }) = transport.start(&chat(&refused), &[], false, None).await
+    let Err(Fault { failure, detail }) = transport
+        .start(&chat(&refused), &CredentialHeaders::NONE, false, None)
+        .await
     else {
         panic!("a closed port answered");
     };
@@ -292,7 +300,9 @@ async fn a_connection_refused_or_a_handshake_that_never_ends_sent_nothing() {
         reason = "measures how long the refusal took"
     )]
     let started = std::time::Instant::now();
-    let Err(Fault { failure, detail }) = transport.start(&chat(&hanging), &[], false, None).await
+    let Err(Fault { failure, detail }) = transport
+        .start(&chat(&hanging), &CredentialHeaders::NONE, false, None)
+        .await
     else {
         panic!("a silent listener answered");
     };
@@ -490,7 +500,10 @@ async fn a_child_sends_one_call() {
     let transport = Transport::with_config(Setting::config(&setting)).unwrap();
     let req = chat(&target);
     if std::env::var(CHILD_EXPECT).as_deref() == Ok("refused") {
-        let Err(Fault { failure, detail }) = transport.start(&req, &[], false, None).await else {
+        let Err(Fault { failure, detail }) = transport
+            .start(&req, &CredentialHeaders::NONE, false, None)
+            .await
+        else {
             panic!("a server with an untrusted certificate was trusted");
         };
         assert_eq!(failure, TransportFailure::ConnectFailed, "{detail}");

@@ -50,6 +50,7 @@ mod record;
 mod script;
 mod server;
 pub mod services;
+pub mod sigv4;
 mod steady;
 mod stream;
 mod style;

@@ -22,6 +22,9 @@ use crate::input_file;
 use crate::printable::printable;
 
 mod kept;
+mod sigv4;
+
+pub use sigv4::{AwsKeys, CALLER_SIGNATURE_HEADERS, SigV4Source, Signer, signature};
 
 /// The largest credential file read, in bytes: a token is tens of bytes, a JWT a few KiB.
 pub const MAX_CREDENTIAL_FILE_BYTES: u64 = 16 * 1024;
@@ -54,6 +57,22 @@ pub enum CredentialHeaders {
     Made(Vec<(String, String)>),
     /// Kept by the source, lent.
     Kept(Arc<[(String, String)]>),
+    /// None: the transport signs the request as it is sent (SigV4), with the signature's
+    /// headers.
+    Signed(Signer),
+}
+
+impl CredentialHeaders {
+    /// No credential headers.
+    pub const NONE: Self = Self::Made(Vec::new());
+
+    /// The signer, when the request is signed at send time.
+    pub fn signer(&self) -> Option<&Signer> {
+        match self {
+            Self::Signed(signer) => Some(signer),
+            _ => None,
+        }
+    }
 }
 
 impl std::ops::Deref for CredentialHeaders {
@@ -63,6 +82,7 @@ impl std::ops::Deref for CredentialHeaders {
         match self {
             Self::Made(headers) => headers,
             Self::Kept(headers) => headers,
+            Self::Signed(_) => &[],
         }
     }
 }
@@ -129,6 +149,10 @@ pub struct CredentialSource {
     /// `/openai/deployments/gpt-4o/{path}?api-version=2024-10-21`).
     #[serde(default)]
     pub path: Option<String>,
+    /// Requests are signed with AWS Signature Version 4 instead of carrying a header
+    /// (Amazon Bedrock): the keys' source, the region and the service.
+    #[serde(default)]
+    pub sigv4: Option<SigV4Source>,
 }
 
 fn authorization() -> String {
@@ -145,6 +169,7 @@ impl fmt::Debug for CredentialSource {
             .field("scheme", &self.scheme)
             .field("base_url", &self.base_url)
             .field("path", &self.path)
+            .field("sigv4", &self.sigv4)
             .finish()
     }
 }
@@ -173,6 +198,9 @@ pub enum CredentialError {
     /// The secret holds a character no header value may hold (a line break, a control).
     #[error("the secret from {0} holds a line break or a control character")]
     BadValue(String),
+    /// A SigV4 credential's settings or keys are wrong.
+    #[error("{0}")]
+    Aws(String),
 }
 
 impl CredentialSource {
@@ -185,6 +213,7 @@ impl CredentialSource {
             scheme: None,
             base_url: None,
             path: None,
+            sigv4: None,
         }
     }
 
@@ -197,6 +226,7 @@ impl CredentialSource {
             scheme: None,
             base_url: None,
             path: None,
+            sigv4: None,
         }
     }
 
@@ -213,7 +243,33 @@ impl CredentialSource {
     /// # Errors
     /// [`CredentialError`] saying what to fix.
     pub fn check(&self) -> Result<(), CredentialError> {
-        self.header_value().map(|_| ())
+        match &self.sigv4 {
+            Some(sigv4) => {
+                if self.env.is_some() || self.file.is_some() || self.scheme.is_some() {
+                    return Err(CredentialError::Aws(
+                        "a SigV4 credential signs each request and takes its keys from \
+                         `sigv4`: remove `env`, `file` and `scheme`"
+                            .to_owned(),
+                    ));
+                }
+                sigv4.check()
+            }
+            None => self.header_value().map(|_| ()),
+        }
+    }
+
+    /// A SigV4 credential, signing for `region` with `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY` and (when set) `AWS_SESSION_TOKEN`.
+    pub fn sigv4(source: SigV4Source) -> Self {
+        Self {
+            env: None,
+            file: None,
+            header: authorization(),
+            scheme: None,
+            base_url: None,
+            path: None,
+            sigv4: Some(source),
+        }
     }
 
     /// Whether the secret's file can be read by users other than its owner (a secret in an
@@ -221,7 +277,10 @@ impl CredentialSource {
     /// mounted secrets are often `0644` — but worth a `chmod 600`.
     pub fn readable_by_others(&self) -> bool {
         #[cfg(unix)]
-        if let Some(path) = &self.file
+        if let Some(path) = self
+            .file
+            .as_ref()
+            .or(self.sigv4.as_ref().and_then(|s| s.file.as_ref()))
             && let Ok(meta) = std::fs::metadata(path)
         {
             use std::os::unix::fs::PermissionsExt as _;
@@ -235,6 +294,11 @@ impl CredentialSource {
     /// # Errors
     /// [`CredentialError`] saying what to fix.
     pub fn header_value(&self) -> Result<(String, String), CredentialError> {
+        if self.sigv4.is_some() {
+            return Err(CredentialError::Aws(
+                "a SigV4 credential has no header: it signs each request".to_owned(),
+            ));
+        }
         let valid_name = !self.header.is_empty()
             && self
                 .header
@@ -313,6 +377,7 @@ pub struct Keyring {
 struct Source {
     source: CredentialSource,
     kept: Arc<kept::Kept>,
+    keys: Arc<kept::Kept<Arc<AwsKeys>>>,
 }
 
 impl Keyring {
@@ -326,6 +391,7 @@ impl Keyring {
         let source = Source {
             source,
             kept: Arc::default(),
+            keys: Arc::default(),
         };
         self.sources
             .entry(provider.to_owned())
@@ -361,15 +427,25 @@ impl Credentials for Keyring {
     }
 
     fn send_headers(&self, provider: &str, credential: &str) -> CredentialHeaders {
-        let Some(Source { source, kept }) = self.get(provider, credential) else {
+        let Some(Source { source, kept, keys }) = self.get(provider, credential) else {
             return CredentialHeaders::Made(Vec::new());
         };
-        let header = match &source.file {
-            Some(path) => kept.header(source, path),
-            None => kept.env_header(source),
+        let header = match (&source.sigv4, &source.file) {
+            (Some(sigv4), _) => {
+                let read = || sigv4.keys().map(Arc::new);
+                let keys = match &sigv4.file {
+                    Some(path) => keys.from_file(path, read),
+                    None => keys.from_env(read),
+                };
+                keys.map(|keys| {
+                    CredentialHeaders::Signed(Signer::new(keys, &sigv4.region, &sigv4.service))
+                })
+            }
+            (None, Some(path)) => kept.header(source, path).map(CredentialHeaders::Kept),
+            (None, None) => kept.env_header(source).map(CredentialHeaders::Kept),
         };
         match header {
-            Ok(header) => CredentialHeaders::Kept(header),
+            Ok(header) => header,
             Err(e) => {
                 tracing::warn!(
                     provider = %printable(provider),

@@ -16,6 +16,7 @@ pub mod postgres;
 pub mod proxy;
 pub mod redis_server;
 pub mod restart_workload;
+pub mod sigv4_suite;
 pub mod stack;
 pub mod store_loss;
 pub mod usage_workload;

@@ -322,10 +322,20 @@ fn provider(
     for (label, mut source) in table.credentials {
         source.file = source.file.map(|f| reader.base_dir.join(f));
         let key = under(&under(&at, "credentials"), &label);
-        if source.env.is_some() == source.file.is_some() {
+        if let Some(sigv4) = source.sigv4.as_mut() {
+            sigv4.file = sigv4.file.take().map(|f| reader.base_dir.join(f));
+            if source.env.is_some() || source.file.is_some() || source.scheme.is_some() {
+                return Err(reader.invalid(
+                    &key,
+                    "a SigV4 credential takes its keys from `sigv4` (its `file`, or AWS's \
+                     variables): remove `env`, `file` and `scheme`",
+                ));
+            }
+        } else if source.env.is_some() == source.file.is_some() {
             return Err(reader.invalid(
                 &key,
-                "give exactly one of `env` (an environment variable) or `file` (a path)",
+                "give exactly one of `env` (an environment variable) or `file` (a path), or \
+                 a `sigv4` table",
             ));
         }
         if let Some(url) = &source.base_url

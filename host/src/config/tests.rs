@@ -301,6 +301,47 @@ fn a_credential_that_cannot_be_read_is_named_by_provider_and_label() {
 }
 
 #[test]
+fn a_sigv4_credential_is_read_with_its_file_from_the_config_s_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("aws"),
+        "[bedrock]\naws_access_key_id = AKIDEXAMPLE\naws_secret_access_key = s\n",
+    )
+    .unwrap();
+    let text = "[providers.bedrock.credentials.main.sigv4]\nregion = \"us-west-2\"\n\
+                file = \"aws\"\nprofile = \"bedrock\"\n";
+    let c = SluiceConfig::from_toml(text, dir.path()).unwrap();
+    let source = &c.providers["bedrock"].credentials["main"];
+    let sigv4 = source.sigv4.as_ref().unwrap();
+    assert_eq!(
+        (sigv4.region.as_str(), sigv4.service.as_str()),
+        ("us-west-2", "bedrock")
+    );
+    assert_eq!(
+        sigv4.file.as_deref(),
+        Some(dir.path().join("aws").as_path())
+    );
+    c.check_credentials("sluice.toml").unwrap();
+    let both = "[providers.bedrock.credentials.main]\nenv = \"K\"\n\
+                sigv4 = { region = \"us-east-1\" }\n";
+    let e = error(both);
+    assert!(
+        e.contains("providers.bedrock.credentials.main") && e.contains("sigv4"),
+        "{e}"
+    );
+    let unknown = "[providers.bedrock.credentials.main.sigv4]\nregion = \"us-east-1\"\nkey = 1\n";
+    assert!(error(unknown).contains("key"), "{}", error(unknown));
+    let bad =
+        "[providers.bedrock.credentials.main.sigv4]\nregion = \"us-east-1\"\nfile = \"nope\"\n";
+    let c = SluiceConfig::from_toml(bad, dir.path()).unwrap();
+    let e = c.check_credentials("sluice.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("providers.bedrock.credentials.main") && e.contains("nope"),
+        "{e}"
+    );
+}
+
+#[test]
 fn console_operators_are_read_by_name_and_a_name_the_journal_would_refuse_is_named() {
     let text = "[serve.admin]\ntoken = { env = \"A\" }\n\
                 [serve.admin.operators]\n\"ops@example.com\" = { env = \"OPS\" }\n";

@@ -1,4 +1,4 @@
-//! A credential's header kept between sends.
+//! A credential's header (or a SigV4 credential's keys) kept between sends.
 //!
 //! From an environment variable: read at the first send that finds it, then kept. A running
 //! process's environment changes only by its own hand, and sluice never sets a variable, so
@@ -50,19 +50,27 @@ impl Identity {
     }
 }
 
-/// The header last read from a credential file, and the identity of what it was read from;
-/// or the header read from an environment variable.
-#[derive(Default)]
-pub(super) struct Kept {
-    file: Mutex<Option<(Identity, Header)>>,
-    env: OnceLock<Header>,
+/// What was last read from a credential file (a header, a set of AWS keys), and the identity
+/// of what it was read from; or what was read from the environment.
+pub(super) struct Kept<T = Header> {
+    file: Mutex<Option<(Identity, T)>>,
+    env: OnceLock<T>,
+}
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Self {
+            file: Mutex::new(None),
+            env: OnceLock::new(),
+        }
+    }
 }
 
 /// A credential's one header, as it is lent to each send.
 pub(super) type Header = Arc<[(String, String)]>;
 
 /// Never shows the secret.
-impl std::fmt::Debug for Kept {
+impl<T> std::fmt::Debug for Kept<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Kept")
     }
@@ -73,11 +81,7 @@ impl Kept {
     /// read now (and kept when it could be read; a variable missing is looked for again at
     /// the next send, and said so each time).
     pub(super) fn env_header(&self, source: &CredentialSource) -> Result<Header, CredentialError> {
-        if let Some(header) = self.env.get() {
-            return Ok(header.clone());
-        }
-        let header: Header = Arc::new([source.header_value()?]);
-        Ok(self.env.get_or_init(|| header).clone())
+        self.from_env(|| Ok(Arc::new([source.header_value()?])))
     }
 
     /// `source`'s header, whose secret is in the file at `path`: the one kept when the file
@@ -87,6 +91,31 @@ impl Kept {
         source: &CredentialSource,
         path: &Path,
     ) -> Result<Header, CredentialError> {
+        self.from_file(path, || Ok(Arc::new([source.header_value()?])))
+    }
+}
+
+impl<T: Clone> Kept<T> {
+    /// What `read` gives from the environment: the one kept, else read now (and kept when
+    /// it could be read).
+    pub(super) fn from_env(
+        &self,
+        read: impl FnOnce() -> Result<T, CredentialError>,
+    ) -> Result<T, CredentialError> {
+        if let Some(kept) = self.env.get() {
+            return Ok(kept.clone());
+        }
+        let value = read()?;
+        Ok(self.env.get_or_init(|| value).clone())
+    }
+
+    /// What `read` gives from the file at `path`: the one kept when the file is unchanged,
+    /// else read now (and kept).
+    pub(super) fn from_file(
+        &self,
+        path: &Path,
+        read: impl FnOnce() -> Result<T, CredentialError>,
+    ) -> Result<T, CredentialError> {
         // Asked before the read: a change during the read moves the identity, and the next
         // send reads again.
         let now = Identity::of(path);
@@ -94,17 +123,17 @@ impl Kept {
             .file
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let (Some(now), Some((was, header))) = (now, kept.as_ref())
+        if let (Some(now), Some((was, value))) = (now, kept.as_ref())
             && now == *was
         {
-            return Ok(header.clone());
+            return Ok(value.clone());
         }
-        let header = source.header_value().map(|h| -> Header { Arc::new([h]) });
-        *kept = match (&header, now) {
-            (Ok(h), Some(now)) => Some((now, h.clone())),
+        let value = read();
+        *kept = match (&value, now) {
+            (Ok(v), Some(now)) => Some((now, v.clone())),
             _ => None,
         };
-        header
+        value
     }
 }
 

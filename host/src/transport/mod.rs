@@ -34,6 +34,7 @@ use hyper::body::Incoming;
 use hyper_util::client::proxy::matcher::Matcher;
 
 use crate::contract::{Request, Response, TransportFailure, WireOutcome};
+use crate::credentials::CredentialHeaders;
 use crate::headers::{encode_fields, field_pairs};
 
 pub use client::TransportError;
@@ -112,7 +113,8 @@ impl Transport {
     /// Sends `req` once, with `secrets` (credential headers, kept out of `req` so that
     /// plugins never see them) added, and reads the whole answer.
     pub async fn send(&self, req: &Request, secrets: &[(String, String)]) -> WireOutcome {
-        let started = match self.start(req, secrets, false, None).await {
+        let secrets = CredentialHeaders::Made(secrets.to_vec());
+        let started = match self.start(req, &secrets, false, None).await {
             Ok(s) => s,
             Err(f) => return WireOutcome::Transport(f.failure),
         };
@@ -131,7 +133,7 @@ impl Transport {
     pub async fn start(
         &self,
         req: &Request,
-        secrets: &[(String, String)],
+        secrets: &CredentialHeaders,
         streamed: bool,
         generation: Option<Duration>,
     ) -> Result<Started, Fault> {
@@ -171,14 +173,15 @@ impl Transport {
     }
 
     /// `req` as the client sends it, with `secrets` among its headers (marked sensitive,
-    /// so that HTTP/2 never keeps them in its header table).
+    /// so that HTTP/2 never keeps them in its header table; each replaces the request's own
+    /// of its name), or signed as it is sent when the credential signs.
     ///
     /// # Errors
     /// A [`Fault`] (nothing was sent) naming the method, URL or header that cannot be sent.
     fn request(
         &self,
         req: &Request,
-        secrets: &[(String, String)],
+        secrets: &CredentialHeaders,
     ) -> Result<http::Request<Full<Bytes>>, Fault> {
         let unsendable = |detail: String| Fault {
             failure: TransportFailure::ConnectFailed,
@@ -208,7 +211,12 @@ impl Transport {
                 unsendable(format!("the value of the header `{name}` cannot be sent"))
             })?;
             value.set_sensitive(sensitive);
-            headers.append(name, value);
+            if sensitive {
+                // A credential's header replaces a caller's of that name.
+                headers.insert(name, value);
+            } else {
+                headers.append(name, value);
+            }
         }
         let plain_http = uri.scheme() == Some(&http::uri::Scheme::HTTP);
         // Over plain HTTP the connection is HTTP/1.1, where the client would write `Host`
@@ -223,6 +231,13 @@ impl Transport {
             headers.entry(PROXY_AUTHORIZATION).or_insert(auth.clone());
         }
         *request.uri_mut() = uri;
+        if let Some(signer) = secrets.signer() {
+            // Signed last, on the request as it is sent, and now: each attempt is signed
+            // afresh, so no signature ages in the queue.
+            signer
+                .sign(&mut request, &req.body, std::time::SystemTime::now())
+                .map_err(unsendable)?;
+        }
         Ok(request)
     }
 }

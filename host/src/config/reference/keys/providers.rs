@@ -136,9 +136,10 @@ pub(in crate::config::reference) const PROVIDERS: &[KeyDoc] = &[
         key: "providers.NAME.credentials.LABEL",
         kind: "table",
         default: "none",
-        range: "exactly one of `env` or `file`",
-        what: "Where one credential's secret is read from, and the header it is sent in. It is \
-            added at each send, never written anywhere.",
+        range: "exactly one of `env`, `file` or `sigv4`",
+        what: "Where one credential's secret is read from, and the header it is sent in (or, \
+            for `sigv4`, the keys each request is signed with). It is added at each send, \
+            never written anywhere.",
     },
     KeyDoc {
         key: "providers.NAME.credentials.LABEL.env",
@@ -171,6 +172,70 @@ pub(in crate::config::reference) const PROVIDERS: &[KeyDoc] = &[
         default: "`Bearer` for `authorization`, else none",
         range: "",
         what: "What precedes the secret in the header's value (trimmed); empty: nothing.",
+    },
+    KeyDoc {
+        key: "providers.NAME.credentials.LABEL.sigv4",
+        kind: "table",
+        default: "none",
+        range: "without `env`, `file` and `scheme`",
+        what: "Sign each request with AWS Signature Version 4 (Amazon Bedrock) instead of \
+            sending a header: at send time, on the request as sent, for every attempt, so no \
+            signature ages in the queue. Signs `host`, `content-type`, the `x-amz-*` headers \
+            and the body; a caller's own signature is dropped.",
+    },
+    KeyDoc {
+        key: "providers.NAME.credentials.LABEL.sigv4.region",
+        kind: "string",
+        default: "none (required)",
+        range: "an AWS region name (`us-east-1`)",
+        what: "The region signed for: the one of the endpoint the calls go to.",
+    },
+    KeyDoc {
+        key: "providers.NAME.credentials.LABEL.sigv4.service",
+        kind: "string",
+        default: "\"bedrock\"",
+        range: "lower-case letters, digits and `-`",
+        what: "The service signed for (Bedrock's runtime signs as `bedrock`).",
+    },
+    KeyDoc {
+        key: "providers.NAME.credentials.LABEL.sigv4.file",
+        kind: "path",
+        default: "none: the keys come from the environment",
+        range: "at most 16 KiB",
+        what: "An AWS shared credentials file (`aws_access_key_id`, `aws_secret_access_key`, \
+            `aws_session_token` under `[profile]`), taken from the file's directory; checked \
+            at each send and read again when it changed, so refreshed temporary keys are used \
+            at the next send.",
+    },
+    KeyDoc {
+        key: "providers.NAME.credentials.LABEL.sigv4.profile",
+        kind: "string",
+        default: "\"default\"",
+        range: "only with `sigv4.file`",
+        what: "The file's section (`[name]` or `[profile name]`).",
+    },
+    KeyDoc {
+        key: "providers.NAME.credentials.LABEL.sigv4.access_key_id_env",
+        kind: "string",
+        default: "\"AWS_ACCESS_KEY_ID\"",
+        range: "not with `sigv4.file`",
+        what: "The environment variable holding the access key id; read at the first send, \
+            then kept.",
+    },
+    KeyDoc {
+        key: "providers.NAME.credentials.LABEL.sigv4.secret_access_key_env",
+        kind: "string",
+        default: "\"AWS_SECRET_ACCESS_KEY\"",
+        range: "not with `sigv4.file`",
+        what: "The environment variable holding the secret access key.",
+    },
+    KeyDoc {
+        key: "providers.NAME.credentials.LABEL.sigv4.session_token_env",
+        kind: "string",
+        default: "\"AWS_SESSION_TOKEN\", used when set",
+        range: "not with `sigv4.file`",
+        what: "The environment variable holding a session token (temporary keys); a \
+            variable named here must be set.",
     },
     KeyDoc {
         key: "providers.NAME.limits",
