@@ -68,6 +68,17 @@ pub(crate) fn asked(
                     .map(gemini_parts)
                     .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
             })
+    } else if style == Style::Bedrock {
+        parsed.map(|v| {
+            let system = v.get("system").map_or((0, 0), bedrock_parts);
+            v.get("messages")
+                .and_then(serde_json::Value::as_array)
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .filter_map(|m| m.get("content"))
+                .map(bedrock_parts)
+                .fold(system, |(a, b), (c, d)| (a + c, b + d))
+        })
     } else {
         parsed
             .and_then(|v| v.get("messages"))
@@ -97,9 +108,15 @@ pub(crate) fn asked(
                 .and_then(|g| g.get("maxOutputTokens"))
                 .and_then(serde_json::Value::as_u64)
         })
+        .or_else(|| {
+            field("inferenceConfig")
+                .and_then(|g| g.get("maxTokens"))
+                .and_then(serde_json::Value::as_u64)
+        })
         .unwrap_or(0);
     let stream = field("stream").and_then(serde_json::Value::as_bool) == Some(true)
-        || (style == Style::Gemini && path.ends_with(":streamGenerateContent"));
+        || (style == Style::Gemini && path.ends_with(":streamGenerateContent"))
+        || (style == Style::Bedrock && path.ends_with("/converse-stream"));
     let include_usage = field("stream_options")
         .and_then(|o| o.get("include_usage"))
         .and_then(serde_json::Value::as_bool)
@@ -133,6 +150,8 @@ pub(crate) fn asked(
     };
     let named = if style == Style::Gemini {
         gemini_model(path)
+    } else if style == Style::Bedrock {
+        bedrock_model(path)
     } else {
         s(field("model"))
     };
@@ -178,6 +197,37 @@ pub(crate) fn gemini_model(path: &str) -> Option<&str> {
     let last = path.rsplit('/').next()?;
     let (model, _) = last.split_once(':')?;
     path.contains("/models/").then_some(model)
+}
+
+/// The model a Bedrock path names: `/model/M/converse` (`M` as sent, percent-encoded).
+pub(crate) fn bedrock_model(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/model/")?;
+    rest.split('/').next().filter(|m| !m.is_empty())
+}
+
+/// One Bedrock Converse content list (or `system` list): (characters of text, tokens of
+/// images given as `{"image": {"format", "source": {"bytes"}}}`).
+fn bedrock_parts(parts: &serde_json::Value) -> (u64, u64) {
+    let parts = parts.as_array().map_or(&[][..], Vec::as_slice);
+    parts.iter().fold((0, 0), |(text, images), part| {
+        if let Some(t) = s(part.get("text")) {
+            return (text + t.chars().count() as u64, images);
+        }
+        let image = part.get("image");
+        match (
+            s(image.and_then(|i| i.get("format"))),
+            s(image.and_then(|i| i.get("source")?.get("bytes"))),
+        ) {
+            (Some(format), Some(bytes)) => {
+                let url = format!("data:image/{format};base64,{bytes}");
+                (
+                    text,
+                    images + vision::image_tokens(Style::Bedrock, &url, None),
+                )
+            }
+            _ => (text, images),
+        }
+    })
 }
 
 /// One Gemini content's `parts`: (characters of text, tokens of inline images).

@@ -142,6 +142,9 @@ pub(crate) struct Ledger {
     pub validation: crate::validate::Validation,
     /// The credential every request must carry, as (header, value); `None`: any request.
     pub credential: Option<(String, String)>,
+    /// The AWS account whose SigV4 signature every request must carry; `None`: unsigned
+    /// requests are served.
+    pub aws: Option<crate::sigv4::AwsAccount>,
     /// Faults played at steady rates after the scripts, and the attempts they have seen.
     pub steady: Option<(crate::steady::SteadyFaults, u64)>,
 }

@@ -268,6 +268,14 @@ impl FakeProvider {
         self.shared.ledger().credential = Some((header.to_ascii_lowercase(), value.to_owned()));
     }
 
+    /// Serves from now on only requests signed with SigV4 by `account`'s keys, for its
+    /// region and service, within its skew of the fake's clock, as AWS checks them: any other
+    /// request is answered 403 in AWS's words (`x-amzn-errortype` and a `{"message"}`), and
+    /// nothing of it is stored.
+    pub fn require_sigv4(&self, account: sigv4::AwsAccount) {
+        self.shared.ledger().aws = Some(account);
+    }
+
     /// Queues `faults` for the next attempts on `path`, one per attempt, after any already
     /// queued; attempts beyond them are answered normally.
     pub fn script(&self, path: &str, faults: impl IntoIterator<Item = Fault>) {

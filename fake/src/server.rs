@@ -186,8 +186,23 @@ async fn attempt(
         });
         (index, fault)
     };
-    let answer = |status: u16, headers: Headers, body: String| {
+    let answer = |status: u16, mut headers: Headers, body: String| {
         learnt(&shared, index, |a| a.status = Some(status));
+        // AWS names an error's type in a header, never in a `{"message"}` body: the code
+        // the fake's own message carries is lifted into it.
+        let code = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| {
+                let message = v.get("message")?.as_str()?;
+                let code = message
+                    .strip_prefix("fake provider: ")?
+                    .split(" (")
+                    .next()?;
+                Some(code.to_owned())
+            });
+        if let Some(kind) = style.aws_error_type(status, code.as_deref().unwrap_or("")) {
+            headers.push(("x-amzn-errortype".into(), kind));
+        }
         Ok(respond(status, headers, body))
     };
     // A scripted refusal carries the quota headers every answer carries, as a real
@@ -201,6 +216,30 @@ async fn attempt(
         h
     };
 
+    let signed = shared.ledger().aws.clone().map(|account| {
+        let headers: Vec<(String, String)> = parts
+            .headers
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect();
+        let target = parts
+            .uri
+            .path_and_query()
+            .map_or("/", hyper::http::uri::PathAndQuery::as_str);
+        let arrived = crate::sigv4::Arrived {
+            method: parts.method.as_str(),
+            target,
+            headers: &headers,
+            body: &body,
+        };
+        account.check(&arrived, wall())
+    });
+    if let Some(Err(refusal)) = signed {
+        learnt(&shared, index, |a| a.status = Some(403));
+        let headers = vec![("x-amzn-errortype".into(), refusal.kind.to_owned())];
+        let body = serde_json::json!({ "message": refusal.message }).to_string();
+        return Ok(respond(403, headers, body));
+    }
     if !authorized {
         return answer(
             401,
@@ -265,6 +304,8 @@ async fn attempt(
     let t = now();
     let model = if style == Style::Gemini {
         crate::asked::gemini_model(&path).map(str::to_owned)
+    } else if style == Style::Bedrock {
+        crate::asked::bedrock_model(&path).map(str::to_owned)
     } else {
         parsed
             .as_ref()
@@ -488,7 +529,12 @@ fn streamed(
     };
     learnt(shared, index, |a| a.status = Some(200));
     let body = SseBody::new(&plan, events, on_end);
-    with_headers(200, headers, body.boxed(), "text/event-stream")
+    let content_type = if style == Style::Bedrock {
+        "application/vnd.amazon.eventstream"
+    } else {
+        "text/event-stream"
+    };
+    with_headers(200, headers, body.boxed(), content_type)
 }
 
 /// Serves one accepted plain connection, over HTTP/1.1, until the client closes it or an

@@ -56,6 +56,8 @@ pub(crate) fn produced(style: Style, output: u64, delivered: usize) -> u64 {
     let lead = match style {
         // `message_start` and `content_block_start` come first.
         Style::Anthropic => 2,
+        // `messageStart`.
+        Style::Bedrock => 1,
         _ => 0,
     };
     // Gemini thinks first: its thoughts are billed, never streamed.
@@ -79,6 +81,41 @@ pub(crate) fn thoughts(output: u64) -> u64 {
 /// An event ended as Gemini ends its events: `\r\n\r\n`.
 fn crlf_event(data: &str) -> Bytes {
     Bytes::from(format!("data: {data}\r\n\r\n"))
+}
+
+/// One AWS event-stream message of an `event` of `event_type` carrying the JSON `payload`:
+/// its prelude (total length, headers' length, their CRC-32), its headers (`:event-type`,
+/// `:content-type`, `:message-type`, each a string), the payload, and the CRC-32 of all
+/// before it.
+fn aws_event(event_type: &str, payload: &str) -> Bytes {
+    let mut headers = Vec::new();
+    for (name, value) in [
+        (":event-type", event_type),
+        (":content-type", "application/json"),
+        (":message-type", "event"),
+    ] {
+        headers.push(u8::try_from(name.len()).unwrap_or(u8::MAX));
+        headers.extend_from_slice(name.as_bytes());
+        // 7: a string, its length in two bytes.
+        headers.push(7);
+        headers.extend_from_slice(&u16::try_from(value.len()).unwrap_or(u16::MAX).to_be_bytes());
+        headers.extend_from_slice(value.as_bytes());
+    }
+    let total = 12 + headers.len() + payload.len() + 4;
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(&u32::try_from(total).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(
+        &u32::try_from(headers.len())
+            .unwrap_or(u32::MAX)
+            .to_be_bytes(),
+    );
+    let prelude_crc = crc32fast::hash(&out);
+    out.extend_from_slice(&prelude_crc.to_be_bytes());
+    out.extend_from_slice(&headers);
+    out.extend_from_slice(payload.as_bytes());
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_be_bytes());
+    Bytes::from(out)
 }
 
 fn sse(event: Option<&str>, data: &str) -> Bytes {
@@ -136,6 +173,19 @@ pub(crate) fn events(plan: &Plan, id: &str) -> Vec<Bytes> {
                     "modelVersion": "fake", "responseId": id});
                 out.push(crlf_event(&chunk.to_string()));
             }
+        }
+        Style::Bedrock => {
+            out.push(aws_event("messageStart", r#"{"role":"assistant"}"#));
+            for k in 0..n {
+                let delta = json!({"contentBlockIndex": 0,
+                    "delta": {"text": "tok ".repeat(event_tokens(o, k) as usize)}});
+                out.push(aws_event("contentBlockDelta", &delta.to_string()));
+            }
+            out.push(aws_event("contentBlockStop", r#"{"contentBlockIndex":0}"#));
+            out.push(aws_event("messageStop", r#"{"stopReason":"end_turn"}"#));
+            let metadata = json!({"usage": {"inputTokens": i, "outputTokens": o,
+                "totalTokens": i + o}, "metrics": {"latencyMs": 1}});
+            out.push(aws_event("metadata", &metadata.to_string()));
         }
         _ => {
             for k in 0..n {

@@ -31,6 +31,13 @@ pub enum Style {
     /// stream is asked for by the path (`:streamGenerateContent`) and its events end with
     /// `\r\n\r\n`, each carrying the usage so far.
     Gemini,
+    /// Amazon Bedrock's runtime (Converse): no quota headers; requests signed with SigV4
+    /// (checked when the fake is given an account, [`crate::FakeConfig::aws`]); the model in
+    /// the path (`/model/M/converse`), a stream asked for by the path (`/converse-stream`)
+    /// and sent as binary AWS event-stream messages ending in a `metadata` event with the
+    /// usage; errors as `{"message"}` with their type in `x-amzn-errortype`, and a 429
+    /// `ThrottlingException` that says nothing of when to come back.
+    Bedrock,
 }
 
 /// What the window says after an attempt, for the quota headers.
@@ -155,7 +162,7 @@ impl Style {
                     h.push(("x-ratelimit-resource".into(), "core".into()));
                 }
             }
-            Self::Stripe | Self::Gemini => {}
+            Self::Stripe | Self::Gemini | Self::Bedrock => {}
             Self::Ietf => {
                 if let Some(rpm) = q.rpm {
                     h.push(("ratelimit-limit".into(), rpm.to_string()));
@@ -208,6 +215,7 @@ impl Style {
             Self::Stripe => "rate_limit",
             Self::Ietf => "rate_limited",
             Self::Gemini => "resource_exhausted",
+            Self::Bedrock => "ThrottlingException",
         }
     }
 
@@ -271,6 +279,7 @@ impl Style {
             Self::Ietf => json!({"type": "about:blank", "title": code, "status": status}),
             Self::Gemini => json!({"error": {"code": status, "message": message,
                 "status": google_status(status)}}),
+            Self::Bedrock => json!({"message": message}),
         }
         .to_string()
     }
@@ -311,9 +320,41 @@ impl Style {
                     "totalTokenCount": input_tokens + output_tokens},
                 "modelVersion": model.unwrap_or("fake-model"), "responseId": id})
             }
+            (Self::Bedrock, _) => json!({
+                "output": {"message": {"role": "assistant", "content": [{"text": FAKE_REPLY}]}},
+                "stopReason": "end_turn",
+                "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens,
+                    "totalTokens": input_tokens + output_tokens},
+                "metrics": {"latencyMs": 1}}),
             _ => json!({"id": id}),
         }
         .to_string()
+    }
+
+    /// The `x-amzn-errortype` of an AWS error answer of `status` carrying `code`: the code
+    /// itself when it names an AWS exception, else the exception AWS answers that status
+    /// with. `None` in the other styles, which have no such header.
+    pub(crate) fn aws_error_type(self, status: u16, code: &str) -> Option<String> {
+        if self != Self::Bedrock || status < 400 {
+            return None;
+        }
+        let kind = if code.ends_with("Exception") {
+            code
+        } else {
+            match status {
+                400 => "ValidationException",
+                401 | 403 => "AccessDeniedException",
+                404 => "ResourceNotFoundException",
+                408 => "ModelTimeoutException",
+                424 => "ModelErrorException",
+                429 => "ThrottlingException",
+                503 => "ServiceUnavailableException",
+                _ => "InternalServerException",
+            }
+        };
+        Some(format!(
+            "{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/"
+        ))
     }
 }
 

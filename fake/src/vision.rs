@@ -15,7 +15,8 @@ use crate::Style;
 pub(crate) fn image_tokens(style: Style, url: &str, detail: Option<&str>) -> u64 {
     let size = png_size(url);
     match style {
-        Style::Anthropic => anthropic(size),
+        // Bedrock's models counted here are Anthropic's.
+        Style::Anthropic | Style::Bedrock => anthropic(size),
         Style::Gemini => gemini(size),
         _ => openai(size, detail),
     }

@@ -5,7 +5,10 @@
 //! configuration may hold only the digest. Every credential header is removed before the
 //! request goes on: the provider sees the sidecar's key, and never an agent's token. A
 //! credential header that holds something else than the agent's token is a provider key of
-//! the agent's own: refused, or stripped, as configured.
+//! the agent's own: refused, or stripped, as configured. An AWS SDK's SigV4 signature
+//! (`authorization: AWS4-HMAC-SHA256 …`) is neither: it carries no secret, only a proof made
+//! with the agent's keys for this request, so it is removed (sluice signs again, with its
+//! own keys) and the agent presents its token in `x-sluice-token`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -35,6 +38,9 @@ const CREDENTIAL_HEADERS: [&str; 7] = [
     "ocp-apim-subscription-key",
     TOKEN_HEADER,
 ];
+
+/// What an AWS SDK's signature begins with: not a token, and not a key.
+const SIGV4_SCHEME: &str = "AWS4-HMAC-SHA256 ";
 
 /// A token header's value as a token: the bearer scheme removed.
 fn bare(value: &str) -> &str {
@@ -233,8 +239,9 @@ impl Agents {
             let n = name.as_str();
             let place = rank(n);
             if let Some(place) = place {
-                let token = bare(v.to_str().unwrap_or(""));
-                if !token.is_empty() {
+                let raw = v.to_str().unwrap_or("");
+                let token = bare(raw);
+                if !token.is_empty() && !raw.starts_with(SIGV4_SCHEME) {
                     values.push((place, n, digest(token)));
                 }
             }
@@ -336,6 +343,30 @@ mod tests {
             assert!(h.get(name).is_none(), "{name} is removed");
             assert!(h.get("content-type").is_some());
         }
+    }
+
+    #[test]
+    fn an_aws_sdk_s_signature_is_removed_neither_a_token_nor_a_provider_key() {
+        let a = agents(AgentProviderKeys::Refuse);
+        let signed = [
+            ("x-sluice-token", "agent-token"),
+            (
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261206/us-east-1/bedrock/aws4_request, \
+                 SignedHeaders=host;x-amz-date, Signature=5fa0",
+            ),
+            ("x-amz-security-token", "session"),
+            ("x-amz-date", "20261206T120000Z"),
+        ];
+        let mut h = headers(&signed);
+        let admitted = a.admit(&mut h, &[]).unwrap();
+        assert!(!admitted.stripped_key);
+        assert!(h.get("authorization").is_none() && h.get("x-amz-security-token").is_none());
+        // Alone, a signature admits no one.
+        assert_eq!(
+            a.admit(&mut headers(&signed[1..]), &[]).unwrap_err(),
+            Refusal::NoToken
+        );
     }
 
     #[test]

@@ -120,6 +120,26 @@ impl SluiceError {
             _ => format!("data: {}\n\n", self.body(shape)),
         }
     }
+
+    /// The error as an AWS event-stream exception message, for a binary stream (Bedrock's)
+    /// that broke off after its answer began: `:message-type` `exception`, the error's type
+    /// in `:exception-type` as Bedrock's streams name them (`internalServerException`), and
+    /// the body in `shape` as its payload. An AWS SDK raises it as the stream's error.
+    pub fn exception_message(&self, shape: ErrorShape) -> Vec<u8> {
+        let kind = aws_error_type(self.status);
+        let mut exception = kind.to_owned();
+        if let Some(first) = exception.get_mut(..1) {
+            first.make_ascii_lowercase();
+        }
+        sluice::execute::event_stream_message(
+            &[
+                (":message-type", "exception"),
+                (":exception-type", &exception),
+                (":content-type", "application/json"),
+            ],
+            self.body(shape).as_bytes(),
+        )
+    }
 }
 
 /// Google's canonical code for an HTTP status (`google.rpc.Code`, as its APIs map them).
@@ -186,5 +206,19 @@ mod tests {
         let v: Value = serde_json::from_str(&busy.body(ErrorShape::Aws)).unwrap();
         assert_eq!(v["message"], "the queue is full");
         assert_eq!(v["__type"], "ThrottlingException");
+        let broken = SluiceError::new(502, "stream_broken", "the stream broke");
+        let m = broken.exception_message(ErrorShape::Aws);
+        let text = String::from_utf8_lossy(&m);
+        assert!(
+            text.contains(":message-type\x07\x00\x09exception")
+                && text.contains(":exception-type\x07\x00\x17internalServerException"),
+            "{text:?}"
+        );
+        let total = u32::from_be_bytes([m[0], m[1], m[2], m[3]]) as usize;
+        assert_eq!(total, m.len());
+        assert_eq!(
+            u32::from_be_bytes(m[m.len() - 4..].try_into().unwrap()),
+            crc32fast::hash(&m[..m.len() - 4])
+        );
     }
 }

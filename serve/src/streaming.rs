@@ -28,6 +28,8 @@ pub fn respond(mut stream: Stream, shape: ErrorShape, strip_usage: bool) -> Resp
     let (mut tx, body) = Channel::<Bytes, BodyError>::new(BUFFERED_CHUNKS);
     let status = stream.status;
     let headers = Bytes::copy_from_slice(stream.headers.as_bytes());
+    // A binary stream's error is a message of its own framing, never text in its middle.
+    let binary = sluice::execute::is_event_stream(&stream.headers);
     let (attempts, waited) = (stream.attempts, stream.waited);
     let mut filter = strip_usage.then(UsageFilter::default);
     tokio::spawn(async move {
@@ -60,7 +62,12 @@ pub fn respond(mut stream: Stream, shape: ErrorShape, strip_usage: bool) -> Resp
                     if let Some(rest) = filter.as_mut().map(UsageFilter::finish) {
                         let _ = tx.send(Frame::data(rest)).await;
                     }
-                    let _ = tx.send(Frame::data(Bytes::from(e.event(shape)))).await;
+                    let event = if binary {
+                        Bytes::from(e.exception_message(shape))
+                    } else {
+                        Bytes::from(e.event(shape))
+                    };
+                    let _ = tx.send(Frame::data(event)).await;
                     return;
                 }
             }

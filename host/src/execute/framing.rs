@@ -128,6 +128,37 @@ fn sse_boundaries(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
 
 /// The length of the event-stream message whose prelude begins `bytes`, when it is one: a
 /// length from 16 bytes to 16 MiB that holds its headers, and a CRC-32 that holds.
+/// Whether a stream whose response headers (a WIT `fields` block) are `headers` is an AWS
+/// event stream: binary messages, where an error is told by a message, never by text.
+pub fn is_event_stream(headers: &str) -> bool {
+    Framing::of(headers) == Framing::EventStream
+}
+
+/// One AWS event-stream message: its prelude, `headers` (each a string), `payload`, and the
+/// message's CRC-32. A header name is cut to 255 bytes and a value to 65 535.
+pub fn event_stream_message(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
+    let mut block = Vec::new();
+    for (name, value) in headers {
+        let name = &name.as_bytes()[..name.len().min(usize::from(u8::MAX))];
+        let value = &value.as_bytes()[..value.len().min(usize::from(u16::MAX))];
+        block.push(u8::try_from(name.len()).unwrap_or(u8::MAX));
+        block.extend_from_slice(name);
+        // Type 7: a string, its length in two bytes.
+        block.push(7);
+        block.extend_from_slice(&u16::try_from(value.len()).unwrap_or(u16::MAX).to_be_bytes());
+        block.extend_from_slice(value);
+    }
+    let total = PRELUDE + block.len() + payload.len() + 4;
+    let mut m = Vec::with_capacity(total);
+    m.extend(u32::try_from(total).unwrap_or(u32::MAX).to_be_bytes());
+    m.extend(u32::try_from(block.len()).unwrap_or(u32::MAX).to_be_bytes());
+    m.extend(crc32fast::hash(&m).to_be_bytes());
+    m.extend_from_slice(&block);
+    m.extend_from_slice(payload);
+    m.extend(crc32fast::hash(&m).to_be_bytes());
+    m
+}
+
 fn message_len(bytes: &[u8]) -> Option<usize> {
     let prelude = bytes.get(..PRELUDE)?;
     let word =
@@ -144,15 +175,13 @@ pub(super) mod tests {
 
     /// An event-stream message carrying `payload` and one header.
     pub(in crate::execute) fn message(payload: &[u8]) -> Vec<u8> {
-        let header = b"\x0b:event-type\x07\x00\x05chunk";
-        let total = (PRELUDE + header.len() + payload.len() + 4) as u32;
-        let mut m = Vec::with_capacity(total as usize);
-        m.extend(total.to_be_bytes());
-        m.extend((header.len() as u32).to_be_bytes());
-        m.extend(crc32fast::hash(&m).to_be_bytes());
-        m.extend_from_slice(header);
-        m.extend_from_slice(payload);
-        m.extend(crc32fast::hash(&m).to_be_bytes());
+        let m = event_stream_message(&[(":event-type", "chunk")], payload);
+        // The bytes AWS's own encoders write for that header.
+        assert_eq!(
+            &m[PRELUDE..PRELUDE + 20],
+            b"\x0b:event-type\x07\x00\x05chunk"
+        );
+        assert_eq!(message_len(&m), Some(m.len()));
         m
     }
 

@@ -51,6 +51,7 @@ pub use call::{
     Unobserved,
 };
 pub use charge::CACHED_INPUT_TOKENS;
+pub use framing::{event_stream_message, is_event_stream};
 pub use generations::{ANY_MODEL, Generation, Generations};
 pub use pool::{Endpoint, Endpoints};
 pub use stream::{PartialStream, Stream, StreamOutcome};
