@@ -9,11 +9,14 @@
 //!   answers): binary messages, each a prelude (its total length and its headers' length,
 //!   big-endian, and their CRC-32), headers, a payload and the message's CRC-32. Messages
 //!   follow one another with nothing between them; one is found in bytes that begin anywhere
-//!   by a prelude whose CRC-32 holds.
+//!   by a prelude whose CRC-32 holds ([`sluice_plugin_sdk::eventstream::message_len`], the
+//!   reader plugins decode the messages with).
 //!
 //! Each byte of a stream is counted once, in stretches cut at these boundaries
 //! (`produced.rs`), and a long stream's first and last bytes are joined at one (`stream.rs`),
 //! so no stream's usage is lost however its events are ended.
+
+use sluice_plugin_sdk::eventstream::message_len;
 
 /// How a stream's bytes divide into events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -24,13 +27,6 @@ pub(super) enum Framing {
     /// AWS event-stream messages: binary, each carrying its length.
     EventStream,
 }
-
-/// An event-stream message's prelude: total length, headers' length, their CRC-32.
-const PRELUDE: usize = 12;
-/// The shortest message: a prelude and the message's CRC-32, with no headers or payload.
-const SHORTEST_MESSAGE: u32 = 16;
-/// The longest message AWS sends (16 MiB): a longer length is not a prelude.
-const LONGEST_MESSAGE: u32 = 16 * 1024 * 1024;
 
 impl Framing {
     /// The framing of a stream whose response headers (a WIT `fields` block) are `headers`.
@@ -126,34 +122,14 @@ fn sse_boundaries(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-/// The length of the event-stream message whose prelude begins `bytes`, when it is one: a
-/// length from 16 bytes to 16 MiB that holds its headers, and a CRC-32 that holds.
-fn message_len(bytes: &[u8]) -> Option<usize> {
-    let prelude = bytes.get(..PRELUDE)?;
-    let word =
-        |i: usize| u32::from_be_bytes([prelude[i], prelude[i + 1], prelude[i + 2], prelude[i + 3]]);
-    let (total, headers, crc) = (word(0), word(4), word(8));
-    let fits = (SHORTEST_MESSAGE..=LONGEST_MESSAGE).contains(&total)
-        && headers <= total - SHORTEST_MESSAGE;
-    (fits && crc32fast::hash(&prelude[..8]) == crc).then_some(total as usize)
-}
-
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
 
     /// An event-stream message carrying `payload` and one header.
     pub(in crate::execute) fn message(payload: &[u8]) -> Vec<u8> {
-        let header = b"\x0b:event-type\x07\x00\x05chunk";
-        let total = (PRELUDE + header.len() + payload.len() + 4) as u32;
-        let mut m = Vec::with_capacity(total as usize);
-        m.extend(total.to_be_bytes());
-        m.extend((header.len() as u32).to_be_bytes());
-        m.extend(crc32fast::hash(&m).to_be_bytes());
-        m.extend_from_slice(header);
-        m.extend_from_slice(payload);
-        m.extend(crc32fast::hash(&m).to_be_bytes());
-        m
+        use sluice_plugin_sdk::eventstream::{HeaderValue, encode};
+        encode(&[(":event-type", HeaderValue::String("chunk"))], payload)
     }
 
     #[test]
