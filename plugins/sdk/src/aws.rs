@@ -27,6 +27,7 @@
 use serde_json::Value;
 
 use crate::headers::Headers;
+use crate::json;
 
 /// The header AWS names an error's type in.
 pub const ERROR_TYPE_HEADER: &str = "x-amzn-errortype";
@@ -106,31 +107,19 @@ pub fn error_type(raw: &str) -> Option<&str> {
 }
 
 /// An AWS type name as an error code: `ThrottlingException` and `throttlingException` are
-/// `throttling_exception`; anything but letters and digits is one `_`; at most 128 bytes.
+/// `throttling_exception`; otherwise as [`json::normalize_code`] has it (anything but letters
+/// and digits is one `_`, at most 128 bytes).
 pub fn code(kind: &str) -> String {
-    let mut out = String::with_capacity(kind.len().min(128) + 8);
-    let mut prev_lower = false;
-    for c in kind.trim().chars() {
-        if out.len() >= 128 {
-            break;
+    let mut words = String::with_capacity(kind.len() + 8);
+    let mut after_lower = false;
+    for c in kind.chars() {
+        if c.is_ascii_uppercase() && after_lower {
+            words.push('_');
         }
-        if c.is_ascii_alphanumeric() {
-            if c.is_ascii_uppercase() && prev_lower {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-        } else {
-            if !out.is_empty() && !out.ends_with('_') {
-                out.push('_');
-            }
-            prev_lower = false;
-        }
+        after_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        words.push(c);
     }
-    while out.ends_with('_') {
-        out.pop();
-    }
-    out
+    json::normalize_code(&words)
 }
 
 #[cfg(test)]
