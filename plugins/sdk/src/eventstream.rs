@@ -336,42 +336,24 @@ pub fn encode(headers: &[(&str, HeaderValue<'_>)], payload: &[u8]) -> Vec<u8> {
     for (name, value) in headers {
         h.push(u8::try_from(name.len()).expect("a header name of at most 255 bytes"));
         h.extend_from_slice(name.as_bytes());
-        let short = |n: usize| u16::try_from(n).expect("a value of at most 65 535 bytes");
-        match *value {
-            HeaderValue::Bool(true) => h.push(0),
-            HeaderValue::Bool(false) => h.push(1),
-            HeaderValue::Byte(b) => h.extend([2, b.to_be_bytes()[0]]),
-            HeaderValue::Short(s) => {
-                h.push(3);
-                h.extend(s.to_be_bytes());
-            }
-            HeaderValue::Int(i) => {
-                h.push(4);
-                h.extend(i.to_be_bytes());
-            }
-            HeaderValue::Long(l) => {
-                h.push(5);
-                h.extend(l.to_be_bytes());
-            }
-            HeaderValue::Bytes(b) => {
-                h.push(6);
-                h.extend(short(b.len()).to_be_bytes());
-                h.extend_from_slice(b);
-            }
-            HeaderValue::String(s) => {
-                h.push(7);
-                h.extend(short(s.len()).to_be_bytes());
-                h.extend_from_slice(s.as_bytes());
-            }
-            HeaderValue::Timestamp(t) => {
-                h.push(8);
-                h.extend(t.to_be_bytes());
-            }
-            HeaderValue::Uuid(u) => {
-                h.push(9);
-                h.extend(u);
-            }
-        }
+        let prefixed = |b: &[u8]| {
+            let len = u16::try_from(b.len()).expect("a value of at most 65 535 bytes");
+            [&len.to_be_bytes()[..], b].concat()
+        };
+        let (kind, bytes): (u8, Vec<u8>) = match *value {
+            HeaderValue::Bool(true) => (0, Vec::new()),
+            HeaderValue::Bool(false) => (1, Vec::new()),
+            HeaderValue::Byte(b) => (2, b.to_be_bytes().to_vec()),
+            HeaderValue::Short(s) => (3, s.to_be_bytes().to_vec()),
+            HeaderValue::Int(i) => (4, i.to_be_bytes().to_vec()),
+            HeaderValue::Long(l) => (5, l.to_be_bytes().to_vec()),
+            HeaderValue::Bytes(b) => (6, prefixed(b)),
+            HeaderValue::String(s) => (7, prefixed(s.as_bytes())),
+            HeaderValue::Timestamp(t) => (8, t.to_be_bytes().to_vec()),
+            HeaderValue::Uuid(u) => (9, u.to_vec()),
+        };
+        h.push(kind);
+        h.extend(bytes);
     }
     let total = PRELUDE_LEN + h.len() + payload.len() + 4;
     assert!(total <= MAX_MESSAGE_LEN, "a message of at most 16 MiB");
@@ -388,24 +370,23 @@ pub fn encode(headers: &[(&str, HeaderValue<'_>)], payload: &[u8]) -> Vec<u8> {
 
 /// An `event` message of Bedrock's form: `:event-type` `event_type`, a JSON `payload`.
 pub fn event(event_type: &str, payload: &str) -> Vec<u8> {
-    encode(
-        &[
-            (":event-type", HeaderValue::String(event_type)),
-            (":content-type", HeaderValue::String("application/json")),
-            (":message-type", HeaderValue::String("event")),
-        ],
-        payload.as_bytes(),
-    )
+    bedrock_message(":event-type", event_type, "event", payload)
 }
 
 /// An `exception` message of Bedrock's form: `:exception-type` `exception_type`, a JSON
 /// `payload` (`{"message": ...}`).
 pub fn exception(exception_type: &str, payload: &str) -> Vec<u8> {
+    bedrock_message(":exception-type", exception_type, "exception", payload)
+}
+
+/// A message with the three headers Bedrock sends: its type under `type_header`, the
+/// content type, and `:message-type`.
+fn bedrock_message(type_header: &str, kind: &str, message_type: &str, payload: &str) -> Vec<u8> {
     encode(
         &[
-            (":exception-type", HeaderValue::String(exception_type)),
+            (type_header, HeaderValue::String(kind)),
             (":content-type", HeaderValue::String("application/json")),
-            (":message-type", HeaderValue::String("exception")),
+            (":message-type", HeaderValue::String(message_type)),
         ],
         payload.as_bytes(),
     )
