@@ -85,7 +85,8 @@ fn a_guarded_native_plugin_answers_every_vector_as_its_component_does() {
         + answers_alike::<sluice_plugin_github::GitHub>("github")
         + answers_alike::<sluice_plugin_stripe::Stripe>("stripe")
         + answers_alike::<sluice_plugin_ietf::Ietf>("ietf")
-        + answers_alike::<sluice_plugin_gemini::Gemini>("gemini");
+        + answers_alike::<sluice_plugin_gemini::Gemini>("gemini")
+        + answers_alike::<sluice_plugin_bedrock::Bedrock>("bedrock");
     assert!(cases >= 50, "only {cases} cases compared");
 }
 

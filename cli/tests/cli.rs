@@ -24,7 +24,15 @@ fn bundled_vectors_all_pass() {
         out.lines().filter(|l| l.starts_with("ok   ")).count() >= 50,
         "{out}"
     );
-    for name in ["openai", "anthropic", "github", "stripe", "ietf", "gemini"] {
+    for name in [
+        "openai",
+        "anthropic",
+        "github",
+        "stripe",
+        "ietf",
+        "gemini",
+        "bedrock",
+    ] {
         assert!(
             out.contains(&format!("ok   {name} plugins/{name}/vectors.json :: ")),
             "{name} missing"

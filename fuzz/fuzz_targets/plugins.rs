@@ -1,6 +1,7 @@
 //! The bundled plugins' own readers (OpenAI's `x-ratelimit-*` with Go-duration resets,
-//! Anthropic's RFC 3339 resets, GitHub's resources, Stripe's reconciliation, and the generic
-//! IETF plugin), compiled natively and called as the host calls their components.
+//! Anthropic's RFC 3339 resets, GitHub's resources, Stripe's reconciliation, Gemini's quota
+//! errors, Bedrock's binary event streams, and the generic IETF plugin), compiled natively
+//! and called as the host calls their components.
 //!
 //! Asserts: whatever a provider answers (a whole answer, either end of a stream, or a stretch
 //! of one for `count-stream`) and whatever request the host passes, a bundled
@@ -19,7 +20,7 @@ use sluice_plugin_sdk::{Plugin, caps};
 
 fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
-    let Ok(which) = u.int_in_range(0..=5u8) else {
+    let Ok(which) = u.int_in_range(0..=6u8) else {
         return;
     };
     match which {
@@ -28,7 +29,8 @@ fuzz_target!(|data: &[u8]| {
         2 => run::<sluice_plugin_github::GitHub>(&mut u),
         3 => run::<sluice_plugin_stripe::Stripe>(&mut u),
         4 => run::<sluice_plugin_ietf::Ietf>(&mut u),
-        _ => run::<sluice_plugin_gemini::Gemini>(&mut u),
+        5 => run::<sluice_plugin_gemini::Gemini>(&mut u),
+        _ => run::<sluice_plugin_bedrock::Bedrock>(&mut u),
     }
 });
 

@@ -186,7 +186,7 @@ impl<'a> Arbitrary<'a> for Body {
         let text = |u: &mut Unstructured<'a>| -> Result<String> {
             Ok(serde_json::to_string(&String::arbitrary(u)?).unwrap_or_default())
         };
-        let body = match u.int_in_range(0..=6)? {
+        let body = match u.int_in_range(0..=7)? {
             0 => format!(
                 r#"{{"model":{},"max_tokens":{},"user":{},"service_tier":"flex","messages":[{{"role":"user","content":{}}}]}}"#,
                 text(u)?,
@@ -240,10 +240,74 @@ impl<'a> Arbitrary<'a> for Body {
                 s.as_bytes()[..cut].to_vec()
             }
             4 => format!(r#"{{"data":[{{"id":{}}}],"id":{}}}"#, text(u)?, text(u)?).into_bytes(),
+            5 => event_stream(u)?,
             _ => Vec::<u8>::arbitrary(u)?,
         };
         Ok(Self(body))
     }
+}
+
+/// An AWS event stream (Bedrock's streamed answers): messages whose CRC-32s hold, of the
+/// types Bedrock sends, with JSON or arbitrary payloads, the bytes possibly cut or altered.
+fn event_stream(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
+    use sluice_plugin_sdk::eventstream::{HeaderValue, encode};
+    let mut s = Vec::new();
+    for _ in 0..u.int_in_range(0..=5)? {
+        let exception = u.ratio(1, 5)?;
+        let kind = *u.choose(&[
+            "messageStart",
+            "contentBlockDelta",
+            "metadata",
+            "chunk",
+            "throttlingException",
+            "modelStreamErrorException",
+        ])?;
+        let payload = match u.int_in_range(0..=3)? {
+            0 => format!(
+                r#"{{"contentBlockIndex":0,"delta":{{"text":{}}},"p":"abc"}}"#,
+                serde_json::to_string(&String::arbitrary(u)?).unwrap_or_default()
+            ),
+            1 => format!(
+                r#"{{"usage":{{"inputTokens":{},"outputTokens":{},"cacheReadInputTokens":{},"cacheWriteInputTokens":{}}}}}"#,
+                u64::arbitrary(u)?,
+                u64::arbitrary(u)?,
+                u64::arbitrary(u)?,
+                u64::arbitrary(u)?
+            ),
+            2 => {
+                let chunk = format!(
+                    r#"{{"type":"message_stop","delta":{{"text":{}}},"amazon-bedrock-invocationMetrics":{{"inputTokenCount":{},"outputTokenCount":{}}}}}"#,
+                    serde_json::to_string(&String::arbitrary(u)?).unwrap_or_default(),
+                    u64::arbitrary(u)?,
+                    u64::arbitrary(u)?
+                );
+                format!(
+                    r#"{{"bytes":"{}"}}"#,
+                    sluice_plugin_sdk::test::base64(chunk.as_bytes())
+                )
+            }
+            _ => String::arbitrary(u)?,
+        };
+        let (type_header, message_type) = if exception {
+            (":exception-type", "exception")
+        } else {
+            (":event-type", "event")
+        };
+        s.extend(encode(
+            &[
+                (type_header, HeaderValue::String(kind)),
+                (":message-type", HeaderValue::String(message_type)),
+            ],
+            payload.as_bytes(),
+        ));
+    }
+    if u.ratio(1, 4)? && !s.is_empty() {
+        let at = u.int_in_range(0..=s.len() - 1)?;
+        s[at] ^= u8::arbitrary(u)?;
+    }
+    let cut = u.int_in_range(0..=s.len())?;
+    s.truncate(cut);
+    Ok(s)
 }
 
 /// A request as the host passes it to a plugin.
@@ -256,6 +320,7 @@ pub fn request(u: &mut Unstructured<'_>) -> Result<Request> {
         "https://api.anthropic.com",
         "https://api.github.com",
         "https://api.stripe.com",
+        "https://bedrock-runtime.us-east-1.amazonaws.com",
         "http://127.0.0.1:8080",
     ])?;
     let path = u.choose(&[
@@ -269,6 +334,10 @@ pub fn request(u: &mut Unstructured<'_>) -> Result<Request> {
         "/repos/o/r/issues",
         "/v1/payment_intents",
         "/v1/customers/cus_1",
+        "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse",
+        "/model/us.amazon.nova-lite-v1%3A0/converse-stream",
+        "/model/amazon.titan-embed-text-v2%3A0/invoke",
+        "/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke-with-response-stream",
         "/",
     ])?;
     let url = match u.int_in_range(0..=3)? {

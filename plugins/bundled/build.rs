@@ -12,6 +12,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("stripe", "sluice-plugin-stripe"),
     ("ietf", "sluice-plugin-ietf"),
     ("gemini", "sluice-plugin-gemini"),
+    ("bedrock", "sluice-plugin-bedrock"),
 ];
 
 fn main() {

@@ -36,8 +36,9 @@ pub struct Upstream {
 /// The routes besides `GET`, `HEAD` and `OPTIONS` the host itself knows as reads: the
 /// generation, embedding and counting routes of the dialects it speaks, which change nothing
 /// at the provider. A plugin's `read-routes` are taken only where they name one of these.
-/// Gemini's methods are the last segment's `:verb`, whatever model or project precedes it.
-pub const KNOWN_READS: [&str; 18] = [
+/// Gemini's methods are the last segment's `:verb`, whatever model or project precedes it;
+/// Amazon Bedrock's runtime names the model in the segment before its operation.
+pub const KNOWN_READS: [&str; 23] = [
     "POST /v1/chat/completions",
     "POST /v1/completions",
     "POST /v1/embeddings",
@@ -56,6 +57,11 @@ pub const KNOWN_READS: [&str; 18] = [
     "POST /v1/*:countTokens",
     "POST /v1/*:embedContent",
     "POST /v1/*:batchEmbedContents",
+    "POST /model/*/converse",
+    "POST /model/*/converse-stream",
+    "POST /model/*/invoke",
+    "POST /model/*/invoke-with-response-stream",
+    "POST /model/*/count-tokens",
 ];
 
 /// The read routes of `provider`'s plugin that confirm a route the host knows as a read
@@ -192,6 +198,16 @@ mod tests {
                 ErrorShape::OpenAi,
             ),
             "stripe" => (vec![], ErrorShape::Stripe),
+            "bedrock" => (
+                vec![
+                    "POST /model/*/converse".into(),
+                    "POST /model/*/converse-stream".into(),
+                    "POST /model/*/invoke".into(),
+                    "POST /model/*/invoke-with-response-stream".into(),
+                    "POST /model/*/count-tokens".into(),
+                ],
+                ErrorShape::Aws,
+            ),
             _ => return None,
         };
         Some(Description {
@@ -260,6 +276,32 @@ mod tests {
         ] {
             assert_eq!(
                 gemini.class_of("POST", path),
+                RequestClass::UncertainWrite,
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bedrock_generation_of_any_model_is_a_read_and_an_asynchronous_job_a_write() {
+        let u = upstreams(
+            "[providers.bedrock]\nbase_url = \"http://127.0.0.1:1/\"\n\
+             [providers.bedrock.limits]\nrequests_per_minute = 60\n",
+        );
+        let bedrock = &u["bedrock"];
+        assert_eq!(bedrock.shape, ErrorShape::Aws);
+        for path in [
+            "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse",
+            "/model/us.amazon.nova-lite-v1%3A0/converse-stream",
+            "/model/amazon.titan-embed-text-v2%3A0/invoke",
+            "/model/meta.llama3-8b-instruct-v1%3A0/invoke-with-response-stream",
+            "/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/count-tokens",
+        ] {
+            assert_eq!(bedrock.class_of("POST", path), RequestClass::Read, "{path}");
+        }
+        for path in ["/async-invoke", "/guardrail/g1/version/1/apply"] {
+            assert_eq!(
+                bedrock.class_of("POST", path),
                 RequestClass::UncertainWrite,
                 "{path}"
             );

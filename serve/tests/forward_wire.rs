@@ -448,19 +448,27 @@ async fn with_no_workers_reads_and_writes_are_served_on_the_shared_runtime() {
 }
 
 /// Every bundled provider's refusals come in the shape its SDK reads, as its plugin
-/// describes it; and a provider configured with AWS's shape names the error's type in
-/// `x-amzn-ErrorType`, where an AWS SDK reads it before the body.
+/// describes it: Bedrock's (AWS's shape) names the error's type in `x-amzn-ErrorType`, where
+/// an AWS SDK reads it before the body; and a provider configured with AWS's shape does too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_comes_in_each_provider_s_own_error_shape() {
     let fake = fake(Style::OpenAi).await;
     let url = fake.url("");
-    let providers = ["openai", "anthropic", "github", "stripe", "ietf", "gemini"]
-        .map(|p| (p, p, url.as_str(), "authorization"));
+    let providers = [
+        "openai",
+        "anthropic",
+        "github",
+        "stripe",
+        "ietf",
+        "gemini",
+        "bedrock",
+    ]
+    .map(|p| (p, p, url.as_str(), "authorization"));
     let mut providers = providers.to_vec();
-    providers.push(("bedrock", "ietf", &url, "authorization"));
+    providers.push(("aws", "ietf", &url, "authorization"));
     let side = start(&config_text(
         &providers,
-        "[serve.providers.bedrock]\nerror_shape = \"aws\"\n",
+        "[serve.providers.aws]\nerror_shape = \"aws\"\n",
     ))
     .await;
     for (name, ..) in &providers {
@@ -489,8 +497,8 @@ async fn a_refusal_comes_in_each_provider_s_own_error_shape() {
                 assert_eq!(body["error"]["status"], "INVALID_ARGUMENT", "{body}");
                 &body["error"]["message"]
             }
-            "bedrock" => {
-                assert_eq!(aws_type.as_deref(), Some("ValidationException"));
+            "bedrock" | "aws" => {
+                assert_eq!(aws_type.as_deref(), Some("ValidationException"), "{name}");
                 assert_eq!(body["__type"], "ValidationException", "{body}");
                 &body["message"]
             }
@@ -502,7 +510,7 @@ async fn a_refusal_comes_in_each_provider_s_own_error_shape() {
                 .is_some_and(|m| m.contains("x-sluice-priority")),
             "{name}: {body}"
         );
-        if *name != "bedrock" {
+        if !matches!(*name, "bedrock" | "aws") {
             assert_eq!(aws_type, None, "{name}");
         }
     }

@@ -9,11 +9,14 @@
 //!   answers): binary messages, each a prelude (its total length and its headers' length,
 //!   big-endian, and their CRC-32), headers, a payload and the message's CRC-32. Messages
 //!   follow one another with nothing between them; one is found in bytes that begin anywhere
-//!   by a prelude whose CRC-32 holds.
+//!   by a prelude whose CRC-32 holds ([`sluice_plugin_sdk::eventstream::message_len`], the
+//!   reader plugins decode the messages with).
 //!
 //! Each byte of a stream is counted once, in stretches cut at these boundaries
 //! (`produced.rs`), and a long stream's first and last bytes are joined at one (`stream.rs`),
 //! so no stream's usage is lost however its events are ended.
+
+use sluice_plugin_sdk::eventstream::message_len;
 
 /// How a stream's bytes divide into events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -24,13 +27,6 @@ pub(super) enum Framing {
     /// AWS event-stream messages: binary, each carrying its length.
     EventStream,
 }
-
-/// An event-stream message's prelude: total length, headers' length, their CRC-32.
-const PRELUDE: usize = 12;
-/// The shortest message: a prelude and the message's CRC-32, with no headers or payload.
-const SHORTEST_MESSAGE: u32 = 16;
-/// The longest message AWS sends (16 MiB): a longer length is not a prelude.
-const LONGEST_MESSAGE: u32 = 16 * 1024 * 1024;
 
 impl Framing {
     /// The framing of a stream whose response headers (a WIT `fields` block) are `headers`.
@@ -126,47 +122,21 @@ fn sse_boundaries(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-/// The length of the event-stream message whose prelude begins `bytes`, when it is one: a
-/// length from 16 bytes to 16 MiB that holds its headers, and a CRC-32 that holds.
 /// Whether a stream whose response headers (a WIT `fields` block) are `headers` is an AWS
 /// event stream: binary messages, where an error is told by a message, never by text.
 pub fn is_event_stream(headers: &str) -> bool {
     Framing::of(headers) == Framing::EventStream
 }
 
-/// One AWS event-stream message: its prelude, `headers` (each a string), `payload`, and the
-/// message's CRC-32. A header name is cut to 255 bytes and a value to 65 535.
+/// One AWS event-stream message with string `headers` (names of at most 255 bytes, values of
+/// at most 65 535) and `payload`, framed as the SDK's reader and AWS's SDKs read it.
 pub fn event_stream_message(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
-    let mut block = Vec::new();
-    for (name, value) in headers {
-        let name = &name.as_bytes()[..name.len().min(usize::from(u8::MAX))];
-        let value = &value.as_bytes()[..value.len().min(usize::from(u16::MAX))];
-        block.push(u8::try_from(name.len()).unwrap_or(u8::MAX));
-        block.extend_from_slice(name);
-        // Type 7: a string, its length in two bytes.
-        block.push(7);
-        block.extend_from_slice(&u16::try_from(value.len()).unwrap_or(u16::MAX).to_be_bytes());
-        block.extend_from_slice(value);
-    }
-    let total = PRELUDE + block.len() + payload.len() + 4;
-    let mut m = Vec::with_capacity(total);
-    m.extend(u32::try_from(total).unwrap_or(u32::MAX).to_be_bytes());
-    m.extend(u32::try_from(block.len()).unwrap_or(u32::MAX).to_be_bytes());
-    m.extend(crc32fast::hash(&m).to_be_bytes());
-    m.extend_from_slice(&block);
-    m.extend_from_slice(payload);
-    m.extend(crc32fast::hash(&m).to_be_bytes());
-    m
-}
-
-fn message_len(bytes: &[u8]) -> Option<usize> {
-    let prelude = bytes.get(..PRELUDE)?;
-    let word =
-        |i: usize| u32::from_be_bytes([prelude[i], prelude[i + 1], prelude[i + 2], prelude[i + 3]]);
-    let (total, headers, crc) = (word(0), word(4), word(8));
-    let fits = (SHORTEST_MESSAGE..=LONGEST_MESSAGE).contains(&total)
-        && headers <= total - SHORTEST_MESSAGE;
-    (fits && crc32fast::hash(&prelude[..8]) == crc).then_some(total as usize)
+    use sluice_plugin_sdk::eventstream::{HeaderValue, encode};
+    let headers: Vec<(&str, HeaderValue<'_>)> = headers
+        .iter()
+        .map(|(name, value)| (*name, HeaderValue::String(value)))
+        .collect();
+    encode(&headers, payload)
 }
 
 #[cfg(test)]
@@ -175,14 +145,8 @@ pub(super) mod tests {
 
     /// An event-stream message carrying `payload` and one header.
     pub(in crate::execute) fn message(payload: &[u8]) -> Vec<u8> {
-        let m = event_stream_message(&[(":event-type", "chunk")], payload);
-        // The bytes AWS's own encoders write for that header.
-        assert_eq!(
-            &m[PRELUDE..PRELUDE + 20],
-            b"\x0b:event-type\x07\x00\x05chunk"
-        );
-        assert_eq!(message_len(&m), Some(m.len()));
-        m
+        use sluice_plugin_sdk::eventstream::{HeaderValue, encode};
+        encode(&[(":event-type", HeaderValue::String("chunk"))], payload)
     }
 
     #[test]

@@ -22,12 +22,11 @@ mod classify;
 mod quota;
 mod usage;
 
-use sluice_plugin_sdk::cost::{document_or_audio_tokens, image_size, prompt_tokens};
-use sluice_plugin_sdk::media::{ANTHROPIC_IMAGE_MAX_TOKENS, anthropic_image_tokens};
+use sluice_plugin_sdk::cost::{anthropic_media_tokens, prompt_tokens};
 use sluice_plugin_sdk::{
-    Classification, Cost, Description, Dimension, ErrorShape, MediaKind, MediaPart, Observation,
-    Outcome, Plugin, PolicyError, Reading, Refill, Request, Response, ResponsePart,
-    default_read_response, model_scope, one_request,
+    Classification, Cost, Description, Dimension, ErrorShape, Observation, Outcome, Plugin,
+    PolicyError, Reading, Refill, Request, Response, ResponsePart, default_read_response,
+    model_scope, one_request,
 };
 
 /// The Anthropic policy.
@@ -118,7 +117,7 @@ impl Plugin for Anthropic {
         if !path.ends_with("/v1/messages") {
             return Ok(costs);
         }
-        if let Some(input) = prompt_tokens(req, &["model"], media_tokens) {
+        if let Some(input) = prompt_tokens(req, &["model"], anthropic_media_tokens) {
             let output = req.digest.number("max_tokens").unwrap_or(0);
             costs.push(Cost {
                 dimension: Dimension::InputTokens,
@@ -134,15 +133,6 @@ impl Plugin for Anthropic {
             });
         }
         Ok(costs)
-    }
-}
-
-/// Tokens Anthropic counts for one media part.
-fn media_tokens(part: &MediaPart) -> u64 {
-    match part.kind {
-        MediaKind::Image => anthropic_image_tokens(image_size(part)),
-        _ => document_or_audio_tokens(part, ANTHROPIC_IMAGE_MAX_TOKENS)
-            .unwrap_or_else(|| part.bytes.unwrap_or(0).div_ceil(4)),
     }
 }
 

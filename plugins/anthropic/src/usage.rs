@@ -17,7 +17,7 @@
 //! its input only.
 
 use serde::Deserialize;
-use sluice_plugin_sdk::billing::{CACHE_READ_TOKENS, CACHE_WRITE_TOKENS};
+use sluice_plugin_sdk::cost::reported_usage;
 use sluice_plugin_sdk::{Cost, Dimension, amount, sse};
 
 #[derive(Debug, Default, Deserialize)]
@@ -79,7 +79,7 @@ pub fn of_body(body: &[u8]) -> Vec<Cost> {
     else {
         return Vec::new();
     };
-    costs(u.input(), u.output_tokens, u.cache())
+    reported_usage(u.input(), u.output_tokens, u.cache())
 }
 
 /// What the end of a stream says.
@@ -118,7 +118,7 @@ pub fn of_stream(body: &[u8]) -> StreamEnd {
         }
     }
     StreamEnd {
-        usage: costs(input, output, cache),
+        usage: reported_usage(input, output, cache),
         error,
     }
 }
@@ -143,7 +143,7 @@ pub fn of_stretch(stretch: &[u8]) -> Vec<Cost> {
         }
     }
     match input {
-        Some(_) => costs(input, Some(output), cache),
+        Some(_) => reported_usage(input, Some(output), cache),
         None => vec![
             amount(Dimension::OutputTokens, output),
             amount(Dimension::Tokens, output),
@@ -151,33 +151,10 @@ pub fn of_stretch(stretch: &[u8]) -> Vec<Cost> {
     }
 }
 
-/// The usage reported: input, output and their total, and, for billing, the cache's reads
-/// (besides the input) and writes (among it) when there were any.
-fn costs(input: Option<u64>, output: Option<u64>, (read, written): (u64, u64)) -> Vec<Cost> {
-    let mut out = Vec::with_capacity(5);
-    if let Some(i) = input {
-        out.push(amount(Dimension::InputTokens, i));
-    }
-    if let Some(o) = output {
-        out.push(amount(Dimension::OutputTokens, o));
-    }
-    if let (Some(i), Some(o)) = (input, output) {
-        out.push(amount(Dimension::Tokens, i.saturating_add(o)));
-    }
-    if input.is_some() {
-        if read > 0 {
-            out.push(amount(Dimension::Other(CACHE_READ_TOKENS.into()), read));
-        }
-        if written > 0 {
-            out.push(amount(Dimension::Other(CACHE_WRITE_TOKENS.into()), written));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_plugin_sdk::billing::{CACHE_READ_TOKENS, CACHE_WRITE_TOKENS};
 
     fn amounts(c: &[Cost]) -> Vec<(Dimension, u64)> {
         c.iter().map(|c| (c.dimension.clone(), c.amount)).collect()

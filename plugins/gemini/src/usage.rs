@@ -14,6 +14,7 @@
 
 use serde::Deserialize;
 use sluice_plugin_sdk::billing::CACHED_INPUT_TOKENS;
+use sluice_plugin_sdk::cost::reported_usage;
 use sluice_plugin_sdk::{Cost, Dimension, amount, sse};
 
 /// `usageMetadata`.
@@ -44,17 +45,8 @@ impl UsageMetadata {
 
     /// As the host's dimensions.
     pub fn costs(&self) -> Vec<Cost> {
-        let (input, output) = (self.input(), self.output());
-        let mut out = Vec::with_capacity(4);
-        if let Some(i) = input {
-            out.push(amount(Dimension::InputTokens, i));
-        }
-        if let Some(o) = output {
-            out.push(amount(Dimension::OutputTokens, o));
-        }
-        if let (Some(i), Some(o)) = (input, output) {
-            out.push(amount(Dimension::Tokens, i.saturating_add(o)));
-        }
+        // Gemini's cache is read among the prompt, not besides it: no reads or writes apart.
+        let mut out = reported_usage(self.input(), self.output(), (0, 0));
         if let Some(cached) = self.cached_content_token_count.filter(|c| *c > 0) {
             out.push(amount(Dimension::Other(CACHED_INPUT_TOKENS.into()), cached));
         }

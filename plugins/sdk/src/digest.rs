@@ -22,7 +22,11 @@
 //! - a link under a `url` key (or an `image_url` or `file_url` string) in an object that is a
 //!   media part by its `type` (`image`, `image_url`, `input_image`, `document`, `file`,
 //!   `input_file`, `url`) or by the key it stands under (`image_url`, `source`, `file`,
-//!   `image`, `document`), and Gemini's `fileUri` (`https://` or `gs://`) wherever it stands.
+//!   `image`, `document`), and Gemini's `fileUri` (`https://` or `gs://`) wherever it stands;
+//! - Amazon Bedrock's parts (Converse, and Nova's own format): base64 `bytes` in a `source`
+//!   object, or an `s3://` link under `source.s3Location.uri`, whose kind is the key the part
+//!   stands under (`image`, `document`, `video`) and whose media type is that part's
+//!   `format` (`png`, `pdf`, `txt`, `mp4`) when the bytes do not show it.
 //!
 //! An image's width and height come from its header (PNG, GIF, WebP, JPEG), decoded from the
 //! first bytes of its base64 only; a PDF's pages are counted from its page objects. Every
@@ -81,8 +85,10 @@ pub struct BodyDigest {
 
 /// The fields a provider's cost depends on, kept past [`MAX_FIELDS`] wherever they stand in
 /// their object: the model, the output maxima, streaming and the number of choices, under
-/// OpenAI's, Anthropic's and Gemini's names.
-pub const COST_FIELDS: [&str; 11] = [
+/// OpenAI's, Anthropic's and Gemini's names, and the output maxima of Amazon Bedrock's
+/// Converse and of the model formats it invokes (Titan's, Nova's, Llama's, Claude's text
+/// completions).
+pub const COST_FIELDS: [&str; 16] = [
     "model",
     "max_tokens",
     "max_completion_tokens",
@@ -94,6 +100,11 @@ pub const COST_FIELDS: [&str; 11] = [
     "generationConfig.candidateCount",
     "generation_config.max_output_tokens",
     "generation_config.candidate_count",
+    "inferenceConfig.maxTokens",
+    "inferenceConfig.max_new_tokens",
+    "textGenerationConfig.maxTokenCount",
+    "max_gen_len",
+    "max_tokens_to_sample",
 ];
 
 /// What kind of media a part is.
@@ -374,10 +385,20 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
         }
         object.settle(self.walk, self.key);
         if let Some((kind_word, pending)) = self.walk.open.pop() {
-            let kind = kind_from_words(&[&kind_word, self.key.unwrap_or("")]);
+            let key = self.key.unwrap_or("");
+            let kind = kind_from_words(&[&kind_word, key]);
+            let format = object.get("format").and_then(|f| format_type(key, f));
             for i in pending {
                 if let Some(part) = self.walk.d.media.get_mut(i) {
-                    part.kind = kind;
+                    if part.media_type.is_none() {
+                        part.media_type.clone_from(&format);
+                    }
+                    if part.kind == MediaKind::Other {
+                        part.kind = match part.media_type.as_deref().map(kind_of) {
+                            Some(k) if k != MediaKind::Other => k,
+                            _ => kind,
+                        };
+                    }
                 }
             }
         }
@@ -419,7 +440,7 @@ impl<'de> Visitor<'de> for Key {
 }
 
 /// The keys whose strings decide whether an object is a media part, or carry its data.
-const DECIDING: [&str; 12] = [
+const DECIDING: [&str; 14] = [
     "type",
     "media_type",
     "mime_type",
@@ -432,6 +453,8 @@ const DECIDING: [&str; 12] = [
     "image_url",
     "file_url",
     "fileUri",
+    "bytes",
+    "uri",
 ];
 
 /// A value under one of the [`DECIDING`] keys: a string is held in its object; anything
@@ -568,6 +591,10 @@ impl Object<'_> {
                 walk.media(part);
                 continue;
             }
+            if let Some(part) = bedrock_part(walk, under, key, value) {
+                walk.media(part);
+                continue;
+            }
             let link = matches!(key.as_str(), "url" | "image_url" | "file_url" | "fileUri")
                 && (media_object || key != "url")
                 && (value.starts_with("https://")
@@ -609,6 +636,74 @@ impl Object<'_> {
             }
         }
     }
+}
+
+/// An Amazon Bedrock media part, when `key` and `value` of an object under `under` are one:
+/// base64 `bytes` in a `source`, or an `s3://` `uri` in a `source.s3Location`. Its kind,
+/// when its bytes do not show it, and its media type are the part's (`image`, `document`,
+/// `video`, with its `format`), which ends after it: it is left for the part to settle.
+fn bedrock_part(
+    walk: &mut Walk<'_>,
+    under: Option<&str>,
+    key: &str,
+    value: &str,
+) -> Option<MediaPart> {
+    // How far up the part's object is: `image.source.bytes`, `image.source.s3Location.uri`.
+    let up = match (key, under) {
+        ("bytes", Some("source")) if value.len() >= MIN_INLINE_BYTES => 2,
+        ("uri", Some("s3Location")) if value.starts_with("s3://") => 3,
+        _ => return None,
+    };
+    let part = if up == 2 {
+        inline_part(value, None)
+    } else {
+        MediaPart {
+            kind: MediaKind::Other,
+            media_type: None,
+            bytes: None,
+            width: None,
+            height: None,
+            pages: None,
+            detail: None,
+            by_url: true,
+        }
+    };
+    let index = walk.d.media.len();
+    let depth = walk.open.len();
+    if index < MAX_MEDIA
+        && let Some((_, pending)) = depth.checked_sub(up).and_then(|i| walk.open.get_mut(i))
+    {
+        pending.push(index);
+    }
+    Some(part)
+}
+
+/// The media type a Bedrock part's `format` names, by the key the part stands under:
+/// `image` `png` is `image/png`, `video` `mp4` `video/mp4`, `document` `txt` `text/plain`.
+fn format_type(key: &str, format: &str) -> Option<String> {
+    if format.is_empty()
+        || format.len() > 16
+        || !format
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return None;
+    }
+    let f = format.to_ascii_lowercase();
+    Some(match (key, f.as_str()) {
+        ("image", "jpg") => "image/jpeg".to_owned(),
+        ("image", _) => format!("image/{f}"),
+        ("video", "three_gp") => "video/3gpp".to_owned(),
+        ("video", "mov") => "video/quicktime".to_owned(),
+        ("video", "mkv") => "video/x-matroska".to_owned(),
+        ("video", _) => format!("video/{f}"),
+        ("document", "pdf") => "application/pdf".to_owned(),
+        ("document", "txt") => "text/plain".to_owned(),
+        ("document", "md") => "text/markdown".to_owned(),
+        ("document", "csv" | "html") => format!("text/{f}"),
+        ("document", _) => format!("application/{f}"),
+        _ => return None,
+    })
 }
 
 /// Whether `word` (an object's `type`, or the key it stands under) names a media part.

@@ -11,9 +11,10 @@
 //! - parsers for what providers send: [`headers`](mod@headers) (case, repetition), [`retry_after`],
 //!   [`ratelimit`] (the IETF fields), [`time`] (HTTP-dates, RFC 3339, Go durations),
 //!   [`json`] (error codes in truncated bodies), [`google`] (Google-style error bodies: the
-//!   retry delay and the spent quota), [`midnight`] (quotas that reset at a provider's local
-//!   midnight, daylight saving time included) and [`sse`] (server-sent events in the cut
-//!   body of a stream's end);
+//!   retry delay and the spent quota), [`aws`] (AWS errors: the type in `x-amzn-ErrorType`),
+//!   [`midnight`] (quotas that reset at a provider's local midnight, daylight saving time
+//!   included), [`sse`] (server-sent events in the cut body of a stream's end) and
+//!   [`eventstream`] (AWS's binary event-stream messages, checked by their CRC-32s);
 //! - [`generic`]: the RFC reading of a response, shared with the host's built-in fallback;
 //! - [`test`](mod@test): a request or a response in one line, for a plugin's unit tests.
 //!
@@ -51,8 +52,10 @@
 #![warn(missing_docs)]
 
 pub mod arena;
+pub mod aws;
 pub mod billing;
 pub mod digest;
+pub mod eventstream;
 pub mod generic;
 pub mod google;
 pub mod headers;

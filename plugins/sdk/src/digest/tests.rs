@@ -147,6 +147,84 @@ fn gemini_s_camel_case_parts_are_media_as_its_snake_case_ones_are() {
 }
 
 #[test]
+fn bedrock_s_parts_are_media_by_the_key_they_stand_under_and_their_format() {
+    let body = serde_json::json!({
+        "messages": [{"role": "user", "content": [
+            {"image": {"format": "png", "source": {"bytes": b64(&png(1000, 750, 5_000))}}},
+            {"document": {"format": "pdf", "name": "report", "source": {"bytes": b64(&pdf(2))}}},
+            {"document": {"format": "txt", "name": "notes", "source": {"bytes": b64(&[b'a'; 4_000])}}},
+            {"video": {"format": "mp4", "source": {"bytes": b64(&[0; 3_000])}}},
+            {"image": {"format": "jpeg", "source": {"s3Location": {"uri": "s3://bucket/cat.jpg", "bucketOwner": "123456789012"}}}},
+            {"text": "compare them"},
+        ]}],
+        "inferenceConfig": {"maxTokens": 512},
+    })
+    .to_string();
+    let d = digest(body.as_bytes());
+    assert_eq!(d.media.len(), 5, "{:?}", d.media);
+    let (image, pdf_doc, text_doc, video, link) = (
+        &d.media[0],
+        &d.media[1],
+        &d.media[2],
+        &d.media[3],
+        &d.media[4],
+    );
+    assert_eq!(image.kind, MediaKind::Image);
+    assert_eq!((image.width, image.height), (Some(1000), Some(750)));
+    assert_eq!(image.media_type.as_deref(), Some("image/png"));
+    assert_eq!(
+        (pdf_doc.kind, pdf_doc.pages),
+        (MediaKind::Document, Some(2))
+    );
+    assert_eq!(text_doc.kind, MediaKind::Document);
+    assert_eq!(text_doc.media_type.as_deref(), Some("text/plain"));
+    assert_eq!(text_doc.bytes, Some(4_000));
+    assert_eq!(video.kind, MediaKind::Other);
+    assert_eq!(video.media_type.as_deref(), Some("video/mp4"));
+    assert!(link.by_url && link.kind == MediaKind::Image && link.bytes.is_none());
+    assert_eq!(link.media_type.as_deref(), Some("image/jpeg"));
+    // The text, the roles, the documents' names and the bucket's owner: never the base64,
+    // the formats or the link.
+    assert!(d.text_chars < 60, "{}", d.text_chars);
+    assert_eq!(d.number("inferenceConfig.maxTokens"), Some(512));
+}
+
+#[test]
+fn bytes_and_uris_elsewhere_are_text() {
+    let body = serde_json::json!({
+        "bytes": "a".repeat(100),
+        "tool": {"uri": "s3://bucket/key", "source": {"uri": "s3://bucket/key"}},
+        "source": {"bytes": "short"},
+    })
+    .to_string();
+    let d = digest(body.as_bytes());
+    assert!(d.media.is_empty(), "{:?}", d.media);
+    assert_eq!(d.text_chars, 100 + 15 + 15 + 5);
+}
+
+#[test]
+fn bedrock_s_output_maxima_are_kept_past_the_bound_on_fields() {
+    let mut body = serde_json::Map::new();
+    for i in 0..100 {
+        body.insert(format!("f{i}"), serde_json::json!(i));
+    }
+    body.insert(
+        "inferenceConfig".into(),
+        serde_json::json!({"maxTokens": 9, "max_new_tokens": 8}),
+    );
+    body.insert(
+        "textGenerationConfig".into(),
+        serde_json::json!({"maxTokenCount": 7}),
+    );
+    body.insert("max_gen_len".into(), serde_json::json!(6));
+    let d = digest(serde_json::Value::Object(body).to_string().as_bytes());
+    assert_eq!(d.number("inferenceConfig.maxTokens"), Some(9));
+    assert_eq!(d.number("inferenceConfig.max_new_tokens"), Some(8));
+    assert_eq!(d.number("textGenerationConfig.maxTokenCount"), Some(7));
+    assert_eq!(d.number("max_gen_len"), Some(6));
+}
+
+#[test]
 fn a_jpeg_whose_frame_follows_long_metadata_is_still_measured() {
     let image = format!("data:image/jpeg;base64,{}", b64(&jpeg(4032, 3024, 60_000)));
     let d = digest(serde_json::json!({ "image": image }).to_string().as_bytes());

@@ -1,7 +1,9 @@
-//! What a request will use, read from its digest: the body's prefix may hold only the start
-//! of a long request, while the digest describes all of it.
+//! What a request will use, read from its digest (the body's prefix may hold only the start
+//! of a long request, while the digest describes all of it), and what it used, as the
+//! provider's answer reports it.
 
-use super::{MediaKind, MediaPart, Request};
+use super::{Cost, Dimension, MediaKind, MediaPart, Request, amount};
+use crate::billing::{CACHE_READ_TOKENS, CACHE_WRITE_TOKENS};
 use crate::json::tokens_for_chars;
 use crate::media;
 
@@ -74,4 +76,48 @@ pub fn document_or_audio_tokens(part: &MediaPart, page_image: u64) -> Option<u64
         MediaKind::Audio => Some(media::audio_tokens(part.bytes)),
         MediaKind::Image | MediaKind::Other => None,
     }
+}
+
+/// Tokens an Anthropic model counts for one media part, wherever the model is served
+/// (Anthropic's API, Amazon Bedrock): an image by its pixels
+/// ([`media::anthropic_image_tokens`]); a document's pages as text and an image of the page,
+/// a text file at four bytes a token, audio by its length ([`document_or_audio_tokens`]);
+/// anything else at four bytes a token.
+pub fn anthropic_media_tokens(part: &MediaPart) -> u64 {
+    match part.kind {
+        MediaKind::Image => media::anthropic_image_tokens(image_size(part)),
+        _ => document_or_audio_tokens(part, media::ANTHROPIC_IMAGE_MAX_TOKENS)
+            .unwrap_or_else(|| part.bytes.unwrap_or(0).div_ceil(4)),
+    }
+}
+
+/// The usage an answer reports, as the host's dimensions: `input` (what counts toward input
+/// limits: the uncached input and the tokens written to the cache), `output` and their total,
+/// each when reported; and, for billing, once the input is reported, the cache's reads
+/// ([`CACHE_READ_TOKENS`], besides the input) and writes ([`CACHE_WRITE_TOKENS`], among it)
+/// when there were any. Anthropic's and Amazon Bedrock's answers report their cache so.
+pub fn reported_usage(
+    input: Option<u64>,
+    output: Option<u64>,
+    (read, written): (u64, u64),
+) -> Vec<Cost> {
+    let mut out = Vec::with_capacity(5);
+    if let Some(i) = input {
+        out.push(amount(Dimension::InputTokens, i));
+    }
+    if let Some(o) = output {
+        out.push(amount(Dimension::OutputTokens, o));
+    }
+    if let (Some(i), Some(o)) = (input, output) {
+        out.push(amount(Dimension::Tokens, i.saturating_add(o)));
+    }
+    if input.is_some() {
+        if read > 0 {
+            out.push(amount(Dimension::Other(CACHE_READ_TOKENS.into()), read));
+        }
+        if written > 0 {
+            out.push(amount(Dimension::Other(CACHE_WRITE_TOKENS.into()), written));
+        }
+    }
+    out
 }
