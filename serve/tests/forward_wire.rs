@@ -577,3 +577,90 @@ async fn a_gemini_generation_is_a_read_and_its_stream_is_asked_for_by_the_path()
     assert_eq!(fake.attempts_on(stream), 1);
     assert_eq!(fake.attempts()[2].stream, Some(true));
 }
+
+/// Bedrock through the sidecar, as an AWS SDK calls it: the agent's request carries the
+/// SDK's own SigV4 signature (made with whatever keys the agent has) and its sluice token in
+/// `x-sluice-token`; the sidecar drops the signature and signs each attempt with the keys it
+/// is configured with, which the fake checks as AWS does. A stream that breaks after it began
+/// ends with an exception message in the stream's own binary framing, as an AWS SDK reads a
+/// stream's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bedrock_call_through_the_sidecar_is_signed_with_its_keys_and_a_broken_stream_ends_in_an_exception_message()
+ {
+    use sluice_fake_provider::sigv4::AwsAccount;
+
+    let fake =
+        FakeProvider::start(FakeConfig::new(Style::Bedrock).stream_gap(Duration::from_millis(5)))
+            .await
+            .unwrap();
+    fake.require_sigv4(AwsAccount::new(
+        "AKIDSIDECAR",
+        "sidecar/secret",
+        "eu-central-1",
+    ));
+    let keys = tempfile::tempdir().unwrap();
+    let file = keys.path().join("credentials");
+    std::fs::write(
+        &file,
+        "[default]\naws_access_key_id = AKIDSIDECAR\naws_secret_access_key = sidecar/secret\n",
+    )
+    .unwrap();
+    let text = format!(
+        "[providers.bedrock]\nplugin = \"bedrock\"\nbase_url = \"{}\"\n\
+         [providers.bedrock.credentials.team.sigv4]\nregion = \"eu-central-1\"\nfile = \"{}\"\n\
+         [providers.bedrock.limits]\nrequests_per_minute = 6000\n{}",
+        fake.url(""),
+        file.display(),
+        config_text(&[], "")
+    );
+    let side = start(&text).await;
+    let model = "anthropic.claude-3-5-sonnet-20240620-v1%3A0";
+    let body = r#"{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":64}}"#;
+    let send = |path: String| {
+        client()
+            .post(format!("{}/bedrock{path}", side.url))
+            .header("x-sluice-token", AGENT_TOKEN)
+            .header(
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=AKIDAGENT/20261206/eu-central-1/bedrock/aws4_request, \
+                 SignedHeaders=content-type;host;x-amz-date, Signature=0123",
+            )
+            .header("x-amz-date", "20261206T000000Z")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let r = send(format!("/model/{model}/converse")).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let answer: serde_json::Value = r.json().await.unwrap();
+    assert!(answer["usage"]["inputTokens"].is_u64(), "{answer}");
+    assert_eq!((fake.answered(200), fake.answered(403)), (1, 0));
+
+    let stream = format!("/model/{model}/converse-stream");
+    fake.script(&stream, [Fault::CutStream { after_events: 3 }]);
+    let r = send(stream.clone()).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.headers()["content-type"],
+        "application/vnd.amazon.eventstream"
+    );
+    let bytes = r.bytes().await.unwrap();
+    // The messages the provider sent, then sluice's: an exception, whose total length and
+    // CRC-32 frame it as the provider's own are framed.
+    let mut at = 0;
+    let mut last = &bytes[..0];
+    while at + 12 <= bytes.len() {
+        let total = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        last = &bytes[at..at + total];
+        at += total;
+    }
+    assert_eq!(at, bytes.len(), "whole messages only");
+    let text = String::from_utf8_lossy(last);
+    assert!(
+        text.contains(":message-type\x07\x00\x09exception")
+            && text.contains("internalServerException")
+            && text.contains("stream_broken"),
+        "{text:?}"
+    );
+    assert_eq!(fake.answered(403), 0);
+}
