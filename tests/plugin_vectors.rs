@@ -31,7 +31,7 @@ fn every_bundled_plugin_passes_its_own_vectors() {
             .collect();
         assert!(failures.is_empty(), "{name}: {failures:#?}");
     }
-    assert_eq!(names, 6);
+    assert_eq!(names, 7);
 }
 
 #[test]

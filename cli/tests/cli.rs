@@ -147,7 +147,7 @@ fn list_names_the_bundled_plugins() {
     let o = sluice(&["plugin", "list"]);
     assert_eq!(
         stdout(&o),
-        "openai\nanthropic\ngithub\nstripe\nietf\ngemini\n"
+        "openai\nanthropic\ngithub\nstripe\nietf\ngemini\nbedrock\n"
     );
 }
 

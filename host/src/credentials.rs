@@ -434,8 +434,8 @@ impl Credentials for Keyring {
             (Some(sigv4), _) => {
                 let read = || sigv4.keys().map(Arc::new);
                 let keys = match &sigv4.file {
-                    Some(path) => keys.from_file(path, read),
-                    None => keys.from_env(read),
+                    Some(path) => keys.kept_from_file(path, read),
+                    None => keys.kept_from_env(read),
                 };
                 keys.map(|keys| {
                     CredentialHeaders::Signed(Signer::new(keys, &sigv4.region, &sigv4.service))

@@ -81,7 +81,7 @@ impl Kept {
     /// read now (and kept when it could be read; a variable missing is looked for again at
     /// the next send, and said so each time).
     pub(super) fn env_header(&self, source: &CredentialSource) -> Result<Header, CredentialError> {
-        self.from_env(|| Ok(Arc::new([source.header_value()?])))
+        self.kept_from_env(|| Ok(Arc::new([source.header_value()?])))
     }
 
     /// `source`'s header, whose secret is in the file at `path`: the one kept when the file
@@ -91,14 +91,14 @@ impl Kept {
         source: &CredentialSource,
         path: &Path,
     ) -> Result<Header, CredentialError> {
-        self.from_file(path, || Ok(Arc::new([source.header_value()?])))
+        self.kept_from_file(path, || Ok(Arc::new([source.header_value()?])))
     }
 }
 
 impl<T: Clone> Kept<T> {
     /// What `read` gives from the environment: the one kept, else read now (and kept when
     /// it could be read).
-    pub(super) fn from_env(
+    pub(super) fn kept_from_env(
         &self,
         read: impl FnOnce() -> Result<T, CredentialError>,
     ) -> Result<T, CredentialError> {
@@ -111,7 +111,7 @@ impl<T: Clone> Kept<T> {
 
     /// What `read` gives from the file at `path`: the one kept when the file is unchanged,
     /// else read now (and kept).
-    pub(super) fn from_file(
+    pub(super) fn kept_from_file(
         &self,
         path: &Path,
         read: impl FnOnce() -> Result<T, CredentialError>,

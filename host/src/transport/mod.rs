@@ -232,10 +232,13 @@ impl Transport {
         }
         *request.uri_mut() = uri;
         if let Some(signer) = secrets.signer() {
-            // Signed last, on the request as it is sent, and now: each attempt is signed
+            // Signed last, on the request as it is sent, at the host's wall time of this
+            // send (set on the request as it leaves the queue): each attempt is signed
             // afresh, so no signature ages in the queue.
+            let at = u64::try_from(req.now_ms).unwrap_or(0);
+            let at = std::time::UNIX_EPOCH + Duration::from_millis(at);
             signer
-                .sign(&mut request, &req.body, std::time::SystemTime::now())
+                .sign(&mut request, &req.body, at)
                 .map_err(unsendable)?;
         }
         Ok(request)
