@@ -178,3 +178,23 @@ pub fn write(
             .header("content-type", "application/x-www-form-urlencoded"),
     }
 }
+
+/// A long stream, begun by `call` through `ex` and read to its end: its bytes, which must be
+/// longer than the first and last bytes the host keeps of a stream (64 KiB: its middle was
+/// dropped and its ends joined where an event ends), and the usage its end reported.
+///
+/// # Panics
+/// When the stream does not begin, breaks, is shorter, or reports no usage.
+pub async fn long_stream(ex: &Executor, call: &Call) -> (Vec<u8>, sluice::admission::Usage) {
+    let sluice::execute::StreamOutcome::Streaming(mut stream) = ex.execute_stream(call).await
+    else {
+        panic!("the stream should begin");
+    };
+    let mut body = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        body.extend_from_slice(&chunk.expect("the stream is delivered whole"));
+    }
+    assert!(body.len() > 64 * 1024, "{} bytes", body.len());
+    let usage = stream.usage().expect("the stream's end reports usage");
+    (body, usage)
+}
