@@ -119,9 +119,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .add_recorder(prometheus)
                 .add_recorder(otel)
                 .build();
-            metrics::set_global_recorder(both)
-                .map(|()| sluice::observe::describe())
-                .map_err(|_| "another recorder was installed")
+            metrics::set_global_recorder(both).map_err(|_| "another recorder was installed")
         }
         None => {
             metrics::set_global_recorder(prometheus).map_err(|_| "another recorder was installed")
@@ -130,6 +128,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     installed
         .map_err(anyhow::Error::msg)
         .context("installing the metrics recorder")?;
+    // `# HELP` and `# TYPE` for every series, the host's and the sidecar's.
+    sluice::observe::describe();
+    sluice_serve::metric_names::describe();
     let served = rt.block_on(serve(args, config, metrics));
     // On the main thread, while the runtime's workers still run the last exports.
     if let Some(telemetry) = telemetry {

@@ -139,7 +139,7 @@ impl FailedTokens {
     /// `who` presented a wrong token to `listener` (`agents`, `admin`, `console`), counted
     /// at `door`, at `now_ms`.
     pub fn failed(&self, who: Presenter, listener: &'static str, door: Door, now_ms: i64) {
-        metrics::counter!("sluice_serve_failed_tokens_total", "listener" => listener).increment(1);
+        metrics::counter!(crate::metric_names::FAILED_TOKENS, "listener" => listener).increment(1);
         let mut by = self.counts();
         let mut add = |key: Key| {
             if by.len() >= MAX_SOURCES && !by.contains_key(&key) {

@@ -36,9 +36,7 @@ use crate::streaming;
 use crate::task_names;
 use crate::upstream::Upstream;
 
-/// Counter: requests the sidecar answered, by provider (`unknown` for a path naming none)
-/// and status.
-pub(crate) const REQUESTS: &str = "sluice_serve_requests_total";
+pub(crate) use crate::metric_names::REQUESTS;
 
 /// Answers one request. Never fails: every refusal is an answer in the provider's shape.
 pub(crate) async fn handle(

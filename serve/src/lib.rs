@@ -45,6 +45,7 @@ mod failed_tokens;
 mod forward;
 pub mod hints;
 mod listener;
+pub mod metric_names;
 mod places;
 mod reply;
 pub mod request_path;

@@ -185,7 +185,7 @@ struct Failures {
 impl Failures {
     fn note(&mut self, what: &'static str, e: &std::io::Error) {
         self.count += 1;
-        metrics::counter!("sluice_serve_accept_failures_total", "listener" => what).increment(1);
+        metrics::counter!(crate::metric_names::ACCEPT_FAILURES, "listener" => what).increment(1);
         #[allow(
             clippy::disallowed_methods,
             reason = "a log's own pace, not the host's time"

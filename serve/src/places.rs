@@ -37,11 +37,7 @@ pub(crate) struct Bounds {
     pub seated: u32,
 }
 
-/// Counter: visitors cut, by listener and why (`timeout`, `evicted`).
-pub(crate) const VISITORS_CUT: &str = "sluice_serve_visitors_cut_total";
-/// Counter: connections refused a seat, by listener and whose bound was full (`agent`,
-/// `tenant`, `listener`).
-pub(crate) const SEATS_REFUSED: &str = "sluice_serve_seats_refused_total";
+pub(crate) use crate::metric_names::{SEATS_REFUSED, VISITORS_CUT};
 
 /// A listener's places; see the module docs.
 #[derive(Debug)]

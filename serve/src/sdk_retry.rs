@@ -35,7 +35,7 @@ impl SdkRetries {
         if n == 0 {
             return None;
         }
-        metrics::counter!("sluice_serve_sdk_retries_total", "agent" => agent.to_owned())
+        metrics::counter!(crate::metric_names::SDK_RETRIES, "agent" => agent.to_owned())
             .increment(1);
         let first = self
             .warned

@@ -42,6 +42,15 @@ fn three_thousand_invented_models_leave_metrics_scopes_and_memory_bounded() {
     }
     let before_kb = sidecar.rss() / 1024;
     let before_metrics = sidecar.metrics().len();
+    // Every series is described, the host's and the sidecar's alike.
+    let text = sidecar.metrics();
+    for described in [
+        "# HELP sluice_attempts_total ",
+        "# HELP sluice_calls_admitted_total ",
+        "# HELP sluice_serve_requests_total ",
+    ] {
+        assert!(text.contains(described), "{described}missing:\n{text}");
+    }
 
     for i in 0..INVENTED {
         let a = post(&sidecar, AGENT_CHAT, &[], &chat(&format!("m-{i}")));

@@ -179,84 +179,147 @@ pub const GEN_AI_INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
 /// The GenAI attribute of the output tokens an answer reported.
 pub const GEN_AI_OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
 
-/// Describes every metric to the installed recorder (an exporter prints it as `# HELP`):
-/// call it once, after installing the recorder.
+/// What a metric is, for the recorder's `# TYPE` and `# HELP`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// Only goes up.
+    Counter,
+    /// Goes up and down.
+    Gauge,
+    /// Observations in seconds, bucketed by [`SECONDS_BUCKETS`].
+    Seconds,
+}
+
+/// Every metric the host records: its name, kind and help text. The one list: [`describe`]
+/// describes from it, and a test holds it to every name this module defines.
+pub const METRICS: [(&str, MetricKind, &str); 27] = {
+    use MetricKind::{Counter, Gauge, Seconds};
+    [
+        (
+            CALLS_ADMITTED,
+            Counter,
+            "Requests the admission queue let go, one per attempt",
+        ),
+        (
+            CALLS_REFUSED,
+            Counter,
+            "Requests refused by the admission queue, or that left it unadmitted",
+        ),
+        (
+            ADMISSION_WAIT,
+            Seconds,
+            "Time an attempt waited in the admission queue",
+        ),
+        (ATTEMPTS, Counter, "Attempts sent, by status class"),
+        (RESPONSES_429, Counter, "Answers with status 429"),
+        (
+            RETRIES,
+            Counter,
+            "Retries scheduled, by the verdict that asked for them",
+        ),
+        (CALLS_ENDED, Counter, "Logical calls finished, by outcome"),
+        (
+            SCOPE_HOLDS,
+            Counter,
+            "Holds put on a quota scope (a 429, a spent quota)",
+        ),
+        (QUEUE_DEPTH, Gauge, "Requests waiting on a quota scope"),
+        (
+            UNCONFIGURED_SCOPES,
+            Gauge,
+            "Names of a provider's narrower scopes the configuration does not name, kept now",
+        ),
+        (
+            USAGE_CORRECTIONS,
+            Counter,
+            "Charges corrected to the usage an answer reported",
+        ),
+        (
+            BREAKER_OPEN,
+            Gauge,
+            "Paths of a credential whose breaker is open",
+        ),
+        (
+            TENANT_BREAKER_OPENED,
+            Counter,
+            "Times a tenant's own breaker opened on a path its requests kept failing",
+        ),
+        (PLUGIN_CALL, Seconds, "Time a plugin call took"),
+        (PLUGIN_FAILURES, Counter, "Plugin calls that failed"),
+        (
+            PLUGIN_QUARANTINED,
+            Gauge,
+            "1 while the plugin is quarantined",
+        ),
+        (
+            PLUGIN_RELOADS,
+            Counter,
+            "Reloads of a provider's plugin, by whether the new version took traffic",
+        ),
+        (
+            BUDGET_THRESHOLDS,
+            Counter,
+            "A tenant's use crossed a threshold of a budget",
+        ),
+        (
+            BUDGET_USED_RATIO,
+            Gauge,
+            "The share of a budget a tenant has used in its current period",
+        ),
+        (
+            BUDGET_REFUSALS,
+            Counter,
+            "Calls refused because a budget was spent",
+        ),
+        (
+            TAKEOVERS,
+            Counter,
+            "Hosts of the group whose unfinished writes this host took over, their lease run out",
+        ),
+        (
+            SHARED_STORE_UP,
+            Gauge,
+            "1 while the shared store answers, 0 while admission paces locally",
+        ),
+        (
+            SHARED_STORE_LOST,
+            Counter,
+            "Times the shared store was found to have lost its state (new actions refused)",
+        ),
+        (
+            SHARED_STORE_FALLBACKS,
+            Counter,
+            "Times the shared store stopped answering",
+        ),
+        (
+            SHARED_WAITS,
+            Counter,
+            "Admissions the shared store sent back to wait",
+        ),
+        (
+            POOL_CHOSEN,
+            Counter,
+            "Attempts of a pool's calls admitted on a member",
+        ),
+        (
+            POOL_FAILOVERS,
+            Counter,
+            "Retries of a pool's read sent with another member than the failed attempt's",
+        ),
+    ]
+};
+
+/// Describes every metric of [`METRICS`] to the installed recorder (an exporter prints it as
+/// `# HELP`): call it once, after installing the recorder.
 pub fn describe() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
-    describe_counter!(
-        CALLS_ADMITTED,
-        "Requests the admission queue let go, one per attempt"
-    );
-    describe_counter!(
-        CALLS_REFUSED,
-        "Requests refused by the admission queue, or that left it unadmitted"
-    );
-    describe_histogram!(
-        ADMISSION_WAIT,
-        Unit::Seconds,
-        "Time an attempt waited in the admission queue"
-    );
-    describe_counter!(ATTEMPTS, "Attempts sent, by status class");
-    describe_counter!(RESPONSES_429, "Answers with status 429");
-    describe_counter!(
-        RETRIES,
-        "Retries scheduled, by the verdict that asked for them"
-    );
-    describe_counter!(CALLS_ENDED, "Logical calls finished, by outcome");
-    describe_counter!(
-        SCOPE_HOLDS,
-        "Holds put on a quota scope (a 429, a spent quota)"
-    );
-    describe_gauge!(QUEUE_DEPTH, "Requests waiting on a quota scope");
-    describe_gauge!(
-        UNCONFIGURED_SCOPES,
-        "Names of a provider's narrower scopes the configuration does not name, kept now"
-    );
-    describe_counter!(
-        USAGE_CORRECTIONS,
-        "Charges corrected to the usage an answer reported"
-    );
-    describe_gauge!(BREAKER_OPEN, "Paths of a credential whose breaker is open");
-    describe_counter!(
-        TENANT_BREAKER_OPENED,
-        "Times a tenant's own breaker opened on a path its requests kept failing"
-    );
-    describe_histogram!(PLUGIN_CALL, Unit::Seconds, "Time a plugin call took");
-    describe_counter!(PLUGIN_FAILURES, "Plugin calls that failed");
-    describe_gauge!(PLUGIN_QUARANTINED, "1 while the plugin is quarantined");
-    describe_counter!(
-        PLUGIN_RELOADS,
-        "Reloads of a provider's plugin, by whether the new version took traffic"
-    );
-    describe_counter!(
-        BUDGET_THRESHOLDS,
-        "A tenant's use crossed a threshold of a budget"
-    );
-    describe_gauge!(
-        BUDGET_USED_RATIO,
-        "The share of a budget a tenant has used in its current period"
-    );
-    describe_counter!(BUDGET_REFUSALS, "Calls refused because a budget was spent");
-    describe_gauge!(
-        SHARED_STORE_UP,
-        "1 while the shared store answers, 0 while admission paces locally"
-    );
-    describe_counter!(
-        SHARED_STORE_FALLBACKS,
-        "Times the shared store stopped answering"
-    );
-    describe_counter!(
-        POOL_CHOSEN,
-        "Attempts of a pool's calls admitted on a member"
-    );
-    describe_counter!(
-        POOL_FAILOVERS,
-        "Retries of a pool's read sent with another member than the failed attempt's"
-    );
-    describe_counter!(
-        SHARED_WAITS,
-        "Admissions the shared store sent back to wait"
-    );
+    for (name, kind, help) in METRICS {
+        match kind {
+            MetricKind::Counter => describe_counter!(name, help),
+            MetricKind::Gauge => describe_gauge!(name, help),
+            MetricKind::Seconds => describe_histogram!(name, Unit::Seconds, help),
+        }
+    }
 }
 
 /// A request class as the contract spells it.
@@ -300,27 +363,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_metric_name_is_prefixed_and_unique() {
-        let names = [
-            CALLS_ADMITTED,
-            CALLS_REFUSED,
-            ADMISSION_WAIT,
-            ATTEMPTS,
-            RESPONSES_429,
-            RETRIES,
-            CALLS_ENDED,
-            SCOPE_HOLDS,
-            QUEUE_DEPTH,
-            UNCONFIGURED_SCOPES,
-            USAGE_CORRECTIONS,
-            BREAKER_OPEN,
-            TENANT_BREAKER_OPENED,
-            PLUGIN_CALL,
-            PLUGIN_FAILURES,
-            PLUGIN_QUARANTINED,
-        ];
+    fn every_metric_name_is_in_the_one_list_prefixed_and_once() {
+        // Every `sluice_` name this module defines, read from its own source.
+        let source = include_str!("mod.rs");
+        let defined: Vec<&str> = source
+            .lines()
+            .filter_map(|l| l.strip_prefix("pub const "))
+            .filter_map(|l| l.split_once(": &str = \"sluice_"))
+            .map(|(_, rest)| rest.split('"').next().unwrap_or(""))
+            .collect();
+        assert!(defined.len() >= 27, "{defined:?}");
+        let listed: Vec<&str> = METRICS
+            .iter()
+            .map(|(n, ..)| &n["sluice_".len()..])
+            .collect();
+        for name in &defined {
+            assert!(listed.contains(name), "sluice_{name} is not in METRICS");
+        }
         let mut seen = std::collections::HashSet::new();
-        for n in names {
+        for (n, kind, help) in METRICS {
             assert!(n.starts_with("sluice_"), "{n}");
             assert!(
                 n.chars()
@@ -328,6 +389,16 @@ mod tests {
                 "{n} is not a Prometheus name"
             );
             assert!(seen.insert(n), "{n} twice");
+            assert!(!help.is_empty(), "{n} has no help");
+            // Prometheus's conventions: a counter's name ends in `_total`, seconds in
+            // `_seconds`, a gauge in neither.
+            match kind {
+                MetricKind::Counter => assert!(n.ends_with("_total"), "{n}"),
+                MetricKind::Seconds => assert!(n.ends_with("_seconds"), "{n}"),
+                MetricKind::Gauge => {
+                    assert!(!n.ends_with("_total") && !n.ends_with("_seconds"), "{n}");
+                }
+            }
         }
     }
 
