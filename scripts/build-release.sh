@@ -14,12 +14,13 @@
 #
 # Usage: scripts/build-release.sh [OUT]   (OUT defaults to target/pgo/sluice)
 #
-# About 25 minutes on two cores with the release build already made (BENCHMARKS.md), more
+# About 25 minutes on two cores with the release build already made
+# (docs/benchmarks/added-latency.md), more
 # without: three whole-program release builds (the bench, the instrumented binary, the
 # optimised one). The work is kept in
 # ${SLUICE_PGO_DIR:-target/pgo}, a target directory per build, so a second run rebuilds only
-# what changed. What it buys, measured: BENCHMARKS.md, "The sidecar built with its own
-# profile".
+# what changed. What it buys, measured: docs/benchmarks/added-latency.md, "The sidecar built
+# with its own profile".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

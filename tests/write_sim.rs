@@ -1,7 +1,8 @@
 //! The write path's simulation (`sluice_tests::write_sim`) on a fixed set of seeds: every
 //! scenario keeps the three invariants — no action done twice, every action told succeeded
 //! done once, no action told not sent done later. The long run (a million scenarios and
-//! more) is `cargo run -p sluice-tests --bin write_sim`; BENCHMARKS.md records it.
+//! more) is `cargo run -p sluice-tests --bin write_sim`; `docs/benchmarks/write-sim.md`
+//! records it.
 
 use sluice_tests::write_sim::{Tally, run};
 

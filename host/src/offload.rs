@@ -7,7 +7,7 @@
 //! tenant's 20 MB body are twenty milliseconds in which no other tenant's call on that
 //! thread moves. Short work stays where it is: handing it to another thread and back costs
 //! two wake-ups across threads, more than it saves below a few tens of microseconds
-//! (`BENCHMARKS.md`).
+//! (`docs/benchmarks/added-latency.md`, "Where the processes run").
 
 use bytes::Bytes;
 use tokio::task::JoinError;
@@ -21,7 +21,7 @@ pub const READ_INLINE_BYTES: usize = 64 << 10;
 /// else here.
 ///
 /// Why not always the pool: with a budget's call to a journal in a local file, handing it
-/// over cost more than it saved on the machine of `BENCHMARKS.md` (a budgeted call through
+/// over cost more than it saved on the machine of `docs/benchmarks/` (a budgeted call through
 /// the sidecar took 77–159 µs longer at the median, and 50–110 µs more CPU, one at a time
 /// and at 500 requests a second). A round trip to PostgreSQL, though, holds a thread for
 /// milliseconds.

@@ -17,8 +17,9 @@
 //! the crates that read every byte of a body (`serde_json`, the SDK's body digest, the fake
 //! provider) are optimised in the dev profile too (`Cargo.toml`), as they are in a release.
 //!
-//! `SLUICE_NOISY_SECONDS` sets each phase's length (default 3 s; BENCHMARKS.md records a
-//! longer run). The figures are printed as a table (`-- --nocapture`).
+//! `SLUICE_NOISY_SECONDS` sets each phase's length (default 3 s;
+//! `docs/benchmarks/noisy-neighbours.md` records a longer run). The figures are printed as a
+//! table (`-- --nocapture`).
 //!
 //! A test binary of its own: the test binaries of a crate run one after another, so the
 //! steady tenant is measured on a machine no other test loads.

@@ -113,8 +113,9 @@ fn mixed_agents_use_the_paced_rate_without_429s() {
     );
 }
 
-/// The figures of `BENCHMARKS.md` ("Mixed OpenAI-style traffic through the sidecar"): a
-/// longer run, against this build or the `sluice` binary `$SLUICE_SDK_SIDECAR_BIN` names.
+/// The figures of `docs/benchmarks/mixed-sdk.md` (mixed OpenAI-style traffic through the
+/// sidecar): a longer run, against this build or the `sluice` binary
+/// `$SLUICE_SDK_SIDECAR_BIN` names.
 #[test]
 #[ignore = "a two-minute measurement; run by hand for BENCHMARKS.md"]
 fn mixed_agents_figures() {

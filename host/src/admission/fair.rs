@@ -45,8 +45,8 @@
 //!
 //! Requests without a deadline pay (nearly) nothing for this: they go through the same FIFO
 //! as before, and a band that never held a request with a deadline skips the check on one
-//! test (`BENCHMARKS.md` has the figures). A request with a deadline is refused at submit
-//! only if it cannot be met even ahead of its band's requests without one.
+//! test (`docs/benchmarks/scheduler.md` has the figures). A request with a deadline is
+//! refused at submit only if it cannot be met even ahead of its band's requests without one.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

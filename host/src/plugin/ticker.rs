@@ -6,8 +6,8 @@
 //! the default 5 ms deadline. A deadline is enforced to within one tick, and each tick
 //! wakes a thread: on a 2-vCPU virtual machine under load a wake-up cost about 20 µs of CPU,
 //! so a fixed 1 ms tick cost a sidecar about 2% of a core for as long as calls ran (40 µs a
-//! request at 500 requests a second; BENCHMARKS.md) and kept a 5 ms deadline no closer than
-//! it needed.
+//! request at 500 requests a second; `docs/benchmarks/added-latency.md`, "The epoch tick")
+//! and kept a 5 ms deadline no closer than it needed.
 //!
 //! Why it rests: a tick only matters to a call in progress, and a host that makes no call
 //! for a while (a sidecar at night, an embedder between batches) would otherwise wake a

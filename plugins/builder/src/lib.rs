@@ -65,7 +65,8 @@ pub fn build(workspace: &Path, packages: &[&str]) -> Vec<Built> {
         .arg(&target_dir)
         .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
         // The workspace's release profile optimises the host across crates; a plugin built
-        // so ran no faster (BENCHMARKS.md, the call arena), so plugins keep the defaults.
+        // so ran no faster (docs/benchmarks/added-latency.md, "The call arena"), so plugins
+        // keep the defaults.
         .env("CARGO_PROFILE_RELEASE_LTO", "false")
         .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
         // wasmtime runs wasm SIMD; with it, byte searches (memchr) read 16 bytes at a time.
