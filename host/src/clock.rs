@@ -41,7 +41,7 @@ impl Clock for SystemClock {
 /// The clock tokio's timers run on: the machine's monotonic clock, or tokio's paused clock in
 /// tests (`#[tokio::test(start_paused = true)]`), which moves only as timers fire. Code that
 /// sleeps on tokio timers until instants it computes from a [`Clock`] (the admission handle,
-/// [`crate::admission::Admission`]) needs this one, so that both agree on what time it is.
+/// `crate::admission::Admission`) needs this one, so that both agree on what time it is.
 /// Its wall clock is the machine's.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TokioClock;

@@ -179,22 +179,36 @@ pub mod writes;
 #[allow(dead_code, unused_imports, unreachable_pub)]
 mod writes;
 
+// A host is shared by every task of an embedder's runtime: held in an `Arc`, called from any
+// thread.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<Sluice>();
+    shared::<Call>();
+    shared::<Write>();
+};
+
 // The front door: what an embedder needs to build a host, send calls and writes through it,
 // test it, and look at it as an operator.
-pub use admission::shared::SharedConfig;
-pub use audit::{AuditError, AuditKey, Fingerprint, Report as AuditReport, VerifyError};
+pub use admission::shared::{SharedConfig, SharedConfigError};
+pub use audit::{
+    AuditError, AuditKey, Fingerprint, KeyError, Report as AuditReport, VerifyError, VerifyOptions,
+};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use config::{ConfigFileError, SluiceConfig};
 pub use contract::{PriorityClass, RequestClass, Response};
-pub use credentials::{CredentialHeaders, Credentials};
+pub use credentials::{
+    CredentialError, CredentialHeaders, CredentialSource, Credentials, Keyring, SigV4Source,
+};
 pub use embed::{BuildError, Sluice, SluiceBuilder};
 pub use execute::{
     Call, NextAction, NotRecorded, Outcome, PartialStream, Reason, Stream, StreamOutcome, Terminal,
 };
+pub use journal::JournalError;
 pub use observe::propagate::{TRACE_HEADERS, TraceContext, install_trace_context};
 pub use plugin::{ComponentCache, RuntimeConfig};
 pub use reload::{ReloadError, Reloaded};
-pub use transport::Transport;
+pub use transport::{Fault, Timeouts, Transport, TransportConfig, TransportError};
 pub use writes::{Step, TaskCancelled, Write, WriteError, WriteOutcome};
 
 /// What an operator reads of a running host ([`Sluice::scopes`]): every quota scope — its

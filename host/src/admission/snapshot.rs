@@ -79,7 +79,7 @@ pub struct PoolMemberStatus {
     pub held: Option<HoldStatus>,
 }
 
-/// What kind of scope a [`ScopeStatus`] describes (see [`ScopeKey`]).
+/// What kind of scope a [`ScopeStatus`] describes (see `ScopeKey`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScopeKind {
@@ -157,7 +157,7 @@ pub struct QuotaStatus {
     pub observed_from: Option<String>,
 }
 
-/// Where a quota's limit comes from (see [`Origin`]).
+/// Where a quota's limit comes from (see `Origin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QuotaOrigin {
@@ -177,7 +177,7 @@ pub struct ConcurrencyStatus {
 }
 
 /// What a response last said about one dimension of a scope (see
-/// [`super::Learned`]).
+/// `super::Learned`).
 #[derive(Debug, Clone, Serialize)]
 pub struct ReportedQuota {
     /// What the figures count.

@@ -135,7 +135,7 @@ pub enum KeyError {
         source: std::io::Error,
     },
     /// The file could not be read: missing, not a regular file, or larger than
-    /// [`MAX_KEY_FILE_BYTES`].
+    /// `MAX_KEY_FILE_BYTES`.
     #[error("the key file {0}")]
     Read(InputFileError),
     /// `generate` will not replace a key.

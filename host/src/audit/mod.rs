@@ -394,8 +394,8 @@ pub enum AuditError {
         /// The seq of the log's last checkpoint.
         last_checkpoint: u64,
     },
-    /// [`AuditLog::append`] was given an [`EventKind::Checkpoint`], [`EventKind::Pruned`]
-    /// or [`EventKind::WitnessEpoch`]: only the log writes those.
+    /// `AuditLog::append` was given an `EventKind::Checkpoint`, `EventKind::Pruned`
+    /// or `EventKind::WitnessEpoch`: only the log writes those.
     #[error(
         "checkpoint, pruned and witness_epoch records are written by the log itself; use \
          AuditLog::checkpoint or AuditLog::prune"

@@ -312,7 +312,7 @@ impl SluiceConfig {
     }
 
     /// Reads and parses the configuration file at `path` (a regular file of at most
-    /// [`MAX_FILE_BYTES`]); relative paths in it are taken from its directory.
+    /// `MAX_FILE_BYTES`); relative paths in it are taken from its directory.
     ///
     /// # Errors
     /// [`ConfigFileError`] naming the file and the key.

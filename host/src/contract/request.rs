@@ -112,7 +112,7 @@ pub struct Response {
     /// Response headers in wire order, as one `fields` block.
     pub headers: String,
     /// A prefix of the response body, at most the host's body cap (64 KiB by default); for
-    /// the end of a stream, its first and last bytes (see [`ResponsePart::StreamEnd`]).
+    /// the end of a stream, its first and last bytes (see `ResponsePart::StreamEnd`).
     pub body: Vec<u8>,
 }
 

@@ -128,7 +128,7 @@ pub enum BuildError {
         found: Vec<String>,
     },
     /// The journal and the audit log disagree: the journal is behind the log, or not the
-    /// one the log was written beside ([`crate::writes::witnesses`]). Or accepting it
+    /// one the log was written beside (`crate::writes::witnesses`). Or accepting it
     /// ([`SluiceBuilder::fresh_journal`]) failed part way.
     #[error(transparent)]
     Witnesses(#[from] crate::writes::witnesses::WitnessError),
@@ -255,14 +255,14 @@ impl SluiceBuilder {
     }
 
     /// How long a provider may still act on a request it received (see
-    /// [`Writes::provider_timeout`]).
+    /// `Writes::provider_timeout`).
     #[must_use]
     pub fn provider_timeout(mut self, timeout: Duration) -> Self {
         self.provider_timeout = Some(timeout);
         self
     }
 
-    /// Tells `listener` each step of every write (see [`Writes::on_step`]).
+    /// Tells `listener` each step of every write (see `Writes::on_step`).
     #[must_use]
     pub fn on_write_step(mut self, listener: impl Fn(Step) + Send + Sync + 'static) -> Self {
         self.on_write_step = Some(Box::new(listener));

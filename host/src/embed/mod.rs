@@ -83,13 +83,13 @@ impl Sluice {
     }
 
     /// Runs `call` and hands its answer back as a stream once it begins (see
-    /// [`Executor::execute_stream`]).
+    /// `Executor::execute_stream`).
     pub async fn execute_stream(&self, call: &Call) -> StreamOutcome {
         self.executor.execute_stream(call).await
     }
 
     /// Writes `write` safely: journaled before it is sent, sent with one idempotency key,
-    /// and reconciled rather than resent when its outcome is uncertain (see [`Writes`]).
+    /// and reconciled rather than resent when its outcome is uncertain (see `Writes`).
     ///
     /// # Errors
     /// [`WriteError`]: the journal or the audit log failed; nothing was sent unrecorded.
@@ -108,7 +108,7 @@ impl Sluice {
 
     /// Carries on the writes a previous run left unfinished (call it at start): what sent
     /// nothing is sent, what may have happened is settled by asking the provider, never
-    /// resent blindly (see [`Writes::recover`]).
+    /// resent blindly (see `Writes::recover`).
     ///
     /// # Errors
     /// [`WriteError`]: the journal or the audit log failed.
@@ -117,7 +117,7 @@ impl Sluice {
     }
 
     /// Carries out the decisions people made on escalations (see
-    /// [`Writes::apply_decisions`]).
+    /// `Writes::apply_decisions`).
     ///
     /// # Errors
     /// [`WriteError`]: the journal or the audit log failed.
@@ -125,7 +125,7 @@ impl Sluice {
         self.writes.apply_decisions().await
     }
 
-    /// Cancels `task`: its waiting calls and unsent writes (see [`Writes::cancel_task`]).
+    /// Cancels `task`: its waiting calls and unsent writes (see `Writes::cancel_task`).
     ///
     /// # Errors
     /// [`WriteError`]: the journal or the audit log failed.
@@ -181,7 +181,7 @@ impl Sluice {
     /// begins from now on with it; calls already running finish on the version they began
     /// with, and a refused version changes nothing. The new version starts out of
     /// quarantine. Blocks while it compiles: from async code, call it on a blocking thread
-    /// (see [`crate::reload`]).
+    /// (see `crate::reload`).
     ///
     /// ```no_run
     /// # fn run(sluice: &sluice::Sluice) {

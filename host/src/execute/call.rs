@@ -76,7 +76,7 @@ pub const DEFAULT_CREDENTIAL: &str = "default";
 /// ```
 impl Call {
     /// A call of `method` to the absolute `url` of `provider`, with the credential label
-    /// [`DEFAULT_CREDENTIAL`], no body, and the class its method implies: a read for `GET`,
+    /// `DEFAULT_CREDENTIAL`, no body, and the class its method implies: a read for `GET`,
     /// `HEAD` and `OPTIONS`; for anything else an uncertain write, sent once and reconciled,
     /// never resent blindly (say [`RequestClass::IdempotentWrite`] when the provider makes
     /// a resend safe).
@@ -228,8 +228,8 @@ pub enum Reason {
     /// The admission queue refused it (backpressure, an oversized request).
     Refused(Rejection),
     /// Its deadline passed while it waited, or cannot be met: the time budget is spent.
-    /// Holds the admission's refusal ([`Refused::Expired`], or
-    /// [`Rejection::DeadlineUnreachable`]).
+    /// Holds the admission's refusal (`Refused::Expired`, or
+    /// `Rejection::DeadlineUnreachable`).
     OutOfTime(Refused),
     /// Its task was cancelled.
     Cancelled,
@@ -342,7 +342,7 @@ pub struct Terminal {
     pub next_action: NextAction,
 }
 
-/// Why an [`Observer`] kept an attempt from going out: what it must record before a send
+/// Why an `Observer` kept an attempt from going out: what it must record before a send
 /// (the journal's `sent` mark, the audit line) could not be made durable. It says what its
 /// cause says, and [`NotRecorded::cause`] gives the cause itself (a
 /// [`JournalError`](crate::journal::JournalError), a

@@ -94,7 +94,7 @@ impl ComponentCache {
         self.dir.as_deref()
     }
 
-    /// Loads `bytes` (whose [`digest`] is `digest`) as a component: from the cache when it
+    /// Loads `bytes` (whose `digest` is `digest`) as a component: from the cache when it
     /// holds an intact artifact for this engine, else by compiling (and then storing the
     /// artifact; a failure to store is logged, not fatal).
     ///

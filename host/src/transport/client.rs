@@ -46,7 +46,7 @@ const PROXY_VARIABLES: [&str; 6] = [
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     /// An extra root file could not be read: missing, not a regular file, or larger than any
-    /// bundle of CA certificates ([`super::MAX_ROOT_FILE_BYTES`]).
+    /// bundle of CA certificates (`super::MAX_ROOT_FILE_BYTES`).
     #[error(
         "the root certificate file {error}; check the path given in the transport's \
          extra_roots (a PEM file of CA certificates)"

@@ -126,7 +126,7 @@ impl Transport {
 
     /// Sends `req` once and waits for the status line and headers: within
     /// [`Timeouts::first_byte`] when its answer is `streamed`, else within `generation` (a
-    /// model's own setting, see [`crate::execute::Generations`]) or [`Timeouts::generation`].
+    /// model's own setting, see `crate::execute::Generations`) or [`Timeouts::generation`].
     ///
     /// # Errors
     /// A [`Fault`] when no answer began in time or the exchange broke.

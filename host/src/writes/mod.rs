@@ -132,7 +132,7 @@ impl WriteOutcome {
     }
 }
 
-/// What cancelling a task cancelled ([`Writes::cancel_task`]).
+/// What cancelling a task cancelled (`Writes::cancel_task`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TaskCancelled {
     /// Its calls that were waiting for admission (reads and writes alike): refused at once.
@@ -172,7 +172,7 @@ pub enum WriteError {
     Pool(crate::admission::Rejection),
 }
 
-/// A point in a write's life, reported to a [`Writes::on_step`] listener (for progress
+/// A point in a write's life, reported to a `Writes::on_step` listener (for progress
 /// displays, metrics, and tests that stop the process at each point).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {

@@ -41,7 +41,7 @@ pub struct SharedConfig {
     /// Claim actions even in a store that can lose a claim (one that evicts keys, or keeps
     /// no append-only file): the operator accepts that an evicted claim lets a second host
     /// send its action again. Default: `false`, and writes are refused while the store
-    /// can lose one (see [`super::Vanishing`]).
+    /// can lose one (see `super::Vanishing`).
     pub accept_claim_loss: bool,
 }
 
