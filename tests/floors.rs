@@ -240,3 +240,70 @@ fn a_child_s_imports_are_found_by_their_depth() {
     let by_path = imports_after(&code(text), "crate::admission::");
     assert_eq!(by_path, ["fair".to_owned()].into());
 }
+
+/// "What is where" in `docs/architecture.md`: one path a row, each in the tree; and every
+/// test file of this crate, every plugin crate and fixture, every frozen contract and every
+/// top-level directory named (a directory by itself or by a path under it).
+#[test]
+fn what_is_where_names_one_existing_path_a_row_and_all_it_must() {
+    let page = std::fs::read_to_string(repo().join("docs/architecture.md")).unwrap();
+    let table = page
+        .split("## What is where")
+        .nth(1)
+        .expect("docs/architecture.md has a \"What is where\" table");
+    let mut listed = BTreeSet::new();
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let cell = row.split('|').nth(1).unwrap().trim();
+        let path = cell
+            .strip_prefix('`')
+            .and_then(|c| c.strip_suffix('`'))
+            .filter(|p| !p.contains(['`', ',', ' ']))
+            .unwrap_or_else(|| panic!("a row of \"What is where\" names one path: {cell}"));
+        assert!(
+            repo().join(path).exists(),
+            "\"What is where\" names `{path}`, which is not in the tree"
+        );
+        listed.insert(path.trim_end_matches('/').to_owned());
+    }
+    let entries = |dir: &str| -> Vec<(String, bool)> {
+        let mut out: Vec<(String, bool)> = std::fs::read_dir(repo().join(dir))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, e.file_type().unwrap().is_dir())
+            })
+            .filter(|(name, _)| !name.starts_with('.') && name != "target")
+            .collect();
+        out.sort();
+        out
+    };
+    let mut missing = Vec::new();
+    for (name, _) in entries("tests")
+        .into_iter()
+        .filter(|(n, dir)| !dir && n.ends_with(".rs"))
+    {
+        let path = format!("tests/{name}");
+        if !listed.contains(&path) {
+            missing.push(path);
+        }
+    }
+    for dir in ["plugins", "plugins/fixtures", "wit/deps"] {
+        for (name, is_dir) in entries(dir) {
+            let path = format!("{dir}/{name}");
+            if is_dir && path != "plugins/fixtures" && !listed.contains(&path) {
+                missing.push(path);
+            }
+        }
+    }
+    for (name, is_dir) in entries("") {
+        let under = format!("{name}/");
+        if is_dir && !listed.iter().any(|p| *p == name || p.starts_with(&under)) {
+            missing.push(name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "\"What is where\" in docs/architecture.md does not name: {missing:?}"
+    );
+}
