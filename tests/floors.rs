@@ -246,7 +246,7 @@ fn a_child_s_imports_are_found_by_their_depth() {
 /// top-level directory named (a directory by itself or by a path under it).
 #[test]
 fn what_is_where_names_one_existing_path_a_row_and_all_it_must() {
-    let page = std::fs::read_to_string(repo().join("docs/architecture.md")).unwrap();
+    let page = fs::read_to_string(repo().join("docs/architecture.md")).unwrap();
     let table = page
         .split("## What is where")
         .nth(1)
@@ -266,7 +266,7 @@ fn what_is_where_names_one_existing_path_a_row_and_all_it_must() {
         listed.insert(path.trim_end_matches('/').to_owned());
     }
     let entries = |dir: &str| -> Vec<(String, bool)> {
-        let mut out: Vec<(String, bool)> = std::fs::read_dir(repo().join(dir))
+        let mut out: Vec<(String, bool)> = fs::read_dir(repo().join(dir))
             .unwrap()
             .map(|e| {
                 let e = e.unwrap();
