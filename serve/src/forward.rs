@@ -102,44 +102,12 @@ async fn forward(
     peer: IpAddr,
 ) -> Result<Response<Body>, SluiceError> {
     let (mut parts, body) = req.into_parts();
-    let Admitted {
+    let Caller {
         agent,
-        stripped_key,
-    } = shared
-        .agents
-        .admit(&mut parts.headers, up.credential_headers())
-        .map_err(|r| {
-            let token = crate::agents::presented(&parts.headers, up.credential_headers());
-            refused(shared, Presenter::of(peer, token), &r)
-        })?;
-    if stripped_key {
-        tracing::debug!(agent = %agent.name, "a provider key sent by the agent was stripped");
-    }
-    // The connection is seated as its agent's: past the agent's (or its tenant's) places,
-    // this request is refused and the connection closed, and no one else is kept out.
-    if let Some(place) = parts.extensions.get::<Arc<Place>>() {
-        place
-            .sit(&agent.name, &agent.tenant)
-            .map_err(Full::refusal)?;
-    }
-    let hints = Hints::take(&mut parts.headers)
-        .map_err(|e| SluiceError::new(400, "bad_hint", e.to_string()))?;
-    let tenant = match &hints.tenant {
-        Some(t) if *t != agent.tenant && !agent.name_tenant => {
-            return Err(SluiceError::new(
-                403,
-                "tenant_not_allowed",
-                format!(
-                    "sluice: agent `{}` may not name a tenant (its calls are billed to `{}`); \
-                     allow it with `serve.agents.{}.name_tenant = true`",
-                    agent.name, agent.tenant, agent.name
-                ),
-            ));
-        }
-        Some(t) => t.clone(),
-        None => agent.tenant.clone(),
-    };
-    let sdk_retry = shared.sdk_retries.detect(&agent.name, &parts.headers);
+        tenant,
+        hints,
+        sdk_retry,
+    } = caller(shared, up, &mut parts, peer)?;
     // Before the body is read: a path that would leave the base URL goes no further.
     let path = &parts.uri.path()[up.name.len() + 1..];
     request_path::check(path).map_err(|why| {
@@ -162,20 +130,7 @@ async fn forward(
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     let (body, body_hold) = bodies::read(&shared.body_bounds(), body, declared, &tenant).await?;
 
-    let path = match &parts.uri.path()[up.name.len() + 1..] {
-        "" => "/",
-        path => path,
-    };
-    // The URL written once, at its length.
-    let query = parts.uri.query();
-    let mut url =
-        String::with_capacity(up.base_url.len() + path.len() + query.map_or(0, |q| q.len() + 1));
-    url.push_str(&up.base_url);
-    url.push_str(path);
-    if let Some(q) = query {
-        url.push('?');
-        url.push_str(q);
-    }
+    let (path, url) = provider_url(up, &parts.uri);
     let method = parts.method.as_str();
     let dedupes = || dedupes_by_key(shared, up, method, &url);
     let class = class_of(&agent, up, &hints, method, path, dedupes)?;
@@ -214,42 +169,7 @@ async fn forward(
         (Some(a), true) => Some(a.clone()),
         (None, true) => Some(unnamed_action(&parts.headers)?),
     };
-    let task = match &action {
-        // Naming a write's task may look its action up in the journal, whose calls block
-        // their thread: on the main runtime, as the write itself, never on a thread that
-        // serves other agents' connections.
-        Some(a) => {
-            let (sluice, agent, tenant) =
-                (shared.sluice.clone(), agent.name.clone(), tenant.clone());
-            let (hint, a) = (hints.task.clone(), a.clone());
-            shared
-                .drain
-                .spawn(async move {
-                    task_names::task_of(
-                        sluice.journal(),
-                        &agent,
-                        &tenant,
-                        hint.as_deref(),
-                        Some(&a),
-                    )
-                })
-                .await
-                .map_err(|_| {
-                    SluiceError::new(
-                        503,
-                        "shutting_down",
-                        "sluice: the sidecar is stopping; send the write again once it is back",
-                    )
-                })?
-        }
-        None => task_names::task_of(
-            shared.sluice.journal(),
-            &agent.name,
-            &tenant,
-            hints.task.as_deref(),
-            None,
-        ),
-    };
+    let task = named_task(shared, &agent, &tenant, &hints, action.as_deref()).await?;
     if let Some(t) = &task {
         call = call.task(TaskId::named(&t.name));
         let evicted = shared.tasks.begin(
@@ -276,23 +196,15 @@ async fn forward(
             call,
         };
         write_through_journal(shared, up.shape, write, body_hold).await?
-    } else if streamed {
-        let response = match shared.sluice.execute_stream(&call).await {
-            StreamOutcome::Streaming(stream) => streaming::respond(*stream, up.shape, strip_usage),
-            StreamOutcome::Ended(t) => reply::ended(up.shape, &t),
-        };
-        // The stream still carries the call: its body is counted until the stream ends.
-        drop(call);
-        reply::keeping(response, body_hold)
     } else {
-        match shared.sluice.execute(&call).await {
-            Outcome::Succeeded {
-                response,
-                attempts,
-                waited,
-            } => reply::provider(response, attempts, waited),
-            Outcome::Ended(t) => reply::ended(up.shape, &t),
-        }
+        read(
+            shared,
+            up.shape,
+            call,
+            streamed.then_some(strip_usage),
+            body_hold,
+        )
+        .await
     };
     if let Some(n) = sdk_retry {
         response
@@ -300,6 +212,164 @@ async fn forward(
             .insert(hints::SDK_RETRY, HeaderValue::from(n));
     }
     Ok(response)
+}
+
+/// Who sends a request, and what it asks of sluice.
+struct Caller {
+    /// The agent its token names.
+    agent: Arc<Agent>,
+    /// The tenant its call is billed to: the agent's, or one it may name.
+    tenant: String,
+    /// Its hints, taken out of its headers.
+    hints: Hints,
+    /// The SDK's own retry it is, when it is one.
+    sdk_retry: Option<u32>,
+}
+
+/// The agent a request's token names, seated on its connection, with the request's hints
+/// (taken out of its headers) and its tenant.
+fn caller(
+    shared: &Arc<Shared>,
+    up: &Upstream,
+    parts: &mut hyper::http::request::Parts,
+    peer: IpAddr,
+) -> Result<Caller, SluiceError> {
+    let Admitted {
+        agent,
+        stripped_key,
+    } = shared
+        .agents
+        .admit(&mut parts.headers, up.credential_headers())
+        .map_err(|r| {
+            let token = crate::agents::presented(&parts.headers, up.credential_headers());
+            refused(shared, Presenter::of(peer, token), &r)
+        })?;
+    if stripped_key {
+        tracing::debug!(agent = %agent.name, "a provider key sent by the agent was stripped");
+    }
+    // The connection is seated as its agent's: past the agent's (or its tenant's) places,
+    // this request is refused and the connection closed, and no one else is kept out.
+    if let Some(place) = parts.extensions.get::<Arc<Place>>() {
+        place
+            .sit(&agent.name, &agent.tenant)
+            .map_err(Full::refusal)?;
+    }
+    let hints = Hints::take(&mut parts.headers)
+        .map_err(|e| SluiceError::new(400, "bad_hint", e.to_string()))?;
+    let tenant = match &hints.tenant {
+        Some(t) if *t != agent.tenant && !agent.name_tenant => {
+            return Err(SluiceError::new(
+                403,
+                "tenant_not_allowed",
+                format!(
+                    "sluice: agent `{}` may not name a tenant (its calls are billed to `{}`); \
+                     allow it with `serve.agents.{}.name_tenant = true`",
+                    agent.name, agent.tenant, agent.name
+                ),
+            ));
+        }
+        Some(t) => t.clone(),
+        None => agent.tenant.clone(),
+    };
+    let sdk_retry = shared.sdk_retries.detect(&agent.name, &parts.headers);
+    Ok(Caller {
+        agent,
+        tenant,
+        hints,
+        sdk_retry,
+    })
+}
+
+/// The provider's path of a request to `uri` (after `/PROVIDER`; `/` for none), and the
+/// provider's URL for it, written once at its length.
+fn provider_url<'u>(up: &Upstream, uri: &'u hyper::Uri) -> (&'u str, String) {
+    let path = match &uri.path()[up.name.len() + 1..] {
+        "" => "/",
+        path => path,
+    };
+    let query = uri.query();
+    let mut url =
+        String::with_capacity(up.base_url.len() + path.len() + query.map_or(0, |q| q.len() + 1));
+    url.push_str(&up.base_url);
+    url.push_str(path);
+    if let Some(q) = query {
+        url.push('?');
+        url.push_str(q);
+    }
+    (path, url)
+}
+
+/// The task a request's call belongs to: the one its hint names, or, for a write
+/// (`action`), the one the journal knows the action under, else a task of its own.
+async fn named_task(
+    shared: &Arc<Shared>,
+    agent: &Agent,
+    tenant: &str,
+    hints: &Hints,
+    action: Option<&str>,
+) -> Result<Option<task_names::Named>, SluiceError> {
+    let Some(action) = action else {
+        return Ok(task_names::task_of(
+            shared.sluice.journal(),
+            &agent.name,
+            tenant,
+            hints.task.as_deref(),
+            None,
+        ));
+    };
+    // Naming a write's task may look its action up in the journal, whose calls block their
+    // thread: on the main runtime, as the write itself, never on a thread that serves other
+    // agents' connections.
+    let (sluice, agent, tenant) = (shared.sluice.clone(), agent.name.clone(), tenant.to_owned());
+    let (hint, action) = (hints.task.clone(), action.to_owned());
+    shared
+        .drain
+        .spawn(async move {
+            task_names::task_of(
+                sluice.journal(),
+                &agent,
+                &tenant,
+                hint.as_deref(),
+                Some(&action),
+            )
+        })
+        .await
+        .map_err(|_| {
+            SluiceError::new(
+                503,
+                "shutting_down",
+                "sluice: the sidecar is stopping; send the write again once it is back",
+            )
+        })
+}
+
+/// A read sent through the host: its answer whole, or its stream passed through when
+/// `streamed` (`Some(strip_usage)`: whether what asking for its usage added is taken out).
+/// The body's memory stays counted until the answer or the stream ends.
+async fn read(
+    shared: &Arc<Shared>,
+    shape: ErrorShape,
+    call: Call,
+    streamed: Option<bool>,
+    body_hold: Hold,
+) -> Response<Body> {
+    let Some(strip_usage) = streamed else {
+        return match shared.sluice.execute(&call).await {
+            Outcome::Succeeded {
+                response,
+                attempts,
+                waited,
+            } => reply::provider(response, attempts, waited),
+            Outcome::Ended(t) => reply::ended(shape, &t),
+        };
+    };
+    let response = match shared.sluice.execute_stream(&call).await {
+        StreamOutcome::Streaming(stream) => streaming::respond(*stream, shape, strip_usage),
+        StreamOutcome::Ended(t) => reply::ended(shape, &t),
+    };
+    // The stream still carries the call: its body is counted until the stream ends.
+    drop(call);
+    reply::keeping(response, body_hold)
 }
 
 /// Marks a task's call ended when the request's work is dropped, however it ends.
