@@ -200,11 +200,12 @@ pub use contract::{PriorityClass, RequestClass, Response};
 pub use credentials::{
     CredentialError, CredentialHeaders, CredentialSource, Credentials, Keyring, SigV4Source,
 };
-pub use embed::{BuildError, Sluice, SluiceBuilder};
+pub use embed::{BuildError, Resolved, Sluice, SluiceBuilder};
 pub use execute::{
     Call, NextAction, NotRecorded, Outcome, PartialStream, Reason, Stream, StreamOutcome, Terminal,
 };
 pub use journal::JournalError;
+pub use journal::escalations::{Approval, Choice, Decision};
 pub use observe::propagate::{TRACE_HEADERS, TraceContext, install_trace_context};
 pub use plugin::{ComponentCache, RuntimeConfig};
 pub use reload::{ReloadError, Reloaded};

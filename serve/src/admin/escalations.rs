@@ -24,6 +24,7 @@ use hyper::Response;
 use hyper::body::Incoming;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use sluice::Resolved;
 use sluice::journal::JournalError;
 use sluice::journal::escalations::{Approval, Choice, Decision, Escalation};
 use sluice::writes::WriteOutcome;
@@ -154,9 +155,9 @@ pub(super) async fn resolve(shared: &Shared, raw_id: &str, body: Incoming) -> Re
         operation_id: asked.operation_id,
         note: asked.note,
     };
-    let now = shared.sluice.clock().wall_ms();
-    let recorded = match shared.sluice.journal().resolve(id, &decision, now) {
-        Ok(a) => a,
+    let Resolved { recorded, applied } = match shared.sluice.resolve_escalation(id, &decision).await
+    {
+        Ok(r) => r,
         Err(e) => return refused(&e),
     };
     tracing::info!(
@@ -164,7 +165,7 @@ pub(super) async fn resolve(shared: &Shared, raw_id: &str, body: Incoming) -> Re
         decision = %recorded.summary(),
         "escalation resolved through the admin API"
     );
-    let applied = match shared.sluice.apply_decisions().await {
+    let applied = match applied {
         Ok(outcomes) => outcomes,
         Err(e) => {
             return error_reply(

@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 
 use hyper::Response;
 use serde_json::Value;
+use sluice::Resolved;
 use sluice::journal::JournalError;
 use sluice::journal::escalations::{Approval, Choice, Decision, Escalation};
 use sluice::printable::printable;
@@ -224,9 +225,11 @@ pub(crate) async fn resolve(
             .map(str::to_owned),
         note: form.get("note").unwrap_or("").trim().to_owned(),
     };
-    let now = shared.sluice.clock().wall_ms();
-    let recorded = match shared.sluice.journal().resolve(id, &decision, now) {
-        Ok(a) => a,
+    let Resolved {
+        recorded,
+        applied: outcomes,
+    } = match shared.sluice.resolve_escalation(id, &decision).await {
+        Ok(r) => r,
         Err(e) => {
             let (status, message) = refused(&e);
             return problem(status, Some(session), &message);
@@ -242,7 +245,7 @@ pub(crate) async fn resolve(
         escape(&recorded.summary()),
         escape(&recorded.note_after(": "))
     );
-    match shared.sluice.apply_decisions().await {
+    match outcomes {
         Ok(outcomes) => {
             for o in &outcomes {
                 let _ = write!(notice, r#"<p class="applied">{}</p>"#, escape(&applied(o)));

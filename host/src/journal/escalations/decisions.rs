@@ -45,7 +45,7 @@ pub struct Approval {
 
 impl Approval {
     /// `action approval `retry-same-key` by ops@example`: what was approved, by whom, on one
-    /// line (a name read back from the journal is [`printable`]).
+    /// line (a name read back from the journal is `printable`).
     pub fn summary(&self) -> String {
         format!(
             "{} approval `{}` by {}",
@@ -55,7 +55,7 @@ impl Approval {
         )
     }
 
-    /// The decider's note after `sep`, [`printable`], or nothing when there is none.
+    /// The decider's note after `sep`, `printable`, or nothing when there is none.
     pub fn note_after(&self, sep: &str) -> String {
         if self.decision.note.is_empty() {
             String::new()
