@@ -139,7 +139,7 @@ impl Sluice {
         id: i64,
         decision: &Decision,
     ) -> Result<Resolved, crate::journal::JournalError> {
-        let recorded = self.journal.resolve(id, decision, self.clock().wall_ms())?;
+        let recorded = self.journal.resolve(id, decision, self.clock.wall_ms())?;
         let applied = self.apply_decisions().await;
         Ok(Resolved { recorded, applied })
     }
