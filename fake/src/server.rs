@@ -189,19 +189,22 @@ async fn attempt(
     let answer = |status: u16, mut headers: Headers, body: String| {
         learnt(&shared, index, |a| a.status = Some(status));
         // AWS names an error's type in a header, never in a `{"message"}` body: the code
-        // the fake's own message carries is lifted into it.
-        let code = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| {
-                let message = v.get("message")?.as_str()?;
-                let code = message
-                    .strip_prefix("fake provider: ")?
-                    .split(" (")
-                    .next()?;
-                Some(code.to_owned())
-            });
-        if let Some(kind) = style.aws_error_type(status, code.as_deref().unwrap_or("")) {
-            headers.push(("x-amzn-errortype".into(), kind));
+        // the fake's own message carries is lifted into it. Only a Bedrock error's body is
+        // read for it: every other answer goes out as it is.
+        if style == Style::Bedrock && status >= 400 {
+            let code = serde_json::from_str::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| {
+                    let message = v.get("message")?.as_str()?;
+                    let code = message
+                        .strip_prefix("fake provider: ")?
+                        .split(" (")
+                        .next()?;
+                    Some(code.to_owned())
+                });
+            if let Some(kind) = style.aws_error_type(status, code.as_deref().unwrap_or("")) {
+                headers.push(("x-amzn-errortype".into(), kind));
+            }
         }
         Ok(respond(status, headers, body))
     };
