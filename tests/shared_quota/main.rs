@@ -6,5 +6,6 @@ mod in_process;
 mod pools;
 mod processes;
 mod restart;
+mod slices;
 mod support;
 mod tls;

@@ -164,6 +164,19 @@ impl RedisServer {
         panic!("redis-server on port {} did not answer PING", self.port);
     }
 
+    /// The scripts the server ran so far: `EVALSHA` calls, and `EVAL` for each script's
+    /// first call.
+    pub fn script_calls(&self) -> u64 {
+        ["evalsha", "eval"]
+            .iter()
+            .filter_map(|c| self.command_stats(c))
+            .filter_map(|line| {
+                let calls = line.split("calls=").nth(1)?;
+                calls.split(',').next()?.parse::<u64>().ok()
+            })
+            .sum()
+    }
+
     /// The `cmdstat_<command>` line of `INFO commandstats` (calls, µs in all, µs per call),
     /// if the server ran the command.
     pub fn command_stats(&self, command: &str) -> Option<String> {

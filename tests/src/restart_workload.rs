@@ -37,6 +37,9 @@ pub struct GroupRun {
     pub restart: Option<(Duration, Duration)>,
     /// The seed of the agents' prompts and `max_tokens`.
     pub seed: u64,
+    /// `[store] slice_ms`: how long each host's slices of the quota last (0: every call
+    /// asks the store).
+    pub slice_ms: u32,
 }
 
 impl Default for GroupRun {
@@ -48,6 +51,7 @@ impl Default for GroupRun {
             duration: Duration::from_secs(60),
             restart: Some((Duration::from_secs(20), Duration::from_secs(3))),
             seed: 1,
+            slice_ms: 250,
         }
     }
 }
@@ -106,10 +110,11 @@ pub async fn through_a_group(run: GroupRun) -> GroupFigures {
         let config = format!(
             "margin = 0.95\n[queue]\nmax_wait_ms = 3600000\n\
              [store]\nurl = \"{}\"\nhosts = {}\nhost_id = \"host-{h}\"\n\
-             lease_ttl_ms = 1500\ntimeout_ms = 200\n\
+             lease_ttl_ms = 1500\ntimeout_ms = 200\nslice_ms = {}\n\
              [providers.anthropic.limits]\noutput_tokens_per_minute = {}\n",
             redis.url(),
             run.hosts,
+            run.slice_ms,
             run.otpm
         );
         let retry = RetryConfig {

@@ -13,6 +13,8 @@
 //! host_id = "api-1"                # optional; default: the host name and the state dir
 //! lease_ttl_ms = 10000             # a dead host's concurrency slots come back after this
 //! timeout_ms = 250                 # a store command slower than this falls back to local
+//! slice_ms = 250                   # each host takes quota from the store in slices it may
+//!                                  # use for this long (0: one store call per call)
 //! key_prefix = "sluice"            # keys are <prefix>:q:..., :h:..., :c:..., :a:...
 //! accept_claim_loss = false        # claim writes in a Redis that can lose a claim
 //! ```
@@ -42,6 +44,7 @@ struct StoreTable {
     host_id: Option<NonEmpty>,
     lease_ttl_ms: Option<Ranged<300, 3_600_000>>,
     timeout_ms: Option<Ranged<1, 60_000>>,
+    slice_ms: Option<Ranged<0, 10_000>>,
     key_prefix: Option<NonEmpty>,
     accept_claim_loss: Option<bool>,
 }
@@ -96,6 +99,9 @@ pub(super) fn config(
     }
     if let Some(ms) = table.timeout_ms {
         config.timeout = ms.ms();
+    }
+    if let Some(ms) = table.slice_ms {
+        config.slice = ms.ms();
     }
     if let Some(p) = table.key_prefix {
         config.key_prefix = p.into_string();

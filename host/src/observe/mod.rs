@@ -75,6 +75,7 @@
 //! | [`SHARED_STORE_UP`] | gauge | | 1 while the shared store answers, 0 while admission paces locally |
 //! | [`SHARED_STORE_FALLBACKS`] | counter | | times the shared store stopped answering and admission fell back to local pacing |
 //! | [`SHARED_WAITS`] | counter | `reason` (`quota`, `hold`, `slots`) | admissions the shared store sent back to wait |
+//! | [`SHARED_SLICES`] | counter | | slices of shared quotas this host took from the store (each admits many calls without a round trip) |
 //! | [`POOL_CHOSEN`] | counter | `provider`, `pool`, `member` | attempts of a pool's calls admitted on the member (its use: beside its scopes' figures in `/scopes`) |
 //! | [`POOL_FAILOVERS`] | counter | `provider`, `pool`, `from` | retries of a pool's read sent with another member than the attempt before, which failed on `from` |
 //!
@@ -161,6 +162,8 @@ pub const SHARED_STORE_LOST: &str = "sluice_shared_store_lost_total";
 pub const SHARED_STORE_FALLBACKS: &str = "sluice_shared_store_fallbacks_total";
 /// Counter: admissions the shared store sent back to wait.
 pub const SHARED_WAITS: &str = "sluice_shared_waits_total";
+/// Counter: slices of shared quotas this host took from the store.
+pub const SHARED_SLICES: &str = "sluice_shared_slices_total";
 /// Counter: attempts of a pool's calls admitted on a member.
 pub const POOL_CHOSEN: &str = "sluice_pool_chosen_total";
 /// Counter: retries of a pool's read sent with another member than the failed attempt's.
@@ -192,7 +195,7 @@ pub enum MetricKind {
 
 /// Every metric the host records: its name, kind and help text. The one list: [`describe`]
 /// describes from it, and a test holds it to every name this module defines.
-pub const METRICS: [(&str, MetricKind, &str); 27] = {
+pub const METRICS: [(&str, MetricKind, &str); 28] = {
     use MetricKind::{Counter, Gauge, Seconds};
     [
         (
@@ -297,6 +300,11 @@ pub const METRICS: [(&str, MetricKind, &str); 27] = {
             "Admissions the shared store sent back to wait",
         ),
         (
+            SHARED_SLICES,
+            Counter,
+            "Slices of shared quotas this host took from the store",
+        ),
+        (
             POOL_CHOSEN,
             Counter,
             "Attempts of a pool's calls admitted on a member",
@@ -372,7 +380,7 @@ mod tests {
             .filter_map(|l| l.split_once(": &str = \"sluice_"))
             .map(|(_, rest)| rest.split('"').next().unwrap_or(""))
             .collect();
-        assert!(defined.len() >= 27, "{defined:?}");
+        assert!(defined.len() >= 28, "{defined:?}");
         let listed: Vec<&str> = METRICS
             .iter()
             .map(|(n, ..)| &n["sluice_".len()..])

@@ -37,6 +37,42 @@ pub enum Verdict {
     },
 }
 
+/// One quota a host asks a slice of, or settles an earlier slice of (see
+/// [`super::RedisStore::slice`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SliceAsk {
+    /// The quota's key in the store.
+    pub key: String,
+    /// Nanoseconds per unit at the paced rate.
+    pub interval: u64,
+    /// The burst's worth of time, in nanoseconds.
+    pub tolerance: u64,
+    /// The limit was learned from a response, not configured.
+    pub learned: bool,
+    /// The least the slice must hold (0: settle only, ask nothing).
+    pub need: u64,
+    /// The most it should hold.
+    pub want: u64,
+    /// To settle: used above the estimates (positive), or left unused (negative).
+    pub change: i128,
+    /// The earlier slice's schedule end (µs on the store's clock), bounding what is given
+    /// back.
+    pub ends: u64,
+}
+
+/// What the store answered a host asking for slices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sliced {
+    /// Per quota asked, in order: what it granted (0 where nothing was asked) and the
+    /// slice's schedule end (µs on the store's clock); and how long from the store's
+    /// answer until the slices may be used.
+    Granted(Vec<(u64, u64)>, Duration),
+    /// The quota at this index cannot fit its need yet: ask again in this long.
+    Short(usize, Duration),
+    /// The scope whose hold is at this index is held for this long, for this reason.
+    Held(usize, Duration, String),
+}
+
 /// Why the store refused a call for now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {

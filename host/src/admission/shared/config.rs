@@ -36,6 +36,14 @@ pub struct SharedConfig {
     /// How long one store command may take before the host falls back to local pacing.
     /// Default: 250 ms.
     pub timeout: Duration,
+    /// How long a slice of a quota lives: each host takes a slice of every rate quota from
+    /// the store in one call, admits its calls against it locally, and gives back what it
+    /// did not use when the slice ends (see `docs/shared-state.md`). The store grants a
+    /// quota's burst less this much pace, so calls sent up to this long after their slice
+    /// was granted stay within the limit. A quota whose burst cannot hold a slice for each
+    /// host, and every scope with a concurrency limit, is admitted call by call.
+    /// `Duration::ZERO`: every call asks the store. Default: 250 ms.
+    pub slice: Duration,
     /// How long an action's claim is kept after it is made. Default: 30 days.
     pub claim_ttl: Duration,
     /// Claim actions even in a store that can lose a claim (one that evicts keys, or keeps
@@ -58,6 +66,7 @@ impl SharedConfig {
             key_prefix: "sluice".into(),
             lease_ttl: Duration::from_secs(10),
             timeout: Duration::from_millis(250),
+            slice: Duration::from_millis(250),
             claim_ttl: Duration::from_secs(30 * 24 * 3600),
             accept_claim_loss: false,
         }
@@ -86,6 +95,9 @@ impl SharedConfig {
         self.tls()?;
         if self.lease_ttl < Duration::from_millis(300) {
             return Err(SharedConfigError::LeaseTtl(self.lease_ttl));
+        }
+        if self.slice > Duration::ZERO && self.slice < Duration::from_millis(10) {
+            return Err(SharedConfigError::Slice(self.slice));
         }
         if self.key_prefix.is_empty() || self.key_prefix.contains(char::is_whitespace) {
             return Err(SharedConfigError::Prefix(self.key_prefix.clone()));
@@ -190,6 +202,11 @@ pub enum SharedConfigError {
     /// A lease so short that renewing it would be most of the traffic.
     #[error("a lease of {0:?} is too short: at least 300 ms (the default is 10 s)")]
     LeaseTtl(Duration),
+    /// A slice so short that taking it would cost a store call per call anyway.
+    #[error(
+        "a slice of {0:?} is too short: 0 (no slices) or at least 10 ms (the default is 250 ms)"
+    )]
+    Slice(Duration),
     /// An empty prefix, or one with spaces.
     #[error("the key prefix {0:?} must be non-empty, without spaces")]
     Prefix(String),
@@ -205,6 +222,7 @@ impl SharedConfigError {
             Self::ClientCert(_) => "client_cert_file",
             Self::ClientKey(_) => "client_key_file",
             Self::LeaseTtl(_) => "lease_ttl_ms",
+            Self::Slice(_) => "slice_ms",
             Self::Prefix(_) => "key_prefix",
         }
     }

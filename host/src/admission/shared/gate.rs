@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use super::answers::{Refusal, StoreError, Verdict};
+use super::answers::{Refusal, SliceAsk, Sliced, StoreError, Verdict};
 use super::fallback::{Fallback, Local};
 use super::redis::RedisStore;
+use super::slices::{Need, Slices, Take, Taken};
 use super::{ScopeFigures, SharedConfig, SharedConfigError};
 use crate::admission::bucket::Nanos;
 use crate::admission::scope::ScopeKey;
@@ -57,10 +58,13 @@ pub struct Lease {
     ends: Vec<u64>,
     /// Admitted by the store (else by local pacing).
     shared: bool,
+    /// Taken from this host's slices of the store's quotas (then nothing else is held).
+    sliced: Vec<Taken>,
 }
 
 impl Lease {
-    /// The lease's name in the store.
+    /// The lease's name in the store (empty for a call taken from this host's slices,
+    /// which holds nothing there).
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -68,6 +72,12 @@ impl Lease {
     /// Whether the shared store admitted it (else local pacing did, the store being away).
     pub fn shared(&self) -> bool {
         self.shared
+    }
+
+    /// Whether it was taken from a slice this host holds of the store's quotas, without a
+    /// round trip of its own.
+    pub fn sliced(&self) -> bool {
+        !self.sliced.is_empty()
     }
 }
 
@@ -96,11 +106,14 @@ struct Inner {
     ownership: super::ownership::Ownership,
     /// Whether the store can lose a claim, as it last said.
     durability: super::durability::Durability,
+    /// Wakes the calls that wait for another call's slice of a quota.
+    sliced: tokio::sync::Notify,
 }
 
 #[derive(Debug, Default)]
 struct State {
     fallback: Fallback,
+    slices: Slices,
     /// The lease sets each live lease is in, by lease id: renewed, and put back after the
     /// store lost them.
     live: HashMap<String, Vec<String>>,
@@ -153,12 +166,18 @@ impl Gate {
             runtime: tokio::runtime::Handle::current(),
             ownership,
             durability: super::durability::Durability::default(),
+            sliced: tokio::sync::Notify::new(),
             config,
         });
         inner.runtime.spawn(renew_leases(
             Arc::downgrade(&inner),
             inner.config.lease_ttl / 3,
         ));
+        if !inner.config.slice.is_zero() {
+            inner
+                .runtime
+                .spawn(settle_slices(Arc::downgrade(&inner), inner.config.slice));
+        }
         Ok(Self { inner })
     }
 
@@ -226,11 +245,40 @@ impl Gate {
     /// The check runs as a task of its own: a caller that gives up while the store is
     /// answering leaves no lease stranded, since a lease nobody takes is finished at once
     /// (its slots freed, its charge kept as estimated).
+    ///
+    /// A call whose quotas this host holds slices of is taken from them at once, without
+    /// the store; see [`super::slices`].
     pub async fn pass(&self, call: Vec<ScopeFigures>) -> Passed {
+        let inner = &self.inner;
+        let slice = nanos(inner.config.slice);
+        let mut sliced = None;
+        if let Some((needs, origin)) = self.needs(&call) {
+            let now = inner.now();
+            let mut state = inner.lock();
+            state.slices.note(now, slice, &needs);
+            if let Some(taken) = state.slices.take_ready(now, &needs) {
+                return Passed::Go(sliced_lease(call, taken));
+            }
+            if state.slices.worth(slice, &needs) {
+                sliced = Some((needs, origin));
+            }
+        }
         let (answer, answered) = tokio::sync::oneshot::channel();
         let gate = self.clone();
         // On the caller's runtime: it is gone only if the caller is.
         tokio::spawn(async move {
+            let call = match sliced {
+                Some((needs, origin)) => match gate.sliced(call, &needs, &origin).await {
+                    Ok(passed) => {
+                        if let Err(Passed::Go(lease)) = answer.send(passed) {
+                            gate.finish(lease, None);
+                        }
+                        return;
+                    }
+                    Err(call) => call,
+                },
+                None => call,
+            };
             if let Err(Passed::Go(lease)) = answer.send(gate.check(call).await) {
                 gate.finish(lease, None);
             }
@@ -240,6 +288,7 @@ impl Gate {
             .expect("the gate's check ends with an answer unless it panicked")
     }
 
+    /// Asks the store for `call` alone, or local pacing while it is away.
     async fn check(&self, call: Vec<ScopeFigures>) -> Passed {
         let inner = &self.inner;
         let n = inner.next_lease.fetch_add(1, Ordering::Relaxed);
@@ -263,6 +312,7 @@ impl Gate {
                         lease_keys,
                         ends,
                         shared: true,
+                        sliced: Vec::new(),
                     });
                 }
                 Ok(Verdict::Wait { scope, wait, why }) => {
@@ -303,6 +353,7 @@ impl Gate {
                     lease_keys,
                     ends,
                     shared: false,
+                    sliced: Vec::new(),
                 })
             }
             Local::Wait(scope, wait) => Passed::Wait {
@@ -319,11 +370,154 @@ impl Gate {
         }
     }
 
+    /// The quotas `call` would take from this host's slices, each with its scope's and its
+    /// own index in the figures; `None` when it asks the store itself: slices are off, a
+    /// scope has a concurrency limit (a slot is leased call by call), a quota's burst is
+    /// too small to slice among the hosts, or the call charges no quota.
+    fn needs(&self, call: &[ScopeFigures]) -> Option<(Vec<Need>, Origins)> {
+        let config = &self.inner.config;
+        if config.slice.is_zero() {
+            return None;
+        }
+        let slice = nanos(config.slice);
+        let mut needs = Vec::new();
+        let mut origin = Vec::new();
+        for (s, f) in call.iter().enumerate() {
+            if f.concurrency.is_some() {
+                return None;
+            }
+            for (i, q) in f.quotas.iter().enumerate().filter(|(_, q)| q.cost > 0) {
+                let most = Need::most(q.interval, q.tolerance, slice, config.hosts.get(), q.cost)?;
+                needs.push(Need {
+                    key: self.inner.store.quota_key(&f.scope, q),
+                    dimension: q.dimension,
+                    cost: q.cost,
+                    interval: q.interval,
+                    tolerance: q.tolerance,
+                    learned: q.learned,
+                    most,
+                });
+                origin.push((s, i));
+            }
+        }
+        (!needs.is_empty()).then_some((needs, origin))
+    }
+
+    /// Takes `call`'s `needs` from this host's slices, asking the store for those it lacks
+    /// (one call of this host asks for a quota at a time; the others wait for its answer).
+    /// `Err` gives the call back when the store does not answer, for local pacing.
+    async fn sliced(
+        &self,
+        call: Vec<ScopeFigures>,
+        needs: &[Need],
+        origin: &[(usize, usize)],
+    ) -> Result<Passed, Vec<ScopeFigures>> {
+        let inner = &self.inner;
+        let slice = nanos(inner.config.slice);
+        let mut next = None;
+        loop {
+            let notified = inner.sliced.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let take = match next.take() {
+                Some(take) => take,
+                None => {
+                    let now = inner.now();
+                    inner.lock().slices.take(now, slice, needs)
+                }
+            };
+            let asks = match take {
+                Take::Taken(taken) => return Ok(Passed::Go(sliced_lease(call, taken))),
+                Take::Busy => {
+                    notified.await;
+                    continue;
+                }
+                Take::Later(wait) => {
+                    return Ok(Passed::Wait {
+                        scope: call[origin[0].0].scope.clone(),
+                        wait: Duration::from_nanos(wait),
+                        reason: "its slice of a quota shared with other hosts starts then".into(),
+                    });
+                }
+                Take::Ask(asks) => asks,
+            };
+            let asked = inner.now();
+            let answer = if self.is_up() {
+                let holds: Vec<String> = call
+                    .iter()
+                    .map(|f| inner.store.hold_key(&f.scope))
+                    .collect();
+                inner.store.slice(&asks, &holds, inner.config.slice).await
+            } else {
+                Err(StoreError::Redis("away".into()))
+            };
+            let mut state = inner.lock();
+            let (scope, wait, label, reason) = match answer {
+                Ok(Sliced::Granted(grants, wait)) => {
+                    let now = inner.now();
+                    state.slices.answered(
+                        (asked, now),
+                        slice,
+                        &asks,
+                        Some((&grants, nanos(wait))),
+                        false,
+                    );
+                    let taken = grants.iter().filter(|(g, _)| *g > 0).count();
+                    next = Some(state.slices.take(now, slice, needs));
+                    drop(state);
+                    inner.sliced.notify_waiters();
+                    metrics::counter!(crate::observe::SHARED_SLICES).increment(taken as u64);
+                    continue;
+                }
+                Ok(Sliced::Short(i, wait)) => {
+                    let (s, q) = needs
+                        .iter()
+                        .position(|n| n.key == asks[i].key)
+                        .map_or((0, usize::MAX), |n| origin[n]);
+                    (s, wait, "quota", spent(&call[s], q))
+                }
+                Ok(Sliced::Held(s, wait, why)) => {
+                    (s, wait, "hold", format!("held by a host sharing it: {why}"))
+                }
+                Err(e) => {
+                    state
+                        .slices
+                        .answered((asked, inner.now()), slice, &asks, None, true);
+                    drop(state);
+                    inner.sliced.notify_waiters();
+                    if self.is_up() {
+                        self.went_away(&e);
+                    }
+                    return Err(call);
+                }
+            };
+            state
+                .slices
+                .answered((asked, inner.now()), slice, &asks, None, false);
+            drop(state);
+            inner.sliced.notify_waiters();
+            metrics::counter!(crate::observe::SHARED_WAITS, "reason" => label).increment(1);
+            return Ok(Passed::Wait {
+                scope: call[scope].scope.clone(),
+                wait,
+                reason,
+            });
+        }
+    }
+
     /// Ends a call: frees its slots and corrects its charge to `actual` where it was
     /// charged: in the store (in the background; a store that does not answer lets the
     /// lease expire), or in local pacing, for a call admitted while the store was away.
     pub fn finish(&self, lease: Lease, actual: Option<Usage>) {
         let inner = &self.inner;
+        if lease.sliced() {
+            let now = inner.now();
+            inner
+                .lock()
+                .slices
+                .settle(now, &lease.sliced, actual.as_ref());
+            return;
+        }
         {
             let mut state = inner.lock();
             state.fallback.release(&lease.call, &lease.lease_keys);
@@ -362,7 +556,19 @@ impl Gate {
 
     /// Shares what a response taught this host about a scope (a hold, what is left, a
     /// learned limit) with every host, in the background.
+    ///
+    /// A hold ends this host's slices of the scope's quotas at once: what they left goes
+    /// back to the store, and the scope's next call asks the store, which says it is held.
     pub fn share(&self, scope: ScopeFigures) {
+        if scope.held_for.is_some() && !self.inner.config.slice.is_zero() {
+            let keys: Vec<String> = scope
+                .quotas
+                .iter()
+                .map(|q| self.inner.store.quota_key(&scope.scope, q))
+                .collect();
+            let now = self.inner.now();
+            self.inner.lock().slices.end(now, &keys);
+        }
         if !self.is_up() {
             return;
         }
@@ -389,6 +595,49 @@ impl Gate {
         let mut state = inner.lock();
         if !std::mem::replace(&mut state.probing, true) {
             inner.runtime.spawn(probe(Arc::downgrade(inner)));
+        }
+    }
+}
+
+/// Each need's scope and quota, by their indexes in the call's figures.
+type Origins = Vec<(usize, usize)>;
+
+fn nanos(d: Duration) -> Nanos {
+    u64::try_from(d.as_nanos()).unwrap_or(Nanos::MAX)
+}
+
+/// A call taken from this host's slices: it holds nothing in the store.
+fn sliced_lease(call: Vec<ScopeFigures>, taken: Vec<Taken>) -> Lease {
+    Lease {
+        id: String::new(),
+        call,
+        lease_keys: Vec::new(),
+        ends: Vec::new(),
+        shared: true,
+        sliced: taken,
+    }
+}
+
+/// Every `every` while the store answers, settles in the store what this host's ended
+/// slices left unused and what their calls used above or below their estimates: one round
+/// trip for all of them.
+async fn settle_slices(inner: Weak<Inner>, every: Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        if !inner.up.load(Ordering::Relaxed) {
+            continue;
+        }
+        let now = inner.now();
+        let asks: Vec<SliceAsk> = inner.lock().slices.due(now);
+        if asks.is_empty() {
+            continue;
+        }
+        if let Err(e) = inner.store.slice(&asks, &[], inner.config.slice).await {
+            inner.lock().slices.unsettled(&asks);
+            Gate { inner }.went_away(&e);
         }
     }
 }

@@ -39,6 +39,7 @@ mod gate;
 mod ownership;
 #[cfg(feature = "redis")]
 mod redis;
+mod slices;
 // Without the `redis` feature, a store that says so when a configuration asks for one.
 #[cfg(not(feature = "redis"))]
 #[path = "unbuilt.rs"]
@@ -48,7 +49,7 @@ mod scripts;
 
 use std::time::Duration;
 
-pub use answers::{Claimed, EpochCheck, Refusal, StoreError, Verdict};
+pub use answers::{Claimed, EpochCheck, Refusal, SliceAsk, Sliced, StoreError, Verdict};
 pub use claim::ClaimError;
 pub use config::{SharedConfig, SharedConfigError, StoreTls};
 pub use durability::{RECHECK, Vanishing, judge as judge_durability};

@@ -8,9 +8,10 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Script, Value};
 
-use super::answers::{Claimed, EpochCheck, Refusal, StoreError, Verdict};
+use super::answers::{Claimed, EpochCheck, Refusal, SliceAsk, Sliced, StoreError, Verdict};
 use super::scripts::{
-    ADMIT, CLAIM, HEARTBEAT, IDLE_KEEP_MS, LEARNED_FOR_US, RENEW, SETTLE, SHARE, SLOT_POLL_US,
+    ADMIT, CLAIM, HEARTBEAT, IDLE_KEEP_MS, LEARNED_FOR_US, RENEW, SETTLE, SHARE, SLICE,
+    SLOT_POLL_US,
 };
 use super::{QuotaFigures, ScopeFigures, SharedConfig, StoreTls};
 use crate::admission::scope::ScopeKey;
@@ -26,6 +27,7 @@ pub struct RedisStore {
     lease_ttl_us: u64,
     admit: Script,
     settle: Script,
+    slice: Script,
     share: Script,
     renew: Script,
     heartbeat: Script,
@@ -80,6 +82,7 @@ impl RedisStore {
             lease_ttl_us: micros(config.lease_ttl),
             admit: Script::new(ADMIT),
             settle: Script::new(SETTLE),
+            slice: Script::new(SLICE),
             share: Script::new(SHARE),
             renew: Script::new(RENEW),
             heartbeat: Script::new(HEARTBEAT),
@@ -89,7 +92,7 @@ impl RedisStore {
     }
 
     /// The key of a quota of `scope`.
-    fn quota_key(&self, scope: &ScopeKey, q: &QuotaFigures) -> String {
+    pub(super) fn quota_key(&self, scope: &ScopeKey, q: &QuotaFigures) -> String {
         format!(
             "{}:q:{scope}:{}:{}",
             self.prefix,
@@ -98,7 +101,7 @@ impl RedisStore {
         )
     }
 
-    fn hold_key(&self, scope: &ScopeKey) -> String {
+    pub(super) fn hold_key(&self, scope: &ScopeKey) -> String {
         format!("{}:h:{scope}", self.prefix)
     }
 
@@ -202,14 +205,9 @@ impl RedisStore {
             }
         }
         let reply: Vec<Value> = self.run(inv.invoke_async(&mut self.conn.clone())).await?;
-        let number = |i: usize| match reply.get(i) {
-            Some(Value::Int(n)) => u64::try_from(*n).ok(),
-            _ => None,
-        };
+        let number = |i: usize| number(&reply, i);
         let bad = || StoreError::Reply(format!("{reply:?}"));
-        let verdict = number(0).ok_or_else(bad)?;
-        let index = usize::try_from(number(1).ok_or_else(bad)?).map_err(|_| bad())?;
-        let wait = Duration::from_micros(number(2).ok_or_else(bad)?);
+        let (verdict, index, wait) = head(&reply).ok_or_else(bad)?;
         Ok(match verdict {
             0 => Verdict::Admitted {
                 ends: (4..reply.len()).filter_map(number).collect(),
@@ -244,6 +242,74 @@ impl RedisStore {
                 wait,
                 why: Refusal::Full,
             },
+            _ => return Err(bad()),
+        })
+    }
+
+    /// Takes slices of quotas and settles earlier ones, in one round trip: `asks`, checking
+    /// the holds `holds` (keys from [`Self::hold_key`]) when any ask needs a slice. See
+    /// [`super::scripts::SLICE`]; `reserve` is how long a slice may be used.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis does not answer.
+    pub async fn slice(
+        &self,
+        asks: &[SliceAsk],
+        holds: &[String],
+        reserve: Duration,
+    ) -> Result<Sliced, StoreError> {
+        let mut inv = self.slice.prepare_invoke();
+        for ask in asks {
+            inv.key(&ask.key);
+        }
+        for hold in holds {
+            inv.key(hold);
+        }
+        inv.arg(asks.len())
+            .arg(holds.len())
+            .arg(LEARNED_FOR_US)
+            .arg(IDLE_KEEP_MS)
+            .arg(micros(reserve));
+        for ask in asks {
+            inv.arg(ask.interval)
+                .arg(ask.tolerance)
+                .arg(u8::from(ask.learned))
+                .arg(ask.need)
+                .arg(ask.want)
+                .arg(ask.change.to_string())
+                .arg(ask.ends);
+        }
+        let reply: Vec<Value> = self.run(inv.invoke_async(&mut self.conn.clone())).await?;
+        let number = |i: usize| number(&reply, i);
+        let bad = || StoreError::Reply(format!("{reply:?}"));
+        let (verdict, index, wait) = head(&reply).ok_or_else(bad)?;
+        Ok(match verdict {
+            0 if reply.len() == 4 => Sliced::Granted(vec![(0, 0); asks.len()], wait),
+            0 => Sliced::Granted(
+                (0..asks.len())
+                    .map(|i| Some((number(4 + 2 * i)?, number(5 + 2 * i)?)))
+                    .collect::<Option<_>>()
+                    .ok_or_else(bad)?,
+                wait,
+            ),
+            1 => Sliced::Short(
+                index
+                    .checked_sub(1)
+                    .filter(|i| *i < asks.len())
+                    .ok_or_else(bad)?,
+                wait,
+            ),
+            2 => Sliced::Held(
+                index
+                    .checked_sub(1)
+                    .filter(|i| *i < holds.len())
+                    .ok_or_else(bad)?,
+                wait,
+                match reply.get(3) {
+                    Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+                    _ => String::new(),
+                },
+            ),
             _ => return Err(bad()),
         })
     }
@@ -561,6 +627,22 @@ fn redis_error(e: &redis::RedisError, peer: Option<&Peer>) -> StoreError {
         peer.and_then(|p| p.explain(e))
             .unwrap_or_else(|| e.to_string()),
     )
+}
+
+/// The `i`th value of a script's reply, as a count.
+fn number(reply: &[Value], i: usize) -> Option<u64> {
+    match reply.get(i) {
+        Some(Value::Int(n)) => u64::try_from(*n).ok(),
+        _ => None,
+    }
+}
+
+/// The head every admission script's reply starts with: its verdict, the index (from 1)
+/// of what it is about, and a wait.
+fn head(reply: &[Value]) -> Option<(u64, usize, Duration)> {
+    let verdict = number(reply, 0)?;
+    let index = usize::try_from(number(reply, 1)?).ok()?;
+    Some((verdict, index, Duration::from_micros(number(reply, 2)?)))
 }
 
 fn micros(d: Duration) -> u64 {

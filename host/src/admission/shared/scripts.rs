@@ -100,6 +100,117 @@ end
 return out
 ";
 
+/// Takes slices of a host's quotas, and settles what the host's earlier slices left.
+///
+/// KEYS: the quotas (`nb`), the holds of the scopes asked for (`nh`).
+/// ARGV: nb, nh, learned-for (µs), idle-keep (ms), reserve (µs: how long a slice may be
+/// used); then per quota: interval (ns), tolerance (ns), learned (0/1), need, want, change,
+/// ends (µs).
+///
+/// Per quota, first `change` settles an earlier slice: what the host used above its
+/// estimates is charged now (positive), what it left unused is given back (negative) from
+/// that slice's place in the schedule, `ends`, as [`SETTLE`] does. Then, when any `need`
+/// is above 0, the holds are checked and each quota asked for must fit `need` within its
+/// burst less the reserve (a slice's units are sent up to the reserve after it starts, so
+/// a window sees no more than the limit); each then grants between `need` and `want`, as
+/// much as fits. A need that fits within the reserve from now is granted at once, to
+/// start when it fits: hosts at the pace's edge queue in the store, in the order they
+/// asked, instead of polling it.
+///
+/// Returns `{verdict, index, wait_us, reason, grant, end, grant, end...}`: verdict 0
+/// granted (wait: when the slices start; per quota, what it granted and the schedule end),
+/// 1 a quota cannot fit its need within the reserve yet (index of the quota; wait: when to
+/// ask again), 2 held (index of the hold, its reason).
+pub(super) const SLICE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local nb, nh = tonumber(ARGV[1]), tonumber(ARGV[2])
+local learned_for, keep, reserve = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local q, asked = {}, false
+local a = 6
+for i = 1, nb do
+  local e = {
+    interval = tonumber(ARGV[a]) / 1000, tol = tonumber(ARGV[a + 1]) / 1000,
+    learned = ARGV[a + 2], need = tonumber(ARGV[a + 3]), want = tonumber(ARGV[a + 4]),
+    change = tonumber(ARGV[a + 5]), ends = tonumber(ARGV[a + 6]),
+  }
+  a = a + 7
+  local h = redis.call('HMGET', KEYS[i], 'tat', 'li', 'lt', 'lx')
+  if e.learned == '1' then
+    redis.call('HSET', KEYS[i], 'li', e.interval, 'lt', e.tol, 'lx', now + learned_for)
+  elseif h[4] and tonumber(h[4]) > now and tonumber(h[2]) > e.interval then
+    e.interval, e.tol = tonumber(h[2]), tonumber(h[3])
+  end
+  local tat = tonumber(h[1])
+  if tat and e.change > 0 then
+    tat = math.max(tat, now) + e.change * e.interval
+    redis.call('HSET', KEYS[i], 'tat', tat)
+  elseif tat and e.change < 0 then
+    local back = math.min(-e.change * e.interval, math.max(0, e.ends - now), math.max(0, tat - now))
+    if back > 0 then
+      tat = tat - back
+      redis.call('HSET', KEYS[i], 'tat', tat)
+    end
+  end
+  if tat == nil and e.need > 0 then
+    -- Unknown here: an empty burst, kept, so that waiting for it ends.
+    tat = now + e.tol
+    redis.call('HSET', KEYS[i], 'tat', tat)
+    redis.call('PEXPIRE', KEYS[i], math.ceil(e.tol / 1000) + keep)
+  end
+  e.tat = tat
+  if e.need > 0 then
+    asked = true
+  end
+  q[i] = e
+end
+if not asked then
+  return {0, 0, 0, ''}
+end
+for i = 1, nh do
+  local ms = redis.call('PTTL', KEYS[nb + i])
+  if ms > 0 then
+    return {2, i, ms * 1000, redis.call('GET', KEYS[nb + i]) or ''}
+  end
+end
+local wait, worst = 0, 0
+for i = 1, nb do
+  local e = q[i]
+  if e.need > 0 then
+    local tol = e.tol - reserve
+    -- From `tat`, not `max(tat, now)`, as in ADMIT: a need above the burst fits once the
+    -- quota has been idle long enough to pay for the excess.
+    local at = e.tat + e.need * e.interval - tol
+    if at - now > wait then
+      wait, worst = at - now, i
+    end
+  end
+end
+if wait > reserve then
+  -- Ask again when a slice fits within one slice's life.
+  return {1, worst, math.ceil(wait - reserve), ''}
+end
+-- Granted as of `now + wait`: its units are sent from then on, in the host's order of
+-- asking rather than whoever polls first.
+local from_time = now + wait
+local out = {0, 0, math.ceil(wait), ''}
+for i = 1, nb do
+  local e = q[i]
+  local grant, ends = 0, 0
+  if e.need > 0 then
+    local from = math.max(e.tat, now)
+    local fits = math.floor((from_time + e.tol - reserve - from) / e.interval)
+    grant = math.max(e.need, math.min(e.want, fits))
+    ends = from + grant * e.interval
+    redis.call('HSET', KEYS[i], 'tat', ends)
+    redis.call('PEXPIRE', KEYS[i], math.ceil((ends - now) / 1000) + keep)
+  end
+  out[3 + 2 * i] = grant
+  out[4 + 2 * i] = math.floor(ends)
+end
+return out
+";
+
 /// Ends a call: releases its leases and corrects its charge to its actual usage.
 ///
 /// KEYS: the quotas (`nb`), the lease sets (`nc`).

@@ -5,8 +5,8 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use super::answers::{Claimed, EpochCheck, StoreError, Verdict};
-use super::{ScopeFigures, SharedConfig};
+use super::answers::{Claimed, EpochCheck, SliceAsk, Sliced, StoreError, Verdict};
+use super::{QuotaFigures, ScopeFigures, SharedConfig};
 use crate::admission::scope::ScopeKey;
 use crate::admission::usage::Usage;
 
@@ -30,6 +30,25 @@ impl RedisStore {
     }
 
     pub(super) fn lease_key(&self, _: &ScopeKey) -> String {
+        match self.never {}
+    }
+
+    pub(super) fn quota_key(&self, _: &ScopeKey, _: &QuotaFigures) -> String {
+        match self.never {}
+    }
+
+    pub(super) fn hold_key(&self, _: &ScopeKey) -> String {
+        match self.never {}
+    }
+
+    /// See the Redis store's.
+    #[allow(clippy::unused_async)]
+    pub async fn slice(
+        &self,
+        _: &[SliceAsk],
+        _: &[String],
+        _: Duration,
+    ) -> Result<Sliced, StoreError> {
         match self.never {}
     }
 

@@ -384,6 +384,14 @@ pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
         what: "How long one store command may take, in ms, before the host paces locally instead.",
     },
     KeyDoc {
+        key: "store.slice_ms",
+        kind: "integer",
+        default: "250",
+        range: "0, or 10 ..= 10000",
+        what: "How long a slice of a shared quota lives, in ms: each host takes quota from the \
+            store in slices and admits against them locally; 0 asks the store for every call.",
+    },
+    KeyDoc {
         key: "store.key_prefix",
         kind: "string",
         default: "\"sluice\"",
