@@ -567,7 +567,10 @@ impl Gate {
                 .map(|q| self.inner.store.quota_key(&scope.scope, q))
                 .collect();
             let now = self.inner.now();
-            self.inner.lock().slices.end(now, &keys);
+            self.inner
+                .lock()
+                .slices
+                .end(now, |key| keys.iter().any(|k| k == key));
         }
         if !self.is_up() {
             return;
@@ -592,7 +595,11 @@ impl Gate {
             metrics::gauge!(crate::observe::SHARED_STORE_UP).set(0.0);
             metrics::counter!(crate::observe::SHARED_STORE_FALLBACKS).increment(1);
         }
+        let now = inner.now();
         let mut state = inner.lock();
+        // Local pacing starts from an empty burst for this host's share: units of a slice
+        // sent on top of it would be more than the share.
+        state.slices.end(now, |_| true);
         if !std::mem::replace(&mut state.probing, true) {
             inner.runtime.spawn(probe(Arc::downgrade(inner)));
         }

@@ -310,13 +310,13 @@ impl Slices {
         }
     }
 
-    /// Ends the slices of `keys` now (a scope put on hold): what they left is given back
-    /// at the next settling round.
-    pub(super) fn end(&mut self, now: Nanos, keys: &[String]) {
-        for key in keys {
-            if let Some(a) = self.accounts.get_mut(key)
-                && a.ends_at > now
-            {
+    /// Ends now the slices whose quota key `which` picks (a scope put on hold; every one
+    /// when the store stops answering, whose pace local pacing then keeps from an empty
+    /// burst, with no room for units granted before): what they left is given back at the
+    /// next settling round the store answers.
+    pub(super) fn end(&mut self, now: Nanos, which: impl Fn(&str) -> bool) {
+        for (key, a) in &mut self.accounts {
+            if a.ends_at > now && which(key) {
                 a.ends_at = now;
             }
         }

@@ -125,7 +125,7 @@ fn a_hold_ends_the_slice_and_what_it_left_is_given_back() {
     let mut s = Slices::default();
     let n = [need(1)];
     granted(&mut s, 0, &n, 10);
-    s.end(MS, &["q".into()]);
+    s.end(MS, |k| k == "q");
     assert!(s.take_ready(MS, &n).is_none());
     assert_eq!(s.due(MS)[0].change, -10);
 }
@@ -156,4 +156,14 @@ fn slices_follow_the_host_s_demand_and_are_taken_only_where_it_is_steady() {
         panic!("an ask")
     };
     assert_eq!(asks[0].want, 100);
+}
+
+#[test]
+fn a_store_gone_away_ends_every_slice() {
+    let mut s = Slices::default();
+    let n = [need(1)];
+    granted(&mut s, 0, &n, 10);
+    s.end(MS, |_| true);
+    assert!(s.take_ready(MS, &n).is_none());
+    assert_eq!(s.due(MS)[0].change, -10);
 }
