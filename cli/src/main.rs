@@ -19,6 +19,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Every allocation of the binary: see `Cargo.toml`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A governor for every outbound API call that AI agents make.
 #[derive(Debug, Parser)]
 #[command(name = "sluice", version, about)]

@@ -30,6 +30,11 @@
 //!   `PATH` or in `/usr/sbin`);
 //! - `ADDED_LATENCY_BASELINE`: the path of another `sluice` binary (an earlier build), measured
 //!   beside this one as the target `baseline`: a change's before and after in one run;
+//! - `ADDED_LATENCY_SIDECAR`: the path of the `sluice` binary measured as the target `sluice`
+//!   (default: the one built with this bench), for example `target/release/sluice` as
+//!   `cargo build --release` makes it;
+//! - `ADDED_LATENCY_CLIENT`: `hey` sends the load with `hey` instead of this bench's own
+//!   client ([`hey`]; the embedded host is then left out);
 //! - `ADDED_LATENCY_CPUS`: where the processes run ([`cpus`]): `any` (the default, as the
 //!   kernel places them), `shared` (all on one CPU) or `apart` (the hop, `sluice serve` and the
 //!   baseline on a CPU of their own);
@@ -45,6 +50,7 @@
 //! failure when any was refused.
 
 mod cpus;
+mod hey;
 mod hop;
 mod load;
 mod nginx;
@@ -63,6 +69,8 @@ struct Options {
     rounds: u32,
     warmup_secs: f64,
     targets: Vec<String>,
+    /// `hey`, when it sends the load ([`hey`]).
+    hey: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -100,6 +108,7 @@ impl Options {
             rounds: number("ADDED_LATENCY_ROUNDS", 4.0).max(1.0) as u32,
             warmup_secs: number("ADDED_LATENCY_WARMUP_SECS", 2.0),
             targets: list("ADDED_LATENCY_TARGETS").unwrap_or_default(),
+            hey: None,
         }
     }
 
@@ -113,6 +122,7 @@ impl Options {
             rounds: 1,
             warmup_secs: 0.1,
             targets: Vec::new(),
+            hey: None,
         }
     }
 }
@@ -134,6 +144,23 @@ impl Load {
 
     /// Runs `share` of the load (its seconds, or its requests) against `target`.
     async fn run(self, target: &Target, o: &Options, share: f64) -> Tally {
+        if let Some(program) = &o.hey {
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss,
+                reason = "request counts"
+            )]
+            let ask = match self {
+                Self::Sequential(n) => hey::Ask::Sequential(((n as f64) * share).ceil() as usize),
+                Self::Rate(rate) => hey::Ask::Rate {
+                    rate,
+                    connections: o.connections,
+                    secs: o.secs * share,
+                },
+            };
+            return hey::run(program, target, &ask).await;
+        }
         #[allow(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
@@ -170,11 +197,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return hop::serve(args.get(2).cloned().ok_or("hop UPSTREAM")?);
     }
     let brief = !args.iter().any(|a| a == "--bench");
-    let options = if brief {
+    let mut options = if brief {
         Options::brief()
     } else {
         Options::from_env()
     };
+    if !brief && hey::wanted() {
+        options.hey = Some(hey::program()?);
+    }
     let placement = if brief {
         cpus::Placement::Any
     } else {
@@ -190,7 +220,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let fake = rt.block_on(targets::upstream())?;
     let (hop, _hop) = targets::hop(&fake, cpu)?;
-    let (binary, _binary) = targets::binary(dir.path(), &fake, "sluice", None, cpu)?;
+    let sidecar = std::env::var_os("ADDED_LATENCY_SIDECAR").filter(|p| !p.is_empty() && !brief);
+    let (binary, _binary) = targets::binary(
+        dir.path(),
+        &fake,
+        "sluice",
+        sidecar.as_deref().map(std::path::Path::new),
+        cpu,
+    )?;
     let (in_process, running) = rt.block_on(targets::in_process(dir.path(), &fake))?;
     let embedded = {
         let _runtime = rt.enter();
@@ -217,9 +254,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         None => None,
     };
+    if options.hey.is_some() && wanted("embedded") {
+        eprintln!("the target `embedded` is left out: hey sends over HTTP only");
+    }
     let chosen: Vec<&Target> = all
         .iter()
         .filter(|t| t.name == "direct" || wanted(t.name))
+        .filter(|t| options.hey.is_none() || matches!(t.via, load::Via::Http { .. }))
         .collect();
     for t in &chosen {
         rt.block_on(load::until_ready(t, Duration::from_secs(30)))?;
@@ -228,9 +269,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut loads = vec![Load::Sequential(options.sequential)];
     loads.extend(options.rates.iter().map(|&r| Load::Rate(r)));
     eprintln!(
-        "added latency: {} targets; sequential {} requests, rates {:?}/s on {} connections for {} s, \
-         {} rounds, {} s warm-up; CPUs {}{}; budgets {}; journal {}; {}",
+        "added latency: {} targets; client {}; sequential {} requests, rates {:?}/s on {} connections \
+         for {} s, {} rounds, {} s warm-up; CPUs {}{}; budgets {}; journal {}; {}",
         chosen.len(),
+        if options.hey.is_some() {
+            "hey"
+        } else {
+            "the bench's own"
+        },
         options.sequential,
         options.rates,
         options.connections,
