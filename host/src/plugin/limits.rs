@@ -20,8 +20,8 @@ pub struct RuntimeConfig {
     /// The finest epoch tick. The engine's epoch ticks every half of the shortest call
     /// deadline (the runtime's, or a loaded plugin's own), but never more often than this,
     /// since each tick wakes a thread. Default: 1 ms; with the default deadline the tick is
-    /// 2.5 ms. The thread that ticks rests once no call has run for a second, and the next
-    /// call wakes it.
+    /// 2.5 ms. The thread that ticks rests once two ticks pass with no call running or
+    /// begun, and the next call wakes it.
     pub epoch_tick: Duration,
     /// Linear memory one plugin instance may grow to. Default: 16 MiB.
     pub max_memory_bytes: usize,

@@ -15,7 +15,7 @@ use super::instance::Plugin;
 use super::limits::{MAX_PLUGIN_BYTES, RuntimeConfig};
 use super::own_limits::PluginLimits;
 use super::state::State;
-use super::ticker::{EpochTicker, REST_AFTER, Ticking};
+use super::ticker::{EpochTicker, REST_AFTER_TICKS, Ticking};
 use crate::input_file;
 
 /// Loads and runs plugins. Create one per process and share it: every plugin it loads is
@@ -79,7 +79,7 @@ impl PluginRuntime {
         v0_1::ProviderPolicy::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Runtime(format!("sluice 0.1.0 imports: {e}")))?;
         let ticking = Arc::new(Ticking::new(&config));
-        let ticker = EpochTicker::start(engine.clone(), REST_AFTER, ticking.clone())
+        let ticker = EpochTicker::start(engine.clone(), REST_AFTER_TICKS, ticking.clone())
             .map_err(|e| LoadError::Runtime(format!("cannot start the epoch ticker: {e}")))?;
         Ok(Self {
             engine,
