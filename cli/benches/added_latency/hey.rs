@@ -24,15 +24,11 @@ pub fn wanted() -> bool {
 
 /// The `hey` program: on `PATH`, else an error that says how to get it.
 pub fn program() -> Result<PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("hey"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            "ADDED_LATENCY_CLIENT=hey, but no `hey` is on PATH: install it (Debian: \
-             `apt-get install hey`)"
-                .to_owned()
-        })
+    crate::targets::find_program("hey", &[]).ok_or_else(|| {
+        "ADDED_LATENCY_CLIENT=hey, but no `hey` is on PATH: install it (Debian: \
+         `apt-get install hey`)"
+            .to_owned()
+    })
 }
 
 /// What to ask hey for: `count` requests one after another, or `rate` a second on

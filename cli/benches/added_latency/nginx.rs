@@ -26,11 +26,7 @@ fn program() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("ADDED_LATENCY_NGINX").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|d| d.join("nginx"))
-        .find(|p| p.is_file())
+    crate::targets::find_program("nginx", &["/usr/sbin"])
 }
 
 /// nginx in front of `fake`, in `dir`, on `cpu` when one is given; `None` (and a line on

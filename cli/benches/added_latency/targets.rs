@@ -50,6 +50,15 @@ pub fn direct(fake: &FakeProvider) -> Target {
     }
 }
 
+/// The program `name` on `PATH`, else in one of `also` (directories), if it is anywhere.
+pub fn find_program(name: &str, also: &[&str]) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(also.iter().map(std::path::PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
 /// A process this bench started, stopped when dropped: asked with SIGTERM, as an operator
 /// stops it, and killed when it has not exited within [`GRACE`]. `sluice serve` drains and
 /// exits on SIGTERM, so a build that records its own profile (`scripts/build-release.sh`)
