@@ -19,7 +19,11 @@
 //! host can take the others' part of a burst. Demand is what comes to the gate, a call
 //! sent back to wait counting again when it comes back, not what the store gave. Slices
 //! are taken only where the host's demand is at least two calls a slice's life
-//! ([`Slices::worth`]); below that a call asks the store itself. At the pace's edge, where
+//! ([`Slices::worth`]); below that a call asks the store itself. A slice spent before its
+//! end shows more demand than the host's rate of use can: its calls waited for the next
+//! slice, or for their turn in the store, and sent fewer for that. So the next slice asked
+//! for is at least twice the one spent (up to the most), and a host kept waiting does not
+//! see its slices shrink because it waited. At the pace's edge, where
 //! the store queues the hosts' asks, the least a slice must hold is the host's demand up
 //! to the same part of its share of the burst for every host ([`LEAST_PART`]): busy hosts
 //! take equal turns, and a host given more does not for that ask for more.
@@ -104,6 +108,8 @@ struct Account {
     end_us: u64,
     /// Which slice this is, so that a late correction finds whether its slice is still on.
     generation: u64,
+    /// What the store granted it.
+    granted: u64,
     /// Units its calls came to the gate for since `since`: this host's demand.
     taken: u64,
     since: Nanos,
@@ -168,7 +174,13 @@ impl Slices {
                 a.touched = now;
                 a.interval = n.interval;
                 a.tolerance = n.tolerance;
-                let want = a.demand(slice).clamp(n.cost, n.most.max(n.cost));
+                let spent_early = a.ends_at > now && a.granted > 0;
+                let want = if spent_early {
+                    a.demand(slice).max(a.granted.saturating_mul(2))
+                } else {
+                    a.demand(slice)
+                };
+                let want = want.clamp(n.cost, n.most.max(n.cost));
                 // What the old slice left goes back from its place (the store gives back
                 // none of it once that place is past); what was owed is paid.
                 let change = i128::from(a.debt) - i128::from(a.left);
@@ -278,6 +290,7 @@ impl Slices {
                 && grant > 0
             {
                 a.left = grant;
+                a.granted = grant;
                 a.end_us = end_us;
                 a.starts_at = now.saturating_add(wait);
                 a.ends_at = asked.saturating_add(wait).saturating_add(slice);

@@ -159,6 +159,53 @@ fn slices_follow_the_host_s_demand_and_are_taken_only_where_it_is_steady() {
 }
 
 #[test]
+fn a_slice_spent_before_its_end_is_followed_by_a_larger_one_whatever_the_rate_seen() {
+    let mut s = Slices::default();
+    let n = [need(1)];
+    // A host seen sending 40 a second (10 over a slice's life)...
+    for i in 0..=10 {
+        s.note(i * 25 * MS, SLICE, &n);
+    }
+    granted(&mut s, 251 * MS, &n, 10);
+    // ...spends its slice of 10 in 10 ms: its calls had waited, and now come at once.
+    for _ in 0..10 {
+        assert!(s.take_ready(260 * MS, &n).is_some());
+    }
+    let Take::Ask(asks) = s.take(261 * MS, SLICE, &n) else {
+        panic!("an ask")
+    };
+    assert_eq!((asks[0].want, asks[0].need), (20, 20), "{asks:?}");
+    // Doubling each time it is spent early, up to its turn at the pace's edge (125 here)
+    // and the most it may hold (1 000).
+    s.answered(
+        (261 * MS, 261 * MS),
+        SLICE,
+        &asks,
+        Some((&[(640, 9)], 0)),
+        false,
+    );
+    for _ in 0..640 {
+        assert!(s.take_ready(262 * MS, &n).is_some());
+    }
+    let Take::Ask(asks) = s.take(263 * MS, SLICE, &n) else {
+        panic!("an ask")
+    };
+    assert_eq!((asks[0].want, asks[0].need), (1_000, 125), "{asks:?}");
+    // A slice that ran to its end with units left shows the rate as it is: no doubling.
+    s.answered(
+        (263 * MS, 263 * MS),
+        SLICE,
+        &asks,
+        Some((&[(1_000, 9)], 0)),
+        false,
+    );
+    let Take::Ask(asks) = s.take(263 * MS + SLICE, SLICE, &n) else {
+        panic!("an ask")
+    };
+    assert!(asks[0].want < 1_000, "{asks:?}");
+}
+
+#[test]
 fn a_store_gone_away_ends_every_slice() {
     let mut s = Slices::default();
     let n = [need(1)];
