@@ -87,6 +87,7 @@
 //! names its start (or when told to, [`VerifyOptions::allow_pruned`]), and then reports where
 //! it starts ([`Report::pruned_before`]).
 
+mod findings;
 mod fingerprint;
 mod keys;
 mod known;
@@ -105,6 +106,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use ed25519_dalek::VerifyingKey;
+pub use findings::{Finding, Report, VerifyError};
 pub use fingerprint::{BadFingerprint, Fingerprint};
 pub use keys::{
     AuditKey, KeyError, MAX_KEY_FILE_BYTES, generate, key_id, load_signing, load_verifying,
@@ -112,7 +114,7 @@ pub use keys::{
 pub use known::{KnownAction, known_actions};
 pub use lines::MAX_LINE;
 pub use log::{AuditLog, AuditSettings};
-pub use verify::{Finding, Report, VerifyError, VerifyOptions, verify, verify_with};
+pub use verify::{VerifyOptions, verify, verify_with};
 
 /// The longest [`Event::detail`] kept, in characters; longer text is cut.
 pub const MAX_DETAIL_CHARS: usize = 200;

@@ -5,9 +5,9 @@ use std::path::Path;
 
 use ed25519_dalek::VerifyingKey;
 
+use super::findings::{Finding, LogCheckpoint, Report, VerifyError, check_checkpoint, unreadable};
 use super::lines::{self, Line, too_long};
 use super::record::{from_hex, parse_line};
-use super::verify::{Finding, LogCheckpoint, Report, VerifyError, check_checkpoint, unreadable};
 
 /// What the witness showed.
 pub(super) struct Witnessed {

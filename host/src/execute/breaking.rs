@@ -12,7 +12,7 @@
 //! `Call::deadline`) is the caller's failure too, and trips only its tenant's breaker: only
 //! the transport's own timeouts count on the path. A 429 or a spent quota trips none: it
 //! holds the scope it is about. Nor does a call its caller abandons (an agent hanging up,
-//! a dropped future): no answer was read, and a probe it held goes back (`underway`).
+//! a dropped future): no answer was read, and a probe it held goes back (`run`).
 //!
 //! The model is part of the credential's path: one model failing leaves the key's other
 //! models alone. It is not part of the tenant's: the model is the caller's to choose, and a

@@ -23,11 +23,6 @@ impl Executor {
         self.admission.with_scheduler(|s| s.lift(now, &key));
     }
 
-    /// Counts one attempt of `task`; `false` when its budget is spent.
-    pub(super) fn count_task_attempt(&self, task: Option<TaskId>) -> bool {
-        self.tasks.count_attempt(task)
-    }
-
     /// Cancels `task`: its waiting calls are refused at once, and a retry of it that is
     /// asleep sends nothing when it wakes, nor does a call of it waiting at the shared
     /// store's gate when it passes. Returns how many calls were removed from the queue.

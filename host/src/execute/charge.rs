@@ -1,107 +1,16 @@
-//! A call's charge against its tenant's budgets ([`crate::budget`]): made before it
-//! queues, corrected to the usage the answer reported when it ends, given back when
-//! nothing was sent.
+//! A call's charge against its tenant's budgets ([`crate::budget`]), made before it queues
+//! ([`super::prepare::Prepared::reserve`]): corrected to the usage the answer reported when
+//! it ends, given back when nothing was sent.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use super::attempt::Prepared;
-use super::tally::Tally;
-use super::{Executor, NextAction, NotRecorded, Outcome, Reason};
-use crate::admission::config::MODEL_SCOPE_PREFIX;
+use super::Outcome;
 use crate::admission::{Dimension, Usage};
-use crate::budget::{BudgetError, Budgets, CacheUse, Charge, Reservation};
+use crate::budget::{CacheUse, Reservation};
 use crate::contract::{Cost, ReportedDimension};
 use crate::offload::blocking;
 
 /// The usage dimensions a plugin reports what an answer says of the provider's cache in
 /// (see `sluice_plugin_sdk::billing`), priced at the cached or cache-write price.
 pub use sluice_plugin_sdk::billing::{CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, CACHED_INPUT_TOKENS};
-
-impl Executor {
-    /// Charges `p`'s estimate to its tenant's budgets. `Ok(None)`: nothing is budgeted.
-    ///
-    /// A spent budget ends the call at once, before it queues, with when it resets; a
-    /// journal that cannot record the charge ends it too: nothing is sent uncounted.
-    pub(super) async fn charge(
-        &self,
-        call_provider: &str,
-        p: &Prepared,
-    ) -> Result<Option<Reservation>, Outcome> {
-        let Some(budgets) = self.budgets.clone() else {
-            return Ok(None);
-        };
-        if !budgets.config().is_active() {
-            return Ok(None);
-        }
-        // Boxed: the charge's state (what the journal's call takes, and its answer) would
-        // otherwise be held inline in every call's future for the call's whole life, with
-        // budgets or without (`benches/call_memory.rs`).
-        Box::pin(self.charge_to(budgets, call_provider, p)).await
-    }
-
-    /// [`Self::charge`] to `budgets`, which are active.
-    async fn charge_to(
-        &self,
-        budgets: Arc<Budgets>,
-        call_provider: &str,
-        p: &Prepared,
-    ) -> Result<Option<Reservation>, Outcome> {
-        let model = p
-            .scopes
-            .iter()
-            .find_map(|s| s.strip_prefix(MODEL_SCOPE_PREFIX))
-            .map(str::to_owned);
-        let (tenant, provider, estimate) = (p.tenant.clone(), call_provider.to_owned(), p.estimate);
-        // The journal's call, here when it is this host's file, on the blocking pool when it is a
-        // group's in PostgreSQL: a round trip there holds a thread for milliseconds.
-        let admitted = blocking(budgets.waits_on_network(), move || {
-            budgets.admit(&Charge {
-                tenant: &tenant,
-                provider: &provider,
-                model: model.as_deref(),
-                estimate,
-            })
-        })
-        .await
-        .map_err(|stopped| {
-            Tally::default().end(
-                Reason::NotRecorded(NotRecorded::new(stopped)),
-                NextAction::RetryLater(None),
-            )
-        })?;
-        admitted.map_err(|e| match e {
-            BudgetError::Spent(spent) => {
-                let now = self.clock.wall_ms();
-                let until = u64::try_from(spent.resets_at_ms.saturating_sub(now)).unwrap_or(0);
-                tracing::warn!(
-                    provider = call_provider,
-                    tenant = %spent.tenant,
-                    budget = %spent.budget,
-                    resets_at_ms = spent.resets_at_ms,
-                    "call refused: the tenant's budget is spent"
-                );
-                Tally::default().end(
-                    Reason::BudgetSpent(spent),
-                    NextAction::WaitForQuota(Some(Duration::from_millis(until))),
-                )
-            }
-            BudgetError::Unpriced(unpriced) => {
-                tracing::warn!(
-                    provider = call_provider,
-                    tenant = %unpriced.tenant,
-                    model = unpriced.model.as_deref().unwrap_or(""),
-                    "call refused: its cost cannot be priced and its tenant has a spend budget"
-                );
-                Tally::default().end(Reason::Unpriced(unpriced), NextAction::FixRequest)
-            }
-            BudgetError::Ledger(e) => Tally::default().end(
-                Reason::NotRecorded(NotRecorded::new(e)),
-                NextAction::RetryLater(None),
-            ),
-        })
-    }
-}
 
 /// Settles a call's charge by how it ended: corrected to the usage its answer reported
 /// (`billed`, with the input tokens read from the provider's cache), given back when nothing

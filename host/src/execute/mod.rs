@@ -9,7 +9,6 @@
 //! ends in an [`Outcome`]: success, or a [`Terminal`] that says whether anything was sent,
 //! whether an answer came back, what was spent, and the next safe action.
 
-mod attempt;
 mod breaking;
 mod budgets;
 mod call;
@@ -18,21 +17,22 @@ mod framing;
 mod generations;
 mod places;
 mod pool;
+mod prepare;
 mod produced;
 mod reading;
 pub mod recent;
+mod run;
 mod stream;
 mod tally;
 mod trace;
-mod underway;
 mod usage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::admission::Admission;
 use crate::admission::coalesce::{Coalescer, Joined};
+use crate::admission::{Acquire, Admission, Rejection, Usage};
 use crate::budget::Budgets;
 use crate::clock::Clock;
 use crate::contract::RequestClass;
@@ -43,7 +43,8 @@ use crate::retry::RetryConfig;
 use crate::task::Tasks;
 use crate::transport::Transport;
 
-use attempt::Run;
+use tracing::Instrument;
+
 pub use budgets::QUOTA_EXHAUSTED;
 use call::read_key;
 pub use call::{
@@ -54,6 +55,8 @@ pub use charge::CACHED_INPUT_TOKENS;
 pub use framing::{event_stream_message, is_event_stream};
 pub use generations::{ANY_MODEL, Generation, Generations};
 pub use pool::{Endpoint, Endpoints};
+use run::CallRun;
+use stream::Run;
 pub use stream::{PartialStream, Stream, StreamOutcome};
 
 /// Runs calls: admission, transport, plugins and the retry policy together.
@@ -163,6 +166,14 @@ impl Executor {
         self
     }
 
+    /// Sends calls made with a credential that has its own [`Endpoint`] there (by
+    /// provider, then credential label) instead of to the provider's base URL.
+    #[must_use]
+    pub fn with_endpoints(mut self, endpoints: Endpoints) -> Self {
+        self.endpoints = endpoints;
+        self
+    }
+
     /// Resolves a call's URL that starts with `/` against its provider's base URL (by
     /// provider name), when the provider has one; the call itself is left as it is.
     #[must_use]
@@ -252,6 +263,41 @@ impl Executor {
             return Box::pin(self.coalesced(call, observer)).await;
         }
         self.run_whole(call, observer).await
+    }
+
+    /// Runs `call` in its span ([`CallRun`]), and records how it ended. Everything it does
+    /// is recorded in the call's span (see [`crate::observe`]).
+    async fn run(&self, call: &Call, observer: &mut dyn Observer, stream: bool) -> Run {
+        let span = trace::call_span(call);
+        let run = CallRun::run(self, call, observer, stream, &span)
+            .instrument(span.clone())
+            .await;
+        trace::ended(&self.metrics, &span, call, &run);
+        run
+    }
+
+    /// `call` with the one member of its pool it keeps for its whole life (a write: its
+    /// idempotency key and its reconciliation are that member's): the member that would
+    /// admit one request of it soonest now. A call without a pool is returned as it is.
+    ///
+    /// # Errors
+    /// [`Rejection::UnknownPool`] when its provider has no such pool.
+    pub fn pinned(&self, call: &Call) -> Result<Call, Rejection> {
+        let Some(pool) = &call.pool else {
+            return Ok(call.clone());
+        };
+        let mut acquire = Acquire::new(&call.provider, &call.credential)
+            .tenant(call.tenant.as_deref().unwrap_or("default"))
+            .usage(Usage::ONE_REQUEST)
+            .pool(pool.as_str());
+        for s in &call.scopes {
+            acquire = acquire.scope(s);
+        }
+        let member = self.admission.choose_member(&acquire)?;
+        let mut pinned = call.clone();
+        pinned.credential = member.to_string();
+        pinned.pool = None;
+        Ok(pinned)
     }
 
     /// Runs `call` to its outcome, its answer read whole.

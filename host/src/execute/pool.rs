@@ -6,12 +6,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::attempt::Prepared;
+use super::Call;
 use super::breaking::BreakerPaths;
-use super::{Call, Executor};
-use crate::admission::{Acquire, Rejection, Usage};
 use crate::contract::RequestClass;
-use crate::retry::Open;
 
 /// Where calls made with one credential go, when not where its provider's do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,134 +23,17 @@ pub struct Endpoint {
 /// Each provider's credentials' endpoints, by provider, then label.
 pub type Endpoints = HashMap<String, HashMap<String, Endpoint>>;
 
-impl Executor {
-    /// Sends calls made with a credential that has its own [`Endpoint`] there (by
-    /// provider, then credential label) instead of to the provider's base URL.
-    #[must_use]
-    pub fn with_endpoints(mut self, endpoints: Endpoints) -> Self {
-        self.endpoints = endpoints;
-        self
-    }
-
-    /// The URL an attempt of `call` made with `credential` goes to, when the credential has
-    /// its own endpoint and the call's URL is the provider's (relative, or under its base
-    /// URL); `None`: the call's own.
-    pub(super) fn endpoint_url(&self, call: &Call, credential: &str) -> Option<String> {
-        let endpoint = self.endpoints.get(&call.provider)?.get(credential)?;
-        let base = self.base_urls.get(&call.provider).map(String::as_str);
-        member_url(&call.url, base, endpoint)
-    }
-
-    /// `acquire` sent to a member of `pool`, told to avoid the members the attempt about to
-    /// queue avoids: those whose breaker on the call's path refuses now, and those its
-    /// attempts failed on. The call keeps the list, so that a member refused by its breaker
-    /// after the call was queued on it is known to have been better than the others
-    /// ([`choose_again`]).
-    pub(super) fn avoiding(
-        &self,
-        call: &Call,
-        pool: &str,
-        p: &mut Prepared,
-        mut acquire: Acquire,
-    ) -> Acquire {
-        let Some(pooled) = p.pooled.as_mut() else {
-            return acquire.pool(pool);
-        };
-        let mut avoid: Vec<Arc<str>> = pooled.failed_on.clone();
-        if self.breakers.any_open() {
-            let now = self.clock.now();
-            for m in self
-                .admission
-                .pool_members(&call.provider, pool)
-                .unwrap_or_default()
-            {
-                let paths = pooled.paths_with(&call.provider, &m);
-                if self.breakers.refuses(&paths, now) && !avoid.contains(&m) {
-                    avoid.push(m);
-                }
-            }
-        }
-        for m in &avoid {
-            acquire = acquire.avoid(&**m);
-        }
-        pooled.avoided = avoid;
-        acquire.pool(pool)
-    }
-
-    /// The attempt about to be sent goes with `member`: its breaker paths become the
-    /// member's, and the member's breaker is asked (a first attempt's credential path only:
-    /// its tenant's is asked after the plan; a retry's, both). Once it lets the attempt go,
-    /// the choice is counted, and a move away from the member the last attempt failed on.
-    ///
-    /// # Errors
-    /// The member's breaker refuses now (it may have opened while the call waited).
-    pub(super) fn went_with(
-        &self,
-        call: &Call,
-        pool: &str,
-        p: &mut Prepared,
-        member: &Arc<str>,
-        first: bool,
-    ) -> Result<(), Open> {
-        let Some(pooled) = p.pooled.as_mut() else {
-            return Ok(());
-        };
-        if pooled.member.as_ref() != Some(member) {
-            p.paths = pooled
-                .paths_with(&call.provider, member)
-                .of_tenant(&p.tenant);
-            pooled.member = Some(member.clone());
-        }
-        let now = self.clock.now();
-        if first {
-            self.breakers.allow_path(&p.paths, now)?;
-        } else {
-            self.breakers.allow(&p.paths, now)?;
-        }
-        metrics::counter!(
-            crate::observe::POOL_CHOSEN,
-            "provider" => call.provider.clone(),
-            "pool" => pool.to_owned(),
-            "member" => member.to_string(),
-        )
-        .increment(1);
-        if let Some(from) = pooled.failed_on.last()
-            && from != member
-        {
-            metrics::counter!(
-                crate::observe::POOL_FAILOVERS,
-                "provider" => call.provider.clone(),
-                "pool" => pool.to_owned(),
-                "from" => from.to_string(),
-            )
-            .increment(1);
-        }
-        Ok(())
-    }
-
-    /// `call` with the one member of its pool it keeps for its whole life (a write: its
-    /// idempotency key and its reconciliation are that member's): the member that would
-    /// admit one request of it soonest now. A call without a pool is returned as it is.
-    ///
-    /// # Errors
-    /// [`Rejection::UnknownPool`] when its provider has no such pool.
-    pub fn pinned(&self, call: &Call) -> Result<Call, Rejection> {
-        let Some(pool) = &call.pool else {
-            return Ok(call.clone());
-        };
-        let mut acquire = Acquire::new(&call.provider, &call.credential)
-            .tenant(call.tenant.as_deref().unwrap_or("default"))
-            .usage(Usage::ONE_REQUEST)
-            .pool(pool.as_str());
-        for s in &call.scopes {
-            acquire = acquire.scope(s);
-        }
-        let member = self.admission.choose_member(&acquire)?;
-        let mut pinned = call.clone();
-        pinned.credential = member.to_string();
-        pinned.pool = None;
-        Ok(pinned)
-    }
+/// The URL an attempt of `call` made with `credential` goes to, when the credential has its
+/// own endpoint among `endpoints` and the call's URL is the provider's (relative, or under
+/// its base URL, `base`); `None`: the call's own.
+pub(super) fn endpoint_url(
+    endpoints: &Endpoints,
+    base: Option<&str>,
+    call: &Call,
+    credential: &str,
+) -> Option<String> {
+    let endpoint = endpoints.get(&call.provider)?.get(credential)?;
+    member_url(&call.url, base, endpoint)
 }
 
 /// The pool of `call`, a read: one that goes, at each attempt, with the member that would
@@ -162,30 +42,6 @@ pub(super) fn pooled_read(call: &Call) -> Option<&str> {
     call.pool
         .as_deref()
         .filter(|_| call.class == RequestClass::Read)
-}
-
-/// A call choosing a member of its pool was queued on `member`, whose breaker then refused
-/// it (it opened while the call waited): whether the call queues again for another member.
-/// It does unless `member` was among those it avoided (no other could take it); it then
-/// chooses afresh.
-pub(super) fn choose_again(p: &mut Prepared, member: &Arc<str>) -> bool {
-    let Some(pooled) = p.pooled.as_mut() else {
-        return false;
-    };
-    let again = !pooled.avoided.contains(member);
-    if again {
-        pooled.member = None;
-    }
-    again
-}
-
-/// The pool the attempt of `call` about to queue chooses a member of: a read's at every
-/// attempt, a write's at its first only (it keeps that member).
-pub(super) fn choosing<'a>(call: &'a Call, p: &Prepared) -> Option<&'a str> {
-    let unchosen = p.pooled.as_ref().is_some_and(|x| x.member.is_none());
-    call.pool
-        .as_deref()
-        .filter(|_| call.class == RequestClass::Read || unchosen)
 }
 
 /// Where a call to `url` of a provider whose base URL is `base` goes with a credential of
@@ -226,10 +82,10 @@ pub(super) struct Pooled {
     route: String,
     model: Option<String>,
     /// The members its attempts failed on, which its next ones avoid.
-    failed_on: Vec<Arc<str>>,
+    pub(super) failed_on: Vec<Arc<str>>,
     /// The members its attempt last queued avoided: those and the ones whose breaker
     /// refused then.
-    avoided: Vec<Arc<str>>,
+    pub(super) avoided: Vec<Arc<str>>,
 }
 
 impl Pooled {
@@ -245,8 +101,19 @@ impl Pooled {
     }
 
     /// The breaker paths of this call made with `credential` (the tenant's not named).
-    fn paths_with(&self, provider: &str, credential: &str) -> BreakerPaths {
+    pub(super) fn paths_with(&self, provider: &str, credential: &str) -> BreakerPaths {
         BreakerPaths::before_plan(provider, credential, &self.route, self.model.as_deref())
+    }
+
+    /// Queued on `member`, whose breaker then refused it (it opened while the call waited):
+    /// whether the call queues again for another member. It does unless `member` was among
+    /// those it avoided (no other could take it); it then chooses afresh.
+    pub(super) fn choose_again(&mut self, member: &Arc<str>) -> bool {
+        let again = !self.avoided.contains(member);
+        if again {
+            self.member = None;
+        }
+        again
     }
 
     /// Its attempt failed on its member: the next ones avoid it.

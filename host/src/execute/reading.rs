@@ -5,36 +5,33 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use super::attempt::{Prepared, failed};
 use super::breaking::{Blame, blame};
 use super::charge;
 use super::pool::pooled_read;
+use super::run::{CallRun, failed};
 use super::stream::{self, Stream};
 use super::tally::{Tally, next_action};
 use super::trace;
 use super::usage::{self, corrected};
-use super::{Call, Executor, NextAction, Observer, Outcome, QUOTA_EXHAUSTED, Reason};
+use super::{Call, NextAction, Observer, Outcome, QUOTA_EXHAUSTED, Reason};
 use crate::admission::Permit;
 use crate::contract::{
     Classification, LimitedScope, Observation, RequestClass, Response, ResponsePart,
     TransportFailure, Verdict, WireOutcome as Wire,
 };
-use crate::guard::GuardedPolicy;
 use crate::retry::{AfterAttempt, Next, Spent, decide};
 use crate::transport::Started;
 
-impl Executor {
+impl CallRun<'_> {
     /// A successful answer has begun: waits for its first chunk (within the idle limit), lets
     /// the plugin read its status and headers, and hands it over as a [`Stream`].
     pub(super) async fn open_stream(
-        &self,
+        &mut self,
         mut body: Started,
         permit: Permit,
-        policy: &Arc<GuardedPolicy>,
-        p: &Prepared,
-        t: &mut Tally,
         observer: &mut dyn Observer,
     ) -> Result<Stream, (Wire, Permit)> {
+        let (p, t) = (&self.p, &mut self.t);
         let first = match body.chunk().await {
             Ok(first) => first,
             Err(fault) => return Err((failed(fault, t), permit)),
@@ -44,7 +41,7 @@ impl Executor {
             headers: body.headers.clone(),
             body: Vec::new(),
         };
-        let reading = policy
+        let reading = (self.policy)
             .read_response(&p.req, &Wire::Response(head), ResponsePart::StreamStart)
             .value;
         t.sent = true;
@@ -57,7 +54,7 @@ impl Executor {
             body,
             first,
             permit,
-            policy: policy.clone(),
+            policy: Arc::clone(&self.policy),
             req: p.req.clone(),
             estimate: p.estimate,
             attempts: t.attempts,
@@ -68,24 +65,20 @@ impl Executor {
     /// Reads one attempt's outcome in one plugin call, lands what it says in the scopes,
     /// corrects the charge with the actual usage, and decides what comes next. A 429 or a
     /// spent quota holds the scope *before* anything else is scheduled.
-    #[allow(clippy::too_many_arguments, reason = "the steps of one attempt")]
-    pub(super) fn read_attempt(
-        &self,
-        call: &Call,
-        p: &mut Prepared,
-        policy: &GuardedPolicy,
+    pub(super) fn read(
+        &mut self,
         wire: &Wire,
         permit: Permit,
-        started: std::time::Instant,
-        t: &mut Tally,
         observer: &mut dyn Observer,
     ) -> (Classification, crate::retry::Plan) {
+        let (ex, call, started) = (self.ex, self.call, self.started);
+        let (p, t) = (&mut self.p, &mut self.t);
         let (status, sent) = match wire {
             Wire::Response(r) => (Some(r.status), true),
             Wire::Transport(f) => (None, may_have_been_sent(*f)),
         };
         t.sent |= sent;
-        let reading = policy
+        let reading = (self.policy)
             .read_response(&p.req, wire, ResponsePart::Complete)
             .value;
         let mut c = reading.classification;
@@ -112,12 +105,7 @@ impl Executor {
             permit.observe(&reading.observations);
             actual = corrected(p.estimate, &reading.usage);
             if let Some(actual) = actual {
-                usage::applied(
-                    &self.metrics.corrections,
-                    &call.provider,
-                    p.estimate,
-                    actual,
-                );
+                usage::applied(&ex.metrics.corrections, &call.provider, p.estimate, actual);
             }
             if let Some(billed) = charge::billed(p.estimate, &reading.usage) {
                 trace::usage(&tracing::Span::current(), &billed);
@@ -129,11 +117,10 @@ impl Executor {
             attempts: t.attempts,
             waited: t.waited,
         };
-        let elapsed = self.clock.now().saturating_duration_since(started);
-        let left = p.deadline.map(|d| d.saturating_sub(elapsed));
-        let budget = self.retry.budget_of(call.class);
+        let left = p.time_left(ex.clock.now().saturating_duration_since(started));
+        let budget = ex.retry.budget_of(call.class);
         let plan = {
-            let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut rng = ex.rng.lock().unwrap_or_else(PoisonError::into_inner);
             let after = AfterAttempt {
                 classification: &c,
                 status,
@@ -142,15 +129,16 @@ impl Executor {
                 spent,
                 until_deadline: left,
             };
-            decide(&after, budget, &self.retry.backoff(), &mut rng)
+            decide(&after, budget, &ex.retry.backoff(), &mut rng)
         };
-        let plan = self.unanswered_generation(call, p, wire, t, plan);
+        let plan = self.unanswered_generation(wire, plan);
+        let (p, t) = (&self.p, &self.t);
         let plan = pool_retry(call, budget.max_attempts, t, plan);
         let hold = match c.verdict {
             // A spent billing or daily quota: nobody on the scope sends until its reset, or
             // for the configured time when the provider does not say.
             Verdict::QuotaExhausted => Some(c.retry_after_ms.map_or(
-                Duration::from_millis(self.retry.quota_exhausted_hold_ms),
+                Duration::from_millis(ex.retry.quota_exhausted_hold_ms),
                 Duration::from_millis,
             )),
             _ => plan.hold_scope,
@@ -173,13 +161,11 @@ impl Executor {
     /// A generation (a read charged tokens) sent without an answer may have been generated
     /// and billed: it is sent again at most once, and only when the configuration allows.
     fn unanswered_generation(
-        &self,
-        call: &Call,
-        p: &Prepared,
+        &mut self,
         wire: &Wire,
-        t: &mut Tally,
         mut plan: crate::retry::Plan,
     ) -> crate::retry::Plan {
+        let (call, p, t) = (self.call, &self.p, &mut self.t);
         let unanswered = matches!(wire, Wire::Transport(f) if may_have_been_sent(*f));
         let generation = p.estimate.input_tokens > 0
             || p.estimate.output_tokens > 0
@@ -188,7 +174,7 @@ impl Executor {
             return plan;
         }
         t.unanswered += 1;
-        let allowed = u32::from(self.retry.resend_unanswered_generation);
+        let allowed = u32::from(self.ex.retry.resend_unanswered_generation);
         if matches!(plan.next, Next::Retry { .. }) && t.unanswered > allowed {
             plan.next = Next::Stop(crate::retry::Stop::GenerationUnanswered);
         }
@@ -198,14 +184,13 @@ impl Executor {
     /// Acts on an attempt's plan: done, stopped, or a retry after its delay. `None`: go on
     /// to the next attempt.
     pub(super) async fn after(
-        &self,
-        call: &Call,
-        p: &mut Prepared,
+        &mut self,
         (c, plan): (Classification, crate::retry::Plan),
         wire: Wire,
-        t: &mut Tally,
         observer: &mut dyn Observer,
     ) -> Option<Outcome> {
+        let (ex, call) = (self.ex, self.call);
+        let (p, t) = (&mut self.p, &mut self.t);
         let status = match &wire {
             Wire::Response(r) => Some(r.status),
             Wire::Transport(_) => None,
@@ -228,19 +213,18 @@ impl Executor {
         let paths = &p.paths;
         match (plan.next, wire) {
             (Next::Done, Wire::Response(response)) => {
-                self.breakers.success(paths);
+                ex.breakers.success(paths);
                 Some(Outcome::Succeeded {
                     response,
                     attempts: t.attempts,
                     waited: t.waited + t.queued,
                 })
             }
-            // `read_attempt` never lets a failure in transport be a success; kept as the
+            // `read` never lets a failure in transport be a success; kept as the
             // failure it is, never an answer.
             (Next::Done, wire @ Wire::Transport(_)) => {
                 t.keep_answer(wire);
-                self.breakers
-                    .failure(paths, blame, &failure, self.clock.now());
+                ex.breakers.failure(paths, blame, &failure, ex.clock.now());
                 Some(std::mem::take(t).end(
                     Reason::Stopped(crate::retry::Stop::NeverRetry),
                     NextAction::RetryLater(None),
@@ -248,23 +232,21 @@ impl Executor {
             }
             (Next::Stop(stop), wire) => {
                 t.keep_answer(wire);
-                self.breakers
-                    .failure(paths, blame, &failure, self.clock.now());
+                ex.breakers.failure(paths, blame, &failure, ex.clock.now());
                 let next = next_action(&stop, c.retry_after_ms, status);
                 Some(std::mem::take(t).end(Reason::Stopped(stop), next))
             }
             (Next::Retry { delay }, wire) => {
                 t.keep_answer(wire);
-                self.breakers
-                    .failure(paths, blame, &failure, self.clock.now());
+                ex.breakers.failure(paths, blame, &failure, ex.clock.now());
                 // A place to wait first (its tenant's share of the scope's: `places`): a
                 // retry refused one takes no breaker probe.
-                let places = &self.delayed;
+                let places = &ex.delayed;
                 let Some(mut place) = places.take(&call.provider, p.credential(call), &p.tenant)
                 else {
                     return Some(std::mem::take(t).end(
                         Reason::ScopeRetriesFull {
-                            max_delayed_requests: self.retry.max_delayed_requests,
+                            max_delayed_requests: ex.retry.max_delayed_requests,
                         },
                         NextAction::RetryLater(Some(delay)),
                     ));
@@ -274,7 +256,7 @@ impl Executor {
                 let pooled = pooled_read(call).is_some();
                 if let Some(pool) = p.pooled.as_mut().filter(|_| pooled) {
                     pool.failed();
-                } else if let Err(open) = self.breakers.allow(paths, self.clock.now()) {
+                } else if let Err(open) = ex.breakers.allow(paths, ex.clock.now()) {
                     let after = open.retry_in;
                     return Some(std::mem::take(t).end(
                         Reason::BreakerOpen(open),
@@ -283,17 +265,17 @@ impl Executor {
                 }
                 trace::retry(call, t.attempts, status, c.verdict, delay);
                 observer.retry_scheduled(t.attempts, delay);
-                let slept_from = self.clock.now();
+                let slept_from = ex.clock.now();
                 if !place.wait(delay).await {
                     // Taken back for a tenant under its share: this call's tenant holds more
                     // than its own, and the call ends as one that found the places full. Its
                     // next attempt is not sent: a probe it took goes back.
-                    self.breakers.release(paths);
-                    let slept = self.clock.now().saturating_duration_since(slept_from);
+                    ex.breakers.release(paths);
+                    let slept = ex.clock.now().saturating_duration_since(slept_from);
                     t.waited += slept;
                     return Some(std::mem::take(t).end(
                         Reason::ScopeRetriesFull {
-                            max_delayed_requests: self.retry.max_delayed_requests,
+                            max_delayed_requests: ex.retry.max_delayed_requests,
                         },
                         NextAction::RetryLater(Some(delay.saturating_sub(slept))),
                     ));

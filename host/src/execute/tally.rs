@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::{NextAction, Outcome, Reason, Terminal};
 use crate::contract::{Response, WireOutcome as Wire};
-use crate::retry::Stop;
+use crate::retry::{Open, Stop};
 
 /// What a call has done so far.
 #[derive(Debug, Default)]
@@ -59,6 +59,16 @@ impl Tally {
     /// What the client said of an attempt that got no answer.
     pub fn transport_error(&mut self, detail: String) {
         self.said().transport_error = Some(detail);
+    }
+
+    /// The end of a call a breaker refused: with all it did so far (the tally is left
+    /// empty).
+    pub fn breaker_open(&mut self, open: Open) -> Outcome {
+        let after = open.retry_in;
+        std::mem::take(self).end(
+            Reason::BreakerOpen(open),
+            NextAction::RetryLater(Some(after)),
+        )
     }
 
     pub fn end(self, reason: Reason, next_action: NextAction) -> Outcome {

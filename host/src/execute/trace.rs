@@ -8,7 +8,7 @@ use metrics::{Counter, Histogram};
 use tracing::Span;
 use tracing::field::Empty;
 
-use super::attempt::Run;
+use super::stream::Run;
 use super::{Call, Outcome, Reason};
 use crate::admission::{Refused, Usage};
 use crate::contract::Verdict;

@@ -7,6 +7,9 @@
 //! request without its digest), `@0.1.0` through `v1.rs`, which answers the current functions
 //! with the 0.1.0 ones. The rest of the
 //! host sees one [`Plugin`](super::Plugin) API either way.
+//!
+//! What an adapter asks of the loaded plugin is [`Calls`]: the plugin answers it and picks
+//! the adapter, so the adapters know the calls and not the plugin.
 
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
@@ -14,6 +17,26 @@ use wasmtime::component::InstancePre;
 use super::bindings::{ProviderPolicy, ProviderPolicyPre};
 use super::bindings::{v0_1, v0_2, v0_3, v0_4};
 use super::state::State;
+use crate::contract::{PluginError, PolicyError};
+
+/// What a frozen contract's adapter (`v1` … `v4`) asks of a loaded plugin.
+pub(super) trait Calls {
+    /// Runs `f` on an instance under the call's deadline and the store's limits; maps every
+    /// failure to a [`PluginError`].
+    fn call<R>(
+        &self,
+        function: &'static str,
+        f: impl FnOnce(&Bindings, &mut Store<State>) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError>;
+
+    /// The answer, or the plugin's `policy-error` (of any contract version) as a declined
+    /// call.
+    fn declined<T, E: Into<PolicyError>>(
+        &self,
+        function: &'static str,
+        r: Result<T, E>,
+    ) -> Result<T, PluginError>;
+}
 
 /// A version of the `sluice:policy` contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -10,7 +10,10 @@
 macro_rules! frozen_functions {
     ($bindings:ident) => {
         /// `plan-request`, the request as this version shows it.
-        pub(super) fn plan_request(p: &Plugin, req: &Request) -> Result<RequestPlan, PluginError> {
+        pub(super) fn plan_request(
+            p: &impl Calls,
+            req: &Request,
+        ) -> Result<RequestPlan, PluginError> {
             let req = request(req);
             let r = p.call("plan-request", |b, s| {
                 b.$bindings()?.call_plan_request(s, &req)
@@ -20,7 +23,7 @@ macro_rules! frozen_functions {
 
         /// `read-response`, the request as this version shows it.
         pub(super) fn read_response(
-            p: &Plugin,
+            p: &impl Calls,
             req: &Request,
             outcome: &WireOutcome,
             part: ResponsePart,
@@ -35,7 +38,7 @@ macro_rules! frozen_functions {
 
         /// `reconcile`, unchanged.
         pub(super) fn reconcile(
-            p: &Plugin,
+            p: &impl Calls,
             write: &UncertainWrite,
         ) -> Result<ReconcilePlan, PluginError> {
             let write = old::UncertainWrite::from(write.clone());
@@ -45,7 +48,7 @@ macro_rules! frozen_functions {
 
         /// `read-reconciliation`, unchanged.
         pub(super) fn read_reconciliation(
-            p: &Plugin,
+            p: &impl Calls,
             write: &UncertainWrite,
             resp: &Response,
         ) -> Result<Reconciliation, PluginError> {

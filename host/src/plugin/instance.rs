@@ -12,7 +12,7 @@ use wasmtime::{Engine, Store, Trap};
 use super::bindings::exports::sluice::policy0_5_0::policy::Guest;
 use super::bindings::sluice::policy0_5_0::types as wit;
 use super::cache::CacheOutcome;
-use super::contract::{Bindings, Contract, Pre};
+use super::contract::{Bindings, Calls, Contract, Pre};
 use super::error::{self, LoadError};
 use super::limits::{Caps, RuntimeConfig};
 use super::nonblocking::Blocked;
@@ -152,39 +152,6 @@ impl Plugin {
         self.pre.contract()
     }
 
-    /// Runs `f` on an instance under the deadline; maps every failure to a [`PluginError`].
-    pub(super) fn call<R>(
-        &self,
-        function: &'static str,
-        f: impl FnOnce(&Bindings, &mut Store<State>) -> wasmtime::Result<R>,
-    ) -> Result<R, PluginError> {
-        // Before any guest code runs (instantiation included): a resting ticker is woken,
-        // so the deadline set below is counted.
-        let _calling = self.ticking.begin();
-        let mut warm = match self.take_warm() {
-            Some(w) => w,
-            None => self
-                .instantiate()
-                .map_err(|e| self.error(function, e, false))?,
-        };
-        let ticks = self.config.deadline_ticks(self.ticking.tick());
-        warm.store.data_mut().begin_call(ticks);
-        warm.store.set_epoch_deadline(ticks);
-        let answer = f(&warm.bindings, &mut warm.store);
-        warm.store.data().end_call(function);
-        match answer {
-            Ok(r) => {
-                warm.calls += 1;
-                self.put_warm(warm);
-                Ok(r)
-            }
-            Err(e) => {
-                let denied = warm.store.data().memory_denied;
-                Err(self.error(function, e, denied))
-            }
-        }
-    }
-
     /// One contract call: through the 0.5.0 function when the plugin speaks 0.5.0 (`current`),
     /// else through the frozen version's functions that answer it (`frozen`, which matches
     /// on [`Plugin::contract`]); a `policy-error` becomes [`Failure::Declined`], and the
@@ -278,16 +245,6 @@ impl Plugin {
         }
     }
 
-    /// The answer, or the plugin's `policy-error` (of either contract version) as a
-    /// [`Failure::Declined`].
-    pub(super) fn declined<T, E: Into<PolicyError>>(
-        &self,
-        function: &'static str,
-        r: Result<T, E>,
-    ) -> Result<T, PluginError> {
-        r.map_err(|e| error::declined(&self.name, function, &e.into(), &self.config.caps))
-    }
-
     pub(super) fn check<T>(
         &self,
         function: &'static str,
@@ -295,6 +252,48 @@ impl Plugin {
         value: T,
     ) -> Result<T, PluginError> {
         error::checked(&self.name, function, verdict, value)
+    }
+}
+
+impl Calls for Plugin {
+    fn call<R>(
+        &self,
+        function: &'static str,
+        f: impl FnOnce(&Bindings, &mut Store<State>) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        // Before any guest code runs (instantiation included): a resting ticker is woken,
+        // so the deadline set below is counted.
+        let _calling = self.ticking.begin();
+        let mut warm = match self.take_warm() {
+            Some(w) => w,
+            None => self
+                .instantiate()
+                .map_err(|e| self.error(function, e, false))?,
+        };
+        let ticks = self.config.deadline_ticks(self.ticking.tick());
+        warm.store.data_mut().begin_call(ticks);
+        warm.store.set_epoch_deadline(ticks);
+        let answer = f(&warm.bindings, &mut warm.store);
+        warm.store.data().end_call(function);
+        match answer {
+            Ok(r) => {
+                warm.calls += 1;
+                self.put_warm(warm);
+                Ok(r)
+            }
+            Err(e) => {
+                let denied = warm.store.data().memory_denied;
+                Err(self.error(function, e, denied))
+            }
+        }
+    }
+
+    fn declined<T, E: Into<PolicyError>>(
+        &self,
+        function: &'static str,
+        r: Result<T, E>,
+    ) -> Result<T, PluginError> {
+        r.map_err(|e| error::declined(&self.name, function, &e.into(), &self.config.caps))
     }
 }
 

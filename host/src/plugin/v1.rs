@@ -16,7 +16,7 @@
 //! the same record for record but for `priority`.
 
 use super::bindings::v0_1::sluice::policy::types as old;
-use super::instance::Plugin;
+use super::contract::Calls;
 use crate::contract::{
     Classification, Cost, Description, Observation, PluginError, PriorityClass, Reading,
     ReconcilePlan, Reconciliation, ReportedDimension, Request, RequestClass, RequestPlan, Response,
@@ -24,7 +24,7 @@ use crate::contract::{
 };
 
 /// `describe` of a 0.1.0 plugin.
-pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
+pub(super) fn describe(p: &impl Calls) -> Result<Description, PluginError> {
     let d = p.call("describe", |b, s| b.frozen_v0_1()?.call_describe(s))?;
     Ok(Description {
         name: d.name,
@@ -39,7 +39,7 @@ pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
 }
 
 /// `plan-request` through `decide-priority` and `estimate-cost`.
-pub(super) fn plan_request(p: &Plugin, req: &Request) -> Result<RequestPlan, PluginError> {
+pub(super) fn plan_request(p: &impl Calls, req: &Request) -> Result<RequestPlan, PluginError> {
     let req = request(req);
     let r = p.call("decide-priority", |b, s| {
         b.frozen_v0_1()?.call_decide_priority(s, &req)
@@ -64,7 +64,7 @@ pub(super) fn plan_request(p: &Plugin, req: &Request) -> Result<RequestPlan, Plu
 
 /// `read-response` through `classify` and, when headers are read, `parse-quota`.
 pub(super) fn read_response(
-    p: &Plugin,
+    p: &impl Calls,
     req: &Request,
     outcome: &WireOutcome,
     part: ResponsePart,
@@ -104,7 +104,10 @@ pub(super) fn read_response(
 }
 
 /// `reconcile`, unchanged but for the types.
-pub(super) fn reconcile(p: &Plugin, write: &UncertainWrite) -> Result<ReconcilePlan, PluginError> {
+pub(super) fn reconcile(
+    p: &impl Calls,
+    write: &UncertainWrite,
+) -> Result<ReconcilePlan, PluginError> {
     let write = uncertain_write(write);
     let r = p.call("reconcile", |b, s| {
         b.frozen_v0_1()?.call_reconcile(s, &write)
@@ -123,7 +126,7 @@ pub(super) fn reconcile(p: &Plugin, write: &UncertainWrite) -> Result<ReconcileP
 
 /// `read-reconciliation`, unchanged but for the types.
 pub(super) fn read_reconciliation(
-    p: &Plugin,
+    p: &impl Calls,
     write: &UncertainWrite,
     resp: &Response,
 ) -> Result<Reconciliation, PluginError> {

@@ -11,7 +11,7 @@
 //! write instead of owning them, and use its other parts).
 
 use super::bindings::v0_2::sluice::policy::types as old;
-use super::instance::Plugin;
+use super::contract::Calls;
 use crate::contract::{
     Classification, Description, PluginError, Reading, ReconcilePlan, Reconciliation, Request,
     RequestPlan, Response, ResponsePart, UncertainWrite, WireOutcome,
@@ -55,7 +55,7 @@ fn request(r: &Request) -> old::Request {
 }
 
 /// `describe`: 0.2.0 names no read routes and no error shape.
-pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
+pub(super) fn describe(p: &impl Calls) -> Result<Description, PluginError> {
     let d = p.call("describe", |b, s| b.frozen_v0_2()?.call_describe(s))?;
     Ok(Description {
         name: d.name,

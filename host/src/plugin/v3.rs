@@ -7,7 +7,7 @@
 //! parts; the request, which these bindings own, with [`digest_request!`](super::frozen::digest_request).
 
 use super::bindings::v0_3::sluice::policy::types as old;
-use super::instance::Plugin;
+use super::contract::Calls;
 use crate::contract::{
     Description, PluginError, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan,
     Response, ResponsePart, UncertainWrite, WireOutcome,
@@ -21,7 +21,7 @@ super::convert::contract_conversions!(@cases old MediaKind { Image, Document, Au
 super::frozen::digest_request!();
 
 /// `describe`: 0.3.0 names no refill.
-pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
+pub(super) fn describe(p: &impl Calls) -> Result<Description, PluginError> {
     let d = p.call("describe", |b, s| b.frozen_v0_3()?.call_describe(s))?;
     Ok(Description {
         name: d.name,

@@ -7,7 +7,7 @@
 //! [`digest_request!`](super::frozen::digest_request).
 
 use super::bindings::v0_4::sluice::policy::types as old;
-use super::instance::Plugin;
+use super::contract::Calls;
 use crate::contract::{
     Cost, Description, PluginError, Reading, ReconcilePlan, Reconciliation, Request, RequestPlan,
     Response, ResponsePart, UncertainWrite, WireOutcome,
@@ -22,7 +22,7 @@ super::convert::contract_conversions!(@cases old Refill { Window, Continuous });
 super::frozen::digest_request!();
 
 /// `describe`, its error shape one of the first four.
-pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
+pub(super) fn describe(p: &impl Calls) -> Result<Description, PluginError> {
     let d = p.call("describe", |b, s| b.frozen_v0_4()?.call_describe(s))?;
     Ok(Description {
         name: d.name,
@@ -38,7 +38,7 @@ pub(super) fn describe(p: &Plugin) -> Result<Description, PluginError> {
 
 /// `count-stream`, the request as 0.4.0 shows it.
 pub(super) fn count_stream(
-    p: &Plugin,
+    p: &impl Calls,
     req: &Request,
     at: u64,
     stretch: &[u8],
