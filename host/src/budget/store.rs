@@ -11,7 +11,8 @@
 //! turn rather than fail as conflicts and run again after a pause.
 
 use super::{Amounts, Period, Window};
-use crate::journal::db::{BadColumn, Conn, values};
+use crate::journal::db::Conn;
+use crate::journal::value::{BadColumn, values};
 use crate::journal::{Fail, Journal, JournalError};
 
 /// One tenant's use in one calendar period, as stored.

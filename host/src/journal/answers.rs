@@ -5,7 +5,7 @@
 //! configuration says (`[journal] keep_answers_days`), and only up to [`MAX_KEPT_ANSWER`]
 //! bytes; past either, the journal's account stands in for it.
 
-use super::db::values;
+use super::value::values;
 use super::{Journal, JournalError};
 
 /// The largest answer body kept, in bytes.

@@ -1,6 +1,6 @@
 //! Each attempt of an action, as the journal saw it: what an escalation shows a person.
 
-use super::db::{BadColumn, values};
+use super::value::{BadColumn, values};
 use super::{Journal, JournalError};
 
 /// One attempt of an action.

@@ -23,11 +23,11 @@
 
 use std::time::Duration;
 
-use super::db::{Conn, values};
+use super::db::Conn;
+#[cfg(feature = "postgres")]
+use super::postgres::take_lease_sql;
+use super::value::{NOW_MS, ms, values};
 use super::{Fail, Journal, JournalError};
-
-/// The database's clock, in milliseconds since the Unix epoch, read when the statement runs.
-pub(crate) const NOW_MS: &str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
 
 /// How long a host's lease lasts unless configured (`[journal] lease_ttl_ms`).
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
@@ -39,23 +39,6 @@ pub struct TakenOver {
     pub from: String,
     /// How many of its unfinished actions are this host's now.
     pub actions: usize,
-}
-
-pub(crate) fn ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// The statement that takes or renews host `?1`'s lease for `?2` ms as process `?3`: it
-/// changes nothing (0 rows) while another live process holds the host's id, since two
-/// processes that both think they own its actions could both send one.
-#[cfg(feature = "postgres")]
-pub(crate) fn take_lease_sql() -> String {
-    format!(
-        "INSERT INTO hosts (host, lease_until_ms, process) VALUES (?1, {NOW_MS} + ?2, ?3) \
-         ON CONFLICT (host) DO UPDATE SET lease_until_ms = excluded.lease_until_ms, \
-         process = excluded.process \
-         WHERE hosts.process = excluded.process OR hosts.lease_until_ms < {NOW_MS}"
-    )
 }
 
 /// How many renewals in a row (a quarter of a lease each) a host needs before it calls

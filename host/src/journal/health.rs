@@ -14,7 +14,6 @@ use std::time::Duration;
 use rusqlite::{ErrorCode, TransactionBehavior};
 
 use super::Journal;
-use super::open::{BUSY_TIMEOUT, SCHEMA_VERSION};
 
 /// How long a probe waits for another process's lock.
 const PROBE_PATIENCE: Duration = Duration::from_millis(200);
@@ -93,28 +92,34 @@ impl Journal {
         }
     }
 
-    /// A write that changes nothing: the schema version set again, committed. In SQLite it
-    /// waits for another process's lock only [`PROBE_PATIENCE`], not the busy timeout.
+    /// A write that changes nothing: the schema version, as the file holds it, set again and
+    /// committed. In SQLite it waits for another process's lock only [`PROBE_PATIENCE`], not
+    /// the connection's busy timeout.
     fn probe_write(&self) -> Result<(), String> {
         let text =
             |e: &dyn std::fmt::Display| crate::printable::printable(&e.to_string()).into_owned();
         match &self.backend {
             super::Backend::Sqlite(conn) => {
                 let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                // The connection's own busy timeout, as opening it set it, is put back after.
+                let patience: i64 = conn
+                    .pragma_query_value(None, "busy_timeout", |r| r.get(0))
+                    .map_err(|e| text(&e))?;
                 let written = (|| {
                     conn.busy_timeout(PROBE_PATIENCE)?;
                     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+                    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+                    tx.pragma_update(None, "user_version", version)?;
                     tx.commit()
                 })();
-                let restored = conn.busy_timeout(BUSY_TIMEOUT);
+                let restored = conn.pragma_update(None, "busy_timeout", patience);
                 written.and(restored).map_err(|e| text(&e))
             }
             #[cfg(feature = "postgres")]
             // A read: hosts probing together after an outage do not conflict.
             super::Backend::Postgres(pg) => pg
                 .conn()
-                .map_err(super::db::DbError::from)
+                .map_err(super::value::DbError::from)
                 .and_then(|c| c.rows("SELECT version FROM sluice_schema", &[]))
                 .map(|_| ())
                 .map_err(|e| text(&e)),

@@ -13,7 +13,8 @@
 use std::sync::Mutex;
 use std::sync::PoisonError;
 
-use super::db::{Conn, values};
+use super::db::Conn;
+use super::value::values;
 use super::{Fail, Journal, JournalError};
 
 /// Which journal, and how far into it.

@@ -33,6 +33,15 @@
 //! that exists ([`Journal::open_existing`]), and neither writes a byte to a file before
 //! knowing it is a sluice journal it can read. Damage is reported as
 //! [`JournalError::Corrupt`], never as a missing row.
+//!
+//! **One owner.** [`Journal`] is one value however many concerns it serves (actions and
+//! their attempts, escalations, budgets' use, a group's leases, kept answers), because they
+//! share one connection and one transaction boundary: a step that spans two concerns commits
+//! in one transaction — an action's move and the mark it bumps, an escalation resolved with
+//! the approval it records and the action it cancels. Split into owners per concern, each
+//! would hold a connection of its own, such a step would commit in two transactions with a
+//! crash possible between them, and SQLite lets one writer in at a time anyway. The concerns
+//! are files of their own instead, whose floors `docs/architecture.md` writes down.
 
 use std::sync::Mutex;
 
@@ -537,21 +546,25 @@ pub mod keys;
 mod marks;
 mod open;
 #[cfg(feature = "postgres")]
+mod pg_error;
+#[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 mod state;
 pub mod text;
 mod transaction;
+pub(crate) mod value;
 
 pub use answers::{KeptAnswer, MAX_KEPT_ANSWER};
 pub use attempts::AttemptRecord;
-pub(crate) use db::Fail;
-use db::{BadColumn, Conn, DbError, Row, Value, values};
+use db::Conn;
 pub use error::JournalError;
 pub use group::{DEFAULT_LEASE_TTL, TakenOver};
 pub use keys::KeySecret;
 pub use marks::Mark;
 pub use open::{APPLICATION_ID, Probe, SCHEMA_VERSION};
 pub use state::State;
+pub(crate) use value::Fail;
+use value::{BadColumn, DbError, Row, Value, values};
 
 #[cfg(test)]
 pub(crate) mod tests;

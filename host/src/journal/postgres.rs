@@ -23,10 +23,10 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
-use super::db::{BadColumn, DbError, Row, Value};
+use super::pg_error::{PgError, describe};
+use super::value::{BadColumn, DbError, NOW_MS, Row, Value, ms};
 use crate::tls::refusal::Peer;
 
 pub(crate) mod tls;
@@ -43,56 +43,16 @@ const POOL_SIZE: usize = 8;
 /// How many times a transaction that conflicted with another host's is run again.
 const CONFLICT_RETRIES: u32 = 20;
 
-/// A PostgreSQL failure.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum PgError {
-    /// The server refused a statement, or the connection failed.
-    #[error("{}", describe(.0))]
-    Db(#[from] tokio_postgres::Error),
-    /// No connection could be had.
-    #[error("no connection to PostgreSQL: {0}")]
-    Pool(String),
-    /// The journal's runtime is gone (the host is stopping).
-    #[error("the journal's PostgreSQL client has stopped")]
-    Stopped,
-}
-
-fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
-    }
-}
-
-impl PgError {
-    /// Whether the transaction lost a conflict with another and may simply run again.
-    pub fn is_conflict(&self) -> bool {
-        matches!(self, Self::Db(e) if e.code().is_some_and(|c|
-            *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED))
-    }
-
-    /// Whether it says the database cannot be written now (rather than a statement's own
-    /// fault): unreachable, shutting down, out of room, read-only.
-    pub fn is_unwritable(&self) -> bool {
-        match self {
-            Self::Pool(_) | Self::Stopped => true,
-            Self::Db(e) => match e.code() {
-                // No SQL state: the connection failed (closed, or its socket), unless the
-                // client could not convert a value.
-                None => {
-                    e.is_closed()
-                        || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
-                }
-                Some(c) => {
-                    let c = c.code();
-                    c.starts_with("08")
-                        || c.starts_with("53")
-                        || c.starts_with("57P")
-                        || c == SqlState::READ_ONLY_SQL_TRANSACTION.code()
-                }
-            },
-        }
-    }
+/// The statement that takes or renews host `?1`'s lease for `?2` ms as process `?3`: it
+/// changes nothing (0 rows) while another live process holds the host's id, since two
+/// processes that both think they own its actions could both send one.
+pub(crate) fn take_lease_sql() -> String {
+    format!(
+        "INSERT INTO hosts (host, lease_until_ms, process) VALUES (?1, {NOW_MS} + ?2, ?3) \
+         ON CONFLICT (host) DO UPDATE SET lease_until_ms = excluded.lease_until_ms, \
+         process = excluded.process \
+         WHERE hosts.process = excluded.process OR hosts.lease_until_ms < {NOW_MS}"
+    )
 }
 
 /// A group's journal database: its pool, and the runtime that drives it.
@@ -266,8 +226,8 @@ impl Postgres {
         let pool = self.lease_pool.clone();
         let peer = self.peer.clone();
         self.handle.spawn(async move {
-            let sql = dollars(&super::group::take_lease_sql());
-            let ttl_ms = super::group::ms(ttl);
+            let sql = dollars(&take_lease_sql());
+            let ttl_ms = ms(ttl);
             loop {
                 tokio::time::sleep(ttl / 4).await;
                 // Serializable, as every write of the journal: a takeover that read this

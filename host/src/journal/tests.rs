@@ -51,7 +51,7 @@ impl Place {
                              VALUES (?1, {} + 600000, ?2) ON CONFLICT (host) DO UPDATE \
                              SET lease_until_ms = excluded.lease_until_ms, \
                              process = excluded.process",
-                            group::NOW_MS
+                            value::NOW_MS
                         );
                         Ok(c.exec(&take, values![owner, &j.process])?)
                     })

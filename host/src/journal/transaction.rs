@@ -6,7 +6,8 @@ use std::sync::PoisonError;
 
 use rusqlite::TransactionBehavior;
 
-use super::db::{Conn, DbError};
+use super::db::Conn;
+use super::value::DbError;
 use super::{Backend, Fail, Journal, JournalError};
 
 impl Journal {

@@ -6,8 +6,8 @@
 //! id is taken only by the choice that queries the provider by one.
 
 use super::{Choice, Escalation, Kind};
-use crate::journal::db::{BadColumn, Row, values};
 use crate::journal::text::{check_note, check_operation_id, check_operator};
+use crate::journal::value::{BadColumn, Row, values};
 use crate::journal::{Fail, Journal, JournalError};
 use crate::printable::printable;
 
@@ -93,7 +93,7 @@ pub(super) fn approval(r: &Row) -> Result<Approval, BadColumn> {
 fn approvals_in(
     c: crate::journal::db::Conn<'_>,
     sql: &str,
-    params: &[crate::journal::db::Value],
+    params: &[crate::journal::value::Value],
 ) -> Result<Vec<Approval>, Fail> {
     let rows = c.rows(sql, params)?;
     Ok(rows.iter().map(approval).collect::<Result<_, _>>()?)

@@ -12,8 +12,9 @@
 //! decisions and disclosures into the audit log ([`Journal::unaudited`]); the CLI only
 //! writes them here, so it can run while a host runs.
 
-use super::db::{BadColumn, Conn, Row, values};
+use super::db::Conn;
 use super::text::check_operator;
+use super::value::{BadColumn, Row, values};
 use super::{Fail, Journal, JournalError, State};
 
 mod choice;
@@ -78,7 +79,7 @@ fn escalation(r: &Row) -> Result<Escalation, BadColumn> {
 fn escalations_in(
     c: Conn<'_>,
     sql: &str,
-    params: &[super::db::Value],
+    params: &[super::value::Value],
 ) -> Result<Vec<Escalation>, Fail> {
     let rows = c.rows(sql, params)?;
     Ok(rows.iter().map(escalation).collect::<Result<_, _>>()?)

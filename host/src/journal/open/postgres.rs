@@ -7,9 +7,10 @@
 //! together make it once. A database of a newer schema is refused; one that holds a table
 //! of the journal's names without being a journal is refused and left as it is.
 
-use super::super::db::{Conn, values};
+use super::super::db::Conn;
 use super::super::group::DEFAULT_LEASE_TTL;
 use super::super::postgres::Postgres;
+use super::super::value::values;
 use super::super::{Backend, Fail, Journal, JournalError, health::Health};
 use super::SCHEMA_VERSION;
 use std::time::Duration;
