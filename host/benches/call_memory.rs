@@ -11,7 +11,7 @@
 //! as many tasks holding the same calls and an `Arc` of the host, awaiting nothing of the
 //! host's. The rest is sluice's own. The future's size is printed beside them.
 //!
-//! Run: `cargo bench -p sluice --features internals --bench call_memory` (100 000 calls;
+//! Run: `cargo bench -p sluice --features internals,bundled --bench call_memory` (100 000 calls;
 //! without `--bench`, as `cargo test --benches` runs it, 1 000). Either way it fails when
 //! sluice's own part is over the 2 KB goal.
 

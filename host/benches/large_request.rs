@@ -12,7 +12,7 @@
 //!
 //! Each has `digest` (reading the body alone) and `digest-and-plan` (the whole planning).
 //!
-//! Run: `cargo bench -p sluice --bench large_request`
+//! Run: `cargo bench -p sluice --features internals,bundled --bench large_request`
 
 use std::hint::black_box;
 

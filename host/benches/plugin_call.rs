@@ -20,7 +20,7 @@
 //! (an earlier commit's, another allocator's) in the `load-request` group, as
 //! `baseline-warm`, beside the bundled one in the same run.
 //!
-//! Run: `cargo bench -p sluice --features internals --bench plugin_call`
+//! Run: `cargo bench -p sluice --features internals,bundled --bench plugin_call`
 
 use std::hint::black_box;
 

@@ -1,6 +1,6 @@
 //! Embedding sluice: one configuration, one host, every outbound call through it.
 //!
-//! Run: `cargo run -p sluice --example embed`. The provider here is a fake OpenAI-style
+//! Run: `cargo run -p sluice --features bundled --example embed`. The provider here is a fake OpenAI-style
 //! API on loopback that demands its key and answers the first call with a 429, so the
 //! example runs anywhere; for a real provider, set `base_url` to it and the key's `env` or
 //! `file` to where your key is.

@@ -200,7 +200,9 @@ impl PluginRuntime {
             name: name.to_owned(),
             known: match super::bundled::names().collect::<Vec<_>>().join(", ") {
                 none if none.is_empty() => {
-                    "none (this build of sluice is without its `bundled` feature)".to_owned()
+                    "none (this build of sluice is without its feature `bundled`: turn it on to \
+                     load them)"
+                        .to_owned()
                 }
                 names => names,
             },
