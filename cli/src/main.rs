@@ -13,6 +13,7 @@ mod serve_cmd;
 mod stop;
 mod store_cmd;
 mod telemetry;
+mod test_binary;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;

@@ -3,15 +3,15 @@
 //! A plugin crate's `.cargo/config.toml` names it (`[target.wasm32-wasip2] runner =
 //! ["sluice", "plugin", "run-test"]`), so `cargo test --target wasm32-wasip2` runs the unit
 //! tests inside the engine that hosts the plugin, sandboxed as the plugin is; see
-//! `sluice::plugin::command`. The exit status is the test binary's own.
+//! [`crate::test_binary`]. The exit status is the test binary's own.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::test_binary::{self, CommandExit};
 use anyhow::Context as _;
 use clap::Args;
-use sluice::plugin::command::{self, CommandExit};
 
 /// Without a `--help` of its own: `cargo test --target wasm32-wasip2 -- --help` passes it to
 /// the test binary, whose help it is (`sluice plugin help run-test` shows this one).
@@ -40,7 +40,7 @@ pub fn run(args: &RunTestArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("an argument is not UTF-8: {}", a.to_string_lossy()))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let exit = command::run_test_binary(&args.wasm, &guest_args)?;
+    let exit = test_binary::run_test_binary(&args.wasm, &guest_args)?;
     if let CommandExit::Trapped(trap) = &exit {
         eprintln!(
             "error: {} trapped: {trap}\n(a panic aborts the whole run on wasm32-wasip2)",
@@ -53,7 +53,7 @@ pub fn run(args: &RunTestArgs) -> anyhow::Result<ExitCode> {
             eprintln!("running it again with --nocapture to show the panic's message:");
             let mut again = guest_args.clone();
             again.push("--nocapture".to_owned());
-            command::run_test_binary(&args.wasm, &again)?;
+            test_binary::run_test_binary(&args.wasm, &again)?;
         }
     }
     Ok(ExitCode::from(exit.status()))

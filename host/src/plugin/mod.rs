@@ -20,8 +20,8 @@
 //! warning naming the plugin, escaped and capped ([`MAX_STDIO_LOG_BYTES`] per stream and
 //! call); writing to them never blocks, on any thread (`stdio.rs`, `nonblocking.rs`).
 //!
-//! [`command`] runs a plugin crate's test binary in the same sandbox (`sluice plugin
-//! run-test`, cargo's runner for `wasm32-wasip2`).
+//! `sluice plugin run-test`, cargo's runner for `wasm32-wasip2`, runs a plugin crate's test
+//! binary in the same sandbox ([`sandbox_wasi`]).
 //!
 //! The limits are the runtime's ([`RuntimeConfig`]), and each plugin may have its own
 //! ([`PluginLimits`]): they are a store's, and every plugin has stores of its own.
@@ -29,7 +29,6 @@
 pub mod bindings;
 pub mod bundled;
 mod cache;
-pub mod command;
 mod contract;
 mod convert;
 mod error;
@@ -65,4 +64,5 @@ pub use limits::{Caps, MAX_PLUGIN_BYTES, RuntimeConfig};
 pub use native::NativePlugin;
 pub use own_limits::PluginLimits;
 pub use runtime::PluginRuntime;
+pub use state::sandbox_wasi;
 pub use stdio::MAX_STDIO_LOG_BYTES;

@@ -17,8 +17,8 @@
 //!
 //! These definitions replace wasmtime-wasi's two interfaces in the plugins' linker
 //! ([`add_to_linker`]); the rest of WASI is wasmtime-wasi's. A plugin's test binary
-//! (`command.rs`), run outside tokio with the process's real stdout and stderr, keeps
-//! wasmtime-wasi's.
+//! (`sluice plugin run-test`), run outside tokio with the process's real stdout and stderr,
+//! keeps wasmtime-wasi's.
 
 use std::future::Future;
 use std::pin::pin;

@@ -164,8 +164,9 @@ fn capability_free_wasi(stdio: &PluginStdio) -> WasiCtx {
 
 /// The plugin sandbox's WASI context, still open to additions: no sockets, no name lookups,
 /// frozen clocks and fixed randomness, and (as every builder starts) no files, environment,
-/// arguments or stdio. A plugin's test binary (`command.rs`) adds its arguments and output.
-pub(crate) fn sandbox_wasi() -> WasiCtxBuilder {
+/// arguments or stdio. A plugin's test binary (`sluice plugin run-test`) adds its arguments
+/// and output.
+pub fn sandbox_wasi() -> WasiCtxBuilder {
     let mut builder = WasiCtx::builder();
     builder
         .allow_tcp(false)

@@ -1,5 +1,6 @@
-//! A plugin crate's test binary, run in the plugin sandbox: what `sluice plugin run-test`
-//! does as cargo's runner for `wasm32-wasip2`.
+//! A plugin crate's test binary, run in the plugin sandbox ([`sluice::plugin::sandbox_wasi`]):
+//! what `sluice plugin run-test` ([`crate::plugin_run_test`]) does as cargo's runner for
+//! `wasm32-wasip2`.
 //!
 //! `cargo test --target wasm32-wasip2` builds a crate's unit tests into a WASI *command*
 //! component (it exports `wasi:cli/run`) and hands it to the target's runner. Running it here
@@ -20,12 +21,12 @@ use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::p2::bindings::sync::Command;
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::sluice::policy0_5_0::{log, types};
-use super::bindings::v0_1::sluice::policy::{log as log_v0_1, types as types_v0_1};
-use super::bindings::v0_3::sluice::policy::{log as log_v0_3, types as types_v0_3};
-use super::bindings::{ProviderPolicy, v0_1, v0_3};
-use super::state::sandbox_wasi;
-use crate::input_file::{self, InputFileError};
+use sluice::input_file::{self, InputFileError};
+use sluice::plugin::bindings::sluice::policy0_5_0::{log, types};
+use sluice::plugin::bindings::v0_1::sluice::policy::{log as log_v0_1, types as types_v0_1};
+use sluice::plugin::bindings::v0_3::sluice::policy::{log as log_v0_3, types as types_v0_3};
+use sluice::plugin::bindings::{ProviderPolicy, v0_1, v0_3};
+use sluice::plugin::sandbox_wasi;
 
 /// The largest test binary read: 512 MiB. A debug build of a plugin's tests is about 10 MiB.
 pub const MAX_TEST_BINARY_BYTES: u64 = 512 << 20;
@@ -271,12 +272,11 @@ mod tests {
         assert!(e.to_string().contains("sluice plugin test"), "{e}");
     }
 
-    #[cfg(feature = "bundled")]
     #[test]
     fn a_plugin_component_is_not_a_command() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ietf.wasm");
-        std::fs::write(&path, super::super::bundled::get("ietf").unwrap()).unwrap();
+        std::fs::write(&path, sluice::plugin::bundled::get("ietf").unwrap()).unwrap();
         let e = run_test_binary(&path, &[]).unwrap_err();
         assert!(matches!(e, CommandError::NotCommand { .. }), "{e}");
     }
