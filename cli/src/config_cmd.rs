@@ -55,7 +55,7 @@ pub fn run(command: ConfigCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::from(worst))
         }
-        ConfigCommand::Reference => crate::print_once(&sluice::config::reference::markdown()),
+        ConfigCommand::Reference => crate::print_once(&crate::config_reference::markdown()),
     }
 }
 

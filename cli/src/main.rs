@@ -3,6 +3,7 @@
 mod audit_cmd;
 mod budgets_cmd;
 mod config_cmd;
+mod config_reference;
 mod demo;
 mod escalations_cmd;
 mod plugin_cmd;

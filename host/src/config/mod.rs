@@ -65,7 +65,6 @@ mod plugin;
 #[cfg(test)]
 mod pool_tests;
 mod read;
-pub mod reference;
 mod serve;
 mod store;
 mod tables;

@@ -1,10 +1,13 @@
 //! The configuration reference: every key of the configuration file, its type, default,
 //! range and meaning, as a table in code ([`keys`]). `docs/configuration.md` is rendered from it
-//! (`sluice config reference`), and `tests/config_reference.rs` holds the table to the
-//! parser: for every table of the file, the keys the parser accepts are exactly the keys
-//! listed here, so neither can change without the other.
+//! (`sluice config reference`), and the tests here hold the table to the parser: for every
+//! table of the file, the keys the parser accepts are exactly the keys listed here, so
+//! neither can change without the other. It lives with its one user, the command; the
+//! library's parser knows nothing of it.
 
 mod keys;
+#[cfg(test)]
+mod tests;
 
 pub use keys::keys;
 
@@ -29,7 +32,7 @@ pub struct KeyDoc {
 const PREAMBLE: &str = "# Configuration
 
 Every key of the configuration file, its type, default and range. This page is generated
-from the code (`sluice::config::reference`) by `sluice config reference`, and a test holds
+from the code (`cli/src/config_reference/`) by `sluice config reference`, and a test holds
 the code's table to the parser: a key the parser accepts and this page does not list, or the
 other way round, fails the tests — so is a page that differs from what the command prints.
 

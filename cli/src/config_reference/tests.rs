@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::{KeyDoc, keys, markdown};
 use sluice::config::SluiceConfig;
-use sluice::config::reference::{KeyDoc, keys, markdown};
 
 /// A name the file chooses, in a probe: a provider with a bundled plugin, any other name.
 fn concrete(segment: &str) -> &str {

@@ -4,7 +4,7 @@
 use super::super::KeyDoc;
 
 /// The host's own tables' keys.
-pub(in crate::config::reference) const HOST: &[KeyDoc] = &[
+pub(in crate::config_reference) const HOST: &[KeyDoc] = &[
     KeyDoc {
         key: "retry",
         kind: "table",

@@ -4,7 +4,7 @@ use super::super::KeyDoc;
 
 /// The keys of `[providers.NAME.credentials.LABEL]` besides its secret's, and
 /// `[providers.NAME.pools]`.
-pub(in crate::config::reference) const POOLS: &[KeyDoc] = &[
+pub(in crate::config_reference) const POOLS: &[KeyDoc] = &[
     KeyDoc {
         key: "providers.NAME.credentials.LABEL.base_url",
         kind: "string",

@@ -3,7 +3,7 @@
 use super::super::KeyDoc;
 
 /// The sidecar's keys.
-pub(in crate::config::reference) const SERVE: &[KeyDoc] = &[
+pub(in crate::config_reference) const SERVE: &[KeyDoc] = &[
     KeyDoc {
         key: "serve",
         kind: "table",

@@ -3,7 +3,7 @@
 use super::super::KeyDoc;
 
 /// The keys of `[telemetry]`.
-pub(in crate::config::reference) const TELEMETRY: &[KeyDoc] = &[
+pub(in crate::config_reference) const TELEMETRY: &[KeyDoc] = &[
     KeyDoc {
         key: "telemetry",
         kind: "table",

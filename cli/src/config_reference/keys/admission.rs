@@ -4,7 +4,7 @@
 use super::super::KeyDoc;
 
 /// The root and queue keys.
-pub(in crate::config::reference) const ADMISSION: &[KeyDoc] = &[
+pub(in crate::config_reference) const ADMISSION: &[KeyDoc] = &[
     KeyDoc {
         key: "state_dir",
         kind: "path",
@@ -72,7 +72,7 @@ pub(in crate::config::reference) const ADMISSION: &[KeyDoc] = &[
 ];
 
 /// The tier and tenant keys.
-pub(in crate::config::reference) const TENANTS: &[KeyDoc] = &[
+pub(in crate::config_reference) const TENANTS: &[KeyDoc] = &[
     KeyDoc {
         key: "tiers",
         kind: "map",

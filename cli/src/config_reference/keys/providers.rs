@@ -4,7 +4,7 @@
 use super::super::KeyDoc;
 
 /// The `[providers]` keys.
-pub(in crate::config::reference) const PROVIDERS: &[KeyDoc] = &[
+pub(in crate::config_reference) const PROVIDERS: &[KeyDoc] = &[
     KeyDoc {
         key: "providers",
         kind: "map",
