@@ -13,7 +13,7 @@ use hyper::body::{Body, Frame};
 use serde_json::json;
 use tokio::time::Sleep;
 
-use crate::style::Style;
+use crate::style::{Style, thoughts};
 
 /// A stream the provider broke off on purpose.
 #[derive(Debug, thiserror::Error)]
@@ -69,13 +69,6 @@ pub(crate) fn produced(style: Style, output: u64, delivered: usize) -> u64 {
         .map(|k| event_tokens(text, k))
         .sum();
     thought + written
-}
-
-/// The part of a Gemini answer's output spent thinking: a quarter, billed as output and
-/// reported as `thoughtsTokenCount`, but never in the stream's text, as a thinking model's
-/// thoughts are not unless asked for.
-pub(crate) fn thoughts(output: u64) -> u64 {
-    output / 4
 }
 
 /// An event ended as Gemini ends its events: `\r\n\r\n`.

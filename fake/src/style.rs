@@ -315,8 +315,8 @@ impl Style {
                 json!({"candidates": [{"content": {"parts": [{"text": FAKE_REPLY}],
                     "role": "model"}, "finishReason": "STOP", "index": 0}],
                 "usageMetadata": {"promptTokenCount": input_tokens,
-                    "candidatesTokenCount": output_tokens - crate::stream::thoughts(output_tokens),
-                    "thoughtsTokenCount": crate::stream::thoughts(output_tokens),
+                    "candidatesTokenCount": output_tokens - thoughts(output_tokens),
+                    "thoughtsTokenCount": thoughts(output_tokens),
                     "totalTokenCount": input_tokens + output_tokens},
                 "modelVersion": model.unwrap_or("fake-model"), "responseId": id})
             }
@@ -373,4 +373,11 @@ fn google_status(status: u16) -> &'static str {
         504 => "DEADLINE_EXCEEDED",
         _ => "INTERNAL",
     }
+}
+
+/// The part of a Gemini answer's output spent thinking: a quarter, billed as output and
+/// reported as `thoughtsTokenCount`, but never in the stream's text, as a thinking model's
+/// thoughts are not unless asked for.
+pub(crate) fn thoughts(output: u64) -> u64 {
+    output / 4
 }

@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 use sluice::clock::{Clock, SystemClock};
 use sluice::{Call, Outcome, RequestClass, Sluice};
 
+/// Where it is sent: the provider's chat completions.
+pub const PATH: &str = "/v1/chat/completions";
+/// The provider key's label in the host's configuration, that the embedded host's calls name.
+pub const CREDENTIAL: &str = "bench-key";
 /// What an SDK sends for a short chat completion.
 pub const BODY: &str = r#"{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Say hello in one word."}],"max_tokens":16,"temperature":0}"#;
 
@@ -259,8 +263,8 @@ async fn send(client: &reqwest::Client, via: &Via) -> Result<(), String> {
 /// One chat completion through an embedded host, as an embedder writes it: the call built
 /// for the request, its answer read whole.
 async fn execute(sluice: &Sluice) -> Result<(), String> {
-    let call = Call::post("openai", crate::targets::PATH, BODY)
-        .credential(crate::targets::CREDENTIAL)
+    let call = Call::post("openai", PATH, BODY)
+        .credential(CREDENTIAL)
         .tenant("bench")
         .class(RequestClass::Read)
         .header("content-type", "application/json");

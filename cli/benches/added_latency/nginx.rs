@@ -14,8 +14,9 @@ use std::process::Stdio;
 use sluice_fake_provider::FakeProvider;
 
 use crate::cpus;
+use crate::load::PATH;
 use crate::load::{Target, Via};
-use crate::targets::{PATH, PROVIDER_KEY, Process};
+use crate::targets::{PROVIDER_KEY, Process};
 
 type Error = Box<dyn std::error::Error>;
 

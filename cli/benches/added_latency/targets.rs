@@ -16,13 +16,10 @@ use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 use sluice_serve::{Running, Sidecar};
 
 use crate::cpus;
-use crate::load::{Target, Via};
+use crate::load::{CREDENTIAL, PATH, Target, Via};
 
-pub const PATH: &str = "/v1/chat/completions";
 /// The provider key: sent by the direct client as an SDK would, and by the sidecar.
 pub const PROVIDER_KEY: &str = "sk-bench-provider-key";
-/// The provider key's label in the host's configuration.
-pub const CREDENTIAL: &str = "bench-key";
 /// The admin API's token, for the real binary's `/metrics`.
 const ADMIN_TOKEN: &str = "admin-bench-token";
 /// The agent's token, which the sidecar knows by its SHA-256.

@@ -23,13 +23,15 @@
 //! ```
 
 mod builder;
+mod error;
 mod group;
 mod state;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use builder::{BuildError, SluiceBuilder};
+pub use builder::SluiceBuilder;
+pub use error::BuildError;
 
 #[cfg(feature = "internals")]
 use crate::admission::Admission;

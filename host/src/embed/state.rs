@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::journal::{Journal, Probe};
 
-use super::builder::BuildError;
+use super::error::BuildError;
 
 /// Why a journal does not hold an earlier run's record.
 fn lost(probe: Probe) -> Option<&'static str> {

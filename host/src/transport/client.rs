@@ -26,8 +26,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::ClientConfig;
 
 use super::connector::{Bounded, Connector};
-use super::local::LocalClients;
-use super::{ProxySetting, Timeouts, Transport, TransportConfig, roots};
+use super::{ProxySetting, TransportConfig, roots};
 
 /// The client an attempt is sent with.
 pub(super) type HttpClient = Client<Bounded<HttpsConnector<Connector>>, Full<Bytes>>;
@@ -72,45 +71,20 @@ pub enum TransportError {
     Client(String),
 }
 
-impl Transport {
-    /// A client with `timeouts` and the defaults of [`TransportConfig`]: the built-in roots,
-    /// the environment's proxy, no redirects, no retries.
-    ///
-    /// # Errors
-    /// [`TransportError`] when the client cannot be built.
-    pub fn new(timeouts: Timeouts) -> Result<Self, TransportError> {
-        Self::with_config(TransportConfig::new(timeouts))
-    }
-
-    /// A client as `config` says; no redirects, no retries.
-    ///
-    /// # Errors
-    /// [`TransportError`] naming the extra root or the proxy that is wrong, or when the
-    /// client cannot be built.
-    pub fn with_config(config: TransportConfig) -> Result<Self, TransportError> {
-        let recipe = Recipe::new(config)?;
-        Ok(Self {
-            client: recipe.build(),
-            timeouts: recipe.config.timeouts,
-            proxies: recipe.proxies.clone(),
-            origins: Arc::default(),
-            local: Arc::new(LocalClients::new(recipe)),
-        })
-    }
-}
-
 /// What a client is built from, the files it names already read: the transport's first
-/// client, and each one of its [`LocalClients`], are built alike.
+/// client, and each one of its single-threaded runtimes' own ([`super::local`]), are built
+/// alike.
 #[derive(Debug)]
 pub(super) struct Recipe {
-    config: TransportConfig,
+    pub(super) config: TransportConfig,
     tls: Arc<ClientConfig>,
     /// Which calls go through which proxy; `None`: none does.
-    proxies: Option<Arc<Matcher>>,
+    pub(super) proxies: Option<Arc<Matcher>>,
 }
 
 impl Recipe {
-    fn new(config: TransportConfig) -> Result<Self, TransportError> {
+    /// The recipe of `config`: its extra roots read, its proxy setting checked.
+    pub(super) fn new(config: TransportConfig) -> Result<Self, TransportError> {
         let roots = roots::load(&config.extra_roots)?;
         let tls = roots::client_config(&roots, config.built_in_roots)?;
         let proxies = match &config.proxy {
@@ -199,7 +173,7 @@ pub(super) fn without_password(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::ExtraRoot;
+    use crate::transport::{ExtraRoot, Timeouts, Transport};
 
     #[test]
     fn a_proxy_url_in_an_error_never_shows_its_password() {

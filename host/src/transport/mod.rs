@@ -93,6 +93,33 @@ pub struct Transport {
     local: Arc<local::LocalClients>,
 }
 
+impl Transport {
+    /// A client with `timeouts` and the defaults of [`TransportConfig`]: the built-in roots,
+    /// the environment's proxy, no redirects, no retries.
+    ///
+    /// # Errors
+    /// [`TransportError`] when the client cannot be built.
+    pub fn new(timeouts: Timeouts) -> Result<Self, TransportError> {
+        Self::with_config(TransportConfig::new(timeouts))
+    }
+
+    /// A client as `config` says; no redirects, no retries.
+    ///
+    /// # Errors
+    /// [`TransportError`] naming the extra root or the proxy that is wrong, or when the
+    /// client cannot be built.
+    pub fn with_config(config: TransportConfig) -> Result<Self, TransportError> {
+        let recipe = client::Recipe::new(config)?;
+        Ok(Self {
+            client: recipe.build(),
+            timeouts: recipe.config.timeouts,
+            proxies: recipe.proxies.clone(),
+            origins: Arc::default(),
+            local: Arc::new(local::LocalClients::new(recipe)),
+        })
+    }
+}
+
 /// An attempt whose status line and headers arrived; its body is read chunk by chunk.
 #[derive(Debug)]
 pub struct Started {

@@ -232,9 +232,3 @@ fn write(path: &Path, epoch: &str) -> std::io::Result<()> {
     f.sync_all()?;
     std::fs::rename(&tmp, path)
 }
-
-/// A new epoch token: 128 random bits, in hex.
-#[cfg(feature = "redis")]
-pub(super) fn new_token() -> String {
-    format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
-}

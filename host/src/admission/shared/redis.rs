@@ -452,7 +452,7 @@ impl RedisStore {
     /// # Errors
     /// [`StoreError`] when Redis does not answer.
     pub async fn init(&self) -> Result<Option<String>, StoreError> {
-        let token = super::ownership::new_token();
+        let token = new_token();
         let mut cmd = redis::cmd("SET");
         cmd.arg(self.epoch_key()).arg(&token).arg("NX");
         let made: Option<String> = self.run(cmd.query_async(&mut self.conn.clone())).await?;
@@ -522,7 +522,7 @@ impl RedisStore {
     /// # Errors
     /// [`StoreError`] when Redis does not answer.
     pub async fn recover_ownership(&self) -> Result<String, StoreError> {
-        let token = super::ownership::new_token();
+        let token = new_token();
         let mut pipe = redis::pipe();
         pipe.atomic()
             .cmd("SET")
@@ -647,4 +647,10 @@ fn head(reply: &[Value]) -> Option<(u64, usize, Duration)> {
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// A new epoch token, as an operator's `sluice store init` and `store recover` make it: 128
+/// random bits, in hex.
+fn new_token() -> String {
+    format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
