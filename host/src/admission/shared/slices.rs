@@ -19,11 +19,14 @@
 //! host can take the others' part of a burst. Demand is what comes to the gate, a call
 //! sent back to wait counting again when it comes back, not what the store gave. Slices
 //! are taken only where the host's demand is at least two calls a slice's life
-//! ([`Slices::worth`]); below that a call asks the store itself. A slice spent before its
-//! end shows more demand than the host's rate of use can: its calls waited for the next
-//! slice, or for their turn in the store, and sent fewer for that. So the next slice asked
-//! for is at least twice the one spent (up to the most), and a host kept waiting does not
-//! see its slices shrink because it waited. At the pace's edge, where
+//! ([`Slices::worth`]); below that a call asks the store itself. At the pace's edge, a slice
+//! the store queued and the host spent before its end shows more demand than the host's
+//! rate of use can: its calls waited for their turn in the store, and sent fewer for that.
+//! So the next slice asked for is at least twice the one spent, up to the turn below, and a
+//! host kept waiting does not see its slices shrink because it waited. (Away from the edge
+//! a slice is not queued, its size is the rate as seen: a host whose calls come in bursts
+//! would leave most of a doubled slice unused, and what a slice leaves is given back only
+//! from its place in the schedule, none of it once that place is past.) At the pace's edge, where
 //! the store queues the hosts' asks, the least a slice must hold is the host's demand up
 //! to the same part of its share of the burst for every host ([`LEAST_PART`]): busy hosts
 //! take equal turns, and a host given more does not for that ask for more.
@@ -108,8 +111,10 @@ struct Account {
     end_us: u64,
     /// Which slice this is, so that a late correction finds whether its slice is still on.
     generation: u64,
-    /// What the store granted it.
+    /// What the store granted it, and whether the store queued it (it started after its
+    /// answer: the quota is at the pace's edge).
     granted: u64,
+    queued: bool,
     /// Units its calls came to the gate for since `since`: this host's demand.
     taken: u64,
     since: Nanos,
@@ -174,9 +179,12 @@ impl Slices {
                 a.touched = now;
                 a.interval = n.interval;
                 a.tolerance = n.tolerance;
-                let spent_early = a.ends_at > now && a.granted > 0;
-                let want = if spent_early {
-                    a.demand(slice).max(a.granted.saturating_mul(2))
+                // Spent before its end, at the pace's edge: this host's calls waited for
+                // its turn, and its rate shows less than it would send.
+                let kept_waiting = a.ends_at > now && a.granted > 0 && a.queued;
+                let want = if kept_waiting {
+                    let turn = n.most / LEAST_PART;
+                    a.demand(slice).max(a.granted.saturating_mul(2).min(turn))
                 } else {
                     a.demand(slice)
                 };
@@ -291,6 +299,7 @@ impl Slices {
             {
                 a.left = grant;
                 a.granted = grant;
+                a.queued = wait > 0;
                 a.end_us = end_us;
                 a.starts_at = now.saturating_add(wait);
                 a.ends_at = asked.saturating_add(wait).saturating_add(slice);

@@ -159,50 +159,80 @@ fn slices_follow_the_host_s_demand_and_are_taken_only_where_it_is_steady() {
 }
 
 #[test]
-fn a_slice_spent_before_its_end_is_followed_by_a_larger_one_whatever_the_rate_seen() {
+fn at_the_pace_s_edge_a_slice_spent_before_its_end_is_followed_by_a_larger_one() {
     let mut s = Slices::default();
     let n = [need(1)];
-    // A host seen sending 40 a second (10 over a slice's life)...
-    for i in 0..=10 {
+    // A host seen sending 40 a second (10 over a slice's life, once a span of a slice's life
+    // is seen)...
+    for i in 0..=11 {
         s.note(i * 25 * MS, SLICE, &n);
     }
-    granted(&mut s, 251 * MS, &n, 10);
-    // ...spends its slice of 10 in 10 ms: its calls had waited, and now come at once.
+    // ...is queued by the store for a slice of 10 (it starts 5 ms after the answer)...
+    let Take::Ask(asks) = s.take(301 * MS, SLICE, &n) else {
+        panic!("an ask")
+    };
+    s.answered(
+        (301 * MS, 301 * MS),
+        SLICE,
+        &asks,
+        Some((&[(10, 9)], 5 * MS)),
+        false,
+    );
+    // ...and spends it in 5 ms: its calls had waited for their turn, and now come at once.
     for _ in 0..10 {
-        assert!(s.take_ready(260 * MS, &n).is_some());
+        assert!(s.take_ready(310 * MS, &n).is_some());
     }
-    let Take::Ask(asks) = s.take(261 * MS, SLICE, &n) else {
+    let Take::Ask(asks) = s.take(311 * MS, SLICE, &n) else {
         panic!("an ask")
     };
     assert_eq!((asks[0].want, asks[0].need), (20, 20), "{asks:?}");
-    // Doubling each time it is spent early, up to its turn at the pace's edge (125 here)
-    // and the most it may hold (1 000).
+    // Doubling each time it is spent early, up to its turn at the pace's edge: an eighth
+    // of the most it may hold (1 000 here).
     s.answered(
-        (261 * MS, 261 * MS),
+        (311 * MS, 311 * MS),
         SLICE,
         &asks,
-        Some((&[(640, 9)], 0)),
+        Some((&[(640, 9)], MS)),
         false,
     );
     for _ in 0..640 {
-        assert!(s.take_ready(262 * MS, &n).is_some());
+        assert!(s.take_ready(313 * MS, &n).is_some());
     }
-    let Take::Ask(asks) = s.take(263 * MS, SLICE, &n) else {
+    let Take::Ask(asks) = s.take(314 * MS, SLICE, &n) else {
         panic!("an ask")
     };
-    assert_eq!((asks[0].want, asks[0].need), (1_000, 125), "{asks:?}");
-    // A slice that ran to its end with units left shows the rate as it is: no doubling.
+    assert_eq!((asks[0].want, asks[0].need), (125, 125), "{asks:?}");
+}
+
+#[test]
+fn away_from_the_pace_s_edge_a_slice_is_sized_by_the_rate_seen() {
+    let mut s = Slices::default();
+    let n = [need(1)];
+    for i in 0..=11 {
+        s.note(i * 25 * MS, SLICE, &n);
+    }
+    // 12 over 275 ms: 11 over a slice's life. Granted at once (not queued), and spent at once:
+    // a burst, not a wait. A doubled slice would lie mostly unused once the burst is over.
+    granted(&mut s, 301 * MS, &n, 10);
+    for _ in 0..10 {
+        assert!(s.take_ready(302 * MS, &n).is_some());
+    }
+    let Take::Ask(asks) = s.take(303 * MS, SLICE, &n) else {
+        panic!("an ask")
+    };
+    assert_eq!(asks[0].want, 11, "{asks:?}");
+    // Nor after a slice that ran to its end with units left, queued or not.
     s.answered(
-        (263 * MS, 263 * MS),
+        (303 * MS, 303 * MS),
         SLICE,
         &asks,
-        Some((&[(1_000, 9)], 0)),
+        Some((&[(1_000, 9)], MS)),
         false,
     );
-    let Take::Ask(asks) = s.take(263 * MS + SLICE, SLICE, &n) else {
+    let Take::Ask(asks) = s.take(304 * MS + SLICE, SLICE, &n) else {
         panic!("an ask")
     };
-    assert!(asks[0].want < 1_000, "{asks:?}");
+    assert_eq!(asks[0].want, 11, "{asks:?}");
 }
 
 #[test]
