@@ -29,7 +29,8 @@ pub struct Report {
     pub pruned_before: Option<u64>,
     /// The log starts past record 1 and no signed `pruned` record says retention cut it
     /// there: nothing proves the records before it were not simply deleted. Only a log
-    /// verified with [`VerifyOptions::allow_pruned`] can have this.
+    /// verified with [`VerifyOptions::allow_pruned`](super::VerifyOptions::allow_pruned)
+    /// can have this.
     pub unproven_start: bool,
     /// Records after the last checkpoint: chained but not yet signed. Only a log verified
     /// with `allow_open_tail` can have any.
@@ -102,7 +103,8 @@ pub enum VerifyError {
         /// Why, naming the file.
         error: InputFileError,
     },
-    /// The key is not the one pinned by [`VerifyOptions::expect_key`].
+    /// The key is not the one pinned by
+    /// [`VerifyOptions::expect_key`](super::VerifyOptions::expect_key).
     #[error(
         "the log is checked with key {given}, not the expected {expected}: it was signed by \
          someone else, or the key file was replaced"
