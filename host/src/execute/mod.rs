@@ -55,8 +55,7 @@ pub use charge::CACHED_INPUT_TOKENS;
 pub use framing::{event_stream_message, is_event_stream};
 pub use generations::{ANY_MODEL, Generation, Generations};
 pub use pool::{Endpoint, Endpoints};
-use run::CallRun;
-use stream::Run;
+use run::{CallRun, Run};
 pub use stream::{PartialStream, Stream, StreamOutcome};
 
 /// Runs calls: admission, transport, plugins and the retry policy together.
@@ -272,7 +271,7 @@ impl Executor {
         let run = CallRun::run(self, call, observer, stream, &span)
             .instrument(span.clone())
             .await;
-        trace::ended(&self.metrics, &span, call, &run);
+        trace::ended(&self.metrics, &span, call, run.summary());
         run
     }
 

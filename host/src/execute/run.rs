@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use tracing::{Instrument, Span};
 
 use super::prepare::Prepared;
-use super::stream::Run;
+use super::stream::Stream;
 use super::tally::Tally;
 use super::{Call, Executor, NextAction, Observer, Outcome, Reason};
 use super::{charge, pool, recent, trace};
@@ -67,6 +67,30 @@ pub(super) struct CallRun<'a> {
     pub(super) t: Tally,
     /// The call's charge against its tenant's budgets, once made.
     reservation: Option<Box<Reservation>>,
+}
+
+/// How a call's run ended: done, or its answer handed over as a stream.
+pub(super) enum Run {
+    Done(Outcome),
+    Stream(Box<Stream>),
+}
+
+impl Run {
+    /// What its span and metrics record of it ([`trace::ended`]): its outcome's label, its
+    /// attempts, its last status.
+    pub(super) fn summary(&self) -> (&'static str, u32, Option<u16>) {
+        match self {
+            Self::Stream(s) => ("streaming", s.attempts, Some(s.status)),
+            Self::Done(
+                o @ Outcome::Succeeded {
+                    response, attempts, ..
+                },
+            ) => (trace::outcome_label(o), *attempts, Some(response.status)),
+            Self::Done(o @ Outcome::Ended(t)) => {
+                (trace::outcome_label(o), t.attempts, t.last_status)
+            }
+        }
+    }
 }
 
 // ARGUMENTS_ONCE: `attempts`, `attempt` and `admit` are futures a call waiting in the queue

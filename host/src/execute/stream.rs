@@ -30,12 +30,6 @@ use crate::contract::{
 use crate::guard::GuardedPolicy;
 use crate::transport::Started;
 
-/// How a call's run ended: done, or its answer handed over as a stream.
-pub(super) enum Run {
-    Done(super::Outcome),
-    Stream(Box<Stream>),
-}
-
 /// How much of a stream's start and of its end the plugin reads at its end.
 const KEEP: usize = 32 * 1024;
 

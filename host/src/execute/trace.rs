@@ -8,7 +8,6 @@ use metrics::{Counter, Histogram};
 use tracing::Span;
 use tracing::field::Empty;
 
-use super::stream::Run;
 use super::{Call, Outcome, Reason};
 use crate::admission::{Refused, Usage};
 use crate::contract::Verdict;
@@ -213,7 +212,7 @@ pub(super) fn retry(
 /// `scope-retries-full`, `task-budget-exhausted`, `unknown-provider`, `unknown-credential`,
 /// `not-recorded`, `budget-spent`, `unpriced`, `malformed`. (A stream that began is
 /// `streaming`.)
-fn outcome_label(o: &Outcome) -> &'static str {
+pub(super) fn outcome_label(o: &Outcome) -> &'static str {
     match o {
         Outcome::Succeeded { .. } => "succeeded",
         Outcome::Ended(t) => match t.reason {
@@ -234,17 +233,14 @@ fn outcome_label(o: &Outcome) -> &'static str {
     }
 }
 
-/// The call is over: how it ended, on its span and in [`observe::CALLS_ENDED`].
-pub(super) fn ended(handles: &CallMetrics, span: &Span, call: &Call, run: &Run) {
-    let (outcome, attempts, status) = match run {
-        Run::Stream(s) => ("streaming", s.attempts, Some(s.status)),
-        Run::Done(
-            o @ Outcome::Succeeded {
-                response, attempts, ..
-            },
-        ) => (outcome_label(o), *attempts, Some(response.status)),
-        Run::Done(o @ Outcome::Ended(t)) => (outcome_label(o), t.attempts, t.last_status),
-    };
+/// The call is over: how it ended (its outcome's label, its attempts, its last status), on
+/// its span and in [`observe::CALLS_ENDED`].
+pub(super) fn ended(
+    handles: &CallMetrics,
+    span: &Span,
+    call: &Call,
+    (outcome, attempts, status): (&'static str, u32, Option<u16>),
+) {
     span.record("outcome", outcome);
     span.record("attempts", attempts);
     if let Some(status) = status {
