@@ -157,7 +157,12 @@ async fn the_seed_acceptance_run() {
         queued_outcome.unwrap(),
         WriteOutcome::Cancelled { .. }
     ));
-    let case = writes.journal().escalation(escalation).unwrap().case_json;
+    let case = writes
+        .journal()
+        .escalations()
+        .get(escalation)
+        .unwrap()
+        .case_json;
     for secret in [SECRET, "authorization", "card-secret", "n=1"] {
         assert!(!case.contains(secret), "the case holds `{secret}`: {case}");
     }

@@ -283,7 +283,7 @@ async fn a_write_blocked_by_a_spent_budget_escalates_with_wait_raise_or_cancel_a
     };
     assert_eq!(action.state, State::Escalated);
     assert_eq!(fake.attempts().len(), 2, "nothing was sent for the write");
-    let e = sluice.journal().escalation(escalation).unwrap();
+    let e = sluice.journal().escalations().get(escalation).unwrap();
     assert_eq!(e.kind, Kind::BudgetSpent);
     assert_eq!(
         Kind::BudgetSpent.options(),
@@ -303,8 +303,12 @@ async fn a_write_blocked_by_a_spent_budget_escalates_with_wait_raise_or_cancel_a
         operation_id: None,
         note: String::new(),
     };
-    sluice.journal().resolve(escalation, &cancel, 0).unwrap();
-    sluice.apply_decisions().await.unwrap();
+    sluice
+        .journal()
+        .escalations()
+        .resolve(escalation, &cancel, 0)
+        .unwrap();
+    sluice.escalations().apply().await.unwrap();
     assert_eq!(
         sluice.journal().get(action.id).unwrap().state,
         State::Cancelled

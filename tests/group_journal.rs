@@ -81,10 +81,11 @@ async fn an_action_belongs_to_the_host_that_recorded_it_and_its_decision_is_carr
 
     // Both hosts show the case; an operator decides through the other host.
     for h in [&a, &b] {
-        let open = h.journal().escalations(true).unwrap();
+        let open = h.journal().escalations().list(true).unwrap();
         assert_eq!(open.iter().map(|e| e.id).collect::<Vec<_>>(), [escalation]);
     }
     b.journal()
+        .escalations()
         .resolve(
             escalation,
             &Decision {
@@ -97,11 +98,11 @@ async fn an_action_belongs_to_the_host_that_recorded_it_and_its_decision_is_carr
         )
         .unwrap();
     assert!(
-        b.apply_decisions().await.unwrap().is_empty(),
+        b.escalations().apply().await.unwrap().is_empty(),
         "the other host does not carry out a decision on an action it does not own"
     );
     assert_eq!(fake.attempts().len(), sent);
-    let applied = a.apply_decisions().await.unwrap();
+    let applied = a.escalations().apply().await.unwrap();
     let [WriteOutcome::Succeeded { action: done, .. }] = &applied[..] else {
         panic!("settled by its owner: {applied:?}")
     };

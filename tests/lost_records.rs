@@ -105,7 +105,7 @@ async fn a_journal_restored_from_an_older_copy_is_refused_and_what_it_lost_is_ne
         panic!("a lost action goes to a person: {again:?}")
     };
     assert_eq!(action.state, State::Escalated);
-    let case = host.journal().escalation(*escalation).unwrap();
+    let case = host.journal().escalations().get(*escalation).unwrap();
     assert_eq!(case.kind.name(), "record_lost");
     let replay = host.writes().write(&pay(&fake, "pay-1")).await.unwrap();
     assert!(

@@ -66,7 +66,7 @@ async fn a_write_refused_by_a_spent_quota_escalates_and_raising_the_quota_sends_
     };
     assert_eq!(action.state, State::Escalated);
     assert!(fake.stored().is_empty());
-    let e = writes.journal().escalation(escalation).unwrap();
+    let e = writes.journal().escalations().get(escalation).unwrap();
     assert_eq!(e.kind, Kind::QuotaExhausted);
     for option in ["wait", "raise-quota", "change-plan", "cancel"] {
         assert!(
@@ -89,9 +89,10 @@ async fn a_write_refused_by_a_spent_quota_escalates_and_raising_the_quota_sends_
 
     writes
         .journal()
+        .escalations()
         .resolve(escalation, &decide(Choice::RaiseQuota), 0)
         .unwrap();
-    let applied = writes.apply_decisions().await.unwrap();
+    let applied = writes.escalations().apply().await.unwrap();
     let [WriteOutcome::Succeeded { action: done, .. }] = &applied[..] else {
         panic!("{applied:?}")
     };
@@ -132,16 +133,17 @@ async fn a_write_held_back_by_a_spent_quota_escalates_as_such_and_changing_the_p
         panic!("{outcome:?}")
     };
     assert_eq!(
-        writes.journal().escalation(escalation).unwrap().kind,
+        writes.journal().escalations().get(escalation).unwrap().kind,
         Kind::QuotaExhausted
     );
     assert_eq!(action.attempts, 0, "nothing was sent");
 
     writes
         .journal()
+        .escalations()
         .resolve(escalation, &decide(Choice::ChangePlan), 0)
         .unwrap();
-    assert!(writes.apply_decisions().await.unwrap().is_empty());
+    assert!(writes.escalations().apply().await.unwrap().is_empty());
     assert_eq!(
         writes.journal().get(action.id).unwrap().state,
         State::Cancelled

@@ -92,6 +92,7 @@ async fn a_task_awaiting_a_time_budget_decision_sends_nothing_after_a_restart_un
     // A person lets the task go on: the escalated write goes, then the held one, once each.
     sluice
         .journal()
+        .escalations()
         .resolve(
             escalation,
             &Decision {
@@ -103,7 +104,7 @@ async fn a_task_awaiting_a_time_budget_decision_sends_nothing_after_a_restart_un
             0,
         )
         .unwrap();
-    let applied = sluice.apply_decisions().await.unwrap();
+    let applied = sluice.escalations().apply().await.unwrap();
     assert!(
         matches!(applied[..], [WriteOutcome::Succeeded { .. }]),
         "{applied:?}"

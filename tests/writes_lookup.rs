@@ -181,7 +181,12 @@ async fn a_write_whose_body_lacks_its_reference_goes_to_a_person_not_to_a_resend
         "never resent, never guessed"
     );
     assert_eq!(fake.stored().len(), 1);
-    let case = writes.journal().escalation(escalation).unwrap().case_json;
+    let case = writes
+        .journal()
+        .escalations()
+        .get(escalation)
+        .unwrap()
+        .case_json;
     assert!(case.contains("carries no client reference"), "{case}");
 }
 
@@ -209,6 +214,11 @@ async fn a_repository_with_more_issues_than_one_page_settles_nothing_and_goes_to
     assert_eq!(of_action(&fake.stored(), "report").len(), 0);
     assert_eq!(lookups(&fake), 1);
     assert_eq!(posts(&fake), 101 + 1, "the write was sent once");
-    let case = writes.journal().escalation(escalation).unwrap().case_json;
+    let case = writes
+        .journal()
+        .escalations()
+        .get(escalation)
+        .unwrap()
+        .case_json;
     assert!(case.contains("the list goes on"), "{case}");
 }

@@ -226,7 +226,7 @@ async fn a_write_the_plugin_cannot_settle_is_escalated_with_a_sanitized_case_and
     };
     assert_eq!(action.state, State::Escalated);
     assert_eq!(fake.stored().len(), 1, "one record, however many sends");
-    let e = writes.journal().escalation(escalation).unwrap();
+    let e = writes.journal().escalations().get(escalation).unwrap();
     assert_no_secret(&e.case_json, "the case");
     let case: serde_json::Value = serde_json::from_str(&e.case_json).unwrap();
     assert_eq!(case["kind"], "uncertain_write");
@@ -258,6 +258,7 @@ async fn a_write_the_plugin_cannot_settle_is_escalated_with_a_sanitized_case_and
     // The operator found the object and asks the provider about it.
     writes
         .journal()
+        .escalations()
         .resolve(
             escalation,
             &Decision {
@@ -269,7 +270,7 @@ async fn a_write_the_plugin_cannot_settle_is_escalated_with_a_sanitized_case_and
             0,
         )
         .unwrap();
-    let applied = writes.apply_decisions().await.unwrap();
+    let applied = writes.escalations().apply().await.unwrap();
     let [WriteOutcome::Succeeded { action, .. }] = &applied[..] else {
         panic!("settled by the query: {applied:?}")
     };
@@ -347,7 +348,7 @@ async fn a_spent_time_budget_escalates_and_the_cancelled_work_never_wakes() {
         matches!(waiting, WriteOutcome::Cancelled { .. }),
         "{waiting:?}"
     );
-    let e = writes.journal().escalation(escalation).unwrap();
+    let e = writes.journal().escalations().get(escalation).unwrap();
     assert_no_secret(&e.case_json, "the case");
     let case: serde_json::Value = serde_json::from_str(&e.case_json).unwrap();
     assert_eq!(case["kind"], "time_budget");
@@ -363,6 +364,7 @@ async fn a_spent_time_budget_escalates_and_the_cancelled_work_never_wakes() {
     // The operator cancels; past the hold, and after a restart, nothing of the task wakes.
     writes
         .journal()
+        .escalations()
         .resolve(
             escalation,
             &Decision {
@@ -473,7 +475,12 @@ async fn a_provider_without_reconcile_support_goes_to_a_person_not_to_a_resend()
         panic!("{outcome:?}")
     };
     assert_eq!(fake.attempts().len(), 1, "never resent");
-    let case = writes.journal().escalation(escalation).unwrap().case_json;
+    let case = writes
+        .journal()
+        .escalations()
+        .get(escalation)
+        .unwrap()
+        .case_json;
     assert!(case.contains("cannot check this write"), "{case}");
     audited(
         &paths,
@@ -508,6 +515,7 @@ async fn continued_access_sends_the_escalated_write_once_with_its_key() {
     assert!(fake.stored().is_empty(), "the 429 stored nothing");
     let approval = writes
         .journal()
+        .escalations()
         .resolve(
             escalation,
             &Decision {
@@ -521,7 +529,7 @@ async fn continued_access_sends_the_escalated_write_once_with_its_key() {
         .unwrap();
     assert_eq!((approval.kind, approval.action_id), ("access", None));
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let applied = writes.apply_decisions().await.unwrap();
+    let applied = writes.escalations().apply().await.unwrap();
     let [WriteOutcome::Succeeded { action: done, .. }] = &applied[..] else {
         panic!("{applied:?}")
     };
@@ -529,7 +537,7 @@ async fn continued_access_sends_the_escalated_write_once_with_its_key() {
     assert_eq!(fake.stored().len(), 1);
     assert_eq!(fake.attempts_with_key(&action.idempotency_key), 2);
     assert!(
-        writes.apply_decisions().await.unwrap().is_empty(),
+        writes.escalations().apply().await.unwrap().is_empty(),
         "applied once"
     );
     audited(

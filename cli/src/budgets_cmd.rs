@@ -51,7 +51,8 @@ pub fn run(args: BudgetsArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let tenants: BTreeSet<String> = journal
-        .budget_uses()?
+        .budget_use()
+        .all()?
         .into_iter()
         .map(|u| u.tenant)
         .chain(config.budgets.tenants.keys().cloned())
@@ -117,7 +118,7 @@ fn amount(measure: Measure, n: u64, config: &BudgetConfig) -> String {
 
 /// Every period the journal holds, as recorded.
 fn recorded(journal: &Journal) -> anyhow::Result<String> {
-    let uses = journal.budget_uses()?;
+    let uses = journal.budget_use().all()?;
     let mut out = String::new();
     outln!(
         out,

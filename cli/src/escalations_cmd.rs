@@ -130,7 +130,7 @@ fn case_text(e: &Escalation) -> String {
 
 fn list(journal: &Journal, all: bool) -> anyhow::Result<ExitCode> {
     let mut out = String::new();
-    let escalations = journal.escalations(!all)?;
+    let escalations = journal.escalations().list(!all)?;
     if escalations.is_empty() {
         out.push_str(if all {
             "no escalations\n"
@@ -159,7 +159,7 @@ fn list(journal: &Journal, all: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<ExitCode> {
-    let e = journal.escalation(id)?;
+    let e = journal.escalations().get(id)?;
     let mut out = format!(
         "escalation {id} ({}), {}\n{}\n",
         e.kind.name(),
@@ -171,6 +171,7 @@ fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<
         case_text(&e)
     );
     for a in journal
+        .escalations()
         .approvals(&e.task)?
         .into_iter()
         .filter(|a| a.escalation_id == id)
@@ -182,7 +183,9 @@ fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<
         ));
     }
     if let Some(by) = body_for {
-        let body = journal.disclose_body(id, &by, SystemClock.wall_ms())?;
+        let body = journal
+            .escalations()
+            .disclose_body(id, &by, SystemClock.wall_ms())?;
         eprintln!(
             "the body was shown to {}; this is recorded and goes into the audit log",
             printable(&by)
@@ -196,7 +199,9 @@ fn show(journal: &Journal, id: i64, body_for: Option<String>) -> anyhow::Result<
 }
 
 fn resolve(journal: &Journal, id: i64, decision: &Decision) -> anyhow::Result<ExitCode> {
-    let approval = journal.resolve(id, decision, SystemClock.wall_ms())?;
+    let approval = journal
+        .escalations()
+        .resolve(id, decision, SystemClock.wall_ms())?;
     let next = match decision.choice {
         Choice::Cancel | Choice::ChangePlan => "applied: nothing more is sent for it",
         _ => "recorded: the host carries it out (at once if it runs, else at its next start)",

@@ -53,10 +53,12 @@ fn budgets_shows_what_each_tenant_spent_and_what_is_left_in_this_days_and_months
         spend_micros,
     };
     journal
-        .change_budget_use("bob", &periods, &spent(5_000_000), &Amounts::default())
+        .budget_use()
+        .change("bob", &periods, &spent(5_000_000), &Amounts::default())
         .unwrap();
     journal
-        .change_budget_use("acme", &periods, &spent(9_100_000), &Amounts::default())
+        .budget_use()
+        .change("acme", &periods, &spent(9_100_000), &Amounts::default())
         .unwrap();
     drop(journal);
 
@@ -132,7 +134,8 @@ fn budgets_of_a_group_show_every_host_s_spend_from_its_database() {
             spend_micros,
         };
         journal
-            .change_budget_use("acme", &periods, &spent, &Amounts::default())
+            .budget_use()
+            .change("acme", &periods, &spent, &Amounts::default())
             .unwrap();
     }
     let o = sluice(&["budgets", "--journal", &url, "--config", &example()]);

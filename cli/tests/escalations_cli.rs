@@ -39,7 +39,8 @@ fn journal_with_a_case(path: &Path) -> i64 {
     j.advance(a.id, State::Sent, None).unwrap();
     j.advance(a.id, State::Uncertain, None).unwrap();
     let case = r#"{"action":"charge","reason":"the status query did not settle it"}"#;
-    j.escalate(Some(a.id), "pay-invoice-42", Kind::UncertainWrite, case, 1)
+    j.escalations()
+        .open(Some(a.id), "pay-invoice-42", Kind::UncertainWrite, case, 1)
         .unwrap()
 }
 
@@ -80,7 +81,11 @@ fn an_operator_lists_shows_and_resolves_a_case() {
     let (out, err) = text(&o);
     assert!(out.contains("amount=4200"), "{out}");
     assert!(err.contains("recorded"), "{err}");
-    let (_, disclosures) = Journal::open_existing(&path).unwrap().unaudited().unwrap();
+    let (_, disclosures) = Journal::open_existing(&path)
+        .unwrap()
+        .escalations()
+        .unaudited()
+        .unwrap();
     assert_eq!(disclosures.len(), 1);
     assert_eq!(disclosures[0].asked_by, "ops@example");
 
@@ -245,7 +250,11 @@ fn forged_names_and_an_operation_id_nobody_uses_are_refused_and_not_stored() {
     let (out, _) = text(&sluice(&["escalations", "show", "1", "--journal", journal]));
     assert!(out.contains("open"), "{out}");
     assert!(!out.contains("decision:"), "{out}");
-    let (approvals, disclosures) = Journal::open_existing(&path).unwrap().unaudited().unwrap();
+    let (approvals, disclosures) = Journal::open_existing(&path)
+        .unwrap()
+        .escalations()
+        .unaudited()
+        .unwrap();
     assert!(approvals.is_empty() && disclosures.is_empty());
 
     let o = resolve(
@@ -362,7 +371,11 @@ fn invisible_characters_in_a_name_or_a_note_are_refused_and_nothing_is_stored() 
         assert!(err.contains(&code), "{err}");
         assert!(!out.contains("amount=4200"), "{out}");
     }
-    let (approvals, disclosures) = Journal::open_existing(&path).unwrap().unaudited().unwrap();
+    let (approvals, disclosures) = Journal::open_existing(&path)
+        .unwrap()
+        .escalations()
+        .unaudited()
+        .unwrap();
     assert!(approvals.is_empty() && disclosures.is_empty());
 }
 
@@ -403,6 +416,10 @@ fn show_refuses_by_without_body_and_checks_the_name_as_resolve_does() {
         err.contains("the operator's name") && err.contains("U+00AD"),
         "{err}"
     );
-    let (_, disclosures) = Journal::open_existing(&path).unwrap().unaudited().unwrap();
+    let (_, disclosures) = Journal::open_existing(&path)
+        .unwrap()
+        .escalations()
+        .unaudited()
+        .unwrap();
     assert!(disclosures.is_empty());
 }

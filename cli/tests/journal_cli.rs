@@ -135,7 +135,9 @@ fn journal_with_three_cases(path: &Path) {
         })
         .unwrap();
         let case = format!(r#"{{"action":"charge","reason":"case {n}"}}"#);
-        j.escalate(None, &task, Kind::TimeBudget, &case, n).unwrap();
+        j.escalations()
+            .open(None, &task, Kind::TimeBudget, &case, n)
+            .unwrap();
     }
 }
 

@@ -65,7 +65,8 @@ fn one_charge(j: &Journal, periods: &[sluice::budget::Period; 2]) {
         spend_micros: 7_500,
     };
     let before = j
-        .charge_budget_use("acme", periods, &charge, |_| Ok::<(), ()>(()))
+        .budget_use()
+        .charge("acme", periods, &charge, |_| Ok::<(), ()>(()))
         .unwrap()
         .unwrap();
     black_box(before);
@@ -74,7 +75,8 @@ fn one_charge(j: &Journal, periods: &[sluice::budget::Period; 2]) {
         tokens: 300,
         spend_micros: 1_500,
     };
-    j.change_budget_use("acme", periods, &Amounts::default(), &settled)
+    j.budget_use()
+        .change("acme", periods, &Amounts::default(), &settled)
         .unwrap();
 }
 

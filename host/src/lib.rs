@@ -200,16 +200,20 @@ pub use contract::{PriorityClass, RequestClass, Response};
 pub use credentials::{
     CredentialError, CredentialHeaders, CredentialSource, Credentials, Keyring, SigV4Source,
 };
-pub use embed::{BuildError, Resolved, Sluice, SluiceBuilder};
+pub use embed::{
+    BodyError, BuildError, EscalationCase, Escalations, Refusal, Resolved, Sluice, SluiceBuilder,
+};
 pub use execute::{
     Call, NextAction, NotRecorded, Outcome, PartialStream, Reason, Stream, StreamOutcome, Terminal,
 };
 pub use journal::JournalError;
-pub use journal::escalations::{Approval, Choice, Decision};
+pub use journal::escalations::{Approval, Choice, Decision, Escalation, Kind as EscalationKind};
 pub use observe::propagate::{TRACE_HEADERS, TraceContext, install_trace_context};
 pub use plugin::{ComponentCache, RuntimeConfig};
 pub use reload::{ReloadError, Reloaded};
-pub use transport::{Fault, Timeouts, Transport, TransportConfig, TransportError};
+pub use transport::{
+    ExtraRoot, Fault, ProxySetting, Timeouts, Transport, TransportConfig, TransportError,
+};
 pub use writes::{Step, TaskCancelled, Write, WriteError, WriteOutcome};
 
 /// What an operator reads of a running host ([`Sluice::scopes`]): every quota scope — its

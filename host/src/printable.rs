@@ -29,7 +29,8 @@
 //! The journal refuses the same characters in what a person types into it (operator names,
 //! notes): see [`crate::journal::text`].
 //!
-//! ```
+#![cfg_attr(feature = "internals", doc = "```")]
+#![cfg_attr(not(feature = "internals"), doc = "```ignore")]
 //! use sluice::printable::{must_escape, printable};
 //!
 //! assert_eq!(printable("ops\u{ad}"), r"ops\u{ad}");

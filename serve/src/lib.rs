@@ -393,7 +393,7 @@ async fn recover(shared: Arc<Shared>) {
     // this host owns, is carried out here.
     loop {
         tokio::time::sleep(DECISIONS_EVERY).await;
-        match shared.sluice.apply_decisions().await {
+        match shared.sluice.escalations().apply().await {
             Ok(done) if done.is_empty() => {}
             Ok(done) => tracing::info!(
                 writes = done.len(),

@@ -144,7 +144,7 @@ pub async fn run(
             .filter(|a| a.state == State::Succeeded)
             .count(),
         reconciliations,
-        escalations: journal.escalations(false)?.len(),
+        escalations: journal.escalations().list(false)?.len(),
     };
     let verified = verify(&ledger.log, &ledger.public, Some(&ledger.witness), false);
     let audit = AuditRun {

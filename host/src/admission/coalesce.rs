@@ -7,7 +7,8 @@
 //! that two reads are interchangeable. Followers take no quota and no queue place; only the
 //! leader is admitted and sent.
 //!
-//! ```
+#![cfg_attr(feature = "internals", doc = "```")]
+#![cfg_attr(not(feature = "internals"), doc = "```ignore")]
 //! use sluice::admission::coalesce::{Coalescer, Joined};
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {

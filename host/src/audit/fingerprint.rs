@@ -17,7 +17,7 @@ use super::record::{from_hex, to_hex};
 /// SHA-256 of a public key's 32 bytes; shown as `sha256:` and 64 hex digits.
 ///
 /// ```
-/// use sluice::audit::{AuditKey, Fingerprint};
+/// use sluice::{AuditKey, Fingerprint};
 ///
 /// let key = AuditKey::from_bytes(&[7; 32]);
 /// let shown = key.fingerprint().to_string();

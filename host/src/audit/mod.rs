@@ -175,7 +175,8 @@ pub enum EventKind {
 ///
 /// There is deliberately no field for bodies, headers or credentials.
 ///
-/// ```
+#[cfg_attr(feature = "internals", doc = "```")]
+#[cfg_attr(not(feature = "internals"), doc = "```ignore")]
 /// use sluice::audit::{Event, EventKind};
 ///
 /// let e = Event::new(EventKind::ActionResult, 1_700_000_000_000)

@@ -26,7 +26,7 @@
 //! **Durable.** Use is kept in the journal, per tenant and period ([`PeriodUse`]),
 //! committed at each charge and correction: a restarted host keeps what every tenant spent
 //! this month. Hosts sharing a journal in PostgreSQL share it: a call's check and charge
-//! are one transaction ([`Journal::charge_budget_use`]), so the group lets one call cross a
+//! are one transaction ([`BudgetUse::charge`]), so the group lets one call cross a
 //! limit, as one host does.
 //!
 //! **Watched.** As a tenant's use crosses a threshold of a budget (80% and 100% by
@@ -44,7 +44,7 @@ pub use config::{
     Budget, BudgetConfig, BudgetLimits, CacheUse, DEFAULT_THRESHOLDS_PERCENT, Measure, Price,
     Unpriced, model_family,
 };
-pub use store::PeriodUse;
+pub use store::{BudgetUse, PeriodUse};
 pub use window::{Calendar, Period, UnknownTimeZone, Window};
 
 pub use crate::admission::Usage;
@@ -66,7 +66,7 @@ pub struct Amounts {
 
 impl Amounts {
     /// These amounts with `add` added and `remove` taken, never below zero: what the
-    /// journal's change of a row leaves ([`Journal::change_budget_use`]).
+    /// journal's change of a row leaves ([`BudgetUse::change`]).
     fn changed(&self, add: &Self, remove: &Self) -> Self {
         let one = |was: u64, add: u64, remove: u64| was.saturating_add(add).saturating_sub(remove);
         Self {
@@ -230,8 +230,8 @@ impl Budgets {
     /// What `tenant` has used in each of `periods`.
     fn used(&self, tenant: &str, periods: &[Period; 2]) -> Result<[Amounts; 2], JournalError> {
         Ok([
-            self.journal.budget_use(tenant, &periods[0])?,
-            self.journal.budget_use(tenant, &periods[1])?,
+            self.journal.budget_use().get(tenant, &periods[0])?,
+            self.journal.budget_use().get(tenant, &periods[1])?,
         ])
     }
 
@@ -351,7 +351,8 @@ impl Budgets {
         let before =
             match self
                 .journal
-                .charge_budget_use(charge.tenant, &periods, &charged, spent)?
+                .budget_use()
+                .charge(charge.tenant, &periods, &charged, spent)?
             {
                 Ok(before) => before,
                 Err(spent) => {
@@ -540,7 +541,8 @@ impl Reservation {
         let limits = b.limits_of(&self.tenant);
         match b
             .journal
-            .change_budget_use(&self.tenant, &self.periods, &add, &remove)
+            .budget_use()
+            .change(&self.tenant, &self.periods, &add, &remove)
         {
             Ok(before) => b.report(&self.tenant, &limits, &self.periods, &before, &add, &remove),
             Err(e) => {

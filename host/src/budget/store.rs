@@ -140,13 +140,29 @@ fn change_in(
     Ok(())
 }
 
+/// What each tenant has spent in each period, kept in the journal ([`Journal::budget_use`]):
+/// a view of the one journal, on its connection and in its transactions.
+#[derive(Debug, Clone, Copy)]
+pub struct BudgetUse<'j> {
+    pub(crate) journal: &'j Journal,
+}
+
+// The journal's view of budgets' use is made here, beside what its rows mean: `budget` sits
+// above the journal (docs/architecture.md, "Floors"), so the journal does not name it.
 impl Journal {
+    /// What each tenant has spent in each budget period.
+    pub fn budget_use(&self) -> BudgetUse<'_> {
+        BudgetUse { journal: self }
+    }
+}
+
+impl BudgetUse<'_> {
     /// What `tenant` has used in `period` (nothing, when no row exists yet).
     ///
     /// # Errors
     /// A database failure.
-    pub fn budget_use(&self, tenant: &str, period: &Period) -> Result<Amounts, JournalError> {
-        self.read(|c| {
+    pub fn get(&self, tenant: &str, period: &Period) -> Result<Amounts, JournalError> {
+        self.journal.read(|c| {
             let row = c.row(
                 "SELECT requests, tokens, spend_micros FROM budget_use \
                  WHERE tenant = ?1 AND \"window\" = ?2 AND period = ?3",
@@ -168,14 +184,14 @@ impl Journal {
     ///
     /// # Errors
     /// A database failure; then nothing changed.
-    pub fn change_budget_use(
+    pub fn change(
         &self,
         tenant: &str,
         periods: &[Period; 2],
         add: &Amounts,
         remove: &Amounts,
     ) -> Result<[Amounts; 2], JournalError> {
-        self.write_locking(|c| {
+        self.journal.write_locking(|c| {
             let before = used_in(c, tenant, periods)?;
             change_in(c, tenant, periods, add, remove)?;
             Ok(before)
@@ -189,14 +205,14 @@ impl Journal {
     ///
     /// # Errors
     /// A database failure; then nothing changed.
-    pub fn charge_budget_use<E>(
+    pub fn charge<E>(
         &self,
         tenant: &str,
         periods: &[Period; 2],
         add: &Amounts,
         check: impl Fn(&[Amounts; 2]) -> Result<(), E>,
     ) -> Result<Result<[Amounts; 2], E>, JournalError> {
-        self.write_locking(|c| {
+        self.journal.write_locking(|c| {
             let before = used_in(c, tenant, periods)?;
             if let Err(refused) = check(&before) {
                 return Ok(Err(refused));
@@ -210,8 +226,8 @@ impl Journal {
     ///
     /// # Errors
     /// A database failure.
-    pub fn budget_uses(&self) -> Result<Vec<PeriodUse>, JournalError> {
-        self.read(|c| {
+    pub fn all(&self) -> Result<Vec<PeriodUse>, JournalError> {
+        self.journal.read(|c| {
             let rows = c.rows(
                 "SELECT tenant, \"window\", period, starts_ms, resets_ms, requests, tokens, \
                  spend_micros FROM budget_use ORDER BY tenant, \"window\", period",

@@ -188,7 +188,7 @@ fn a_charge_in_one_period_is_corrected_in_that_period_after_it_ends() {
     h.clock.advance(Duration::from_secs(120)); // April in Berlin
     r.settle(Some(Usage::tokens(1_000, 0)), CacheUse::default());
     assert_eq!(month_spend(&h, "acme"), 0, "April is untouched");
-    let rows = h.budgets.journal.budget_uses().unwrap();
+    let rows = h.budgets.journal.budget_use().all().unwrap();
     let march = rows
         .iter()
         .find(|r| r.window == Window::Month && r.period == "2026-03")
@@ -208,7 +208,7 @@ fn nothing_is_counted_when_nothing_is_budgeted_or_priced() {
         clock,
     ));
     assert!(b.admit(&call("acme")).unwrap().is_none());
-    assert!(journal.budget_uses().unwrap().is_empty());
+    assert!(journal.budget_use().all().unwrap().is_empty());
 }
 
 /// Budgets of tier `free` (the default tier) with `unpriced` as chosen, on a journal of

@@ -19,7 +19,8 @@ use super::{
 ///
 /// A policy that declines everything, guarded: the built-in policy answers for it.
 ///
-/// ```
+#[cfg_attr(feature = "internals", doc = "```")]
+#[cfg_attr(not(feature = "internals"), doc = "```ignore")]
 /// use std::sync::Arc;
 /// use sluice::clock::ManualClock;
 /// use sluice::contract::*;

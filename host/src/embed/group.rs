@@ -1,5 +1,5 @@
 //! A host's part in a group that shares its journal: every half lease it looks for hosts of
-//! the group that are gone ([`Journal::take_over`]) and settles the writes it took from
+//! the group that are gone (`take_over`) and settles the writes it took from
 //! them as a restarted owner would ([`Writes::recover`]: reconcile first, never a blind
 //! resend, escalate when unsure).
 
@@ -14,13 +14,13 @@ use crate::writes::Writes;
 /// Looks for hosts that are gone every half lease for as long as `writes` lives.
 pub(super) fn take_over_the_gone(writes: Weak<Writes>, journal: Arc<Journal>) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let every = journal.lease_ttl() / 2;
+        let every = journal.group().ttl() / 2;
         loop {
             tokio::time::sleep(every).await;
             let Some(writes) = writes.upgrade() else {
                 return;
             };
-            let taken = match journal.take_over(journal.lease_ttl()) {
+            let taken = match journal.group().take_over(journal.group().ttl()) {
                 Ok(taken) => taken,
                 Err(e) => {
                     tracing::error!("looking for the group's hosts that are gone failed: {e}");

@@ -9,8 +9,7 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use sluice::Sluice;
-//! use sluice::execute::{Call, Outcome};
+//! use sluice::{Call, Outcome, Sluice};
 //!
 //! let sluice = Sluice::builder().config_file("sluice.toml").build()?;
 //! let call = Call::get("openai", "/v1/models").credential("team-key").tenant("acme");
@@ -24,6 +23,7 @@
 
 mod builder;
 mod error;
+mod escalations;
 mod group;
 mod state;
 
@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 pub use builder::SluiceBuilder;
 pub use error::BuildError;
+pub use escalations::{BodyError, EscalationCase, Escalations, Refusal, Resolved};
 
 #[cfg(feature = "internals")]
 use crate::admission::Admission;
@@ -39,7 +40,6 @@ use crate::audit::{self, AuditError, AuditLog, Fingerprint, Report, VerifyError,
 use crate::clock::Clock;
 use crate::execute::{Call, Executor, Outcome, StreamOutcome};
 use crate::journal::Journal;
-use crate::journal::escalations::{Approval, Decision};
 use crate::reload::{PluginSet, ReloadError, Reloaded};
 use crate::writes::{TaskCancelled, Write, WriteError, WriteOutcome, Writes};
 
@@ -117,33 +117,14 @@ impl Sluice {
         self.writes.recover().await
     }
 
-    /// Carries out the decisions people made on escalations (see
-    /// `Writes::apply_decisions`).
-    ///
-    /// # Errors
-    /// [`WriteError`]: the journal or the audit log failed.
-    pub async fn apply_decisions(&self) -> Result<Vec<WriteOutcome>, WriteError> {
-        self.writes.apply_decisions().await
-    }
-
-    /// Resolves escalation `id` with `decision` (recorded as of the host's clock, in the
-    /// journal and the audit log), then carries out every decision not yet carried out, this
-    /// one among them, as [`Sluice::apply_decisions`] does: the one sequence the sidecar's
-    /// admin API, its console and an embedder's own tools share.
-    ///
-    /// # Errors
-    /// [`JournalError`](crate::JournalError): the decision was not recorded (no such case, a
-    /// case already resolved, an option the case does not offer, a missing name); nothing was
-    /// carried out. Carrying the decisions out may fail after the decision is recorded: that
-    /// is [`Resolved::applied`], and the host carries them out at its next start.
-    pub async fn resolve_escalation(
-        &self,
-        id: i64,
-        decision: &Decision,
-    ) -> Result<Resolved, crate::journal::JournalError> {
-        let recorded = self.journal.resolve(id, decision, self.clock.wall_ms())?;
-        let applied = self.apply_decisions().await;
-        Ok(Resolved { recorded, applied })
+    /// The escalations door: list, show, see a body, resolve and carry out, through this
+    /// host (see [`Escalations`]).
+    pub fn escalations(&self) -> Escalations<'_> {
+        Escalations {
+            journal: &self.journal,
+            writes: &self.writes,
+            clock: &*self.clock,
+        }
     }
 
     /// Cancels `task`: its waiting calls and unsent writes (see `Writes::cancel_task`).
@@ -290,15 +271,4 @@ impl Sluice {
     pub fn close(&self) -> Result<(), AuditError> {
         self.audit.sign_tail(self.clock.wall_ms()).map(|_| ())
     }
-}
-
-/// An escalation resolved ([`Sluice::resolve_escalation`]): the decision as recorded, and
-/// what carrying out the decisions did.
-#[derive(Debug)]
-pub struct Resolved {
-    /// The decision as the journal recorded it.
-    pub recorded: Approval,
-    /// What carrying out every decision not yet carried out did to each action; an error
-    /// when that failed (the decision stays recorded, carried out at the host's next start).
-    pub applied: Result<Vec<WriteOutcome>, WriteError>,
 }

@@ -63,8 +63,7 @@ pub const DEFAULT_CREDENTIAL: &str = "default";
 /// what differs from the defaults.
 ///
 /// ```
-/// use sluice::execute::Call;
-/// use sluice::contract::RequestClass;
+/// use sluice::{Call, RequestClass};
 ///
 /// let call = Call::post("openai", "https://api.openai.com/v1/chat/completions", r#"{"model":"gpt-4o"}"#)
 ///     .credential("team-key")

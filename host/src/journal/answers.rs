@@ -22,13 +22,20 @@ pub struct KeptAnswer {
     pub body: Vec<u8>,
 }
 
-impl Journal {
+/// The answers kept for writes, to hand back when the agent asks again
+/// ([`Journal::answers`]). A view of the one journal.
+#[derive(Debug, Clone, Copy)]
+pub struct Answers<'j> {
+    pub(crate) journal: &'j Journal,
+}
+
+impl Answers<'_> {
     /// Keeps `answer` as action `action_id`'s, received at `at_ms`; `false` (nothing kept)
     /// when its body is larger than [`MAX_KEPT_ANSWER`].
     ///
     /// # Errors
     /// A database failure.
-    pub fn keep_answer(
+    pub fn keep(
         &self,
         action_id: i64,
         answer: &KeptAnswer,
@@ -37,7 +44,7 @@ impl Journal {
         if answer.body.len() > MAX_KEPT_ANSWER {
             return Ok(false);
         }
-        self.write(|c| {
+        self.journal.write(|c| {
             c.exec(
                 "INSERT INTO answers (action_id, status, content_type, body, at_ms) \
                  VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (action_id) DO UPDATE SET \
@@ -59,8 +66,8 @@ impl Journal {
     ///
     /// # Errors
     /// A database failure.
-    pub fn kept_answer(&self, action_id: i64) -> Result<Option<KeptAnswer>, JournalError> {
-        self.read(|c| {
+    pub fn kept(&self, action_id: i64) -> Result<Option<KeptAnswer>, JournalError> {
+        self.journal.read(|c| {
             let row = c.row(
                 "SELECT status, content_type, body FROM answers WHERE action_id = ?1",
                 values![action_id],
@@ -80,8 +87,8 @@ impl Journal {
     ///
     /// # Errors
     /// A database failure.
-    pub fn forget_answers_before(&self, before_ms: i64) -> Result<usize, JournalError> {
-        self.write(|c| {
+    pub fn forget_before(&self, before_ms: i64) -> Result<usize, JournalError> {
+        self.journal.write(|c| {
             let n = c.exec("DELETE FROM answers WHERE at_ms < ?1", values![before_ms])?;
             Ok(usize::try_from(n).unwrap_or(usize::MAX))
         })
@@ -107,16 +114,16 @@ mod tests {
             content_type: Some("application/json".into()),
             body: br#"{"id":"pi_1"}"#.to_vec(),
         };
-        assert!(j.keep_answer(first, &answer, 1_000).unwrap());
-        assert_eq!(j.kept_answer(first).unwrap(), Some(answer));
+        assert!(j.answers().keep(first, &answer, 1_000).unwrap());
+        assert_eq!(j.answers().kept(first).unwrap(), Some(answer));
         let large = KeptAnswer {
             status: 200,
             content_type: None,
             body: vec![b'x'; MAX_KEPT_ANSWER + 1],
         };
-        assert!(!j.keep_answer(second, &large, 1_000).unwrap());
-        assert_eq!(j.kept_answer(second).unwrap(), None);
-        assert_eq!(j.forget_answers_before(2_000).unwrap(), 1);
-        assert_eq!(j.kept_answer(first).unwrap(), None);
+        assert!(!j.answers().keep(second, &large, 1_000).unwrap());
+        assert_eq!(j.answers().kept(second).unwrap(), None);
+        assert_eq!(j.answers().forget_before(2_000).unwrap(), 1);
+        assert_eq!(j.answers().kept(first).unwrap(), None);
     }
 }

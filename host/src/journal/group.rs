@@ -5,7 +5,7 @@
 //! `hosts`, renewed every quarter of its length by the journal's own runtime, on the
 //! database's clock (so the hosts' clocks need not agree). A host whose lease ran out, and
 //! then a grace as long again, is gone: another host takes its unfinished actions
-//! ([`Journal::take_over`]) and settles them as a restarted owner would — reconcile first,
+//! ([`Leases::take_over`]) and settles them as a restarted owner would — reconcile first,
 //! never a blind resend, escalate when unsure ([`crate::writes::Writes::recover`]).
 //!
 //! **Fencing.** Every state change of an action checks, in its own transaction, that this
@@ -51,12 +51,19 @@ const RENEWALS_BEFORE_TAKING: u32 = 8;
 #[cfg(feature = "postgres")]
 const ID_PATIENCE_LEASES: u32 = 2;
 
-impl Journal {
+/// A group's leases: which host owns which actions, and taking over those of a host that
+/// is gone ([`Journal::group`]). A view of the one journal.
+#[derive(Debug, Clone, Copy)]
+pub struct Leases<'j> {
+    pub(crate) journal: &'j Journal,
+}
+
+impl Leases<'_> {
     /// Refuses, inside a transaction on `c`, an attempt this host may no longer send: its
     /// lease has less than a quarter of its length to run, so another host may take its
     /// actions before the attempt is done. Nothing to check in a host's own file.
-    pub(crate) fn check_lease(&self, c: Conn<'_>) -> Result<(), Fail> {
-        if !self.is_shared() || self.owner.is_empty() {
+    pub(crate) fn check(&self, c: Conn<'_>) -> Result<(), Fail> {
+        if !self.journal.is_shared() || self.journal.owner.is_empty() {
             return Ok(());
         }
         let left: Option<i64> = c.one(
@@ -64,13 +71,13 @@ impl Journal {
                 "SELECT max(lease_until_ms) - {NOW_MS} FROM hosts \
                  WHERE host = ?1 AND process = ?2"
             ),
-            values![&self.owner, &self.process],
+            values![&self.journal.owner, &self.journal.process],
         )?;
-        let margin = ms(self.lease_ttl) / 4;
+        let margin = ms(self.journal.lease_ttl) / 4;
         match left {
             Some(left) if left > margin => Ok(()),
             _ => Err(JournalError::LeaseLost {
-                host: self.owner.clone(),
+                host: self.journal.owner.clone(),
             }
             .into()),
         }
@@ -84,21 +91,25 @@ impl Journal {
     /// # Errors
     /// A database failure; then nothing was taken.
     pub fn take_over(&self, grace: Duration) -> Result<Vec<TakenOver>, JournalError> {
-        if !self.is_shared()
-            || self.owner.is_empty()
-            || self.renewed.load(std::sync::atomic::Ordering::Relaxed) < RENEWALS_BEFORE_TAKING
+        if !self.journal.is_shared()
+            || self.journal.owner.is_empty()
+            || self
+                .journal
+                .renewed
+                .load(std::sync::atomic::Ordering::Relaxed)
+                < RENEWALS_BEFORE_TAKING
         {
             return Ok(Vec::new());
         }
-        self.write_marked(|c| {
+        self.journal.write_marked(|c| {
             // A taker holds its own lease, in the same transaction.
-            self.check_lease(c)?;
+            self.check(c)?;
             let gone = c.rows(
                 &format!(
                     "SELECT host FROM hosts WHERE host <> ?1 AND lease_until_ms + ?2 < {NOW_MS} \
                      ORDER BY host"
                 ),
-                values![&self.owner, ms(grace)],
+                values![&self.journal.owner, ms(grace)],
             )?;
             let mut taken = Vec::new();
             for row in gone {
@@ -106,7 +117,7 @@ impl Journal {
                 let n = c.exec(
                     "UPDATE actions SET owner = ?1 WHERE owner = ?2 \
                      AND state NOT IN ('succeeded', 'failed', 'cancelled')",
-                    values![&self.owner, &from],
+                    values![&self.journal.owner, &from],
                 )?;
                 c.exec("DELETE FROM hosts WHERE host = ?1", values![&from])?;
                 taken.push(TakenOver {
@@ -119,41 +130,45 @@ impl Journal {
     }
 
     /// How long this host's lease lasts (renewed every quarter of it).
-    pub fn lease_ttl(&self) -> Duration {
-        self.lease_ttl
+    pub fn ttl(&self) -> Duration {
+        self.journal.lease_ttl
     }
 
     /// Takes this host's lease now, and has the journal's runtime renew it every quarter of
     /// its length. Only for a group's journal and an owner.
     #[cfg(feature = "postgres")]
-    pub(crate) fn hold_lease(&self) -> Result<(), JournalError> {
-        if let super::Backend::Postgres(pg) = &self.backend
-            && !self.owner.is_empty()
+    pub(crate) fn hold(&self) -> Result<(), JournalError> {
+        if let super::Backend::Postgres(pg) = &self.journal.backend
+            && !self.journal.owner.is_empty()
         {
             let take = take_lease_sql();
             let mut waited = 0;
             // An earlier process with this id (a restart while the old one drains) must
             // let go first: wait up to two leases for its lease to run out.
-            while self.write(|c| {
+            while self.journal.write(|c| {
                 Ok(c.exec(
                     &take,
-                    values![&self.owner, ms(self.lease_ttl), &self.process],
+                    values![
+                        &self.journal.owner,
+                        ms(self.journal.lease_ttl),
+                        &self.journal.process
+                    ],
                 )?)
             })? == 0
             {
                 waited += 1;
                 if waited > ID_PATIENCE_LEASES * 4 {
                     return Err(JournalError::HostIdInUse {
-                        host: self.owner.clone(),
+                        host: self.journal.owner.clone(),
                     });
                 }
-                std::thread::sleep(self.lease_ttl / 4);
+                std::thread::sleep(self.journal.lease_ttl / 4);
             }
             pg.keep_lease(
-                self.owner.clone(),
-                self.process.clone(),
-                self.lease_ttl,
-                self.renewed.clone(),
+                self.journal.owner.clone(),
+                self.journal.process.clone(),
+                self.journal.lease_ttl,
+                self.journal.renewed.clone(),
             );
         }
         Ok(())

@@ -41,7 +41,13 @@
 //! the approval it records and the action it cancels. Split into owners per concern, each
 //! would hold a connection of its own, such a step would commit in two transactions with a
 //! crash possible between them, and SQLite lets one writer in at a time anyway. The concerns
-//! are files of their own instead, whose floors `docs/architecture.md` writes down.
+//! are files of their own instead, whose floors `docs/architecture.md` writes down, and each
+//! is a view of the one journal, in the style of a runtime's metrics handle: the journal
+//! itself records and moves actions; [`Journal::escalations`] holds the cases and their
+//! decisions, [`Journal::group`] the leases of a group's hosts, [`Journal::answers`] the
+//! answers kept for writes, and `Journal::budget_use` (made by `budget`, which sits above
+//! the journal) what tenants spent. A view borrows the journal; its steps run on the
+//! journal's connection, in the journal's transactions.
 
 use std::sync::Mutex;
 
@@ -246,6 +252,21 @@ impl Journal {
         Ok(found.parsed(0, "state", State::parse)?)
     }
 
+    /// Its escalations and the decisions that resolve them.
+    pub fn escalations(&self) -> escalations::Cases<'_> {
+        escalations::Cases { journal: self }
+    }
+
+    /// The group's leases, in a journal a group of hosts shares.
+    pub fn group(&self) -> Leases<'_> {
+        Leases { journal: self }
+    }
+
+    /// The answers kept for writes.
+    pub fn answers(&self) -> Answers<'_> {
+        Answers { journal: self }
+    }
+
     /// Whether a group of hosts shares this journal (PostgreSQL): decisions an operator
     /// makes through another host are carried out by this one only when it looks.
     pub fn is_shared(&self) -> bool {
@@ -404,7 +425,7 @@ impl Journal {
             }
             if to == State::Sent {
                 // The last step before an attempt's first byte.
-                self.check_lease(c)?;
+                self.group().check(c)?;
             }
             c.exec(
                 "UPDATE actions SET state = ?2, \
@@ -554,11 +575,11 @@ pub mod text;
 mod transaction;
 pub(crate) mod value;
 
-pub use answers::{KeptAnswer, MAX_KEPT_ANSWER};
+pub use answers::{Answers, KeptAnswer, MAX_KEPT_ANSWER};
 pub use attempts::AttemptRecord;
 use db::Conn;
 pub use error::JournalError;
-pub use group::{DEFAULT_LEASE_TTL, TakenOver};
+pub use group::{DEFAULT_LEASE_TTL, Leases, TakenOver};
 pub use keys::KeySecret;
 pub use marks::Mark;
 pub use open::{APPLICATION_ID, Probe, SCHEMA_VERSION};

@@ -221,10 +221,11 @@ fn decisions_are_approval_records_of_one_action_or_of_access() {
         j.advance(a.id, State::Sent, None).unwrap();
         j.advance(a.id, State::Uncertain, None).unwrap();
         let e = j
-            .escalate(Some(a.id), "task-1", Kind::UncertainWrite, "{}", 5)
+            .escalations()
+            .open(Some(a.id), "task-1", Kind::UncertainWrite, "{}", 5)
             .unwrap();
         assert_eq!(j.get(a.id).unwrap().state, State::Escalated);
-        assert_eq!(j.escalations(true).unwrap().len(), 1);
+        assert_eq!(j.escalations().list(true).unwrap().len(), 1);
         let decide = |choice| Decision {
             choice,
             decided_by: "ops@example".into(),
@@ -232,6 +233,7 @@ fn decisions_are_approval_records_of_one_action_or_of_access() {
             note: String::new(),
         };
         let refused = j
+            .escalations()
             .resolve(e, &decide(Choice::ContinueAccess), 6)
             .unwrap_err();
         assert!(
@@ -240,27 +242,37 @@ fn decisions_are_approval_records_of_one_action_or_of_access() {
                 .contains("query-existing, retry-same-key"),
             "{refused}"
         );
-        let approval = j.resolve(e, &decide(Choice::RetrySameKey), 7).unwrap();
+        let approval = j
+            .escalations()
+            .resolve(e, &decide(Choice::RetrySameKey), 7)
+            .unwrap();
         assert_eq!((approval.kind, approval.action_id), ("action", Some(a.id)));
         assert!(matches!(
-            j.resolve(e, &decide(Choice::Cancel), 8),
+            j.escalations().resolve(e, &decide(Choice::Cancel), 8),
             Err(JournalError::AlreadyResolved(_))
         ));
-        assert_eq!(j.undone_decisions().unwrap(), vec![approval.clone()]);
-        j.decision_done(e).unwrap();
-        assert!(j.undone_decisions().unwrap().is_empty());
+        assert_eq!(j.escalations().undone().unwrap(), vec![approval.clone()]);
+        j.escalations().done(e).unwrap();
+        assert!(j.escalations().undone().unwrap().is_empty());
 
         // A spent time budget: continued access is its own kind of record.
         let Recorded::New(b) = j.record(&intent("b", "y")).unwrap() else {
             panic!()
         };
         let e = j
-            .escalate(Some(b.id), "task-1", Kind::TimeBudget, "{}", 9)
+            .escalations()
+            .open(Some(b.id), "task-1", Kind::TimeBudget, "{}", 9)
             .unwrap();
-        let access = j.resolve(e, &decide(Choice::ContinueAccess), 10).unwrap();
+        let access = j
+            .escalations()
+            .resolve(e, &decide(Choice::ContinueAccess), 10)
+            .unwrap();
         assert_eq!((access.kind, access.action_id), ("access", None));
-        assert_eq!(j.approvals("task-1").unwrap(), vec![approval, access]);
-        let (unaudited, _) = j.unaudited().unwrap();
+        assert_eq!(
+            j.escalations().approvals("task-1").unwrap(),
+            vec![approval, access]
+        );
+        let (unaudited, _) = j.escalations().unaudited().unwrap();
         assert_eq!(unaudited.len(), 2);
     }
 }
@@ -274,14 +286,18 @@ fn showing_a_body_is_recorded_first() {
             panic!()
         };
         let e = j
-            .escalate(Some(a.id), "task-1", Kind::TimeBudget, "{}", 1)
+            .escalations()
+            .open(Some(a.id), "task-1", Kind::TimeBudget, "{}", 1)
             .unwrap();
-        assert_eq!(j.disclose_body(e, "ops@example", 2).unwrap(), b"amount=100");
-        let (_, disclosures) = j.unaudited().unwrap();
+        assert_eq!(
+            j.escalations().disclose_body(e, "ops@example", 2).unwrap(),
+            b"amount=100"
+        );
+        let (_, disclosures) = j.escalations().unaudited().unwrap();
         assert_eq!(disclosures.len(), 1);
         assert_eq!(disclosures[0].asked_by, "ops@example");
-        j.audited(&[], &[disclosures[0].id]).unwrap();
-        assert!(j.unaudited().unwrap().1.is_empty());
+        j.escalations().audited(&[], &[disclosures[0].id]).unwrap();
+        assert!(j.escalations().unaudited().unwrap().1.is_empty());
     }
 }
 
@@ -331,7 +347,8 @@ fn a_decision_with_a_forged_name_or_a_misplaced_operation_id_stores_nothing() {
         j.advance(a.id, State::Sent, None).unwrap();
         j.advance(a.id, State::Uncertain, None).unwrap();
         let e = j
-            .escalate(Some(a.id), "task-1", Kind::UncertainWrite, "{}", 1)
+            .escalations()
+            .open(Some(a.id), "task-1", Kind::UncertainWrite, "{}", 1)
             .unwrap();
         let decide = |choice, by: &str, operation_id: Option<&str>, note: &str| Decision {
             choice,
@@ -361,20 +378,21 @@ fn a_decision_with_a_forged_name_or_a_misplaced_operation_id_stores_nothing() {
                 "the note",
             ),
         ] {
-            let err = j.resolve(e, &decision, 2).unwrap_err();
+            let err = j.escalations().resolve(e, &decision, 2).unwrap_err();
             assert!(err.to_string().contains(refused), "{err}");
         }
         assert!(matches!(
-            j.disclose_body(e, "ops\r\nx", 2),
+            j.escalations().disclose_body(e, "ops\r\nx", 2),
             Err(JournalError::Text { .. })
         ));
-        assert_eq!(j.escalation(e).unwrap().resolved_ms, None);
-        assert!(j.approvals("task-1").unwrap().is_empty());
-        let (approvals, disclosures) = j.unaudited().unwrap();
+        assert_eq!(j.escalations().get(e).unwrap().resolved_ms, None);
+        assert!(j.escalations().approvals("task-1").unwrap().is_empty());
+        let (approvals, disclosures) = j.escalations().unaudited().unwrap();
         assert!(approvals.is_empty() && disclosures.is_empty());
         assert_eq!(j.get(a.id).unwrap().state, State::Escalated);
 
         let ok = j
+            .escalations()
             .resolve(
                 e,
                 &decide(Choice::QueryExisting, "ops@example", Some("pi_3Nx"), "seen"),
@@ -509,14 +527,15 @@ fn escalating_and_cancelling_raise_the_mark_too() {
         let j = place.open();
         let a = j.record(&intent("charge-42", "amount=100")).unwrap();
         let before = j.mark().seq;
-        j.escalate(
-            Some(a.action().id),
-            "task-1",
-            escalations::Kind::TimeBudget,
-            "{}",
-            1,
-        )
-        .unwrap();
+        j.escalations()
+            .open(
+                Some(a.action().id),
+                "task-1",
+                escalations::Kind::TimeBudget,
+                "{}",
+                1,
+            )
+            .unwrap();
         let escalated = j.mark().seq;
         assert!(escalated > before, "an escalation moved the action");
         j.cancel_task("task-1", 2).unwrap();

@@ -21,7 +21,8 @@ use crate::input_file;
 /// Loads and runs plugins. Create one per process and share it: every plugin it loads is
 /// compiled once, by one engine, and every call it makes is bounded by [`RuntimeConfig`].
 ///
-/// ```no_run
+#[cfg_attr(feature = "internals", doc = "```no_run")]
+#[cfg_attr(not(feature = "internals"), doc = "```ignore")]
 /// use sluice::plugin::{PluginRuntime, RuntimeConfig, ComponentCache};
 ///
 /// let runtime = PluginRuntime::new(RuntimeConfig::default(), ComponentCache::user_default())?;

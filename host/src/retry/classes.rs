@@ -108,7 +108,8 @@ impl RetryConfig {
     /// ([`MAX_DURATION_MS`]), attempts per request at most [`MAX_ATTEMPTS`], other counts at
     /// most [`MAX_COUNT`], and the backoff's first window is at most its largest.
     ///
-    /// ```
+    #[cfg_attr(feature = "internals", doc = "```")]
+    #[cfg_attr(not(feature = "internals"), doc = "```ignore")]
     /// let c = sluice::retry::RetryConfig::from_toml(
     ///     "max_delayed_requests = 8\n[classes.read]\nmax_attempts = 2\nmax_wait_ms = 5000\nretry_statuses = [429, 503]\n",
     /// )?;

@@ -17,7 +17,7 @@ use super::Timeouts;
 /// How the host's client connects. `Default` is the public internet as any client sees it.
 ///
 /// ```
-/// use sluice::transport::{ExtraRoot, ProxySetting, Timeouts, Transport, TransportConfig};
+/// use sluice::{ExtraRoot, ProxySetting, Timeouts, Transport, TransportConfig};
 ///
 /// let config = TransportConfig {
 ///     // Also trust the certificate authority of a private gateway; its file is read and

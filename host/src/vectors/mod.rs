@@ -7,7 +7,8 @@
 //! `describe` is checked against what the plugin said when it loaded. Cases are recorded
 //! from captured traffic by `sluice-plugin-record` (`sluice plugin test --record`).
 //!
-//! ```no_run
+#![cfg_attr(feature = "internals", doc = "```no_run")]
+#![cfg_attr(not(feature = "internals"), doc = "```ignore")]
 //! use sluice::plugin::{ComponentCache, PluginRuntime, RuntimeConfig};
 //! use sluice::vectors;
 //!

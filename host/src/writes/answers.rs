@@ -20,7 +20,8 @@ impl Writes {
         self.keep_answers = keep;
         let keep_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
         self.journal
-            .forget_answers_before(self.clock.wall_ms().saturating_sub(keep_ms))?;
+            .answers()
+            .forget_before(self.clock.wall_ms().saturating_sub(keep_ms))?;
         Ok(self)
     }
 
@@ -38,14 +39,18 @@ impl Writes {
             content_type,
             body: response.body.clone(),
         };
-        if let Err(e) = self.journal.keep_answer(id, &answer, self.clock.wall_ms()) {
+        if let Err(e) = self
+            .journal
+            .answers()
+            .keep(id, &answer, self.clock.wall_ms())
+        {
             tracing::warn!("could not keep the provider's answer to action {id}: {e}");
         }
     }
 
     /// The provider's answer kept for action `id`, as a response.
     pub(super) fn kept_answer(&self, id: i64) -> Option<Box<Response>> {
-        let kept = match self.journal.kept_answer(id) {
+        let kept = match self.journal.answers().kept(id) {
             Ok(kept) => kept?,
             Err(e) => {
                 tracing::warn!("could not read the answer kept for action {id}: {e}");

@@ -645,7 +645,11 @@ impl Writes {
                 terminal: None,
             },
             State::Escalated | State::Lost => {
-                let escalation = self.journal.escalation_of(action.id)?.unwrap_or(0);
+                let escalation = self
+                    .journal
+                    .escalations()
+                    .of_action(action.id)?
+                    .unwrap_or(0);
                 WriteOutcome::Escalated { action, escalation }
             }
             State::Pending | State::Sent | State::Uncertain | State::Reconciling => {
@@ -668,7 +672,7 @@ impl Writes {
     ) -> Result<WriteOutcome, WriteError> {
         let case = case::build(self, action, kind, reason, terminal, query)?;
         let json = serde_json::to_string_pretty(&case).unwrap_or_default();
-        let id = self.journal.escalate(
+        let id = self.journal.escalations().open(
             Some(action.id),
             &action.task,
             kind,

@@ -42,7 +42,7 @@ impl Writes {
     /// # Errors
     /// The journal or the audit log failed.
     pub fn audit_decisions(&self) -> Result<(), WriteError> {
-        let (approvals, disclosures) = self.journal.unaudited()?;
+        let (approvals, disclosures) = self.journal.escalations().unaudited()?;
         for a in &approvals {
             let kind = if a.kind == "access" {
                 EventKind::AccessApproved
@@ -78,7 +78,9 @@ impl Writes {
         }
         let approvals: Vec<i64> = approvals.iter().map(|a| a.id).collect();
         let disclosures: Vec<i64> = disclosures.iter().map(|d| d.id).collect();
-        self.journal.audited(&approvals, &disclosures)?;
+        self.journal
+            .escalations()
+            .audited(&approvals, &disclosures)?;
         Ok(())
     }
 
@@ -92,11 +94,11 @@ impl Writes {
         let _one = self.deciding.lock().await;
         self.audit_decisions()?;
         let mut outcomes = Vec::new();
-        for approval in self.journal.undone_decisions()? {
+        for approval in self.journal.escalations().undone()? {
             match self.apply(&approval).await? {
                 Applied::Done(outcome) => {
                     outcomes.extend(outcome);
-                    self.journal.decision_done(approval.escalation_id)?;
+                    self.journal.escalations().done(approval.escalation_id)?;
                 }
                 // The action's state did not change: the decision stays to be carried
                 // out, and the case stays open.
@@ -113,7 +115,7 @@ impl Writes {
     }
 
     async fn apply(&self, approval: &Approval) -> Result<Applied, WriteError> {
-        let escalation = self.journal.escalation(approval.escalation_id)?;
+        let escalation = self.journal.escalations().get(approval.escalation_id)?;
         let Some(id) = escalation.action_id else {
             return Ok(Applied::Done(None));
         };

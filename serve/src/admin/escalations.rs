@@ -1,7 +1,7 @@
 //! `GET /escalations`, `GET /escalations/{id}` and `POST /escalations/{id}/resolve`: the
 //! cases a person must decide, and their decisions — what `sluice escalations list`, `show`
 //! and `resolve` do, on the journal of the host that runs, with the decision carried out at
-//! once ([`sluice::Sluice::apply_decisions`]) instead of at the host's next start.
+//! once ([`sluice::Escalations::resolve`]) instead of at the host's next start.
 //!
 //! - `/escalations` (`?all=true`: resolved ones too): `{"all", "escalations": [{"id",
 //!   "kind", "state", "task", "action_id", "action", "reason", "created_ms",
@@ -24,10 +24,11 @@ use hyper::Response;
 use hyper::body::Incoming;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sluice::Resolved;
-use sluice::journal::JournalError;
-use sluice::journal::escalations::{Approval, Choice, Decision, Escalation};
 use sluice::writes::WriteOutcome;
+use sluice::{
+    Approval, Choice, Decision, Escalation, EscalationCase, Escalations, JournalError, Refusal,
+    Resolved,
+};
 
 use super::text::query;
 use super::{error_reply, json_reply};
@@ -47,7 +48,7 @@ pub(super) fn list(shared: &Shared, q: Option<&str>) -> Response<Body> {
         },
         Err(e) => return error_reply(400, e),
     };
-    match shared.sluice.journal().escalations(!all) {
+    match shared.sluice.escalations().list(!all) {
         Ok(list) => {
             let rows: Vec<Value> = list.iter().map(summary).collect();
             json_reply(200, &json!({"all": all, "escalations": rows}))
@@ -62,20 +63,15 @@ pub(super) fn show(shared: &Shared, raw_id: &str) -> Response<Body> {
         Ok(id) => id,
         Err(message) => return error_reply(400, message),
     };
-    let journal = shared.sluice.journal();
-    let e = match journal.escalation(id) {
-        Ok(e) => e,
+    let EscalationCase {
+        escalation: e,
+        decisions,
+        ..
+    } = match shared.sluice.escalations().show(id) {
+        Ok(case) => case,
         Err(e) => return refused(&e),
     };
-    let decisions = match journal.approvals(&e.task) {
-        Ok(a) => a,
-        Err(e) => return journal_failed(&e),
-    };
-    let decisions: Vec<Value> = decisions
-        .iter()
-        .filter(|a| a.escalation_id == id)
-        .map(approval)
-        .collect();
+    let decisions: Vec<Value> = decisions.iter().map(approval).collect();
     let (case, case_text) = match serde_json::from_str::<Value>(&e.case_json) {
         Ok(case) => (case, None),
         // An edited journal: shown as the text it holds, and said to be so.
@@ -155,11 +151,11 @@ pub(super) async fn resolve(shared: &Shared, raw_id: &str, body: Incoming) -> Re
         operation_id: asked.operation_id,
         note: asked.note,
     };
-    let Resolved { recorded, applied } = match shared.sluice.resolve_escalation(id, &decision).await
-    {
-        Ok(r) => r,
-        Err(e) => return refused(&e),
-    };
+    let Resolved { recorded, applied } =
+        match shared.sluice.escalations().resolve(id, &decision).await {
+            Ok(r) => r,
+            Err(e) => return refused(&e),
+        };
     tracing::info!(
         escalation = id,
         decision = %recorded.summary(),
@@ -273,12 +269,10 @@ fn outcome(o: &WriteOutcome) -> Value {
 /// A journal refusal: what the operator asked cannot be done (400, 404, 409), or the
 /// journal failed (500).
 fn refused(e: &JournalError) -> Response<Body> {
-    let status = match e {
-        JournalError::Text { .. }
-        | JournalError::OperationIdNotTaken { .. }
-        | JournalError::NotAnOption { .. } => 400,
-        JournalError::NoEscalation(_) => 404,
-        JournalError::AlreadyResolved(_) => 409,
+    let status = match Escalations::refusal(e) {
+        Some(Refusal::Invalid) => 400,
+        Some(Refusal::NoSuchCase) => 404,
+        Some(Refusal::AlreadyResolved) => 409,
         _ => return journal_failed(e),
     };
     error_reply(status, sluice::printable::printable(&e.to_string()))

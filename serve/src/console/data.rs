@@ -30,7 +30,7 @@ pub(crate) fn live(shared: &Shared, history: &History) -> Response<Body> {
                 .map(|h| json!({"scope": s.key, "reason": h.reason, "left_ms": h.left_ms}))
         })
         .collect();
-    let escalations: Vec<Value> = match sluice.journal().escalations(true) {
+    let escalations: Vec<Value> = match sluice.escalations().list(true) {
         Ok(list) => list
             .iter()
             .map(|e| {

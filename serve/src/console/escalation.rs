@@ -2,10 +2,10 @@
 //! options the case offers; deciding, and asking to see the body.
 //!
 //! A decision is the library's, as the admin API's and the CLI's are: recorded in the
-//! journal ([`sluice::journal::Journal::resolve`]), with the signed-in operator's name as who
+//! journal ([`sluice::Escalations::resolve`]), with the signed-in operator's name as who
 //! decided — never a name typed in the form — then carried out at once and copied into the
-//! audit log ([`sluice::Sluice::apply_decisions`]). Showing the body is recorded first
-//! ([`sluice::journal::Journal::disclose_body`], as `sluice escalations show --body --by`
+//! audit log ([`sluice::Escalations::apply`]). Showing the body is recorded first
+//! ([`sluice::Escalations::disclose_body`], as `sluice escalations show --body --by`
 //! does) and copied into the audit log before the body is sent; it is asked for by a POST
 //! carrying the session's CSRF token, so no link or image elsewhere can reveal it.
 
@@ -13,11 +13,12 @@ use std::fmt::Write as _;
 
 use hyper::Response;
 use serde_json::Value;
-use sluice::Resolved;
-use sluice::journal::JournalError;
-use sluice::journal::escalations::{Approval, Choice, Decision, Escalation};
 use sluice::printable::printable;
 use sluice::writes::WriteOutcome;
+use sluice::{
+    BodyError, Choice, Decision, Escalation, EscalationCase, Escalations, JournalError, Refusal,
+    Resolved,
+};
 
 use super::form::Form;
 use super::html::{escape, page, problem};
@@ -50,13 +51,10 @@ pub(crate) fn id_of(raw: &str) -> Result<i64, String> {
 
 /// What the journal's refusal means for the person: the status and the message.
 fn refused(e: &JournalError) -> (u16, String) {
-    let status = match e {
-        JournalError::Text { .. }
-        | JournalError::OperationIdNotTaken { .. }
-        | JournalError::NotAnOption { .. }
-        | JournalError::NoBody(_) => 400,
-        JournalError::NoEscalation(_) => 404,
-        JournalError::AlreadyResolved(_) => 409,
+    let status = match Escalations::refusal(e) {
+        Some(Refusal::Invalid) => 400,
+        Some(Refusal::NoSuchCase) => 404,
+        Some(Refusal::AlreadyResolved) => 409,
         _ => 500,
     };
     (status, printable(&e.to_string()).into_owned())
@@ -88,10 +86,15 @@ fn view(
     id: i64,
     notice: &str,
 ) -> Result<String, (u16, String)> {
-    let journal = shared.sluice.journal();
-    let e = journal.escalation(id).map_err(|e| refused(&e))?;
-    let decisions = journal.approvals(&e.task).map_err(|e| refused(&e))?;
-    let decisions: Vec<&Approval> = decisions.iter().filter(|a| a.escalation_id == id).collect();
+    let EscalationCase {
+        escalation: e,
+        decisions,
+        ..
+    } = shared
+        .sluice
+        .escalations()
+        .show(id)
+        .map_err(|e| refused(&e))?;
     let open = e.resolved_ms.is_none();
     let mut html = format!(
         r#"<section id="escalation" data-id="{id}"><h1>Escalation {id}: {kind}, <span id="state">{state}</span></h1>{notice}
@@ -228,7 +231,7 @@ pub(crate) async fn resolve(
     let Resolved {
         recorded,
         applied: outcomes,
-    } = match shared.sluice.resolve_escalation(id, &decision).await {
+    } = match shared.sluice.escalations().resolve(id, &decision).await {
         Ok(r) => r,
         Err(e) => {
             let (status, message) = refused(&e);
@@ -292,29 +295,18 @@ fn applied(o: &WriteOutcome) -> String {
 /// `POST /console/escalations/{id}/body`: records that the operator asked, copies the
 /// record into the audit log, then shows the body (escaped).
 pub(crate) fn body(shared: &Shared, session: &Session, id: i64) -> Response<Body> {
-    let now = shared.sluice.clock().wall_ms();
     let body = match shared
         .sluice
-        .journal()
-        .disclose_body(id, &session.operator, now)
+        .escalations()
+        .disclose_body(id, &session.operator)
     {
         Ok(b) => b,
-        Err(e) => {
+        Err(BodyError::Journal(e)) => {
             let (status, message) = refused(&e);
             return problem(status, Some(session), &message);
         }
+        Err(e) => return problem(500, Some(session), &printable(&e.to_string())),
     };
-    if let Err(e) = shared.sluice.writes().audit_decisions() {
-        return problem(
-            500,
-            Some(session),
-            &format!(
-                "the request is recorded in the journal, but copying it into the audit log \
-                 failed ({}), so the body is not shown; try again",
-                printable(&e.to_string())
-            ),
-        );
-    }
     tracing::info!(escalation = id, operator = %printable(&session.operator), "an action's body was shown through the console");
     let html = format!(
         r#"<section><h1>Escalation {id}: the action's body</h1>

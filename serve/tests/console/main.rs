@@ -114,7 +114,12 @@ async fn an_operator_resolves_an_escalation_in_a_browser_and_the_decision_is_jou
     browser.until_text(".applied", "succeeded").await;
 
     // The journal holds the decision, by the signed-in operator.
-    let approvals = s.sluice.journal().approvals("acme/pay-invoice-7").unwrap();
+    let approvals = s
+        .sluice
+        .journal()
+        .escalations()
+        .approvals("acme/pay-invoice-7")
+        .unwrap();
     assert_eq!(approvals.len(), 1, "{approvals:?}");
     let a = &approvals[0];
     assert_eq!(a.escalation_id, id);
@@ -124,7 +129,8 @@ async fn an_operator_resolves_an_escalation_in_a_browser_and_the_decision_is_jou
     assert!(
         s.sluice
             .journal()
-            .escalation(id)
+            .escalations()
+            .get(id)
             .unwrap()
             .resolved_ms
             .is_some()
@@ -318,7 +324,8 @@ async fn forged_forms_and_requests_without_a_session_are_refused_and_decide_noth
     assert!(
         s.sluice
             .journal()
-            .escalation(id)
+            .escalations()
+            .get(id)
             .unwrap()
             .resolved_ms
             .is_none(),
@@ -363,7 +370,12 @@ async fn forged_forms_and_requests_without_a_session_are_refused_and_decide_noth
     .await
     .unwrap();
     assert_eq!(r.status(), 200);
-    let a = &s.sluice.journal().approvals("acme/pay-invoice-7").unwrap()[0];
+    let a = &s
+        .sluice
+        .journal()
+        .escalations()
+        .approvals("acme/pay-invoice-7")
+        .unwrap()[0];
     assert_eq!(
         (a.decision.choice, a.decision.decided_by.as_str()),
         (Choice::Cancel, OPERATOR)

@@ -47,7 +47,8 @@ pub const DEFAULT_TENANT: &str = "default";
 ///
 /// # Example
 ///
-/// ```
+#[cfg_attr(feature = "internals", doc = "```")]
+#[cfg_attr(not(feature = "internals"), doc = "```ignore")]
 /// use std::sync::Arc;
 /// use std::time::Duration;
 ///

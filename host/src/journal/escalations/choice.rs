@@ -11,7 +11,7 @@ pub enum Kind {
     /// The provider's quota (a billing or daily one) is spent: the write was refused, or
     /// could not be sent before it resets.
     QuotaExhausted,
-    /// A budget of the write's tenant is spent ([`crate::budget`]): nothing was sent.
+    /// A budget of the write's tenant is spent (see `budget`): nothing was sent.
     BudgetSpent,
     /// The journal lost its record of the action (restored from an older copy, replaced,
     /// emptied) and the audit log shows it was asked for: it may have happened, and it is

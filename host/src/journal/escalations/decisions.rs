@@ -5,10 +5,10 @@
 //! of who decides, the note and an operation id (see [`crate::journal::text`]); an operation
 //! id is taken only by the choice that queries the provider by one.
 
-use super::{Choice, Escalation, Kind};
+use super::{Cases, Choice, Escalation, Kind};
 use crate::journal::text::{check_note, check_operation_id, check_operator};
 use crate::journal::value::{BadColumn, Row, values};
-use crate::journal::{Fail, Journal, JournalError};
+use crate::journal::{Fail, JournalError};
 use crate::printable::printable;
 
 /// A person's decision on an escalation.
@@ -125,11 +125,11 @@ fn bad_choice(e: &Escalation, choice: Choice) -> JournalError {
     }
 }
 
-impl Journal {
+impl Cases<'_> {
     /// Resolves escalation `id` with `decision`, storing the approval record. A cancel is
     /// applied here at once (it sends nothing; for a spent time budget it cancels the whole
     /// task); the other choices wait for a host to apply them
-    /// ([`Journal::undone_decisions`]).
+    /// ([`Cases::undone`]).
     ///
     /// The decision is checked before anything is stored: the operator's name must be one line
     /// of visible characters ([`check_operator`]), the note too ([`check_note`]), and an
@@ -146,7 +146,7 @@ impl Journal {
         at_ms: i64,
     ) -> Result<Approval, JournalError> {
         check_decision(decision)?;
-        let e = self.escalation(id)?;
+        let e = self.get(id)?;
         if e.resolved_ms.is_some() {
             return Err(JournalError::AlreadyResolved(id));
         }
@@ -159,7 +159,7 @@ impl Journal {
             ("action", e.action_id)
         };
         let applied_now = matches!(decision.choice, Choice::Cancel | Choice::ChangePlan);
-        let approval_id: i64 = self.write_marked(|c| {
+        let approval_id: i64 = self.journal.write_marked(|c| {
             let changed = c.exec(
                 "UPDATE escalations SET resolved_ms = ?2, applied = ?3 \
                  WHERE id = ?1 AND resolved_ms IS NULL",
@@ -208,7 +208,7 @@ impl Journal {
 
     fn approval(&self, id: i64) -> Result<Approval, JournalError> {
         let sql = format!("SELECT {APPROVAL} WHERE id = ?1");
-        self.read(|c| {
+        self.journal.read(|c| {
             approvals_in(c, &sql, values![id])?
                 .pop()
                 .ok_or(Fail::Journal(JournalError::NoEscalation(id)))
@@ -221,14 +221,14 @@ impl Journal {
     /// A database failure.
     pub fn approvals(&self, task: &str) -> Result<Vec<Approval>, JournalError> {
         let sql = format!("SELECT {APPROVAL} WHERE task = ?1 ORDER BY id");
-        self.read(|c| approvals_in(c, &sql, values![task]))
+        self.journal.read(|c| approvals_in(c, &sql, values![task]))
     }
 
     /// Decisions a host has yet to carry out (query again, resend, send as new).
     ///
     /// # Errors
     /// A database failure.
-    pub fn undone_decisions(&self) -> Result<Vec<Approval>, JournalError> {
+    pub fn undone(&self) -> Result<Vec<Approval>, JournalError> {
         // A decision on an action is carried out by the host that owns the action.
         // (The escalation's action: an approval of access names none.)
         let sql = format!(
@@ -238,15 +238,16 @@ impl Journal {
                    OR action_id IN (SELECT id FROM actions WHERE owner = ?1))) \
              ORDER BY id"
         );
-        self.read(|c| approvals_in(c, &sql, values![self.owner()]))
+        self.journal
+            .read(|c| approvals_in(c, &sql, values![self.journal.owner()]))
     }
 
     /// Marks escalation `id`'s decision as carried out.
     ///
     /// # Errors
     /// A database failure.
-    pub fn decision_done(&self, id: i64) -> Result<(), JournalError> {
-        self.write(|c| {
+    pub fn done(&self, id: i64) -> Result<(), JournalError> {
+        self.journal.write(|c| {
             c.exec(
                 "UPDATE escalations SET applied = 1 WHERE id = ?1",
                 values![id],

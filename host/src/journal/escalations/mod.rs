@@ -3,13 +3,13 @@
 //! An escalation is a case a person must decide: an uncertain write the provider's plugin
 //! could not settle, a task whose time budget ran out, or a write a spent quota blocked. Its case (built by
 //! [`crate::writes`]) is stored sanitized, as JSON; the body stays in the action's row and
-//! is shown only through [`Journal::disclose_body`], which records who asked.
+//! is shown only through [`Cases::disclose_body`], which records who asked.
 //!
 //! A decision is an *approval record*: of one action (query it again, resend it with the
 //! same key, cancel it, send it as a new operation) or of continued access for a task. The
 //! two are separate kinds of record, so approving one action never grants a task more
-//! access. The host applies pending decisions ([`Journal::undone_decisions`]) and copies
-//! decisions and disclosures into the audit log ([`Journal::unaudited`]); the CLI only
+//! access. The host applies pending decisions ([`Cases::undone`]) and copies
+//! decisions and disclosures into the audit log ([`Cases::unaudited`]); the CLI only
 //! writes them here, so it can run while a host runs.
 
 use super::db::Conn;
@@ -85,13 +85,20 @@ fn escalations_in(
     Ok(rows.iter().map(escalation).collect::<Result<_, _>>()?)
 }
 
-impl Journal {
+/// The journal's escalations and the decisions that resolve them ([`Journal::escalations`]):
+/// a view of the one journal, on its connection and in its transactions.
+#[derive(Debug, Clone, Copy)]
+pub struct Cases<'j> {
+    pub(crate) journal: &'j Journal,
+}
+
+impl Cases<'_> {
     /// Raises an escalation; when it is about an action, moves the action to `escalated` in
     /// the same transaction.
     ///
     /// # Errors
     /// [`JournalError::Transition`] if the action cannot be escalated, or a database failure.
-    pub fn escalate(
+    pub fn open(
         &self,
         action_id: Option<i64>,
         task: &str,
@@ -99,9 +106,9 @@ impl Journal {
         case_json: &str,
         at_ms: i64,
     ) -> Result<i64, JournalError> {
-        self.write_marked(|c| {
+        self.journal.write_marked(|c| {
             if let Some(id) = action_id {
-                let from = self.own(c, id)?;
+                let from = self.journal.own(c, id)?;
                 if from != State::Escalated {
                     if !from.may_become(State::Escalated) {
                         return Err(JournalError::Transition {
@@ -129,23 +136,23 @@ impl Journal {
     ///
     /// # Errors
     /// A database failure.
-    pub fn escalations(&self, open_only: bool) -> Result<Vec<Escalation>, JournalError> {
+    pub fn list(&self, open_only: bool) -> Result<Vec<Escalation>, JournalError> {
         let filter = if open_only {
             " WHERE resolved_ms IS NULL"
         } else {
             ""
         };
         let sql = format!("SELECT {ESCALATION}{filter} ORDER BY id");
-        self.read(|c| escalations_in(c, &sql, &[]))
+        self.journal.read(|c| escalations_in(c, &sql, &[]))
     }
 
     /// Escalation `id`.
     ///
     /// # Errors
     /// [`JournalError::NoEscalation`] or a database failure.
-    pub fn escalation(&self, id: i64) -> Result<Escalation, JournalError> {
+    pub fn get(&self, id: i64) -> Result<Escalation, JournalError> {
         let sql = format!("SELECT {ESCALATION} WHERE id = ?1");
-        self.read(|c| {
+        self.journal.read(|c| {
             escalations_in(c, &sql, values![id])?
                 .pop()
                 .ok_or(Fail::Journal(JournalError::NoEscalation(id)))
@@ -156,8 +163,8 @@ impl Journal {
     ///
     /// # Errors
     /// A database failure.
-    pub fn escalation_of(&self, action: i64) -> Result<Option<i64>, JournalError> {
-        self.read(|c| {
+    pub fn of_action(&self, action: i64) -> Result<Option<i64>, JournalError> {
+        self.journal.read(|c| {
             Ok(c.one(
                 "SELECT MAX(id) FROM escalations WHERE action_id = ?1",
                 values![action],
@@ -178,9 +185,9 @@ impl Journal {
         at_ms: i64,
     ) -> Result<Vec<u8>, JournalError> {
         check_operator(asked_by)?;
-        let e = self.escalation(id)?;
+        let e = self.get(id)?;
         let action = e.action_id.ok_or(JournalError::NoBody(id))?;
-        self.write(|c| {
+        self.journal.write(|c| {
             c.exec(
                 "INSERT INTO disclosures (escalation_id, action_id, task, asked_by, at_ms) \
                  VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -188,7 +195,7 @@ impl Journal {
             )?;
             Ok(())
         })?;
-        self.body(action)
+        self.journal.body(action)
     }
 
     /// Decisions and disclosures not yet copied into the audit log.
@@ -197,7 +204,7 @@ impl Journal {
     /// A database failure.
     pub fn unaudited(&self) -> Result<(Vec<Approval>, Vec<Disclosure>), JournalError> {
         let sql = format!("SELECT {APPROVAL} WHERE audited = 0 ORDER BY id");
-        self.read(|c| {
+        self.journal.read(|c| {
             let approvals = c
                 .rows(&sql, &[])?
                 .iter()
@@ -230,7 +237,7 @@ impl Journal {
     /// # Errors
     /// A database failure.
     pub fn audited(&self, approvals: &[i64], disclosures: &[i64]) -> Result<(), JournalError> {
-        self.write(|c| {
+        self.journal.write(|c| {
             for id in approvals {
                 c.exec(
                     "UPDATE approvals SET audited = 1 WHERE id = ?1",

@@ -43,7 +43,7 @@ fn a_live_host_keeps_its_lease_and_its_actions() {
         a.record(&intent("pay-1", "x")).unwrap();
         // Three lease lengths: renewed all along by the journal's own runtime.
         std::thread::sleep(TTL * 3);
-        assert_eq!(b.take_over(TTL).unwrap(), vec![]);
+        assert_eq!(b.group().take_over(TTL).unwrap(), vec![]);
         assert_eq!(a.unfinished().unwrap().len(), 1);
     }
 }
@@ -64,14 +64,14 @@ fn a_host_gone_for_a_lease_and_a_grace_has_its_unfinished_actions_taken_once() {
         drop(a); // kill -9: no renewal from now on
         let b = Journal::connect_with(&url, "host-b", TTL).unwrap();
         let c = Journal::connect_with(&url, "host-c", TTL).unwrap();
-        assert_eq!(b.take_over(TTL).unwrap(), vec![], "not gone yet");
+        assert_eq!(b.group().take_over(TTL).unwrap(), vec![], "not gone yet");
         // Long enough for host-a's lease and grace to run out, and for the survivors to renew
         // theirs the times a host must before it may take over.
         std::thread::sleep(TTL * 3);
         // Two hosts look at once: one takes, the other finds nothing left.
         let (by_b, by_c) = std::thread::scope(|s| {
-            let tb = s.spawn(|| b.take_over(TTL).unwrap());
-            let tc = s.spawn(|| c.take_over(TTL).unwrap());
+            let tb = s.spawn(|| b.group().take_over(TTL).unwrap());
+            let tc = s.spawn(|| c.group().take_over(TTL).unwrap());
             (tb.join().unwrap(), tc.join().unwrap())
         });
         let taken: Vec<&TakenOver> = by_b.iter().chain(&by_c).collect();
@@ -121,9 +121,13 @@ fn a_paused_host_that_comes_back_sends_nothing_it_lost() {
         // Paused past the lease and the grace: the group takes its action, once the taker
         // has held its own lease for two lengths.
         lease_ends_in(&a, "host-a", -ms(TTL) - 10);
-        assert_eq!(b.take_over(TTL).unwrap(), vec![], "the taker is new");
+        assert_eq!(
+            b.group().take_over(TTL).unwrap(),
+            vec![],
+            "the taker is new"
+        );
         std::thread::sleep(TTL * 3);
-        assert_eq!(b.take_over(TTL).unwrap().len(), 1);
+        assert_eq!(b.group().take_over(TTL).unwrap().len(), 1);
         // The host comes back with a new lease and finds it is not its own any more.
         take_lease(&a, ms(TTL) * 10);
         let e = a.advance(act.id, State::Sent, None).unwrap_err();

@@ -199,13 +199,13 @@ impl Journal {
 
     /// As [`Journal::connect`], with a lease of `lease_ttl`: this host holds it from now on
     /// (renewed every quarter of it), and another host of the group takes this host's
-    /// unfinished actions once it has run out for as long again ([`Journal::take_over`]).
+    /// unfinished actions once it has run out for as long again ([`Journal::group`]).
     ///
     /// # Errors
     /// As [`Journal::connect`].
     pub fn connect_with(url: &str, owner: &str, lease_ttl: Duration) -> Result<Self, JournalError> {
         let journal = Self::connect_to(url, owner, true, lease_ttl)?;
-        journal.hold_lease()?;
+        journal.group().hold()?;
         journal.load_mark()?;
         Ok(journal)
     }
