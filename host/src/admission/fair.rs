@@ -266,15 +266,15 @@ pub(crate) struct BandQueue {
     pub(crate) heap: BinaryHeap<Reverse<(u64, u64, FlowId)>>,
     seq: u64,
     /// The virtual time: the start tag of the request served last in its turn.
-    pub vtime: u64,
+    vtime: u64,
     /// Live queued requests.
-    pub count: u32,
+    count: u32,
     /// Their total usage, for estimates of the wait behind them.
-    pub queued: Usage,
+    queued: Usage,
     /// Heap entries whose flow was removed.
-    pub stale: u32,
+    stale: u32,
     /// The queued requests with a deadline. Boxed: most classes never hold one.
-    pub deadlines: Option<Box<Deadlines>>,
+    deadlines: Option<Box<Deadlines>>,
 }
 
 impl BandQueue {
@@ -305,11 +305,88 @@ impl BandQueue {
         self.heap.pop();
     }
 
+    /// Removes the flow [`BandQueue::peek`] returned, which has nothing to serve: it was
+    /// `removed` (its entry was counted stale), or set aside.
+    pub fn drop_head(&mut self, removed: bool) {
+        self.heap.pop();
+        if removed {
+            self.stale = self.stale.saturating_sub(1);
+        }
+    }
+
+    /// Removes the flow [`BandQueue::peek`] returned, served in its turn at start tag `tag`:
+    /// the virtual time moves on to it.
+    pub fn served(&mut self, tag: u64) {
+        self.heap.pop();
+        self.vtime = tag;
+    }
+
+    /// The virtual time.
+    pub fn vtime(&self) -> u64 {
+        self.vtime
+    }
+
+    /// Live queued requests.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Whether a request with a deadline was ever queued here.
+    pub fn has_deadlines(&self) -> bool {
+        self.deadlines.is_some()
+    }
+
+    /// Counts a request of `usage` queued.
+    pub fn enqueued(&mut self, usage: &Usage) {
+        self.count += 1;
+        self.queued.add(usage);
+    }
+
+    /// Queues request `id` among the candidates to go ahead of their turn, by `deadline`
+    /// (`seq` orders equal deadlines).
+    pub fn enqueued_by_deadline(
+        &mut self,
+        id: RequestId,
+        usage: &Usage,
+        deadline: Nanos,
+        seq: u64,
+    ) {
+        let d = self.deadlines.get_or_insert_default();
+        d.heap.push(Reverse((deadline, seq, id)));
+        d.queued.add(usage);
+    }
+
+    /// Takes a request of `usage` that left the queue out of the counts (and, when it had a
+    /// `deadline`, out of the candidates, sweeping ids no longer `alive`).
+    pub fn left(&mut self, usage: &Usage, deadline: bool, alive: impl Fn(RequestId) -> bool) {
+        self.count -= 1;
+        self.queued.sub(usage);
+        if deadline {
+            self.forget_deadline(usage, alive);
+        }
+    }
+
+    /// The nearest deadline among the candidates still `alive`, and its request; entries no
+    /// longer alive at the top are dropped.
+    pub fn nearest_deadline(
+        &mut self,
+        alive: impl Fn(RequestId) -> bool,
+    ) -> Option<(Nanos, RequestId)> {
+        let heap = &mut self.deadlines.as_deref_mut()?.heap;
+        loop {
+            let &Reverse((deadline, _, id)) = heap.peek()?;
+            if alive(id) {
+                return Some((deadline, id));
+            }
+            heap.pop();
+        }
+    }
+
     /// Takes a request with a deadline that left the queue (admitted or withdrawn) out of
     /// the counts, and sweeps the ids that are no longer `alive` when they outnumber the
     /// queued requests.
     #[inline(never)]
-    pub fn forget_deadline(&mut self, usage: &Usage, alive: impl Fn(RequestId) -> bool) {
+    fn forget_deadline(&mut self, usage: &Usage, alive: impl Fn(RequestId) -> bool) {
         let count = self.count as usize;
         if let Some(d) = self.deadlines.as_deref_mut() {
             d.queued.sub(usage);
@@ -319,68 +396,16 @@ impl BandQueue {
         }
     }
 
+    /// The usage queued.
+    pub fn queued(&self) -> Usage {
+        self.queued
+    }
+
     /// The usage queued with a deadline.
     pub fn queued_with_deadlines(&self) -> Usage {
         self.deadlines
             .as_deref()
             .map_or_else(Usage::default, |d| d.queued)
-    }
-}
-
-/// Where a lane is in the scheduler's loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LaneState {
-    /// Nothing it can do: empty, or every flow parked.
-    Idle,
-    /// In the run queue.
-    Runnable,
-    /// Registered with one of its scopes, which wakes it.
-    Waiting,
-}
-
-/// The requests that charge one set of scopes.
-#[derive(Debug)]
-pub(crate) struct Lane {
-    /// The scopes every request of the lane charges (the credential's first).
-    pub scopes: Box<[u32]>,
-    /// Its bands, the first served first: tenants of a tier granted precedence queue in a
-    /// band before the others' ([`band_of`]).
-    pub bands: [BandQueue; BANDS],
-    pub state: LaneState,
-    /// The scope whose waiters list holds this lane, while it waits.
-    pub waiting_on: Option<u32>,
-}
-
-impl Lane {
-    pub fn new(scopes: Box<[u32]>) -> Self {
-        Self {
-            scopes,
-            bands: Default::default(),
-            state: LaneState::Idle,
-            waiting_on: None,
-        }
-    }
-
-    /// The usage queued in bands served before `band`, or with it.
-    pub fn ahead(&self, band: u8) -> Usage {
-        let mut sum = Usage::default();
-        for q in &self.bands[..=usize::from(band)] {
-            sum.add(&q.queued);
-        }
-        sum
-    }
-
-    /// The usage that may go before a request of `band` with a deadline: everything queued
-    /// in bands served before it, and what is queued with a deadline in its own (which the
-    /// nearest-deadline order may put first). The rest of its band it overtakes when its
-    /// deadline needs it to, within its tenant's share.
-    pub fn ahead_of_deadline(&self, band: u8) -> Usage {
-        let mut sum = Usage::default();
-        for q in &self.bands[..usize::from(band)] {
-            sum.add(&q.queued);
-        }
-        sum.add(&self.bands[usize::from(band)].queued_with_deadlines());
-        sum
     }
 }
 

@@ -22,7 +22,8 @@
 //! is spent, teach it limits, and debit it when the provider counts less left than the host
 //! believes ([`super::scope::learn`]).
 //!
-//! ```
+#![cfg_attr(feature = "internals", doc = "```")]
+#![cfg_attr(not(feature = "internals"), doc = "```ignore")]
 //! use sluice::admission::{Ask, Class, Config, QueueEvent, Scheduler, TaskId, Usage, Waiting};
 //!
 //! let config = Config::from_toml(
@@ -66,7 +67,7 @@
 //! ```
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap};
 
 use slotmap::SlotMap;
 
@@ -151,10 +152,10 @@ pub struct Scheduler {
     config: Config,
     scopes: Scopes,
     tenants: Tenants,
+    /// The lanes, where each is in the loop, and the lists that say so: the run queue, and
+    /// the lanes blocked on each scope, woken together in the order of their next tenant's
+    /// share of the scope (`shares`).
     lanes: Lanes,
-    /// Lanes blocked on a scope, by scope, in the order they blocked; woken together, in
-    /// the order of their next tenant's share of the scope (`shares`).
-    waiters: HashMap<u32, Vec<u32>>,
     /// Each scope's fair order between tenants, across the lanes that charge it.
     shares: shares::Shares,
     flows: SlotMap<FlowId, Flow>,
@@ -165,7 +166,6 @@ pub struct Scheduler {
     tasks: TaskRequests,
     timers: BinaryHeap<Reverse<(Nanos, Timer)>>,
     deadlines: Deadlines,
-    run: VecDeque<u32>,
     queued: u32,
     now: Nanos,
     /// The configured pools, and what the scheduler remembers of their members.
@@ -205,7 +205,6 @@ impl Scheduler {
             pools: pools::Pools::new(&config),
             config,
             lanes: Lanes::default(),
-            waiters: HashMap::new(),
             shares: shares::Shares::default(),
             flows: SlotMap::with_key(),
             flow_index: HashMap::new(),
@@ -214,7 +213,6 @@ impl Scheduler {
             tasks: TaskRequests::default(),
             timers: BinaryHeap::new(),
             deadlines: Deadlines::default(),
-            run: VecDeque::new(),
             queued: 0,
             now: 0,
         })
@@ -280,13 +278,10 @@ impl Scheduler {
             // A freed slot or a refund may let a waiting lane go sooner.
             self.wake(s);
         }
-        let tenant = &mut self.tenants[g.tenant];
-        tenant.in_flight = tenant.in_flight.saturating_sub(1);
-        if let Some(q) = tenant.quota {
-            let slot = &mut self.scopes[q];
-            slot.scope.settle(now, &g.usage, actual, ends);
+        let (quota, parked) = self.tenants.settled(g.tenant);
+        if let Some(q) = quota {
+            self.scopes[q].scope.settle(now, &g.usage, actual, ends);
         }
-        let parked = std::mem::take(&mut self.tenants[g.tenant].parked);
         for flow in parked {
             self.unpark(flow);
         }

@@ -37,7 +37,7 @@ impl Scheduler {
             .unwrap_or_else(|| Waiting::Turn {
                 ahead: lane.bands[..=usize::from(flow.band)]
                     .iter()
-                    .map(|c| c.count)
+                    .map(|c| c.count())
                     .sum::<u32>()
                     .saturating_sub(1),
             });

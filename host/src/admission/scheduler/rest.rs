@@ -31,14 +31,7 @@ impl Scheduler {
     /// name counted under an overflow scope is made again too, as the name may now have a
     /// place).
     fn forget_scope(&mut self, id: u32) {
-        let lanes = self.lanes.forget_through(id);
-        self.waiters.remove(&id);
-        if !lanes.is_empty() {
-            self.waiters.retain(|_, waiting| {
-                waiting.retain(|lane| !lanes.contains(lane));
-                !waiting.is_empty()
-            });
-        }
+        self.lanes.forget_through(id);
         self.pools.forget_routes();
         self.shares.forget(id);
         self.scopes.forget(id);

@@ -6,7 +6,7 @@ use std::cmp::Reverse;
 use super::turn::Turn;
 use super::{Ask, Pending, Scheduler, Timer};
 use crate::admission::bucket::Nanos;
-use crate::admission::fair::{Flow, FlowId, LaneState, RequestId};
+use crate::admission::fair::{Flow, FlowId, RequestId};
 use crate::admission::outcome::{QueueEvent, Waiting};
 use crate::admission::scope::Block;
 
@@ -20,7 +20,7 @@ impl Scheduler {
             .entry((lane, band, tenant))
             .or_insert_with(|| {
                 let id = self.flows.insert(Flow::new(lane, band, tenant));
-                self.lanes[lane].bands[usize::from(band)].push(id, 0);
+                self.lanes.band(lane, usize::from(band)).push(id, 0);
                 id
             });
         let id = self.requests.insert(Pending {
@@ -36,22 +36,14 @@ impl Scheduler {
             Some(deadline) => self.enqueue_deadline(id, &ask, flow, band, deadline),
             None => self.flows[flow].push(id, class),
         }
-        let l = &mut self.lanes[lane];
-        let q = &mut l.bands[usize::from(band)];
-        q.count += 1;
-        q.queued.add(&ask.usage);
-        for &s in &l.scopes {
+        self.lanes.enqueued(lane, band, &ask.usage);
+        for &s in &self.lanes[lane].scopes {
             self.scopes[s].count(1, now);
         }
-        self.tenants[tenant].queued += 1;
+        self.tenants.enqueued(tenant);
         self.queued += 1;
         if let Some(task) = ask.task {
             self.tasks.add(task, id);
-        }
-        // A lane waiting for one request may take another (a more urgent one) now.
-        if l.state != LaneState::Runnable {
-            l.state = LaneState::Runnable;
-            self.run.push_back(lane);
         }
         id
     }
@@ -71,10 +63,9 @@ impl Scheduler {
         // Among equal deadlines, in arrival order.
         let seq = self.deadlines.push(deadline, id);
         self.flows[flow].push_by_deadline(id, ask.class, deadline, seq);
-        let q = &mut self.lanes[ask.route.0].bands[usize::from(band)];
-        let d = q.deadlines.get_or_insert_default();
-        d.heap.push(Reverse((deadline, seq, id)));
-        d.queued.add(&ask.usage);
+        self.lanes
+            .band(ask.route.0, usize::from(band))
+            .enqueued_by_deadline(id, &ask.usage, deadline, seq);
     }
 
     /// Takes a waiting request out of every count. Its id stays in its flow's queue and is
@@ -83,13 +74,7 @@ impl Scheduler {
         let p = self.requests.remove(id)?;
         let lane = self.flows[p.flow].lane;
         self.forget(&p, true);
-        // It may have been what its lane waited for: the next request gets a turn at the
-        // next poll instead of sleeping until the removed one's time.
-        let l = &mut self.lanes[lane];
-        if l.state == LaneState::Waiting {
-            l.state = LaneState::Runnable;
-            self.run.push_back(lane);
-        }
+        self.lanes.removed(lane);
         Some(p)
     }
 
@@ -106,17 +91,13 @@ impl Scheduler {
             f.sweep(alive);
         }
         let (lane, band, tenant, live, parked) = (f.lane, f.band, f.tenant, f.live, f.parked);
-        let l = &mut self.lanes[lane];
-        let q = &mut l.bands[usize::from(band)];
-        q.count -= 1;
-        q.queued.sub(&p.usage);
-        if p.deadline.is_some() {
-            q.forget_deadline(&p.usage, alive);
-        }
-        for &s in &l.scopes {
+        self.lanes
+            .band(lane, usize::from(band))
+            .left(&p.usage, p.deadline.is_some(), alive);
+        for &s in &self.lanes[lane].scopes {
             self.scopes[s].count(-1, self.now);
         }
-        self.tenants[tenant].queued -= 1;
+        self.tenants.left(tenant);
         self.queued -= 1;
         if let Some(task) = p.task {
             self.tasks.left(task, alive);
@@ -127,7 +108,8 @@ impl Scheduler {
             self.flow_index.remove(&(lane, band, tenant));
             if withdrawn && !parked {
                 let flows = &self.flows;
-                self.lanes[lane].bands[usize::from(band)]
+                self.lanes
+                    .band(lane, usize::from(band))
                     .stale(|f| flows.get(f).is_some_and(|f| !f.parked));
             }
         }
@@ -168,17 +150,12 @@ impl Scheduler {
                 Timer::Unpark(flow) => self.unpark(flow),
             }
         }
-        while let Some(lane) = self.run.pop_front() {
+        while let Some(lane) = self.lanes.next() {
             match self.turn(now, lane, events) {
                 // One admission per turn: lanes that share a scope alternate on it.
-                Turn::Admitted => self.run.push_back(lane),
+                Turn::Admitted => self.lanes.admitted(lane),
                 Turn::Blocked(s, until) => {
-                    let l = &mut self.lanes[lane];
-                    l.state = LaneState::Waiting;
-                    if l.waiting_on != Some(s) {
-                        l.waiting_on = Some(s);
-                        self.waiters.entry(s).or_default().push(lane);
-                    }
+                    self.lanes.blocked(lane, s);
                     let slot = &mut self.scopes[s];
                     if let Some(at) = until
                         && at < slot.timer
@@ -187,7 +164,7 @@ impl Scheduler {
                         self.timers.push(Reverse((at, Timer::Scope(s))));
                     }
                 }
-                Turn::Empty => self.lanes[lane].state = LaneState::Idle,
+                Turn::Empty => self.lanes.emptied(lane),
             }
         }
         // Requests admitted just now leave their deadlines behind; the top must be live for
@@ -199,7 +176,7 @@ impl Scheduler {
 
     /// Moves the lanes waiting on scope `s` to the run queue.
     pub(super) fn wake(&mut self, s: u32) {
-        let mut lanes = self.waiters.remove(&s).unwrap_or_default();
+        let mut lanes = self.lanes.take_waiters(s);
         if lanes.len() > 1 {
             // The tenant served least on the scope first; among equals, in the order they
             // blocked.
@@ -208,16 +185,7 @@ impl Scheduler {
                     .map_or(u64::MAX, |tenant| self.shares.start(s, tenant))
             });
         }
-        for lane in lanes {
-            let l = &mut self.lanes[lane];
-            if l.waiting_on == Some(s) {
-                l.waiting_on = None;
-            }
-            if l.state == LaneState::Waiting {
-                l.state = LaneState::Runnable;
-                self.run.push_back(lane);
-            }
-        }
+        self.lanes.wake(lanes, s);
     }
 
     /// The tenant of the flow whose turn is next in `lane`, if it holds one.
@@ -236,12 +204,10 @@ impl Scheduler {
             return;
         };
         f.parked = false;
-        let l = &mut self.lanes[f.lane];
-        l.bands[usize::from(f.band)].push(flow, f.finish);
-        if l.state == LaneState::Idle {
-            l.state = LaneState::Runnable;
-            self.run.push_back(f.lane);
-        }
+        self.lanes
+            .band(f.lane, usize::from(f.band))
+            .push(flow, f.finish);
+        self.lanes.unparked(f.lane);
     }
 
     /// Removes a waiting request whose deadline has passed, or that can no longer be

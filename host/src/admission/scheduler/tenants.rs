@@ -3,12 +3,12 @@
 //! request that names it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::ops::{Index, IndexMut};
+use std::ops::Index;
 use std::sync::Arc;
 
 use super::index;
 use crate::admission::config::{self, Config, ConfigError, DEFAULT_TIER};
-use crate::admission::fair::band_of;
+use crate::admission::fair::{FlowId, band_of};
 use crate::admission::scope::Shape;
 use crate::admission::tenant::{ClassSet, Tenant, Tier};
 
@@ -107,6 +107,38 @@ impl Tenants {
         id
     }
 
+    /// Tenant `id` has one more request queued.
+    pub(super) fn enqueued(&mut self, id: u32) {
+        self.all[id as usize].queued += 1;
+    }
+
+    /// A queued request of tenant `id` left the queue (admitted, withdrawn or expired).
+    pub(super) fn left(&mut self, id: u32) {
+        self.all[id as usize].queued -= 1;
+    }
+
+    /// Sets `flow` of tenant `id` aside until one of the tenant's requests in flight is
+    /// settled ([`Tenants::settled`]): the tenant's limits block it with no time to wait for.
+    pub(super) fn park(&mut self, id: u32, flow: FlowId) {
+        self.all[id as usize].parked.push(flow);
+    }
+
+    /// Tenant `id` has one more request in flight; returns the scope of its own quota, which
+    /// the request charges too, if it has one.
+    pub(super) fn admitted(&mut self, id: u32) -> Option<u32> {
+        let t = &mut self.all[id as usize];
+        t.in_flight += 1;
+        t.quota
+    }
+
+    /// A request of tenant `id` in flight is settled: returns the scope of its own quota, if
+    /// any, and the flows set aside for it, to queue again.
+    pub(super) fn settled(&mut self, id: u32) -> (Option<u32>, Vec<FlowId>) {
+        let t = &mut self.all[id as usize];
+        t.in_flight = t.in_flight.saturating_sub(1);
+        (t.quota, std::mem::take(&mut t.parked))
+    }
+
     /// Every tenant, by id.
     pub(super) fn iter(&self) -> std::slice::Iter<'_, Tenant> {
         self.all.iter()
@@ -118,11 +150,5 @@ impl Index<u32> for Tenants {
 
     fn index(&self, id: u32) -> &Tenant {
         &self.all[id as usize]
-    }
-}
-
-impl IndexMut<u32> for Tenants {
-    fn index_mut(&mut self, id: u32) -> &mut Tenant {
-        &mut self.all[id as usize]
     }
 }

@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 
 use super::{Grant, Scheduler, Timer};
 use crate::admission::bucket::Nanos;
-use crate::admission::fair::{BANDS, Class, FlowId, LaneState, RequestId};
+use crate::admission::fair::{BANDS, Class, FlowId, RequestId};
 use crate::admission::outcome::QueueEvent;
 use crate::admission::scope::Block;
 use crate::admission::usage::Usage;
@@ -47,26 +47,23 @@ impl Scheduler {
             while let Some((tag, flow)) = self.lanes[lane].bands[band].peek() {
                 let live = self.flows.get(flow).is_some_and(|f| !f.parked);
                 let Some(id) = live.then(|| self.head(flow)).flatten() else {
-                    let q = &mut self.lanes[lane].bands[band];
-                    q.pop();
-                    if !self.flows.contains_key(flow) {
-                        q.stale = q.stale.saturating_sub(1);
-                    }
+                    let removed = !self.flows.contains_key(flow);
+                    self.lanes.band(lane, band).drop_head(removed);
                     continue;
                 };
                 let (usage, class) = (self.requests[id].usage, self.requests[id].class);
                 let tenant = self.flows[flow].tenant;
                 if let Some(block) = self.tenant_block(now, tenant, &usage) {
-                    self.lanes[lane].bands[band].pop();
+                    self.lanes.band(lane, band).pop();
                     self.flows[flow].parked = true;
                     match block.until() {
                         Some(at) => self.timers.push(Reverse((at, Timer::Unpark(flow)))),
-                        None => self.tenants[tenant].parked.push(flow),
+                        None => self.tenants.park(tenant, flow),
                     }
                     continue;
                 }
                 // A class that never held a request with a deadline has no candidates.
-                let candidates = self.lanes[lane].bands[band].deadlines.is_some();
+                let candidates = self.lanes[lane].bands[band].has_deadlines();
                 let ahead = candidates
                     .then(|| self.ahead_of_turn(now, lane, band, (id, tag), &usage))
                     .flatten();
@@ -117,16 +114,10 @@ impl Scheduler {
         (turn, turn_tag): (RequestId, u64),
         first: &Usage,
     ) -> Option<Pick> {
-        let q = &mut self.lanes[lane].bands[band];
-        let vtime = q.vtime;
-        let heap = &mut q.deadlines.as_deref_mut()?.heap;
-        let (deadline, id) = loop {
-            let &Reverse((deadline, _, id)) = heap.peek()?;
-            if self.requests.contains_key(id) {
-                break (deadline, id);
-            }
-            heap.pop();
-        };
+        let requests = &self.requests;
+        let q = self.lanes.band(lane, band);
+        let vtime = q.vtime();
+        let (deadline, id) = q.nearest_deadline(|id| requests.contains_key(id))?;
         if id == turn {
             return None;
         }
@@ -176,19 +167,12 @@ impl Scheduler {
     /// its scope to be idle long enough would starve while another lane's small requests
     /// kept taking every gap.
     fn queued_behind(&self, lane: u32) -> Option<u32> {
-        let l = &self.lanes[lane];
-        l.scopes.iter().copied().find(|&s| {
-            for &w in self.waiters.get(&s).map_or(&[][..], Vec::as_slice) {
-                if w == lane {
-                    return false;
-                }
-                let other = &self.lanes[w];
-                if other.state == LaneState::Waiting && other.waiting_on == Some(s) {
-                    return true;
-                }
-            }
-            false
-        })
+        let lanes = &self.lanes;
+        lanes[lane]
+            .scopes
+            .iter()
+            .copied()
+            .find(|&s| lanes.waits_ahead_on(s, lane))
     }
 
     /// Admits `pick`: charges every scope of its lane (and its tenant's quota), moves its
@@ -201,11 +185,11 @@ impl Scheduler {
         pick: Pick,
         events: &mut Vec<QueueEvent>,
     ) {
-        let q = &mut self.lanes[lane].bands[band];
+        let q = self.lanes.band(lane, band);
         if let Some(tag) = pick.turn {
-            q.pop();
-            q.vtime = tag;
+            q.served(tag);
         }
+        let vtime = q.vtime();
         self.flows[pick.flow].pop(pick.class);
         let Some(p) = self.requests.remove(pick.id) else {
             return;
@@ -216,7 +200,7 @@ impl Scheduler {
         // place, and what it serves there comes that much later.
         let start = match pick.turn {
             Some(tag) => tag.max(f.finish),
-            None => f.finish.max(q.vtime),
+            None => f.finish.max(vtime),
         };
         f.finish = start.saturating_add(p.size);
         let (tenant, finish, live) = (f.tenant, f.finish, f.live);
@@ -227,12 +211,10 @@ impl Scheduler {
             slot.fly(1, now);
             self.shares.served(s, tenant, p.size);
         }
-        let t = &mut self.tenants[tenant];
-        t.in_flight += 1;
-        if let Some(qs) = t.quota {
+        if let Some(qs) = self.tenants.admitted(tenant) {
             self.scopes[qs].scope.take(now, &p.usage, &mut ends);
         }
-        let q = &mut self.lanes[lane].bands[band];
+        let q = self.lanes.band(lane, band);
         match pick.turn {
             Some(_) if live > 1 => q.push(pick.flow, finish),
             Some(_) => {}
