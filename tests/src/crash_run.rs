@@ -1,5 +1,5 @@
 //! Seeded kill -9 runs of a host process, judged at the provider: the shared part of
-//! `tests/crash.rs` and its soak.
+//! `tests/tests/never_twice/crash.rs` and its soak.
 //!
 //! A run starts a fake provider in this process and a host process (`crash_host`) that
 //! writes a task's actions to it. The host dies by SIGKILL at a seeded step of its writes —

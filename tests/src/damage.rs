@@ -1,4 +1,4 @@
-//! State damaged between a killed host and its restart: the damage soak of `tests/crash.rs`.
+//! State damaged between a killed host and its restart: the damage soak of `tests/tests/never_twice/crash.rs`.
 //!
 //! A damage run is a crash run (`crate::crash_run`) whose state is damaged after the first
 //! host dies: the journal emptied or deleted, the audit witness emptied, the compiled

@@ -11,6 +11,7 @@
 pub mod crash_run;
 pub mod damage;
 pub mod group_run;
+pub mod log_capture;
 pub mod pki;
 pub mod postgres;
 pub mod proxy;

@@ -1,7 +1,7 @@
 //! The write path's simulation, long: `write_sim [SCENARIOS] [FIRST_SEED]` runs SCENARIOS
 //! scenarios (default 1 000 000) from FIRST_SEED (default 0) on every core, printing
 //! progress every 100 000, and exits 1 at the first broken invariant, printing its seed
-//! and trace (make it a regression test in tests/write_sim.rs).
+//! and trace (make it a regression test in tests/tests/never_twice/write_sim.rs).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -15,6 +15,7 @@ use sluice::execute::{Call, Outcome};
 use sluice::plugin::RuntimeConfig;
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 use sluice_tests::{HOSTILE_WASM, TEST_DEADLINE, test_cache};
+use tracing_subscriber::filter::LevelFilter;
 
 /// A host whose provider `hostile` is read by the hostile fixture, in front of `fake`.
 fn host(fake: &FakeProvider, dir: &std::path::Path) -> Sluice {
@@ -143,11 +144,10 @@ impl Captured {
 async fn logged_for(path: &str) -> Vec<String> {
     let captured = Captured::default();
     let sink = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(move || sink.clone())
-        .with_ansi(false)
-        .finish();
-    let _log = tracing::subscriber::set_default(subscriber);
+        .with_ansi(false);
+    let _log = sluice_tests::log_capture::capture(LevelFilter::INFO, layer);
     let fake = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let sluice = host(&fake, dir.path());

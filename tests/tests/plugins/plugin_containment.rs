@@ -14,6 +14,7 @@ use sluice::plugin::{Failure, LoadError, PluginLimits, RuntimeConfig};
 use sluice_tests::{
     HOSTILE_WASM, TEST_DEADLINE, hostile, request, response, runtime, runtime_with,
 };
+use tracing_subscriber::filter::LevelFilter;
 
 /// What the plugin reads from a 200 to `path`: its verdict, or how the call failed.
 fn classify_path(plugin: &sluice::plugin::Plugin, path: &str) -> Result<Verdict, Failure> {
@@ -525,15 +526,15 @@ impl std::io::Write for Captured {
 fn a_plugin_cannot_flood_the_log() {
     let captured = Captured::default();
     let sink = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(move || sink.clone())
-        .with_ansi(false)
-        .finish();
-    let verdict = tracing::subscriber::with_default(subscriber, || {
+        .with_ansi(false);
+    let verdict = {
+        let _log = sluice_tests::log_capture::capture(LevelFilter::INFO, layer);
         let rt = runtime();
         let p = hostile(&rt);
         classify_path(&p, "/log")
-    });
+    };
     assert_eq!(verdict, Ok(Verdict::Success));
     let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     let lines: Vec<&str> = text

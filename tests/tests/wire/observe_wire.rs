@@ -19,7 +19,8 @@ use sluice_tests::stack::{SECRET, executor};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 const CHAT: &str = "/v1/chat/completions";
@@ -85,7 +86,10 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recording {
 
     fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
         let mut r = self.0.lock().unwrap();
-        let index = r.ids[&id.into_u64()];
+        // A span this capture did not see begin (on another thread) is not its own.
+        let Some(&index) = r.ids.get(&id.into_u64()) else {
+            return;
+        };
         values.record(&mut Fields(&mut r.spans[index].fields));
     }
 
@@ -148,11 +152,10 @@ fn fast_retry() -> RetryConfig {
 /// installed for this thread.
 fn watched<T>(f: impl AsyncFnOnce() -> T) -> (T, Recorded, Snapshotter) {
     let recording = Recording::default();
-    let subscriber = tracing_subscriber::registry().with(recording.clone());
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let out = {
-        let _tracing = tracing::subscriber::set_default(subscriber);
+        let _tracing = sluice_tests::log_capture::capture(LevelFilter::TRACE, recording.clone());
         metrics::with_local_recorder(&recorder, || {
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()

@@ -393,7 +393,7 @@ async fn child(target: &str, setting: Setting, answer: bool, env: &[(&str, Strin
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
     cmd.args([
         "--exact",
-        "a_child_sends_one_call",
+        "tls_wire::a_child_sends_one_call",
         "--ignored",
         "--nocapture",
     ]);

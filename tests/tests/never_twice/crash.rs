@@ -16,7 +16,7 @@
 //! reports what the provider counted:
 //!
 //! ```sh
-//! SOAK_RUNS=1000 cargo test -p sluice-tests --test crash -- --ignored --nocapture
+//! SOAK_RUNS=1000 cargo test -p sluice-tests --test never_twice crash:: -- --ignored --nocapture
 //! ```
 //!
 //! With damage (`sluice_tests::damage`): between the killed host and its restart the
@@ -30,7 +30,7 @@
 //! the damage soak (500 by default):
 //!
 //! ```sh
-//! SOAK_DAMAGE_RUNS=500 cargo test -p sluice-tests --test crash soak_damaged -- --ignored --nocapture
+//! SOAK_DAMAGE_RUNS=500 cargo test -p sluice-tests --test never_twice crash::soak_damaged -- --ignored --nocapture
 //! ```
 //!
 //! In a group that shares its journal in PostgreSQL (`sluice_tests::group_run`), the killed
@@ -187,7 +187,7 @@ fn assert_no_bad_run(totals: &BTreeMap<&str, Totals>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a soak of 1 000 kill -9 runs (minutes): \
-            SOAK_RUNS=1000 cargo test -p sluice-tests --test crash -- --ignored --nocapture"]
+            SOAK_RUNS=1000 cargo test -p sluice-tests --test never_twice crash:: -- --ignored --nocapture"]
 async fn soak_a_thousand_killed_hosts_duplicate_nothing_at_the_provider() {
     let runs = runs("SOAK_RUNS", 1_000);
     let started = SystemClock.now();
@@ -247,7 +247,7 @@ async fn damaged_state_between_two_runs_is_refused_or_reported_and_nothing_is_do
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a soak of 500 damaged kill -9 runs (minutes): \
-            SOAK_DAMAGE_RUNS=500 cargo test -p sluice-tests --test crash soak_damaged -- --ignored --nocapture"]
+            SOAK_DAMAGE_RUNS=500 cargo test -p sluice-tests --test never_twice crash::soak_damaged -- --ignored --nocapture"]
 async fn soak_damaged_state_duplicates_and_loses_nothing() {
     let runs = runs("SOAK_DAMAGE_RUNS", 500);
     let started = SystemClock.now();
@@ -306,7 +306,7 @@ async fn group(provider: Provider, seed: u64, hosts: usize) -> Option<Judgement>
 /// runs per provider (6 by default); the soak:
 ///
 /// ```sh
-/// SOAK_GROUP_RUNS=500 cargo test -p sluice-tests --test crash soak_group -- --ignored --nocapture
+/// SOAK_GROUP_RUNS=500 cargo test -p sluice-tests --test never_twice crash::soak_group -- --ignored --nocapture
 /// ```
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_of_a_group_killed_for_good_has_its_writes_taken_over_and_never_duplicated() {
@@ -370,7 +370,7 @@ async fn four_hosts_writing_beside_a_host_killed_for_good_take_it_over_and_dupli
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a soak of 500 kill -9 runs of a group's host (minutes): \
-            SOAK_GROUP_RUNS=500 cargo test -p sluice-tests --test crash soak_group -- --ignored --nocapture"]
+            SOAK_GROUP_RUNS=500 cargo test -p sluice-tests --test never_twice crash::soak_group -- --ignored --nocapture"]
 async fn soak_group_takeover_duplicates_and_loses_nothing() {
     let hosts = usize::try_from(runs("SOAK_GROUP_HOSTS", 4)).expect("a few hosts");
     let runs = runs("SOAK_GROUP_RUNS", 500);
