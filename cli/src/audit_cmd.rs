@@ -114,7 +114,7 @@ fn verify(log: &Path, key: &Path, options: &VerifyOptions<'_>) -> anyhow::Result
             crate::print_once(&format!("tampered: {e}\n{signer}"))?;
             return Ok(ExitCode::from(1));
         }
-        Err(e @ VerifyError::Unreadable { .. }) => return Err(e.into()),
+        Err(e) => return Err(e.into()),
     };
     let mut out = format!(
         "ok: {}, {}, records {}..={}",

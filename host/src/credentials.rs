@@ -176,6 +176,7 @@ impl fmt::Debug for CredentialSource {
 
 /// Why a credential cannot be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CredentialError {
     /// The source names neither an environment variable nor a file, or both.
     #[error("give exactly one of `env` (an environment variable) or `file` (a path)")]

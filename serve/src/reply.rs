@@ -168,14 +168,7 @@ pub fn error(shape: ErrorShape, e: &SluiceError) -> Response<Body> {
 
 /// The next action's name (`retry-later`) and how long to wait first, if known.
 pub fn next_action(next: &NextAction) -> (&'static str, Option<Duration>) {
-    match next {
-        NextAction::FixRequest => ("fix-request", None),
-        NextAction::Reauthenticate => ("reauthenticate", None),
-        NextAction::RetryLater(d) => ("retry-later", *d),
-        NextAction::Reconcile => ("reconcile", None),
-        NextAction::WaitForQuota(d) => ("wait-for-quota", *d),
-        NextAction::ResolveConflict => ("resolve-conflict", None),
-    }
+    (next.name(), next.after())
 }
 
 /// The status an agent sees for a call that ended: the provider's, when it answered with
@@ -201,6 +194,8 @@ fn status_of(t: &Terminal) -> u16 {
         | Reason::TaskBudgetExhausted { .. } => 503,
         // No answer, or one the plugin read as a failure: the gateway failed.
         Reason::Stopped(_) => 502,
+        // A reason this sidecar does not know yet: the host's failure, not the agent's.
+        _ => 500,
     }
 }
 

@@ -94,6 +94,7 @@ impl fmt::Display for Finding {
 
 /// Why a log did not verify.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum VerifyError {
     /// A file could not be read, or is not a regular file: nothing was verified.
     #[error("the {what} {error}")]

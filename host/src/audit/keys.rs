@@ -125,6 +125,7 @@ pub fn key_id(key: &VerifyingKey) -> String {
 
 /// A key file that could not be written or read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     /// The file could not be written.
     #[error("the key file {path}")]

@@ -331,6 +331,7 @@ fn sanitize(text: &str) -> String {
 
 /// A failure of the audit log writer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuditError {
     /// Reading or writing a file failed.
     #[error("the audit file {path}")]

@@ -267,6 +267,7 @@ impl Default for AuditConfig {
 
 /// Why a configuration file was refused. Every message names the file and the key.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigFileError {
     /// The file could not be read (missing, not a regular file, too large, not UTF-8), the
     /// TOML does not parse, or the admission part does not validate.

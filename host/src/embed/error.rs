@@ -15,6 +15,7 @@ use crate::transport::TransportError;
 
 /// Why a host could not be built. Each names the part, and the file or key at fault.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BuildError {
     /// No configuration was given.
     #[error(

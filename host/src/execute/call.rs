@@ -204,6 +204,7 @@ impl Call {
 
 /// What to do after a call that ended without success.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NextAction {
     /// Fix the request; sending it again as it is will fail the same way.
     FixRequest,
@@ -219,8 +220,32 @@ pub enum NextAction {
     ResolveConflict,
 }
 
+impl NextAction {
+    /// Its name, as the sidecar's `x-sluice-next-action` header says it: `fix-request`,
+    /// `reauthenticate`, `retry-later`, `reconcile`, `wait-for-quota`, `resolve-conflict`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::FixRequest => "fix-request",
+            Self::Reauthenticate => "reauthenticate",
+            Self::RetryLater(_) => "retry-later",
+            Self::Reconcile => "reconcile",
+            Self::WaitForQuota(_) => "wait-for-quota",
+            Self::ResolveConflict => "resolve-conflict",
+        }
+    }
+
+    /// How long to wait before doing it, when known.
+    pub fn after(&self) -> Option<Duration> {
+        match self {
+            Self::RetryLater(d) | Self::WaitForQuota(d) => *d,
+            _ => None,
+        }
+    }
+}
+
 /// Why a call ended without success.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Reason {
     /// The retry policy stopped it.
     Stopped(Stop),

@@ -4,6 +4,7 @@
 
 /// A journal failure.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JournalError {
     /// SQLite failed. Its message is part of this one and not repeated as a cause.
     #[error("the journal at {path}: {error}")]

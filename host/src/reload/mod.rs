@@ -103,6 +103,7 @@ pub enum Refusal {
 
 /// Why a reload did not happen. The old version keeps serving.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReloadError {
     /// No provider has that name.
     #[error("no provider is named `{}`; the providers are: {known}", printable(.provider))]

@@ -43,6 +43,7 @@ const PROXY_VARIABLES: [&str; 6] = [
 
 /// Why a transport could not be built.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TransportError {
     /// An extra root file could not be read: missing, not a regular file, or larger than any
     /// bundle of CA certificates (`super::MAX_ROOT_FILE_BYTES`).

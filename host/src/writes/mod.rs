@@ -143,6 +143,7 @@ pub struct TaskCancelled {
 
 /// A write that could not be carried out safely.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// The journal refused it or failed (a body that differs from the recorded one, a
     /// cancelled task, a SQLite error).

@@ -71,7 +71,7 @@ pub(crate) fn verify(shared: &Shared, q: Option<&str>) -> Response<Body> {
                 "witness": files.1,
             }),
         ),
-        Err(e @ VerifyError::Unreadable { .. }) => error_reply(
+        Err(e) => error_reply(
             500,
             format!(
                 "the audit log could not be verified: {}",

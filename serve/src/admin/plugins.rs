@@ -60,6 +60,7 @@ pub(super) async fn reload(shared: &Shared, raw: &str) -> Response<Body> {
                     ..
                 } => 409,
                 ReloadError::Refused { .. } => 422,
+                _ => 500,
             };
             error_reply(status, e.to_string())
         }

@@ -171,6 +171,7 @@ fn shown(url: &str) -> String {
 
 /// A shared-store setting that cannot work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SharedConfigError {
     /// Not a `redis://` or `rediss://` URL.
     #[error(
