@@ -66,7 +66,7 @@ impl ProviderPolicy for Fallback {
         let scopes = req
             .digest
             .string("model")
-            .filter(|m| !m.is_empty() && m.len() <= 128)
+            .filter(|m| !m.is_empty() && m.len() <= sluice_contract::scope::MAX_MODEL_BYTES)
             .map(|m| format!("{}{m}", crate::admission::config::MODEL_SCOPE_PREFIX))
             .into_iter()
             .collect();

@@ -14,7 +14,7 @@ pub const TASK: &str = "x-sluice-task";
 /// `read`, `idempotent-write` or `uncertain-write`.
 pub const CLASS: &str = "x-sluice-class";
 /// `interactive`, `standard` or `background`.
-pub const PRIORITY: &str = "x-sluice-priority";
+pub const PRIORITY: &str = sluice_contract::hints::PRIORITY;
 /// The longest the whole call may take, waits included, in milliseconds.
 pub const DEADLINE_MS: &str = "x-sluice-deadline-ms";
 /// A write's logical action name within its task (a resubmit of the same name is the same
@@ -23,7 +23,7 @@ pub const ACTION: &str = "x-sluice-action";
 /// The task's goal in words, shown to whoever resolves an escalation.
 pub const GOAL: &str = "x-sluice-goal";
 /// The tenant, where the agent's token allows naming one.
-pub const TENANT: &str = "x-sluice-tenant";
+pub const TENANT: &str = sluice_contract::hints::TENANT;
 
 /// Answer: attempts sent to the provider.
 pub const ATTEMPTS: &str = "x-sluice-attempts";

@@ -183,7 +183,7 @@ pub struct TenantsConfig {
 }
 
 /// What a model's scope name starts with.
-pub const MODEL_SCOPE_PREFIX: &str = "model:";
+pub const MODEL_SCOPE_PREFIX: &str = sluice_contract::scope::MODEL_PREFIX;
 
 /// The name of the scope of `model`'s own quotas (`model:gpt-4o`): the scope plugins report
 /// the model's figures for and plan its requests into, and that `[providers.X.models.<model>]`

@@ -106,16 +106,18 @@ pub struct Caps {
 
 impl Default for Caps {
     fn default() -> Self {
+        // The contract's caps, which the SDK fits every answer to before it leaves a plugin.
+        use sluice_contract::caps;
         Self {
-            max_string_bytes: 2048,
-            max_name_bytes: 256,
-            max_list_len: 64,
-            max_scopes: 16,
-            max_body_bytes: 64 << 10,
-            max_delay_ms: 24 * 60 * 60 * 1000,
-            max_window_ms: 31 * 24 * 60 * 60 * 1000,
-            max_amount: 1_000_000_000_000,
-            max_log_messages: 16,
+            max_string_bytes: caps::MAX_STRING_BYTES,
+            max_name_bytes: caps::MAX_NAME_BYTES,
+            max_list_len: caps::MAX_LIST_LEN,
+            max_scopes: caps::MAX_SCOPES,
+            max_body_bytes: caps::MAX_BODY_BYTES,
+            max_delay_ms: caps::MAX_DELAY_MS,
+            max_window_ms: caps::MAX_WINDOW_MS,
+            max_amount: caps::MAX_AMOUNT,
+            max_log_messages: caps::MAX_LOG_MESSAGES,
         }
     }
 }

@@ -45,8 +45,9 @@ fn amount(field: &str, v: Option<u64>, max: u64) -> Check {
 
 fn dimension(d: &ReportedDimension, caps: &Caps) -> Check {
     if let ReportedDimension::Other(name) = d {
-        if name.is_empty() || name.len() > 64 {
-            return Err(format!("dimension name {name:?} must be 1 to 64 bytes"));
+        let max = sluice_contract::caps::MAX_DIMENSION_BYTES;
+        if name.is_empty() || name.len() > max {
+            return Err(format!("dimension name {name:?} must be 1 to {max} bytes"));
         }
         string("dimension", name, caps)?;
     }

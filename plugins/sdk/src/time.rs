@@ -1,14 +1,11 @@
 //! Dates and durations as providers write them, turned into milliseconds relative to the
 //! host's clock. Plugins have no clock: `now_ms` always comes from the host.
 
-/// The longest delay any parser in this crate reports: one day. Larger values are clamped, so
-/// a typo or an attack in a header can never park a scope for a year.
-pub const MAX_DELAY_MS: u64 = 24 * 60 * 60 * 1000;
-
-/// The longest quota window, or time until a quota resets, the IETF parser reports: 31 days,
-/// so a monthly quota keeps its month (the contract's cap on `window-ms` and
-/// `reset-after-ms`). A delay before a retry stays within [`MAX_DELAY_MS`].
-pub const MAX_WINDOW_MS: u64 = 31 * MAX_DELAY_MS;
+/// The longest delay any parser in this crate reports (one day; larger values are clamped),
+/// and the longest quota window, or time until a quota resets, the IETF parser reports (31
+/// days): the contract's caps (`sluice-contract`, shared with the host). A delay before a
+/// retry stays within [`MAX_DELAY_MS`].
+pub use sluice_contract::caps::{MAX_DELAY_MS, MAX_WINDOW_MS};
 
 /// The delay reported for a date that is already past: a small wait, never a tight loop.
 pub const PAST_DATE_DELAY_MS: u64 = 1000;

@@ -13,22 +13,11 @@
 //! same limit over a shorter window would let through more than the provider allows.
 
 use super::{Cost, Dimension, Observation, Reading, ReconcilePlan, Reconciliation, RequestPlan};
-use crate::time::{MAX_DELAY_MS, MAX_WINDOW_MS};
-
-/// Longest string the host takes (an error code, a source, a reason, a URL), in bytes.
-pub const MAX_STRING_BYTES: usize = 2048;
-/// Longest tenant or scope name, in bytes.
-pub const MAX_NAME_BYTES: usize = 256;
-/// Longest provider-specific dimension name, in bytes.
-pub const MAX_DIMENSION_BYTES: usize = 64;
-/// Most entries in a list (observations, costs, usage).
-pub const MAX_LIST_LEN: usize = 64;
-/// Most scopes one plan may name.
-pub const MAX_SCOPES: usize = 16;
-/// Longest status-query body, in bytes.
-pub const MAX_BODY_BYTES: usize = 64 << 10;
-/// Largest quota figure, cost or usage amount.
-pub const MAX_AMOUNT: u64 = 1_000_000_000_000;
+/// The caps, as the host holds answers to them (`sluice-contract`, shared with the host).
+pub use sluice_contract::caps::{
+    MAX_AMOUNT, MAX_BODY_BYTES, MAX_DELAY_MS, MAX_DIMENSION_BYTES, MAX_LIST_LEN, MAX_NAME_BYTES,
+    MAX_SCOPES, MAX_STRING_BYTES, MAX_WINDOW_MS,
+};
 
 /// `s` cut to at most `max` bytes, on a character boundary.
 fn cut(mut s: String, max: usize) -> String {

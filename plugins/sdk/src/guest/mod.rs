@@ -40,6 +40,7 @@ pub use bindings::sluice::policy0_5_0::types::{
     StatusQuery, TransportFailure, UncertainWrite, Verdict,
 };
 
+use sluice_contract::{hints, scope};
 use crate::generic;
 use crate::headers::Headers;
 
@@ -169,7 +170,7 @@ pub fn default_classify(req: &Request, outcome: &Outcome) -> Classification {
 /// deadline.
 pub fn default_priority(req: &Request) -> Priority {
     let h = headers(&req.headers);
-    let class = match h.get("x-sluice-priority") {
+    let class = match h.get(hints::PRIORITY) {
         Some(v) if v.eq_ignore_ascii_case("interactive") => PriorityClass::Interactive,
         Some(v) if v.eq_ignore_ascii_case("background") => PriorityClass::Background,
         _ => PriorityClass::Standard,
@@ -177,7 +178,7 @@ pub fn default_priority(req: &Request) -> Priority {
     Priority {
         class,
         tenant: h
-            .get("x-sluice-tenant")
+            .get(hints::TENANT)
             .filter(|t| !t.is_empty())
             .map(str::to_owned),
         deadline_ms: None,
@@ -241,8 +242,8 @@ pub fn model(req: &Request) -> Option<String> {
 /// The `model` named in a JSON request body, as a scope key `model:<name>`.
 pub fn model_scope(req: &Request) -> Option<String> {
     model(req)
-        .filter(|m| m.len() <= 128)
-        .map(|m| format!("model:{m}"))
+        .filter(|m| m.len() <= scope::MAX_MODEL_BYTES)
+        .map(|m| format!("{}{m}", scope::MODEL_PREFIX))
 }
 
 /// Writes a message to the host's log (a no-op when not running as a component).
