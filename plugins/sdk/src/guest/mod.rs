@@ -40,9 +40,9 @@ pub use bindings::sluice::policy0_5_0::types::{
     StatusQuery, TransportFailure, UncertainWrite, Verdict,
 };
 
-use sluice_contract::{hints, scope};
 use crate::generic;
 use crate::headers::Headers;
+use sluice_contract::{hints, scope};
 
 /// A [`Headers`] view over a WIT `fields` block.
 pub fn headers(block: &str) -> Headers<'_> {
