@@ -46,138 +46,52 @@
 
 #![warn(missing_docs)]
 
-// The library's parts. With the `internals` feature each is a public module — the sidecar,
-// the command, the end-to-end tests and the fuzz targets build on them, and they are not a
-// stable API. Without it (an embedder's build) each is private to the crate, and what an
-// embedder sees is the front door re-exported below. Declared one by one, not by a macro,
-// so that `cargo fmt` finds their files.
+// The library's parts, declared once. With the `internals` feature each is a public module
+// of the crate root — the sidecar, the command, the end-to-end tests and the fuzz targets
+// build on them, and they are not a stable API. Without it (an embedder's build) the root
+// imports them privately, and what an embedder sees is the front door re-exported below.
+// `parts` is only where they are declared: `#[path = ""]` keeps each one's file where it
+// is (`src/admission/`), and a path inside the crate names a part from the root
+// (`crate::admission`) either way.
+#[path = ""]
+mod parts {
+    #![cfg_attr(
+        not(feature = "internals"),
+        allow(dead_code, unused_imports, unreachable_pub)
+    )]
+    pub mod admission;
+    pub mod audit;
+    pub mod budget;
+    pub mod clock;
+    pub mod config;
+    pub mod contract;
+    pub mod credentials;
+    pub mod execute;
+    pub mod fallback;
+    pub mod guard;
+    pub mod headers;
+    pub mod input_file;
+    pub mod journal;
+    pub mod observe;
+    pub mod offload;
+    pub mod plugin;
+    pub mod printable;
+    pub mod private_fs;
+    pub mod reload;
+    pub mod retry;
+    pub mod task;
+    pub mod tls;
+    pub mod transport;
+    pub mod vectors;
+    pub mod writes;
+}
 #[cfg(feature = "internals")]
-pub mod admission;
+pub use parts::*;
 #[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod admission;
-#[cfg(feature = "internals")]
-pub mod audit;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod audit;
-#[cfg(feature = "internals")]
-pub mod budget;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod budget;
-#[cfg(feature = "internals")]
-pub mod clock;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod clock;
-#[cfg(feature = "internals")]
-pub mod config;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod config;
-#[cfg(feature = "internals")]
-pub mod contract;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod contract;
-#[cfg(feature = "internals")]
-pub mod credentials;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod credentials;
+use parts::*;
+
 mod embed;
-#[cfg(feature = "internals")]
-pub mod execute;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod execute;
-#[cfg(feature = "internals")]
-pub mod fallback;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod fallback;
-#[cfg(feature = "internals")]
-pub mod guard;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod guard;
-#[cfg(feature = "internals")]
-pub mod headers;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod headers;
 mod hex;
-#[cfg(feature = "internals")]
-pub mod input_file;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod input_file;
-#[cfg(feature = "internals")]
-pub mod journal;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod journal;
-#[cfg(feature = "internals")]
-pub mod observe;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod observe;
-#[cfg(feature = "internals")]
-pub mod offload;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod offload;
-#[cfg(feature = "internals")]
-pub mod plugin;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod plugin;
-#[cfg(feature = "internals")]
-pub mod printable;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod printable;
-#[cfg(feature = "internals")]
-pub mod private_fs;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod private_fs;
-#[cfg(feature = "internals")]
-pub mod reload;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod reload;
-#[cfg(feature = "internals")]
-pub mod retry;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod retry;
-#[cfg(feature = "internals")]
-pub mod task;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod task;
-#[cfg(feature = "internals")]
-pub mod tls;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod tls;
-#[cfg(feature = "internals")]
-pub mod transport;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod transport;
-#[cfg(feature = "internals")]
-pub mod vectors;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod vectors;
-#[cfg(feature = "internals")]
-pub mod writes;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod writes;
 
 // A host is shared by every task of an embedder's runtime: held in an `Arc`, called from any
 // thread.
@@ -190,6 +104,8 @@ const _: () = {
 
 // The front door: what an embedder needs to build a host, send calls and writes through it,
 // test it, and look at it as an operator.
+/// The queue class a call asks for ([`Call::priority`]), ahead of the plugin's advice.
+pub use admission::Class as Priority;
 pub use admission::shared::{SharedConfig, SharedConfigError};
 pub use audit::{
     AuditError, AuditKey, Fingerprint, KeyError, Report as AuditReport, VerifyError, VerifyOptions,
@@ -211,10 +127,22 @@ pub use journal::escalations::{Approval, Choice, Decision, Escalation, Kind as E
 pub use observe::propagate::{TRACE_HEADERS, TraceContext, install_trace_context};
 pub use plugin::{ComponentCache, RuntimeConfig};
 pub use reload::{ReloadError, Reloaded};
+/// A task's identity ([`Call::task`], [`TaskId::named`]).
+pub use task::TaskId;
 pub use transport::{
     ExtraRoot, Fault, ProxySetting, Timeouts, Transport, TransportConfig, TransportError,
 };
 pub use writes::{Step, TaskCancelled, Write, WriteError, WriteOutcome};
+
+/// What each [`Reason`] a call ended for holds: why the retry engine stopped, why admission
+/// refused or gave up, the breaker that was open, the budget that was spent, the model no
+/// price was configured for.
+pub mod reason {
+    pub use crate::admission::{Refused, Rejection};
+    pub use crate::budget::{BudgetSpent, UnpricedModel};
+    pub use crate::retry::breaker::Open;
+    pub use crate::retry::decide::Stop;
+}
 
 /// What an operator reads of a running host ([`Sluice::scopes`]): every quota scope — its
 /// limits, what is available now, the provider's last word on what remains, its hold and

@@ -177,7 +177,7 @@ pub struct Why {
 }
 
 impl Rejection {
-    /// The `reason` label of [`crate::observe::CALLS_REFUSED`] for a refusal at submit:
+    /// The `reason` label of `sluice_calls_refused_total` for a refusal at submit:
     /// `queue-full`, `scope-queue-full`, `tenant-queue-full`, `wait-too-long`,
     /// `deadline-unreachable` or `oversized`. A request that left the queue unadmitted is
     /// `expired` or `cancelled`.

@@ -144,7 +144,7 @@ pub(super) mod tests {
     use super::*;
 
     /// An event-stream message carrying `payload` and one header.
-    pub(in crate::execute) fn message(payload: &[u8]) -> Vec<u8> {
+    pub(in super::super) fn message(payload: &[u8]) -> Vec<u8> {
         use sluice_plugin_sdk::eventstream::{HeaderValue, encode};
         encode(&[(":event-type", HeaderValue::String("chunk"))], payload)
     }

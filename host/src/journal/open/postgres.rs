@@ -220,7 +220,7 @@ impl Journal {
         Self::connect_to(url, "", false, DEFAULT_LEASE_TTL)
     }
 
-    pub(in crate::journal) fn connect_to(
+    pub(in super::super) fn connect_to(
         url: &str,
         owner: &str,
         create: bool,
