@@ -14,13 +14,11 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use sluice::admission::{Limits, Rate};
 use sluice::budget::{BudgetConfig, BudgetLimits};
-use sluice::config::{
-    AgentProviderKeys, PluginSource, ProviderSetup, ReloadTrigger, ServeConfig, SluiceConfig,
-    TokenSource,
-};
+use sluice::config::{PluginSource, ProviderSetup, ReloadTrigger};
 use sluice::plugin::{ComponentCache, PluginLimits, PluginRuntime, RuntimeConfig, bundled};
 use sluice::printable::printable;
 use sluice::vectors;
+use sluice_serve::config::{AgentProviderKeys, ServeConfig, TokenSource};
 
 /// Admission configuration commands.
 #[derive(Debug, Subcommand)]
@@ -76,8 +74,8 @@ const WILL_NOT_START: &str = "will not start";
 /// Checks one file and prints its report: 2 invalid, 1 would not start, 0 ready.
 fn check(file: &std::path::Path, runtime: &PluginRuntime) -> anyhow::Result<u8> {
     let origin = printable(&file.display().to_string()).into_owned();
-    let host = match SluiceConfig::from_file(file) {
-        Ok(c) => c,
+    let (host, serve) = match sluice_serve::config::from_file(file) {
+        Ok(c) => (c.host, c.serve),
         Err(e) => {
             eprintln!("error: {e}");
             return Ok(2);
@@ -258,7 +256,7 @@ fn check(file: &std::path::Path, runtime: &PluginRuntime) -> anyhow::Result<u8> 
         None => "derived from the audit signing key".to_owned(),
     };
     outln!(out, "  idempotency key secret: {secret}");
-    print_serve(&mut out, &host.serve);
+    print_serve(&mut out, &serve);
     print_budgets(&mut out, &host.budgets);
     if out.contains(WILL_NOT_START) {
         outln!(

@@ -106,6 +106,10 @@ pub fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
         for (file, bytes) in SDK_FILES {
             write(&dir.join("vendor/sluice-plugin-sdk").join(file), bytes)?;
         }
+        // Beside it, where the SDK's manifest finds it (`path = "../contract"`).
+        for (file, bytes) in CONTRACT_FILES {
+            write(&dir.join("vendor/contract").join(file), bytes)?;
+        }
     }
     for file in FILES {
         write(&dir.join(file.path), fill.apply(file.template).as_bytes())?;
@@ -188,8 +192,8 @@ fn check_dir(dir: &Path) -> anyhow::Result<()> {
     }
 }
 
-// The SDK's package and version, as `build.rs` found them beside this command
-// (`SDK_FILES`, `SDK_VERSION`).
+// The SDK's package and version, and the package of the contract's vocabulary it depends on,
+// as `build.rs` found them beside this command (`SDK_FILES`, `SDK_VERSION`, `CONTRACT_FILES`).
 include!(concat!(env!("OUT_DIR"), "/sdk_files.rs"));
 
 /// Where the new crate's patch finds the SDK it carries, as a TOML string.
@@ -289,6 +293,21 @@ mod tests {
             assert!(SDK_FILES.iter().any(|(f, _)| *f == wanted), "{wanted}");
         }
         assert!(!SDK_FILES.iter().any(|(f, _)| f.starts_with("tests/")));
+        // The contract's vocabulary goes where the SDK's manifest looks for it.
+        let contract = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/contract");
+        for (file, bytes) in CONTRACT_FILES {
+            assert_eq!(
+                std::fs::read(contract.join(file)).unwrap(),
+                *bytes,
+                "{file}"
+            );
+        }
+        assert!(CONTRACT_FILES.iter().any(|(f, _)| *f == "src/lib.rs"));
+        let sdk_manifest = std::fs::read_to_string(checkout.join("Cargo.toml")).unwrap();
+        assert!(
+            sdk_manifest.contains("sluice-contract = { path = \"../contract\""),
+            "the SDK finds the vocabulary beside it, where `plugin new` writes it"
+        );
         assert!(SDK_VERSION.starts_with("0."), "{SDK_VERSION}");
         let (path, version) = sdk_path(&checkout).unwrap();
         let canonical = std::fs::canonicalize(&checkout).unwrap();

@@ -102,7 +102,7 @@ codegen-units = 1
 strip = "debuginfo"
 
 # A crate of its own, even inside another project's directory: an enclosing workspace does
-# not capture it. The vendored SDK is a package apart, not a member.
+# not capture it. The vendored packages are apart, not members.
 [workspace]
 exclude = ["vendor"]
 "#;
@@ -361,8 +361,9 @@ inspect target/wasm32-wasip2/release/{{lib}}.wasm` shows what it exports.
 
 `Cargo.toml` names `sluice-plugin-sdk` by version, as any dependency. The SDK is not
 published on crates.io yet, so its `[patch.crates-io]` takes the package from `vendor/`,
-where `sluice plugin new` wrote the SDK of the sluice that made this crate: the crate builds
-anywhere, with no sluice checkout. Move it, commit `vendor/` with it, and once the SDK is
-published delete the patch and `vendor/`. A newer sluice's SDK: `sluice plugin new` a scratch
-crate and copy its `vendor/sluice-plugin-sdk` over yours.
+where `sluice plugin new` wrote the SDK of the sluice that made this crate, and beside it
+the contract's vocabulary the SDK depends on (`vendor/contract`): the crate builds anywhere,
+with no sluice checkout. Move it, commit `vendor/` with it, and once the SDK is published
+delete the patch and `vendor/`. A newer sluice's SDK: `sluice plugin new` a scratch crate and
+copy its `vendor/` over yours.
 "#;

@@ -21,10 +21,11 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use sluice::Sluice;
 use sluice::audit::{AuditKey, Fingerprint};
-use sluice::config::{PluginSource, SluiceConfig};
+use sluice::config::PluginSource;
 use sluice::printable::printable;
 use sluice_fake_provider::{FakeConfig, FakeProvider, SteadyFaults, Style};
 use sluice_serve::Sidecar;
+use sluice_serve::config::SidecarConfig;
 
 use crate::stop::Stop;
 use crate::telemetry;
@@ -82,7 +83,7 @@ const FAKE_KEY: &str = "fake-provider-key";
 const FAKE_KEPT: usize = 1_000;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let config = match SluiceConfig::from_file(&args.config) {
+    let config = match sluice_serve::config::from_file(&args.config) {
         Ok(config) => config,
         Err(e) => {
             crate::subscribe(None);
@@ -94,12 +95,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     // `[telemetry]` and `OTEL_*`: off unless one of them asks.
-    let exported = telemetry::settings::resolve(&config.telemetry, |name| std::env::var(name).ok())
-        .context("[telemetry]")
-        .and_then(|s| {
-            s.map(|s| telemetry::start(&s, rt.handle().clone()))
-                .transpose()
-        });
+    let exported =
+        telemetry::settings::resolve(&config.host.telemetry, |name| std::env::var(name).ok())
+            .context("[telemetry]")
+            .and_then(|s| {
+                s.map(|s| telemetry::start(&s, rt.handle().clone()))
+                    .transpose()
+            });
     let (telemetry, tracer, otel_metrics) = match exported {
         Ok(Some(p)) => (Some(p.telemetry), p.tracer, p.recorder),
         Ok(None) => (None, None, None),
@@ -142,7 +144,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 /// Serves until a stop signal, then stops gracefully.
 async fn serve(
     args: ServeArgs,
-    mut config: SluiceConfig,
+    mut config: SidecarConfig,
     metrics: metrics_exporter_prometheus::PrometheusHandle,
 ) -> anyhow::Result<ExitCode> {
     {
@@ -152,7 +154,7 @@ async fn serve(
         let mut temp = None;
         if args.fake_providers {
             let faults = args.fake_faults.clone().unwrap_or_default();
-            for (name, setup) in &mut config.providers {
+            for (name, setup) in &mut config.host.providers {
                 let config = FakeConfig::new(style_of(&setup.plugin))
                     .keep_attempts(FAKE_KEPT)
                     .keep_writes(FAKE_KEPT);
@@ -173,7 +175,7 @@ async fn serve(
             builder = builder.credentials(Arc::new(|_: &str, _: &str| {
                 vec![("authorization".to_owned(), format!("Bearer {FAKE_KEY}"))]
             }));
-            if args.state_dir.is_none() && config.state_dir.is_none() {
+            if args.state_dir.is_none() && config.host.state_dir.is_none() {
                 let dir = tempfile::tempdir().context("making a temporary state directory")?;
                 builder = builder.state_dir(dir.path().join("state"));
                 temp = Some(dir);
@@ -182,20 +184,20 @@ async fn serve(
         if let Some(dir) = &args.state_dir {
             builder = builder.state_dir(dir);
         }
-        if config.audit.key_file.is_none() {
+        if config.host.audit.key_file.is_none() {
             if temp.is_some() {
                 // The state goes with the run: so does the key, never written.
                 builder = builder.audit_key(AuditKey::generate()?);
             } else if !args.audit_key_in_state_dir {
                 anyhow::bail!(key_beside_log(
-                    args.state_dir.as_ref().or(config.state_dir.as_ref())
+                    args.state_dir.as_ref().or(config.host.state_dir.as_ref())
                 ));
             }
         }
         builder = builder
             .fresh_journal(args.fresh_journal)
             .new_witness_epoch(args.new_witness_epoch);
-        let sluice = Arc::new(builder.config(config.clone()).build()?);
+        let sluice = Arc::new(builder.config(config.host.clone()).build()?);
         // At every start, and again at the end: the key to pin when verifying the log.
         let signed_by = format!(
             "the audit log {} is signed by key {}",
@@ -217,6 +219,7 @@ async fn serve(
             "sluice serve: agents connect to http://{}/PROVIDER/... (providers: {})",
             running.addr(),
             config
+                .host
                 .providers
                 .keys()
                 .map(|p| printable(p).into_owned())
@@ -255,7 +258,7 @@ async fn serve(
 /// bounds may need (every seated and unauthenticated connection, the admin's, and as many
 /// again to the providers), and says so when the hard limit is lower than that.
 #[cfg(unix)]
-fn open_files_for(serve: &sluice::config::ServeConfig) {
+fn open_files_for(serve: &sluice_serve::config::ServeConfig) {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let admin = serve.admin.as_ref().map_or(0, |a| a.max_connections);
     let want = 2 * u64::from(serve.max_connections + serve.max_unauthenticated + admin) + 256;

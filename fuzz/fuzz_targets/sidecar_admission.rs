@@ -16,7 +16,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use hyper::HeaderMap;
 use hyper::header::{HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
-use sluice::config::{AgentConfig, ServeConfig, TokenSource};
+use sluice_serve::config::{AgentConfig, ServeConfig, TokenSource};
 use sluice_serve::agents::{Agents, Refusal, digest};
 use sluice_serve::hints::Hints;
 

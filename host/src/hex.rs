@@ -1,7 +1,7 @@
 //! Hex text for digests, keys and signatures.
 
 /// Lower-case hex.
-pub(crate) fn to_hex(bytes: &[u8]) -> String {
+pub fn to_hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -12,7 +12,7 @@ pub(crate) fn to_hex(bytes: &[u8]) -> String {
 }
 
 /// Exactly `N` bytes from `2 * N` hex digits (either case), or `None`.
-pub(crate) fn from_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+pub fn from_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
     fn digit(c: u8) -> Option<u8> {
         match c {
             b'0'..=b'9' => Some(c - b'0'),

@@ -70,6 +70,7 @@ mod parts {
     pub mod fallback;
     pub mod guard;
     pub mod headers;
+    pub mod hex;
     pub mod input_file;
     pub mod journal;
     pub mod observe;
@@ -91,7 +92,6 @@ pub use parts::*;
 use parts::*;
 
 mod embed;
-mod hex;
 
 // A host is shared by every task of an embedder's runtime: held in an `Arc`, called from any
 // thread.

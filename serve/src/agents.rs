@@ -13,11 +13,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use crate::config::{AgentProviderKeys, PriorityAboveAllowed, ServeConfig, TokenSource};
 use hyper::HeaderMap;
 use hyper::header::HeaderName;
 use sha2::{Digest, Sha256};
 use sluice::admission::ClassSet;
-use sluice::config::{AgentProviderKeys, PriorityAboveAllowed, ServeConfig, TokenSource};
 use sluice::input_file;
 use smallvec::SmallVec;
 
@@ -298,7 +298,7 @@ impl Agents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice::config::AgentConfig;
+    use crate::config::AgentConfig;
 
     fn agents(keys: AgentProviderKeys) -> Agents {
         let mut config = ServeConfig {

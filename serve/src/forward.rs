@@ -13,7 +13,7 @@ use hyper::{HeaderMap, Request, Response};
 use serde_json::json;
 use sluice::admission::Class;
 use sluice::admission::shared::ClaimError;
-use sluice::config::ErrorShape;
+use sluice::contract::ErrorShape;
 use sluice::contract::{ReconcilePlan, RequestClass, UncertainWrite};
 use sluice::execute::{Call, Outcome, StreamOutcome};
 use sluice::journal::JournalError;

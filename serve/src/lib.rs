@@ -8,6 +8,7 @@
 //! `x-sluice-waited-ms`; a call that ended without success is answered in the provider's
 //! own error shape, with sluice's reason and the next safe action in it.
 //!
+//! - [`config`]: the `[serve]` table, read with the rest of the file ([`config::from_file`]);
 //! - [`agents`]: agent tokens, and provider keys kept out;
 //! - [`hints`]: the `x-sluice-*` request hints and answer headers;
 //! - [`upstream`]: where each provider is, which routes are reads;
@@ -21,11 +22,10 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use sluice::Sluice;
-//! use sluice::config::SluiceConfig;
 //! use sluice_serve::Sidecar;
 //!
-//! let config = SluiceConfig::from_file("sluice.toml".as_ref())?;
-//! let sluice = Arc::new(Sluice::builder().config(config.clone()).build()?);
+//! let config = sluice_serve::config::from_file("sluice.toml".as_ref())?;
+//! let sluice = Arc::new(Sluice::builder().config(config.host.clone()).build()?);
 //! let running = Sidecar::new(sluice, &config)?.start().await?;
 //! println!("agents connect to http://{}", running.addr());
 //! // ... on a stop signal:
@@ -38,6 +38,7 @@ pub mod admin;
 pub mod agents;
 mod allowance;
 mod bodies;
+pub mod config;
 mod console;
 mod drain;
 mod error;
@@ -64,10 +65,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use config::{ServeConfig, SidecarConfig};
 use metrics::Counter;
 use metrics_exporter_prometheus::PrometheusHandle;
 use sluice::Sluice;
-use sluice::config::{ServeConfig, SluiceConfig};
 use sluice::observe::Handles;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -128,12 +129,12 @@ pub struct Sidecar {
 }
 
 impl Sidecar {
-    /// A sidecar for `sluice`, configured by `config` (its `[serve]` table and providers).
-    /// Agents' tokens are read now.
+    /// A sidecar for `sluice`, configured by `config` (its `[serve]` table and the host's
+    /// providers: [`config::from_file`]). Agents' tokens are read now.
     ///
     /// # Errors
     /// [`ServeError`]: a provider has no base URL, or a token cannot be read.
-    pub fn new(sluice: Arc<Sluice>, config: &SluiceConfig) -> Result<Self, ServeError> {
+    pub fn new(sluice: Arc<Sluice>, config: &SidecarConfig) -> Result<Self, ServeError> {
         let serve = config.serve.clone();
         let admin_token = serve
             .admin
@@ -309,9 +310,7 @@ impl Sidecar {
                     .serve
                     .admin
                     .as_ref()
-                    .map_or(sluice::config::DEFAULT_ADMIN_MAX_CONNECTIONS, |a| {
-                        a.max_connections
-                    });
+                    .map_or(config::DEFAULT_ADMIN_MAX_CONNECTIONS, |a| a.max_connections);
                 // One owner, the operators, seated at their first request.
                 let limits = listener::Limits {
                     bounds: places::Bounds {

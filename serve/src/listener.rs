@@ -15,7 +15,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use sluice::config::ErrorShape;
+use sluice::contract::ErrorShape;
 
 use crate::places::{Bounds, Places};
 use crate::reply;

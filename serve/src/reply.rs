@@ -10,8 +10,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
-use sluice::config::ErrorShape;
 use sluice::contract;
+use sluice::contract::ErrorShape;
 use sluice::execute::{NextAction, Reason, Terminal};
 use sluice::writes::WriteOutcome;
 

@@ -3,7 +3,7 @@
 //! code already handles), with sluice's account beside them under `sluice`.
 
 use serde_json::{Value, json};
-use sluice::config::ErrorShape;
+use sluice::contract::ErrorShape;
 
 /// One error the sidecar answers.
 #[derive(Debug, Clone)]

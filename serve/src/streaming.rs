@@ -11,7 +11,7 @@ use http_body_util::{BodyExt, Channel};
 use hyper::Response;
 use hyper::body::Frame;
 use serde_json::json;
-use sluice::config::ErrorShape;
+use sluice::contract::ErrorShape;
 use sluice::execute::Stream;
 
 use crate::reply::{self, Body, BodyError};

@@ -8,7 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use sluice::config::{ErrorShape, SluiceConfig};
+use sluice::contract::ErrorShape;
+
+use crate::config::SidecarConfig;
 use sluice::contract::{Description, RequestClass, route_matches};
 use sluice::execute::DEFAULT_CREDENTIAL;
 
@@ -91,11 +93,11 @@ impl Upstream {
     /// # Errors
     /// [`ServeError::Config`]: a provider has no `base_url`.
     pub fn all(
-        config: &SluiceConfig,
+        config: &SidecarConfig,
         describe: &dyn Fn(&str) -> Option<Description>,
     ) -> Result<BTreeMap<String, Self>, ServeError> {
         let mut out = BTreeMap::new();
-        for (name, setup) in &config.providers {
+        for (name, setup) in &config.host.providers {
             let Some(base) = &setup.base_url else {
                 return Err(ServeError::Config(format!(
                     "`providers.{name}.base_url`: the sidecar forwards /{name}/... to it; set \
@@ -130,6 +132,7 @@ impl Upstream {
                     credentials,
                     credential_headers,
                     pools: config
+                        .host
                         .admission
                         .providers
                         .get(name)
@@ -223,7 +226,7 @@ mod tests {
     }
 
     fn upstreams(toml: &str) -> BTreeMap<String, Upstream> {
-        let config = SluiceConfig::from_toml(toml, Path::new(".")).unwrap();
+        let config = crate::config::from_toml(toml, Path::new(".")).unwrap();
         Upstream::all(&config, &described).unwrap()
     }
 
@@ -343,7 +346,7 @@ mod tests {
 
     #[test]
     fn a_provider_without_a_base_url_is_named() {
-        let config = SluiceConfig::from_toml(
+        let config = crate::config::from_toml(
             "[providers.openai.limits]\nrequests_per_minute = 60\n",
             Path::new("."),
         )

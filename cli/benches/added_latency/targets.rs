@@ -189,8 +189,8 @@ pub fn binary(
 pub async fn in_process(dir: &Path, fake: &FakeProvider) -> Result<(Target, Running), Error> {
     let inner = dir.join("in-process");
     std::fs::create_dir_all(&inner)?;
-    let config = SluiceConfig::from_toml(&config_text(&inner, &fake.url("")), &inner)?;
-    let sluice = Arc::new(Sluice::builder().config(config.clone()).build()?);
+    let config = sluice_serve::config::from_toml(&config_text(&inner, &fake.url("")), &inner)?;
+    let sluice = Arc::new(Sluice::builder().config(config.host.clone()).build()?);
     let running = Sidecar::new(sluice, &config)?
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
         .start()

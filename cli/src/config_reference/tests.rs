@@ -1,13 +1,13 @@
 //! The configuration reference cannot drift: `docs/configuration.md` is what `sluice config
 //! reference` prints, and for every table of the file the keys the parser accepts are the
-//! keys the reference lists there — found by asking the parser itself: a probe key no table
-//! has is refused with the list of the keys that table takes.
+//! keys the reference lists there — found by asking the parsers themselves (the library's,
+//! and the sidecar's for `[serve]`): a probe key no table has is refused with the list of the
+//! keys that table takes.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::{KeyDoc, keys, markdown};
-use sluice::config::SluiceConfig;
 
 /// A name the file chooses, in a probe: a provider with a bundled plugin, any other name.
 fn concrete(segment: &str) -> &str {
@@ -45,7 +45,8 @@ fn accepted(table: &str) -> BTreeSet<String> {
             quoted.join(".")
         )
     };
-    let err = match SluiceConfig::from_toml(&text, Path::new("/")) {
+    // The whole file as the sidecar reads it: the library's tables and the `[serve]` table.
+    let err = match sluice_serve::config::from_toml(&text, Path::new("/")) {
         Ok(_) => panic!("the probe of `{table}` was accepted:\n{text}"),
         Err(e) => e.to_string(),
     };

@@ -64,8 +64,7 @@ mod parse;
 mod plugin;
 #[cfg(test)]
 mod pool_tests;
-mod read;
-mod serve;
+pub mod read;
 mod store;
 mod tables;
 mod telemetry;
@@ -86,10 +85,8 @@ use crate::transport::TransportConfig;
 pub use budgets::{MAX_BUDGET, MAX_PRICE_MICROS};
 pub(crate) use parse::group_budgets;
 pub use plugin::MAX_PLUGIN_MEMORY_MIB;
-pub use serve::{
-    AdminConfig, AgentConfig, AgentProviderKeys, DEFAULT_ADMIN_MAX_CONNECTIONS, ErrorShape,
-    PriorityAboveAllowed, ServeConfig, ServeProvider, TokenSource,
-};
+pub use read::Reader;
+pub use tables::MAX_TIMEOUT_MS;
 pub use telemetry::{ExportHeaders, HTTP_PROTOBUF, TelemetryConfig};
 
 /// The largest configuration file read, in bytes.
@@ -113,8 +110,6 @@ pub struct SluiceConfig {
     pub transport: TransportConfig,
     /// How long one plugin call may run; `None`: the runtime's default.
     pub plugin_call_deadline: Option<Duration>,
-    /// The sidecar, `sluice serve` (the `[serve]` table).
-    pub serve: ServeConfig,
     /// Spend budgets and prices (the `[budgets]` table, `[tiers.X.budgets]`,
     /// `[tenants.budgets.X]`, `[providers.X.prices.MODEL]`).
     pub budgets: crate::budget::BudgetConfig,
@@ -308,7 +303,22 @@ impl SluiceConfig {
     /// # Errors
     /// [`ConfigFileError`] naming the key.
     pub fn from_toml(text: &str, base_dir: &Path) -> Result<Self, ConfigFileError> {
-        parse::parse(text, "configuration", base_dir)
+        Ok(Self::from_toml_with(text, base_dir, |_, _, _| Ok(()))?.0)
+    }
+
+    /// As [`SluiceConfig::from_toml`], with the `[serve]` table, which the library does not
+    /// read, handed to `serve` with the file's reader and the configuration read so far:
+    /// what the sidecar reads and checks against the rest of the file (and may add to, as an
+    /// agent's tier is entered in `tenants.assign`).
+    ///
+    /// # Errors
+    /// [`ConfigFileError`] naming the key, the library's or `serve`'s.
+    pub fn from_toml_with<T>(
+        text: &str,
+        base_dir: &Path,
+        serve: impl FnOnce(&Reader<'_>, Option<toml::Value>, &mut Self) -> Result<T, ConfigFileError>,
+    ) -> Result<(Self, T), ConfigFileError> {
+        parse::parse(text, "configuration", base_dir, serve)
     }
 
     /// Reads and parses the configuration file at `path` (a regular file of at most
@@ -317,9 +327,21 @@ impl SluiceConfig {
     /// # Errors
     /// [`ConfigFileError`] naming the file and the key.
     pub fn from_file(path: &Path) -> Result<Self, ConfigFileError> {
+        Ok(Self::from_file_with(path, |_, _, _| Ok(()))?.0)
+    }
+
+    /// As [`SluiceConfig::from_file`], with the `[serve]` table handed to `serve` (see
+    /// [`SluiceConfig::from_toml_with`]): the file is read once.
+    ///
+    /// # Errors
+    /// [`ConfigFileError`] naming the file and the key.
+    pub fn from_file_with<T>(
+        path: &Path,
+        serve: impl FnOnce(&Reader<'_>, Option<toml::Value>, &mut Self) -> Result<T, ConfigFileError>,
+    ) -> Result<(Self, T), ConfigFileError> {
         let text = admission::config::read_text(path)?;
         let base = path.parent().unwrap_or(Path::new("."));
-        parse::parse(&text, &path.display().to_string(), base)
+        parse::parse(&text, &path.display().to_string(), base, serve)
     }
 
     /// Checks that every credential can be read now (the variable is set, the file is

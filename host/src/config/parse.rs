@@ -14,7 +14,6 @@ use super::budgets::{BudgetsTable, PriceTable, TenantBudgets, TierBudgets};
 use super::generations::GenerationTable;
 use super::plugin::{LimitsTable, Reload};
 use super::read::{NonEmpty, Reader, one_line, under};
-use super::serve::ServeTable;
 use super::tables::{AuditTable, JournalTable, PluginsTable, TransportTable};
 use super::telemetry::TelemetryTable;
 use super::{ConfigFileError, ProviderSetup, SluiceConfig};
@@ -65,7 +64,8 @@ struct HostFile {
     journal: JournalTable,
     transport: TransportTable,
     plugins: PluginsTable,
-    serve: ServeTable,
+    /// The sidecar's: handed on as written (`SluiceConfig::from_toml_with`).
+    serve: Option<Value>,
     budgets: BudgetsTable,
     /// A table, or the string `"memory"`: read by [`super::store`].
     store: Option<Value>,
@@ -90,11 +90,12 @@ struct ProviderTable {
 }
 
 /// Parses the file's text (read from `origin`), taking relative paths from `base_dir`.
-pub(super) fn parse(
+pub(super) fn parse<T>(
     text: &str,
     origin: &str,
     base_dir: &std::path::Path,
-) -> Result<SluiceConfig, ConfigFileError> {
+    serve: impl FnOnce(&Reader<'_>, Option<Value>, &mut SluiceConfig) -> Result<T, ConfigFileError>,
+) -> Result<(SluiceConfig, T), ConfigFileError> {
     let reader = Reader { origin, base_dir };
     let mut root: Table =
         toml::from_str(text).map_err(|e| admission::config::syntax_error(origin, text, &e))?;
@@ -121,7 +122,6 @@ pub(super) fn parse(
         audit: file.audit.config(&reader),
         transport: file.transport.config(&reader),
         plugin_call_deadline: file.plugins.call_deadline(),
-        serve: file.serve.config(&reader)?,
         budgets: file
             .budgets
             .config(&reader, file.tiers, file.tenants, prices)?,
@@ -129,7 +129,7 @@ pub(super) fn parse(
         journal: file.journal.config(&reader)?,
         telemetry: TelemetryTable::config(file.telemetry, &reader)?,
     };
-    super::serve::reconcile(origin, &mut config)?;
+    let served = serve(&reader, file.serve, &mut config)?;
     pool_members(origin, &config)?;
     group_budgets(
         origin,
@@ -137,7 +137,7 @@ pub(super) fn parse(
         config.journal.url.is_some(),
         &config.budgets,
     )?;
-    Ok(config)
+    Ok((config, served))
 }
 
 /// Refuses budgets in a group of `hosts` hosts that shares its quotas (`[store]`) but not a

@@ -118,16 +118,3 @@ fn a_bad_pool_is_named_with_what_to_do() {
         assert!(e.contains(why), "{why}: {e}");
     }
 }
-
-#[test]
-fn an_agent_may_name_a_pool() {
-    let text = format!(
-        "{POOLED}\n[serve.agents.a]\ntoken = {{ sha256 = \"{}\" }}\ntenant = \"t\"\n\
-         credentials = {{ openai = \"gpt\" }}\n",
-        "ab".repeat(32)
-    );
-    let c = SluiceConfig::from_toml(&text, Path::new(".")).unwrap();
-    assert_eq!(c.serve.agents["a"].credentials["openai"], "gpt");
-    let e = error(&text.replace("openai = \"gpt\"", "openai = \"nope\""));
-    assert!(e.contains("no credential and no pool named `nope`"), "{e}");
-}

@@ -3,7 +3,8 @@
 //! `deny_unknown_fields` and every number in its range as it is read ([`Ranged`]); what no
 //! type can say (a URL's scheme, a tier that exists, one of `env` or `file`) is checked after,
 //! from the raw table into the configuration's own types. Either way an error names the key's
-//! whole dotted path, as the file would write it.
+//! whole dotted path, as the file would write it. The sidecar reads its own `[serve]` table
+//! the same way, with the same [`Reader`] (`SluiceConfig::from_file_with`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -18,16 +19,17 @@ use super::ConfigFileError;
 use crate::admission::config::toml_key;
 
 /// Reads the tables of one file, naming the file and the key of every error.
-pub(super) struct Reader<'a> {
+#[derive(Debug)]
+pub struct Reader<'a> {
     /// The file, or `configuration`.
-    pub(super) origin: &'a str,
+    pub origin: &'a str,
     /// What relative paths are taken from.
-    pub(super) base_dir: &'a Path,
+    pub base_dir: &'a Path,
 }
 
 impl Reader<'_> {
     /// The error about `key`.
-    pub(super) fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigFileError {
+    pub fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigFileError {
         ConfigFileError::Invalid {
             origin: self.origin.to_owned(),
             key: key.to_owned(),
@@ -36,11 +38,7 @@ impl Reader<'_> {
     }
 
     /// Deserializes `value`, the table at the dotted key `at` (`""`: the file's root).
-    pub(super) fn read<T: DeserializeOwned>(
-        &self,
-        at: &str,
-        value: Value,
-    ) -> Result<T, ConfigFileError> {
+    pub fn read<T: DeserializeOwned>(&self, at: &str, value: Value) -> Result<T, ConfigFileError> {
         serde_path_to_error::deserialize(value).map_err(|e| {
             let key = key_path(at, e.path().iter());
             self.invalid(&key, one_line(&e.inner().to_string()))
@@ -48,13 +46,13 @@ impl Reader<'_> {
     }
 
     /// A path the file names, taken from the file's directory when relative.
-    pub(super) fn path(&self, given: NonEmpty) -> PathBuf {
+    pub fn path(&self, given: NonEmpty) -> PathBuf {
         self.base_dir.join(given.0)
     }
 }
 
 /// `at` and the segments below it, as the file writes a key: `a.b."gpt-4.1"[2]`.
-pub(super) fn key_path<'s>(at: &str, segments: impl Iterator<Item = &'s Segment>) -> String {
+pub fn key_path<'s>(at: &str, segments: impl Iterator<Item = &'s Segment>) -> String {
     let mut key = at.to_owned();
     for segment in segments {
         match segment {
@@ -68,7 +66,7 @@ pub(super) fn key_path<'s>(at: &str, segments: impl Iterator<Item = &'s Segment>
 }
 
 /// `key.name`, or `name` at the root.
-pub(super) fn under(key: &str, name: &str) -> String {
+pub fn under(key: &str, name: &str) -> String {
     let mut out = key.to_owned();
     push(&mut out, &toml_key(name));
     out
@@ -82,37 +80,37 @@ fn push(key: &mut String, segment: &str) {
 }
 
 /// The first line of a deserializer's message (the rest repeats the key).
-pub(super) fn one_line(message: &str) -> String {
+pub fn one_line(message: &str) -> String {
     message.lines().next().unwrap_or("").trim().to_owned()
 }
 
 /// A whole number from `MIN` to `MAX`, refused with its range as it is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Ranged<const MIN: u64, const MAX: u64>(pub(super) u64);
+pub struct Ranged<const MIN: u64, const MAX: u64>(pub u64);
 
 impl<const MIN: u64, const MAX: u64> Ranged<MIN, MAX> {
     /// The number.
-    pub(super) fn get(self) -> u64 {
+    pub fn get(self) -> u64 {
         self.0
     }
 
     /// The number as milliseconds.
-    pub(super) fn ms(self) -> Duration {
+    pub fn ms(self) -> Duration {
         Duration::from_millis(self.0)
     }
 
     /// The number as days.
-    pub(super) fn days(self) -> Duration {
+    pub fn days(self) -> Duration {
         Duration::from_secs(self.0.saturating_mul(86_400))
     }
 
     /// The number as a `u32` (every range that asks for one fits it).
-    pub(super) fn u32(self) -> u32 {
+    pub fn u32(self) -> u32 {
         u32::try_from(self.0).unwrap_or(u32::MAX)
     }
 
     /// The number as a `usize`.
-    pub(super) fn usize(self) -> usize {
+    pub fn usize(self) -> usize {
         usize::try_from(self.0).unwrap_or(usize::MAX)
     }
 }
@@ -148,7 +146,7 @@ impl<'de, const MIN: u64, const MAX: u64> Deserialize<'de> for Ranged<MIN, MAX> 
 
 /// A string that is not empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct NonEmpty(pub(super) String);
+pub struct NonEmpty(pub String);
 
 impl<'de> Deserialize<'de> for NonEmpty {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -163,7 +161,7 @@ impl<'de> Deserialize<'de> for NonEmpty {
 
 impl NonEmpty {
     /// The string.
-    pub(super) fn into_string(self) -> String {
+    pub fn into_string(self) -> String {
         self.0
     }
 }

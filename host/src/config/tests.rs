@@ -211,23 +211,6 @@ fn every_bad_key_is_named_in_its_error() {
             "`audit`: invalid type: integer `3`, expected a table",
         ),
         (
-            "[serve.agents.a]\nname_tenant = \"yes\"\n",
-            "serve.agents.a.name_tenant",
-        ),
-        (
-            "[serve]\nagent_provider_keys = \"drop\"\n",
-            "`serve.agent_provider_keys`: unknown variant `drop`, expected `refuse` or `strip`",
-        ),
-        (
-            "[serve.agents.a]\ntoken = { env = \"T\" }\ntenant = \"t\"\npass_headers = [\"openai-project\", \"authorization\"]\n",
-            "serve.agents.a.pass_headers[1]",
-        ),
-        (
-            "[serve.admin]\n",
-            "`serve.admin.token`: the admin API needs a token",
-        ),
-        ("[serve]\nworkers = 1025\n", "serve.workers"),
-        (
             "[store]\nurl = \"redis://x\"\nhosts = 0\n",
             "`store.hosts`: from 1 to 10000, not 0",
         ),
@@ -269,19 +252,6 @@ fn budgets_in_a_group_without_a_shared_journal_are_refused_unless_per_host() {
     ] {
         SluiceConfig::from_toml(&fine, Path::new(".")).unwrap_or_else(|e| panic!("{fine}: {e}"));
     }
-}
-
-#[test]
-fn the_sidecar_s_workers_are_one_per_cpu_unless_given_and_zero_is_none() {
-    let workers = |text: &str| {
-        SluiceConfig::from_toml(text, Path::new("."))
-            .unwrap()
-            .serve
-            .workers
-    };
-    assert_eq!(workers(""), None);
-    assert_eq!(workers("[serve]\nworkers = 3\n"), Some(3));
-    assert_eq!(workers("[serve]\nworkers = 0\n"), Some(0));
 }
 
 #[test]
@@ -339,23 +309,6 @@ fn a_sigv4_credential_is_read_with_its_file_from_the_config_s_directory() {
         e.contains("providers.bedrock.credentials.main") && e.contains("nope"),
         "{e}"
     );
-}
-
-#[test]
-fn console_operators_are_read_by_name_and_a_name_the_journal_would_refuse_is_named() {
-    let text = "[serve.admin]\ntoken = { env = \"A\" }\n\
-                [serve.admin.operators]\n\"ops@example.com\" = { env = \"OPS\" }\n";
-    let c = SluiceConfig::from_toml(text, Path::new(".")).unwrap();
-    let admin = c.serve.admin.unwrap();
-    assert_eq!(
-        admin.operators.get("ops@example.com"),
-        Some(&TokenSource::Env("OPS".into()))
-    );
-    let e = error(
-        "[serve.admin]\ntoken = { env = \"A\" }\noperators = { \" ops\" = { env = \"O\" } }\n",
-    );
-    assert!(e.contains("serve.admin.operators.\" ops\""), "{e}");
-    assert!(e.contains("space"), "{e}");
 }
 
 #[test]

@@ -454,10 +454,10 @@ async fn a_token_that_is_both_an_agent_s_and_the_admin_s_is_refused() {
         "#,
         t = support::sha256_hex(AGENT_TOKEN),
     );
-    let config = sluice::config::SluiceConfig::from_toml(&text, std::path::Path::new("."))
-        .expect("a configuration");
+    let config =
+        sluice_serve::config::from_toml(&text, std::path::Path::new(".")).expect("a configuration");
     let sluice = sluice::Sluice::builder()
-        .config(config.clone())
+        .config(config.host.clone())
         .state_dir(dir.path().join("state"))
         .seed(7)
         .build()

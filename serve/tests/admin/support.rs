@@ -8,7 +8,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use sluice::Sluice;
-use sluice::config::SluiceConfig;
 use sluice::plugin::{ComponentCache, RuntimeConfig};
 use sluice_fake_provider::{FakeConfig, FakeProvider, Style};
 use sluice_serve::{Running, Sidecar};
@@ -80,12 +79,12 @@ async fn stack_of(style: Style, provider: &str, plugin: &str, admin: &str) -> St
         admin_extra = admin,
         agent = sha256_hex(AGENT_TOKEN),
     );
-    let config = SluiceConfig::from_toml(&text, Path::new(".")).unwrap();
+    let config = sluice_serve::config::from_toml(&text, Path::new(".")).unwrap();
     let cache = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../target/test-component-cache")
         .to_path_buf();
     let sluice = Sluice::builder()
-        .config(config.clone())
+        .config(config.host.clone())
         .state_dir(dir.path().join("state"))
         .component_cache(ComponentCache::new(Some(cache)))
         // An unoptimized build on a busy machine can be descheduled mid-call.

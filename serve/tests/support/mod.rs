@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use sluice::Sluice;
-use sluice::config::SluiceConfig;
 use sluice_serve::{Running, Sidecar};
 
 /// The agent token of the tests' agent `bot` (tenant `acme`).
@@ -61,10 +60,11 @@ pub async fn start_in(text: &str, state: tempfile::TempDir) -> Side {
     let key = state.path().join("provider.key");
     std::fs::write(&key, PROVIDER_KEY).unwrap();
     let text = text.replace("KEYFILE", &key.display().to_string());
-    let config = SluiceConfig::from_toml(&text, state.path()).expect("the test configuration");
+    let config =
+        sluice_serve::config::from_toml(&text, state.path()).expect("the test configuration");
     let sluice = Arc::new(
         Sluice::builder()
-            .config(config.clone())
+            .config(config.host.clone())
             .state_dir(state.path().join("state"))
             .seed(7)
             .build()

@@ -10,7 +10,8 @@ pub(in crate::config_reference) const SERVE: &[KeyDoc] = &[
         default: "",
         range: "",
         what: "The sidecar, `sluice serve`: its listener, agents, admin API and how it speaks to \
-            each provider.",
+            each provider. Read and checked against the rest of the file by `sluice serve` and \
+            `sluice config check`; a host embedded in another program takes it as written.",
     },
     KeyDoc {
         key: "serve.listen",

@@ -46,23 +46,70 @@
 //! read_routes = ["POST /v1/chat/completions"]   # non-GET reads; default: the plugin's
 //! ```
 //!
-//! The sidecar itself lives in the `sluice-serve` crate; this is only its configuration, so
-//! that one file configures the whole host and `sluice config check` checks all of it.
+//! The library reads the rest of the file and hands this table on as written
+//! (`SluiceConfig::from_file_with`): one file configures the whole host, read once, and
+//! [`from_file`] checks the table against the rest (the providers and credentials it names,
+//! an agent's tier), as `sluice config check` and `sluice serve` do.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::ConfigFileError;
-use super::read::{NonEmpty, Ranged, Reader, under};
-use super::tables::MAX_TIMEOUT_MS;
-use crate::admission::ClassSet;
+use sluice::admission::ClassSet;
+use sluice::config::read::{NonEmpty, Ranged, Reader, under};
+use sluice::config::{ConfigFileError, MAX_TIMEOUT_MS, SluiceConfig};
 
 mod admin;
 mod agents;
+#[cfg(test)]
+mod tests;
+
+/// A sidecar's whole file: the host's configuration and its `[serve]` table, checked against
+/// each other.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SidecarConfig {
+    /// The host: providers, admission, retries, the audit log, budgets, … (an agent's tier
+    /// entered in `tenants.assign`).
+    pub host: SluiceConfig,
+    /// The `[serve]` table.
+    pub serve: ServeConfig,
+}
+
+/// Reads and parses the file at `path`, the host's part and the sidecar's.
+///
+/// # Errors
+/// [`ConfigFileError`] naming the file and the key.
+pub fn from_file(path: &Path) -> Result<SidecarConfig, ConfigFileError> {
+    let (host, serve) = SluiceConfig::from_file_with(path, read)?;
+    Ok(SidecarConfig { host, serve })
+}
+
+/// Parses a whole file's text; relative paths in it are taken from `base_dir`.
+///
+/// # Errors
+/// [`ConfigFileError`] naming the key.
+pub fn from_toml(text: &str, base_dir: &Path) -> Result<SidecarConfig, ConfigFileError> {
+    let (host, serve) = SluiceConfig::from_toml_with(text, base_dir, read)?;
+    Ok(SidecarConfig { host, serve })
+}
+
+/// The `[serve]` table `table` of a file whose host part is `host`, checked against it.
+fn read(
+    reader: &Reader<'_>,
+    table: Option<toml::Value>,
+    host: &mut SluiceConfig,
+) -> Result<ServeConfig, ConfigFileError> {
+    let table: ServeTable = match table {
+        Some(t) => reader.read("serve", t)?,
+        None => ServeTable::default(),
+    };
+    let serve = table.config(reader)?;
+    reconcile(reader.origin, host, &serve)?;
+    Ok(serve)
+}
 
 /// The default address the sidecar listens on for agents.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8700";
@@ -228,7 +275,7 @@ pub struct AgentConfig {
     /// tenants classes give no precedence (see `admission::fair`); this keeps an agent's
     /// own requests from jumping its tenant's other agents.
     pub priorities: ClassSet,
-    /// The account headers ([`crate::headers::ACCOUNT_HEADERS`]) it may set, lower case;
+    /// The account headers ([`sluice::headers::ACCOUNT_HEADERS`]) it may set, lower case;
     /// every other one it sends is stripped, as every credential header is.
     pub pass_headers: Vec<String>,
 }
@@ -279,12 +326,12 @@ pub struct ServeProvider {
     pub read_routes: Option<Vec<String>>,
 }
 
-pub use crate::contract::ErrorShape;
+pub use sluice::contract::ErrorShape;
 
 /// `[serve]` as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default, expecting = "a table")]
-pub(super) struct ServeTable {
+struct ServeTable {
     listen: Option<NonEmpty>,
     shutdown_deadline_ms: Option<Ranged<1, MAX_TIMEOUT_MS>>,
     max_body_bytes: Option<Ranged<1024, { 1 << 30 }>>,
@@ -316,7 +363,7 @@ struct ProviderTable {
 
 impl ServeTable {
     /// The `[serve]` table's configuration.
-    pub(super) fn config(self, reader: &Reader<'_>) -> Result<ServeConfig, ConfigFileError> {
+    fn config(self, reader: &Reader<'_>) -> Result<ServeConfig, ConfigFileError> {
         let defaults = ServeConfig::default();
         let serve = ServeConfig {
             listen: match self.listen {
@@ -404,7 +451,7 @@ fn proxy(reader: &Reader<'_>, key: &str, text: &str) -> Result<ipnet::IpNet, Con
                 key,
                 format!(
                     "`{}` is neither an address (10.0.0.5, ::1) nor a network (10.0.0.0/8)",
-                    crate::printable::printable_cut(text, 100)
+                    sluice::printable::printable_cut(text, 100)
                 ),
             )
         })
@@ -461,9 +508,10 @@ fn route_ok(route: &str) -> bool {
 /// Checks the `[serve]` table against the rest of the file: the providers it names exist,
 /// each agent's credential labels are the provider's, and an agent's tier is defined and
 /// agrees with `tenants.assign`, where it is then entered.
-pub(super) fn reconcile(
+fn reconcile(
     origin: &str,
-    config: &mut super::SluiceConfig,
+    config: &mut SluiceConfig,
+    serve: &ServeConfig,
 ) -> Result<(), ConfigFileError> {
     let invalid = |key: String, message: String| ConfigFileError::Invalid {
         origin: origin.to_owned(),
@@ -478,7 +526,7 @@ pub(super) fn reconcile(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    for name in config.serve.providers.keys() {
+    for name in serve.providers.keys() {
         if !config.providers.contains_key(name) {
             return Err(invalid(
                 format!("serve.providers.{name}"),
@@ -487,7 +535,7 @@ pub(super) fn reconcile(
         }
     }
     let mut assign = Vec::new();
-    for (agent, a) in &config.serve.agents {
+    for (agent, a) in &serve.agents {
         for (provider, label) in &a.credentials {
             let Some(setup) = config.providers.get(provider) else {
                 return Err(invalid(
@@ -508,7 +556,7 @@ pub(super) fn reconcile(
             }
         }
         if let Some(tier) = &a.tier {
-            let defined = tier == crate::admission::config::DEFAULT_TIER
+            let defined = tier == sluice::admission::config::DEFAULT_TIER
                 || config.admission.tiers.contains_key(tier);
             if !defined {
                 return Err(invalid(

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::{AgentConfig, TokenSource};
-use crate::admission::{Class, ClassSet};
-use crate::config::ConfigFileError;
-use crate::config::read::{NonEmpty, Reader, under};
+use sluice::admission::{Class, ClassSet};
+use sluice::config::ConfigFileError;
+use sluice::config::read::{NonEmpty, Reader, under};
 
 /// `[serve.agents.NAME]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -65,12 +65,12 @@ impl AgentTable {
         };
         let mut pass_headers = Vec::with_capacity(self.pass_headers.len());
         for (i, header) in self.pass_headers.iter().enumerate() {
-            if !crate::headers::is_account(header) {
+            if !sluice::headers::is_account(header) {
                 return Err(reader.invalid(
                     &format!("{}[{i}]", under(at, "pass_headers")),
                     format!(
                         "an account header an agent may set: {} (credentials are never passed on)",
-                        crate::headers::ACCOUNT_HEADERS.join(", ")
+                        sluice::headers::ACCOUNT_HEADERS.join(", ")
                     ),
                 ));
             }
@@ -103,7 +103,7 @@ impl TokenTable {
         match (self.env, self.file, self.sha256) {
             (Some(v), None, None) => Ok(TokenSource::Env(v.into_string())),
             (None, Some(p), None) => Ok(TokenSource::File(reader.path(p))),
-            (None, None, Some(hex)) => crate::hex::from_hex::<32>(&hex.0)
+            (None, None, Some(hex)) => sluice::hex::from_hex::<32>(&hex.0)
                 .map(TokenSource::Sha256)
                 .ok_or_else(|| reader.invalid(&under(at, "sha256"), "64 hex digits")),
             _ => Err(reader.invalid(

@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use super::agents::TokenTable;
 use super::{AdminConfig, DEFAULT_ADMIN_LISTEN, DEFAULT_ADMIN_MAX_CONNECTIONS, address};
-use crate::config::ConfigFileError;
-use crate::config::read::{NonEmpty, Ranged, Reader, under};
+use sluice::config::ConfigFileError;
+use sluice::config::read::{NonEmpty, Ranged, Reader, under};
 
 /// `[serve.admin]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -42,7 +42,7 @@ impl AdminTable {
         let mut operators = BTreeMap::new();
         for (name, token) in self.operators {
             let at = under("serve.admin.operators", &name);
-            if let Err(e) = crate::journal::text::check_operator(&name) {
+            if let Err(e) = sluice::journal::text::check_operator(&name) {
                 return Err(reader.invalid(&at, e.to_string()));
             }
             operators.insert(name, token.source(reader, &at)?);
