@@ -16,8 +16,8 @@ use arbitrary::{Arbitrary, Unstructured};
 use hyper::HeaderMap;
 use hyper::header::{HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
-use sluice_serve::config::{AgentConfig, ServeConfig, TokenSource};
 use sluice_serve::agents::{Agents, Refusal, digest};
+use sluice_serve::config::{AgentConfig, ServeConfig, TokenSource};
 use sluice_serve::hints::Hints;
 
 const TOKEN: &str = "fuzz-agent-token";

@@ -134,6 +134,20 @@ pub use transport::{
 };
 pub use writes::{Step, TaskCancelled, Write, WriteError, WriteOutcome};
 
+/// The parts of a [`SluiceConfig`], as its fields hold them: an embedder reads a file into
+/// one ([`SluiceConfig::from_file`]) and may change what it needs before building the host.
+pub mod settings {
+    pub use crate::admission::Config as AdmissionConfig;
+    pub use crate::budget::BudgetConfig;
+    pub use crate::config::{
+        AuditConfig, DatabaseUrl, JournalConfig, PluginSource, ProviderSetup, ReloadTrigger,
+        TelemetryConfig,
+    };
+    pub use crate::execute::{Generation, Generations};
+    pub use crate::plugin::PluginLimits;
+    pub use crate::retry::RetryConfig;
+}
+
 /// What each [`Reason`] a call ended for holds: why the retry engine stopped, why admission
 /// refused or gave up, the breaker that was open, the budget that was spent, the model no
 /// price was configured for.

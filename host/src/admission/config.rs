@@ -74,7 +74,7 @@ pub const DEFAULT_TIER: &str = "standard";
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// The share of each provider limit to pace at, from [`MIN_MARGIN`] to 1.
+    /// The share of each provider limit to pace at, from `MIN_MARGIN` to 1.
     pub margin: f64,
     /// The queue's bounds.
     pub queue: QueueConfig,
@@ -340,16 +340,16 @@ impl Config {
     /// Parses and validates a configuration.
     ///
     /// # Errors
-    /// [`ConfigError::Syntax`] or [`ConfigError::Invalid`], naming the key.
+    /// `ConfigError::Syntax` or `ConfigError::Invalid`, naming the key.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
         Self::parse(text, "configuration")
     }
 
     /// Reads, parses and validates a configuration file: a regular file of at most
-    /// [`MAX_FILE_BYTES`] (a fifo or a device is refused without waiting on it).
+    /// `MAX_FILE_BYTES` (a fifo or a device is refused without waiting on it).
     ///
     /// # Errors
-    /// [`ConfigError`], naming the file and the key.
+    /// `ConfigError`, naming the file and the key.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
         let text = file::read(path)?;
         Self::parse(&text, &path.display().to_string())
@@ -362,13 +362,13 @@ impl Config {
     }
 
     /// Checks what the types cannot: that every number is in its range (margins from
-    /// [`MIN_MARGIN`] to 1, waits up to [`MAX_WAIT_MS`], queue bounds up to [`MAX_QUEUED`],
-    /// requests in flight up to [`MAX_IN_FLIGHT`], weights up to [`MAX_WEIGHT`], places of
-    /// unconfigured scopes up to [`MAX_UNCONFIGURED_SCOPES`]), tier
+    /// `MIN_MARGIN` to 1, waits up to `MAX_WAIT_MS`, queue bounds up to `MAX_QUEUED`,
+    /// requests in flight up to `MAX_IN_FLIGHT`, weights up to `MAX_WEIGHT`, places of
+    /// unconfigured scopes up to `MAX_UNCONFIGURED_SCOPES`), tier
     /// references, and that every quota can be paced.
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`] naming the first bad key, and the range for a number.
+    /// `ConfigError::Invalid` naming the first bad key, and the range for a number.
     pub fn validate(&self) -> Result<(), ConfigError> {
         bounds::margin("margin", self.margin)?;
         let q = &self.queue;

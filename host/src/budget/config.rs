@@ -293,7 +293,7 @@ impl BudgetConfig {
     }
 
     /// The price of `model` at `provider`, if the table has one: the model's own, else its
-    /// family's for a dated model ([`model_family`]).
+    /// family's for a dated model (`model_family`).
     pub fn price(&self, provider: &str, model: &str) -> Option<Price> {
         let prices = self.prices.get(provider)?;
         prices

@@ -229,7 +229,7 @@ pub enum ReloadTrigger {
     #[default]
     Manual,
     /// Also a change of the plugin file (`"watch"`; a `.wasm` file only): see
-    /// [`crate::reload::watch`].
+    /// `crate::reload::watch`.
     Watch,
 }
 

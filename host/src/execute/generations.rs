@@ -43,7 +43,7 @@ impl Generation {
     }
 }
 
-/// A provider's settings, by model name (or [`ANY_MODEL`]).
+/// A provider's settings, by model name (or `ANY_MODEL`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Generations(pub BTreeMap<String, Generation>);
 

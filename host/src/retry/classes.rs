@@ -105,8 +105,8 @@ pub struct RetryConfigError(String);
 impl RetryConfig {
     /// Parses a retry configuration: the keys of [`RetryConfig`], with `[classes.<name>]`
     /// tables; what is left out keeps its default. Durations are at most a day
-    /// ([`MAX_DURATION_MS`]), attempts per request at most [`MAX_ATTEMPTS`], other counts at
-    /// most [`MAX_COUNT`], and the backoff's first window is at most its largest.
+    /// (`MAX_DURATION_MS`), attempts per request at most `MAX_ATTEMPTS`, other counts at
+    /// most `MAX_COUNT`, and the backoff's first window is at most its largest.
     ///
     #[cfg_attr(feature = "internals", doc = "```")]
     #[cfg_attr(not(feature = "internals"), doc = "```ignore")]
@@ -119,7 +119,7 @@ impl RetryConfig {
     /// ```
     ///
     /// # Errors
-    /// [`RetryConfigError`] naming the key: unknown keys, wrong types, a class other than
+    /// `RetryConfigError` naming the key: unknown keys, wrong types, a class other than
     /// `read`, `idempotent_write` and `uncertain_write`, zero attempts, an `uncertain_write`
     /// allowed more than one attempt (its outcome must be reconciled, never resent), or a
     /// number out of its range (the error gives the range).
