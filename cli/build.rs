@@ -22,75 +22,79 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The package at `dir`: its loose files (`top`) and everything under `dirs`, each watched
+/// for changes.
+fn package(dir: &Path, top: &[&str], dirs: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for name in top {
+        println!("cargo:rerun-if-changed={}", dir.join(name).display());
+        out.push(dir.join(name));
+    }
+    for name in dirs {
+        println!("cargo:rerun-if-changed={}", dir.join(name).display());
+        files(&dir.join(name), &mut out);
+    }
+    out
+}
+
+/// `pub const NAME: &[(&str, &[u8])]`, documented by `doc`: each file of the package at
+/// `dir`, by its path in it, with its bytes.
+fn embed(code: &mut String, name: &str, doc: &str, dir: &Path, files: Vec<PathBuf>) {
+    writeln!(code, "/// {doc}\npub const {name}: &[(&str, &[u8])] = &[").expect("write");
+    for file in files {
+        let rel = file.strip_prefix(dir).expect("a file of the package");
+        let rel = rel.to_str().expect("a UTF-8 path").replace('\\', "/");
+        writeln!(
+            code,
+            "    ({rel:?}, include_bytes!({:?})),",
+            file.to_str().expect("a UTF-8 path")
+        )
+        .expect("write to a string");
+    }
+    code.push_str("];\n");
+}
+
+/// The package `plugins/<name>` beside the command.
+fn beside(manifest_dir: &std::ffi::OsStr, name: &str) -> PathBuf {
+    Path::new(manifest_dir)
+        .join("../plugins")
+        .join(name)
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("plugins/{name} beside the command: {e}"))
+}
+
 fn main() {
     // Read when the script runs, not when it is compiled: a target directory shared by two
     // checkouts keeps one compiled script for both.
     let manifest_dir =
         std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let sdk = Path::new(&manifest_dir).join("../plugins/sdk");
-    let sdk = sdk
-        .canonicalize()
-        .expect("the SDK beside the command: plugins/sdk");
-    let mut package = vec![sdk.join("Cargo.toml"), sdk.join("README.md")];
-    for dir in ["src", "wit"] {
-        println!("cargo:rerun-if-changed={}", sdk.join(dir).display());
-        files(&sdk.join(dir), &mut package);
-    }
-    println!(
-        "cargo:rerun-if-changed={}",
-        sdk.join("Cargo.toml").display()
-    );
-    println!("cargo:rerun-if-changed={}", sdk.join("README.md").display());
+    let sdk = beside(&manifest_dir, "sdk");
     let manifest = std::fs::read_to_string(sdk.join("Cargo.toml")).expect("the SDK's manifest");
     let version = manifest
         .lines()
         .find_map(|l| l.strip_prefix("version = \"")?.strip_suffix('"'))
         .expect("the SDK's manifest names its version");
     let mut code = format!(
-        "/// The SDK's version, from its manifest.\n\
-         pub const SDK_VERSION: &str = {version:?};\n\
-         /// The SDK's package: each file's path in it, and its bytes.\n\
-         pub const SDK_FILES: &[(&str, &[u8])] = &[\n"
+        "/// The SDK's version, from its manifest.\npub const SDK_VERSION: &str = {version:?};\n"
     );
-    for file in package {
-        let rel = file.strip_prefix(&sdk).expect("a file of the SDK");
-        let rel = rel.to_str().expect("a UTF-8 path").replace('\\', "/");
-        writeln!(
-            code,
-            "    ({rel:?}, include_bytes!({:?})),",
-            file.to_str().expect("a UTF-8 path")
-        )
-        .expect("write to a string");
-    }
-    code.push_str("];\n");
-    let contract = Path::new(&manifest_dir).join("../plugins/contract");
-    let contract = contract
-        .canonicalize()
-        .expect("the contract's vocabulary beside the command: plugins/contract");
-    let mut package = vec![contract.join("Cargo.toml")];
-    println!(
-        "cargo:rerun-if-changed={}",
-        contract.join("Cargo.toml").display()
+    let files = package(&sdk, &["Cargo.toml", "README.md"], &["src", "wit"]);
+    embed(
+        &mut code,
+        "SDK_FILES",
+        "The SDK's package: each file's path in it, and its bytes.",
+        &sdk,
+        files,
     );
-    println!("cargo:rerun-if-changed={}", contract.join("src").display());
-    files(&contract.join("src"), &mut package);
-    code.push_str(
-        "/// The package of the contract's vocabulary the SDK depends on: each file's path in \
-         it, and its bytes.\npub const CONTRACT_FILES: &[(&str, &[u8])] = &[\n",
+    let contract = beside(&manifest_dir, "contract");
+    let files = package(&contract, &["Cargo.toml"], &["src"]);
+    embed(
+        &mut code,
+        "CONTRACT_FILES",
+        "The package of the contract's vocabulary the SDK depends on: each file's path in it, \
+         and its bytes.",
+        &contract,
+        files,
     );
-    for file in package {
-        let rel = file
-            .strip_prefix(&contract)
-            .expect("a file of the contract");
-        let rel = rel.to_str().expect("a UTF-8 path").replace('\\', "/");
-        writeln!(
-            code,
-            "    ({rel:?}, include_bytes!({:?})),",
-            file.to_str().expect("a UTF-8 path")
-        )
-        .expect("write to a string");
-    }
-    code.push_str("];\n");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("sdk_files.rs");
     std::fs::write(out, code).expect("write sdk_files.rs");
 }

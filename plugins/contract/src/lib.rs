@@ -49,10 +49,8 @@ pub mod scope {
 /// The request headers an agent sets to tell the host about a call, which a plugin's
 /// generic policy reads too.
 pub mod hints {
-    /// `interactive`, `standard` or `background` ([`PRIORITIES`]).
+    /// `interactive`, `standard` or `background`.
     pub const PRIORITY: &str = "x-sluice-priority";
     /// The tenant, where the agent's token allows naming one.
     pub const TENANT: &str = "x-sluice-tenant";
-    /// The priority classes by name, most urgent first.
-    pub const PRIORITIES: [&str; 3] = ["interactive", "standard", "background"];
 }

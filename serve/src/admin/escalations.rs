@@ -269,13 +269,21 @@ fn outcome(o: &WriteOutcome) -> Value {
 /// A journal refusal: what the operator asked cannot be done (400, 404, 409), or the
 /// journal failed (500).
 fn refused(e: &JournalError) -> Response<Body> {
-    let status = match Escalations::refusal(e) {
-        Some(Refusal::Invalid) => 400,
-        Some(Refusal::NoSuchCase) => 404,
-        Some(Refusal::AlreadyResolved) => 409,
-        _ => return journal_failed(e),
-    };
-    error_reply(status, sluice::printable::printable(&e.to_string()))
+    match refusal_status(e) {
+        Some(status) => error_reply(status, sluice::printable::printable(&e.to_string())),
+        None => journal_failed(e),
+    }
+}
+
+/// The status of an operator's request the escalations door refused (400, 404, 409), the
+/// same for the admin API and the console; `None` when the journal failed.
+pub(crate) fn refusal_status(e: &JournalError) -> Option<u16> {
+    Some(match Escalations::refusal(e)? {
+        Refusal::Invalid => 400,
+        Refusal::NoSuchCase => 404,
+        Refusal::AlreadyResolved => 409,
+        _ => return None,
+    })
 }
 
 fn journal_failed(e: &JournalError) -> Response<Body> {

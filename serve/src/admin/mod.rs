@@ -32,7 +32,7 @@
 //! are the CLI's, recorded and audited the same way.
 
 pub(crate) mod audit;
-mod escalations;
+pub(crate) mod escalations;
 mod plugins;
 mod scopes;
 mod tasks;

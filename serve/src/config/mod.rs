@@ -518,19 +518,18 @@ fn reconcile(
         key,
         message,
     };
-    let names = || {
-        config
-            .providers
-            .keys()
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join(", ")
+    let names = || match config.providers.len() {
+        0 => "none is configured (add a [providers.NAME] table)".to_owned(),
+        _ => {
+            let names: Vec<&str> = config.providers.keys().map(String::as_str).collect();
+            format!("the providers are {}", names.join(", "))
+        }
     };
     for name in serve.providers.keys() {
         if !config.providers.contains_key(name) {
             return Err(invalid(
                 format!("serve.providers.{name}"),
-                format!("no provider of that name; the providers are {}", names()),
+                format!("no provider of that name; {}", names()),
             ));
         }
     }
@@ -540,7 +539,7 @@ fn reconcile(
             let Some(setup) = config.providers.get(provider) else {
                 return Err(invalid(
                     format!("serve.agents.{agent}.credentials.{provider}"),
-                    format!("no provider of that name; the providers are {}", names()),
+                    format!("no provider of that name; {}", names()),
                 ));
             };
             let pool = config

@@ -15,10 +15,7 @@ use hyper::Response;
 use serde_json::Value;
 use sluice::printable::printable;
 use sluice::writes::WriteOutcome;
-use sluice::{
-    BodyError, Choice, Decision, Escalation, EscalationCase, Escalations, JournalError, Refusal,
-    Resolved,
-};
+use sluice::{BodyError, Choice, Decision, Escalation, EscalationCase, JournalError, Resolved};
 
 use super::form::Form;
 use super::html::{escape, page, problem};
@@ -51,12 +48,7 @@ pub(crate) fn id_of(raw: &str) -> Result<i64, String> {
 
 /// What the journal's refusal means for the person: the status and the message.
 fn refused(e: &JournalError) -> (u16, String) {
-    let status = match Escalations::refusal(e) {
-        Some(Refusal::Invalid) => 400,
-        Some(Refusal::NoSuchCase) => 404,
-        Some(Refusal::AlreadyResolved) => 409,
-        _ => 500,
-    };
+    let status = crate::admin::escalations::refusal_status(e).unwrap_or(500);
     (status, printable(&e.to_string()).into_owned())
 }
 
