@@ -99,6 +99,10 @@ pub struct Tally {
     /// CPU time the target's own process spent meanwhile (this whole process when the
     /// target runs in it).
     pub cpu: Duration,
+    /// Context switches the target's threads made meanwhile, voluntary or not (this whole
+    /// process's when the target runs in it): how often a request's work waited for, or
+    /// handed over to, another thread.
+    pub switches: u64,
 }
 
 impl Tally {
@@ -109,6 +113,7 @@ impl Tally {
         self.first_error = self.first_error.take().or(other.first_error);
         self.sent += other.sent;
         self.cpu += other.cpu;
+        self.switches += other.switches;
     }
 
     /// Sorts the samples, for [`quantile`].
@@ -152,6 +157,30 @@ pub fn cpu_used(pid: Option<u32>) -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// The context switches process `pid`'s threads (this process's when `None`) have made so
+/// far, voluntary and not, from each thread's `/proc/PID/task/TID/status`; zero where there
+/// is no `/proc`. A thread that ended meanwhile takes its count with it.
+pub fn switches_made(pid: Option<u32>) -> u64 {
+    let dir = pid.map_or_else(
+        || "/proc/self/task".to_owned(),
+        |p| format!("/proc/{p}/task"),
+    );
+    let Ok(tasks) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
 /// One connection's client.
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
@@ -170,6 +199,7 @@ pub async fn run(target: &Target, rate: Option<u32>, connections: usize, count: 
         ..Tally::default()
     }));
     let cpu_before = cpu_used(target.pid);
+    let switches_before = switches_made(target.pid);
     let clock = SystemClock;
     // The schedule: a thread of its own sleeps until each request's time and hands it to
     // whichever connection is free (tokio's timer would round every time up to a
@@ -232,8 +262,10 @@ pub async fn run(target: &Target, rate: Option<u32>, connections: usize, count: 
         let _ = p.join();
     }
     let cpu = cpu_used(target.pid).saturating_sub(cpu_before);
+    let switches = switches_made(target.pid).saturating_sub(switches_before);
     let mut guard = samples.lock().unwrap_or_else(|e| e.into_inner());
     guard.cpu = cpu;
+    guard.switches = switches;
     std::mem::take(&mut *guard)
 }
 

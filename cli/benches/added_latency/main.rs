@@ -8,8 +8,9 @@
 //!
 //! Two loads ([`load`]): one connection sending one request after another; and open-loop
 //! rates on a fixed number of connections, each latency counted from the request's scheduled
-//! time. Beside each figure: the CPU the target's own process spent per request, and the
-//! machine's load average when the load ended (these machines are shared). For the real
+//! time. Beside each figure: the CPU the target's own process spent per request, the context
+//! switches its threads made per request (each a wait for, or a hand-over to, another
+//! thread), and the machine's load average when the load ended (these machines are shared). For the real
 //! binary, the plugin calls' mean time as the server itself timed them
 //! (`sluice_plugin_call_seconds` on its admin API's `/metrics`, over the measured rounds).
 //!
@@ -41,6 +42,9 @@
 //! - `ADDED_LATENCY_BUDGETS`: `1` gives every sidecar and the embedded host spend budgets far
 //!   above the load, so each call is charged in the journal before it is sent and corrected
 //!   after;
+//! - `ADDED_LATENCY_CONFIG`: TOML added to every sidecar's and the embedded host's
+//!   configuration, for example `[plugins]\ncall_deadline_ms = 60000` (an earlier table of
+//!   the same name is an error, as in any configuration file);
 //! - `ADDED_LATENCY_JOURNAL`: a `postgres://` URL: every sidecar and the embedded host keep
 //!   their journal (budgets included) in that database, each a host of its own in the group,
 //!   instead of a file each. The bench leaves its rows there: give it a database of its own.
@@ -270,7 +274,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     loads.extend(options.rates.iter().map(|&r| Load::Rate(r)));
     eprintln!(
         "added latency: {} targets; client {}; sequential {} requests, rates {:?}/s on {} connections \
-         for {} s, {} rounds, {} s warm-up; CPUs {}{}; budgets {}; journal {}; {}",
+         for {} s, {} rounds, {} s warm-up; CPUs {}{}; budgets {}; journal {}; added configuration {:?}; {}",
         chosen.len(),
         if options.hey.is_some() {
             "hey"
@@ -293,6 +297,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             "a file each"
         },
+        targets::extra_config(),
         machine()
     );
     let mut rows = Vec::new();
@@ -358,9 +363,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// Prints the tables; whether any request failed.
 fn report(chosen: &[&Target], rows: &mut [(Load, Vec<Tally>, String)]) -> bool {
     println!(
-        "\n| load | target | sent | errors | p50 µs | p90 µs | p99 µs | max µs | start lag p50 / p99 µs | own CPU µs/request |"
+        "\n| load | target | sent | errors | p50 µs | p90 µs | p99 µs | max µs | start lag p50 / p99 µs | own CPU µs/request | own switches/request |"
     );
-    println!("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+    println!("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     let mut failed = false;
     for (load, tallies, _) in rows.iter_mut() {
         for (t, tally) in chosen.iter().zip(tallies.iter_mut()) {
@@ -368,13 +373,18 @@ fn report(chosen: &[&Target], rows: &mut [(Load, Vec<Tally>, String)]) -> bool {
             let l = &tally.latencies;
             #[allow(clippy::cast_precision_loss, reason = "request counts")]
             let cpu = micros(tally.cpu) / tally.sent.max(1) as f64;
-            let own = if t.pid.is_some() {
-                format!("{cpu:.0}")
+            #[allow(clippy::cast_precision_loss, reason = "switch counts")]
+            let switches = tally.switches as f64 / tally.sent.max(1) as f64;
+            let (own, own_switches) = if t.pid.is_some() {
+                (format!("{cpu:.0}"), format!("{switches:.1}"))
             } else {
-                format!("({cpu:.0}, whole bench)")
+                (
+                    format!("({cpu:.0}, whole bench)"),
+                    format!("({switches:.1}, whole bench)"),
+                )
             };
             println!(
-                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} | {own} |",
+                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} | {own} | {own_switches} |",
                 load.name(),
                 t.name,
                 tally.sent,

@@ -250,9 +250,15 @@ pub fn journal() -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
+/// TOML added to every target's configuration: `ADDED_LATENCY_CONFIG`.
+pub fn extra_config() -> String {
+    std::env::var("ADDED_LATENCY_CONFIG").unwrap_or_default()
+}
+
 /// The host's configuration: one OpenAI-style provider at `base_url`, limits far above the
 /// load, one agent known by its token's digest; the key in a file beside it; with
-/// [`BUDGETS`] when [`budgets`] says so, in the group journal [`journal`] names.
+/// [`BUDGETS`] when [`budgets`] says so, in the group journal [`journal`] names, and with
+/// [`extra_config`] last.
 fn config_text(dir: &Path, base_url: &str) -> String {
     std::fs::write(dir.join("openai.key"), format!("{PROVIDER_KEY}\n")).expect("the key file");
     let digest = digest(AGENT_TOKEN);
@@ -275,8 +281,10 @@ fn config_text(dir: &Path, base_url: &str) -> String {
         token = {{ sha256 = "{digest}" }}
         tenant = "bench"
         {budgets}
-        {journal}"#,
+        {journal}
+        {extra}"#,
         dir = dir.display(),
+        extra = extra_config(),
     )
 }
 
