@@ -22,6 +22,71 @@ pub(super) const IDLE_KEEP_MS: u64 = 3_600_000;
 /// How soon a call refused for want of a slot looks again: 50 ms.
 pub(super) const SLOT_POLL_US: u64 = 50_000;
 
+/// The start of every script that reads the time: `now`, Redis's, in microseconds.
+macro_rules! now {
+    () => {
+        r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+"
+    };
+}
+
+/// What the scripts that charge quotas share: `now`, and how a quota's pace is read, a new
+/// quota started, a learned limit written down and a charge corrected. Written once, so the
+/// scripts cannot come to disagree on them.
+macro_rules! quotas {
+    () => {
+        concat!(
+            now!(),
+            r"
+-- Writes down a limit a response taught: believed for `learned_for`.
+local function learn(key, interval, tol, learned_for)
+  redis.call('HSET', key, 'li', interval, 'lt', tol, 'lx', now + learned_for)
+end
+
+-- The pace and burst a quota is charged at, `h` its 'tat', 'li', 'lt', 'lx': as given, and
+-- written down when the call's response taught them (`learned`); else a slower pace learned
+-- earlier and still believed.
+local function pace(key, h, interval, tol, learned, learned_for)
+  if learned == '1' then
+    learn(key, interval, tol, learned_for)
+  elseif h[4] and tonumber(h[4]) > now and tonumber(h[2]) > interval then
+    return tonumber(h[2]), tonumber(h[3])
+  end
+  return interval, tol
+end
+
+-- A quota unknown here: an empty burst, kept, so that waiting for it ends. Returns its tat.
+local function start(key, tol, keep)
+  local tat = now + tol
+  redis.call('HSET', key, 'tat', tat)
+  redis.call('PEXPIRE', key, math.ceil(tol / 1000) + keep)
+  return tat
+end
+
+-- Corrects a charge by `change` units (actual use less the estimate) at `interval`: use
+-- above the estimate is charged now; use below it is given back from the charge's own place
+-- in the schedule, which ends at `ends`, but never to before now, and never more than that
+-- place still ahead (a window must not see more than the limit). Returns the new tat.
+local function correct(key, tat, change, interval, ends)
+  if change > 0 then
+    tat = math.max(tat, now) + change * interval
+    redis.call('HSET', key, 'tat', tat)
+  elseif change < 0 then
+    local back = math.min(-change * interval, math.max(0, ends - now), math.max(0, tat - now))
+    if back > 0 then
+      tat = tat - back
+      redis.call('HSET', key, 'tat', tat)
+    end
+  end
+  return tat
+end
+"
+        )
+    };
+}
+
 /// Checks and charges every quota, hold and concurrency limit of one call.
 ///
 /// KEYS: the quotas (`nb`), the holds (`nh`), the lease sets (`nc`).
@@ -33,9 +98,9 @@ pub(super) const SLOT_POLL_US: u64 = 50_000;
 /// quota's schedule end, µs, for the correction), 1 a quota is spent (index of the quota),
 /// 2 held (index of the hold, its reason), 3 every slot taken (index of the set; look again
 /// after the slot poll, or when the first lease expires if sooner).
-pub(super) const ADMIT: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+pub(super) const ADMIT: &str = concat!(
+    quotas!(),
+    r"
 local lease, ttl = ARGV[1], tonumber(ARGV[2])
 local nb, nh, nc = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local learned_for, keep = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -52,18 +117,8 @@ for i = 1, nb do
   local cost, learned = tonumber(ARGV[a + 2]), ARGV[a + 3]
   a = a + 4
   local h = redis.call('HMGET', KEYS[i], 'tat', 'li', 'lt', 'lx')
-  if learned == '1' then
-    redis.call('HSET', KEYS[i], 'li', interval, 'lt', tol, 'lx', now + learned_for)
-  elseif h[4] and tonumber(h[4]) > now and tonumber(h[2]) > interval then
-    interval, tol = tonumber(h[2]), tonumber(h[3])
-  end
-  local tat = tonumber(h[1])
-  if tat == nil then
-    -- Unknown here: an empty burst, kept, so that waiting for it ends.
-    tat = now + tol
-    redis.call('HSET', KEYS[i], 'tat', tat)
-    redis.call('PEXPIRE', KEYS[i], math.ceil(tol / 1000) + keep)
-  end
+  interval, tol = pace(KEYS[i], h, interval, tol, learned, learned_for)
+  local tat = tonumber(h[1]) or start(KEYS[i], tol, keep)
   -- Fits when the schedule, charged, runs at most the burst ahead of now. From `tat`, not
   -- `max(tat, now)`: a cost above the burst fits once the quota has been idle long enough
   -- to pay for the excess (as `Rate::ready_at`).
@@ -98,7 +153,8 @@ for i = 1, nc do
   redis.call('PEXPIRE', k, math.ceil(ttl / 1000) * 2)
 end
 return out
-";
+",
+);
 
 /// Takes slices of a host's quotas, and settles what the host's earlier slices left.
 ///
@@ -121,9 +177,9 @@ return out
 /// granted (wait: when the slices start; per quota, what it granted and the schedule end),
 /// 1 a quota cannot fit its need within the reserve yet (index of the quota; wait: when to
 /// ask again), 2 held (index of the hold, its reason).
-pub(super) const SLICE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+pub(super) const SLICE: &str = concat!(
+    quotas!(),
+    r"
 local nb, nh = tonumber(ARGV[1]), tonumber(ARGV[2])
 local learned_for, keep, reserve = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local q, asked = {}, false
@@ -136,27 +192,12 @@ for i = 1, nb do
   }
   a = a + 7
   local h = redis.call('HMGET', KEYS[i], 'tat', 'li', 'lt', 'lx')
-  if e.learned == '1' then
-    redis.call('HSET', KEYS[i], 'li', e.interval, 'lt', e.tol, 'lx', now + learned_for)
-  elseif h[4] and tonumber(h[4]) > now and tonumber(h[2]) > e.interval then
-    e.interval, e.tol = tonumber(h[2]), tonumber(h[3])
-  end
+  e.interval, e.tol = pace(KEYS[i], h, e.interval, e.tol, e.learned, learned_for)
   local tat = tonumber(h[1])
-  if tat and e.change > 0 then
-    tat = math.max(tat, now) + e.change * e.interval
-    redis.call('HSET', KEYS[i], 'tat', tat)
-  elseif tat and e.change < 0 then
-    local back = math.min(-e.change * e.interval, math.max(0, e.ends - now), math.max(0, tat - now))
-    if back > 0 then
-      tat = tat - back
-      redis.call('HSET', KEYS[i], 'tat', tat)
-    end
-  end
-  if tat == nil and e.need > 0 then
-    -- Unknown here: an empty burst, kept, so that waiting for it ends.
-    tat = now + e.tol
-    redis.call('HSET', KEYS[i], 'tat', tat)
-    redis.call('PEXPIRE', KEYS[i], math.ceil(e.tol / 1000) + keep)
+  if tat then
+    tat = correct(KEYS[i], tat, e.change, e.interval, e.ends)
+  elseif e.need > 0 then
+    tat = start(KEYS[i], e.tol, keep)
   end
   e.tat = tat
   if e.need > 0 then
@@ -209,7 +250,8 @@ for i = 1, nb do
   out[4 + 2 * i] = math.floor(ends)
 end
 return out
-";
+",
+);
 
 /// Ends a call: releases its leases and corrects its charge to its actual usage.
 ///
@@ -220,34 +262,27 @@ return out
 /// Use above the estimate is charged now. Use below it is given back from the call's own
 /// place in the schedule, but never to before now, and never more than the call's place
 /// still ahead: a window must not see more than the limit.
-pub(super) const SETTLE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+pub(super) const SETTLE: &str = concat!(
+    quotas!(),
+    r"
 local lease, nb, nc = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local a = 4
 for i = 1, nb do
   local interval, change, ends = tonumber(ARGV[a]) / 1000, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   a = a + 3
-  local h = redis.call('HMGET', KEYS[i], 'tat', 'li', 'lx')
+  local h = redis.call('HMGET', KEYS[i], 'tat', 'li', 'lt', 'lx')
   local tat = tonumber(h[1])
-  -- At the pace the call was charged at: a learned one, when it is in force and slower.
-  if h[3] and tonumber(h[3]) > now and tonumber(h[2]) > interval then
-    interval = tonumber(h[2])
-  end
-  if tat and change > 0 then
-    redis.call('HSET', KEYS[i], 'tat', math.max(tat, now) + change * interval)
-  elseif tat and change < 0 then
-    local back = math.min(-change * interval, math.max(0, ends - now), math.max(0, tat - now))
-    if back > 0 then
-      redis.call('HSET', KEYS[i], 'tat', tat - back)
-    end
+  if tat then
+    -- At the pace the call was charged at: a learned one, when it is in force and slower.
+    correct(KEYS[i], tat, change, pace(KEYS[i], h, interval, 0, '0', 0), ends)
   end
 end
 for i = 1, nc do
   redis.call('ZREM', KEYS[nb + i], lease)
 end
 return 1
-";
+",
+);
 
 /// Shares what a response taught one host about a scope: a hold, what is left, a limit.
 ///
@@ -258,9 +293,9 @@ return 1
 /// A hold only lengthens (as a local hold does) and restarts the quota at its pace with an
 /// empty burst; `available` only takes (a quota believed fuller than the provider says is
 /// debited, never refilled).
-pub(super) const SHARE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+pub(super) const SHARE: &str = concat!(
+    quotas!(),
+    r"
 local hold, reason, nb = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local learned_for, keep = tonumber(ARGV[4]), tonumber(ARGV[5])
 if hold > 0 then
@@ -276,7 +311,7 @@ for i = 1, nb do
   local available, learned = tonumber(ARGV[a + 2]), ARGV[a + 3]
   a = a + 4
   if learned == '1' then
-    redis.call('HSET', k, 'li', interval, 'lt', tol, 'lx', now + learned_for)
+    learn(k, interval, tol, learned_for)
   end
   local tat = tonumber(redis.call('HGET', k, 'tat')) or (now + tol)
   local target = tat
@@ -290,16 +325,17 @@ for i = 1, nb do
   redis.call('PEXPIRE', k, math.ceil(math.max(0, target - now) / 1000) + keep)
 end
 return 1
-";
+",
+);
 
 /// Keeps a host's leases alive, or puts them back after the store lost them.
 ///
 /// KEYS: lease sets, one per lease. ARGV: ttl (µs), mode (`renew`: only leases still
 /// there, so a lease its call released meanwhile stays released; `restore`: every one),
 /// then the lease ids in KEYS' order.
-pub(super) const RENEW: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+pub(super) const RENEW: &str = concat!(
+    now!(),
+    r"
 local ttl, restore = tonumber(ARGV[1]), ARGV[2] == 'restore'
 for i = 1, #KEYS do
   if restore then
@@ -310,7 +346,8 @@ for i = 1, #KEYS do
   redis.call('PEXPIRE', KEYS[i], math.ceil(ttl / 1000) * 2)
 end
 return #KEYS
-";
+",
+);
 
 /// Says this process is alive under its host id, unless another process says so.
 ///
