@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::load::{BODY, Tally, Target, Via, cpu_used, switches_made};
+use crate::load::{BODY, Tally, Target, Used, Via};
 
 /// The client a run asked for: `ADDED_LATENCY_CLIENT=hey`.
 pub fn wanted() -> bool {
@@ -96,14 +96,12 @@ pub async fn run(program: &Path, target: &Target, ask: &Ask) -> Tally {
         }
     }
     command.arg(url).stdin(Stdio::null()).stderr(Stdio::piped());
-    let cpu_before = cpu_used(target.pid);
-    let switches_before = switches_made(target.pid);
+    let before = Used::of(target.pid);
     // hey runs for seconds: off the runtime's threads, which serve the fake provider.
     let output = tokio::task::spawn_blocking(move || command.output())
         .await
         .unwrap_or_else(|e| Err(std::io::Error::other(e)));
-    let cpu = cpu_used(target.pid).saturating_sub(cpu_before);
-    let switches = switches_made(target.pid).saturating_sub(switches_before);
+    let used = before.since(target.pid);
     let mut tally = match output {
         Ok(o) if o.status.success() => parse(&String::from_utf8_lossy(&o.stdout)),
         Ok(o) => Tally {
@@ -121,8 +119,7 @@ pub async fn run(program: &Path, target: &Target, ask: &Ask) -> Tally {
             ..Tally::default()
         },
     };
-    tally.cpu = cpu;
-    tally.switches = switches;
+    tally.record(used);
     tally
 }
 

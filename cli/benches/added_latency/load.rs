@@ -116,6 +116,12 @@ impl Tally {
         self.switches += other.switches;
     }
 
+    /// What the target's process used meanwhile ([`Used::since`]).
+    pub fn record(&mut self, used: Used) {
+        self.cpu = used.cpu;
+        self.switches = used.switches;
+    }
+
     /// Sorts the samples, for [`quantile`].
     pub fn sort(&mut self) {
         self.latencies.sort_unstable();
@@ -138,14 +144,37 @@ pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
     sorted[rank - 1]
 }
 
-/// The CPU time process `pid` (this one when `None`) has used so far, user and system, all
-/// threads, from `/proc/PID/stat` in clock ticks of 10 ms; zero where there is no `/proc`.
-pub fn cpu_used(pid: Option<u32>) -> Duration {
-    let path = pid.map_or_else(
-        || "/proc/self/stat".to_owned(),
-        |p| format!("/proc/{p}/stat"),
-    );
-    let stat = std::fs::read_to_string(path).unwrap_or_default();
+/// What a process has used so far: its CPU time and its threads' context switches.
+#[derive(Debug, Clone, Copy)]
+pub struct Used {
+    cpu: Duration,
+    switches: u64,
+}
+
+impl Used {
+    /// Process `pid`'s use so far (this process's when `None`); zero where there is no
+    /// `/proc`.
+    pub fn of(pid: Option<u32>) -> Self {
+        let proc = pid.map_or_else(|| "/proc/self".to_owned(), |p| format!("/proc/{p}"));
+        Self {
+            cpu: cpu_used(&proc),
+            switches: switches_made(&proc),
+        }
+    }
+
+    /// What process `pid` used from `self` until now.
+    pub fn since(self, pid: Option<u32>) -> Self {
+        let now = Self::of(pid);
+        Self {
+            cpu: now.cpu.saturating_sub(self.cpu),
+            switches: now.switches.saturating_sub(self.switches),
+        }
+    }
+}
+
+/// CPU time, user and system, all threads, from `PROC/stat` in clock ticks of 10 ms.
+fn cpu_used(proc: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("{proc}/stat")).unwrap_or_default();
     // The fields after the command name, which is in parentheses and may hold spaces.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let ticks: u64 = rest
@@ -157,26 +186,21 @@ pub fn cpu_used(pid: Option<u32>) -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
-/// The context switches process `pid`'s threads (this process's when `None`) have made so
-/// far, voluntary and not, from each thread's `/proc/PID/task/TID/status`; zero where there
-/// is no `/proc`. A thread that ended meanwhile takes its count with it.
-pub fn switches_made(pid: Option<u32>) -> u64 {
-    let dir = pid.map_or_else(
-        || "/proc/self/task".to_owned(),
-        |p| format!("/proc/{p}/task"),
-    );
-    let Ok(tasks) = std::fs::read_dir(dir) else {
+/// Context switches, voluntary and not, summed over each thread's `PROC/task/TID/status`.
+/// A thread that ended meanwhile takes its count with it.
+fn switches_made(proc: &str) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("{proc}/task")) else {
         return 0;
     };
     tasks
         .filter_map(Result::ok)
         .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .flat_map(|status| {
+        .map(|status| {
             status
                 .lines()
                 .filter(|l| l.contains("ctxt_switches:"))
                 .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .collect::<Vec<_>>()
+                .sum::<u64>()
         })
         .sum()
 }
@@ -198,8 +222,7 @@ pub async fn run(target: &Target, rate: Option<u32>, connections: usize, count: 
         sent: count,
         ..Tally::default()
     }));
-    let cpu_before = cpu_used(target.pid);
-    let switches_before = switches_made(target.pid);
+    let before = Used::of(target.pid);
     let clock = SystemClock;
     // The schedule: a thread of its own sleeps until each request's time and hands it to
     // whichever connection is free (tokio's timer would round every time up to a
@@ -261,11 +284,9 @@ pub async fn run(target: &Target, rate: Option<u32>, connections: usize, count: 
     if let Some(p) = pacer {
         let _ = p.join();
     }
-    let cpu = cpu_used(target.pid).saturating_sub(cpu_before);
-    let switches = switches_made(target.pid).saturating_sub(switches_before);
+    let used = before.since(target.pid);
     let mut guard = samples.lock().unwrap_or_else(|e| e.into_inner());
-    guard.cpu = cpu;
-    guard.switches = switches;
+    guard.record(used);
     std::mem::take(&mut *guard)
 }
 

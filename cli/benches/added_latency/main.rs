@@ -10,8 +10,8 @@
 //! rates on a fixed number of connections, each latency counted from the request's scheduled
 //! time. Beside each figure: the CPU the target's own process spent per request, the context
 //! switches its threads made per request (each a wait for, or a hand-over to, another
-//! thread), and the machine's load average when the load ended (these machines are shared). For the real
-//! binary, the plugin calls' mean time as the server itself timed them
+//! thread), and the machine's load average when the load ended (these machines are shared).
+//! For the real binary, the plugin calls' mean time as the server itself timed them
 //! (`sluice_plugin_call_seconds` on its admin API's `/metrics`, over the measured rounds).
 //!
 //! Run: `cargo bench -p sluice-cli --bench added_latency` (about three minutes). Options, by
@@ -43,8 +43,9 @@
 //!   above the load, so each call is charged in the journal before it is sent and corrected
 //!   after;
 //! - `ADDED_LATENCY_CONFIG`: TOML added to every sidecar's and the embedded host's
-//!   configuration, for example `[plugins]\ncall_deadline_ms = 60000` (an earlier table of
-//!   the same name is an error, as in any configuration file);
+//!   configuration, for example `[plugins]\ncall_deadline_ms = 60000`; read before any target
+//!   starts, and refused by name when the configuration with it is (a table the bench
+//!   already writes, such as `[providers.openai.limits]`, may not be named again);
 //! - `ADDED_LATENCY_JOURNAL`: a `postgres://` URL: every sidecar and the embedded host keep
 //!   their journal (budgets included) in that database, each a host of its own in the group,
 //!   instead of a file each. The bench leaves its rows there: give it a database of its own.
@@ -223,6 +224,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
     let dir = tempfile::tempdir()?;
     let fake = rt.block_on(targets::upstream())?;
+    targets::check_extra_config(dir.path(), &fake)?;
     let (hop, _hop) = targets::hop(&fake, cpu)?;
     let sidecar = std::env::var_os("ADDED_LATENCY_SIDECAR").filter(|p| !p.is_empty() && !brief);
     let (binary, _binary) = targets::binary(

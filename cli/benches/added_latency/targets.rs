@@ -255,6 +255,28 @@ pub fn extra_config() -> String {
     std::env::var("ADDED_LATENCY_CONFIG").unwrap_or_default()
 }
 
+/// Reads the configuration every target will be given, with [`extra_config`], in a scratch
+/// directory under `dir`, before any target starts: a bad `ADDED_LATENCY_CONFIG` is named
+/// as such, not found in a sidecar's start-up error.
+pub fn check_extra_config(dir: &Path, fake: &FakeProvider) -> Result<(), Error> {
+    if extra_config().trim().is_empty() {
+        return Ok(());
+    }
+    let scratch = dir.join("checked");
+    std::fs::create_dir_all(&scratch)?;
+    sluice_serve::config::from_toml(&config_text(&scratch, &fake.url("")), &scratch)
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "ADDED_LATENCY_CONFIG: the configuration it adds to every target's is \
+                 refused: {e}. It comes after the tables the bench writes \
+                 ([providers.openai], its credentials and limits, [serve.agents.bench]), \
+                 which it may not name again."
+            )
+            .into()
+        })
+}
+
 /// The host's configuration: one OpenAI-style provider at `base_url`, limits far above the
 /// load, one agent known by its token's digest; the key in a file beside it; with
 /// [`BUDGETS`] when [`budgets`] says so, in the group journal [`journal`] names, and with

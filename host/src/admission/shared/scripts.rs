@@ -32,8 +32,8 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
     };
 }
 
-/// What the scripts that charge quotas share: `now`, and how a quota's pace is read, a new
-/// quota started, a learned limit written down and a charge corrected. Written once, so the
+/// What the scripts that charge quotas share: `now`, and how a quota's pace in force is read,
+/// a new quota started, a learned limit written down and a charge corrected. Written once, so the
 /// scripts cannot come to disagree on them.
 macro_rules! quotas {
     () => {
@@ -45,16 +45,23 @@ local function learn(key, interval, tol, learned_for)
   redis.call('HSET', key, 'li', interval, 'lt', tol, 'lx', now + learned_for)
 end
 
--- The pace and burst a quota is charged at, `h` its 'tat', 'li', 'lt', 'lx': as given, and
--- written down when the call's response taught them (`learned`); else a slower pace learned
--- earlier and still believed.
-local function pace(key, h, interval, tol, learned, learned_for)
-  if learned == '1' then
-    learn(key, interval, tol, learned_for)
-  elseif h[4] and tonumber(h[4]) > now and tonumber(h[2]) > interval then
+-- The pace and burst in force for a quota, `h` its 'tat', 'li', 'lt', 'lx': a slower pace
+-- learned earlier and still believed, else the one given.
+local function in_force(h, interval, tol)
+  if h[4] and tonumber(h[4]) > now and tonumber(h[2]) > interval then
     return tonumber(h[2]), tonumber(h[3])
   end
   return interval, tol
+end
+
+-- The pace and burst a call charges a quota at: as given, and written down, when the call's
+-- response taught them (`learned`); else the ones in force.
+local function pace(key, h, interval, tol, learned, learned_for)
+  if learned == '1' then
+    learn(key, interval, tol, learned_for)
+    return interval, tol
+  end
+  return in_force(h, interval, tol)
 end
 
 -- A quota unknown here: an empty burst, kept, so that waiting for it ends. Returns its tat.
@@ -274,7 +281,7 @@ for i = 1, nb do
   local tat = tonumber(h[1])
   if tat then
     -- At the pace the call was charged at: a learned one, when it is in force and slower.
-    correct(KEYS[i], tat, change, pace(KEYS[i], h, interval, 0, '0', 0), ends)
+    correct(KEYS[i], tat, change, (in_force(h, interval, 0)), ends)
   end
 end
 for i = 1, nc do
