@@ -90,6 +90,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             return Err(e.into());
         }
     };
+    // Before any thread starts, so that none runs the code while it moves (it would not be
+    // disturbed if one did: the bytes at every address stay the same).
+    let huge_text = config
+        .serve
+        .code_on_huge_pages
+        .then(sluice::code_on_huge_pages);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -111,6 +117,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
     };
     crate::subscribe(tracer);
+    match huge_text {
+        Some(moved @ sluice::HugeText::Moved { .. }) => tracing::info!("{moved}"),
+        Some(left) => tracing::info!("{left} ([serve] code_on_huge_pages)"),
+        None => {}
+    }
     // Installed before the host is built; `/metrics` on the admin API renders it, and with
     // `[telemetry]` the same series go to the collector too.
     let prometheus = crate::prometheus()?.build_recorder();

@@ -46,6 +46,12 @@
 //!   configuration, for example `[plugins]\ncall_deadline_ms = 60000`; read before any target
 //!   starts, and refused by name when the configuration with it is (a table the bench
 //!   already writes, such as `[providers.openai.limits]`, may not be named again);
+//! - `ADDED_LATENCY_BASELINE_CONFIG`: TOML added to the baseline's configuration alone, after
+//!   every table the bench writes, for example `[serve]\ncode_on_huge_pages = false`: the
+//!   same binary measured with a setting and without it;
+//! - `ADDED_LATENCY_HUGE_TEXT`: `1` moves this bench's own code onto huge pages at start
+//!   ([`sluice::code_on_huge_pages`]), as an embedder may: the in-process targets (`direct`'s
+//!   provider among them) run from it;
 //! - `ADDED_LATENCY_JOURNAL`: a `postgres://` URL: every sidecar and the embedded host keep
 //!   their journal (budgets included) in that database, each a host of its own in the group,
 //!   instead of a file each. The bench leaves its rows there: give it a database of its own.
@@ -217,6 +223,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     // Before the runtime's threads start: they inherit this process's CPU.
     let cpu = placement.pin_self()?;
+    let huge_text = (!brief
+        && std::env::var_os("ADDED_LATENCY_HUGE_TEXT").is_some_and(|v| v == "1"))
+    .then(sluice::code_on_huge_pages);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -276,7 +285,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     loads.extend(options.rates.iter().map(|&r| Load::Rate(r)));
     eprintln!(
         "added latency: {} targets; client {}; sequential {} requests, rates {:?}/s on {} connections \
-         for {} s, {} rounds, {} s warm-up; CPUs {}{}; budgets {}; journal {}; added configuration {:?}; {}",
+         for {} s, {} rounds, {} s warm-up; CPUs {}{}; budgets {}; journal {}; added configuration {:?}; {}; {}",
         chosen.len(),
         if options.hey.is_some() {
             "hey"
@@ -300,6 +309,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "a file each"
         },
         targets::extra_config(),
+        huge_text.map_or_else(
+            || "the bench's code on small pages".to_owned(),
+            |h| format!("the bench's {h}")
+        ),
         machine()
     );
     let mut rows = Vec::new();

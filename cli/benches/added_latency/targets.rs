@@ -130,8 +130,13 @@ pub fn binary(
     std::fs::create_dir_all(&dir)?;
     let file = dir.join("serve.toml");
     let admin = digest(ADMIN_TOKEN);
+    // The baseline's own additions come last, after the admin table.
+    let own = match name {
+        "baseline" => std::env::var("ADDED_LATENCY_BASELINE_CONFIG").unwrap_or_default(),
+        _ => String::new(),
+    };
     let text = format!(
-        "{}\n[serve.admin]\ntoken = {{ sha256 = \"{admin}\" }}\n",
+        "{}\n[serve.admin]\ntoken = {{ sha256 = \"{admin}\" }}\n{own}\n",
         config_text(&dir, &fake.url(""))
     );
     std::fs::write(&file, text)?;

@@ -16,6 +16,7 @@
 mod abandoned;
 mod bounds;
 mod faults;
+mod huge_text;
 mod invented_names;
 mod mixed;
 mod money;

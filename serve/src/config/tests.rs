@@ -26,6 +26,10 @@ fn a_bad_key_of_the_serve_table_is_named_as_the_file_writes_it() {
             "`serve.admin.token`: the admin API needs a token",
         ),
         ("[serve]\nworkers = 1025\n", "serve.workers"),
+        (
+            "[serve]\ncode_on_huge_pages = \"yes\"\n",
+            "serve.code_on_huge_pages",
+        ),
         ("[serve]\nlisten_on = \"x\"\n", "unknown field `listen_on`"),
         (
             "serve = 3\n",
@@ -58,6 +62,18 @@ fn the_sidecar_s_workers_are_one_per_cpu_unless_given_and_zero_is_none() {
     assert_eq!(workers(""), None);
     assert_eq!(workers("[serve]\nworkers = 3\n"), Some(3));
     assert_eq!(workers("[serve]\nworkers = 0\n"), Some(0));
+}
+
+#[test]
+fn the_sidecar_moves_its_code_onto_huge_pages_unless_told_not_to() {
+    let huge = |text: &str| {
+        from_toml(text, Path::new("."))
+            .unwrap()
+            .serve
+            .code_on_huge_pages
+    };
+    assert!(huge(""));
+    assert!(!huge("[serve]\ncode_on_huge_pages = false\n"));
 }
 
 #[test]
