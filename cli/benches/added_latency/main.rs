@@ -285,7 +285,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     loads.extend(options.rates.iter().map(|&r| Load::Rate(r)));
     eprintln!(
         "added latency: {} targets; client {}; sequential {} requests, rates {:?}/s on {} connections \
-         for {} s, {} rounds, {} s warm-up; CPUs {}{}; budgets {}; journal {}; added configuration {:?}; {}; {}",
+         for {} s, {} rounds, {} s warm-up; CPUs {}{}; budgets {}; journal {}; added configuration {:?}{}; {}; {}",
         chosen.len(),
         if options.hey.is_some() {
             "hey"
@@ -309,6 +309,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "a file each"
         },
         targets::extra_config(),
+        std::env::var("ADDED_LATENCY_BASELINE_CONFIG")
+            .ok()
+            .filter(|c| !c.is_empty() && _baseline.is_some())
+            .map_or_else(String::new, |c| format!(", the baseline's own {c:?}")),
         huge_text.map_or_else(
             || "the bench's code on small pages".to_owned(),
             |h| format!("the bench's {h}")
