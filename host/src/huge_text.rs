@@ -95,34 +95,44 @@ mod imp {
         }
     }
 
+    /// One line of `/proc/self/maps`: its range, permissions and path (empty for anonymous
+    /// memory).
+    pub(super) struct Mapping<'a> {
+        pub(super) start: usize,
+        pub(super) end: usize,
+        pub(super) perms: &'a str,
+        pub(super) path: &'a str,
+    }
+
+    /// The lines of `maps` (the text of `/proc/self/maps`) as [`Mapping`]s.
+    pub(super) fn mappings(maps: &str) -> impl Iterator<Item = Mapping<'_>> {
+        maps.lines().filter_map(|line| {
+            let mut fields = line.split_ascii_whitespace();
+            let (a, b) = fields.next()?.split_once('-')?;
+            let perms = fields.next()?;
+            Some(Mapping {
+                start: usize::from_str_radix(a, 16).ok()?,
+                end: usize::from_str_radix(b, 16).ok()?,
+                perms,
+                path: fields.nth(3).unwrap_or(""),
+            })
+        })
+    }
+
     /// The executable, file-backed mapping in `maps` (the text of `/proc/self/maps`) that
     /// holds the address `inside`, as its start and end.
     pub(super) fn code_mapping(maps: &str, inside: usize) -> Result<(usize, usize), String> {
-        for line in maps.lines() {
-            let mut fields = line.split_ascii_whitespace();
-            let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
-                continue;
-            };
-            let Some((a, b)) = range.split_once('-') else {
-                continue;
-            };
-            let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
-            else {
-                continue;
-            };
-            if !(a..b).contains(&inside) {
-                continue;
-            }
-            let path = fields.nth(3).unwrap_or("");
-            return match (perms.as_bytes().get(2), Path::new(path).is_absolute()) {
-                (Some(b'x'), true) => Ok((a, b)),
-                (Some(b'x'), false) => Err("the code is already in anonymous memory".into()),
-                _ => Err(format!(
-                    "the mapping of the code is {perms}, not executable"
-                )),
-            };
+        let m = mappings(maps)
+            .find(|m| (m.start..m.end).contains(&inside))
+            .ok_or("no mapping in /proc/self/maps holds the code")?;
+        match (m.perms.as_bytes().get(2), Path::new(m.path).is_absolute()) {
+            (Some(b'x'), true) => Ok((m.start, m.end)),
+            (Some(b'x'), false) => Err("the code is already in anonymous memory".into()),
+            _ => Err(format!(
+                "the mapping of the code is {}, not executable",
+                m.perms
+            )),
         }
-        Err("no mapping in /proc/self/maps holds the code".into())
     }
 
     /// Copy `len` bytes at `from` (both 2 MB-aligned) into memory advised for huge pages,
@@ -195,7 +205,7 @@ mod imp {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use super::imp::code_mapping;
+    use super::imp::{code_mapping, mappings};
 
     const MAPS: &str = "\
 5600aa000000-5600aa900000 r--p 00000000 fe:01 42  /usr/local/bin/sluice
@@ -237,12 +247,8 @@ mod tests {
         if let super::HugeText::Moved { bytes } = first {
             // The moved range is now an anonymous executable mapping of its own.
             let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-            let anonymous_code = maps.lines().any(|line| {
-                let f: Vec<&str> = line.split_ascii_whitespace().collect();
-                let (a, b) = f[0].split_once('-').unwrap();
-                let len =
-                    usize::from_str_radix(b, 16).unwrap() - usize::from_str_radix(a, 16).unwrap();
-                f[1].starts_with("r-x") && f.len() == 5 && len >= bytes
+            let anonymous_code = mappings(&maps).any(|m| {
+                m.perms.starts_with("r-x") && m.path.is_empty() && m.end - m.start >= bytes
             });
             assert!(
                 anonymous_code,

@@ -48,7 +48,8 @@
 //!   already writes, such as `[providers.openai.limits]`, may not be named again);
 //! - `ADDED_LATENCY_BASELINE_CONFIG`: TOML added to the baseline's configuration alone, after
 //!   every table the bench writes, for example `[serve]\ncode_on_huge_pages = false`: the
-//!   same binary measured with a setting and without it;
+//!   same binary measured with a setting and without it; read before any target starts, and
+//!   refused by name as `ADDED_LATENCY_CONFIG` is;
 //! - `ADDED_LATENCY_HUGE_TEXT`: `1` moves this bench's own code onto huge pages at start
 //!   ([`sluice::code_on_huge_pages`]), as an embedder may: the in-process targets (`direct`'s
 //!   provider among them) run from it;
@@ -309,8 +310,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "a file each"
         },
         targets::extra_config(),
-        std::env::var("ADDED_LATENCY_BASELINE_CONFIG")
-            .ok()
+        Some(targets::baseline_config())
             .filter(|c| !c.is_empty() && _baseline.is_some())
             .map_or_else(String::new, |c| format!(", the baseline's own {c:?}")),
         huge_text.map_or_else(

@@ -129,17 +129,11 @@ pub fn binary(
     let dir = dir.join(name.replace(' ', "-"));
     std::fs::create_dir_all(&dir)?;
     let file = dir.join("serve.toml");
-    let admin = digest(ADMIN_TOKEN);
-    // The baseline's own additions come last, after the admin table.
     let own = match name {
-        "baseline" => std::env::var("ADDED_LATENCY_BASELINE_CONFIG").unwrap_or_default(),
+        "baseline" => baseline_config(),
         _ => String::new(),
     };
-    let text = format!(
-        "{}\n[serve.admin]\ntoken = {{ sha256 = \"{admin}\" }}\n{own}\n",
-        config_text(&dir, &fake.url(""))
-    );
-    std::fs::write(&file, text)?;
+    std::fs::write(&file, sidecar_text(&dir, fake, &own))?;
     let program = program.unwrap_or(Path::new(env!("CARGO_BIN_EXE_sluice")));
     let mut child = cpus::command(program, cpu)
         .arg("serve")
@@ -260,26 +254,54 @@ pub fn extra_config() -> String {
     std::env::var("ADDED_LATENCY_CONFIG").unwrap_or_default()
 }
 
-/// Reads the configuration every target will be given, with [`extra_config`], in a scratch
-/// directory under `dir`, before any target starts: a bad `ADDED_LATENCY_CONFIG` is named
-/// as such, not found in a sidecar's start-up error.
+/// `ADDED_LATENCY_BASELINE_CONFIG`: TOML added to the baseline's configuration alone, after
+/// its admin table.
+pub fn baseline_config() -> String {
+    std::env::var("ADDED_LATENCY_BASELINE_CONFIG").unwrap_or_default()
+}
+
+/// A sidecar's whole configuration: [`config_text`], its admin table, then `own`.
+fn sidecar_text(dir: &Path, fake: &FakeProvider, own: &str) -> String {
+    format!(
+        "{}\n[serve.admin]\ntoken = {{ sha256 = \"{}\" }}\n{own}\n",
+        config_text(dir, &fake.url("")),
+        digest(ADMIN_TOKEN)
+    )
+}
+
+/// Reads the configurations the targets will be given, with [`extra_config`] and
+/// [`baseline_config`], in a scratch directory under `dir`, before any target starts: a bad
+/// `ADDED_LATENCY_CONFIG` or `ADDED_LATENCY_BASELINE_CONFIG` is named as such, not found in
+/// a sidecar's start-up error.
 pub fn check_extra_config(dir: &Path, fake: &FakeProvider) -> Result<(), Error> {
-    if extra_config().trim().is_empty() {
-        return Ok(());
-    }
     let scratch = dir.join("checked");
-    std::fs::create_dir_all(&scratch)?;
-    sluice_serve::config::from_toml(&config_text(&scratch, &fake.url("")), &scratch)
-        .map(drop)
-        .map_err(|e| {
-            format!(
-                "ADDED_LATENCY_CONFIG: the configuration it adds to every target's is \
-                 refused: {e}. It comes after the tables the bench writes \
-                 ([providers.openai], its credentials and limits, [serve.agents.bench]), \
-                 which it may not name again."
-            )
-            .into()
-        })
+    let (extra, baseline) = (extra_config(), baseline_config());
+    let checks = [
+        ("ADDED_LATENCY_CONFIG", &extra, "", "every target's"),
+        (
+            "ADDED_LATENCY_BASELINE_CONFIG",
+            &baseline,
+            baseline.as_str(),
+            "the baseline's",
+        ),
+    ];
+    for (variable, added, own, whose) in checks {
+        if added.trim().is_empty() {
+            continue;
+        }
+        std::fs::create_dir_all(&scratch)?;
+        sluice_serve::config::from_toml(&sidecar_text(&scratch, fake, own), &scratch).map_err(
+            |e| {
+                format!(
+                    "{variable}: the configuration it adds to {whose} is refused: {e}. It \
+                     comes after the tables the bench writes ([providers.openai], its \
+                     credentials and limits, [serve.agents.bench], [serve.admin]), which it \
+                     may not name again."
+                )
+            },
+        )?;
+    }
+    Ok(())
 }
 
 /// The host's configuration: one OpenAI-style provider at `base_url`, limits far above the
