@@ -232,10 +232,12 @@ impl Executor {
         self.recent.list_429s()
     }
 
-    /// The last admission waits, oldest first: how long calls queued before they were
-    /// admitted, by tenant (see [`recent`]).
-    pub fn recent_waits(&self) -> Vec<recent::Waited> {
-        self.recent.list_waits()
+    /// Hands `each` the tenant and the wait (ms) of each of the last admission waits (see
+    /// [`recent`]) of a call admitted after `since_ms` (wall ms), oldest first. Nothing is
+    /// copied: `each` runs while the waits are held, so it should only note what it is
+    /// given (a caller that samples them every second keeps its own buffers).
+    pub fn each_recent_wait(&self, since_ms: i64, each: impl FnMut(&str, u64)) {
+        self.recent.each_wait_since(since_ms, each);
     }
 
     /// The admission handle the executor queues on.

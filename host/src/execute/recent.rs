@@ -77,9 +77,11 @@ impl Recent {
         ring.iter().cloned().collect()
     }
 
-    pub(super) fn list_waits(&self) -> Vec<Waited> {
+    pub(super) fn each_wait_since(&self, since_ms: i64, mut each: impl FnMut(&str, u64)) {
         let ring = self.waits.lock().unwrap_or_else(PoisonError::into_inner);
-        ring.iter().cloned().collect()
+        for w in ring.iter().filter(|w| w.at_ms > since_ms) {
+            each(&w.tenant, w.waited_ms);
+        }
     }
 }
 
@@ -109,7 +111,11 @@ mod tests {
                 waited_ms: i,
             });
         }
-        let waits = recent.list_waits();
-        assert_eq!((waits.len(), waits[0].waited_ms), (KEPT_WAITS, 1));
+        let mut waits = Vec::new();
+        recent.each_wait_since(i64::MIN, |_, ms| waits.push(ms));
+        assert_eq!((waits.len(), waits[0]), (KEPT_WAITS, 1));
+        let mut later = 0;
+        recent.each_wait_since(0, |_, _| later += 1);
+        assert_eq!(later, 0, "a wait at the instant given is not after it");
     }
 }

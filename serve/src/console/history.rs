@@ -9,7 +9,7 @@
 //!   (`1 - available/burst`: an idle quota admits its burst at once, a busy or held one
 //!   nothing), from the admission snapshot;
 //! - waits: p50 and p99 of the admission waits of each tenant's calls admitted in the last
-//!   [`WAIT_WINDOW_MS`] ([`sluice::execute::Executor::recent_waits`]).
+//!   [`WAIT_WINDOW_MS`] ([`sluice::execute::Executor::each_recent_wait`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -18,7 +18,6 @@ use std::time::Duration;
 use serde::Serialize;
 use sluice::Sluice;
 use sluice::admission::snapshot::Snapshot;
-use sluice::execute::recent::Waited;
 
 /// How many samples are kept: five minutes at one a second.
 pub(crate) const KEPT: usize = 300;
@@ -75,8 +74,47 @@ impl History {
     }
 }
 
-/// A sample of `snapshot` and `waits` at `now_ms`.
-pub(crate) fn sample(now_ms: i64, snapshot: &Snapshot, waits: &[Waited]) -> Sample {
+/// Each tenant's waits in the window of one sample, gathered into buffers kept from one
+/// sample to the next: once the tenants are known, a sample copies and allocates nothing of
+/// the thousands of waits it reads.
+#[derive(Debug, Default)]
+pub(crate) struct Window(BTreeMap<String, Vec<u64>>);
+
+impl Window {
+    /// Notes one wait of `tenant`'s.
+    pub(crate) fn note(&mut self, tenant: &str, waited_ms: u64) {
+        match self.0.get_mut(tenant) {
+            Some(ms) => ms.push(waited_ms),
+            None => {
+                self.0.insert(tenant.to_owned(), vec![waited_ms]);
+            }
+        }
+    }
+
+    /// Each tenant's percentiles over the waits noted since the last call; the buffers are
+    /// emptied for the next window, and a tenant with no wait noted is forgotten.
+    fn take(&mut self) -> BTreeMap<String, Waits> {
+        self.0.retain(|_, ms| !ms.is_empty());
+        self.0
+            .iter_mut()
+            .map(|(tenant, ms)| {
+                ms.sort_unstable();
+                let at =
+                    |p: f64| ms[((ms.len() as f64 * p).ceil() as usize).clamp(1, ms.len()) - 1];
+                let w = Waits {
+                    calls: ms.len(),
+                    p50_ms: at(0.50),
+                    p99_ms: at(0.99),
+                };
+                ms.clear();
+                (tenant.clone(), w)
+            })
+            .collect()
+    }
+}
+
+/// A sample of `snapshot` and of the waits noted in `window` at `now_ms`.
+pub(crate) fn sample(now_ms: i64, snapshot: &Snapshot, window: &mut Window) -> Sample {
     let utilization = snapshot
         .scopes
         .iter()
@@ -90,30 +128,10 @@ pub(crate) fn sample(now_ms: i64, snapshot: &Snapshot, waits: &[Waited]) -> Samp
             Some((s.key.clone(), spent))
         })
         .collect();
-    let mut by_tenant: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for w in waits.iter().filter(|w| w.at_ms > now_ms - WAIT_WINDOW_MS) {
-        by_tenant
-            .entry(w.tenant.clone())
-            .or_default()
-            .push(w.waited_ms);
-    }
-    let waits = by_tenant
-        .into_iter()
-        .map(|(tenant, mut ms)| {
-            ms.sort_unstable();
-            let at = |p: f64| ms[((ms.len() as f64 * p).ceil() as usize).clamp(1, ms.len()) - 1];
-            let w = Waits {
-                calls: ms.len(),
-                p50_ms: at(0.50),
-                p99_ms: at(0.99),
-            };
-            (tenant, w)
-        })
-        .collect();
     Sample {
         at_ms: now_ms,
         utilization,
-        waits,
+        waits: window.take(),
     }
 }
 
@@ -121,12 +139,15 @@ pub(crate) fn sample(now_ms: i64, snapshot: &Snapshot, waits: &[Waited]) -> Samp
 pub(crate) async fn run(sluice: Arc<Sluice>, history: Arc<History>) {
     let mut tick = tokio::time::interval(EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut window = Window::default();
     loop {
         tick.tick().await;
         let now = sluice.clock().wall_ms();
         let snapshot = sluice.admission().snapshot();
-        let waits = sluice.executor().recent_waits();
-        history.push(sample(now, &snapshot, &waits));
+        sluice
+            .executor()
+            .each_recent_wait(now - WAIT_WINDOW_MS, |tenant, ms| window.note(tenant, ms));
+        history.push(sample(now, &snapshot, &mut window));
     }
 }
 
@@ -144,20 +165,14 @@ mod tests {
         }
     }
 
-    fn waited(at_ms: i64, tenant: &str, waited_ms: u64) -> Waited {
-        Waited {
-            at_ms,
-            tenant: tenant.into(),
-            waited_ms,
-        }
-    }
-
     #[test]
-    fn waits_are_percentiles_per_tenant_over_the_window_only() {
-        let mut waits: Vec<Waited> = (1..=100).map(|ms| waited(50_000, "acme", ms)).collect();
-        waits.push(waited(50_000, "beta", 7));
-        waits.push(waited(1_000, "beta", 9_999));
-        let s = sample(55_000, &empty(), &waits);
+    fn waits_are_percentiles_per_tenant_of_the_waits_noted_since_the_last_sample() {
+        let mut window = Window::default();
+        for ms in 1..=100 {
+            window.note("acme", ms);
+        }
+        window.note("beta", 7);
+        let s = sample(55_000, &empty(), &mut window);
         assert_eq!(
             s.waits["acme"],
             Waits {
@@ -166,18 +181,23 @@ mod tests {
                 p99_ms: 99
             }
         );
-        assert_eq!(
-            s.waits["beta"].calls, 1,
-            "the old wait is out of the window"
-        );
-        assert_eq!(s.waits["beta"].p99_ms, 7);
+        assert_eq!((s.waits["beta"].calls, s.waits["beta"].p99_ms), (1, 7));
+        // The next sample counts only what was noted after this one, and forgets a tenant
+        // that did not wait since, buffer and all.
+        window.note("acme", 3);
+        let s = sample(56_000, &empty(), &mut window);
+        assert_eq!(s.waits["acme"].calls, 1);
+        assert!(!s.waits.contains_key("beta"), "{:?}", s.waits);
+        assert!(!window.0.contains_key("beta"), "{:?}", window.0);
+        sample(57_000, &empty(), &mut window);
+        assert!(window.0.is_empty(), "{:?}", window.0);
     }
 
     #[test]
     fn the_ring_keeps_the_last_samples() {
         let h = History::default();
         for i in 0..(KEPT as i64 + 5) {
-            h.push(sample(i, &empty(), &[]));
+            h.push(sample(i, &empty(), &mut Window::default()));
         }
         let samples = h.samples();
         assert_eq!((samples.len(), samples[0].at_ms), (KEPT, 5));
