@@ -100,7 +100,10 @@ fn suite_dir() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = std::process::Command::new(cargo)
+        // This machine's packages only: offline, the packages of other platforms (Windows'
+        // console crates) may never have been downloaded here.
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", "host-tuple"])
         .current_dir(&root)
         .output()
         .expect("cargo metadata runs");
