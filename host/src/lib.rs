@@ -76,6 +76,7 @@ mod parts {
     pub mod huge_text;
     pub mod input_file;
     pub mod journal;
+    pub mod near_timer;
     pub mod observe;
     pub mod offload;
     pub mod plugin;

@@ -3,6 +3,8 @@
 //! upstream exchange it makes run on one thread, so a request wakes no other thread on its
 //! way through; a multi-threaded runtime would wake a second worker for every task it
 //! schedules, and on small machines those wake-ups cost more than the request's own work.
+//! Each keeps a timer within a second (`sluice::near_timer`), so that the timers a request
+//! arms (a connection's header-read timer, the attempt's deadlines) cost no system call.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,9 +45,8 @@ impl Workers {
                 std::thread::Builder::new()
                     .name(format!("sluice-conn-{n}"))
                     .spawn(move || {
-                        rt.block_on(async {
-                            let _ = stopped.await;
-                        });
+                        // The worker's request timers arm without a system call.
+                        rt.block_on(sluice::near_timer::keep_a_timer_near(stopped));
                     })
                     .map_err(ServeError::Workers)?;
                 Ok(Worker {

@@ -200,8 +200,9 @@ impl SluiceBuilder {
         self
     }
 
-    /// Builds the host. Must run inside a tokio runtime with timers (admission's driver is
-    /// spawned on it).
+    /// Builds the host. Must run inside a tokio runtime with timers: admission's driver is
+    /// spawned on it, and a task that keeps a timer within a second while the host lives, so
+    /// that arming a call's timers costs that runtime no system call (see `near_timer`).
     ///
     /// # Errors
     /// [`BuildError`], naming the part and the file or key at fault. Nothing is sent before
@@ -405,11 +406,15 @@ impl SluiceBuilder {
             .then(|| super::group::take_over_the_gone(Arc::downgrade(&writes), journal.clone()));
         // Every part is up: from now on a watched plugin file's change reloads it.
         plugins.watch();
+        // Calls' timers arm without a system call on this runtime while the host lives.
+        let (near_timer, dropped) = tokio::sync::oneshot::channel();
+        drop(tokio::spawn(crate::near_timer::keep_a_timer_near(dropped)));
         Ok(Sluice {
             executor,
             plugins,
             writes,
             group,
+            _near_timer: near_timer,
             journal,
             audit,
             clock,

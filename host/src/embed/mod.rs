@@ -53,6 +53,8 @@ pub struct Sluice {
     /// In a group that shares its journal: the task that takes over the writes of hosts
     /// that are gone (see `group`).
     group: Option<tokio::task::JoinHandle<()>>,
+    /// Dropped with the host: ends the timer kept near on its runtime (see `near_timer`).
+    _near_timer: tokio::sync::oneshot::Sender<()>,
     journal: Arc<Journal>,
     audit: Arc<AuditLog>,
     clock: Arc<dyn Clock>,
