@@ -7,10 +7,11 @@
 //! multi-threaded runtime that wakes the thread parked on the driver, which finds nothing
 //! to do and parks again. With no timer pending, every timer armed is earlier than nothing
 //! planned. A request arms several, all of them seconds long or more: the header-read
-//! timer of the connection it came on (re-armed after each answer, having been pushed
-//! thirty days out while the request ran), its attempt's deadline, the wait for the
-//! provider's head, the idle limit of the body. Between requests they are all gone or far
-//! away, so each request's first timer paid for an unpark.
+//! timer its connection arms afresh when it waits for the next request (hyper drops it
+//! once a head is read), the wait for the request's body, its attempt's deadline, the wait
+//! for the provider's head, the idle limit of the provider's body. A driver that parked
+//! with none of them pending, or with its next wake planned later than one of them, paid
+//! an unpark for arming it: at the sidecar, a write for every other request.
 //!
 //! [`keep_a_timer_near`] keeps one timer pending, never more than [`NEAR`] away: the planned
 //! wake is then always within a second, and no timer of a second or longer unparks. It
