@@ -24,7 +24,8 @@ use std::time::Duration;
 pub const NEAR: Duration = Duration::from_secs(1);
 
 /// Keeps a timer within [`NEAR`] on the runtime that polls it until `until` ends; spawn it
-/// on each runtime that serves requests.
+/// on each runtime that serves requests (the connection workers, an embedder's runtime
+/// while its host lives, the PostgreSQL journal's client).
 pub async fn keep_a_timer_near<F: Future>(until: F) {
     let hold = async {
         loop {

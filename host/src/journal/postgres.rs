@@ -173,6 +173,11 @@ impl Postgres {
             .enable_all()
             .build()
             .map_err(|e| format!("the journal's client could not start: {e}"))?;
+        // Its queries' timeouts arm without a system call, as on every runtime that serves
+        // requests (see `near_timer`); the timer ends with the runtime.
+        drop(runtime.spawn(crate::near_timer::keep_a_timer_near(
+            std::future::pending::<()>(),
+        )));
         let pool = |size: usize| {
             let manager = Manager::from_config(
                 config.clone(),
